@@ -1,0 +1,44 @@
+"""Checks of user-facing parameters, each raising an error that names the parameter and the bound."""
+
+from __future__ import annotations
+
+import numbers
+
+from .exceptions import ConfigError
+
+
+def check_int(value, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an int, or raise :class:`ConfigError` naming ``name`` and the violated bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ConfigError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_float(value, name: str, *, minimum: float | None = None, maximum: float | None = None,
+                exclusive_minimum: bool = False) -> float:
+    """Return ``value`` as a float, or raise :class:`ConfigError` naming ``name`` and the violated bound."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if value != value:
+        raise ConfigError(f"{name} must not be NaN")
+    if minimum is not None:
+        if exclusive_minimum and value <= minimum:
+            raise ConfigError(f"{name} must be > {minimum}, got {value}")
+        if not exclusive_minimum and value < minimum:
+            raise ConfigError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_choice(value, name: str, choices) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise :class:`ConfigError` listing them."""
+    if value not in choices:
+        raise ConfigError(f"unknown {name} {value!r}; valid: {', '.join(sorted(map(str, choices)))}")
+    return value

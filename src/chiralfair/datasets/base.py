@@ -1,0 +1,78 @@
+"""The :class:`Dataset` record: encoded features, labels, domain, and the paper's 60/40 stratified split."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .._validation import check_float, check_int
+from ..domain import Domain
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An encoded tabular dataset with its input domain.
+
+    Attributes
+    ----------
+    name : str
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+        Encoded features, inside ``domain``.
+    y : numpy.ndarray of int64, shape (n_samples,)
+        Labels, 1 = ``positive_class``.
+    domain : Domain
+        Bounds measured on ``X``; protected attributes set.
+    label : str
+        Name of the label column in the raw data.
+    positive_class : str
+        Raw value of the label that is encoded as 1.
+    sources : dict of str to str
+        Raw file name → the path it was read from.
+    """
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    domain: Domain
+    label: str = "label"
+    positive_class: str = "1"
+    sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows."""
+        return int(self.X.shape[0])
+
+    def with_protected(self, names: Sequence[str], *, values: Mapping[str, Sequence[int]] | None = None) -> Dataset:
+        """Return a copy whose domain tests the protected attributes ``names`` (domains observed in ``X``).
+
+        Raises
+        ------
+        DomainError
+            If a name is unknown (lists the valid names) or a protected attribute has one observed value.
+        """
+        return replace(self, domain=self.domain.with_protected(names, data=self.X, values=values))
+
+    def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
+        """Stratified train/test split of the row indices (paper §4.4: 60/40).
+
+        Parameters
+        ----------
+        random_state : int
+        test_size : float
+            Share of rows in the test split, in (0, 1).
+
+        Returns
+        -------
+        train_index, test_index : numpy.ndarray of int64
+        """
+        from sklearn.model_selection import train_test_split
+
+        check_int(random_state, "random_state", minimum=0)
+        check_float(test_size, "test_size", minimum=0.0, maximum=1.0, exclusive_minimum=True)
+        idx = np.arange(self.n_samples)
+        stratify = self.y if np.bincount(self.y).min() >= 2 else None
+        train, test = train_test_split(idx, test_size=test_size, random_state=random_state, stratify=stratify)
+        return np.sort(train), np.sort(test)

@@ -1,0 +1,37 @@
+"""Exception hierarchy of chiralfair.
+
+Every error names the column, value, bound or parameter at fault. Each class also subclasses the matching
+built-in (``ValueError``, ``TypeError``, ``FileNotFoundError``) so that callers who catch those still work.
+"""
+
+
+class ChiralfairError(Exception):
+    """Base class of every error raised by chiralfair."""
+
+
+class ConfigError(ChiralfairError, ValueError):
+    """A parameter has a value outside what it accepts (the message names the parameter and the bound)."""
+
+
+class DomainError(ChiralfairError, ValueError):
+    """Inputs or a domain definition are inconsistent (the message names the feature and the bound)."""
+
+
+class DatasetError(ChiralfairError, ValueError):
+    """A dataset is unknown, malformed or does not support the request (names the file, line and column)."""
+
+
+class DataHomeError(ChiralfairError, FileNotFoundError):
+    """A raw data file is not in the data home and cannot be downloaded."""
+
+
+class ChecksumError(ChiralfairError, ValueError):
+    """A raw data file's SHA-256 differs from the expected digest (the message gives both digests)."""
+
+
+class ModelCapabilityError(ChiralfairError, TypeError):
+    """A model lacks a capability that an algorithm needs (the message names the model and the method)."""
+
+
+class RunFolderError(ChiralfairError, ValueError):
+    """An output folder cannot be used for a run (it exists and is not a previous run)."""

@@ -1,0 +1,3 @@
+"""Importing this module registers every built-in generator."""
+
+from . import aequitas  # noqa: F401

@@ -1,0 +1,125 @@
+"""The generator family (design §6): one verb, ``run(model, domain, seeds, *, random_state)``, and a registry."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._random import RandomState, as_generator
+from .._validation import check_int
+from ..domain import Domain
+from ..exceptions import ConfigError, DomainError
+from ..models.adapters import as_model
+from ..results import SearchResult, SeedReport, base_meta
+from .recorder import IDIRecorder
+
+GENERATORS: dict[str, Callable[..., Generator]] = {}
+
+
+def register_generator(name: str, factory: Callable[..., Generator] | None = None):
+    """Register a generator class (or a preset factory) under ``name``; usable as a class decorator."""
+    def deco(obj):
+        if name in GENERATORS:
+            raise ConfigError(f"generator {name!r} is already registered")
+        GENERATORS[name] = obj
+        return obj
+    return deco(factory) if factory is not None else deco
+
+
+def make_generator(name: str, **params) -> Generator:
+    """Build the registered generator ``name`` with hyper-parameters ``params``.
+
+    Raises
+    ------
+    ConfigError
+        If ``name`` is not registered (the message lists the valid names) or a parameter is invalid.
+    """
+    from . import _load_all  # noqa: F401  (registers the built-in generators)
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown generator {name!r}; valid: {', '.join(sorted(GENERATORS))}")
+    return GENERATORS[name](**params)
+
+
+class Generator(ABC):
+    """A search for IDIs: a global phase from the seeds, then a local phase around each global IDI.
+
+    Parameters
+    ----------
+    max_global : int
+        Seeds taken by the global phase (the first ``max_global`` seeds).
+    max_local : int
+        Local iterations per global IDI.
+    **params
+        Algorithm hyper-parameters, stored verbatim in :attr:`params`.
+    """
+
+    name: ClassVar[str] = "generator"
+    needs_gradient: ClassVar[bool] = False
+
+    def __init__(self, *, max_global: int = 100, max_local: int = 100, **params: Any):
+        self.max_global = check_int(max_global, "max_global", minimum=1)
+        self.max_local = check_int(max_local, "max_local", minimum=0)
+        self.params = {"max_global": self.max_global, "max_local": self.max_local, **params}
+
+    def run(self, model, domain: Domain, seeds, *, random_state: RandomState = None,
+            seed_strategy: str | None = None) -> SearchResult:
+        """Search for IDIs of ``model`` starting from ``seeds``.
+
+        Parameters
+        ----------
+        model : CountingModel or anything :func:`~chiralfair.models.as_model` accepts
+        domain : Domain
+            With the protected attributes under test.
+        seeds : SeedReport or array-like of int, shape (n_seeds, n_features)
+            Inputs inside the domain; the global phase takes the first ``max_global``.
+        random_state : int, numpy.random.Generator or None
+        seed_strategy : str, optional
+            Name recorded in the result; defaults to the SeedReport's strategy or ``"given"``.
+
+        Returns
+        -------
+        SearchResult
+
+        Raises
+        ------
+        DomainError
+            If a seed lies outside the domain (names the column, value and bound) or there are no seeds.
+        ModelCapabilityError
+            If the generator needs gradients and the model has none.
+        """
+        model = as_model(model)
+        if self.needs_gradient:
+            model.require("input_gradient", by=f"generator {self.name!r}")
+        if isinstance(seeds, SeedReport):
+            seed_strategy = seed_strategy or seeds.strategy
+            seeds = seeds.seeds
+        seed_strategy = seed_strategy or "given"
+        X = domain.validate(seeds, what="seeds")
+        if len(X) == 0:
+            raise DomainError("no seeds: the global phase needs at least one seed")
+        X = X[: self.max_global]
+        rng = as_generator(random_state)
+        recorder = IDIRecorder(model, domain)
+        notes = self._search(recorder, X, rng) or ()
+        meta = base_meta(params=self.params, random_state=random_state if isinstance(random_state, int) else None,
+                         model=model.name, protected=domain.protected_names)
+        return recorder.result(generator=self.name, seed_strategy=seed_strategy, n_seeds=len(X),
+                               n_seed_idis=recorder.n_seed_idis, notes=notes, meta=meta)
+
+    @abstractmethod
+    def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
+        """Run the global and local phases through ``recorder``; return notes (tuple of str) or None.
+
+        Implementations set ``recorder.n_seed_idis`` to the number of seeds that are IDIs.
+        """
+
+    @abstractmethod
+    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
+        """Upper bound on the model queries of one run with ``n_seeds`` seeds (checked by the contract tests)."""
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"

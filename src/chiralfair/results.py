@@ -1,0 +1,222 @@
+"""Frozen result records with a JSON round trip (design §7): :class:`SearchResult` and :class:`SeedReport`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .domain import Domain
+
+SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
+                  "success_rate", "seconds")
+
+
+def base_meta(**extra) -> dict:
+    """Metadata common to every result: package version plus the given entries."""
+    return {"chiralfair_version": __version__, **extra}
+
+
+def _arr(a, dtype, width=None) -> np.ndarray:
+    a = np.asarray(a, dtype=dtype)
+    if width is not None and a.size == 0:
+        a = a.reshape(0, width)
+    return a
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """What a generator found, counted by the one rule of design §2.
+
+    Attributes
+    ----------
+    generator : str
+        Registered generator name.
+    seed_strategy : str
+        Name of the seed strategy that produced the seeds (``"given"`` for user-supplied seeds).
+    n_seeds : int
+        Seeds used by the global phase.
+    n_seed_idis : int
+        Seeds that are IDIs themselves.
+    n_idis : int
+        Unique IDI keys (non-protected projections), global ∪ local.
+    n_global, n_local : int
+        Unique IDI keys found in the global and in the local phase (disjoint; ``n_global + n_local == n_idis``).
+    n_tested : int
+        Unique keys checked.
+    n_queries : int
+        Rows sent to the model during the search.
+    seconds : float
+        Wall time of the search, in seconds.
+    idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
+        Each IDI and one counterpart that gets a different label.
+    idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
+    phase : numpy.ndarray of str, shape (n_idis,)
+        ``"global"`` or ``"local"``.
+    notes : tuple of str
+        Anything a user must know, e.g. that a time budget stopped the run early.
+    meta : dict
+        Package version, parameters, resolved ``random_state``, dataset and model identifiers.
+    """
+
+    generator: str
+    seed_strategy: str
+    n_seeds: int
+    n_seed_idis: int
+    n_idis: int
+    n_global: int
+    n_local: int
+    n_tested: int
+    n_queries: int
+    seconds: float
+    idis: np.ndarray
+    counterparts: np.ndarray
+    idi_labels: np.ndarray
+    counterpart_labels: np.ndarray
+    phase: np.ndarray
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def success_rate(self) -> float:
+        """``n_idis / n_tested`` (0 when nothing was tested)."""
+        return self.n_idis / self.n_tested if self.n_tested else 0.0
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures under their result.json names."""
+        out = {k: getattr(self, k) for k in SUMMARY_FIELDS}
+        out.update(generator=self.generator, seed_strategy=self.seed_strategy)
+        return out
+
+    def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
+        """One row per IDI: the IDI, its counterpart (suffix ``_counterpart``), both predictions and the phase.
+
+        Parameters
+        ----------
+        domain : Domain, optional
+            When given, columns carry feature names and decoded labels; else ``x0..`` codes.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_idis, 2 * n_features + 3)
+        """
+        if domain is not None:
+            left = domain.decode(self.idis)
+            right = domain.decode(self.counterparts, suffix="_counterpart")
+        else:
+            d = self.idis.shape[1] if self.idis.ndim == 2 else 0
+            left = pd.DataFrame(self.idis, columns=[f"x{j}" for j in range(d)])
+            right = pd.DataFrame(self.counterparts, columns=[f"x{j}_counterpart" for j in range(d)])
+        frame = pd.concat([left, right], axis=1)
+        frame["prediction"] = self.idi_labels
+        frame["prediction_counterpart"] = self.counterpart_labels
+        frame["phase"] = pd.Series(self.phase, dtype="string")
+        return frame
+
+    def to_json(self) -> str:
+        """Serialize everything (arrays as lists)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in ("idis", "counterparts", "idi_labels", "counterpart_labels", "phase"):
+            d[k] = np.asarray(d[k]).tolist()
+        d["notes"] = list(self.notes)
+        d["success_rate"] = self.success_rate
+        return json.dumps(d, default=_json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> SearchResult:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        d.pop("success_rate", None)
+        width = len(d["idis"][0]) if d["idis"] else 0
+        d["idis"] = _arr(d["idis"], np.int64, width)
+        d["counterparts"] = _arr(d["counterparts"], np.int64, width)
+        d["idi_labels"] = _arr(d["idi_labels"], np.int64)
+        d["counterpart_labels"] = _arr(d["counterpart_labels"], np.int64)
+        d["phase"] = np.asarray(d["phase"], dtype=str)
+        d["notes"] = tuple(d["notes"])
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class SeedReport:
+    """Seeds chosen by a seed strategy, which of them are IDIs, and how they were found.
+
+    Attributes
+    ----------
+    strategy : str
+        Registered seed-strategy name.
+    seeds : numpy.ndarray of int64, shape (n_seeds, n_features)
+    is_idi : numpy.ndarray of bool, shape (n_seeds,)
+        Result of the discrimination check on each seed.
+    n_initial_idis : int or None
+        For I / I&D: unique initial IDIs found where the chiral and the original model disagree.
+    n_candidates : int or None
+        For I / I&D: data rows where the chiral and the original model disagree.
+    clustering : dict or None
+        For I&D: method (``"dbscan"``, ``"dbscan-kdist"``, ``"hdbscan"``), parameters, number of clusters,
+        noise share, explainer used, and whether a degenerate clustering was repaired.
+    seconds : dict of str to float
+        Wall time per phase, in seconds (e.g. ``chiral_training``, ``prediction_and_check``, ``shap``,
+        ``clustering``, ``total``).
+    n_queries : int
+        Rows sent to the model under test while selecting the seeds.
+    notes : tuple of str
+    meta : dict
+    """
+
+    strategy: str
+    seeds: np.ndarray
+    is_idi: np.ndarray
+    n_initial_idis: int | None = None
+    n_candidates: int | None = None
+    clustering: dict[str, Any] | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    n_queries: int = 0
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_seeds(self) -> int:
+        """Number of seeds."""
+        return int(len(self.seeds))
+
+    @property
+    def initialization_rate(self) -> float:
+        """Share of seeds that are IDIs (the I&D paper's Table 3); 0 for no seeds."""
+        return float(np.mean(self.is_idi)) if len(self.is_idi) else 0.0
+
+    def to_json(self) -> str:
+        """Serialize everything (arrays as lists)."""
+        d = asdict(self)
+        d["seeds"] = np.asarray(self.seeds).tolist()
+        d["is_idi"] = np.asarray(self.is_idi).tolist()
+        d["notes"] = list(self.notes)
+        d["initialization_rate"] = self.initialization_rate
+        return json.dumps(d, default=_json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> SeedReport:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        d.pop("initialization_rate", None)
+        width = len(d["seeds"][0]) if d["seeds"] else 0
+        d["seeds"] = _arr(d["seeds"], np.int64, width)
+        d["is_idi"] = np.asarray(d["is_idi"], dtype=bool)
+        d["notes"] = tuple(d["notes"])
+        return cls(**d)
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, np.bool_):
+        return bool(o)
+    raise TypeError(f"cannot serialize {type(o).__name__}")

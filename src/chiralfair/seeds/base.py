@@ -1,0 +1,107 @@
+"""Seed strategies (design §5): ``select(model, dataset, n_seeds, *, random_state) -> SeedReport``."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._random import RandomState, as_generator
+from .._validation import check_int
+from ..datasets.base import Dataset
+from ..exceptions import ConfigError
+from ..models.adapters import as_model
+from ..models.protocol import CountingModel
+from ..oracle import DiscriminationCheck
+from ..results import SeedReport, base_meta
+
+SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
+
+
+def register_seed_strategy(name: str):
+    """Class decorator registering a seed strategy under ``name``."""
+    def deco(cls):
+        if name in SEED_STRATEGIES:
+            raise ConfigError(f"seed strategy {name!r} is already registered")
+        SEED_STRATEGIES[name] = cls
+        return cls
+    return deco
+
+
+def make_seed_strategy(name: str, **params) -> SeedStrategy:
+    """Build the registered seed strategy ``name``.
+
+    Raises
+    ------
+    ConfigError
+        If ``name`` is not registered (the message lists the valid names).
+    """
+    from . import _load_all  # noqa: F401  (registers the built-in strategies)
+    if name not in SEED_STRATEGIES:
+        raise ConfigError(f"unknown seed strategy {name!r}; valid: {', '.join(sorted(SEED_STRATEGIES))}")
+    return SEED_STRATEGIES[name](**params)
+
+
+class SeedStrategy(ABC):
+    """The rule that picks the starting inputs of a search.
+
+    Subclasses implement :meth:`_choose`; :meth:`select` validates, times, runs the discrimination check on
+    seeds whose IDI status the strategy did not establish, and builds the :class:`SeedReport`.
+    """
+
+    name: ClassVar[str] = "strategy"
+
+    def __init__(self, **params: Any):
+        self.params = dict(params)
+
+    def select(self, model, dataset: Dataset, n_seeds: int, *, random_state: RandomState = None) -> SeedReport:
+        """Choose ``n_seeds`` seeds for testing ``model`` on ``dataset``.
+
+        Parameters
+        ----------
+        model : CountingModel or anything :func:`~chiralfair.models.as_model` accepts
+        dataset : Dataset
+            Its domain names the protected attributes under test; its rows are the pool of data seeds.
+        n_seeds : int
+            Number of seeds, >= 1.
+        random_state : int, numpy.random.Generator or None
+
+        Returns
+        -------
+        SeedReport
+            ``seeds`` of shape (n_seeds, n_features) (fewer only if the strategy's pool is smaller, which is
+            said in ``notes``), with ``is_idi`` and the time split in seconds.
+
+        Raises
+        ------
+        ConfigError
+            If ``n_seeds`` < 1.
+        """
+        n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
+        model = as_model(model)
+        rng = as_generator(random_state)
+        q0 = model.n_queries
+        t0 = time.perf_counter()
+        seeds, info = self._choose(model, dataset, n_seeds, rng)
+        seeds = dataset.domain.clip(seeds)
+        seconds = dict(info.pop("seconds", {}))
+        is_idi = info.pop("is_idi", None)
+        if is_idi is None:
+            t1 = time.perf_counter()
+            is_idi = DiscriminationCheck(model, dataset.domain).check(seeds).is_idi
+            seconds["seed_check"] = seconds.get("seed_check", 0.0) + time.perf_counter() - t1
+        seconds["total"] = time.perf_counter() - t0
+        meta = base_meta(params=self.params, dataset=dataset.name, model=model.name,
+                         protected=dataset.domain.protected_names,
+                         random_state=random_state if isinstance(random_state, int) else None)
+        return SeedReport(strategy=self.name, seeds=seeds, is_idi=np.asarray(is_idi, dtype=bool),
+                          seconds=seconds, n_queries=model.n_queries - q0, meta=meta, **info)
+
+    @abstractmethod
+    def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,
+                rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+        """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields (``is_idi``, ``seconds``,
+        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``)."""

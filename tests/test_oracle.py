@@ -1,0 +1,61 @@
+import numpy as np
+import pytest
+from toys import is_biased_idi, toy_domain
+
+from chiralfair.domain import Domain, Feature
+from chiralfair.exceptions import DomainError
+from chiralfair.oracle import DiscriminationCheck
+
+
+def all_points(domain):
+    grids = np.meshgrid(*[np.arange(f.lo, f.hi + 1) for f in domain.features], indexing="ij")
+    return np.stack([g.ravel() for g in grids], axis=1)
+
+
+def test_biased_model_idis_match_ground_truth(domain, biased_model):
+    X = all_points(domain)
+    res = DiscriminationCheck(biased_model, domain).check(X)
+    np.testing.assert_array_equal(res.is_idi, is_biased_idi(X))
+
+
+def test_fair_model_has_no_idi(domain, fair_model):
+    res = DiscriminationCheck(fair_model, domain).check(all_points(domain))
+    assert not res.is_idi.any()
+
+
+def test_counterparts_differ_only_in_protected_and_flip_label(domain, biased_model):
+    X = all_points(domain)
+    res = DiscriminationCheck(biased_model, domain).check(X)
+    cp = res.counterparts(domain)[res.is_idi]
+    Xi = X[res.is_idi]
+    np.testing.assert_array_equal(np.delete(cp, domain.protected, axis=1), np.delete(Xi, domain.protected, axis=1))
+    assert (biased_model.predict(cp) != biased_model.predict(Xi)).all()
+    np.testing.assert_array_equal(res.counterpart_label[res.is_idi], biased_model.predict(cp))
+
+
+def test_one_batch_costs_n_combinations_queries(domain, biased_model):
+    X = all_points(domain)[:100]
+    biased_model.reset_queries()
+    DiscriminationCheck(biased_model, domain).check(X)
+    assert biased_model.n_queries == 100 * 2
+
+
+def test_several_protected_attributes_use_every_combination(biased_model):
+    dom = toy_domain(("sex", "race"))
+    check = DiscriminationCheck(biased_model, dom)
+    assert check.n_combinations == 6
+    X = all_points(dom)
+    np.testing.assert_array_equal(check.check(X).is_idi, is_biased_idi(X))
+
+
+def test_with_proba_reports_most_different_counterpart_for_non_idis(domain, biased_model):
+    X = np.array([[0, 0, 0, 0, 0], [1, 0, 4, 4, 0]])
+    res = DiscriminationCheck(biased_model, domain).check(X, with_proba=True)
+    assert not res.is_idi[0] and res.is_idi[1]
+    assert res.counterpart_index[0] == 1  # sex=1 raises P(y=1) the most
+    assert res.proba.shape == (2, 2)
+
+
+def test_domain_requires_two_protected_values():
+    with pytest.raises(DomainError, match="only one value"):
+        Domain((Feature("sex", 0, 1), Feature("a", 0, 3)), protected=(0,), protected_values=((1,),))
