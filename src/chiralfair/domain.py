@@ -264,8 +264,9 @@ class Domain:
         return np.array(list(itertools.product(*self.protected_values)), dtype=np.int64)
 
     def counterparts(self, X) -> np.ndarray:
-        """Every PA-value combination applied to each input (the input itself is among them when its PA values
-        lie in the PA domains).
+        """Every PA-value combination applied to each input.
+
+        The input itself is among them when its PA values lie in the PA domains.
 
         Parameters
         ----------

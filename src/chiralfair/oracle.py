@@ -1,4 +1,4 @@
-"""The discrimination check (design §2): does some counterpart of ``x`` get a different predicted label?
+"""The discrimination check (design §2): does some counterpart of ``x`` get another label.
 
 Every combination of the protected attributes' domain values is tried, for a whole batch of inputs in one
 model call. The combination equal to the input's own PA values is the input itself, so its prediction comes

@@ -1,5 +1,7 @@
-"""Adapters that turn torch modules, sklearn estimators and pipelines, and plain callables into a
-:class:`~chiralfair.models.protocol.CountingModel`."""
+"""Adapters from torch modules, sklearn estimators and pipelines, and plain callables to models under test.
+
+Each returns a :class:`~chiralfair.models.protocol.CountingModel`.
+"""
 
 from __future__ import annotations
 

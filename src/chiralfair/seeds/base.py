@@ -104,4 +104,5 @@ class SeedStrategy(ABC):
     def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict]:
         """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields (``is_idi``, ``seconds``,
-        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``)."""
+        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``).
+        """

@@ -1,0 +1,200 @@
+"""One fairness-testing run from names: load a dataset, train (or load) the model, select seeds, search.
+
+This is the main job behind ``chiralfair run``; experiment grids build on :func:`run_experiment`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import __version__
+from ._validation import check_int
+from .generators import make_generator
+from .results import SearchResult, SeedReport
+from .seeds import make_seed_strategy
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one run.
+
+    Attributes
+    ----------
+    dataset : str
+        Registered dataset name (``census``, ``compas``, ``bank``, ``german``).
+    protected : tuple of str
+        Protected attributes under test (one or several).
+    model : str
+        Zoo model name (``dnn``, ``lr``, ``svc``, ``dtc``, ``mlp``, ``rf``, ``hgb``).
+    seeds : str
+        Seed strategy name.
+    generator : str
+        Generator name.
+    max_global, max_local : int
+        Budget (design §1).
+    random_state : int
+        Drives the split, the model training, the seeds and the search.
+    data_home, cache_dir : str or None
+    allow_checksum_mismatch : bool
+    generator_params : dict
+        Extra hyper-parameters for the generator.
+    """
+
+    dataset: str = "census"
+    protected: tuple[str, ...] = ("sex",)
+    model: str = "dnn"
+    seeds: str = "iandd"
+    generator: str = "aequitas"
+    max_global: int = 100
+    max_local: int = 100
+    random_state: int = 0
+    data_home: str | None = None
+    cache_dir: str | None = None
+    allow_checksum_mismatch: bool = False
+    generator_params: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready parameters."""
+        return {"dataset": self.dataset, "protected": list(self.protected), "model": self.model,
+                "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
+                "max_local": self.max_local, "random_state": self.random_state,
+                "generator_params": dict(self.generator_params)}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one run produced: the search result, the seed report, the model's quality and the timings.
+
+    Attributes
+    ----------
+    config : RunConfig
+    result : SearchResult
+    seed_report : SeedReport
+    domain : Domain
+    model_info : dict
+        ``f1``, ``accuracy``, ``train_seconds``, ``from_cache``.
+    seconds : dict of str to float
+        Wall seconds per step: ``data``, ``model``, ``seeds``, ``search``, ``total``.
+    """
+
+    config: RunConfig
+    result: SearchResult
+    seed_report: SeedReport
+    domain: Any
+    model_info: dict[str, Any]
+    seconds: dict[str, float]
+
+    def summary(self) -> dict[str, Any]:
+        """The figures of result.json: search summary, seeds, model, timings and meta."""
+        out = self.result.summary()
+        out["initialization_rate"] = self.seed_report.initialization_rate
+        out["seeds"] = {
+            "strategy": self.seed_report.strategy, "n_seeds": self.seed_report.n_seeds,
+            "initialization_rate": self.seed_report.initialization_rate,
+            "n_initial_idis": self.seed_report.n_initial_idis, "n_candidates": self.seed_report.n_candidates,
+            "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
+            "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes)}
+        out["model"] = dict(self.model_info)
+        out["seconds_by_step"] = dict(self.seconds)
+        out["notes"] = list(self.result.notes)
+        out["meta"] = {"chiralfair_version": __version__, "config": self.config.to_dict(),
+                       "generator_params": self.result.meta.get("params"),
+                       "domain": self.domain.to_dict()}
+        return out
+
+
+def validate_config(config: RunConfig) -> None:
+    """Check names and budgets before any expensive step, so bad input fails at once and loses nothing.
+
+    Raises
+    ------
+    ConfigError
+        For an unknown generator, seed strategy or model, or a budget below its minimum.
+    DatasetError
+        For an unknown dataset.
+    """
+    from .datasets import dataset_names
+    from .exceptions import DatasetError
+    from .models.zoo import get_spec
+
+    if config.dataset not in dataset_names():
+        raise DatasetError(f"unknown dataset {config.dataset!r}; valid: {', '.join(dataset_names())}")
+    check_int(config.max_global, "max_global", minimum=1)
+    check_int(config.max_local, "max_local", minimum=0)
+    check_int(config.random_state, "random_state", minimum=0)
+    make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
+                   **config.generator_params)
+    make_seed_strategy(config.seeds)
+    get_spec(config.model)
+
+
+def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None) -> RunOutcome:
+    """Run one configuration end to end.
+
+    Parameters
+    ----------
+    config : RunConfig
+    on_step : callable, optional
+        Called with the name of each step as it starts (``"data"``, ``"model"``, ``"seeds"``, ``"search"``),
+        e.g. to drive a progress display.
+
+    Returns
+    -------
+    RunOutcome
+
+    Raises
+    ------
+    ConfigError, DatasetError, DomainError, DataHomeError, ChecksumError, ModelCapabilityError
+        From the steps; names and budgets are checked first (:func:`validate_config`).
+    """
+    from .datasets import load_dataset
+    from .models.training import train_model
+
+    validate_config(config)
+    step = on_step or (lambda name: None)
+    seconds: dict[str, float] = {}
+    t_all = time.perf_counter()
+
+    step("data")
+    t = time.perf_counter()
+    dataset = load_dataset(config.dataset, protected=list(config.protected), data_home=config.data_home,
+                           allow_checksum_mismatch=config.allow_checksum_mismatch)
+    seconds["data"] = time.perf_counter() - t
+
+    step("model")
+    t = time.perf_counter()
+    trained = train_model(dataset, config.model, random_state=config.random_state, cache_dir=config.cache_dir)
+    seconds["model"] = time.perf_counter() - t
+    model = trained.model
+    logger.info("model %s: test F1 %.3f (%s)", config.model, trained.f1,
+                "from cache" if trained.from_cache else f"trained in {trained.train_seconds:.1f} s")
+
+    step("seeds")
+    t = time.perf_counter()
+    strategy = make_seed_strategy(config.seeds)
+    seed_report = strategy.select(model, dataset, config.max_global, random_state=config.random_state)
+    seconds["seeds"] = time.perf_counter() - t
+
+    step("search")
+    t = time.perf_counter()
+    generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
+                               **config.generator_params)
+    result = generator.run(model, dataset.domain, seed_report, random_state=config.random_state)
+    seconds["search"] = time.perf_counter() - t
+    seconds["total"] = time.perf_counter() - t_all
+
+    model_info = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy,
+                  "train_seconds": trained.train_seconds, "from_cache": trained.from_cache}
+    return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds)
+
+
+def protected_list(text: str | Sequence[str]) -> tuple[str, ...]:
+    """Parse ``"race,sex"`` (or a sequence) into a tuple of names; empty items are dropped."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    return tuple(s.strip() for s in items if s.strip())

@@ -1,0 +1,32 @@
+import json
+
+import pytest
+
+from chiralfair.exceptions import RunFolderError
+from chiralfair.report import is_previous_run, prepare_run_folder
+
+
+def test_new_and_empty_folders_are_accepted(tmp_path):
+    assert prepare_run_folder(tmp_path / "new").is_dir()
+    (tmp_path / "empty").mkdir()
+    assert prepare_run_folder(tmp_path / "empty").is_dir()
+
+
+def test_foreign_folder_is_refused_and_left_untouched(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(RunFolderError, match="not a previous chiralfair run"):
+        prepare_run_folder(tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_previous_run_is_accepted(tmp_path):
+    (tmp_path / "result.json").write_text(json.dumps({"meta": {"chiralfair_version": "0.1.0"}}))
+    assert is_previous_run(tmp_path)
+    assert prepare_run_folder(tmp_path) == tmp_path
+
+
+def test_a_file_is_refused(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    with pytest.raises(RunFolderError, match="is a file"):
+        prepare_run_folder(f)
