@@ -207,8 +207,8 @@ def datasets(
 
 
 def _dataset_text(d: dict) -> str:
-    lines = [f"{d.get('name')}: " + ", ".join(f"{k}={v}" for k, v in d.items()
-                                               if k not in ("name", "protected", "files") and not isinstance(v, dict | list))]
+    scalars = {k: v for k, v in d.items() if k != "name" and not isinstance(v, dict | list)}
+    lines = [f"{d.get('name')}: " + ", ".join(f"{k}={v}" for k, v in scalars.items())]
     for k in ("protected", "files"):
         if k in d:
             lines.append(f"    {k}: {json.dumps(d[k], default=str)}")

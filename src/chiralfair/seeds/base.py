@@ -103,6 +103,8 @@ class SeedStrategy(ABC):
     @abstractmethod
     def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict]:
-        """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields (``is_idi``, ``seconds``,
-        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``).
+        """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields.
+
+        The extra fields are any of ``is_idi``, ``seconds``, ``n_initial_idis``, ``n_candidates``,
+        ``clustering`` and ``notes``.
         """
