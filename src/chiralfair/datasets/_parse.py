@@ -47,10 +47,6 @@ class Table:
         """Return the error for ``problem`` in ``column`` of data row ``row`` (0-based)."""
         return DatasetError(f"{self.display}, line {int(self.lines[row])}, column {column!r}: {problem}")
 
-    def subset(self, mask: np.ndarray) -> Table:
-        """Return the rows where ``mask`` is True."""
-        return Table(self.display, {k: v[mask] for k, v in self.columns.items()}, self.lines[mask])
-
 
 def read_table(path: Path, *, display: str, delimiter: str, names: Sequence[str] | None = None,
                usecols: Sequence[str] | None = None, skipinitialspace: bool = False) -> Table:

@@ -69,36 +69,42 @@ def encode(path: Path, display: str) -> Encoded:
         Naming the line and column of a malformed field.
     """
     table = read_table(path, display=display, delimiter=",", usecols=USECOLS)
+    # Every field is checked before rows are dropped, so a malformed value is reported wherever it is.
+    days = {col: integers(table, col, allow_missing=True).astype(float) for col in REQUIRED}
+    ints = {col: integers(table, col) for col in ("age", *COUNTS, "priors_count", "is_recid",
+                                                  "is_violent_recid", "v_decile_score", "decile_score")}
+    cats = {col: codes(table, col, categories, missing_label="missing")
+            for col, categories in (("sex", SEX), ("race", RACE), ("c_charge_degree", CHARGE_DEGREE),
+                                    ("r_charge_degree", CHARGE_DEGREE))}
     # I&D drops the rows missing a numeric value: exactly those without days_b_screening_arrest.
-    keep = np.ones(table.n_rows, dtype=bool)
-    for col in REQUIRED:
-        keep &= np.isfinite(integers(table, col, allow_missing=True).astype(float))
-    table = table.subset(keep)
-    if table.n_rows == 0:
+    keep = np.isfinite(days[REQUIRED[0]]) & np.isfinite(days[REQUIRED[1]])
+    if not keep.any():
         raise DatasetError(f"{display}: no row has both {REQUIRED[0]} and {REQUIRED[1]}")
-    sex, sex_labels = codes(table, "sex", SEX, missing_label="missing")
-    race, race_labels = codes(table, "race", RACE, missing_label="missing")
-    c_degree, c_labels = codes(table, "c_charge_degree", CHARGE_DEGREE, missing_label="missing")
-    r_degree, r_labels = codes(table, "r_charge_degree", CHARGE_DEGREE, missing_label="missing")
-    age = integers(table, "age") // 10
-    priors = integers(table, "priors_count") // 10
-    screening = np.trunc(integers(table, "days_b_screening_arrest") / 100).astype(np.int64)
-    c_days = integers(table, "c_days_from_compas") // 100
+    ints = {col: values[keep] for col, values in ints.items()}
+    age = ints["age"] // 10
+    priors = ints["priors_count"] // 10
+    screening = np.trunc(days["days_b_screening_arrest"][keep] / 100).astype(np.int64)
+    c_days = (days["c_days_from_compas"][keep] // 100).astype(np.int64)
+
+    def categorical(name):
+        values, labels = cats[name]
+        return Column(name, values[keep], "categorical", labels)
+
     columns = [
-        Column("sex", sex, "categorical", sex_labels),
+        categorical("sex"),
         Column("age", age, "ordinal", bin_labels(age, 10)),
-        Column("race", race, "categorical", race_labels),
-        *(Column(c, integers(table, c), "ordinal") for c in COUNTS),
+        categorical("race"),
+        *(Column(c, ints[c], "ordinal") for c in COUNTS),
         Column("priors_count", priors, "ordinal", bin_labels(priors, 10)),
         Column("days_b_screening_arrest", screening, "ordinal", _truncated_day_labels(screening)),
         Column("c_days_from_compas", c_days, "ordinal", bin_labels(c_days, 100, unit=" days")),
-        Column("c_charge_degree", c_degree, "categorical", c_labels),
-        Column("is_recid", integers(table, "is_recid"), "ordinal"),
-        Column("r_charge_degree", r_degree, "categorical", r_labels),
-        Column("is_violent_recid", integers(table, "is_violent_recid"), "ordinal"),
-        Column("v_decile_score", integers(table, "v_decile_score"), "ordinal"),
+        categorical("c_charge_degree"),
+        Column("is_recid", ints["is_recid"], "ordinal"),
+        categorical("r_charge_degree"),
+        Column("is_violent_recid", ints["is_violent_recid"], "ordinal"),
+        Column("v_decile_score", ints["v_decile_score"], "ordinal"),
     ]
-    y = (integers(table, "decile_score") > 5).astype(np.int64)
+    y = (ints["decile_score"] > 5).astype(np.int64)
     return Encoded.from_columns(columns, y)
 
 
