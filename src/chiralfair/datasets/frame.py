@@ -133,7 +133,7 @@ def _integer_valued(series: pd.Series, name: str) -> Column:
         bad = fractional | ~np.isfinite(values)
         row = int(np.argmax(bad))
         raise DatasetError(
-            f"column {name!r} holds the non-integer value {values[row]!r} (row {series.index[row]!r}); "
+            f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
             f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
             f"bins={{{name!r}: [edges...]}}, or round the column")
     return Column(name, values.astype(np.int64), "ordinal")
@@ -145,25 +145,33 @@ def _binned(series: pd.Series, name: str, spec) -> Column:
     if isinstance(spec, int | np.integer):
         if spec < 1:
             raise DatasetError(f"bins[{name!r}] must be at least 1, got {spec}")
-        if series.dropna().empty:
+        present = series.dropna()
+        if present.empty:
             raise DatasetError(f"column {name!r} has no value to bin")
-        cut = pd.cut(series, bins=int(spec), include_lowest=True)
+        low, high = float(present.min()), float(present.max())
+        edges = np.linspace(low, high if high > low else low + 1.0, int(spec) + 1)
     else:
         edges = np.asarray(spec, dtype=float)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
             raise DatasetError(f"bins[{name!r}] must be an int or at least two increasing edges, "
                                f"got {spec!r}")
-        cut = pd.cut(series, bins=edges, include_lowest=True)
-        outside = cut.isna().to_numpy() & series.notna().to_numpy()
-        if outside.any():
-            row = int(np.argmax(outside))
-            raise DatasetError(f"column {name!r} value {series.iloc[row]!r} (row {series.index[row]!r}) lies "
-                               f"outside the bin edges [{edges[0]:g}, {edges[-1]:g}]")
-    intervals = list(cut.cat.categories)
-    codes = cut.cat.codes.to_numpy().astype(np.int64)
-    labels = {i: f"{iv.left:g}-{iv.right:g}" for i, iv in enumerate(intervals)}
-    missing = codes < 0
+    # Intervals (a, b], the first one closed on the left too.
+    cut = pd.cut(series, bins=edges, include_lowest=True, labels=False)
+    codes = cut.to_numpy(dtype=float, na_value=np.nan)
+    outside = np.isnan(codes) & series.notna().to_numpy()
+    if outside.any():
+        row = int(np.argmax(outside))
+        raise DatasetError(f"column {name!r} value {_show(series.iloc[row])} (row {series.index[row]!r}) "
+                           f"lies outside the bin edges [{edges[0]:g}, {edges[-1]:g}]")
+    n_bins = len(edges) - 1
+    labels = {i: f"{edges[i]:g}-{edges[i + 1]:g}" for i in range(n_bins)}
+    missing = np.isnan(codes)
+    codes = np.where(missing, n_bins, codes).astype(np.int64)
     if missing.any():
-        codes[missing] = len(intervals)
-        labels[len(intervals)] = MISSING_LABEL
+        labels[n_bins] = MISSING_LABEL
     return Column(name, codes, "ordinal", labels)
+
+
+def _show(value) -> str:
+    """``repr`` of a value, without the numpy type wrapper (``1.5``, not ``np.float64(1.5)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)

@@ -202,7 +202,7 @@ def download(url: str, dest: Path) -> None:
     OSError
         On any network failure (``urllib.error.URLError`` is an ``OSError``).
     """
-    with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:  # noqa: S310
+    with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
         shutil.copyfileobj(response, out)
 
 
