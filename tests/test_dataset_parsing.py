@@ -167,3 +167,16 @@ def test_binary_file(tmp_path):
     (tmp_path / "bank" / "raw" / "bank-full.csv").write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(DatasetError, match="bank/raw/bank-full.csv.*not a UTF-8 text file"):
         load_dataset("bank", data_home=tmp_path)
+
+
+def test_line_numbers_after_a_quoted_line_break(real_home, tmp_path):
+    def edit(lines):
+        lines[1] = lines[1].replace("Aggravated Assault w/Firearm", '"Aggravated\r\nAssault"')
+        fields = lines[5].split(",")
+        fields[7] = "old"  # age of the 5th data row, which starts on line 7 because row 1 spans two lines
+        lines[5] = ",".join(fields)
+        return lines
+
+    _copy(real_home, tmp_path, "compas/raw/compas-scores.csv", edit, keep_lines=20)
+    with pytest.raises(DatasetError, match=r"line 7, column 'age': 'old' is not an integer"):
+        load_dataset("compas", data_home=tmp_path, allow_checksum_mismatch=True)

@@ -81,16 +81,16 @@ def read_table(path: Path, *, display: str, delimiter: str, names: Sequence[str]
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=skipinitialspace, strict=True)
             header = list(names) if names is not None else _read_header(reader, display)
             header_line = reader.line_num
-            rows, lines = [], []
-            append_row, append_line = rows.append, lines.append
-            for row in reader:
-                append_row(row)
-                append_line(reader.line_num)
+            rows = list(reader)
+            if reader.line_num == header_line + len(rows):
+                # One row per line (no quoted line breaks): line numbers follow without tracking each row.
+                lines = np.arange(header_line + 1, header_line + 1 + len(rows), dtype=np.int64)
+            else:
+                lines = _line_numbers(path, delimiter, skipinitialspace, header_line)
     except UnicodeDecodeError as exc:
         raise DatasetError(f"{display}: not a UTF-8 text file ({exc})") from None
     except csv.Error as exc:
         raise DatasetError(f"{display}, line {reader.line_num}: malformed field ({exc})") from None
-    lines = np.asarray(lines, dtype=np.int64)
     widths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     blank = widths == 0  # blank lines, e.g. the one ending adult.data
     wrong = ~blank & (widths != len(header))
@@ -114,6 +114,14 @@ def read_table(path: Path, *, display: str, delimiter: str, names: Sequence[str]
         i = header.index(col)
         columns[col] = np.array([row[i] for row in rows], dtype=object)
     return Table(display, columns, lines)
+
+
+def _line_numbers(path: Path, delimiter: str, skipinitialspace: bool, header_line: int) -> np.ndarray:
+    """Line (1-based) on which each row after the header ends, when quoted fields span several lines."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=skipinitialspace, strict=True)
+        ends = np.fromiter((reader.line_num for _ in reader), dtype=np.int64)
+    return ends[ends > header_line]
 
 
 def _read_header(reader, display: str) -> list[str]:
