@@ -31,7 +31,7 @@ class Table:
     columns : dict of str to numpy.ndarray of object, each shape (n_rows,)
         Raw text of each requested column.
     lines : numpy.ndarray of int64, shape (n_rows,)
-        Line number (1-based) of each row in the file.
+        Line number (1-based) of each row in the file (the line it ends on, if a quoted field spans lines).
     """
 
     display: str
@@ -109,7 +109,7 @@ def read_table(path: Path, *, display: str, delimiter: str, names: Sequence[str]
     columns = {}
     for col in wanted:
         if col not in header:
-            raise DatasetError(f"{display}, line 1: column {col!r} is missing from the header "
+            raise DatasetError(f"{display}, line {header_line}: column {col!r} is missing from the header "
                                f"({', '.join(header)})")
         i = header.index(col)
         columns[col] = np.array([row[i] for row in rows], dtype=object)
