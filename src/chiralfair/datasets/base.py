@@ -45,7 +45,8 @@ class Dataset:
         """Number of rows."""
         return int(self.X.shape[0])
 
-    def with_protected(self, names: Sequence[str], *, values: Mapping[str, Sequence[int]] | None = None) -> Dataset:
+    def with_protected(self, names: Sequence[str], *,
+                       values: Mapping[str, Sequence[int]] | None = None) -> Dataset:
         """Return a copy whose domain tests the protected attributes ``names`` (domains observed in ``X``).
 
         Raises

@@ -1,0 +1,88 @@
+"""Records shared by the benchmark loaders: the encoded columns of a dataset and the dataset's description."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..domain import Kind
+
+
+@dataclass(frozen=True)
+class Column:
+    """One encoded feature column before the domain is measured.
+
+    Attributes
+    ----------
+    name : str
+    values : numpy.ndarray of int64, shape (n_rows,)
+    kind : {"categorical", "ordinal"}
+    labels : mapping of int to str, optional
+        Human-readable label of each code.
+    """
+
+    name: str
+    values: np.ndarray
+    kind: Kind
+    labels: Mapping[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A dataset encoded as integers, with the names, kinds and code labels of its features.
+
+    Attributes
+    ----------
+    X : numpy.ndarray of int64, shape (n_rows, n_features)
+    y : numpy.ndarray of int64, shape (n_rows,)
+    names : tuple of str
+    kinds : tuple of {"categorical", "ordinal"}
+    labels : dict of str to (dict of int to str)
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    names: tuple[str, ...]
+    kinds: tuple[Kind, ...]
+    labels: dict[str, dict[int, str]]
+
+    @classmethod
+    def from_columns(cls, columns: list[Column], y: np.ndarray) -> Encoded:
+        """Stack ``columns`` (in order) into ``X``."""
+        X = np.column_stack([np.asarray(c.values, dtype=np.int64) for c in columns])
+        return cls(X, np.asarray(y, dtype=np.int64), tuple(c.name for c in columns),
+                   tuple(c.kind for c in columns), {c.name: dict(c.labels) for c in columns if c.labels})
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A benchmark dataset: its raw file, label, protected attributes and its encoder.
+
+    Attributes
+    ----------
+    name : str
+    raw : str
+        Path of the raw file relative to the data home.
+    protected : tuple of str
+        Protected attributes studied in the literature; the first is the default of
+        :func:`~chiralfair.datasets.load_dataset`.
+    label : str
+        Label column in the raw file.
+    positive_class : str
+        Raw label value (or condition) encoded as 1.
+    description : str
+        One line on the source and the encoding.
+    encode : callable
+        ``encode(path, display) -> Encoded``; ``display`` names the file in error messages.
+    """
+
+    name: str
+    raw: str
+    protected: tuple[str, ...]
+    label: str
+    positive_class: str
+    description: str
+    encode: Callable[[Path, str], Encoded]

@@ -1,0 +1,169 @@
+"""The benchmark datasets by name: loading with a chosen protected attribute, and a description of each.
+
+Each dataset is encoded from its raw file in the data home (see :mod:`chiralfair.datasets.home`). Parsed
+datasets are cached in memory per raw file (path, modification time and size); every call returns fresh
+arrays.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..domain import Domain
+from ..exceptions import ChecksumError, DataHomeError, DatasetError
+from . import bank, census, compas, german, home
+from ._spec import DatasetSpec, Encoded
+from .base import Dataset
+
+logger = logging.getLogger(__name__)
+
+DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (census.SPEC, compas.SPEC, bank.SPEC,
+                                                                   german.SPEC)}
+
+
+def dataset_names() -> list[str]:
+    """Names of the benchmark datasets, in the order of :data:`DATASETS`."""
+    return list(DATASETS)
+
+
+def dataset_spec(name: str) -> DatasetSpec:
+    """Return the :class:`DatasetSpec` of ``name``.
+
+    Raises
+    ------
+    DatasetError
+        If ``name`` is not a benchmark dataset; the message lists the valid names.
+    """
+    try:
+        return DATASETS[name]
+    except (KeyError, TypeError):
+        raise DatasetError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}") from None
+
+
+def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
+                 data_home: str | os.PathLike | None = None,
+                 allow_checksum_mismatch: bool = False) -> Dataset:
+    """Load a benchmark dataset, encoded from its raw file, with its protected attributes set.
+
+    Parameters
+    ----------
+    name : {"census", "compas", "bank", "german"}
+    protected : str or sequence of str, optional
+        Protected attribute names (any feature). Default: the dataset's first protected attribute in the
+        literature: census ``age`` (of age, race, sex), compas ``sex`` (of sex, age, race), bank ``age``,
+        german ``sex`` (of sex, age). Each one's domain is the set of values observed in the data.
+    data_home : str or path-like, optional
+        Folder holding the raw files in the layout ``<dataset>/raw/<file>``; default ``$CHIRALFAIR_DATA``,
+        else the user cache folder (where a missing file is downloaded).
+    allow_checksum_mismatch : bool
+        Use a raw file whose SHA-256 differs from the published one (a warning is logged).
+
+    Returns
+    -------
+    Dataset
+        ``X`` of shape (n_rows, n_features), int64: census (32561, 13), compas (10577, 14), bank (45211, 16),
+        german (1000, 20). ``sources`` maps the raw file to the path read.
+
+    Raises
+    ------
+    DatasetError
+        If ``name`` is unknown (lists the valid names) or the raw file is malformed (names the file, line and
+        column; a checksum mismatch is mentioned too).
+    DataHomeError
+        If the raw file is not in the data home and cannot be downloaded.
+    ChecksumError
+        If the raw file's SHA-256 differs and ``allow_checksum_mismatch`` is False.
+    DomainError
+        If a protected attribute is unknown (lists the valid names) or has one observed value.
+    """
+    spec = dataset_spec(name)
+    raw = home.raw_file(spec.raw)
+    # Checksums of local files are checked below, after parsing, so that a broken file says what is wrong.
+    path = home.fetch_raw(spec.raw, data_home=data_home, allow_checksum_mismatch=allow_checksum_mismatch,
+                          verify_local=False).resolve()
+    stat = path.stat()
+    encoded, domain, actual = _encode_cached(spec.name, str(path), stat.st_mtime_ns, stat.st_size)
+    if actual is not None:
+        message = home.checksum_message(raw, path, actual)
+        if not allow_checksum_mismatch:
+            raise ChecksumError(f"{message}; {home.MISMATCH_HINT}")
+        logger.warning("%s; proceeding because allow_checksum_mismatch=True", message)
+    if protected is None:
+        protected = [spec.protected[0]]
+    X = encoded.X.copy()
+    return Dataset(name=spec.name, X=X, y=encoded.y.copy(), domain=domain.with_protected(protected, data=X),
+                   label=spec.label, positive_class=spec.positive_class, sources={spec.raw: str(path)})
+
+
+@functools.lru_cache(maxsize=8)
+def _encode_cached(name: str, path: str, mtime_ns: int, size: int) -> tuple[Encoded, Domain, str | None]:
+    """Encode a raw file once per (path, mtime, size); also return its digest if it is not the published."""
+    spec = DATASETS[name]
+    raw = home.raw_file(spec.raw)
+    actual = home.checksum_mismatch(path, raw)
+    try:
+        encoded = spec.encode(Path(path), f"{spec.raw} ({path})")
+    except DatasetError as exc:
+        if actual is None:
+            raise
+        raise DatasetError(f"{exc}. Also, {home.checksum_message(raw, path, actual)}; replace the file with "
+                           f"the published one from {raw.url}") from None
+    encoded.X.setflags(write=False)
+    encoded.y.setflags(write=False)
+    domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels)
+    return encoded, domain, actual
+
+
+def describe_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:
+    """Describe every benchmark dataset; never downloads.
+
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        See :func:`load_dataset`.
+
+    Returns
+    -------
+    list of dict
+        One per dataset, with keys ``name``, ``description``, ``raw_file`` (relative path), ``url``, ``path``
+        (where the raw file was found, or None), ``status`` ("found", "missing: …" or "error: …"), ``rows``,
+        ``n_attributes``, ``attributes`` (names), ``label``, ``positive_class``, ``positive_rows``,
+        ``protected`` (each protected attribute → {code: label} of its observed values, or None when the file
+        is missing or unreadable) and ``default_protected``.
+    """
+    return [_describe(spec, data_home) for spec in DATASETS.values()]
+
+
+def _describe(spec: DatasetSpec, data_home) -> dict:
+    raw = home.raw_file(spec.raw)
+    path = home.find_raw(spec.raw, data_home)
+    entry = {
+        "name": spec.name, "description": spec.description, "raw_file": spec.raw, "url": raw.url,
+        "path": str(path) if path is not None else None, "label": spec.label,
+        "positive_class": spec.positive_class, "default_protected": spec.protected[0],
+        "rows": None, "n_attributes": None, "attributes": None, "positive_rows": None,
+        "protected": dict.fromkeys(spec.protected),
+    }
+    if path is None:
+        folders = ", ".join(str(f) for f in home.search_folders(data_home))
+        entry["status"] = f"missing: not in {folders}; downloaded from {raw.url} on first use"
+        return entry
+    try:
+        ds = load_dataset(spec.name, protected=list(spec.protected), data_home=data_home)
+    except (ChecksumError, DatasetError, DataHomeError) as exc:
+        entry["status"] = f"error: {exc}"
+        return entry
+    dom = ds.domain
+    entry.update(
+        status="found", rows=ds.n_samples, n_attributes=dom.n_features, attributes=dom.names,
+        positive_rows=int(np.sum(ds.y)),
+        protected={dom.features[i].name: {v: dom.features[i].label(v) for v in values}
+                   for i, values in zip(dom.protected, dom.protected_values, strict=True)},
+    )
+    return entry

@@ -1,0 +1,177 @@
+"""The user's own data: a pandas DataFrame turned into an integer-encoded :class:`Dataset`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from ..exceptions import DatasetError
+from ._spec import Column, Encoded
+from .base import Dataset
+
+MISSING_LABEL = "missing"
+
+
+def from_frame(df: pd.DataFrame, *, label: str, positive_class, protected: str | Sequence[str],
+               name: str = "custom", bins: Mapping[str, int | Sequence[float]] | None = None) -> Dataset:
+    """Encode a DataFrame as a :class:`Dataset`: every column but ``label`` becomes an integer feature.
+
+    - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
+      (a pandas categorical keeps its declared category order); a missing value (NaN, None) is a category of
+      its own, the next code, labelled ``"missing"``;
+    - integer columns are kept as they are;
+    - float columns must hold integer values only, or be listed in ``bins``;
+    - a column in ``bins`` is cut into intervals: ``bins[column]`` is a number of equal-width bins or a
+      sequence of bin edges (values outside the edges are an error); missing values get a bin of their own.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame, shape (n_samples, n_features + 1)
+    label : str
+        Label column.
+    positive_class : object
+        Value of ``label`` encoded as 1; every other value is 0.
+    protected : str or sequence of str
+        Protected attribute names; each one's domain is the set of codes observed in the data.
+    name : str
+        Dataset name.
+    bins : mapping of column name to int or sequence of float, optional
+
+    Returns
+    -------
+    Dataset
+        ``X`` int64 of shape (n_samples, n_features), features in the frame's column order; code labels in
+        ``domain.features[j].labels``.
+
+    Raises
+    ------
+    DatasetError
+        Naming the column (and the value or row) at fault: a missing label column or ``positive_class``, a
+        missing label value, a non-integer float column without bins, missing values in an unbinned numeric
+        column, a value outside the bin edges, or ``bins`` naming an unknown column.
+    DomainError
+        If a protected attribute is unknown (lists the valid names) or has one observed value.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise DatasetError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if df.shape[0] == 0:
+        raise DatasetError("df has no rows")
+    if label not in df.columns:
+        columns = ", ".join(map(str, df.columns))
+        raise DatasetError(f"label column {label!r} is not in the frame; columns: {columns}")
+    bins = dict(bins or {})
+    features = [c for c in df.columns if c != label]
+    if not features:
+        raise DatasetError(f"the frame has no column besides the label {label!r}")
+    unknown = [c for c in bins if c not in features]
+    if unknown:
+        raise DatasetError(f"bins names columns that are not features: {unknown}; features: "
+                           f"{', '.join(map(str, features))}")
+    y = _encode_label(df[label], label, positive_class)
+    columns = [_encode_column(df[c], str(c), bins.get(c)) for c in features]
+    encoded = Encoded.from_columns(columns, y)
+    domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
+                              protected=[protected] if isinstance(protected, str) else list(protected))
+    return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
+                   positive_class=str(positive_class), sources={})
+
+
+def _encode_label(series: pd.Series, label: str, positive_class) -> np.ndarray:
+    missing = series.isna().to_numpy()
+    if missing.any():
+        row = series.index[np.argmax(missing)]
+        raise DatasetError(f"label column {label!r} has a missing value at row {row!r}")
+    positive = (series == positive_class).to_numpy(dtype=bool)
+    if not positive.any():
+        values = ", ".join(map(repr, sorted(series.unique().tolist(), key=str)[:10]))
+        raise DatasetError(f"positive_class {positive_class!r} does not occur in label column {label!r}; "
+                           f"its values include {values}")
+    return positive.astype(np.int64)
+
+
+def _encode_column(series: pd.Series, name: str, spec) -> Column:
+    if spec is not None:
+        return _binned(series, name, spec)
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _categorical(series, name, list(dtype.categories), ordered=bool(dtype.ordered))
+    if pd.api.types.is_bool_dtype(dtype) and not series.isna().any():
+        return Column(name, series.to_numpy(dtype=np.int64), "categorical", {0: "False", 1: "True"})
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        return _integer_valued(series, name)
+    distinct = series.dropna().unique().tolist()
+    return _categorical(series, name, sorted(distinct, key=_sort_key), ordered=False)
+
+
+def _sort_key(value):
+    # Sorting mixed types (e.g. 1 and "a") would fail; numbers sort before text, each group in natural order.
+    return (0, value, "") if isinstance(value, int | float | np.number) else (1, 0, str(value))
+
+
+def _categorical(series: pd.Series, name: str, categories: list, *, ordered: bool) -> Column:
+    codes = pd.Categorical(series, categories=categories).codes.astype(np.int64)
+    labels = {i: str(c) for i, c in enumerate(categories)}
+    missing = codes < 0
+    if missing.any():
+        codes[missing] = len(categories)
+        labels[len(categories)] = MISSING_LABEL
+    return Column(name, codes, "ordinal" if ordered else "categorical", labels)
+
+
+def _integer_valued(series: pd.Series, name: str) -> Column:
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    missing = np.isnan(values)
+    if missing.any():
+        raise DatasetError(
+            f"column {name!r} has a missing value at row {series.index[np.argmax(missing)]!r}; fill it, or "
+            f"pass bins={{{name!r}: ...}} so that missing values get a bin of their own")
+    fractional = values != np.round(values)
+    if fractional.any() or not np.isfinite(values).all():
+        bad = fractional | ~np.isfinite(values)
+        row = int(np.argmax(bad))
+        raise DatasetError(
+            f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
+            f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
+            f"bins={{{name!r}: [edges...]}}, or round the column")
+    return Column(name, values.astype(np.int64), "ordinal")
+
+
+def _binned(series: pd.Series, name: str, spec) -> Column:
+    if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
+        raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
+    if isinstance(spec, int | np.integer):
+        if spec < 1:
+            raise DatasetError(f"bins[{name!r}] must be at least 1, got {spec}")
+        present = series.dropna()
+        if present.empty:
+            raise DatasetError(f"column {name!r} has no value to bin")
+        low, high = float(present.min()), float(present.max())
+        edges = np.linspace(low, high if high > low else low + 1.0, int(spec) + 1)
+    else:
+        edges = np.asarray(spec, dtype=float)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+            raise DatasetError(f"bins[{name!r}] must be an int or at least two increasing edges, "
+                               f"got {spec!r}")
+    # Intervals (a, b], the first one closed on the left too.
+    cut = pd.cut(series, bins=edges, include_lowest=True, labels=False)
+    codes = cut.to_numpy(dtype=float, na_value=np.nan)
+    outside = np.isnan(codes) & series.notna().to_numpy()
+    if outside.any():
+        row = int(np.argmax(outside))
+        raise DatasetError(f"column {name!r} value {_show(series.iloc[row])} (row {series.index[row]!r}) "
+                           f"lies outside the bin edges [{edges[0]:g}, {edges[-1]:g}]")
+    n_bins = len(edges) - 1
+    labels = {i: f"{edges[i]:g}-{edges[i + 1]:g}" for i in range(n_bins)}
+    missing = np.isnan(codes)
+    codes = np.where(missing, n_bins, codes).astype(np.int64)
+    if missing.any():
+        labels[n_bins] = MISSING_LABEL
+    return Column(name, codes, "ordinal", labels)
+
+
+def _show(value) -> str:
+    """``repr`` of a value, without the numpy type wrapper (``1.5``, not ``np.float64(1.5)``)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
