@@ -203,15 +203,18 @@ def datasets(
         typer.echo(json.dumps(info, indent=2, default=str))
         return
     for d in info:
-        typer.echo(json.dumps(d, default=str) if not isinstance(d, dict) else _dataset_text(d))
+        typer.echo(_dataset_text(d))
 
 
 def _dataset_text(d: dict) -> str:
-    scalars = {k: v for k, v in d.items() if k != "name" and not isinstance(v, dict | list)}
-    lines = [f"{d.get('name')}: " + ", ".join(f"{k}={v}" for k, v in scalars.items())]
-    for k in ("protected", "files"):
-        if k in d:
-            lines.append(f"    {k}: {json.dumps(d[k], default=str)}")
+    lines = [f"{d['name']}: {d.get('description', '')}"]
+    if d.get("rows") is not None:
+        lines.append(f"  {d['rows']:,} rows x {d['n_attributes']} attributes; label {d['label']!r},"
+                     f" positive class {d['positive_class']!r} ({d.get('positive_rows', 0):,} rows)")
+    for name, codes in (d.get("protected") or {}).items():
+        values = ", ".join(f"{k}={v}" for k, v in codes.items())
+        lines.append(f"  protected {name}: {values}")
+    lines.append(f"  raw file: {d.get('path') or d.get('raw_file')} [{d.get('status')}]")
     return "\n".join(lines)
 
 
