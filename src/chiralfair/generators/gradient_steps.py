@@ -241,9 +241,12 @@ def sample_features(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     numpy.ndarray of int64, shape (n,)
         Never a feature of zero probability.
     """
-    cum = np.cumsum(prob, axis=1)
-    u = rng.random(len(prob)) * cum[:, -1]
-    return np.minimum((cum <= u[:, None]).sum(axis=1), prob.shape[1] - 1).astype(np.int64)
+    return _sample_from_cumulative(np.cumsum(prob, axis=1), rng)
+
+
+def _sample_from_cumulative(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    u = rng.random(len(cum)) * cum[:, -1]
+    return np.minimum((cum <= u[:, None]).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
 
 
 def random_non_protected(n: int, non_protected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -292,37 +295,40 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     n = len(x0)
     if n == 0 or max_local == 0:
         return
-    domain = recorder.domain
+    lower, upper = recorder.domain.lower, recorder.domain.upper
     x = x0.copy()
     checks = checks0.rows(slice(None))
-    prob = prob0.copy()
+    # Cumulative feature probabilities, kept between iterations: a row changes only on a refresh or a return.
+    cum0 = np.cumsum(prob0, axis=1)
+    cum = cum0.copy()
     since_return = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
     for _ in range(max_local):
         if update_interval is not None:
             due = np.flatnonzero(since_return >= update_interval)
             if len(due):
-                prob[due] = refresh(x[due], checks.rows(due), rng)
+                cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
                 since_return[due] = 0
         since_return += 1
-        feature = sample_features(prob, rng)
+        feature = _sample_from_cumulative(cum, rng)
         sign = rng.integers(0, 2, size=n) * 2 - 1
-        cand = x.astype(np.float64)
-        cand[rows, feature] += sign * step
-        cand = domain.clip(cand)
-        moved = np.flatnonzero((cand != x).any(axis=1))
+        old = x[rows, feature]
+        value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
+        moved = np.flatnonzero(value != old)
         kept = np.ones(n, dtype=bool)
         if len(moved):
-            res, _ = recorder.check(cand[moved], "local", with_proba=True)
+            cand = x[moved]
+            cand[np.arange(len(moved)), feature[moved]] = value[moved]
+            res, _ = recorder.check(cand, "local", with_proba=True)
             kept[moved] = res.is_idi
             hit = moved[res.is_idi]
-            x[hit] = cand[hit]
+            x[hit] = cand[res.is_idi]
             checks.set_rows(hit, ChainChecks.from_result(res).rows(res.is_idi))
         back = np.flatnonzero(~kept)
         if len(back):
             x[back] = x0[back]
             checks.set_rows(back, checks0.rows(back))
-            prob[back] = prob0[back]
+            cum[back] = cum0[back]
             since_return[back] = 0
 
 
