@@ -129,3 +129,15 @@ def test_black_box_model_is_refused_naming_model_and_method(domain):
 def test_bad_parameters_are_named(bad):
     with pytest.raises(ConfigError, match=next(iter(bad))):
         ADF(**bad)
+
+
+@pytest.mark.parametrize(("seed", "steps"), [([0, 1, 0, 0, 2], 4), ([0, 1, 9, 9, 2], 4)])
+def test_global_steps_walk_to_the_boundary_and_the_last_step_is_checked(biased_model, domain, seed, steps):
+    # From a + b = 0 (label 0) or 18 (label 1), each step moves a and b by one toward a + b in [8, 10].
+    # From 18 the counterpart's float32 sigmoid saturates to 1, so g' = 0 and the step follows g alone.
+    seeds = np.array([seed])
+    found = ADF(max_global=1, max_local=0, max_iter=steps).run(biased_model, domain, seeds, random_state=0)
+    short = ADF(max_global=1, max_local=0, max_iter=steps - 1).run(biased_model, domain, seeds, random_state=0)
+    assert (found.n_seed_idis, found.n_global) == (0, 1)
+    assert is_biased_idi(found.idis).all()
+    assert short.n_global == 0 and short.n_tested == steps

@@ -148,3 +148,19 @@ def test_black_box_model_is_refused_naming_model_and_method(domain):
 def test_bad_parameters_are_named(bad):
     with pytest.raises(ConfigError, match=next(iter(bad))):
         EIDIG(**bad)
+
+
+@pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.parametrize(("seed", "steps"), [([0, 1, 0, 0, 2], 4), ([0, 1, 7, 7, 2], 2)])
+def test_global_steps_walk_to_the_boundary_and_the_last_step_is_checked(name, biased_model, domain, seed, steps):
+    # From a + b = 0 (label 0) or 14 (label 1), each step moves a and b by one toward a + b in [8, 10].
+    # (From 18 the counterpart's float32 sigmoid saturates to 1, its gradient is 0 and EIDIG, which has no
+    # zero-gradient rule, cannot move: see the ADF test.)
+    seeds = np.array([seed])
+    found = GENERATORS[name](max_global=1, max_local=0, max_iter=steps).run(biased_model, domain, seeds,
+                                                                             random_state=0)
+    short = GENERATORS[name](max_global=1, max_local=0, max_iter=steps - 1).run(biased_model, domain, seeds,
+                                                                                 random_state=0)
+    assert (found.n_seed_idis, found.n_global) == (0, 1)
+    assert is_biased_idi(found.idis).all()
+    assert short.n_global == 0 and short.n_tested == steps
