@@ -1,3 +1,7 @@
 """Importing this module registers every built-in generator."""
 
+# One line per module, so that branches adding generators merge cleanly.
+# ruff: noqa: I001
+from . import adf  # noqa: F401
 from . import aequitas  # noqa: F401
+from . import eidig  # noqa: F401

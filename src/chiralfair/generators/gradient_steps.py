@@ -1,0 +1,353 @@
+"""Gradient and saliency steps shared by the white-box generators ADF and EIDIG.
+
+Everything here works on a whole batch of chains (one row per chain), so that a generator advances all its
+chains with one discrimination check and one ``input_gradient`` call per step:
+
+- :class:`ChainChecks` keeps, per chain, the outcome of the discrimination check of its current input;
+- :func:`pair_gradients` differentiates the model at the inputs and at their counterparts in one call;
+- :func:`cross_entropy_gradient` (ADF) and :func:`confidence_gradient` (EIDIG) turn d P(y=1)/dx into the
+  gradient each paper uses;
+- :func:`inverse_saliency`, :func:`sample_features` and :func:`local_walk` make the local phase: pick a
+  feature with probability inversely proportional to its saliency, move it one step, keep the move if the new
+  input is an IDI, return to the global IDI otherwise.
+
+References
+----------
+.. [1] Zhang et al. "White-box fairness testing through adversarial sampling." ICSE 2020.
+.. [2] Zhang et al. "Efficient white-box fairness testing through gradient search." ISSTA 2021.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..domain import Domain
+from ..models.protocol import CountingModel
+from ..oracle import CheckResult
+from .recorder import IDIRecorder
+
+# Smallest probability of the own label used as a divisor; the own label's probability is >= 0.5 whenever
+# labels and probabilities agree, so this only guards models whose predict and predict_proba disagree.
+_MIN_OWN_PROBA = 1e-12
+
+
+@dataclass
+class ChainChecks:
+    """Per-chain outcome of the discrimination check of each chain's current input (mutable, row-aligned).
+
+    Attributes
+    ----------
+    labels : numpy.ndarray of int64, shape (n_chains,)
+        f(x).
+    counterpart_labels : numpy.ndarray of int64, shape (n_chains, n_combinations)
+        f(x') for every PA-value combination.
+    proba : numpy.ndarray of float64, shape (n_chains, n_combinations)
+        P(y=1 | x') for every combination.
+    own_proba : numpy.ndarray of float64, shape (n_chains,)
+        P(y=1 | x).
+    """
+
+    labels: np.ndarray
+    counterpart_labels: np.ndarray
+    proba: np.ndarray
+    own_proba: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int, n_combinations: int) -> ChainChecks:
+        """Zero-filled records for ``n`` chains."""
+        return cls(np.zeros(n, np.int64), np.zeros((n, n_combinations), np.int64),
+                   np.zeros((n, n_combinations)), np.zeros(n))
+
+    @classmethod
+    def from_result(cls, res: CheckResult) -> ChainChecks:
+        """Take the records of a check run with ``with_proba=True``."""
+        return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba)
+
+    def set_rows(self, rows, other: ChainChecks) -> None:
+        """Overwrite ``rows`` (indices or mask) with the records of ``other`` (aligned with ``rows``)."""
+        self.labels[rows] = other.labels
+        self.counterpart_labels[rows] = other.counterpart_labels
+        self.proba[rows] = other.proba
+        self.own_proba[rows] = other.own_proba
+
+    def rows(self, rows) -> ChainChecks:
+        """A copy holding only ``rows`` (indices or mask)."""
+        return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows])
+
+    @property
+    def flips(self) -> np.ndarray:
+        """Which combinations change the label, shape (n_chains, n_combinations)."""
+        return self.counterpart_labels != self.labels[:, None]
+
+    @property
+    def is_idi(self) -> np.ndarray:
+        """Whether each chain's input is an IDI, shape (n_chains,)."""
+        return self.flips.any(axis=1)
+
+    def first_flip(self) -> np.ndarray:
+        """ADF's counterpart, shape (n_chains,).
+
+        The first combination that flips the label, else the one whose P(y=1) differs most from x's (for a
+        binary label, the largest |p_y(x) - p_y(x')|).
+        """
+        flips = self.flips
+        return np.where(flips.any(axis=1), flips.argmax(axis=1), self.max_difference())
+
+    def max_difference(self) -> np.ndarray:
+        """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,)."""
+        return np.abs(self.proba - self.own_proba[:, None]).argmax(axis=1)
+
+    def random_flip(self, rng: np.random.Generator) -> np.ndarray:
+        """EIDIG's ``find_pair``: a uniformly random combination that flips the label, shape (n_chains,).
+
+        Chains that are not IDIs fall back to :meth:`max_difference`.
+        """
+        flips = self.flips
+        score = np.where(flips, rng.random(flips.shape), -1.0)
+        return np.where(flips.any(axis=1), score.argmax(axis=1), self.max_difference())
+
+    def counterpart_label(self, combo: np.ndarray) -> np.ndarray:
+        """Label of combination ``combo[i]`` for chain i, shape (n_chains,)."""
+        return self.counterpart_labels[np.arange(len(combo)), combo]
+
+    def counterpart_proba(self, combo: np.ndarray) -> np.ndarray:
+        """P(y=1) of combination ``combo[i]`` for chain i, shape (n_chains,)."""
+        return self.proba[np.arange(len(combo)), combo]
+
+
+def counterpart_rows(domain: Domain, X: np.ndarray, combo: np.ndarray) -> np.ndarray:
+    """``X`` with its protected attributes set to combination ``combo[i]`` in row i.
+
+    Parameters
+    ----------
+    domain : Domain
+    X : numpy.ndarray of int64, shape (n, n_features)
+    combo : numpy.ndarray of int, shape (n,)
+        Indices into :attr:`Domain.combinations`.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, n_features)
+    """
+    out = np.array(X, dtype=np.int64, copy=True)
+    out[:, list(domain.protected)] = domain.combinations[combo]
+    return out
+
+
+def pair_gradients(model: CountingModel, X: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients d P(y=1)/dx at the inputs and at their counterparts, from one ``input_gradient`` batch.
+
+    Parameters
+    ----------
+    model : CountingModel
+    X, C : numpy.ndarray, shape (n, n_features)
+        Inputs and one counterpart of each.
+
+    Returns
+    -------
+    g, g_counterpart : numpy.ndarray of float64, shape (n, n_features)
+        Costs 2 n model queries.
+    """
+    n = len(X)
+    if n == 0:
+        z = np.zeros((0, X.shape[1]))
+        return z, z.copy()
+    G = model.input_gradient(np.concatenate([X, C]))
+    return G[:n], G[n:]
+
+
+def cross_entropy_gradient(g: np.ndarray, p1: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Gradient of the cross-entropy loss against the model's own label (ADF's ``gradient_graph``).
+
+    With p = P(y=1 | x) and g = dp/dx: for label 1, L = -log p and dL/dx = -g / p; for label 0,
+    L = -log(1 - p) and dL/dx = g / (1 - p). Following it moves x toward the decision boundary.
+
+    Parameters
+    ----------
+    g : numpy.ndarray, shape (n, n_features)
+        d P(y=1)/dx.
+    p1 : numpy.ndarray, shape (n,)
+        P(y=1 | x).
+    labels : numpy.ndarray of int, shape (n,)
+        The model's label of x.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, n_features)
+        Finite wherever ``g`` is.
+    """
+    positive = labels == 1
+    own = np.where(positive, p1, 1.0 - p1)
+    scale = np.where(positive, -1.0, 1.0) / np.maximum(own, _MIN_OWN_PROBA)
+    return g * scale[:, None]
+
+
+def confidence_gradient(g: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """EIDIG's ``compute_grad``: d P(y=1)/dx, negated where the label is 0.
+
+    It points toward more confidence in the current label; EIDIG steps along its negative sign.
+
+    Parameters
+    ----------
+    g : numpy.ndarray, shape (n, n_features)
+    labels : numpy.ndarray of int, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, n_features)
+    """
+    return np.where((labels == 1)[:, None], g, -g)
+
+
+def inverse_saliency(g: np.ndarray, g_counterpart: np.ndarray, non_protected: np.ndarray,
+                     epsilon: float) -> np.ndarray:
+    """Local-phase feature probabilities, proportional to 1 / (|g| + |g'| + epsilon) on non-protected features.
+
+    Features to which the model is least sensitive are the likeliest to be moved, so that the local walk
+    stays inside the discriminatory region. ``epsilon > 0`` keeps every weight finite (a zero gradient
+    component never divides by zero, algorithms.md §12.2); a row whose gradients are all zero gets the
+    uniform distribution over the non-protected features.
+
+    Parameters
+    ----------
+    g, g_counterpart : numpy.ndarray, shape (n, n_features)
+    non_protected : numpy.ndarray of bool, shape (n_features,)
+    epsilon : float
+        Positive.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, n_features)
+        Each row sums to 1 and is 0 on the protected attributes.
+    """
+    w = np.where(non_protected, 1.0 / (np.abs(g) + np.abs(g_counterpart) + epsilon), 0.0)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def sample_features(prob: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw one feature per row from the row's distribution (inverse CDF, one uniform draw per row).
+
+    Parameters
+    ----------
+    prob : numpy.ndarray, shape (n, n_features)
+        Non-negative rows with positive sums.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+        Never a feature of zero probability.
+    """
+    return _sample_from_cumulative(np.cumsum(prob, axis=1), rng)
+
+
+def _sample_from_cumulative(cum: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    u = rng.random(len(cum)) * cum[:, -1]
+    return np.minimum((cum <= u[:, None]).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
+
+
+def random_non_protected(n: int, non_protected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random non-protected feature index per row, shape (n,)."""
+    idx = np.flatnonzero(non_protected)
+    return idx[rng.integers(0, len(idx), size=n)]
+
+
+# Computes the local-phase feature probabilities of the chains given by their inputs and check records.
+Saliency = Callable[[np.ndarray, ChainChecks, np.random.Generator], np.ndarray]
+
+
+def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
+               max_local: int, step: float, update_interval: int | None, refresh: Saliency,
+               rng: np.random.Generator) -> None:
+    """The local phase of ADF and EIDIG for every global IDI at once: a walk that stays on IDIs.
+
+    Each iteration, every chain picks a non-protected feature from its probabilities, moves it by ``± step``
+    (fair coin) and clips. A move to an IDI is kept and the walk continues from there; any other move returns
+    the chain to its global IDI ``x0`` and to the probabilities ``prob0`` computed there (EIDIG's rule). After
+    ``update_interval`` consecutive iterations without a return, the probabilities are recomputed at the
+    current IDI by ``refresh``; ``None`` never recomputes them (EIDIG-INF).
+
+    All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. A move
+    that clipping turns into no move keeps the chain on its current input, an IDI, without a model query.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+    x0 : numpy.ndarray of int64, shape (n_chains, n_features)
+        Global IDIs.
+    checks0 : ChainChecks
+        Their check records.
+    prob0 : numpy.ndarray, shape (n_chains, n_features)
+        Feature probabilities at ``x0``.
+    max_local : int
+        Iterations per chain.
+    step : float
+        Local step size s_l, in encoded units.
+    update_interval : int or None
+        Iterations between refreshes of the probabilities.
+    refresh : callable
+        ``refresh(X, checks, rng) -> probabilities``, shape (m, n_features), for the chains due.
+    rng : numpy.random.Generator
+    """
+    n = len(x0)
+    if n == 0 or max_local == 0:
+        return
+    lower, upper = recorder.domain.lower, recorder.domain.upper
+    x = x0.copy()
+    checks = checks0.rows(slice(None))
+    # Cumulative feature probabilities, kept between iterations: a row changes only on a refresh or a return.
+    cum0 = np.cumsum(prob0, axis=1)
+    cum = cum0.copy()
+    since_return = np.zeros(n, dtype=np.int64)
+    rows = np.arange(n)
+    for _ in range(max_local):
+        if update_interval is not None:
+            due = np.flatnonzero(since_return >= update_interval)
+            if len(due):
+                cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
+                since_return[due] = 0
+        since_return += 1
+        feature = _sample_from_cumulative(cum, rng)
+        sign = rng.integers(0, 2, size=n) * 2 - 1
+        old = x[rows, feature]
+        value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
+        moved = np.flatnonzero(value != old)
+        kept = np.ones(n, dtype=bool)
+        if len(moved):
+            cand = x[moved]
+            cand[np.arange(len(moved)), feature[moved]] = value[moved]
+            res, _ = recorder.check(cand, "local", with_proba=True)
+            kept[moved] = res.is_idi
+            hit = moved[res.is_idi]
+            x[hit] = cand[res.is_idi]
+            checks.set_rows(hit, ChainChecks.from_result(res).rows(res.is_idi))
+        back = np.flatnonzero(~kept)
+        if len(back):
+            x[back] = x0[back]
+            checks.set_rows(back, checks0.rows(back))
+            cum[back] = cum0[back]
+            since_return[back] = 0
+
+
+def local_gradient_rows(max_local: int, update_interval: int | None) -> int:
+    """Upper bound on gradient rows per global IDI in :func:`local_walk`: 2 at the global IDI plus 2 per refresh.
+
+    A refresh needs ``update_interval`` iterations without a return before it, so at most
+    ``(max_local - 1) // update_interval`` happen.
+    """
+    if max_local == 0:
+        return 0
+    refreshes = 0 if update_interval is None else (max_local - 1) // update_interval
+    return 2 * (1 + refreshes)
+
+
+def check_cost(n_combinations: int) -> int:
+    """Upper bound on model queries of checking one input.
+
+    One per combination, plus one when the input's own PA values lie outside the PA domains (see
+    :class:`~chiralfair.oracle.DiscriminationCheck`).
+    """
+    return n_combinations + 1
