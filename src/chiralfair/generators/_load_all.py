@@ -1,3 +1,6 @@
 """Importing this module registers every built-in generator."""
 
-from . import aequitas  # noqa: F401
+from . import (
+    aequitas,  # noqa: F401
+    themis,  # noqa: F401
+)
