@@ -1,6 +1,6 @@
 """Importing this module registers every built-in generator."""
 
-from . import (
-    aequitas,  # noqa: F401
-    themis,  # noqa: F401
-)
+# One line per module, so that branches adding generators merge cleanly.
+# ruff: noqa: I001
+from . import aequitas  # noqa: F401
+from . import themis  # noqa: F401
