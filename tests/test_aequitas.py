@@ -118,6 +118,14 @@ def test_step_clipped_onto_its_own_idi_costs_no_query():
     assert res.n_idis == 2  # the band a + b == 1 has two keys
 
 
+def test_no_movable_feature_is_reported_not_silent():
+    domain = Domain((Feature("sex", 0, 1), Feature("a", 3, 3)), protected=(0,), protected_values=((0, 1),))
+    model = as_model(lambda X: X[:, 0], name="sex-only")
+    res = Aequitas(max_global=2, max_local=10).run(model, domain, np.array([[0, 3], [1, 3]]), random_state=0)
+    assert res.n_idis == 1 and res.n_local == 0
+    assert any("cannot move" in note for note in res.notes)
+
+
 def test_max_local_zero_checks_only_the_seeds():
     domain = toy_domain()
     gen = Aequitas(max_global=3, max_local=0)

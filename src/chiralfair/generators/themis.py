@@ -37,8 +37,8 @@ class Themis(Generator):
     References
     ----------
     .. [1] Galhotra, Brun, Meliou. "Fairness testing: testing software for discrimination." FSE 2017.
-    .. [2] Aggarwal et al. "Black box fairness testing of machine learning models." FSE 2019 (§4.3.1, the
-       reduction of THEMIS to random testing).
+    .. [2] Aggarwal et al. "Black box fairness testing of machine learning models." FSE 2019 (compares
+       against THEMIS as random testing; §4.3.1 notes that THEMIS counted duplicate tests).
     """
 
     name = "themis"
