@@ -124,6 +124,8 @@ class SearchResult:
             d[k] = np.asarray(d[k]).tolist()
         d["notes"] = list(self.notes)
         d["success_rate"] = self.success_rate
+        # an empty result keeps its width
+        d["n_features"] = int(self.idis.shape[1]) if self.idis.ndim == 2 else 0
         return json.dumps(d, default=_json_default)
 
     @classmethod
@@ -131,7 +133,9 @@ class SearchResult:
         """Inverse of :meth:`to_json`."""
         d = json.loads(text)
         d.pop("success_rate", None)
-        width = len(d["idis"][0]) if d["idis"] else 0
+        width = d.pop("n_features", None)
+        if width is None:
+            width = len(d["idis"][0]) if d["idis"] else 0
         d["idis"] = _arr(d["idis"], np.int64, width)
         d["counterparts"] = _arr(d["counterparts"], np.int64, width)
         d["idi_labels"] = _arr(d["idi_labels"], np.int64)

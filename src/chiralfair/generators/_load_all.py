@@ -5,3 +5,4 @@
 from . import adf  # noqa: F401
 from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
+from . import themis  # noqa: F401
