@@ -89,6 +89,7 @@ class SeedStrategy(ABC):
         seeds = dataset.domain.clip(seeds)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
+        extra_meta = info.pop("meta", {})
         if is_idi is None:
             t1 = time.perf_counter()
             is_idi = DiscriminationCheck(model, dataset.domain).check(seeds).is_idi
@@ -96,7 +97,7 @@ class SeedStrategy(ABC):
         seconds["total"] = time.perf_counter() - t0
         meta = base_meta(params=self.params, dataset=dataset.name, model=model.name,
                          protected=dataset.domain.protected_names,
-                         random_state=random_state if isinstance(random_state, int) else None)
+                         random_state=random_state if isinstance(random_state, int) else None, **extra_meta)
         return SeedReport(strategy=self.name, seeds=seeds, is_idi=np.asarray(is_idi, dtype=bool),
                           seconds=seconds, n_queries=model.n_queries - q0, meta=meta, **info)
 
@@ -104,4 +105,4 @@ class SeedStrategy(ABC):
     def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict]:
         """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields (``is_idi``, ``seconds``,
-        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``)."""
+        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``, and ``meta``: extra metadata)."""
