@@ -89,7 +89,7 @@ class SeedStrategy(ABC):
         seeds = dataset.domain.clip(seeds)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
-        extra_meta = info.pop("meta", {})
+        extra_meta = info.pop("meta", {})  # e.g. how I/I&D trained the chiral model
         if is_idi is None:
             t1 = time.perf_counter()
             is_idi = DiscriminationCheck(model, dataset.domain).check(seeds).is_idi
@@ -105,4 +105,4 @@ class SeedStrategy(ABC):
     def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,
                 rng: np.random.Generator) -> tuple[np.ndarray, dict]:
         """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields (``is_idi``, ``seconds``,
-        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``, and ``meta``: extra metadata)."""
+        ``n_initial_idis``, ``n_candidates``, ``clustering``, ``notes``)."""
