@@ -142,13 +142,10 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
     if train_model is None:
         fitted = spec.fit(X_chiral, dataset.y[train_index], random_state=train_seed)
         return as_model(fitted, name=f"chiral-{model.name}"), {**info, "how": "spec"}
-    # The cache is keyed by dataset name: a name that says which data were mutated, and how, keeps the
-    # chiral model apart from the model under test.
+    # Only the training rows are mutated and used; the cache key covers them, and the name marks the entry.
     X_full = dataset.X.copy()
     X_full[train_index] = X_chiral
-    chiral_data = replace(dataset, X=X_full,
-                          name=f"{dataset.name}+chiral[{','.join(dataset.domain.protected_names)}]"
-                               f"@{info['split_random_state']}.{train_seed}")
+    chiral_data = replace(dataset, X=X_full, name=f"{dataset.name}-chiral")
     trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
     return chiral, {**info, "how": "spec+cache"}
