@@ -76,7 +76,8 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     1. ``chiral_trainer(X, y, rng)`` if given (any model :func:`~chiralfair.models.as_model` accepts);
     2. ``model.spec.fit(X, y, random_state=...)`` if the model carries a model spec (the project's model zoo);
        through the disk cache of ``chiralfair.models.training.train_model`` when that is available;
-    3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines.
+    3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines (a
+       ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible).
 
     Parameters
     ----------
@@ -123,8 +124,7 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
         return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info)
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
-        from sklearn.base import clone
-        fitted = clone(est).fit(X_chiral, y)
+        fitted = _seeded_clone(est, train_seed).fit(X_chiral, y)
         return as_model(fitted, name=f"chiral-{model.name}"), {**info, "how": "sklearn-clone"}
     raise ModelCapabilityError(
         f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "
@@ -149,6 +149,18 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
     trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
     return chiral, {**info, "how": "spec+cache"}
+
+
+def _seeded_clone(est, seed: int):
+    """Return an unfitted copy with the same hyper-parameters.
+
+    A ``random_state`` left at None gets ``seed``, so the chiral model is reproducible; a set one is kept.
+    """
+    from sklearn.base import clone
+    copy = clone(est)
+    unset = {k: seed for k, v in copy.get_params(deep=True).items()
+             if (k == "random_state" or k.endswith("__random_state")) and v is None}
+    return copy.set_params(**unset) if unset else copy
 
 
 def _is_sklearn_estimator(obj) -> bool:
