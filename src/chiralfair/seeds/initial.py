@@ -88,14 +88,15 @@ class InitialIDISeeds(SeedStrategy):
         n_fill = n_seeds - len(chosen)
         if n_fill > 0:
             t0 = time.perf_counter()
-            fill, fill_idi = _fill(check, dataset, initial, n_fill, rng)
+            fill, fill_idi, n_pool = _fill(check, dataset, initial, n_fill, rng)
             seconds["prediction_and_check"] += time.perf_counter() - t0
             chosen = np.concatenate([chosen, fill])
             is_idi = np.concatenate([is_idi, fill_idi])
             notes.append(f"{len(initial)} initial IDIs for {n_seeds} seeds: filled with {n_fill} random data "
                          f"rows, {int(fill_idi.sum())} of which are IDIs")
-            if n_fill > dataset.n_samples:
-                notes.append(f"n_seeds={n_seeds} exceeds the {dataset.n_samples} data rows: fill rows repeat")
+            if n_fill > n_pool:
+                notes.append(f"n_seeds={n_seeds} exceeds the initial IDIs plus the {n_pool} other data rows: "
+                             "fill rows repeat")
         info = {"is_idi": is_idi, "seconds": seconds, "n_candidates": int(n_candidates),
                 "n_initial_idis": int(len(initial)), "notes": tuple(notes),
                 "meta": {"chiral_model": chiral_info}}
@@ -137,9 +138,14 @@ def initial_idis(model, chiral, check: DiscriminationCheck, X: np.ndarray,
 
 
 def _fill(check: DiscriminationCheck, dataset, initial: np.ndarray, n_fill: int,
-          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n_fill`` random data rows whose IDI key is not among the initial IDIs, and whether each is an IDI."""
+          rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+    """Draw ``n_fill`` random data rows whose IDI key is not among the initial IDIs.
+
+    Returns the rows, whether each is an IDI, and the number of rows drawn from (with replacement when it is
+    smaller than ``n_fill``).
+    """
     keys = dataset.domain.keys(dataset.X)
-    taken = np.isin(keys, dataset.domain.keys(initial)) if len(initial) else None
+    taken = np.isin(keys, dataset.domain.keys(initial)) if len(initial) else np.zeros(len(keys), dtype=bool)
     fill = random_rows(dataset.X, n_fill, rng, exclude=taken)
-    return fill, check.check(fill).is_idi
+    n_pool = int((~taken).sum()) or dataset.n_samples
+    return fill, check.check(fill).is_idi, n_pool
