@@ -7,12 +7,15 @@ sklearn linear model      ``shap.LinearExplainer`` (background sample)  log-odds
 sklearn tree / forest /   ``shap.TreeExplainer`` (path dependent)       P(y=1) (log-odds for boosting)
 gradient boosting
 model with a gradient     expected gradients, vectorised (below)        P(y=1)
-(torch, sklearn MLP)
+(torch, sklearn MLP, or
+LR/MLP behind scalers)
 any other model           ``shap.PermutationExplainer``, one            P(y=1), or the label for a model
                           permutation, 25 background rows               without ``predict_proba``
 ========================  ============================================  ====================================
 
 Kernel SHAP with a large background is never used: its cost is (rows × background × coalitions) model rows.
+A linear or tree model inside a pipeline is explained as a whole (the pipeline's steps change the inputs the
+final estimator sees), by expected gradients when the pipeline has an analytic gradient, else by permutation.
 """
 
 from __future__ import annotations
