@@ -89,6 +89,7 @@ class SeedStrategy(ABC):
         seeds = dataset.domain.clip(seeds)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
+        extra_meta = info.pop("meta", {})  # e.g. how I/I&D trained the chiral model
         if is_idi is None:
             t1 = time.perf_counter()
             is_idi = DiscriminationCheck(model, dataset.domain).check(seeds).is_idi
@@ -96,7 +97,7 @@ class SeedStrategy(ABC):
         seconds["total"] = time.perf_counter() - t0
         meta = base_meta(params=self.params, dataset=dataset.name, model=model.name,
                          protected=dataset.domain.protected_names,
-                         random_state=random_state if isinstance(random_state, int) else None)
+                         random_state=random_state if isinstance(random_state, int) else None, **extra_meta)
         return SeedReport(strategy=self.name, seeds=seeds, is_idi=np.asarray(is_idi, dtype=bool),
                           seconds=seconds, n_queries=model.n_queries - q0, meta=meta, **info)
 

@@ -1,0 +1,168 @@
+"""The chiral model of I&D (Ma et al.).
+
+The chiral model is the model under test retrained, with the same architecture and hyper-parameters, on data
+whose protected attributes were mutated.
+
+Where the chiral model and the model under test disagree, the decision depends on the protected attributes,
+so those inputs are likely IDIs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from .._random import derive_seed
+from ..datasets.base import Dataset
+from ..domain import Domain
+from ..exceptions import ModelCapabilityError
+from ..models.adapters import as_model
+from ..models.protocol import CountingModel
+
+ChiralTrainer = Callable[[np.ndarray, np.ndarray, np.random.Generator], object]
+
+
+def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
+    """Replace every protected attribute of every row with a different value of that attribute's domain.
+
+    A binary protected attribute is flipped; otherwise the new value is drawn uniformly among the other values
+    of the domain. A value outside the domain (the check never produces one) becomes any domain value.
+
+    Parameters
+    ----------
+    X : array-like of int, shape (n_samples, n_features)
+    domain : Domain
+        Names the protected attributes and their value sets.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_samples, n_features)
+        A copy of ``X`` in which each protected column differs from ``X`` in every row.
+
+    Notes
+    -----
+    The reference code (``generate_random``) picks a side (below/above the current value) by a coin flip and
+    then a value within that side, which is not uniform over the other values; this draws uniformly.
+
+    References
+    ----------
+    .. [1] Ma et al. "Enhanced Fairness Testing via Generating Effective Initial Individual Discriminatory
+       Instances." arXiv:2209.08321, §3.1.
+    """
+    X = np.asarray(X, dtype=np.int64)
+    out = X.copy()
+    for col, values in zip(domain.protected, domain.protected_values, strict=True):
+        values = np.asarray(values, dtype=np.int64)
+        k = len(values)
+        pos = np.clip(np.searchsorted(values, X[:, col]), 0, k - 1)
+        inside = values[pos] == X[:, col]
+        # Draw among the k-1 other positions by skipping the current one; outside values draw among all k.
+        r = rng.integers(0, np.where(inside, k - 1, k))
+        new_pos = np.where(inside & (r >= pos), r + 1, r)
+        out[:, col] = values[new_pos]
+    return out
+
+
+def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Generator, *,
+                       chiral_trainer: ChiralTrainer | None = None,
+                       split_random_state: int | None = None) -> tuple[CountingModel, dict]:
+    """Train the chiral model of ``model`` on the training split of ``dataset``, protected attributes mutated.
+
+    The way to train "the same model" is chosen in this order:
+
+    1. ``chiral_trainer(X, y, rng)`` if given (any model :func:`~chiralfair.models.as_model` accepts);
+    2. ``model.spec.fit(X, y, random_state=...)`` if the model carries a model spec (the project's model zoo);
+       through the disk cache of ``chiralfair.models.training.train_model`` when that is available;
+    3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines (a
+       ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible).
+
+    Parameters
+    ----------
+    model : CountingModel
+        The model under test.
+    dataset : Dataset
+        Its protected attributes are the ones mutated.
+    rng : numpy.random.Generator
+        Drives the mutation, the split (unless ``split_random_state`` is given) and the training seed.
+    chiral_trainer : callable, optional
+        ``chiral_trainer(X, y, rng) -> model`` training the model's architecture on the given data.
+    split_random_state : int, optional
+        ``random_state`` of :meth:`Dataset.split`; the chiral model is trained on the 60% training split
+        (paper §4.2). Defaults to a seed drawn from ``rng``.
+
+    Returns
+    -------
+    chiral : CountingModel
+    info : dict
+        ``how`` (``"chiral_trainer"``, ``"spec"``, ``"spec+cache"``, ``"sklearn-clone"``),
+        ``split_random_state``, ``train_random_state`` and ``n_train`` (rows).
+
+    Raises
+    ------
+    ModelCapabilityError
+        If none of the ways applies; the message says how to provide a chiral model.
+
+    References
+    ----------
+    .. [1] Ma et al. arXiv:2209.08321, §3.1 and §4.2.
+    """
+    split_seed = derive_seed(rng) if split_random_state is None else int(split_random_state)
+    train_seed = derive_seed(rng)
+    train_index, _ = dataset.split(split_seed)
+    X_chiral = mutate_protected(dataset.X[train_index], dataset.domain, rng)
+    y = dataset.y[train_index]
+    info = {"split_random_state": split_seed, "train_random_state": train_seed,
+            "n_train": int(len(train_index))}
+    if chiral_trainer is not None:
+        trained = chiral_trainer(X_chiral, y, np.random.default_rng(train_seed))
+        return as_model(trained, name=f"chiral-{model.name}"), {**info, "how": "chiral_trainer"}
+    spec = getattr(model, "spec", None)
+    if spec is not None and hasattr(spec, "fit"):
+        return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info)
+    est = model.estimator
+    if est is not None and _is_sklearn_estimator(est):
+        fitted = _seeded_clone(est, train_seed).fit(X_chiral, y)
+        return as_model(fitted, name=f"chiral-{model.name}"), {**info, "how": "sklearn-clone"}
+    raise ModelCapabilityError(
+        f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "
+        "estimator. "
+        "Pass chiral_model=<a model trained like it on data with mutated protected attributes "
+        "(chiralfair.seeds.chiral.mutate_protected)> or chiral_trainer=<callable(X, y, rng) -> model> "
+        "to the seed strategy.")
+
+
+def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
+    try:
+        from ..models.training import train_model
+    except ImportError:
+        train_model = None
+    if train_model is None:
+        fitted = spec.fit(X_chiral, dataset.y[train_index], random_state=train_seed)
+        return as_model(fitted, name=f"chiral-{model.name}"), {**info, "how": "spec"}
+    # Only the training rows are mutated and used; the cache key covers them, and the name marks the entry.
+    X_full = dataset.X.copy()
+    X_full[train_index] = X_chiral
+    chiral_data = replace(dataset, X=X_full, name=f"{dataset.name}-chiral")
+    trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index)
+    chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
+    return chiral, {**info, "how": "spec+cache"}
+
+
+def _seeded_clone(est, seed: int):
+    """Return an unfitted copy with the same hyper-parameters.
+
+    A ``random_state`` left at None gets ``seed``, so the chiral model is reproducible; a set one is kept.
+    """
+    from sklearn.base import clone
+    copy = clone(est)
+    unset = {k: seed for k, v in copy.get_params(deep=True).items()
+             if (k == "random_state" or k.endswith("__random_state")) and v is None}
+    return copy.set_params(**unset) if unset else copy
+
+
+def _is_sklearn_estimator(obj) -> bool:
+    from sklearn.base import BaseEstimator
+    return isinstance(obj, BaseEstimator)
