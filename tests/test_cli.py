@@ -1,0 +1,146 @@
+"""The command line: the main job on real data (small budgets) and every bad input named in the issues."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from realdata import go_offline, real_data_home_or_skip
+from typer.testing import CliRunner
+
+from chiralfair.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def data_home():
+    return str(real_data_home_or_skip())
+
+
+@pytest.fixture
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.getbasetemp() / "model-cache")
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def run_args(data_home, cache, *extra):
+    return ["run", "--data-home", data_home, "--cache-dir", cache, *extra]
+
+
+def test_run_writes_the_run_folder_and_pairs_differ_only_in_protected(data_home, cache, tmp_path):
+    out = tmp_path / "run"
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", "dnn",
+                           "--seeds", "iandd", "--generator", "aequitas", "--max-global", 30, "--max-local", 30,
+                           "--out", out))
+    assert res.exit_code == 0, res.output
+    for name in ("n_idis", "n_global", "n_local", "n_tested", "n_queries", "success rate", "seconds"):
+        assert name in res.output
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["n_idis"] == summary["n_global"] + summary["n_local"]
+    assert summary["meta"]["config"]["seeds"] == "iandd"
+    frame = pd.read_parquet(out / "idis.parquet")
+    assert len(frame) == summary["n_idis"] > 0
+    others = [c for c in frame.columns if c.endswith("_counterpart") and c != "sex_counterpart"
+              and c != "prediction_counterpart"]
+    for col in others:
+        assert (frame[col] == frame[col.removesuffix("_counterpart")]).all(), col
+    assert (frame["sex"] != frame["sex_counterpart"]).all()
+    assert (frame["prediction"] != frame["prediction_counterpart"]).all()
+    assert set(frame["sex"].unique()) <= {"male", "female"}
+    assert "IDIs" in (out / "report.md").read_text()
+    again = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--seeds", "cluster",
+                             "--max-global", 5, "--max-local", 5, "--out", out))
+    assert again.exit_code == 0, "a previous run folder may be overwritten"
+
+
+def test_json_output_is_the_result_json(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "age,sex", "--seeds", "random",
+                           "--generator", "themis", "--max-global", 20, "--max-local", 10, "--json"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["meta"]["config"]["protected"] == ["age", "sex"]
+    assert summary["n_seeds"] == 20
+    assert 0 <= summary["success_rate"] <= 1
+
+
+def test_unknown_dataset_lists_valid_names(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "adult"))
+    assert res.exit_code == 2
+    assert "unknown dataset 'adult'" in res.output and "census" in res.output and "Traceback" not in res.output
+
+
+def test_unknown_protected_attribute_lists_valid_names(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "census", "--protected", "gender"))
+    assert res.exit_code == 2
+    assert "gender" in res.output and "sex" in res.output and "race" in res.output
+
+
+def test_max_global_zero_is_refused_before_any_work(data_home, tmp_path):
+    cache = tmp_path / "cache"
+    res = invoke(*run_args(data_home, str(cache), "--max-global", 0))
+    assert res.exit_code == 2
+    assert "max_global must be >= 1" in res.output
+    assert not cache.exists(), "no model was trained"
+
+
+def test_unknown_model_lists_valid_names(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--model", "xgb"))
+    assert res.exit_code == 2
+    assert "xgb" in res.output and "dnn" in res.output
+
+
+def test_protected_attribute_with_one_observed_value(tmp_path, cache):
+    home = tmp_path / "data"
+    raw = home / "census" / "raw"
+    raw.mkdir(parents=True)
+    src = real_data_home_or_skip() / "census" / "raw" / "adult.data"
+    lines = [ln for ln in src.read_text().splitlines() if ", Male, " in ln][:400]
+    (raw / "adult.data").write_text("\n".join(lines) + "\n")
+    res = invoke(*run_args(str(home), cache, "--protected", "sex", "--allow-checksum-mismatch"))
+    assert res.exit_code == 2
+    assert "sex" in res.output and "only one value" in res.output
+
+
+def test_data_home_without_the_file_names_file_folders_and_address(tmp_path, cache, monkeypatch):
+    go_offline(monkeypatch, tmp_path / "xdg")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = invoke(*run_args(str(empty), cache))
+    assert res.exit_code == 2
+    assert "adult.data" in res.output and str(empty) in res.output and "http" in res.output
+
+
+def test_existing_foreign_output_folder_is_refused_and_untouched(data_home, cache, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    res = invoke(*run_args(data_home, cache, "--out", out))
+    assert res.exit_code == 2
+    assert "not a previous chiralfair run" in res.output
+    assert (out / "thesis.tex").read_text() == "precious"
+    assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
+
+
+def test_datasets_lists_all_with_protected_domains(data_home):
+    res = invoke("datasets", "--data-home", data_home, "--json")
+    assert res.exit_code == 0, res.output
+    info = {d["name"]: d for d in json.loads(res.stdout)}
+    assert set(info) == {"census", "compas", "bank", "german"}
+    assert info["census"]["rows"] == 32561
+    assert info["census"]["protected"]["sex"] == {"0": "Female", "1": "Male"}
+    text = invoke("datasets", "--data-home", data_home)
+    assert "protected race" in text.output
+
+
+def test_seeds_command_reports_rate_and_time_split(data_home, cache):
+    res = invoke("seeds", "--data-home", data_home, "--cache-dir", cache, "--dataset", "german",
+                 "--protected", "sex", "--strategy", "iandd", "--n-seeds", 50, "--repeats", 2, "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert len(summary["initialization_rate"]["values"]) == 2
+    assert {"chiral_training", "prediction_and_check", "shap", "clustering"} <= set(summary["seconds_median"])
+    assert np.isclose(summary["initialization_rate"]["mean"], np.mean(summary["initialization_rate"]["values"]))
