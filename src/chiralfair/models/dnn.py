@@ -66,7 +66,8 @@ class PaperDNN(torch.nn.Module):
         mean = np.zeros(n_features) if mean is None else np.asarray(mean, dtype=np.float64)
         std = np.ones(n_features) if std is None else np.asarray(std, dtype=np.float64)
         if mean.shape != (n_features,) or std.shape != (n_features,):
-            raise ConfigError(f"mean and std must have shape ({n_features},), got {mean.shape} and {std.shape}")
+            raise ConfigError(f"mean and std must have shape ({n_features},), "
+                              f"got {mean.shape} and {std.shape}")
         if not (np.all(np.isfinite(std)) and np.all(std > 0)):
             raise ConfigError("std must be finite and > 0 for every feature")
         self.register_buffer("input_mean", torch.as_tensor(mean, dtype=torch.float32))
@@ -90,7 +91,7 @@ class PaperDNN(torch.nn.Module):
         return torch.sigmoid(self.logit(x))
 
     def reset_parameters(self, generator: torch.Generator) -> None:
-        """Keras's default initialisation: Glorot-uniform weights and zero biases, drawn from ``generator``."""
+        """Keras's default initialisation: Glorot-uniform weights, zero biases; draws from ``generator``."""
         with torch.no_grad():
             for layer in self.layers:
                 if isinstance(layer, torch.nn.Linear):

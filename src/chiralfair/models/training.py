@@ -8,10 +8,10 @@ entry), the spec, ``random_state`` and the library versions. A second call with 
 model instead of training it.
 
 Cache folder: the ``cache_dir`` argument, else ``$CHIRALFAIR_CACHE/models``, else
-``$XDG_CACHE_HOME/chiralfair/models`` (``~/.cache/chiralfair/models``). Files are written atomically (temporary
-file, then ``os.replace``); a file that cannot be read is replaced by a fresh training, with a warning. sklearn
-models are stored with joblib (a pickle): only point ``cache_dir`` at folders you trust. The DNN is stored as a
-torch ``state_dict`` and loaded with ``weights_only=True``.
+``$XDG_CACHE_HOME/chiralfair/models`` (``~/.cache/chiralfair/models``). Files are written atomically
+(temporary file, then ``os.replace``); a file that cannot be read is replaced by a fresh training, with a
+warning. sklearn models are stored with joblib (a pickle): only point ``cache_dir`` at folders you trust. The
+DNN is stored as a torch ``state_dict`` and loaded with ``weights_only=True``.
 
 Bit-identical DNN weights for the same ``random_state`` hold on the same device (CPU type) and library
 versions; the DNN trains on one intra-op thread, so the machine's core count does not matter.
@@ -90,7 +90,7 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     Parameters
     ----------
     dataset : Dataset
-        Encoded data; only ``name``, ``X``, ``y`` and :meth:`~chiralfair.datasets.base.Dataset.split` are used.
+        Encoded data; only its ``name``, ``X``, ``y`` and ``split`` are used.
     model : str or ModelSpec
         A zoo name (``"dnn"``, ``"lr"``, ``"svc"``, ``"dtc"``, ``"mlp"``, ``"rf"``, ``"hgb"``) or a spec.
     random_state : int
@@ -148,13 +148,15 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
 
     f1, accuracy = _scores(trained, dataset.X[test], dataset.y[test])
     trained.reset_queries()
-    return TrainedModel(model=trained, spec=spec, f1=f1, accuracy=accuracy, train_seconds=float(train_seconds),
-                        from_cache=from_cache, train_index=train, test_index=test, cache_path=path,
-                        dataset=dataset.name, random_state=random_state)
+    return TrainedModel(model=trained, spec=spec, f1=f1, accuracy=accuracy,
+                        train_seconds=float(train_seconds), from_cache=from_cache, train_index=train,
+                        test_index=test, cache_path=path, dataset=dataset.name, random_state=random_state)
 
 
 def resolve_cache_dir(cache_dir=None) -> Path:
-    """The model cache folder: ``cache_dir`` → ``$CHIRALFAIR_CACHE/models`` → XDG cache (created if missing).
+    """Return the model cache folder: ``cache_dir``, ``$CHIRALFAIR_CACHE/models`` or the XDG cache.
+
+    The folder is created if missing.
 
     Parameters
     ----------
@@ -233,8 +235,8 @@ def _resolve_split(dataset, random_state: int, train_index) -> tuple[np.ndarray,
     n = dataset.n_samples
     train = np.asarray(train_index)
     if train.ndim != 1 or train.size == 0 or not np.issubdtype(train.dtype, np.integer):
-        raise ConfigError(f"train_index must be a non-empty 1-D array of row numbers, got dtype {train.dtype} "
-                          f"and shape {train.shape}")
+        raise ConfigError(f"train_index must be a non-empty 1-D array of row numbers, "
+                          f"got dtype {train.dtype} and shape {train.shape}")
     if train.min() < 0 or train.max() >= n:
         raise ConfigError(f"train_index holds rows outside [0, {n - 1}] of dataset {dataset.name!r}: "
                           f"min {train.min()}, max {train.max()}")
@@ -296,7 +298,8 @@ def _load(path: Path, spec: ModelSpec, key: str):
             raise ValueError("the file's cache key differs from the requested one")
         return fitted, float(meta["train_seconds"])
     except Exception as err:  # any unreadable file is a cache miss, never a crash
-        message = f"model cache file {path} cannot be used ({type(err).__name__}: {err}); retraining"
+        reason = (str(err).strip().splitlines() or [""])[0]
+        message = f"model cache file {path} cannot be used ({type(err).__name__}: {reason}); retraining"
         logger.warning(message)
         warnings.warn(message, UserWarning, stacklevel=3)
         return None

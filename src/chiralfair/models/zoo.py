@@ -1,8 +1,9 @@
 """The model zoo: named, hashable model configurations that train into a :class:`CountingModel`.
 
 A :class:`ModelSpec` is a model family name plus its hyper-parameters. It is what makes a *chiral* model
-possible: the model under test carries its spec (``model.spec``), and ``model.spec.fit(X_chiral, y,
-random_state=...)`` trains the same architecture with the same hyper-parameters on the mutated data (I&D §3.1).
+possible: the model under test carries its spec (``model.spec``), and
+``model.spec.fit(X_chiral, y, random_state=...)`` trains the same architecture with the same
+hyper-parameters on the mutated data (I&D §3.1).
 
 Names (design §4; the paper's RQ2 uses ``lr``, ``svc``, ``dtc`` and ``mlp`` at sklearn defaults):
 
@@ -75,7 +76,7 @@ def model_names() -> list[str]:
 
 
 def default_params(name: str) -> dict[str, Any]:
-    """The hyper-parameters that ``ModelSpec(name)`` uses (not the library's full list of defaults).
+    """Return the hyper-parameters that ``ModelSpec(name)`` uses (not the library's full defaults).
 
     Raises
     ------
@@ -124,7 +125,8 @@ class ModelSpec:
         if not isinstance(self.params, Mapping):
             raise ConfigError(f"params must be a mapping, got {type(self.params).__name__}")
         if "random_state" in self.params:
-            raise ConfigError("random_state is not a model parameter; pass it to ModelSpec.fit(..., random_state=)")
+            raise ConfigError("random_state is not a model parameter; "
+                              "pass it to ModelSpec.fit(..., random_state=)")
         merged = {**default_params(self.name), **self.params}
         # Canonical JSON form: tuples become lists, so equal configurations compare and hash equal.
         merged = json.loads(_canonical_json(merged, what=f"params of model {self.name!r}"))
@@ -149,7 +151,7 @@ class ModelSpec:
 
     # ------------------------------------------------------------------ training
     def build(self, random_state: RandomState = 0):
-        """An unfitted sklearn estimator (a ``Pipeline`` when ``standardize``) for this spec.
+        """Return an unfitted sklearn estimator (a ``Pipeline`` when ``standardize``) for this spec.
 
         Raises
         ------
@@ -250,7 +252,7 @@ def as_spec(model: str | ModelSpec) -> ModelSpec:
 
 @contextlib.contextmanager
 def _named_convergence_warnings(name: str):
-    """Re-issue sklearn ConvergenceWarnings raised inside the block with the zoo model's name, and log them."""
+    """Re-issue sklearn ConvergenceWarnings of the block with the zoo model's name, and log them."""
     from sklearn.exceptions import ConvergenceWarning
 
     with warnings.catch_warnings(record=True) as caught:
@@ -284,7 +286,8 @@ def _sklearn_seed(random_state: RandomState) -> int | None:
     if isinstance(random_state, np.random.Generator):
         return derive_seed(random_state)
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral) or random_state < 0:
-        raise ConfigError(f"random_state must be an int >= 0, a numpy Generator or None, got {random_state!r}")
+        raise ConfigError(f"random_state must be an int >= 0, a numpy Generator or None, "
+                          f"got {random_state!r}")
     return int(random_state)
 
 
@@ -297,5 +300,5 @@ def _canonical_json(obj, *, what: str) -> str:
     try:
         return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as err:
-        raise ConfigError(f"{what} must be JSON-like (numbers, strings, booleans, None, lists, dicts): {err}") \
-            from None
+        raise ConfigError(f"{what} must be JSON-like (numbers, strings, booleans, None, lists, dicts): "
+                          f"{err}") from None
