@@ -62,7 +62,8 @@ def test_defaults_follow_the_paper_and_documented_choices():
     assert ModelSpec("svc").params == {"probability": True, "standardize": False}
     assert ModelSpec("dtc").params == {"standardize": False}
     assert ModelSpec("lr").params == {"standardize": True}
-    assert default_params("dnn") == {"standardize": False, "epochs": 30, "batch_size": 128, "lr": 0.01,
+    assert ModelSpec("mlp").params == {"standardize": False}
+    assert default_params("dnn") == {"standardize": True, "epochs": 30, "batch_size": 128, "lr": 0.01,
                                      "device": "cpu"}
     assert isinstance(ModelSpec("lr").build(), Pipeline)
     assert not isinstance(ModelSpec("lr", {"standardize": False}).build(), Pipeline)
