@@ -70,7 +70,7 @@ def test_defaults_follow_the_paper_and_documented_choices():
 
 
 def test_chiral_model_reuses_the_spec(easy):
-    spec = ModelSpec("mlp", {"hidden_layer_sizes": (3,), "max_iter": 300})
+    spec = ModelSpec("mlp", {"hidden_layer_sizes": (3,), "max_iter": 300, "standardize": True})
     model = spec.fit(easy.X, easy.y, random_state=0)
     X_chiral = easy.X.copy()
     X_chiral[:, 0] = 1 - X_chiral[:, 0]
