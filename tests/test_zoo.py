@@ -152,3 +152,14 @@ def test_trees_have_no_gradient(easy):
 def test_as_model_wraps_fitted_spec_estimators_without_spec(easy):
     model = ModelSpec("dtc").fit(easy.X, easy.y, random_state=0)
     assert as_model(model.estimator).spec is None
+
+
+def test_svc_probabilities_come_from_calibration_and_agree_with_labels(easy):
+    from sklearn.calibration import CalibratedClassifierCV
+
+    model = ModelSpec("svc").fit(easy.X[:300], easy.y[:300], random_state=0)
+    assert isinstance(model.estimator, CalibratedClassifierCV)
+    labels, proba = model.predict_with_proba(easy.X)
+    np.testing.assert_array_equal(labels, (proba > 0.5).astype(int))
+    bare = ModelSpec("svc", {"probability": False}).fit(easy.X[:300], easy.y[:300], random_state=0)
+    assert not bare.has_proba

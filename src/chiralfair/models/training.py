@@ -44,7 +44,7 @@ logger = logging.getLogger(__name__)
 CACHE_FORMAT = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # holds arrays and a model: compared by identity
 class TrainedModel:
     """A trained model under test with its test-split scores.
 
