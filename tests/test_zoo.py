@@ -59,10 +59,10 @@ def test_random_state_reaches_the_estimator(easy):
 
 
 def test_defaults_follow_the_paper_and_documented_choices():
-    assert ModelSpec("svc").params == {"probability": True, "standardize": False}
+    assert ModelSpec("svc").params == {"probability": True, "standardize": True}
     assert ModelSpec("dtc").params == {"standardize": False}
     assert ModelSpec("lr").params == {"standardize": True}
-    assert ModelSpec("mlp").params == {"standardize": False}
+    assert ModelSpec("mlp").params == {"standardize": True}
     assert default_params("dnn") == {"standardize": True, "epochs": 30, "batch_size": 128, "lr": 0.01,
                                      "device": "cpu"}
     assert isinstance(ModelSpec("lr").build(), Pipeline)
@@ -158,7 +158,7 @@ def test_svc_probabilities_come_from_calibration_and_agree_with_labels(easy):
     from sklearn.calibration import CalibratedClassifierCV
 
     model = ModelSpec("svc").fit(easy.X[:300], easy.y[:300], random_state=0)
-    assert isinstance(model.estimator, CalibratedClassifierCV)
+    assert isinstance(model.estimator[-1], CalibratedClassifierCV)
     labels, proba = model.predict_with_proba(easy.X)
     np.testing.assert_array_equal(labels, (proba > 0.5).astype(int))
     bare = ModelSpec("svc", {"probability": False}).fit(easy.X[:300], easy.y[:300], random_state=0)
