@@ -154,12 +154,21 @@ def test_as_model_wraps_fitted_spec_estimators_without_spec(easy):
     assert as_model(model.estimator).spec is None
 
 
-def test_svc_probabilities_come_from_calibration_and_agree_with_labels(easy):
-    from sklearn.calibration import CalibratedClassifierCV
+def test_svc_labels_are_the_svcs_and_probabilities_are_platt_scaled(easy):
+    from sklearn.svm import SVC
+
+    from chiralfair.models.zoo import PlattSVC
 
     model = ModelSpec("svc").fit(easy.X[:300], easy.y[:300], random_state=0)
-    assert isinstance(model.estimator[-1], CalibratedClassifierCV)
-    labels, proba = model.predict_with_proba(easy.X)
-    np.testing.assert_array_equal(labels, (proba > 0.5).astype(int))
+    platt = model.estimator[-1]
+    assert isinstance(platt, PlattSVC) and isinstance(platt.svc_, SVC)
+    Z = model.estimator[0].transform(easy.X)
+    np.testing.assert_array_equal(model.predict(easy.X), platt.svc_.predict(Z))
+    np.testing.assert_array_equal(model.predict(easy.X), (platt.decision_function(Z) > 0).astype(int))
+    proba = model.predict_proba(easy.X)[:, 1]
+    np.testing.assert_allclose(proba, platt.calibrated_.predict_proba(Z)[:, 1])
+    # Platt's sigmoid is increasing in the decision value.
+    order = np.argsort(platt.decision_function(Z))
+    assert np.all(np.diff(proba[order]) >= -1e-12)
     bare = ModelSpec("svc", {"probability": False}).fit(easy.X[:300], easy.y[:300], random_state=0)
     assert not bare.has_proba

@@ -34,11 +34,10 @@ stratified splits, scaled vs raw codes:
 The reference code of I&D uses other settings again (``max_iter=30`` for every sklearn model,
 ``StandardScaler`` + ``MLP(hidden_layer_sizes=(3,))``); they are reachable through ``params``.
 
-``svc`` with ``probability=True`` is built as ``CalibratedClassifierCV(SVC(...), ensemble=False)``, sklearn's
-replacement for the parameter that it deprecates in 1.9 and removes in 1.11: the same 5-fold Platt scaling,
-with labels taken from the probabilities (so they cannot disagree, as libsvm's may). It is the slow member
-of the zoo: on census's 19.5k training rows the calibrated fit took 53 s against 6 s without probabilities,
-and predicting 13k rows took 4 s (a loaded two-core machine), about 0.3 ms per model query.
+``svc`` with ``probability=True`` is a :class:`PlattSVC`, because sklearn 1.9 deprecates
+``SVC(probability=True)`` (removed in 1.11). It is the slow member of the zoo: on census's 19.5k training
+rows the probabilistic fit took 20 s (53 s on a loaded machine) against 6 s without probabilities, and
+predicting 13k rows took 4 s, about 0.3 ms per model query.
 
 References
 ----------
@@ -59,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._random import RandomState, derive_seed
 from .._validation import check_choice
@@ -180,7 +180,7 @@ class ModelSpec:
         if "random_state" in cls().get_params():
             kwargs["random_state"] = _sklearn_seed(random_state)
         if self.name == "svc" and kwargs.pop("probability", False):
-            estimator = _calibrated_svc(cls(**kwargs))
+            estimator = PlattSVC(cls(**kwargs))
         else:
             estimator = cls(**kwargs)
         if not self.params["standardize"]:
@@ -251,6 +251,58 @@ class ModelSpec:
             raise ConfigError(f"standardize must be True or False, got {self.params['standardize']!r}")
 
 
+class PlattSVC(ClassifierMixin, BaseEstimator):
+    """An SVC whose labels are its own and whose probabilities come from Platt scaling.
+
+    This is what ``SVC(probability=True)`` was before sklearn 1.9 deprecated the parameter, built from
+    sklearn's recommended replacement ``CalibratedClassifierCV(SVC(...), ensemble=False)``: Platt's sigmoid is
+    fitted on 5-fold cross-validated decision values, and the SVC itself on all rows. Labels are
+    ``SVC.predict`` (the sign of the decision function), as with libsvm's probabilities. They are *not* the
+    calibrated argmax: on bank (12% positives) no calibrated probability reaches 0.5, so the argmax would
+    predict class 0 everywhere (test F1 0) where the SVC's own labels score F1 0.43. As with libsvm, a label
+    and its probability may therefore disagree near the decision boundary.
+
+    Parameters
+    ----------
+    svc : sklearn.svm.SVC
+        Unfitted; cloned by :meth:`fit`.
+
+    Attributes
+    ----------
+    calibrated_ : sklearn.calibration.CalibratedClassifierCV
+    svc_ : sklearn.svm.SVC
+        The SVC fitted on all training rows.
+    classes_ : numpy.ndarray
+    """
+
+    def __init__(self, svc):
+        self.svc = svc
+
+    def fit(self, X, y):
+        """Fit the SVC and its Platt sigmoid on ``X`` (n_samples, n_features), ``y`` (n_samples,)."""
+        from sklearn.base import clone
+        from sklearn.calibration import CalibratedClassifierCV
+
+        self.calibrated_ = CalibratedClassifierCV(clone(self.svc), method="sigmoid", ensemble=False).fit(X, y)
+        self.svc_ = self.calibrated_.calibrated_classifiers_[0].estimator
+        self.classes_ = self.calibrated_.classes_
+        return self
+
+    def predict(self, X):
+        """SVC labels, shape (n_samples,)."""
+        return self.svc_.predict(X)
+
+    def decision_function(self, X):
+        """SVC decision values, shape (n_samples,)."""
+        return self.svc_.decision_function(X)
+
+    def predict_proba(self, X):
+        """Platt-scaled class probabilities, shape (n_samples, n_classes)."""
+        return self.calibrated_.predict_proba(X)
+
+
+
+
 def as_spec(model: str | ModelSpec) -> ModelSpec:
     """Return ``model`` as a :class:`ModelSpec` (a name gets the zoo defaults).
 
@@ -282,18 +334,6 @@ def _named_convergence_warnings(name: str):
             warnings.warn(message, ConvergenceWarning, stacklevel=4)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _calibrated_svc(svc):
-    """``SVC(probability=True)`` the way sklearn 1.9 asks for it (the parameter goes away in 1.11).
-
-    ``CalibratedClassifierCV(SVC(), ensemble=False)`` fits Platt's sigmoid on 5-fold cross-validated decision
-    values and the SVC on all rows, which is what libsvm's ``probability=True`` does; unlike libsvm's,
-    its ``predict`` is the argmax of ``predict_proba``, so labels and probabilities never disagree.
-    """
-    from sklearn.calibration import CalibratedClassifierCV
-
-    return CalibratedClassifierCV(svc, method="sigmoid", ensemble=False)
 
 
 def _check_xy(X, y) -> tuple[np.ndarray, np.ndarray]:
