@@ -22,7 +22,7 @@ def test_paper_dnn_on_census_scores_like_a_census_model(census, tmp_path):
     with threadpool_limits(1):
         trained = train_model(census, "dnn", random_state=0, cache_dir=tmp_path)
         again = train_model(census, "dnn", random_state=0, cache_dir=tmp_path)
-    # Measured by hand on the ADF census codes: F1(class 1) 0.57-0.65, accuracy 0.83-0.84 over six splits.
+    # Measured by hand on the ADF census codes: F1(class 1) 0.59-0.65, accuracy 0.83-0.84 over six splits.
     assert trained.accuracy > 0.8
     assert 0.5 < trained.f1 < 0.75
     assert again.from_cache and again.f1 == trained.f1
