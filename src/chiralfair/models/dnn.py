@@ -14,6 +14,11 @@ the ADF-encoded data (median test F1 of class 1): census 0.610 standardised vs 0
 difference); bank 0.567 vs 0.491 over three splits (raw codes such as ``balance`` in [-20, 179] hurt). So
 standardising is our default.
 
+Other departures from the Keras original, both numerical: the loss is computed from the logit
+(``binary_cross_entropy_with_logits``) instead of from a probability clipped to [1e-7, 1 - 1e-7], and Nadam's
+epsilon is torch's 1e-8 instead of Keras's 1e-7. torch's ``NAdam`` uses Keras's momentum schedule
+(``momentum_decay=0.004``). Training runs on one intra-op thread (see ``_single_intra_op_thread``).
+
 References
 ----------
 Ma, M. et al. "Enhanced Fairness Testing via Generating Effective Initial Individual Discriminatory
