@@ -50,6 +50,12 @@ class CountingModel:
         The wrapped model object, kept for adapters and for training chiral models.
     predict_both : callable, optional
         ``predict_both(X) -> (n, 2)`` columns label and P(y=1) from one forward pass (an optimisation).
+
+    Attributes
+    ----------
+    spec : chiralfair.models.zoo.ModelSpec or None
+        The zoo configuration the model was trained from (set by ``ModelSpec.fit``), so that a chiral model
+        can be trained with the same architecture and hyper-parameters; None for models wrapped directly.
     """
 
     def __init__(self, predict, *, predict_proba=None, input_gradient=None, name: str = "model",
@@ -61,6 +67,7 @@ class CountingModel:
         self.name = name
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.estimator = estimator
+        self.spec = None
         self.n_queries = 0
         self.n_gradient_queries = 0
 

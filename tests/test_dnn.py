@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+import torch
+from threadpoolctl import threadpool_limits
+from toys import toy_dataset
+
+from chiralfair.exceptions import ConfigError
+from chiralfair.models.dnn import HIDDEN_LAYERS, PaperDNN, train_dnn
+from chiralfair.models.zoo import ModelSpec
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_openmp_thread():
+    # The test machine is shared: OpenMP/BLAS threads spinning on busy cores made one HGB fit 170x slower.
+    with threadpool_limits(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def easy():
+    return toy_dataset(n=1500, seed=1)
+
+
+def _weights(module):
+    return {k: v.clone() for k, v in module.state_dict().items()}
+
+
+def test_architecture_is_the_papers():
+    m = PaperDNN(13)
+    linear = [layer for layer in m.layers if isinstance(layer, torch.nn.Linear)]
+    assert [(layer.in_features, layer.out_features) for layer in linear] == [
+        (13, 30), (30, 20), (20, 15), (15, 10), (10, 5), (5, 1)]
+    assert HIDDEN_LAYERS == (30, 20, 15, 10, 5)
+    assert sum(isinstance(layer, torch.nn.ReLU) for layer in m.layers) == 5
+    p = m(torch.randn(7, 13))
+    assert p.shape == (7, 1) and torch.all((p > 0) & (p < 1))
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_same_random_state_gives_bit_identical_weights(easy, standardize):
+    a = train_dnn(easy.X, easy.y, random_state=3, epochs=2, standardize=standardize)
+    b = train_dnn(easy.X, easy.y, random_state=3, epochs=2, standardize=standardize)
+    c = train_dnn(easy.X, easy.y, random_state=4, epochs=2, standardize=standardize)
+    wa, wb, wc = _weights(a), _weights(b), _weights(c)
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    assert not all(torch.equal(wa[k], wc[k]) for k in wa)
+
+
+def test_training_does_not_touch_global_torch_rng(easy):
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    train_dnn(easy.X[:200], easy.y[:200], random_state=0, epochs=1)
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_learns_the_easy_toy_rule(easy, standardize):
+    model = ModelSpec("dnn", {"standardize": standardize}).fit(easy.X[:1000], easy.y[:1000], random_state=0)
+    pred = model.predict(easy.X[1000:])
+    accuracy = (pred == easy.y[1000:]).mean()
+    assert accuracy > 0.9
+
+
+def test_standardisation_is_a_fixed_layer_with_training_moments(easy):
+    m = train_dnn(easy.X, easy.y, random_state=0, epochs=1, standardize=True)
+    np.testing.assert_allclose(m.input_mean.numpy(), easy.X.mean(axis=0), rtol=1e-6)
+    np.testing.assert_allclose(m.input_std.numpy(), easy.X.std(axis=0), rtol=1e-5)
+    assert "input_mean" not in dict(m.named_parameters())
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_input_gradient_matches_finite_differences(easy, standardize):
+    model = ModelSpec("dnn", {"standardize": standardize, "epochs": 3}).fit(easy.X, easy.y, random_state=0)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, size=(20, 5))  # off the integer grid, away from ties
+    grad = model.input_gradient(X)
+    h = 1e-3
+    fd = np.empty_like(X)
+    for j in range(X.shape[1]):
+        e = np.zeros(X.shape[1])
+        e[j] = h
+        fd[:, j] = (model.predict_proba(X + e)[:, 1] - model.predict_proba(X - e)[:, 1]) / (2 * h)
+    assert np.abs(grad).max() > 1e-3
+    np.testing.assert_allclose(grad, fd, atol=2e-3, rtol=0.05)
+
+
+def test_bad_training_data_is_named():
+    with pytest.raises(ConfigError, match="both labels"):
+        train_dnn(np.zeros((4, 2)), np.zeros(4), epochs=1)
+    with pytest.raises(ConfigError, match="y must have shape"):
+        train_dnn(np.zeros((4, 2)), np.array([0, 1]), epochs=1)
+    with pytest.raises(ConfigError, match="epochs"):
+        train_dnn(np.zeros((4, 2)), np.array([0, 1, 0, 1]), epochs=0)
+
+
+def test_training_restores_torch_thread_setting(easy):
+    before = torch.get_num_threads()
+    train_dnn(easy.X[:200], easy.y[:200], random_state=0, epochs=1)
+    assert torch.get_num_threads() == before
