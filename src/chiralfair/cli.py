@@ -142,14 +142,14 @@ def seeds_cmd(
     from .datasets import load_dataset
     from .experiments import protected_list
     from .models.training import train_model
-    from .models.zoo import get_spec
+    from .models.zoo import as_spec
     from .seeds import make_seed_strategy
 
     _setup_logging(verbose)
     try:
         check_int(n_seeds, "n_seeds", minimum=1)
         check_int(repeats, "repeats", minimum=1)
-        get_spec(model)
+        as_spec(model)
         chooser = make_seed_strategy(strategy)
         data = load_dataset(dataset, protected=list(protected_list(protected)), data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)

@@ -121,7 +121,7 @@ def validate_config(config: RunConfig) -> None:
     """
     from .datasets import dataset_names
     from .exceptions import DatasetError
-    from .models.zoo import get_spec
+    from .models.zoo import as_spec
 
     if config.dataset not in dataset_names():
         raise DatasetError(f"unknown dataset {config.dataset!r}; valid: {', '.join(dataset_names())}")
@@ -131,7 +131,7 @@ def validate_config(config: RunConfig) -> None:
     make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
                    **config.generator_params)
     make_seed_strategy(config.seeds)
-    get_spec(config.model)
+    as_spec(config.model)
 
 
 def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None) -> RunOutcome:
