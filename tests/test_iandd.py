@@ -281,6 +281,21 @@ def test_explainer_choice_by_model_type(data, tree):
     assert choose_explainer(as_model(lambda X: (X[:, 2] > 4).astype(int))) == "permutation"
 
 
+def test_scaled_linear_pipeline_uses_linear_shap_on_scaled_inputs(data):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(data.X, data.y)
+    model = as_model(pipe)
+    assert choose_explainer(model) == "linear"
+    X = data.X[:20].astype(float)
+    values, name = explain(model, X, data.X[:200].astype(float), np.random.default_rng(0))
+    assert name == "linear"
+    margin = pipe.decision_function(X)
+    # linear SHAP rows add up to the log-odds minus its background mean: row differences equal margin differences
+    np.testing.assert_allclose(values.sum(1) - values.sum(1)[0], margin - margin[0], atol=1e-6)
+
+
 def test_tree_shap_explains_the_positive_class(data, tree):
     model = as_model(tree)
     X = data.X[:20].astype(float)

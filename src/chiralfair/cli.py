@@ -84,7 +84,7 @@ def run(
 ) -> None:
     """Find IDIs of a model on a benchmark dataset and write the run folder."""
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
-    from .report import prepare_run_folder, summary_rows, write_run
+    from .report import describe_clustering, prepare_run_folder, summary_rows, write_run
 
     _setup_logging(verbose)
     config = RunConfig(dataset=dataset, protected=protected_list(protected), model=model, seeds=seeds,
@@ -112,6 +112,8 @@ def run(
     title = (f"{dataset} / {','.join(config.protected)} / {model} (test F1 {m['f1']:.3f}) — "
              f"{generator} with {seeds} seeds, {max_global}/{max_local}")
     _print_table(summary_rows(summary), title)
+    if summary["seeds"].get("clustering"):
+        typer.echo(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
     for note in summary["notes"] + summary["seeds"]["notes"]:
         typer.echo(f"  note: {note}")
     if summary["n_idis"] == 0:

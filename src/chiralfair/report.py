@@ -17,6 +17,7 @@ import numpy as np
 
 from .exceptions import RunFolderError
 
+PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "idis_by_protected_value.png")
 
 
@@ -140,7 +141,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         lines += ["", f"Seed selection found {seeds['n_initial_idis']} initial IDIs among"
                       f" {seeds['n_candidates']} rows where the chiral and the original model disagree."]
     if seeds.get("clustering"):
-        lines += ["", "Seed clustering: " + ", ".join(f"{k}={v}" for k, v in seeds["clustering"].items())]
+        lines += ["", "Seed clustering: " + describe_clustering(seeds["clustering"])]
     notes = list(summary.get("notes", [])) + list(seeds.get("notes", []))
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
@@ -150,6 +151,28 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         lines += ["", "No IDI was found within this budget. That is not proof of fairness: try a larger budget,"
                       " another generator or I&D seeds."]
     return "\n".join(lines) + "\n"
+
+
+def describe_clustering(c: dict[str, Any]) -> str:
+    """One sentence saying how the seeds were clustered (KMeans, or I&D's DBSCAN and its repair)."""
+    method = c.get("method")
+    if method == "kmeans":
+        return f"KMeans with {c.get('n_clusters')} clusters, seeds taken round robin."
+    parts = []
+    if c.get("explainer"):
+        parts.append(f"SHAP ({c['explainer']}) on {c.get('n_explained', '?')} initial IDIs")
+    if c.get("degenerate"):
+        parts.append(f"DBSCAN(eps={PAPER_DEFAULTS['eps']}, min_samples={c.get('min_samples')}) was degenerate"
+                     f" ({c['degenerate']})")
+        parts.append(f"repaired with {method}" if c.get("repaired") else f"kept {method}")
+    else:
+        parts.append(f"{method}" + (f"(eps={c['eps']:g}, min_samples={c.get('min_samples')})"
+                                    if method == "dbscan" and c.get("eps") is not None else ""))
+    noise = c.get("noise_share")
+    parts.append(f"{c.get('n_clusters')} clusters" + (f", {noise:.0%} noise" if noise is not None else ""))
+    if c.get("reason"):
+        parts.append(str(c["reason"]))
+    return "; ".join(parts) + "."
 
 
 def _plot_protected_values(outcome, folder: Path) -> str | None:

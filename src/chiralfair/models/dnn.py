@@ -17,7 +17,8 @@ standardising is our default.
 Other departures from the Keras original, both numerical: the loss is computed from the logit
 (``binary_cross_entropy_with_logits``) instead of from a probability clipped to [1e-7, 1 - 1e-7], and Nadam's
 epsilon is torch's 1e-8 instead of Keras's 1e-7. torch's ``NAdam`` uses Keras's momentum schedule
-(``momentum_decay=0.004``). Training runs on one intra-op thread (see ``_single_intra_op_thread``).
+(``momentum_decay=0.004``). Training runs on one intra-op thread
+(see :func:`~chiralfair.models.torch_threads.single_intra_op_thread`).
 
 References
 ----------
@@ -28,9 +29,7 @@ Zhang, P. et al. "White-box Fairness Testing through Adversarial Sampling", ICSE
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 
 import numpy as np
 import torch
@@ -39,14 +38,11 @@ import torch.nn.functional as F  # noqa: N812 - the torch convention
 from .._random import RandomState, as_generator, derive_seed
 from .._validation import check_float, check_int
 from ..exceptions import ConfigError
+from .torch_threads import single_intra_op_thread
 
 logger = logging.getLogger(__name__)
 
 HIDDEN_LAYERS: tuple[int, ...] = (30, 20, 15, 10, 5)
-
-_threads_lock = threading.Lock()
-_active_trainings = 0
-_threads_before = 1
 
 
 class PaperDNN(torch.nn.Module):
@@ -160,32 +156,9 @@ def train_dnn(X, y, *, random_state: RandomState = 0, standardize: bool = True, 
     x_all = torch.as_tensor(X, dtype=torch.float32, device=device)
     y_all = torch.as_tensor(y, dtype=torch.float32, device=device)[:, None]
     optimizer = torch.optim.NAdam(module.parameters(), lr=lr)
-    with _single_intra_op_thread():
+    with single_intra_op_thread():
         _run_epochs(module, optimizer, x_all, y_all, rng, epochs=epochs, batch_size=batch_size)
     return module.eval()
-
-
-@contextlib.contextmanager
-def _single_intra_op_thread():
-    """Train on one intra-op thread, then restore torch's setting.
-
-    Batches of 128 rows through layers of width <= 30 are far too small for intra-op parallelism: on a
-    loaded two-core machine a step took 260 ms with two threads against 7.5 ms with one. One thread also makes
-    the weights independent of the machine's core count (float sums are then always reduced in one order).
-    """
-    global _active_trainings, _threads_before
-    with _threads_lock:  # concurrent trainings (threads) restore the setting only when the last one ends
-        if _active_trainings == 0:
-            _threads_before = torch.get_num_threads()
-            torch.set_num_threads(1)
-        _active_trainings += 1
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _active_trainings -= 1
-            if _active_trainings == 0:
-                torch.set_num_threads(_threads_before)
 
 
 def _run_epochs(module, optimizer, x_all, y_all, rng, *, epochs: int, batch_size: int) -> None:

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from .protocol import CountingModel
+from .torch_threads import single_intra_op_thread
 
 
 def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str) -> torch.Tensor:
@@ -28,7 +29,7 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
     module = module.to(device).eval()
 
     def proba1(X: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
+        with torch.inference_mode(), single_intra_op_thread():
             x = torch.as_tensor(X, dtype=torch.float32, device=device)
             return positive_probability(module, x, output).double().cpu().numpy()
 
@@ -45,8 +46,9 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
 
     def gradient(X):
         x = torch.as_tensor(X, dtype=torch.float32, device=device).requires_grad_(True)
-        p = positive_probability(module, x, output)
-        (g,) = torch.autograd.grad(p.sum(), x)
+        with single_intra_op_thread():
+            p = positive_probability(module, x, output)
+            (g,) = torch.autograd.grad(p.sum(), x)
         return g.double().cpu().numpy()
 
     return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient,

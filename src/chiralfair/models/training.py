@@ -199,15 +199,17 @@ def cache_key(dataset_name: str, X_train, y_train, spec: ModelSpec, random_state
 
 
 def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
-    """Versions that a fitted model depends on: chiralfair, Python, numpy, and torch or sklearn."""
-    import sklearn
-    import torch
+    """Versions that a fitted model depends on: chiralfair, Python, numpy, and torch or sklearn.
+
+    Read from the installed package metadata, so that loading a cached sklearn model does not import torch.
+    """
+    from importlib.metadata import version
 
     versions = {"chiralfair": __version__, "python": platform.python_version(), "numpy": np.__version__}
     if spec is None or spec.is_torch:
-        versions["torch"] = torch.__version__
+        versions["torch"] = version("torch")
     if spec is None or not spec.is_torch:
-        versions["sklearn"] = sklearn.__version__
+        versions["sklearn"] = version("scikit-learn")
     return versions
 
 

@@ -14,8 +14,9 @@ any other model           ``shap.PermutationExplainer``, one            P(y=1), 
 ========================  ============================================  ====================================
 
 Kernel SHAP with a large background is never used: its cost is (rows × background × coalitions) model rows.
-A linear or tree model inside a pipeline is explained as a whole (the pipeline's steps change the inputs the
-final estimator sees), by expected gradients when the pipeline has an analytic gradient, else by permutation.
+A linear model behind StandardScalers (the zoo's ``lr``) is explained by ``shap.LinearExplainer`` on the scaled
+inputs: a per-feature affine map leaves each feature's attribution unchanged. Any other pipeline is explained
+as a whole, by expected gradients when it has an analytic gradient, else by permutation.
 """
 
 from __future__ import annotations
@@ -139,13 +140,29 @@ def _final_step(est):
 
 
 def _linear_estimator(est):
+    """The binary linear classifier of ``est`` (bare, or behind StandardScalers only), else None."""
     from sklearn.linear_model._base import LinearClassifierMixin
     from sklearn.pipeline import Pipeline
-    if est is None or isinstance(est, Pipeline):
-        # A pipeline's linear step sees transformed inputs; explain the pipeline as a black box instead.
+    from sklearn.preprocessing import StandardScaler
+    if isinstance(est, Pipeline):
+        pre = [s for _, s in est.steps[:-1] if s not in (None, "passthrough")]
+        if not all(isinstance(s, StandardScaler) for s in pre):
+            return None
+        est = est.steps[-1][1]
+    if est is None:
         return None
     return est if isinstance(est, LinearClassifierMixin) and np.ndim(est.coef_) == 2 \
         and est.coef_.shape[0] == 1 else None
+
+
+def _scaled(est, X):
+    """``X`` as the final step of a scaler pipeline sees it (unchanged for a bare estimator)."""
+    from sklearn.pipeline import Pipeline
+    if isinstance(est, Pipeline):
+        for _, step in est.steps[:-1]:
+            if step not in (None, "passthrough"):
+                X = step.transform(X)
+    return X
 
 
 def _tree_estimator(est):
@@ -167,7 +184,8 @@ def _linear(model, X, background):
     est = _linear_estimator(model.estimator)
     if est is None:
         raise ConfigError(f"explainer='linear' needs an sklearn linear classifier; {model.name!r} is not one")
-    values = shap.LinearExplainer(est, background).shap_values(X)
+    whole = model.estimator
+    values = shap.LinearExplainer(est, _scaled(whole, background)).shap_values(_scaled(whole, X))
     return _positive_class(np.asarray(values, dtype=np.float64), X.shape)
 
 
