@@ -1,0 +1,156 @@
+"""SG on census age with the paper's DNN: seconds to 1,000 IDIs, and cluster vs I&D seeds.
+
+Run by hand:  python benchmarks/sg.py [--repeats 3] [--quick]
+
+1. Seconds to 1,000 IDIs (ADF paper, Table 5: the reference SG needed 720.5 s on census age): 1,000
+   cluster seeds (KMeans round robin, as the reference), ``limit`` 3,000 tested inputs, default parameters;
+   the time at which the 1,000th IDI is recorded, median over ``--repeats`` random states. Also, in the same run and as
+   ratios to the default: ``batch_size=1`` (strict queue order) and ``solver="z3"`` (every constraint by z3
+   instead of the interval shortcut for single-feature ones).
+2. Cluster vs I&D seeds, 100 seeds each, at the reference's ``limit`` of 1,000 tested inputs and at the
+   default ``limit = max_global * max_local`` = 10,000: IDIs (global/local), seeds that are IDIs, seeds
+   reached, IDIs per 1,000 queries, seconds.
+
+Writes ``benchmarks/results/sg.json`` (figures, parameters, versions, CPU count, date) and ``sg.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from chiralfair import __version__
+from chiralfair.datasets import load_dataset
+from chiralfair.generators.sg import SymbolicGeneration
+from chiralfair.models.training import train_model
+from chiralfair.seeds import make_seed_strategy
+
+RESULTS = Path(__file__).parent / "results"
+TARGET_IDIS = 1000
+PAPER_SECONDS_TO_1000 = 720.5  # ADF paper, census age, reference SG (GTX 1080Ti)
+
+
+class _TimedSG(SymbolicGeneration):
+    """SG that notes the wall seconds at which the ``TARGET_IDIS``-th IDI is recorded."""
+
+    seconds_to_target: float | None = None
+    tested_at_target: int | None = None
+
+    def _search(self, recorder, seeds, rng):
+        check = recorder.check
+
+        def timed_check(X, phase, **kw):
+            out = check(X, phase, **kw)
+            if self.seconds_to_target is None and recorder.n_idis >= TARGET_IDIS:
+                self.seconds_to_target, self.tested_at_target = recorder.seconds, recorder.n_tested
+            return out
+
+        recorder.check = timed_check
+        return super()._search(recorder, seeds, rng)
+
+
+def _summary(res) -> dict:
+    out = {k: v for k, v in res.summary().items() if k not in ("generator",)}
+    out["idis_per_1000_queries"] = 1000 * res.n_idis / max(res.n_queries, 1)
+    out["notes"] = list(res.notes)
+    return out
+
+
+def seconds_to_target(model, dataset, repeats: int, limit: int) -> dict:
+    runs = {"default": [], "batch_size=1": [], "solver=z3": []}
+    variants = {"default": {}, "batch_size=1": {"batch_size": 1}, "solver=z3": {"solver": "z3"}}
+    for r in range(repeats):
+        seeds = make_seed_strategy("cluster").select(model, dataset, 1000, random_state=r)
+        for name, kw in variants.items():
+            if name != "default" and r > 0:
+                continue  # the variants are compared once, in the same run as the first default
+            gen = _TimedSG(max_global=1000, limit=limit, **kw)
+            res = gen.run(model, dataset.domain, seeds, random_state=r)
+            runs[name].append({"seconds_to_1000": gen.seconds_to_target,
+                               "tested_at_1000": gen.tested_at_target, **_summary(res)})
+            print(f"  {name:13s} repeat {r}: {gen.seconds_to_target} s to {TARGET_IDIS} IDIs "
+                  f"({res.n_idis} IDIs, {res.n_tested} tested, {res.seconds:.1f} s)", flush=True)
+    times = [x["seconds_to_1000"] for x in runs["default"] if x["seconds_to_1000"] is not None]
+    median = statistics.median(times) if len(times) == repeats else None
+    first = runs["default"][0]["seconds_to_1000"]
+    ratios = {name: (v[0]["seconds_to_1000"] / first if v and v[0]["seconds_to_1000"] and first else None)
+              for name, v in runs.items() if name != "default"}
+    return {"median_seconds_to_1000": median, "paper_reference_seconds": PAPER_SECONDS_TO_1000,
+            "ratio_to_default_same_seeds": ratios, "runs": runs}
+
+
+def cluster_vs_iandd(model, dataset, repeats: int, limits) -> dict:
+    out = {}
+    for limit in limits:
+        for strategy in ("cluster", "iandd"):
+            rows = []
+            for r in range(repeats):
+                seeds = make_seed_strategy(strategy).select(model, dataset, 100, random_state=r)
+                res = SymbolicGeneration(max_global=100, max_local=100, limit=limit).run(
+                    model, dataset.domain, seeds, random_state=r)
+                rows.append({"initialization_rate": seeds.initialization_rate, **_summary(res)})
+                print(f"  limit {limit} {strategy:8s} repeat {r}: {res.n_idis} IDIs "
+                      f"({res.n_global} global / {res.n_local} local), {res.seconds:.1f} s", flush=True)
+            keys = ("n_idis", "n_global", "n_local", "n_seed_idis", "idis_per_1000_queries", "seconds")
+            out[f"limit={limit}/{strategy}"] = {
+                "median": {k: statistics.median(row[k] for row in rows) for k in keys}, "runs": rows}
+    return out
+
+
+def _markdown(report: dict) -> str:
+    t = report["seconds_to_1000"]
+    lines = ["# SG on census age (DNN)", "",
+             f"{report['date']}, {report['cpu_count']} CPUs, chiralfair {report['chiralfair_version']}", "",
+             "## Seconds to 1,000 IDIs (1,000 cluster seeds)", "",
+             f"- median over {report['parameters']['repeats']} repeats: **{t['median_seconds_to_1000']}** s "
+             f"(reference SG in the ADF paper: {PAPER_SECONDS_TO_1000} s on a GPU machine)",
+             f"- ratios to the default on the same seeds: {t['ratio_to_default_same_seeds']}", "",
+             "## Cluster vs I&D seeds (100 seeds, medians)", "",
+             "| limit / seeds | IDIs | global | local | seed IDIs | IDIs per 1k queries | seconds |",
+             "|---|---|---|---|---|---|---|"]
+    for key, v in report["cluster_vs_iandd"].items():
+        m = v["median"]
+        lines.append(f"| {key} | {m['n_idis']:g} | {m['n_global']:g} | {m['n_local']:g} "
+                     f"| {m['n_seed_idis']:g} | {m['idis_per_1000_queries']:.2f} | {m['seconds']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="1 repeat, limit 1,000 only for the seed comparison")
+    args = ap.parse_args()
+    repeats = 1 if args.quick else args.repeats
+    limits = (1000,) if args.quick else (1000, 10_000)
+    dataset = load_dataset("census", protected="age")
+    trained = train_model(dataset, "dnn", random_state=0)
+    model = trained.model
+    print(f"census age DNN: accuracy {trained.accuracy:.3f}, F1 {trained.f1:.3f}", flush=True)
+    report = {
+        "benchmark": "sg", "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "chiralfair_version": __version__, "python": platform.python_version(), "cpu_count": os.cpu_count(),
+        "numpy": np.__version__,
+        "parameters": {"dataset": "census", "protected": "age", "model": "dnn", "model_random_state": 0,
+                       "repeats": repeats, "limit_to_1000": 3000, "seed_comparison_limits": list(limits),
+                       "sg_defaults": SymbolicGeneration().params},
+        "model": {"accuracy": trained.accuracy, "f1": trained.f1},
+    }
+    print("seconds to 1,000 IDIs", flush=True)
+    report["seconds_to_1000"] = seconds_to_target(model, dataset, repeats, limit=3000)
+    print("cluster vs iandd seeds", flush=True)
+    report["cluster_vs_iandd"] = cluster_vs_iandd(model, dataset, repeats, limits)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "sg.json").write_text(json.dumps(report, indent=2, default=float))
+    (RESULTS / "sg.md").write_text(_markdown(report))
+    print(_markdown(report))
+
+
+if __name__ == "__main__":
+    main()
