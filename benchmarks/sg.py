@@ -2,11 +2,11 @@
 
 Run by hand:  python benchmarks/sg.py [--repeats 3] [--quick]
 
-1. Seconds to 1,000 IDIs (ADF paper, Table 5: the reference SG needed 720.5 s on census age): 1,000
-   cluster seeds (KMeans round robin, as the reference), ``limit`` 3,000 tested inputs, default parameters;
-   the time at which the 1,000th IDI is recorded, median over ``--repeats`` random states. Also, in the same run and as
-   ratios to the default: ``batch_size=1`` (strict queue order) and ``solver="z3"`` (every constraint by z3
-   instead of the interval shortcut for single-feature ones).
+1. Seconds to 1,000 IDIs (ADF paper, Table 5: the reference SG needed 720.5 s on census age): 1,000 cluster
+   seeds (KMeans round robin, as the reference), ``limit`` 3,000 tested inputs, default parameters; the wall
+   and CPU time at which the 1,000th IDI is recorded, median over ``--repeats`` random states. Also, in the
+   same run and as ratios to the default: ``batch_size=1`` (strict queue order) and ``solver="z3"`` (every
+   constraint by z3 instead of the interval shortcut for single-feature ones).
 2. Cluster vs I&D seeds, 100 seeds each, at the reference's ``limit`` of 1,000 tested inputs and at the
    default ``limit = max_global * max_local`` = 10,000: IDIs (global/local), seeds that are IDIs, seeds
    reached, IDIs per 1,000 queries, seconds.
@@ -21,10 +21,12 @@ import json
 import os
 import platform
 import statistics
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from chiralfair import __version__
 from chiralfair.datasets import load_dataset
@@ -38,18 +40,24 @@ PAPER_SECONDS_TO_1000 = 720.5  # ADF paper, census age, reference SG (GTX 1080Ti
 
 
 class _TimedSG(SymbolicGeneration):
-    """SG that notes the wall seconds at which the ``TARGET_IDIS``-th IDI is recorded."""
+    """SG that notes the wall and CPU seconds at which the ``TARGET_IDIS``-th IDI is recorded.
+
+    CPU seconds (of this process) are less sensitive than wall seconds to other jobs on a shared machine.
+    """
 
     seconds_to_target: float | None = None
+    cpu_seconds_to_target: float | None = None
     tested_at_target: int | None = None
 
     def _search(self, recorder, seeds, rng):
         check = recorder.check
+        cpu0 = time.process_time()
 
         def timed_check(X, phase, **kw):
             out = check(X, phase, **kw)
             if self.seconds_to_target is None and recorder.n_idis >= TARGET_IDIS:
                 self.seconds_to_target, self.tested_at_target = recorder.seconds, recorder.n_tested
+                self.cpu_seconds_to_target = time.process_time() - cpu0
             return out
 
         recorder.check = timed_check
@@ -74,15 +82,20 @@ def seconds_to_target(model, dataset, repeats: int, limit: int) -> dict:
             gen = _TimedSG(max_global=1000, limit=limit, **kw)
             res = gen.run(model, dataset.domain, seeds, random_state=r)
             runs[name].append({"seconds_to_1000": gen.seconds_to_target,
+                               "cpu_seconds_to_1000": gen.cpu_seconds_to_target,
                                "tested_at_1000": gen.tested_at_target, **_summary(res)})
-            print(f"  {name:13s} repeat {r}: {gen.seconds_to_target} s to {TARGET_IDIS} IDIs "
+            print(f"  {name:13s} repeat {r}: {gen.seconds_to_target} s ({gen.cpu_seconds_to_target} CPU s) "
+                  f"to {TARGET_IDIS} IDIs "
                   f"({res.n_idis} IDIs, {res.n_tested} tested, {res.seconds:.1f} s)", flush=True)
     times = [x["seconds_to_1000"] for x in runs["default"] if x["seconds_to_1000"] is not None]
     median = statistics.median(times) if len(times) == repeats else None
+    cpu = [x["cpu_seconds_to_1000"] for x in runs["default"] if x["cpu_seconds_to_1000"] is not None]
+    cpu_median = statistics.median(cpu) if len(cpu) == repeats else None
     first = runs["default"][0]["seconds_to_1000"]
     ratios = {name: (v[0]["seconds_to_1000"] / first if v and v[0]["seconds_to_1000"] and first else None)
               for name, v in runs.items() if name != "default"}
-    return {"median_seconds_to_1000": median, "paper_reference_seconds": PAPER_SECONDS_TO_1000,
+    return {"median_seconds_to_1000": median, "median_cpu_seconds_to_1000": cpu_median,
+            "paper_reference_seconds": PAPER_SECONDS_TO_1000,
             "ratio_to_default_same_seeds": ratios, "runs": runs}
 
 
@@ -107,9 +120,11 @@ def cluster_vs_iandd(model, dataset, repeats: int, limits) -> dict:
 def _markdown(report: dict) -> str:
     t = report["seconds_to_1000"]
     lines = ["# SG on census age (DNN)", "",
-             f"{report['date']}, {report['cpu_count']} CPUs, chiralfair {report['chiralfair_version']}", "",
+             f"{report['date']}, {report['cpu_count']} CPUs, chiralfair {report['chiralfair_version']}, "
+             f"load average at start {report['load_average_at_start'][0]:.1f}. {report['note']}", "",
              "## Seconds to 1,000 IDIs (1,000 cluster seeds)", "",
              f"- median over {report['parameters']['repeats']} repeats: **{t['median_seconds_to_1000']}** s "
+             f"wall, {t['median_cpu_seconds_to_1000']} s CPU of this process "
              f"(reference SG in the ADF paper: {PAPER_SECONDS_TO_1000} s on a GPU machine)",
              f"- ratios to the default on the same seeds: {t['ratio_to_default_same_seeds']}", "",
              "## Cluster vs I&D seeds (100 seeds, medians)", "",
@@ -126,6 +141,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="1 repeat, limit 1,000 only for the seed comparison")
+    ap.add_argument("--note", default="", help="free text recorded with the results (e.g. machine load)")
     args = ap.parse_args()
     repeats = 1 if args.quick else args.repeats
     limits = (1000,) if args.quick else (1000, 10_000)
@@ -134,9 +150,10 @@ def main():
     model = trained.model
     print(f"census age DNN: accuracy {trained.accuracy:.3f}, F1 {trained.f1:.3f}", flush=True)
     report = {
-        "benchmark": "sg", "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "benchmark": "sg", "note": args.note, "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "chiralfair_version": __version__, "python": platform.python_version(), "cpu_count": os.cpu_count(),
-        "numpy": np.__version__,
+        "numpy": np.__version__, "torch_threads": torch.get_num_threads(),
+        "load_average_at_start": os.getloadavg(),
         "parameters": {"dataset": "census", "protected": "age", "model": "dnn", "model_random_state": 0,
                        "repeats": repeats, "limit_to_1000": 3000, "seed_comparison_limits": list(limits),
                        "sg_defaults": SymbolicGeneration().params},
