@@ -239,8 +239,9 @@ class SymbolicGeneration(Generator):
     solver_timeout_ms : int
         z3 time-out per query, in milliseconds; a timed-out query yields no candidate (counted in the notes).
     time_budget : float, optional
-        Wall-clock budget of the whole run, in seconds; None for none. With a budget the result depends on
-        the machine's speed: same ``random_state`` gives identical results only without one.
+        Wall-clock budget of the whole run, in seconds; None for none. It is checked between explained
+        inputs, so a run may overrun it by one explanation (plus one solver time-out). With a budget the
+        result depends on the machine's speed: same ``random_state`` gives identical results only without one.
     batch_size : int
         Queue items popped, checked (one discrimination-check batch) and explained together. 1 reproduces the
         strict queue order; larger batches let items pushed by one member of a batch wait for the others.
