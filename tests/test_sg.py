@@ -190,10 +190,22 @@ def test_works_with_a_black_box_callable(domain):
 
 
 def test_limit_defaults_to_max_global_times_max_local_and_stops_the_run(domain, biased_model):
-    gen = SymbolicGeneration(max_global=20, max_local=3, n_samples=100, perturb_prob=1.0)
+    gen = SymbolicGeneration(max_global=20, max_local=3, n_samples=100, perturb_prob=1.0, cap_local=False)
     assert gen.limit == 60
     res = gen.run(biased_model, domain, seeds_of(domain), random_state=0)
     assert res.n_tested == 60 and res.notes[0] == "stopped: limit of 60 tested inputs reached"
+
+
+def test_max_local_caps_the_local_search_of_each_global_idi(domain, biased_model):
+    kw = dict(max_global=20, n_samples=100, perturb_prob=1.0, limit=300)
+    capped = SymbolicGeneration(max_local=2, **kw).run(biased_model, domain, seeds_of(domain), random_state=0)
+    assert 0 < capped.n_local <= 2 * capped.n_global
+    assert any("max_local=2" in n for n in capped.notes)
+    free = SymbolicGeneration(max_local=2, cap_local=False, **kw).run(biased_model, domain, seeds_of(domain),
+                                                                      random_state=0)
+    assert free.n_local > 2 * free.n_global
+    none = SymbolicGeneration(max_local=0, **kw).run(biased_model, domain, seeds_of(domain), random_state=0)
+    assert none.n_local == 0 and none.n_global > 0
 
 
 def test_seeds_not_reached_are_reported(domain, biased_model):
@@ -225,7 +237,7 @@ def test_solvers_give_the_same_search(domain, biased_model):
 
 @pytest.mark.parametrize("bad", [dict(solver="cvc5"), dict(n_samples=1), dict(perturb_prob=0.0),
                                  dict(threshold=1.5), dict(limit=0), dict(time_budget=-1.0),
-                                 dict(batch_size=0), dict(solver_timeout_ms=0)])
+                                 dict(batch_size=0), dict(solver_timeout_ms=0), dict(cap_local=1)])
 def test_bad_parameters_are_named(bad):
     with pytest.raises(ConfigError, match=next(iter(bad))):
         SymbolicGeneration(**bad)

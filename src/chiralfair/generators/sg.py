@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import z3
@@ -16,6 +17,7 @@ import z3
 from .._random import derive_seed
 from .._validation import check_choice, check_float, check_int
 from ..domain import Domain
+from ..exceptions import ConfigError
 from .base import Generator, register_generator
 from .recorder import IDIRecorder
 from .surrogate import PathStep, Predicate, decision_path, fit_surrogate, local_samples
@@ -24,6 +26,17 @@ SEED_RANK = 5.0
 LOCAL_RANK = 1.0   # the reference's rank2: local candidates are popped before seeds
 GLOBAL_RANK = 10.0  # the reference's rank3: global candidates after seeds
 SOLVERS = ("auto", "interval", "z3")
+
+
+class _Item(NamedTuple):
+    """A queue entry; ``(priority, order)`` decides the order, ``order`` breaking ties by insertion."""
+
+    priority: float
+    order: int
+    phase: str   # "global" (seeds, global search) or "local"
+    seed: bool
+    root: int    # for local items: ``order`` of the global IDI whose local search they descend from
+    x: np.ndarray
 
 
 class SolverTimeout(RuntimeError):
@@ -216,7 +229,8 @@ class SymbolicGeneration(Generator):
     max_global : int
         Seeds used (the first ``max_global``).
     max_local : int
-        Sets the default ``limit`` = ``max_global * max_local``.
+        Local tests per global IDI (with ``cap_local``); also sets the default
+        ``limit = max_global * max_local``.
     limit : int, optional
         Unique inputs to test (the reference's ``sample_limit``: 1000 there, 100 in the I&D replication).
     n_samples : int
@@ -245,6 +259,12 @@ class SymbolicGeneration(Generator):
     batch_size : int
         Queue items popped, checked (one discrimination-check batch) and explained together. 1 reproduces the
         strict queue order; larger batches let items pushed by one member of a batch wait for the others.
+    cap_local : bool
+        True (default): the local search that descends from one global IDI (a seed or a global-search input)
+        tests at most ``max_local`` inputs, then its remaining candidates are dropped, as the budget of the
+        other generators reads. False: the reference's uncapped local search, where only ``limit`` stops it;
+        since local candidates outrank seeds, the first IDI seed's local search then takes the whole budget
+        and the later seeds are never reached (on census age with a DNN, not even at ``limit`` = 10,000).
 
     Notes
     -----
@@ -257,6 +277,7 @@ class SymbolicGeneration(Generator):
     - An input whose key was tested before is not explained again; ``limit`` counts unique tested keys, as
       the reference's ``tot_inputs`` does.
     - Mean confidences leave out the dropped protected-attribute predicates.
+    - The ``max_local`` cap per global IDI (``cap_local``) is ours; the reference has only ``limit``.
     - Seeds are tested when popped, as in the reference; seeds never reached before the run stops are not
       tested, so ``n_seed_idis`` counts only the tested seeds (the notes say how many were not reached).
 
@@ -273,7 +294,9 @@ class SymbolicGeneration(Generator):
     def __init__(self, *, max_global: int = 100, max_local: int = 100, limit: int | None = None,
                  n_samples: int = 1000, perturb_prob: float = 0.2, max_depth: int | None = None,
                  threshold: float = 0.3, solver: str = "auto", solver_timeout_ms: int = 1000,
-                 time_budget: float | None = None, batch_size: int = 8):
+                 time_budget: float | None = None, batch_size: int = 8, cap_local: bool = True):
+        if not isinstance(cap_local, bool):
+            raise ConfigError(f"cap_local must be True or False, got {cap_local!r}")
         if limit is not None:
             limit = check_int(limit, "limit", minimum=1)
         if max_depth is not None:
@@ -288,7 +311,8 @@ class SymbolicGeneration(Generator):
                          threshold=check_float(threshold, "threshold", minimum=0.0, maximum=1.0),
                          solver=check_choice(solver, "solver", SOLVERS),
                          solver_timeout_ms=check_int(solver_timeout_ms, "solver_timeout_ms", minimum=1),
-                         time_budget=time_budget, batch_size=check_int(batch_size, "batch_size", minimum=1))
+                         time_budget=time_budget, batch_size=check_int(batch_size, "batch_size", minimum=1),
+                         cap_local=cap_local)
 
     @property
     def limit(self) -> int:
@@ -324,11 +348,15 @@ class _SGRun:
         self.n_seeds = len(seeds)
         self.n_seeds_reached = 0
         self.n_z3 = self.n_timeouts = 0
+        self.cap = p["max_local"] if p["cap_local"] else None
+        self.local_tested: dict[int, int] = {}
+        self.n_capped = 0
         for x in seeds:
             self._push(SEED_RANK, "global", x, seed=True)
 
-    def _push(self, priority: float, phase: str, x: np.ndarray, *, seed: bool = False) -> None:
-        heapq.heappush(self.queue, (priority, next(self.counter), phase, seed, x))
+    def _push(self, priority: float, phase: str, x: np.ndarray, *, seed: bool = False,
+              root: int = -1) -> None:
+        heapq.heappush(self.queue, _Item(priority, next(self.counter), phase, seed, root, x))
 
     def _over_time(self) -> bool:
         budget = self.p["time_budget"]
@@ -357,26 +385,36 @@ class _SGRun:
         if self.n_timeouts:
             notes.append(f"{self.n_timeouts} of {self.n_z3} z3 queries timed out after "
                          f"{self.p['solver_timeout_ms']} ms; they yielded no candidate")
+        if self.n_capped:
+            notes.append(f"{self.n_capped} local candidates were dropped: their global IDI had used its "
+                         f"max_local={self.cap} local tests")
         missed = self.n_seeds - self.n_seeds_reached
         if missed:
             notes.append(f"{missed} of {self.n_seeds} seeds were not reached before the run stopped; "
                          f"n_seed_idis counts the {self.n_seeds_reached} reached seeds only")
         return tuple(notes)
 
-    def _pop_batch(self) -> list[tuple]:
-        """Pop up to ``batch_size`` items with untested keys, no more than the limit leaves room for."""
+    def _pop_batch(self) -> list[_Item]:
+        """Pop up to ``batch_size`` items with untested keys.
+
+        No more than the limit leaves room for, and no local item beyond its global IDI's ``max_local`` cap.
+        """
         room = min(self.p["batch_size"], self.limit - self.recorder.n_tested)
         batch = []
         while self.queue and len(batch) < room:
             item = heapq.heappop(self.queue)
-            _, _, _, seed, x = item
-            key = self.domain.keys(x[None, :])[0]
-            if seed:
+            key = self.domain.keys(item.x[None, :])[0]
+            if item.seed:
                 self.n_seeds_reached += 1
             if key in self.tested:
-                if seed:
-                    self.recorder.n_seed_idis += int(self.recorder.is_recorded(x[None, :])[0])
+                if item.seed:
+                    self.recorder.n_seed_idis += int(self.recorder.is_recorded(item.x[None, :])[0])
                 continue
+            if item.phase == "local" and self.cap is not None:
+                if self.local_tested.get(item.root, 0) >= self.cap:
+                    self.n_capped += 1
+                    continue
+                self.local_tested[item.root] = self.local_tested.get(item.root, 0) + 1
             self.tested.add(key)
             batch.append(item)
         return batch
@@ -386,8 +424,8 @@ class _SGRun:
         batch = self._pop_batch()
         if not batch:
             return True
-        X = np.stack([item[4] for item in batch])
-        phases = np.array([item[2] for item in batch])
+        X = np.stack([item.x for item in batch])
+        phases = np.array([item.phase for item in batch])
         labels = np.empty(len(X), dtype=np.int64)
         is_idi = np.empty(len(X), dtype=bool)
         for phase in ("global", "local"):
@@ -395,14 +433,15 @@ class _SGRun:
             if len(rows):
                 res, _ = self.recorder.check(X[rows], phase)
                 labels[rows], is_idi[rows] = res.labels, res.is_idi
-        is_seed = np.array([item[3] for item in batch])
+        is_seed = np.array([item.seed for item in batch])
         self.recorder.n_seed_idis += int((is_idi & is_seed).sum())
         paths = self._explain(X, labels)
-        for x, path, idi in zip(X, paths, is_idi, strict=True):
+        for item, path, idi in zip(batch, paths, is_idi, strict=True):
             if self._over_time():
                 return False
-            if idi:
-                self._local_search(x, path)
+            x = item.x
+            if idi and self.cap != 0:
+                self._local_search(x, path, root=item.root if item.phase == "local" else item.order)
             self._global_search(x, path)
         return True
 
@@ -431,16 +470,16 @@ class _SGRun:
             self.n_timeouts += 1
             return None
 
-    def _push_candidate(self, priority: float, phase: str, x_new: np.ndarray | None) -> None:
+    def _push_candidate(self, priority: float, phase: str, x_new: np.ndarray | None, root: int = -1) -> None:
         if x_new is not None and self.domain.keys(x_new[None, :])[0] not in self.tested:
-            self._push(priority, phase, x_new)
+            self._push(priority, phase, x_new, root=root)
 
-    def _local_search(self, x: np.ndarray, path: list[PathStep]) -> None:
+    def _local_search(self, x: np.ndarray, path: list[PathStep], root: int) -> None:
         for negated, constraint, conf in local_constraints(path):
             if negated in self.visited:
                 continue
             self.visited.add(negated)
-            self._push_candidate(LOCAL_RANK + conf, "local", self._solve(constraint, x))
+            self._push_candidate(LOCAL_RANK + conf, "local", self._solve(constraint, x), root)
 
     def _global_search(self, x: np.ndarray, path: list[PathStep]) -> None:
         found = global_constraint(path, self.p["threshold"])
