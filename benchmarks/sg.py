@@ -5,10 +5,12 @@ Run by hand:  python benchmarks/sg.py [--repeats 3] [--quick]
 1. Seconds to 1,000 IDIs (ADF paper, Table 5: the reference SG needed 720.5 s on census age): 1,000 cluster
    seeds (KMeans round robin, as the reference), ``limit`` 3,000 tested inputs, default parameters; the wall
    and CPU time at which the 1,000th IDI is recorded, median over ``--repeats`` random states. Also, in the
-   same run and as ratios to the default: ``batch_size=1`` (strict queue order) and ``solver="z3"`` (every
-   constraint by z3 instead of the interval shortcut for single-feature ones).
-2. Cluster vs I&D seeds, 100 seeds each, at the reference's ``limit`` of 1,000 tested inputs and at the
-   default ``limit = max_global * max_local`` = 10,000: IDIs (global/local), seeds that are IDIs, seeds
+   same run and as ratios to the default: ``batch_size=1`` (strict queue order), ``solver="z3"`` (every
+   constraint by z3 instead of the interval shortcut for single-feature ones) and ``cap_local=False`` (the
+   reference's uncapped local search).
+2. Cluster vs I&D seeds, 100 seeds each, ``max_local`` 100, at the reference's ``limit`` of 1,000 tested
+   inputs and at the default ``limit = max_global * max_local`` = 10,000, with and without the per-global-IDI
+   local cap (``cap_local``): IDIs (global/local), seeds that are IDIs, seeds
    reached, IDIs per 1,000 queries, seconds.
 
 Torch runs with ``--torch-threads`` intra-op threads (default 1): SG sends many small batches, and on a
@@ -76,8 +78,9 @@ def _summary(res) -> dict:
 
 
 def seconds_to_target(model, dataset, repeats: int, limit: int) -> dict:
-    runs = {"default": [], "batch_size=1": [], "solver=z3": []}
-    variants = {"default": {}, "batch_size=1": {"batch_size": 1}, "solver=z3": {"solver": "z3"}}
+    variants = {"default": {}, "batch_size=1": {"batch_size": 1}, "solver=z3": {"solver": "z3"},
+                "cap_local=False": {"cap_local": False}}
+    runs = {name: [] for name in variants}
     for r in range(repeats):
         seeds = make_seed_strategy("cluster").select(model, dataset, 1000, random_state=r)
         for name, kw in variants.items():
@@ -105,19 +108,22 @@ def seconds_to_target(model, dataset, repeats: int, limit: int) -> dict:
 
 def cluster_vs_iandd(model, dataset, repeats: int, limits) -> dict:
     out = {}
-    for limit in limits:
-        for strategy in ("cluster", "iandd"):
-            rows = []
-            for r in range(repeats):
-                seeds = make_seed_strategy(strategy).select(model, dataset, 100, random_state=r)
-                res = SymbolicGeneration(max_global=100, max_local=100, limit=limit).run(
-                    model, dataset.domain, seeds, random_state=r)
-                rows.append({"initialization_rate": seeds.initialization_rate, **_summary(res)})
-                print(f"  limit {limit} {strategy:8s} repeat {r}: {res.n_idis} IDIs "
-                      f"({res.n_global} global / {res.n_local} local), {res.seconds:.1f} s", flush=True)
-            keys = ("n_idis", "n_global", "n_local", "n_seed_idis", "idis_per_1000_queries", "seconds")
-            out[f"limit={limit}/{strategy}"] = {
-                "median": {k: statistics.median(row[k] for row in rows) for k in keys}, "runs": rows}
+    seeds = {(s, r): make_seed_strategy(s).select(model, dataset, 100, random_state=r)
+             for s in ("cluster", "iandd") for r in range(repeats)}
+    for cap in (True, False):
+        for limit in limits:
+            for strategy in ("cluster", "iandd"):
+                rows = []
+                for r in range(repeats):
+                    res = SymbolicGeneration(max_global=100, max_local=100, limit=limit, cap_local=cap).run(
+                        model, dataset.domain, seeds[strategy, r], random_state=r)
+                    rate = seeds[strategy, r].initialization_rate
+                    rows.append({"initialization_rate": rate, **_summary(res)})
+                    print(f"  cap_local={cap} limit {limit} {strategy:8s} repeat {r}: {res.n_idis} IDIs "
+                          f"({res.n_global} global / {res.n_local} local), {res.seconds:.1f} s", flush=True)
+                keys = ("n_idis", "n_global", "n_local", "n_seed_idis", "idis_per_1000_queries", "seconds")
+                out[f"cap_local={cap}, limit={limit}, {strategy}"] = {
+                    "median": {k: statistics.median(row[k] for row in rows) for k in keys}, "runs": rows}
     return out
 
 
@@ -132,7 +138,7 @@ def _markdown(report: dict) -> str:
              f"(reference SG in the ADF paper: {PAPER_SECONDS_TO_1000} s on a GPU machine)",
              f"- ratios to the default on the same seeds: {t['ratio_to_default_same_seeds']}", "",
              "## Cluster vs I&D seeds (100 seeds, medians)", "",
-             "| limit / seeds | IDIs | global | local | seed IDIs | IDIs per 1k queries | seconds |",
+             "| setting | IDIs | global | local | seed IDIs | IDIs per 1k queries | seconds |",
              "|---|---|---|---|---|---|---|"]
     for key, v in report["cluster_vs_iandd"].items():
         m = v["median"]
