@@ -189,11 +189,11 @@ def test_works_with_a_black_box_callable(domain):
     assert res.n_idis > 0 and is_biased_idi(res.idis).all()
 
 
-def test_limit_defaults_to_max_global_times_max_local_and_stops_the_run(domain, biased_model):
+def test_limit_defaults_to_seeds_times_one_plus_max_local_and_stops_the_run(domain, biased_model):
     gen = SymbolicGeneration(max_global=20, max_local=3, n_samples=100, perturb_prob=1.0, cap_local=False)
-    assert gen.limit == 60
+    assert gen.limit == 80
     res = gen.run(biased_model, domain, seeds_of(domain), random_state=0)
-    assert res.n_tested == 60 and res.notes[0] == "stopped: limit of 60 tested inputs reached"
+    assert res.n_tested == 80 and res.notes[0] == "stopped: limit of 80 tested inputs reached"
 
 
 def test_max_local_caps_the_local_search_of_each_global_idi(domain, biased_model):

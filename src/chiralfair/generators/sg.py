@@ -230,7 +230,7 @@ class SymbolicGeneration(Generator):
         Seeds used (the first ``max_global``).
     max_local : int
         Local tests per global IDI (with ``cap_local``); also sets the default
-        ``limit = max_global * max_local``.
+        ``limit = max_global * (max_local + 1)``: every seed plus its local tests.
     limit : int, optional
         Unique inputs to test (the reference's ``sample_limit``: 1000 there, 100 in the I&D replication).
     n_samples : int
@@ -316,8 +316,8 @@ class SymbolicGeneration(Generator):
 
     @property
     def limit(self) -> int:
-        """Unique inputs to test: the ``limit`` parameter, else ``max_global * max_local``."""
-        return self.params["limit"] or self.max_global * self.max_local
+        """Unique inputs to test: the ``limit`` parameter, else ``max_global * (max_local + 1)``."""
+        return self.params["limit"] or self.max_global * (self.max_local + 1)
 
     def query_budget(self, n_seeds: int, n_combinations: int) -> int:
         """Upper bound on model queries: ``limit * (n_combinations + n_samples)``.
