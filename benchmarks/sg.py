@@ -9,9 +9,9 @@ Run by hand:  python benchmarks/sg.py [--repeats 3] [--quick]
    constraint by z3 instead of the interval shortcut for single-feature ones) and ``cap_local=False`` (the
    reference's uncapped local search).
 2. Cluster vs I&D seeds, 100 seeds each, ``max_local`` 100, at the reference's ``limit`` of 1,000 tested
-   inputs and at the default ``limit = max_global * (max_local + 1)`` = 10,100, with and without the per-global-IDI
-   local cap (``cap_local``): IDIs (global/local), seeds that are IDIs, seeds
-   reached, IDIs per 1,000 queries, seconds.
+   inputs and at the default ``limit = max_global * (max_local + 1)`` = 10,100, with and without the
+   per-global-IDI local cap (``cap_local``): IDIs (global/local), seeds that are IDIs, seeds reached, IDIs per
+   1,000 queries, seconds.
 
 Torch runs with ``--torch-threads`` intra-op threads (default 1): SG sends many small batches, and on a
 shared 2-core machine torch's default of 2 threads made the same run 4.6 times slower (16.6 s against 3.6 s
