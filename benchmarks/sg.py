@@ -127,16 +127,22 @@ def cluster_vs_iandd(model, dataset, repeats: int, limits) -> dict:
     return out
 
 
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
 def _markdown(report: dict) -> str:
     t = report["seconds_to_1000"]
     lines = ["# SG on census age (DNN)", "",
              f"{report['date']}, {report['cpu_count']} CPUs, chiralfair {report['chiralfair_version']}, "
              f"load average at start {report['load_average_at_start'][0]:.1f}. {report['note']}", "",
              "## Seconds to 1,000 IDIs (1,000 cluster seeds)", "",
-             f"- median over {report['parameters']['repeats']} repeats: **{t['median_seconds_to_1000']}** s "
-             f"wall, {t['median_cpu_seconds_to_1000']} s CPU of this process "
+             f"- median over {report['parameters']['repeats']} repeats: "
+             f"**{_fmt(t['median_seconds_to_1000'])}** s "
+             f"wall, {_fmt(t['median_cpu_seconds_to_1000'])} s CPU of this process "
              f"(reference SG in the ADF paper: {PAPER_SECONDS_TO_1000} s on a GPU machine)",
-             f"- ratios to the default on the same seeds: {t['ratio_to_default_same_seeds']}", "",
+             "- time to 1,000 IDIs relative to the default, same seeds: "
+             + ", ".join(f"{k}: {_fmt(v)}" for k, v in t["ratio_to_default_same_seeds"].items()), "",
              "## Cluster vs I&D seeds (100 seeds, medians)", "",
              "| setting | IDIs | global | local | seed IDIs | IDIs per 1k queries | seconds |",
              "|---|---|---|---|---|---|---|"]
