@@ -5,4 +5,5 @@
 from . import adf  # noqa: F401
 from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
+from . import sg  # noqa: F401
 from . import themis  # noqa: F401
