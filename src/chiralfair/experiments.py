@@ -172,6 +172,10 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     trained = train_model(dataset, config.model, random_state=config.random_state, cache_dir=config.cache_dir)
     seconds["model"] = time.perf_counter() - t
     model = trained.model
+    generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
+                               **config.generator_params)
+    if generator.needs_gradient:
+        model.require("input_gradient", by=f"generator {config.generator!r}")
     logger.info("model %s: test F1 %.3f (%s)", config.model, trained.f1,
                 "from cache" if trained.from_cache else f"trained in {trained.train_seconds:.1f} s")
 
@@ -183,8 +187,6 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
 
     step("search")
     t = time.perf_counter()
-    generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
-                               **config.generator_params)
     result = generator.run(model, dataset.domain, seed_report, random_state=config.random_state)
     seconds["search"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t_all
