@@ -83,7 +83,7 @@ def test_max_global_zero_is_refused_before_any_work(data_home, tmp_path):
     cache = tmp_path / "cache"
     res = invoke(*run_args(data_home, str(cache), "--max-global", 0))
     assert res.exit_code == 2
-    assert "max_global must be >= 1" in res.output
+    assert "--max-global must be >= 1" in res.output
     assert not cache.exists(), "no model was trained"
 
 
@@ -169,3 +169,46 @@ def test_gradient_generator_with_a_black_box_model_names_the_missing_method(data
     res = invoke(*run_args(data_home, cache, "--dataset", "german", "--model", "dtc", "--generator", "adf"))
     assert res.exit_code == 2
     assert "input_gradient" in res.output and "dtc" in res.output
+
+
+def test_failed_run_leaves_no_empty_run_folder(data_home, cache, tmp_path):
+    out = tmp_path / "runs" / "new"
+    res = invoke(*run_args(data_home, cache, "--dataset", "bank", "--protected", "sex", "--out", out))
+    assert res.exit_code == 2 and "its protected attributes are age" in res.output
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_files_follow_the_umask(data_home, cache, tmp_path):
+    import os
+    out = tmp_path / "run"
+    old = os.umask(0o022)
+    try:
+        res = invoke(*run_args(data_home, cache, "--dataset", "german", "--seeds", "cluster", "--max-global", 10,
+                               "--max-local", 5, "--out", out))
+    finally:
+        os.umask(old)
+    assert res.exit_code == 0, res.output
+    assert (out / "result.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_too_many_protected_combinations_is_refused(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected",
+                           "sex,age,credit_amount,duration,purpose", "--max-global", 5, "--max-local", 5))
+    assert res.exit_code == 2 and "value combinations" in res.output
+
+
+def test_budget_too_large_is_refused_before_any_work(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--max-global", 10**9, "--max-local", 1))
+    assert res.exit_code == 2 and "--max-global x (--max-local + 1)" in res.output
+
+
+def test_non_benchmark_protected_attribute_is_tested_with_a_note(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "housing", "--seeds", "cluster",
+                           "--max-global", 10, "--max-local", 5, "--json"))
+    assert res.exit_code == 0, res.output
+    assert any("housing tested as protected" in n for n in json.loads(res.stdout)["notes"])
+
+
+def test_version():
+    res = invoke("--version")
+    assert res.exit_code == 0 and res.stdout.startswith("chiralfair ")

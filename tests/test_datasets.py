@@ -136,7 +136,8 @@ def test_unknown_dataset():
 
 
 def test_unknown_protected_attribute(real_home):
-    with pytest.raises(DomainError, match="unknown feature 'gender'; valid names: .*sex"):
+    with pytest.raises(DomainError, match="unknown protected attribute 'gender' for census; its protected attributes "
+                                          "are age, race, sex"):
         load_dataset("census", protected=["gender"], data_home=real_home)
 
 

@@ -350,3 +350,23 @@ def test_permutation_explainer_for_a_black_box(data):
     values, name = explain(as_model(black_box), data.X[:8], data.X[:30], np.random.default_rng(0))
     assert name == "permutation" and values.shape == (8, data.domain.n_features)
     assert np.abs(values[:, [1, 4]]).max() == 0  # features the black box ignores get no credit
+
+
+def test_structureless_explanations_fall_back_to_kmeans_by_silhouette(caplog):
+    # A single Gaussian blob in 5-D: DBSCAN and HDBSCAN see no density structure (all noise or one cluster).
+    values = np.random.default_rng(0).normal(size=(400, 5))
+    labels, info = cluster_explanations(values)
+    assert info["method"] == "kmeans-silhouette" and info["repaired"]
+    assert info["n_clusters"] >= 2 and len(np.unique(labels)) == info["n_clusters"]
+    assert "KMeans" in caplog.text
+
+
+def test_kmeans_by_silhouette_finds_separated_groups():
+    from chiralfair.seeds.diversity import kmeans_by_silhouette
+
+    rng = np.random.default_rng(1)
+    centers = np.array([[0, 0], [10, 0], [0, 10]])
+    values = np.concatenate([c + rng.normal(0, 0.1, size=(50, 2)) for c in centers])
+    labels, k = kmeans_by_silhouette(values)
+    assert k == 3
+    assert all(len(np.unique(labels[i * 50:(i + 1) * 50])) == 1 for i in range(3))

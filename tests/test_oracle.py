@@ -59,3 +59,27 @@ def test_with_proba_reports_most_different_counterpart_for_non_idis(domain, bias
 def test_domain_requires_two_protected_values():
     with pytest.raises(DomainError, match="only one value"):
         Domain((Feature("sex", 0, 1), Feature("a", 0, 3)), protected=(0,), protected_values=((1,),))
+
+
+def test_chunked_check_equals_one_batch(monkeypatch, biased_model):
+    from chiralfair import oracle
+
+    dom = toy_domain(("sex", "race"))
+    X = all_points(dom)[::7].copy()
+    X[::5, 0] = 1  # every PA value is in the domain here; make some rows outside by declaring fewer race values
+    small = dom.with_protected(["sex", "race"], values={"sex": [0, 1], "race": [0, 1]})
+    whole = DiscriminationCheck(biased_model, small).check(X, with_proba=True)
+    monkeypatch.setattr(oracle, "CHUNK_ROWS", 7)
+    chunked = DiscriminationCheck(biased_model, small).check(X, with_proba=True)
+    assert (X[:, 1] == 2).any(), "some inputs have a race value outside the declared domain"
+    for name in ("labels", "counterpart_labels", "is_idi", "counterpart_index"):
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
+    # float32 kernels may round differently for another batch size
+    np.testing.assert_allclose(chunked.proba, whole.proba, rtol=1e-5)
+    np.testing.assert_allclose(chunked.own_proba, whole.own_proba, rtol=1e-5)
+
+
+def test_too_many_combinations_is_refused_with_the_sizes():
+    feats = tuple(Feature(f"f{i}", 0, 9) for i in range(5))
+    with pytest.raises(DomainError, match=r"100,000 value combinations \(f0: 10, f1: 10"):
+        Domain(feats).with_protected(["f0", "f1", "f2", "f3", "f4"])

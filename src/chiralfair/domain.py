@@ -18,6 +18,9 @@ from .exceptions import DomainError
 
 Kind = Literal["categorical", "ordinal"]
 
+# Largest product of protected-attribute domain sizes: each checked input costs this many model queries.
+MAX_COMBINATIONS = 4096
+
 
 @dataclass(frozen=True)
 class Feature:
@@ -113,6 +116,14 @@ class Domain:
             if bad:
                 raise DomainError(
                     f"protected attribute {feat.name!r}: values {bad} lie outside its bounds [{feat.lo}, {feat.hi}]")
+        n_combinations = int(np.prod([len(v) for v in self.protected_values], dtype=float))
+        if n_combinations > MAX_COMBINATIONS:
+            sizes = ", ".join(f"{self.features[i].name}: {len(v)}"
+                              for i, v in zip(self.protected, self.protected_values, strict=True))
+            raise DomainError(
+                f"the protected attributes have {n_combinations:,} value combinations ({sizes}); the discrimination "
+                f"check would cost that many model queries per input. At most {MAX_COMBINATIONS:,} are allowed: "
+                "test fewer protected attributes at once, or declare fewer values")
 
     # ------------------------------------------------------------------ construction
     @classmethod

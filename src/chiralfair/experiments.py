@@ -19,6 +19,9 @@ from .seeds import make_seed_strategy
 
 logger = logging.getLogger(__name__)
 
+# Largest max_global x (max_local + 1) accepted by a run (about 2 GB of IDIs and counterparts at most).
+MAX_BUDGET = 10**8
+
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -59,6 +62,9 @@ class RunConfig:
     allow_checksum_mismatch: bool = False
     generator_params: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self):
+        object.__setattr__(self, "protected", protected_list(self.protected))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""
         return {"dataset": self.dataset, "protected": list(self.protected), "model": self.model,
@@ -81,6 +87,8 @@ class RunOutcome:
         ``f1``, ``accuracy``, ``train_seconds``, ``from_cache``.
     seconds : dict of str to float
         Wall seconds per step: ``data``, ``model``, ``seeds``, ``search``, ``total``.
+    notes : tuple of str
+        About the data: a raw file that is not the published one, a protected attribute outside the dataset's.
     """
 
     config: RunConfig
@@ -89,6 +97,7 @@ class RunOutcome:
     domain: Any
     model_info: dict[str, Any]
     seconds: dict[str, float]
+    notes: tuple[str, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         """The figures of result.json: search summary, seeds, model, timings and meta."""
@@ -102,8 +111,9 @@ class RunOutcome:
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes)}
         out["model"] = dict(self.model_info)
         out["seconds_by_step"] = dict(self.seconds)
-        out["notes"] = list(self.result.notes)
+        out["notes"] = list(self.notes) + list(self.result.notes)
         out["meta"] = {"chiralfair_version": __version__, "config": self.config.to_dict(),
+                       "protected": self.domain.protected_names,
                        "generator_params": self.result.meta.get("params"),
                        "domain": self.domain.to_dict()}
         return out
@@ -115,12 +125,14 @@ def validate_config(config: RunConfig) -> None:
     Raises
     ------
     ConfigError
-        For an unknown generator, seed strategy or model, or a budget below its minimum.
+        For an unknown generator, seed strategy or model, or a budget outside its bounds.
+    ModelCapabilityError
+        For a gradient generator with a model that has no gradient.
     DatasetError
         For an unknown dataset.
     """
     from .datasets import dataset_names
-    from .exceptions import DatasetError
+    from .exceptions import ConfigError, DatasetError, ModelCapabilityError
     from .models.zoo import as_spec
 
     if config.dataset not in dataset_names():
@@ -128,10 +140,18 @@ def validate_config(config: RunConfig) -> None:
     check_int(config.max_global, "max_global", minimum=1)
     check_int(config.max_local, "max_local", minimum=0)
     check_int(config.random_state, "random_state", minimum=0)
-    make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
-                   **config.generator_params)
+    if config.max_global * (config.max_local + 1) > MAX_BUDGET:
+        raise ConfigError(
+            f"max_global x (max_local + 1) = {config.max_global * (config.max_local + 1):,} exceeds {MAX_BUDGET:,}: "
+            "a run may keep up to that many IDIs and their counterparts in memory; split it into several runs")
+    generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
+                               **config.generator_params)
     make_seed_strategy(config.seeds)
-    as_spec(config.model)
+    spec = as_spec(config.model)
+    if generator.needs_gradient and not spec.has_input_gradient:
+        raise ModelCapabilityError(
+            f"generator {config.generator!r} needs input_gradient() but model {config.model!r} does not provide "
+            "it; gradient generators run on dnn, lr and mlp, black-box generators (aequitas, sg, themis) on any model")
 
 
 def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None) -> RunOutcome:
@@ -163,9 +183,10 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
 
     step("data")
     t = time.perf_counter()
-    dataset = load_dataset(config.dataset, protected=list(config.protected), data_home=config.data_home,
+    dataset = load_dataset(config.dataset, protected=list(config.protected) or None, data_home=config.data_home,
                            allow_checksum_mismatch=config.allow_checksum_mismatch)
     seconds["data"] = time.perf_counter() - t
+    notes = _data_notes(config, dataset)
 
     step("model")
     t = time.perf_counter()
@@ -193,7 +214,26 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
 
     model_info = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy,
                   "train_seconds": trained.train_seconds, "from_cache": trained.from_cache}
-    return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds)
+    return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds, tuple(notes))
+
+
+def _data_notes(config: RunConfig, dataset) -> list[str]:
+    """Notes a reader of the results must see: a raw file that is not the published one, an unusual PA."""
+    from .datasets import dataset_spec
+    from .datasets.home import checksum_mismatch, raw_file
+
+    notes = []
+    spec = dataset_spec(config.dataset)
+    for rel, path in dataset.sources.items():
+        actual = checksum_mismatch(path, raw_file(rel))
+        if actual is not None:
+            notes.append(f"raw file {path} is not the published {rel} (SHA-256 {actual}); results are not "
+                         "comparable with the benchmark")
+    others = [p for p in dataset.domain.protected_names if p not in spec.protected]
+    if others:
+        notes.append(f"{', '.join(others)} tested as protected attribute(s); {spec.name}'s protected attributes "
+                     f"are {', '.join(spec.protected)}")
+    return notes
 
 
 def protected_list(text: str | Sequence[str]) -> tuple[str, ...]:

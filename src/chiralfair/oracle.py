@@ -68,6 +68,10 @@ class CheckResult:
         return np.where(self.counterpart_index >= 0, lab, self.labels)
 
 
+# Largest number of model rows built at once by one check (inputs x combinations).
+CHUNK_ROWS = 1 << 18
+
+
 class DiscriminationCheck:
     """Batched discrimination check of a model over a domain's protected attributes.
 
@@ -139,31 +143,48 @@ class DiscriminationCheck:
                                np.zeros((0, k)) if with_proba else None,
                                np.zeros(0) if with_proba else None)
         own = self.own_combination(X)
-        outside = np.flatnonzero(own < 0)
-        rows = self.domain.counterparts(X).reshape(n * k, -1)
-        if len(outside):
-            rows = np.concatenate([rows, X[outside]])
-        if with_proba:
-            labels_all, p_all = self.model.predict_with_proba(rows)
-        else:
-            labels_all = self.model.predict(rows)
-        cf_labels = labels_all[: n * k].reshape(n, k)
-        labels = np.empty(n, dtype=np.int64)
         inside = own >= 0
+        cf_labels, outside_labels, proba, outside_proba = self._predict_counterparts(X, inside, with_proba)
+        labels = np.empty(n, dtype=np.int64)
         labels[inside] = cf_labels[inside, own[inside]]
-        labels[outside] = labels_all[n * k:]
+        labels[~inside] = outside_labels
         differs = cf_labels != labels[:, None]
         is_idi = differs.any(axis=1)
         cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
-        proba = own_proba = None
+        own_proba = None
         if with_proba:
-            proba = p_all[: n * k].reshape(n, k)
             own_proba = np.empty(n)
             own_proba[inside] = proba[inside, own[inside]]
-            own_proba[outside] = p_all[n * k:]
+            own_proba[~inside] = outside_proba
             far = np.abs(proba - own_proba[:, None]).argmax(axis=1)
             cf_index = np.where(is_idi, cf_index, far)
         return CheckResult(X, labels, cf_labels, is_idi, cf_index.astype(np.int64), proba, own_proba)
+
+    def _predict_counterparts(self, X: np.ndarray, inside: np.ndarray, with_proba: bool):
+        """Labels (and P(y=1)) of every counterpart, shape (n, K), and of the inputs outside the PA domains.
+
+        Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
+        never has to exist at once for a large batch.
+        """
+        n, k = len(X), self.n_combinations
+        step = max(1, CHUNK_ROWS // k)
+        parts = []
+        for start in range(0, n, step):
+            chunk, chunk_inside = X[start:start + step], inside[start:start + step]
+            rows = self.domain.counterparts(chunk).reshape(len(chunk) * k, -1)
+            rows = np.concatenate([rows, chunk[~chunk_inside]])
+            if with_proba:
+                parts.append(self.model.predict_with_proba(rows))
+            else:
+                parts.append((self.model.predict(rows), None))
+        cut = [len(X[s:s + step]) * k for s in range(0, n, step)]
+        cf = np.concatenate([lab[:c] for (lab, _), c in zip(parts, cut, strict=True)]).reshape(n, k)
+        out = np.concatenate([lab[c:] for (lab, _), c in zip(parts, cut, strict=True)])
+        if not with_proba:
+            return cf, out, None, None
+        pcf = np.concatenate([p[:c] for (_, p), c in zip(parts, cut, strict=True)]).reshape(n, k)
+        pout = np.concatenate([p[c:] for (_, p), c in zip(parts, cut, strict=True)])
+        return cf, out, pcf, pout
 
     def is_idi(self, X) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,)."""

@@ -21,8 +21,8 @@ PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "idis_by_protected_value.png")
 
 
-def prepare_run_folder(path: str | os.PathLike) -> Path:
-    """Check that ``path`` can receive a run, and create it.
+def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
+    """Check that ``path`` can receive a run, and create it (with any missing parents).
 
     Parameters
     ----------
@@ -30,12 +30,15 @@ def prepare_run_folder(path: str | os.PathLike) -> Path:
 
     Returns
     -------
-    pathlib.Path
+    list of pathlib.Path
+        The folders this call created, deepest first (empty if ``path`` existed); a caller whose run fails
+        removes them with :func:`remove_empty_folders`, so a failed run leaves nothing behind.
 
     Raises
     ------
     RunFolderError
-        If ``path`` is a file, or an existing non-empty folder that does not hold a previous run.
+        If ``path`` is a file, an existing non-empty folder that does not hold a previous run, or cannot be
+        created (the message gives the operating system's reason).
     """
     path = Path(path)
     if path.exists() and not path.is_dir():
@@ -44,8 +47,26 @@ def prepare_run_folder(path: str | os.PathLike) -> Path:
         raise RunFolderError(
             f"output folder {str(path)!r} exists, is not empty and is not a previous chiralfair run "
             "(no result.json with chiralfair metadata); choose another --out so nothing there is overwritten")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        remove_empty_folders(missing)
+        raise RunFolderError(f"cannot create output folder {str(path)!r}: {err.strerror or err}") from err
+    return missing
+
+
+def remove_empty_folders(folders: list[Path]) -> None:
+    """Remove each folder of ``folders`` (deepest first) that is empty; leave the others."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def is_previous_run(path: Path) -> bool:
@@ -63,10 +84,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run folder is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_run(outcome, path: str | os.PathLike) -> Path:
@@ -91,7 +119,8 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = prepare_run_folder(path)
+    prepare_run_folder(path)
+    folder = Path(path)
     summary = outcome.summary()
     frame = outcome.result.to_frame(outcome.domain)
     sink = pa.BufferOutputStream()
@@ -114,7 +143,8 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("n_tested", f"{summary['n_tested']:,}"),
         ("n_queries", f"{summary['n_queries']:,}"),
         ("success rate", f"{summary['success_rate']:.1%}"),
-        ("seconds", f"{summary['seconds']:.2f}"),
+        ("seconds", f"{summary['seconds']:.3g} (search; whole run "
+                    f"{summary.get('seconds_by_step', {}).get('total', summary['seconds']):.2f})"),
     ]
 
 
@@ -123,7 +153,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
     cfg = summary["meta"]["config"]
     model = summary["model"]
     lines = [
-        f"# chiralfair run: {cfg['dataset']} / {', '.join(cfg['protected'])} / {cfg['model']}",
+        f"# chiralfair run: {cfg['dataset']} / {', '.join(summary['meta']['protected'])} / {cfg['model']}",
         "",
         f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
         f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
@@ -193,12 +223,13 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1.2))
     ax.barh(counts.index[::-1], counts.to_numpy()[::-1], color="#4477aa")
     ax.set_xlabel("IDIs")
-    ax.set_title(f"IDIs by {' / '.join(dom.protected_names)}: own value → counterpart value")
+    ax.set_title(f"IDIs by {' / '.join(dom.protected_names)}\n(own value → counterpart value)")
     fig.tight_layout()
     fd, tmp = tempfile.mkstemp(dir=folder, suffix=".png")
     os.close(fd)
     fig.savefig(tmp, dpi=100)
     plt.close(fig)
+    os.chmod(tmp, 0o666 & ~_umask())
     os.replace(tmp, folder / "idis_by_protected_value.png")
     return "idis_by_protected_value.png"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain import Domain
-from ..exceptions import ChecksumError, DataHomeError, DatasetError
+from ..exceptions import ChecksumError, DataHomeError, DatasetError, DomainError
 from . import bank, census, compas, german, home
 from ._spec import DatasetSpec, Encoded
 from .base import Dataset
@@ -96,6 +96,13 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
         logger.warning("%s; proceeding because allow_checksum_mismatch=True", message)
     if protected is None:
         protected = [spec.protected[0]]
+    if isinstance(protected, str):
+        protected = [protected]
+    unknown = [p for p in protected if p not in encoded.names]
+    if unknown:
+        raise DomainError(
+            f"unknown protected attribute {unknown[0]!r} for {spec.name}; its protected attributes are "
+            f"{', '.join(spec.protected)} (any of its features may be tested as one: {', '.join(encoded.names)})")
     X = encoded.X.copy()
     return Dataset(name=spec.name, X=X, y=encoded.y.copy(), domain=domain.with_protected(protected, data=X),
                    label=spec.label, positive_class=spec.positive_class, sources={spec.raw: str(path)})

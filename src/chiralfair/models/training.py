@@ -174,7 +174,11 @@ def resolve_cache_dir(cache_dir=None) -> Path:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         folder = Path(base) / "chiralfair" / "models"
     folder = folder.expanduser()
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"cannot use model cache folder {str(folder)!r} (--cache-dir / CHIRALFAIR_CACHE): "
+                          f"{err.strerror or err}") from err
     return folder
 
 

@@ -159,6 +159,11 @@ class ModelSpec:
         return ModelSpec(self.name, {**self.params, **params})
 
     @property
+    def has_input_gradient(self) -> bool:
+        """Whether fitted models of this spec provide ``input_gradient`` (the DNN, LR and MLP)."""
+        return self.name in ("dnn", "lr", "mlp")
+
+    @property
     def is_torch(self) -> bool:
         """Whether the model is the torch DNN (else an sklearn estimator)."""
         return self.name == "dnn"

@@ -10,7 +10,9 @@ box) or on degenerate data it puts every point in one cluster or in the noise. I
 1. DBSCAN with ``eps`` = the knee of the sorted k-distance curve (k = ``min_samples``), the usual way to pick
    eps (Ester et al. 1996, §4.2);
 2. if that is degenerate too, ``sklearn.cluster.HDBSCAN`` (no eps at all);
-3. if every attempt is degenerate, the attempt with the most buckets is kept and the report says so.
+3. if that is degenerate too, KMeans with the number of clusters (2..8) of the best silhouette score;
+4. if the rows have too few distinct values even for that, the attempt with the most buckets is kept and the
+   report says so.
 """
 
 from __future__ import annotations
@@ -89,12 +91,42 @@ def cluster_explanations(values: np.ndarray, *, eps: float = PAPER_EPS,
     attempts.append((hl, {**info, "method": "hdbscan", "eps": None, **_shape(hl)}))
     if degeneracy(hl) is None:
         return hl, {**attempts[-1][1], "repaired": True}
+    kl, k = kmeans_by_silhouette(values, random_state=0)
+    if k >= 2:
+        logger.warning("density-based clusterings of the SHAP rows are degenerate; using KMeans with %d clusters "
+                       "(best silhouette)", k)
+        return kl, {**info, "method": "kmeans-silhouette", "eps": None, **_shape(kl), "repaired": True}
     labels, best = max(attempts, key=lambda a: _n_buckets(a[0]))
     best = {**best, "repaired": best["method"] != "dbscan",
             "reason": "every clustering tried was degenerate; kept the one with the most buckets"}
     logger.warning("no clustering of the SHAP rows is non-degenerate; using %s with %d clusters",
                    best["method"], best["n_clusters"])
     return labels, best
+
+
+def kmeans_by_silhouette(values: np.ndarray, *, random_state: int = 0, k_max: int = 8) -> tuple[np.ndarray, int]:
+    """KMeans with the number of clusters (2..k_max) of the best silhouette score.
+
+    The last repair: when no density-based clustering finds structure, a partition into the most separated
+    groups still spreads the seeds over different explanations.
+
+    Returns
+    -------
+    labels : numpy.ndarray of int64, shape (n_samples,)
+    k : int
+        Clusters chosen; 1 (all labels 0) when the rows have fewer than 2 distinct values.
+    """
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    distinct = len(np.unique(values, axis=0))
+    best = (np.zeros(len(values), dtype=np.int64), 1, -1.0)
+    for k in range(2, min(k_max, distinct - 1) + 1):
+        labels = KMeans(n_clusters=k, n_init=4, random_state=random_state).fit_predict(values)
+        score = silhouette_score(values, labels, sample_size=min(len(values), 1000), random_state=random_state)
+        if score > best[2]:
+            best = (labels.astype(np.int64), k, score)
+    return best[0], best[1]
 
 
 def degeneracy(labels: np.ndarray) -> str | None:
