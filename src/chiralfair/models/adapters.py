@@ -9,6 +9,7 @@ import numpy as np
 
 from ..exceptions import ModelCapabilityError
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
+from .threads import single_native_thread
 
 
 def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -62,10 +63,16 @@ def _sklearn_model(est, *, name: str, batch_size: int) -> CountingModel:
     proba = None
     if _has_predict_proba(est):
         def proba(X):
-            p = est.predict_proba(X)
+            with single_native_thread():
+                p = est.predict_proba(X)
             return p if p.shape[1] == 2 else np.column_stack([1 - p[:, -1], p[:, -1]])
+
+    def predict(X):
+        with single_native_thread():
+            return est.predict(X)
+
     gradient = _sklearn_gradient(est)
-    return CountingModel(lambda X: est.predict(X), predict_proba=proba, input_gradient=gradient, name=name,
+    return CountingModel(predict, predict_proba=proba, input_gradient=gradient, name=name,
                          batch_size=batch_size, estimator=est)
 
 

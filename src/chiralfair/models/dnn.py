@@ -18,7 +18,7 @@ Other departures from the Keras original, both numerical: the loss is computed f
 (``binary_cross_entropy_with_logits``) instead of from a probability clipped to [1e-7, 1 - 1e-7], and Nadam's
 epsilon is torch's 1e-8 instead of Keras's 1e-7. torch's ``NAdam`` uses Keras's momentum schedule
 (``momentum_decay=0.004``). Training runs on one intra-op thread
-(see :func:`~chiralfair.models.torch_threads.single_intra_op_thread`).
+(see :func:`~chiralfair.models.threads.single_intra_op_thread`).
 
 References
 ----------
@@ -38,7 +38,7 @@ import torch.nn.functional as F  # noqa: N812 - the torch convention
 from .._random import RandomState, as_generator, derive_seed
 from .._validation import check_float, check_int
 from ..exceptions import ConfigError
-from .torch_threads import single_intra_op_thread
+from .threads import single_intra_op_thread
 
 logger = logging.getLogger(__name__)
 

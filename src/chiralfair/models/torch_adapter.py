@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from .protocol import CountingModel
-from .torch_threads import single_intra_op_thread
+from .threads import single_intra_op_thread
 
 
 def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str) -> torch.Tensor:

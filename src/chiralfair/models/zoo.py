@@ -65,6 +65,7 @@ from .._validation import check_choice
 from ..exceptions import ConfigError
 from .adapters import as_model
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
+from .threads import single_native_thread
 
 logger = logging.getLogger(__name__)
 
@@ -226,7 +227,7 @@ class ModelSpec:
             fitted = train_dnn(X, y, random_state=random_state, **self.params)
         else:
             fitted = self.build(random_state)
-            with _named_convergence_warnings(self.name):
+            with _named_convergence_warnings(self.name), single_native_thread():
                 fitted.fit(X, y)
         return self.wrap(fitted)
 

@@ -1,10 +1,11 @@
-"""Running torch on one intra-op thread for the small batches of training and of the generators' steps.
+"""Running models on one thread for the small batches of training and of the generators' steps.
 
 Layers of width <= 30 on batches of a few thousand rows or fewer are far too small for intra-op parallelism.
 Measured on this project's 2-core machine under load: one DNN training step 260 ms with two threads against
 7.5 ms with one; EIDIG-INF at 1000 seeds x 300 local 4.8 s against 0.58 s; even one batch of 1M rows predicted
 in 1.55 s against 0.52 s. One thread also makes float reductions, hence weights and predictions, independent
-of the machine's core count.
+of the machine's core count. sklearn's OpenMP and BLAS pools behave the same way: a HistGradientBoosting model
+predicted 200 rows in 84 ms with its default threads against 2.0 ms with one.
 """
 
 from __future__ import annotations
@@ -39,3 +40,18 @@ def single_intra_op_thread():
             _active -= 1
             if _active == 0:
                 torch.set_num_threads(_threads_before)
+
+
+_controller = None
+
+
+def single_native_thread():
+    """Context manager limiting the OpenMP and BLAS pools (sklearn, numpy, scipy) to one thread.
+
+    Uses one ``threadpoolctl.ThreadpoolController`` for the process, so entering costs microseconds.
+    """
+    global _controller
+    if _controller is None:
+        from threadpoolctl import ThreadpoolController
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1)
