@@ -144,3 +144,28 @@ def test_seeds_command_reports_rate_and_time_split(data_home, cache):
     assert len(summary["initialization_rate"]["values"]) == 2
     assert {"chiral_training", "prediction_and_check", "shap", "clustering"} <= set(summary["seconds_median"])
     assert np.isclose(summary["initialization_rate"]["mean"], np.mean(summary["initialization_rate"]["values"]))
+
+
+@pytest.mark.parametrize("model", ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb"])
+def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", model,
+                           "--seeds", "iandd", "--generator", "aequitas", "--max-global", 10, "--max-local", 10,
+                           "--json"))
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["model"]["name"] == model and 0 < summary["model"]["f1"] <= 1
+    assert summary["n_seeds"] == 10
+    seeds = summary["seeds"]
+    assert seeds["n_initial_idis"] is not None
+    if seeds["n_initial_idis"] >= 1:
+        expected = {"dnn": "expected_gradients", "lr": "linear", "mlp": "expected_gradients", "svc": "permutation",
+                    "dtc": "tree", "rf": "tree", "hgb": "tree"}[model]
+        assert seeds["clustering"]["explainer"].startswith(expected)
+    else:
+        assert any("disagree" in n or "IDI" in n for n in seeds["notes"]), seeds["notes"]
+
+
+def test_gradient_generator_with_a_black_box_model_names_the_missing_method(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--model", "dtc", "--generator", "adf"))
+    assert res.exit_code == 2
+    assert "input_gradient" in res.output and "dtc" in res.output

@@ -296,6 +296,24 @@ def test_scaled_linear_pipeline_uses_linear_shap_on_scaled_inputs(data):
     np.testing.assert_allclose(values.sum(1) - values.sum(1)[0], margin - margin[0], atol=1e-6)
 
 
+def test_deep_forests_get_approximate_tree_shap(data, monkeypatch):
+    from sklearn.ensemble import RandomForestClassifier
+
+    from chiralfair.seeds import explainers
+
+    forest = RandomForestClassifier(n_estimators=5, random_state=0).fit(data.X, data.y)
+    X = data.X[:30].astype(float)
+    exact, name = explain(as_model(forest), X, data.X[:50], np.random.default_rng(0))
+    assert name == "tree"
+    monkeypatch.setattr(explainers, "EXACT_TREE_SHAP_BUDGET", explainers.tree_shap_cost(forest, len(X)) - 1)
+    approx, name = explain(as_model(forest), X, data.X[:50], np.random.default_rng(0))
+    assert name == "tree-approximate"
+    p = forest.predict_proba(X)[:, 1]
+    # Saabas attributions also add up to f(x) - E f
+    np.testing.assert_allclose(approx.sum(1) - approx.sum(1)[0], p - p[0], atol=1e-6)
+    assert not np.allclose(approx, exact)
+
+
 def test_tree_shap_explains_the_positive_class(data, tree):
     model = as_model(tree)
     X = data.X[:20].astype(float)
