@@ -105,7 +105,7 @@ def markdown(results: dict) -> str:
         rates = r["initialization_rate"]
         cells = [f"{100 * rates[s]['mean']:.1f}% ± {100 * rates[s]['std']:.1f}" for s in STRATEGIES]
         n_initial = rates["iandd"].get("n_initial_idis_mean", 0)
-        paper = PAPER_TABLE3_ROWS.get(target)
+        paper = PAPER_TABLE3_ROWS.get(target.split(" ")[0])
         paper_s = " / ".join(f"{v:.1f}%" for v in paper) if paper else ""
         lines.append(f"| {target} | " + " | ".join(cells) + f" | {n_initial:.0f} | {paper_s} |")
     lines += ["", f"Paper (Table 3): {PAPER_TABLE3}.", "",
@@ -133,7 +133,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--n-seeds", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--timing-repeats", type=int, default=5)
-    parser.add_argument("--model", default="dnn", help="zoo model name (dnn, lr, svc, dtc, mlp, ...)")
+    parser.add_argument("--model", default="dnn",
+                        help="zoo model name (dnn, lr, svc, dtc, mlp, ...), or several joined by ','")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--name", default="seeds", help="results file stem (<name>.json, <name>.md)")
     args = parser.parse_args(argv)
@@ -147,13 +148,15 @@ def main(argv=None) -> dict:
                             "sklearn": sklearn.__version__, "python": platform.python_version()},
                "cpu_count": os.cpu_count(), "date": datetime.now(UTC).isoformat(timespec="seconds"),
                "loadavg_start": list(os.getloadavg()), "targets": {}}
-    for target in args.targets:
+    models = args.model.split(",")
+    for target, model_name in ((t, m) for t in args.targets for m in models):
         name, _, pas = target.partition(":")
         dataset = load_dataset(name, protected=pas.split("+") if pas else None)
-        trained = train_model(dataset, args.model, random_state=MODEL_RANDOM_STATE)
-        print(f"{target}: model F1 {trained.f1:.3f}, accuracy {trained.accuracy:.3f}", flush=True)
-        results["targets"][target] = {
-            "model": {"f1": trained.f1, "accuracy": trained.accuracy},
+        trained = train_model(dataset, model_name, random_state=MODEL_RANDOM_STATE)
+        key = target if len(models) == 1 else f"{target} {model_name}"
+        print(f"{key}: model F1 {trained.f1:.3f}, accuracy {trained.accuracy:.3f}", flush=True)
+        results["targets"][key] = {
+            "model": {"name": model_name, "f1": trained.f1, "accuracy": trained.accuracy},
             "initialization_rate": initialization_rates(trained.model, dataset, args.n_seeds, args.repeats),
             "timing": iandd_timing(trained.model, dataset, args.n_seeds, args.timing_repeats)}
     results["loadavg_end"] = list(os.getloadavg())
