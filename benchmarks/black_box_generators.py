@@ -122,6 +122,7 @@ def main(argv=None):
             rows.append(row)
     doc = {"date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "repeats": args.repeats,
            "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+           "loadavg_at_end": list(os.getloadavg()),
            "machine": platform.machine(),
            "versions": {"python": platform.python_version(), "numpy": np.__version__,
                         "torch": torch.__version__, "chiralfair": chiralfair.__version__},

@@ -129,7 +129,7 @@ def main(argv=None) -> int:
     report = {
         "benchmark": "train_zoo",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "cpu_count": os.cpu_count(),
+        "cpu_count": os.cpu_count(), "loadavg_at_end": list(os.getloadavg()),
         "machine": platform.machine(),
         "versions": library_versions(),
         "parameters": {"datasets": datasets, "models": models, "random_state": args.random_state,
