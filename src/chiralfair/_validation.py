@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
+
 from .exceptions import ConfigError
 
 
@@ -42,3 +44,26 @@ def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ConfigError(f"unknown {name} {value!r}; valid: {', '.join(sorted(map(str, choices)))}")
     return value
+
+
+def check_training_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``X`` as float64 (n_samples, n_features) and ``y`` as int64 (n_samples,) labels 0/1.
+
+    Raises
+    ------
+    ConfigError
+        If ``X`` is not a non-empty 2-D finite array, ``y`` does not match its length, or ``y`` does not hold
+        both labels 0 and 1.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ConfigError(f"X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
+    if y.shape != (X.shape[0],):
+        raise ConfigError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ConfigError("X contains NaN or infinite values")
+    labels = np.unique(y)
+    if not np.array_equal(labels, [0, 1]):
+        raise ConfigError(f"y must hold both labels 0 and 1 (binary task), got labels {labels.tolist()}")
+    return X, y.astype(np.int64)

@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - the torch convention
 
 from .._random import RandomState, as_generator, derive_seed
-from .._validation import check_float, check_int
+from .._validation import check_float, check_int, check_training_data
 from ..exceptions import ConfigError
 from .threads import single_intra_op_thread
 
@@ -141,7 +141,8 @@ def train_dnn(X, y, *, random_state: RandomState = 0, standardize: bool = True, 
     ----------
     Ma et al., arXiv:2209.08321, §4.2 (architecture and training set-up).
     """
-    X, y = _check_training_data(X, y)
+    X, y = check_training_data(X, y)
+    y = y.astype(np.float64)
     epochs = check_int(epochs, "epochs", minimum=1)
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     lr = check_float(lr, "lr", minimum=0.0, exclusive_minimum=True)
@@ -175,21 +176,6 @@ def _run_epochs(module, optimizer, x_all, y_all, rng, *, epochs: int, batch_size
             optimizer.step()
             total += loss.detach() * len(xb)
         logger.debug("dnn epoch %d/%d: mean training loss %.4f", epoch + 1, epochs, float(total) / n)
-
-
-def _check_training_data(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ConfigError(f"X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
-    if y.shape != (X.shape[0],):
-        raise ConfigError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ConfigError("X contains NaN or infinite values")
-    labels = np.unique(y)
-    if not np.array_equal(labels, [0, 1]):
-        raise ConfigError(f"y must hold both labels 0 and 1 (binary task), got labels {labels.tolist()}")
-    return X, y.astype(np.float64)
 
 
 def _safe_std(X: np.ndarray) -> np.ndarray:

@@ -61,7 +61,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._random import RandomState, derive_seed
-from .._validation import check_choice
+from .._validation import check_choice, check_training_data
 from ..exceptions import ConfigError
 from .adapters import as_model
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
@@ -221,7 +221,7 @@ class ModelSpec:
         sklearn.exceptions.ConvergenceWarning
             If the estimator stopped before converging; the message names the model.
         """
-        X, y = _check_xy(X, y)
+        X, y = check_training_data(X, y)
         if self.is_torch:
             from .dnn import train_dnn
             fitted = train_dnn(X, y, random_state=random_state, **self.params)
@@ -340,19 +340,6 @@ def _named_convergence_warnings(name: str):
             warnings.warn(message, ConvergenceWarning, stacklevel=4)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-def _check_xy(X, y) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ConfigError(f"X must be a non-empty 2-D array (n_samples, n_features), got shape {X.shape}")
-    if y.shape != (X.shape[0],):
-        raise ConfigError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")
-    labels = np.unique(y)
-    if not np.array_equal(labels, [0, 1]):
-        raise ConfigError(f"y must hold both labels 0 and 1 (binary task), got labels {labels.tolist()}")
-    return X, y.astype(np.int64)
 
 
 def _sklearn_seed(random_state: RandomState) -> int | None:
