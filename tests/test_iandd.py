@@ -370,3 +370,16 @@ def test_kmeans_by_silhouette_finds_separated_groups():
     labels, k = kmeans_by_silhouette(values)
     assert k == 3
     assert all(len(np.unique(labels[i * 50:(i + 1) * 50])) == 1 for i in range(3))
+
+
+def test_black_box_explanations_are_capped(data):
+    from sklearn.svm import SVC
+
+    from chiralfair.seeds.iandd import IandDSeeds
+
+    svc = SVC(random_state=0).fit(data.X, data.y)
+    report = IandDSeeds(max_explained_black_box=15).select(as_model(svc), data, 40, random_state=0)
+    c = report.clustering
+    assert c["explainer"] == "permutation"
+    assert c["n_explained"] == min(15, report.n_initial_idis)
+    assert c["n_explained"] + c["n_not_explained"] == report.n_initial_idis
