@@ -91,25 +91,6 @@ class Aequitas(Generator):
                          perturbation_unit=self.perturbation_unit, delta_v=self.delta_v,
                          delta_pr=self.delta_pr)
 
-    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
-        """Upper bound on model queries: each seed checked once, plus ``max_local`` checks per global IDI.
-
-        Parameters
-        ----------
-        n_seeds : int
-            Seeds given to :meth:`run` (only the first ``max_global`` are used).
-        n_combinations : int
-            PA-value combinations, i.e. model queries per checked input.
-
-        Returns
-        -------
-        int
-            ``n * K + n * max_local * K`` with ``n = min(n_seeds, max_global)``, ``K = n_combinations``; one
-            more query per checked input whose PA values lie outside the declared PA domains.
-        """
-        n = min(int(n_seeds), self.max_global)
-        return n * n_combinations + n * self.max_local * n_combinations
-
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
         res, new = recorder.check(seeds, "global")
         recorder.n_seed_idis = int(res.is_idi.sum())

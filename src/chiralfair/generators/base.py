@@ -116,9 +116,27 @@ class Generator(ABC):
         Implementations set ``recorder.n_seed_idis`` to the number of seeds that are IDIs.
         """
 
-    @abstractmethod
     def query_budget(self, n_seeds: int, n_combinations: int) -> int:
-        """Upper bound on the model queries of one run with ``n_seeds`` seeds (checked by the contract tests)."""
+        """Upper bound on model queries: each seed checked once, plus ``max_local`` checks per global IDI.
+
+        The bound of generators whose local phase checks one input per iteration (AEQUITAS, THEMIS);
+        generators that also query gradients or surrogate samples override it. Checked by the contract tests.
+
+        Parameters
+        ----------
+        n_seeds : int
+            Seeds given to :meth:`run` (only the first ``max_global`` are used).
+        n_combinations : int
+            PA-value combinations, i.e. model queries per checked input.
+
+        Returns
+        -------
+        int
+            ``n * K + n * max_local * K`` with ``n = min(n_seeds, max_global)``, ``K = n_combinations``; one
+            more query per checked input whose PA values lie outside the declared PA domains.
+        """
+        n = min(int(n_seeds), self.max_global)
+        return n * n_combinations + n * self.max_local * n_combinations
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
