@@ -165,10 +165,17 @@ def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
         assert any("disagree" in n or "IDI" in n for n in seeds["notes"]), seeds["notes"]
 
 
-def test_gradient_generator_with_a_black_box_model_names_the_missing_method(data_home, cache):
-    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--model", "dtc", "--generator", "adf"))
+def test_gradient_generator_with_a_black_box_model_names_the_missing_method(data_home, tmp_path):
+    cache = tmp_path / "cache"
+    res = invoke(*run_args(data_home, str(cache), "--dataset", "german", "--model", "dtc", "--generator", "adf"))
     assert res.exit_code == 2
     assert "input_gradient" in res.output and "dtc" in res.output
+    assert not cache.exists(), "refused before any model was trained"
+
+
+def test_empty_protected_flag_is_an_error(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--protected", " , "))
+    assert res.exit_code == 2 and "--protected ' , ' names no attribute" in res.output
 
 
 def test_failed_run_leaves_no_empty_run_folder(data_home, cache, tmp_path):

@@ -74,6 +74,7 @@ def test_chunked_check_equals_one_batch(monkeypatch, biased_model):
     assert (X[:, 1] == 2).any(), "some inputs have a race value outside the declared domain"
     for name in ("labels", "counterpart_labels", "is_idi", "counterpart_index"):
         np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
+    np.testing.assert_array_equal(chunked.labels, biased_model.predict(X))
     # float32 kernels may round differently for another batch size
     np.testing.assert_allclose(chunked.proba, whole.proba, rtol=1e-5)
     np.testing.assert_allclose(chunked.own_proba, whole.own_proba, rtol=1e-5)

@@ -40,3 +40,9 @@ def test_a_folder_that_cannot_be_created_is_a_clear_error(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(RunFolderError, match="cannot create output folder"):
         prepare_run_folder(tmp_path / "afile" / "sub")
+
+
+def test_parents_created_before_a_failure_are_removed(tmp_path):
+    with pytest.raises(RunFolderError, match="cannot create output folder"):
+        prepare_run_folder(tmp_path / "new" / ("z" * 300))  # "new" is created, then the name is too long
+    assert not (tmp_path / "new").exists()

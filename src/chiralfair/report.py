@@ -65,7 +65,9 @@ def remove_empty_folders(folders: list[Path]) -> None:
     for folder in folders:
         try:
             folder.rmdir()
-        except OSError:
+        except FileNotFoundError:  # the deepest folders of a failed mkdir were never created
+            continue
+        except OSError:  # not empty: neither it nor its parents are ours to remove
             return
 
 
