@@ -7,6 +7,7 @@ that no user file is ever overwritten.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -65,10 +66,10 @@ def remove_empty_folders(folders: list[Path]) -> None:
     for folder in folders:
         try:
             folder.rmdir()
-        except FileNotFoundError:  # the deepest folders of a failed mkdir were never created
-            continue
-        except OSError:  # not empty: neither it nor its parents are ours to remove
-            return
+        except OSError as err:
+            if err.errno in (errno.ENOTEMPTY, errno.EEXIST):  # holds files: it and its parents stay
+                return
+            # else it was never created (the failed part of the path): go on with its parents
 
 
 def is_previous_run(path: Path) -> bool:
