@@ -83,14 +83,6 @@ class _Tally:
         self.harmed.append(harmed)
         self.gap.append(gap)
 
-    @property
-    def n(self) -> int:
-        return int(sum(len(a) for a in self.affected))
-
-    @property
-    def n_affected(self) -> int:
-        return int(sum(int(a.sum()) for a in self.affected))
-
     def arrays(self):
         gap = None if self.gap[0] is None else np.concatenate(self.gap)
         return (np.concatenate(self.X), np.concatenate(self.combination), np.concatenate(self.affected),
