@@ -270,3 +270,62 @@ def _dataset_text(d: dict) -> str:
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry point."""
     app()
+
+
+_ESTIMATE_FLAGS = ("max_queries", "random_state", "data_home", "cache_dir", "batch_size")
+
+
+@app.command("estimate")
+def estimate_cmd(
+    dataset: DatasetOpt = "census",
+    protected: ProtectedOpt = None,
+    model: ModelOpt = "dnn",
+    population: Annotated[str, typer.Option(
+        help="Individuals: rows (the dataset's), test (its test split) or domain (uniform draws).")] = "test",
+    confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
+    margin: Annotated[float, typer.Option(help="Stop when the interval lies within this of the estimate.")] = 0.005,
+    max_queries: Annotated[int | None, typer.Option(help="Query budget (default: none but the margin).")] = None,
+    method: Annotated[str, typer.Option(help="Interval: wilson or clopper-pearson.")] = "wilson",
+    gamma: Annotated[float | None, typer.Option(
+        help="Count a pair only if its probability gap is at least this (KOSEI's gamma).")] = None,
+    favourable: Annotated[int | None, typer.Option(
+        help="Favourable label, 0 or 1 (default: the dataset's; compas: 0).")] = None,
+    random_state: RandomOpt = 0,
+    data_home: DataHomeOpt = None,
+    cache_dir: CacheOpt = None,
+    allow_checksum_mismatch: ChecksumOpt = False,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
+    from dataclasses import replace
+
+    from .datasets import load_dataset
+    from .estimate import estimate
+    from .experiments import protected_list
+    from .models.training import train_model
+    from .models.zoo import as_spec
+
+    _setup_logging(verbose)
+    _check_protected_flag(protected)
+    try:
+        as_spec(model)
+        data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
+                            allow_checksum_mismatch=allow_checksum_mismatch)
+        trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
+        verdict = estimate(trained, data, population=population, confidence=confidence, margin=margin,
+                           max_queries=max_queries, method=method, gamma=gamma, favourable=favourable,
+                           random_state=random_state)
+    except ChiralfairError as err:
+        text = str(err)
+        for name in _ESTIMATE_FLAGS + ("population", "confidence", "margin", "method", "gamma", "favourable"):
+            text = re.sub(rf"\b{name}\b(?=[ =])", "--" + name.replace("_", "-"), text)
+        _fail(type(err)(text))
+    verdict = replace(verdict, meta={**verdict.meta, "model_f1": trained.f1, "model_accuracy": trained.accuracy,
+                                     "model_from_cache": trained.from_cache})
+    if json_out:
+        typer.echo(verdict.to_json())
+        return
+    typer.echo(verdict.summary())
+    typer.echo(f"model: {dataset} / {model} (test F1 {trained.f1:.3f}, accuracy {trained.accuracy:.3f}), "
+               f"random_state {random_state}")

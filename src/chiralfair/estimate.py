@@ -1,0 +1,565 @@
+"""Estimate the share of a population that a model discriminates, whom it harms and how badly (issue 11).
+
+Individuals come from a population the user chooses: the dataset's rows, its test split, or uniform draws
+from the input domain. Each is put through the discrimination check (design §2: every combination of the
+protected attributes' values) in batches, and checking stops when the confidence interval of the share lies
+within ``margin`` of the estimate, or when the query budget is spent. A population whose enumeration costs no
+more queries than the worst-case sample is enumerated instead, and its shares are exact.
+
+Intervals come from :func:`statsmodels.stats.proportion.proportion_confint` (Wilson by default, or
+Clopper-Pearson). The group intervals are Bonferroni-corrected so that they hold all at once. Rows of a finite
+population are sampled without replacement and the intervals take no finite-population correction: they are
+conservative (at least as wide as needed).
+
+References
+----------
+.. [1] Galhotra, Brun, Meliou. "Fairness testing: testing software for discrimination." FSE 2017 (THEMIS:
+   random inputs and a stopping rule on the confidence interval).
+.. [2] Wilson, E. B. "Probable inference, the law of succession, and statistical inference." JASA 1927.
+.. [3] Clopper, C. J., Pearson, E. S. "The use of confidence or fiducial limits illustrated in the case of the
+   binomial." Biometrika 1934.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import __version__
+from ._random import as_generator, derive_seed
+from ._validation import check_choice, check_float, check_int
+from .datasets.base import Dataset
+from .domain import Domain
+from .exceptions import ConfigError
+from .models.adapters import as_model
+from .models.training import TrainedModel
+from .oracle import DiscriminationCheck
+from .verdict import Verdict
+
+POPULATIONS = ("rows", "test", "domain")
+METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
+
+# The favourable label of each benchmark, known only with the positive class the benchmark encodes as 1.
+FAVOURABLE = {
+    ("census", ">50K"): (1, "income >50K is favourable"),
+    ("bank", "yes"): (1, "subscribing a term deposit (yes) is favourable"),
+    ("german", "1 (good credit)"): (1, "good credit is favourable"),
+    ("compas", "> 5"): (0, "a COMPAS decile score > 5 (high risk) is unfavourable, so label 0 is favourable"),
+}
+
+# Most model rows one batch may ask for (individuals x combinations), to bound the batch's arrays.
+MAX_BATCH_ROWS = 1 << 21
+# Fewest individuals a follow-up batch checks, so that the last steps to the margin are not one by one.
+MIN_STEP = 64
+# Most queries an enumeration forced with exact=True may cost.
+MAX_ENUMERATION = 10**8
+GAP_QUANTILES = ("0.5", "0.9", "0.99", "1.0")
+GAP_BINS = 20
+TREE_DEPTH = 3
+MAX_RULES = 3
+
+
+@dataclass
+class _Tally:
+    """Per-individual outcomes of the checked individuals, batch after batch."""
+
+    X: list
+    combination: list
+    affected: list
+    harmed: list
+    gap: list
+
+    @classmethod
+    def empty(cls) -> _Tally:
+        return cls([], [], [], [], [])
+
+    def add(self, X, combination, affected, harmed, gap) -> None:
+        self.X.append(X)
+        self.combination.append(combination)
+        self.affected.append(affected)
+        self.harmed.append(harmed)
+        self.gap.append(gap)
+
+    def arrays(self):
+        gap = None if self.gap[0] is None else np.concatenate(self.gap)
+        return (np.concatenate(self.X), np.concatenate(self.combination), np.concatenate(self.affected),
+                np.concatenate(self.harmed), gap)
+
+
+def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: float = 0.95,
+             margin: float = 0.005, max_queries: int | None = None, method: str = "wilson",
+             gamma: float | None = None, favourable: int | None = None, exact: bool | None = None,
+             test_index=None, random_state=0, batch_size: int = 8192) -> Verdict:
+    """Estimate the share of a population discriminated by ``model``, whom it harms and how badly.
+
+    Parameters
+    ----------
+    model : TrainedModel, CountingModel, or anything :func:`~chiralfair.models.as_model` accepts
+        The model under test (black boxes included: without ``predict_proba`` there is no probability gap).
+    dataset : Dataset
+        Its domain sets the protected attributes under test (one or several).
+    population : {"rows", "test", "domain"}
+        The dataset's rows, its test split (the rows the model was not trained on), or uniform draws from the
+        domain (:meth:`Domain.sample`: protected attributes uniform over their value sets).
+    confidence : float
+        Confidence level of the overall interval, in (0, 1).
+    margin : float
+        Checking stops once the interval lies within ``margin`` of the estimate, in (0, 0.5].
+    max_queries : int, optional
+        Query budget; checking stops before exceeding it (the verdict then says the margin was not reached).
+    method : {"wilson", "clopper-pearson"}
+        Interval method of :func:`statsmodels.stats.proportion.proportion_confint`.
+    gamma : float, optional
+        Count a pair as discriminatory only if the labels differ and their positive-class probabilities differ
+        by at least ``gamma``, in [0, 1] (KOSEI's γ). Needs ``predict_proba``.
+    favourable : {0, 1}, optional
+        The favourable label. Default: the benchmark's (1 for census, bank and german; 0 for compas, whose
+        label 1 is a high risk score); for other data it must be given.
+    exact : bool, optional
+        True: enumerate the population; False: always sample; None (default): enumerate when that costs no
+        more queries than the worst-case sample for ``margin`` (and fits ``max_queries``).
+    test_index : array-like of int, optional
+        Test rows for ``population="test"`` when ``model`` is not a :class:`TrainedModel` (which carries them).
+    random_state : int, numpy.random.Generator or None
+        Drives the sampling and the rule tree.
+    batch_size : int
+        Most individuals checked per batch (each costs one model query per protected-value combination).
+
+    Returns
+    -------
+    Verdict
+
+    Raises
+    ------
+    ConfigError
+        For a parameter outside its bounds, ``population="test"`` without test rows, an unknown favourable
+        label, a budget below the cost of one individual, or an enumeration that is too large.
+    ModelCapabilityError
+        If ``gamma`` is given and the model has no ``predict_proba``.
+    DomainError
+        If the dataset's domain has no protected attribute.
+
+    References
+    ----------
+    .. [1] Galhotra, Brun, Meliou. "Fairness testing: testing software for discrimination." FSE 2017.
+    .. [2] Zhang et al. "Efficient white-box fairness testing through gradient search." ISSTA 2021 (EIDIG: share
+       over uniform samples with a 95% interval).
+    """
+    population = check_choice(population, "population", POPULATIONS)
+    confidence = check_float(confidence, "confidence", minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    if confidence >= 1.0:
+        raise ConfigError(f"confidence must be < 1, got {confidence}")
+    margin = check_float(margin, "margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
+    method = check_choice(method, "method", METHODS)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    if max_queries is not None:
+        max_queries = check_int(max_queries, "max_queries", minimum=1)
+    if gamma is not None:
+        gamma = check_float(gamma, "gamma", minimum=0.0, maximum=1.0)
+    if exact not in (None, True, False):
+        raise ConfigError(f"exact must be True, False or None, got {exact!r}")
+    favourable, favourable_note = resolve_favourable(dataset, favourable)
+
+    test_rows = test_index
+    if isinstance(model, TrainedModel):
+        test_rows = model.test_index if test_index is None else test_index
+        model = model.model
+    counting = as_model(model)
+    if gamma is not None:
+        counting.require("predict_proba", by="estimate(gamma=...)")
+    domain = dataset.domain
+    check = DiscriminationCheck(counting, domain)
+    rows = _population_rows(dataset, population, test_rows)
+    rng = as_generator(random_state)
+    judge = _Judge(check, favourable, gamma, counting.has_proba)
+
+    start_queries, start = counting.n_queries, time.perf_counter()
+    n_worst = _worst_case_sample_size(confidence, margin)
+    enumeration = _enumeration_cost(domain, rows, check)
+    limit = min(n_worst * check.n_combinations, max_queries or math.inf)
+    if exact is True or (exact is None and enumeration <= limit):
+        if enumeration > (max_queries or MAX_ENUMERATION):
+            raise ConfigError(f"enumerating the population costs {enumeration:,} queries, more than "
+                              f"{'max_queries' if max_queries else 'the limit'} {max_queries or MAX_ENUMERATION:,}; "
+                              "use exact=False to sample it")
+        tally = _enumerate(judge, domain, rows)
+        stopped_by = "exact"
+    else:
+        tally, stopped_by = _sample(judge, domain, rows, rng, confidence=confidence, margin=margin, method=method,
+                                    max_queries=max_queries, batch_size=batch_size, start_queries=start_queries)
+    n_queries = counting.n_queries - start_queries
+    is_exact = stopped_by in ("exact", "exhausted")
+
+    X, combination, affected, harmed, gap = tally.arrays()
+    n, n_affected = len(affected), int(affected.sum())
+    share = n_affected / n
+    lower, upper = (share, share) if is_exact else _interval(n_affected, n, confidence, method)
+    groups, group_confidence = _group_table(domain, X, combination, affected, harmed, confidence, method, is_exact)
+    rules, rule_notes = _rules(domain, X, affected, derive_seed(rng))
+    seconds = time.perf_counter() - start
+
+    notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
+                   len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
+    meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
+            "dataset": dataset.name, "model": counting.name, "random_state": random_state
+            if isinstance(random_state, int) else None,
+            "params": {"population": population, "confidence": confidence, "margin": margin,
+                       "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
+                       "exact": exact, "batch_size": batch_size},
+            "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
+            "positive_class": dataset.positive_class}
+    return Verdict(population=population, population_size=_population_size(domain, rows),
+                   protected=tuple(domain.protected_names), favourable=favourable, n_individuals=n,
+                   n_affected=n_affected, n_harmed=int(harmed.sum()), share=float(share), lower=float(lower),
+                   upper=float(upper), confidence=confidence, method=method, margin=margin, exact=is_exact,
+                   stopped_by=stopped_by, gamma=gamma, groups=groups, group_confidence=group_confidence,
+                   gap=_gap_summary(gap, affected), rules=rules, n_queries=int(n_queries), seconds=float(seconds),
+                   notes=tuple(notes), meta=meta)
+
+
+def resolve_favourable(dataset: Dataset, favourable: int | None) -> tuple[int, str]:
+    """The favourable label (0 or 1) and a note that says where it comes from.
+
+    Raises
+    ------
+    ConfigError
+        If ``favourable`` is not 0 or 1, or is None for a dataset whose favourable label is not known.
+    """
+    if favourable is not None:
+        if isinstance(favourable, bool) or favourable not in (0, 1):
+            raise ConfigError(f"favourable must be the label 0 or 1, got {favourable!r}")
+        side = "the positive class" if favourable == 1 else "the negative class"
+        return int(favourable), (f"favourable label {favourable} ({side}; positive class "
+                                 f"{dataset.positive_class!r}), as given")
+    known = FAVOURABLE.get((dataset.name, dataset.positive_class))
+    if known is None:
+        raise ConfigError(
+            f"favourable is needed: for dataset {dataset.name!r} (label 1 = positive class "
+            f"{dataset.positive_class!r}) chiralfair cannot tell whether label 1 is the favourable outcome; pass "
+            "favourable=1 if it is, favourable=0 if label 0 is")
+    label, why = known
+    return label, f"favourable label {label}: {why} (the {dataset.name} default; set favourable to change it)"
+
+
+class _Judge:
+    """Checks a batch and reduces it to per-individual outcomes: affected, harmed, probability gap."""
+
+    def __init__(self, check: DiscriminationCheck, favourable: int, gamma: float | None, with_proba: bool):
+        self.check = check
+        self.favourable = favourable
+        self.gamma = gamma
+        self.with_proba = with_proba
+
+    def outcomes(self, labels, own_label, proba, own_proba):
+        """Affected, harmed and gap (None without probabilities) of individuals, each shape (n,).
+
+        ``labels`` and ``proba`` are every counterpart's label and P(y=1), shape (n, n_combinations).
+        """
+        differs = labels != own_label[:, None]
+        gap = None
+        if proba is not None:
+            distance = np.abs(proba - own_proba[:, None])
+            gap = distance.max(axis=1)
+            if self.gamma is not None:
+                differs &= distance >= self.gamma
+        affected = differs.any(axis=1)
+        harmed = affected & (own_label != self.favourable)
+        return affected, harmed, gap
+
+    def check_rows(self, X):
+        """Check ``X`` in one batch: (combination index, affected, harmed, gap), each shape (n,)."""
+        res = self.check.check(X, with_proba=self.with_proba)
+        return (self.check.own_combination(X),
+                *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba))
+
+
+def _population_rows(dataset: Dataset, population: str, test_rows) -> np.ndarray | None:
+    if population == "domain":
+        return None
+    if population == "rows":
+        return dataset.X
+    if test_rows is None:
+        raise ConfigError("population='test' needs the test rows the model was not trained on: pass the "
+                          "TrainedModel from train_model, or test_index=")
+    idx = np.asarray(test_rows)
+    if idx.ndim != 1 or idx.size == 0 or not np.issubdtype(idx.dtype, np.integer):
+        raise ConfigError(f"test_index must be a non-empty 1-D array of row numbers, got shape {idx.shape}")
+    if idx.min() < 0 or idx.max() >= dataset.n_samples:
+        raise ConfigError(f"test_index holds rows outside [0, {dataset.n_samples - 1}]")
+    return dataset.X[idx]
+
+
+def _population_size(domain: Domain, rows) -> int:
+    if rows is not None:
+        return int(len(rows))
+    return _n_keys(domain) * len(domain.combinations)
+
+
+def _n_keys(domain: Domain) -> int:
+    return math.prod(domain.features[i].size for i in domain.non_protected)
+
+
+def _worst_case_sample_size(confidence: float, margin: float) -> int:
+    """Sample size at which an interval at share 0.5 has half-width ``margin`` (normal approximation)."""
+    z = _z(confidence)
+    return math.ceil(z * z * 0.25 / (margin * margin))
+
+
+def _z(confidence: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
+def _enumeration_cost(domain: Domain, rows, check: DiscriminationCheck) -> int:
+    """Queries an enumeration costs: every key once per combination (plus rows outside the PA domains)."""
+    k = check.n_combinations
+    if rows is None:
+        return _n_keys(domain) * k
+    outside = int((check.own_combination(rows) < 0).sum())
+    return len(np.unique(domain.keys(rows))) * k + outside
+
+
+def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
+    """Check every individual of the population, each key once (its counterparts cover the other rows)."""
+    check = judge.check
+    k = check.n_combinations
+    if rows is None:
+        sizes = [domain.features[i].size for i in domain.non_protected]
+        codes = np.unravel_index(np.arange(_n_keys(domain)), sizes)
+        keys_X = np.empty((len(codes[0]), domain.n_features), dtype=np.int64)
+        for j, col in enumerate(domain.non_protected):
+            keys_X[:, col] = codes[j] + domain.features[col].lo
+        keys_X[:, list(domain.protected)] = domain.combinations[0]
+        rows = domain.counterparts(keys_X).reshape(-1, domain.n_features)
+        key_of_row = np.repeat(np.arange(len(keys_X)), k)
+    else:
+        _, first, key_of_row = np.unique(domain.keys(rows), return_index=True, return_inverse=True)
+        keys_X = rows[first]
+    combination = check.own_combination(rows)
+    tally = _Tally.empty()
+    res = check.check(keys_X, with_proba=judge.with_proba)
+    step = max(1, MAX_BATCH_ROWS // k)
+    inside = np.flatnonzero(combination >= 0)
+    for s in range(0, len(inside), step):
+        idx = inside[s:s + step]
+        key, own = key_of_row[idx], combination[idx]
+        labels = res.counterpart_labels[key]
+        proba = None if res.proba is None else res.proba[key]
+        own_proba = None if proba is None else proba[np.arange(len(idx)), own]
+        outcome = judge.outcomes(labels, labels[np.arange(len(idx)), own], proba, own_proba)
+        tally.add(rows[idx], own, *outcome)
+    outside = np.flatnonzero(combination < 0)
+    if len(outside):
+        tally.add(rows[outside], *judge.check_rows(rows[outside]))
+    return tally
+
+
+def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, method, max_queries, batch_size,
+            start_queries) -> tuple[_Tally, str]:
+    """Check random individuals batch by batch until the interval is within the margin or the budget is spent.
+
+    Each batch asks for about as many individuals as the current estimate says the margin still needs (at most
+    as many as already checked), so that the sample ends close to the analytic sample size.
+    """
+    check = judge.check
+    model = check.model
+    cost = check.n_combinations + (int((check.own_combination(rows) < 0).any()) if rows is not None else 0)
+    if max_queries is not None and max_queries < cost:
+        raise ConfigError(f"max_queries {max_queries} is below the cost of one individual ({cost} queries: one per "
+                          "protected-value combination)")
+    cap = min(batch_size, max(1, MAX_BATCH_ROWS // cost))
+    order = rng.permutation(len(rows)) if rows is not None else None
+    z2 = _z(confidence) ** 2
+    fewest = max(1, math.ceil(z2 / margin - z2))  # share 0 needs this many before its upper bound fits the margin
+    tally = _Tally.empty()
+    n = n_affected = 0
+    while True:
+        share = n_affected / n if n else 0.0
+        needed = max(fewest, math.ceil(z2 * share * (1 - share) / (margin * margin)))
+        # at most doubling: an early estimate of the share is too noisy to jump straight to its sample size
+        want = min(cap, needed if n == 0 else max(MIN_STEP, min(needed - n, n)))
+        if rows is not None:
+            want = min(want, len(rows) - n)
+        if max_queries is not None:
+            want = min(want, (max_queries - (model.n_queries - start_queries)) // cost)
+        if want <= 0:
+            return tally, "budget"
+        X = rows[order[n:n + want]] if rows is not None else domain.sample(want, rng)
+        combination, affected, harmed, gap = judge.check_rows(X)
+        tally.add(X, combination, affected, harmed, gap)
+        n += want
+        n_affected += int(affected.sum())
+        if rows is not None and n == len(rows):
+            return tally, "exhausted"
+        lower, upper = _interval(n_affected, n, confidence, method)
+        if max(n_affected / n - lower, upper - n_affected / n) <= margin:
+            return tally, "margin"
+
+
+def _interval(count: int, nobs: int, confidence: float, method: str) -> tuple[float, float]:
+    from statsmodels.stats.proportion import proportion_confint
+
+    lower, upper = proportion_confint(count, nobs, alpha=1 - confidence, method=METHODS[method])
+    # Clopper-Pearson gives NaN bounds at 0 and n in some versions; the bounds there are 0 and 1.
+    lower = 0.0 if count == 0 or np.isnan(lower) else float(lower)
+    upper = 1.0 if count == nobs or np.isnan(upper) else float(upper)
+    return lower, upper
+
+
+def _group_masks(domain: Domain, X: np.ndarray, combination: np.ndarray):
+    """(attribute, group label, mask) for each protected value and, with several PAs, each combination."""
+    out = []
+    for col, values in zip(domain.protected, domain.protected_values, strict=True):
+        feat = domain.features[col]
+        for v in values:
+            out.append((feat.name, f"{feat.name}={feat.label(v)}", X[:, col] == v))
+    if len(domain.protected) > 1:
+        attribute = ",".join(domain.protected_names)
+        for c, combo in enumerate(domain.combinations):
+            text = ", ".join(f"{domain.features[col].name}={domain.features[col].label(v)}"
+                             for col, v in zip(domain.protected, combo, strict=True))
+            out.append((attribute, text, combination == c))
+    return out
+
+
+def _group_table(domain, X, combination, affected, harmed, confidence, method, exact):
+    """Share affected and share harmed among affected per group, Bonferroni-corrected over all group intervals."""
+    masks = _group_masks(domain, X, combination)
+    group_confidence = 1 - (1 - confidence) / (2 * len(masks))
+    groups = []
+    for attribute, text, mask in masks:
+        n, n_aff, n_harm = int(mask.sum()), int(affected[mask].sum()), int(harmed[mask].sum())
+        share = n_aff / n if n else None
+        lo, hi = _bounds(n_aff, n, group_confidence, method, exact)
+        h_share = n_harm / n_aff if n_aff else None
+        h_lo, h_hi = _bounds(n_harm, n_aff, group_confidence, method, exact)
+        groups.append({"attribute": attribute, "group": text, "n": n, "n_affected": n_aff,
+                       "share_affected": share, "lower": lo, "upper": hi, "n_harmed": n_harm,
+                       "harmed_share": h_share, "harmed_lower": h_lo, "harmed_upper": h_hi})
+    return tuple(groups), float(group_confidence)
+
+
+def _bounds(count: int, nobs: int, confidence: float, method: str, exact: bool):
+    if nobs == 0:
+        return None, None
+    if exact:
+        return count / nobs, count / nobs
+    return _interval(count, nobs, confidence, method)
+
+
+def _gap_summary(gap, affected) -> dict | None:
+    if gap is None:
+        return None
+    levels = [float(q) for q in GAP_QUANTILES]
+    edges = np.linspace(0.0, 1.0, GAP_BINS + 1)
+    return {"quantiles": dict(zip(GAP_QUANTILES, np.quantile(gap, levels).tolist(), strict=True)),
+            "quantiles_affected": (dict(zip(GAP_QUANTILES, np.quantile(gap[affected], levels).tolist(), strict=True))
+                                   if affected.any() else {}),
+            "histogram": {"edges": edges.tolist(), "counts": np.histogram(gap, edges)[0].tolist(),
+                          "counts_affected": np.histogram(gap[affected], edges)[0].tolist()}}
+
+
+def _rules(domain: Domain, X: np.ndarray, affected: np.ndarray, seed: int) -> tuple[tuple[dict, ...], list[str]]:
+    """Leaves of a depth-3 tree (affected vs not, non-protected features) richer in affected individuals."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    if affected.all() or not affected.any():
+        return (), []
+    cols = domain.non_protected
+    Z = X[:, cols]
+    tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed).fit(Z, affected)
+    leaf = tree.apply(Z)
+    n_leaf = np.bincount(leaf, minlength=tree.tree_.node_count)
+    aff_leaf = np.bincount(leaf, weights=affected, minlength=tree.tree_.node_count).astype(np.int64)
+    overall = affected.mean()
+    total = int(affected.sum())
+    rules = []
+    for node, bounds in _leaf_bounds(tree, domain, cols):
+        if n_leaf[node] == 0 or aff_leaf[node] / n_leaf[node] <= overall:
+            continue
+        rules.append({"rule": _rule_text(domain, cols, bounds), "n": int(n_leaf[node]),
+                      "n_affected": int(aff_leaf[node]), "affected_share": float(aff_leaf[node] / n_leaf[node]),
+                      "coverage": float(aff_leaf[node] / total)})
+    rules.sort(key=lambda r: (-r["n_affected"], -r["affected_share"], r["rule"]))
+    notes = [] if rules else ["no rule separates affected from unaffected individuals (depth-3 tree)"]
+    return tuple(rules[:MAX_RULES]), notes
+
+
+def _leaf_bounds(tree, domain: Domain, cols):
+    """Each leaf of ``tree`` with the integer code range [lo, hi] its path allows for each feature of ``cols``."""
+    t = tree.tree_
+    start = [(domain.features[c].lo, domain.features[c].hi) for c in cols]
+    stack = [(0, start)]
+    while stack:
+        node, bounds = stack.pop()
+        if t.children_left[node] == -1:
+            yield node, bounds
+            continue
+        j, cut = t.feature[node], math.floor(t.threshold[node])  # integer codes: x <= threshold iff x <= floor
+        left, right = list(bounds), list(bounds)
+        left[j] = (bounds[j][0], min(bounds[j][1], cut))
+        right[j] = (max(bounds[j][0], cut + 1), bounds[j][1])
+        stack.append((t.children_right[node], right))
+        stack.append((t.children_left[node], left))
+
+
+def _rule_text(domain: Domain, cols, bounds) -> str:
+    parts = []
+    for j, c in enumerate(cols):
+        f = domain.features[c]
+        lo, hi = bounds[j]
+        if (lo, hi) == (f.lo, f.hi):
+            continue
+        if f.kind == "categorical":
+            inside = [f.label(v) for v in range(lo, hi + 1)]
+            outside = [f.label(v) for v in range(f.lo, f.hi + 1) if not lo <= v <= hi]
+            parts.append(f"{f.name} in {{{', '.join(inside)}}}" if len(inside) <= len(outside)
+                         else f"{f.name} not in {{{', '.join(outside)}}}")
+        elif lo == hi:
+            parts.append(f"{f.name} = {f.label(lo)}")
+        elif lo == f.lo:
+            parts.append(f"{f.name} <= {f.label(hi)}")
+        elif hi == f.hi:
+            parts.append(f"{f.name} >= {f.label(lo)}")
+        else:
+            parts.append(f"{f.name} in {f.label(lo)} .. {f.label(hi)}")
+    return " and ".join(parts) or "every individual"
+
+
+def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, gamma, has_proba,
+           favourable_note) -> list[str]:
+    notes = []
+    if stopped_by == "exact":
+        notes.append("exact: every individual of the population was checked (each key once, its counterparts "
+                     "give the other rows), so shares are exact and intervals have width 0")
+    elif stopped_by == "exhausted":
+        notes.append("every row of the population was sampled, so shares are exact and intervals have width 0")
+    elif population == "domain":
+        notes.append("individuals drawn uniformly with replacement from the domain (an effectively infinite "
+                     "population): no finite-population correction is needed")
+    else:
+        notes.append(f"rows sampled without replacement from {len(rows):,}; intervals take no finite-population "
+                     "correction, so they are conservative (at least as wide as needed)")
+    if stopped_by == "budget":
+        notes.append(f"the query budget ran out before the margin was reached: the interval's half-width is "
+                     f"{half_width:.4f} > margin {margin:g}")
+    if stopped_by in ("margin", "budget"):
+        notes.append(f"group intervals: {method} at a Bonferroni-corrected level over the {2 * n_groups} group "
+                     "intervals (share affected and share harmed per group), so that all hold at once; with many "
+                     "groups they are wide")
+    notes.append(favourable_note)
+    if gamma is not None:
+        notes.append(f"a pair counts as discriminatory only if the labels differ and |P(x) - P(x')| >= {gamma:g}")
+    if not has_proba:
+        notes.append("the model gives no probabilities: no probability gap")
+    return notes
+
+
+def _statsmodels_version() -> str:
+    import statsmodels
+
+    return statsmodels.__version__

@@ -1,0 +1,244 @@
+"""The :class:`Verdict` of :func:`chiralfair.estimate.estimate`: how many are treated unfairly, whom, how badly.
+
+A search result (:class:`~chiralfair.results.SearchResult`) says how well a generator did within its budget; a
+verdict speaks about a population: the share of its individuals that some counterpart (differing only in the
+protected attributes) would see get another label, with a confidence interval, per protected group, with the
+direction of the harm, the probability gap and a short description of the affected individuals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import pandas as pd
+
+GROUP_COLUMNS = ("attribute", "group", "n", "n_affected", "share_affected", "lower", "upper", "n_harmed",
+                 "harmed_share", "harmed_lower", "harmed_upper")
+
+POPULATION_TEXT = {"rows": "the dataset's rows", "test": "the test split's rows",
+                   "domain": "uniform draws from the input domain"}
+
+STOPPED_TEXT = {"margin": "the interval reached the margin", "budget": "the query budget was spent",
+                "exact": "every individual of the population was checked",
+                "exhausted": "every row of the population was sampled"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Share of a population that is discriminated, with intervals, harm table, probability gap and rules.
+
+    An individual is *affected* when some counterpart (the same individual with other protected-attribute
+    values, every combination of the protected domains) gets another label, and, when ``gamma`` is set, the
+    gap between their positive-class probabilities is at least ``gamma``. An affected individual is *harmed*
+    when it gets the unfavourable label (its counterpart then gets the favourable one).
+
+    Attributes
+    ----------
+    population : {"rows", "test", "domain"}
+        Where the individuals come from: the dataset's rows, its test split, or uniform draws from the domain.
+    population_size : int or None
+        Number of individuals in the population (rows; or points of the domain, with the protected attributes
+        ranging over their value sets).
+    protected : tuple of str
+        Protected attributes under test.
+    favourable : int
+        The favourable label, 0 or 1.
+    n_individuals : int
+        Individuals checked (sampled, or all of them when ``exact``).
+    n_affected : int
+        Of those, the affected ones.
+    n_harmed : int
+        Of the affected, those that get the unfavourable label.
+    share, lower, upper : float
+        Estimated share affected and its confidence interval, in [0, 1]; ``lower == upper == share`` when
+        ``exact``.
+    confidence : float
+        Confidence level of the overall interval, e.g. 0.95.
+    method : {"wilson", "clopper-pearson"}
+        Interval method (:func:`statsmodels.stats.proportion.proportion_confint`).
+    margin : float
+        Target half-width of the overall interval.
+    exact : bool
+        Whether every individual of the population was checked (the shares are exact, intervals of width 0).
+    stopped_by : {"margin", "budget", "exact", "exhausted"}
+        Why checking stopped.
+    gamma : float or None
+        Threshold on the probability gap for a pair to count as discriminatory (None: any label change).
+    groups : tuple of dict
+        One record per protected value and, for several protected attributes, per combination of values:
+        keys as in :data:`GROUP_COLUMNS`. ``share_affected`` is the share affected among the group's
+        individuals; ``harmed_share`` the share, among the group's affected individuals, that get the
+        unfavourable label while a counterpart gets the favourable one (None when none is affected).
+    group_confidence : float
+        Confidence level of each group interval: ``1 - (1 - confidence) / n_intervals`` (Bonferroni over the
+        ``2 * len(groups)`` group intervals), so that all hold at once with probability at least ``confidence``.
+    gap : dict or None
+        The probability gap ``max over counterparts x' of |P(x) - P(x')|`` (P = positive-class probability):
+        ``quantiles`` and ``quantiles_affected`` (str quantile level -> gap), and ``histogram`` with ``edges``
+        (21 edges over [0, 1]), ``counts`` and ``counts_affected``. None for a model without probabilities.
+    rules : tuple of dict
+        What the affected individuals share: leaves of a depth-3 decision tree fitted on the non-protected
+        features (affected vs not), those richer in affected individuals than the population, most affected
+        first. Keys ``rule`` (text with decoded labels), ``n``, ``n_affected``, ``affected_share``,
+        ``coverage`` (share of all affected individuals the rule holds).
+    n_queries : int
+        Rows sent to the model.
+    seconds : float
+        Wall seconds.
+    notes : tuple of str
+        How the figures must be read (sampling scheme, finite-population correction, correction for many
+        groups, an unreached margin).
+    meta : dict
+        Package and statsmodels versions, parameters, dataset and model names.
+    """
+
+    population: str
+    population_size: int | None
+    protected: tuple[str, ...]
+    favourable: int
+    n_individuals: int
+    n_affected: int
+    n_harmed: int
+    share: float
+    lower: float
+    upper: float
+    confidence: float
+    method: str
+    margin: float
+    exact: bool
+    stopped_by: str
+    gamma: float | None
+    groups: tuple[dict[str, Any], ...]
+    group_confidence: float
+    gap: dict[str, Any] | None
+    rules: tuple[dict[str, Any], ...]
+    n_queries: int
+    seconds: float
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def half_width(self) -> float:
+        """Largest distance from the estimate to an end of its interval (0 when exact)."""
+        return max(self.share - self.lower, self.upper - self.share)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The share affected overall (first row, ``attribute == "all"``) and per group, with the harm table.
+
+        The overall row's ``harmed_share`` is a plain ratio (no interval).
+
+        Returns
+        -------
+        pandas.DataFrame, shape (1 + len(groups), 12)
+            Columns :data:`GROUP_COLUMNS` and ``confidence`` (of each row's intervals).
+        """
+        overall = {"attribute": "all", "group": "all", "n": self.n_individuals, "n_affected": self.n_affected,
+                   "share_affected": self.share, "lower": self.lower, "upper": self.upper,
+                   "n_harmed": self.n_harmed,
+                   "harmed_share": self.n_harmed / self.n_affected if self.n_affected else None,
+                   "harmed_lower": None, "harmed_upper": None, "confidence": self.confidence}
+        rows = [overall] + [{**g, "confidence": self.group_confidence} for g in self.groups]
+        frame = pd.DataFrame(rows, columns=[*GROUP_COLUMNS, "confidence"])
+        for col in ("share_affected", "lower", "upper", "harmed_share", "harmed_lower", "harmed_upper"):
+            frame[col] = frame[col].astype("float64")
+        frame["n_harmed"] = frame["n_harmed"].astype("Int64")
+        return frame
+
+    def to_json(self) -> str:
+        """Serialize everything; :meth:`from_json` gives back an equal verdict."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["protected"] = list(self.protected)
+        d["groups"] = list(self.groups)
+        d["rules"] = list(self.rules)
+        d["notes"] = list(self.notes)
+        d["half_width"] = self.half_width
+        return json.dumps(d)
+
+    @classmethod
+    def from_json(cls, text: str) -> Verdict:
+        """Inverse of :meth:`to_json`."""
+        d = json.loads(text)
+        d.pop("half_width", None)
+        for key in ("protected", "groups", "rules", "notes"):
+            d[key] = tuple(d[key])
+        return cls(**d)
+
+    def summary(self) -> str:
+        """The verdict as a few readable lines: share affected, harm table, probability gap, rules, notes."""
+        pa = ", ".join(self.protected)
+        lines = [f"Share of individuals affected (a counterpart differing only in {pa} gets another label"
+                 + (f" with a probability gap >= {self.gamma:g}" if self.gamma is not None else "") + "): "
+                 + _share_text(self.share, self.lower, self.upper, self.exact)]
+        how = ("exact: every individual checked" if self.exact else
+               f"{self.confidence:.0%} {_method_text(self.method)} interval")
+        if self.population_size is None:
+            size = ""
+        elif self.population == "domain" and not self.exact:
+            size = f" (domain of {self.population_size:,})"
+        else:
+            size = f" of {self.population_size:,}"
+        lines.append(f"  {how}; population: {POPULATION_TEXT.get(self.population, self.population)}; "
+                     f"{self.n_individuals:,} individuals{size}, {self.n_queries:,} queries, {self.seconds:.2f} s; "
+                     f"stopped: {STOPPED_TEXT.get(self.stopped_by, self.stopped_by)}")
+        lines += self._group_lines()
+        lines += self._gap_lines()
+        lines += self._rule_lines()
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def _group_lines(self) -> list[str]:
+        if not self.groups:
+            return []
+        level = "exact" if self.exact else (f"{self.group_confidence:.2%} {_method_text(self.method)} intervals "
+                                            f"(Bonferroni: {self.confidence:.0%} for all "
+                                            f"{2 * len(self.groups)} at once)")
+        lines = [f"Who is harmed (favourable label {self.favourable}); per group, {level}:"]
+        width = max(len(g["group"]) for g in self.groups)
+        lines.append(f"  {'group':<{width}}  {'n':>8}  {'affected':<28}  gets the unfavourable label, among affected")
+        for g in self.groups:
+            affected = _share_text(g["share_affected"], g["lower"], g["upper"], self.exact)
+            harmed = ("-" if g["harmed_share"] is None else
+                      _share_text(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], self.exact)
+                      + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
+            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {affected:<28}  {harmed}")
+        return lines
+
+    def _gap_lines(self) -> list[str]:
+        if self.gap is None:
+            return ["How badly: the model gives no probabilities, so no probability gap."]
+        q = self.gap["quantiles"]
+        qa = self.gap["quantiles_affected"]
+        text = ", ".join(f"{_quantile_name(k)} {v:.3f}" for k, v in q.items())
+        out = [f"How badly: probability gap max |P(x) - P(x')| over counterparts: {text}"]
+        if qa:
+            out.append("  among affected: " + ", ".join(f"{_quantile_name(k)} {v:.3f}" for k, v in qa.items()))
+        return out
+
+    def _rule_lines(self) -> list[str]:
+        if not self.rules:
+            return []
+        out = ["What the affected share (depth-3 tree on the non-protected features):"]
+        for r in self.rules:
+            out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
+                       f"{r['coverage']:.1%} of all affected")
+        return out
+
+
+def _method_text(method: str) -> str:
+    return {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson"}.get(method, method)
+
+
+def _share_text(share, lower, upper, exact: bool) -> str:
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "-"
+    if exact:
+        return f"{share:.2%}"
+    return f"{share:.2%} [{lower:.2%}, {upper:.2%}]"
+
+
+def _quantile_name(level: str) -> str:
+    value = float(level)
+    return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
