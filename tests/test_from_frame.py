@@ -27,7 +27,9 @@ def test_codes_labels_and_kinds():
     # sorted categories f=0, m=1; the missing value is a category of its own
     assert ds.X[:, 0].tolist() == [1, 0, 0, 1, 2, 0]
     assert sex.kind == "categorical" and sex.labels == {0: "f", 1: "m", 2: "missing"}
-    assert dom.protected_names == ["sex"] and dom.protected_values == ((0, 1, 2),)
+    # the missing sex (code 2) is not a value of the protected attribute: never a counterpart
+    assert dom.protected_names == ["sex"] and dom.protected_values == ((0, 1),)
+    assert sex.missing == 2 and ds.missing_protected.tolist() == [False] * 4 + [True, False]
     assert ds.X[:, 1].tolist() == [23, 35, 47, 51, 62, 29] and dom.features[1].kind == "ordinal"
     assert ds.X[:, 2].tolist() == [1, 2, 2, 0, 2, 1]
     assert dom.features[2].labels == {0: "0-1000", 1: "1000-2000", 2: "2000-5000"}
@@ -99,7 +101,7 @@ def test_bad_bins(bins, message):
 
 
 def test_label_errors():
-    with pytest.raises(DatasetError, match=r"label column 'target' is not in the frame; columns: sex, age"):
+    with pytest.raises(DatasetError, match=r"label column 'target' is not in the frame; columns: 'sex', 'age'"):
         from_frame(frame(), label="target", positive_class="yes", protected=["sex"])
     with pytest.raises(DatasetError, match=r"positive_class 'Yes' does not occur in label column 'outcome'; "
                                            r"its values include 'no', 'yes'"):
@@ -111,7 +113,7 @@ def test_label_errors():
 
 
 def test_protected_errors():
-    with pytest.raises(DomainError, match=r"unknown feature 'gender'; valid names: sex, age, income, score"):
+    with pytest.raises(DomainError, match=r"unknown feature 'gender'; valid names: 'sex', 'age', 'income', 'score'"):
         from_frame(frame(), label="outcome", positive_class="yes", protected=["gender"], bins={"income": 2})
     df = frame().assign(country=["x"] * 6)
     with pytest.raises(DomainError, match=r"protected attribute 'country' has only one value"):
