@@ -767,9 +767,11 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
             f"protected columns {', '.join(map(repr, names))} look like one one-hot attribute (0/1, exactly one "
             f"1 per row): as {len(cols)} separate protected attributes the check tries {n_products} combinations, "
             f"{n_products - len(cols)} of them impossible rows. Declare them as one attribute: "
-            f"protected=[..., {names!r}] or groups={{{prefix!r}: {list(names)!r}}}")
-        logger.warning(message)
-        warnings.warn(message, DataWarning, stacklevel=4)
+            f"protected=[..., {names!r}], or protected=[..., {prefix!r}] with protected_groups="
+            f"{{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
+        # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
+        logger.info(message)
+        warnings.warn(message, DataWarning, stacklevel=3)
 
 
 def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -169,7 +169,8 @@ def _warn_identifier_columns(df: pd.DataFrame, features: list, bins: Mapping) ->
 
 
 def _data_warning(message: str) -> None:
-    logger.warning(message)
+    # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
+    logger.info(message)
     warnings.warn(message, DataWarning, stacklevel=4)
 
 
