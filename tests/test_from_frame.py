@@ -1,9 +1,11 @@
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from chiralfair.datasets import from_frame
-from chiralfair.exceptions import DatasetError, DomainError
+from chiralfair.exceptions import DatasetError, DataWarning, DomainError
 
 
 def frame():
@@ -27,7 +29,9 @@ def test_codes_labels_and_kinds():
     # sorted categories f=0, m=1; the missing value is a category of its own
     assert ds.X[:, 0].tolist() == [1, 0, 0, 1, 2, 0]
     assert sex.kind == "categorical" and sex.labels == {0: "f", 1: "m", 2: "missing"}
-    assert dom.protected_names == ["sex"] and dom.protected_values == ((0, 1, 2),)
+    # the missing sex (code 2) is not a value of the protected attribute: never a counterpart
+    assert dom.protected_names == ["sex"] and dom.protected_values == ((0, 1),)
+    assert sex.missing == 2 and ds.missing_protected.tolist() == [False] * 4 + [True, False]
     assert ds.X[:, 1].tolist() == [23, 35, 47, 51, 62, 29] and dom.features[1].kind == "ordinal"
     assert ds.X[:, 2].tolist() == [1, 2, 2, 0, 2, 1]
     assert dom.features[2].labels == {0: "0-1000", 1: "1000-2000", 2: "2000-5000"}
@@ -99,7 +103,7 @@ def test_bad_bins(bins, message):
 
 
 def test_label_errors():
-    with pytest.raises(DatasetError, match=r"label column 'target' is not in the frame; columns: sex, age"):
+    with pytest.raises(DatasetError, match=r"label column 'target' is not in the frame; columns: 'sex', 'age'"):
         from_frame(frame(), label="target", positive_class="yes", protected=["sex"])
     with pytest.raises(DatasetError, match=r"positive_class 'Yes' does not occur in label column 'outcome'; "
                                            r"its values include 'no', 'yes'"):
@@ -111,7 +115,7 @@ def test_label_errors():
 
 
 def test_protected_errors():
-    with pytest.raises(DomainError, match=r"unknown feature 'gender'; valid names: sex, age, income, score"):
+    with pytest.raises(DomainError, match=r"unknown feature 'gender'; valid names: 'sex', 'age', 'income', 'score'"):
         from_frame(frame(), label="outcome", positive_class="yes", protected=["gender"], bins={"income": 2})
     df = frame().assign(country=["x"] * 6)
     with pytest.raises(DomainError, match=r"protected attribute 'country' has only one value"):
@@ -131,3 +135,115 @@ def test_split_works_on_own_data():
     ds = from_frame(frame(), label="outcome", positive_class="yes", protected=["sex"], bins={"income": 2})
     train, test = ds.split(0)
     assert len(train) + len(test) == 6 and set(train).isdisjoint(test)
+
+
+# ---------------------------------------------------------------- issue 10: names, missing PAs, groups, warnings
+def int_named_frame(n=8):
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({0: rng.integers(0, 3, n), 1: ["a", "b"] * (n // 2), 2: rng.integers(0, 5, n),
+                         5: ["y", "n", "n", "y"] * (n // 4)})
+
+
+def test_integer_column_names_match_by_text():
+    df = int_named_frame()
+    ds = from_frame(df, label=5, positive_class="y", protected=[1])
+    assert ds.domain.names == ["0", "1", "2"] and ds.domain.protected_names == ["1"] and ds.label == "5"
+    same = from_frame(df, label="5", positive_class="y", protected=["1"], bins={"2": 2})
+    assert same.domain.protected == ds.domain.protected and same.domain.features[2].labels is not None
+    with pytest.raises(DomainError, match=r"unknown feature 7; valid names: '0', '1', '2'"):
+        from_frame(df, label=5, positive_class="y", protected=[7])
+    with pytest.raises(DatasetError, match=r"columns 1 and '1' have the same name as text"):
+        from_frame(df.assign(**{"1": 0}), label=5, positive_class="y", protected=[0])
+
+
+def test_protected_naming_the_label_is_refused():
+    with pytest.raises(DatasetError, match=r"protected attribute 'outcome' is the label column 'outcome'"):
+        from_frame(frame(), label="outcome", positive_class="yes", protected=["sex", "outcome"],
+                   bins={"income": 2})
+    with pytest.raises(DatasetError, match=r"protected attribute 5 is the label column 5"):
+        from_frame(int_named_frame(), label=5, positive_class="y", protected=[5])
+
+
+def titanic_like(n=1000, seed=0):
+    """Ages with 20% missing; the label depends on fare only, the model will depend on the age bin."""
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(0, 80, n)
+    age[rng.random(n) < 0.2] = np.nan
+    return pd.DataFrame({"age": age, "sex": rng.choice(["female", "male"], n),
+                         "fare": rng.integers(0, 10, n), "survived": rng.choice([0, 1], n)})
+
+
+def test_missing_protected_value_is_never_a_counterpart_by_default():
+    df = titanic_like()
+    ds = from_frame(df, label="survived", positive_class=1, protected=["age"], bins={"age": [0, 20, 40, 60, 80]})
+    age = ds.domain.features[0]
+    assert age.missing == 4 and age.labels[4] == "missing"
+    assert ds.domain.protected_values == ((0, 1, 2, 3),)
+    assert ds.n_missing_protected == int(df["age"].isna().sum()) > 150
+    np.testing.assert_array_equal(ds.missing_protected, df["age"].isna().to_numpy())
+    old = from_frame(df, label="survived", positive_class=1, protected=["age"],
+                     bins={"age": [0, 20, 40, 60, 80]}, missing_protected="value")
+    assert old.domain.protected_values == ((0, 1, 2, 3, 4),) and old.n_missing_protected == 0
+    again = old.with_protected(["age"])  # the default policy, on the same data
+    assert again.domain.protected_values == ((0, 1, 2, 3),)
+
+
+def test_missing_protected_rows_are_checked_but_not_counterparts_nor_seeds():
+    from chiralfair.models import as_model
+    from chiralfair.oracle import DiscriminationCheck
+    from chiralfair.seeds import make_seed_strategy
+
+    ds = from_frame(titanic_like(), label="survived", positive_class=1, protected=["age"],
+                    bins={"age": [0, 20, 40, 60, 80]})
+
+    def predict(X):  # discriminates "age missing" (code 4) against the last bin, like the issue's case
+        return ((X[:, 0] >= 3) & (X[:, 2] >= 5)).astype(np.int64)
+
+    model = as_model(predict)
+    res = DiscriminationCheck(model, ds.domain).check(ds.X)
+    assert model.n_queries == 4 * ds.n_samples + ds.n_missing_protected
+    cps = res.counterparts(ds.domain)[res.is_idi]
+    assert res.is_idi.sum() > 50 and not (cps[:, 0] == 4).any()
+    assert res.is_idi[ds.missing_protected].any()  # a missing-age row is still checked
+    rep = make_seed_strategy("rows").select(model, ds, 300, random_state=0)
+    assert not (rep.seeds[:, 0] == 4).any()
+    assert any("missing protected value are not drawn as seeds" in n for n in rep.notes)
+
+
+def test_protected_groups_from_frame():
+    rng = np.random.default_rng(0)
+    race = rng.choice(["A", "B", "C"], 200)
+    df = pd.concat([pd.get_dummies(pd.Series(race, name="race"), prefix="race", dtype=int),
+                    pd.DataFrame({"x": rng.integers(0, 5, 200), "y": rng.integers(0, 2, 200)})], axis=1)
+    ds = from_frame(df, label="y", positive_class=1, protected=["race"],
+                    protected_groups={"race": ["race_A", "race_B", "race_C"]})
+    assert ds.domain.protected_names == ["race"] and len(ds.domain.combinations) == 3
+    same = from_frame(df, label="y", positive_class=1, protected=[("race_A", "race_B", "race_C")])
+    assert same.domain == ds.domain
+    with pytest.warns(DataWarning, match=r"protected=\[\.\.\., \('race_A', 'race_B', 'race_C'\)\]"):
+        from_frame(df, label="y", positive_class=1, protected=["race_A", "race_B", "race_C"])
+    with pytest.raises(DatasetError, match=r"protected attribute 'y' is the label column"):
+        from_frame(df, label="y", positive_class=1, protected=["race"], protected_groups={"race": ["race_A", "y"]})
+
+
+def test_identifier_column_warns():
+    df = pd.DataFrame({"id": np.arange(40), "sex": ["f", "m"] * 20, "y": [0, 1, 1, 0] * 10})
+    with pytest.warns(DataWarning, match=r"column 'id' has a distinct value on each of the 40 rows"):
+        from_frame(df, label="y", positive_class=1, protected=["sex"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        from_frame(df.iloc[:10], label="y", positive_class=1, protected=["sex"])  # too few rows to tell
+
+
+def test_label_spellings_warn_with_counts():
+    df = pd.DataFrame({"sex": ["f", "m"] * 10, "x": range(20),
+                       "income": [">50K"] * 7 + [">50K."] * 3 + ["<=50K"] * 6 + ["<=50K."] * 4})
+    with pytest.warns(DataWarning) as record:
+        ds = from_frame(df, label="income", positive_class=">50K", protected=["sex"], bins={"x": 2})
+    message = str(record[0].message)
+    assert "'<=50K' (6 rows) and '<=50K.' (4 rows)" in message and "'>50K' (7 rows) and '>50K.' (3 rows)" in message
+    assert "(7 rows) are encoded as 1" in message
+    assert ds.y.sum() == 7
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        from_frame(frame(), label="outcome", positive_class="yes", protected=["sex"], bins={"income": 2})

@@ -84,3 +84,18 @@ def test_too_many_combinations_is_refused_with_the_sizes():
     feats = tuple(Feature(f"f{i}", 0, 9) for i in range(5))
     with pytest.raises(DomainError, match=r"100,000 value combinations \(f0: 10, f1: 10"):
         Domain(feats).with_protected(["f0", "f1", "f2", "f3", "f4"])
+
+
+def test_own_combination_indexes_combinations_for_groups_and_singles():
+    feats = (Feature("sex", 0, 1), Feature("r_A", 0, 1), Feature("r_B", 0, 1), Feature("r_C", 0, 1),
+             Feature("age", 0, 3, missing=3), Feature("a", 0, 9))
+    dom = Domain(feats).with_protected(["sex", ("r_A", "r_B", "r_C"), "age"])
+    assert dom.protected_names == ["sex", "r", "age"] and dom.attributes[2].values == ((0,), (1,), (2,))
+    check = DiscriminationCheck(None, dom)
+    X = np.array(np.meshgrid(*[np.arange(f.lo, f.hi + 1) for f in feats[:5]], [0], indexing="ij")).reshape(6, -1).T
+    own = check.own_combination(X)
+    valid = (X[:, 1:4].sum(axis=1) == 1) & (X[:, 4] != 3)
+    np.testing.assert_array_equal(own >= 0, valid)
+    np.testing.assert_array_equal(dom.combinations[own[valid]], X[valid][:, list(dom.protected)])
+    assert len(dom.combinations) == 2 * 3 * 3
+    np.testing.assert_array_equal(dom.missing_protected(X), X[:, 4] == 3)

@@ -7,6 +7,9 @@ attributes' value sets from it; an IDI's key (its identity for counting, design 
 from __future__ import annotations
 
 import itertools
+import logging
+import os
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -14,7 +17,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .exceptions import DomainError
+from .exceptions import ConfigError, DataWarning, DomainError
+
+logger = logging.getLogger(__name__)
 
 Kind = Literal["categorical", "ordinal"]
 
@@ -37,6 +42,10 @@ class Feature:
     labels : mapping of int to str, optional
         Human-readable label of each code (e.g. ``{0: "Female", 1: "Male"}``); for ordinal features the
         label of a bin such as ``"30-39"``.
+    missing : int, optional
+        The code that stands for a missing value (NaN, ``?``) in the raw data, when the column had any.
+        As a protected attribute, this code is left out of the attribute's values by default (see
+        :meth:`Domain.with_protected`).
     """
 
     name: str
@@ -44,6 +53,7 @@ class Feature:
     hi: int
     kind: Kind = "ordinal"
     labels: Mapping[int, str] | None = None
+    missing: int | None = None
 
     def __post_init__(self):
         if int(self.lo) != self.lo or int(self.hi) != self.hi:
@@ -52,6 +62,9 @@ class Feature:
             raise DomainError(f"feature {self.name!r}: lower bound {self.lo} > upper bound {self.hi}")
         if self.kind not in ("categorical", "ordinal"):
             raise DomainError(f"feature {self.name!r}: kind must be 'categorical' or 'ordinal', got {self.kind!r}")
+        if self.missing is not None and not self.lo <= self.missing <= self.hi:
+            raise DomainError(f"feature {self.name!r}: missing-value code {self.missing} lies outside "
+                              f"[{self.lo}, {self.hi}]")
 
     @property
     def size(self) -> int:
@@ -66,70 +79,165 @@ class Feature:
 
 
 @dataclass(frozen=True)
+class ProtectedAttribute:
+    """One protected attribute: a single column, or a group of dependent columns (e.g. one-hot).
+
+    Parameters
+    ----------
+    name : str
+        Display name (a single column's name, or a group's name such as ``"race"`` for
+        ``race_A``/``race_B``/``race_C``).
+    columns : tuple of int
+        Column indices of the attribute, in the order of the value rows.
+    values : tuple of tuple of int
+        The attribute's valid values, one row of ``len(columns)`` codes each (for a one-hot group of three
+        columns: ``(0, 0, 1), (0, 1, 0), (1, 0, 0)``); stored sorted and unique. Counterparts take only
+        these rows.
+    """
+
+    name: str
+    columns: tuple[int, ...]
+    values: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "columns", tuple(int(c) for c in self.columns))
+        width = len(self.columns)
+        rows = set()
+        for row in self.values:
+            row = tuple(int(v) for v in (row if isinstance(row, Sequence | np.ndarray) else (row,)))
+            if len(row) != width:
+                raise DomainError(f"protected attribute {self.name!r}: value {row} has {len(row)} codes, "
+                                  f"the attribute has {width} columns")
+            rows.add(row)
+        object.__setattr__(self, "values", tuple(sorted(rows)))
+
+    @property
+    def is_group(self) -> bool:
+        """Whether the attribute spans several columns."""
+        return len(self.columns) > 1
+
+    @property
+    def size(self) -> int:
+        """Number of valid values (rows)."""
+        return len(self.values)
+
+    def value_array(self) -> np.ndarray:
+        """The valid values, shape (size, n_columns), int64."""
+        return np.array(self.values, dtype=np.int64).reshape(len(self.values), len(self.columns))
+
+
+MissingPolicy = Literal["exclude", "value"]
+MISSING_POLICIES = ("exclude", "value")
+
+
+@dataclass(frozen=True)
 class Domain:
     """Features in order, with the protected attributes (PAs) and each PA's domain of values.
+
+    A PA is one column, or a group of columns declared as one attribute whose values are the valid rows of
+    those columns (a one-hot encoded race over ``race_A``, ``race_B``, ``race_C`` has the three values
+    ``(1, 0, 0)``, ``(0, 1, 0)``, ``(0, 0, 1)``); see :meth:`with_protected`. Give either ``protected`` and
+    ``protected_values`` (one column per PA) or ``attributes``.
 
     Parameters
     ----------
     features : sequence of Feature
         The encoded features, in column order.
     protected : sequence of int
-        Column indices of the protected attributes under test (one or several).
+        Column indices of the protected attributes under test (one or several). With ``attributes``, it is
+        derived: every PA column, attribute after attribute.
     protected_values : sequence of sequence of int
-        For each protected attribute, the values its counterparts may take (the values that the data holds or
-        that the caller declares). Every value must lie inside the feature's bounds.
+        For each protected column, the values its counterparts may take (the values that the data holds or
+        that the caller declares). Every value must lie inside the feature's bounds. With ``attributes``, it
+        is derived: for each protected column, the codes it takes in the attribute's valid rows.
+    attributes : sequence of ProtectedAttribute, optional
+        The protected attributes, single columns or groups.
 
     Raises
     ------
     DomainError
-        On duplicate names, a protected index out of range, a protected attribute with fewer than two
-        values, or a protected value outside its feature's bounds.
+        On duplicate names, a protected index out of range or listed twice, a protected attribute with fewer
+        than two values, a protected value outside its feature's bounds, or more than ``MAX_COMBINATIONS``
+        value combinations.
     """
 
     features: tuple[Feature, ...]
     protected: tuple[int, ...] = ()
     protected_values: tuple[tuple[int, ...], ...] = ()
+    attributes: tuple[ProtectedAttribute, ...] = ()
     _radix: tuple = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "features", tuple(self.features))
-        object.__setattr__(self, "protected", tuple(int(i) for i in self.protected))
-        object.__setattr__(self, "protected_values",
-                           tuple(tuple(sorted({int(v) for v in vals})) for vals in self.protected_values))
         names = [f.name for f in self.features]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise DomainError(f"duplicate feature names: {dupes}")
-        if len(set(self.protected)) != len(self.protected):
-            raise DomainError(f"a protected attribute is listed twice: {self.protected_names}")
-        if len(self.protected_values) != len(self.protected):
-            raise DomainError("protected_values must give one value set per protected attribute")
-        for idx, vals in zip(self.protected, self.protected_values, strict=True):
-            if not 0 <= idx < len(self.features):
-                raise DomainError(f"protected index {idx} is outside 0..{len(self.features) - 1}")
-            feat = self.features[idx]
-            if len(vals) < 2:
-                raise DomainError(
-                    f"protected attribute {feat.name!r} has only one value {list(vals)}: no counterpart "
-                    "can differ from an input, so the discrimination check would always report 'fair'")
-            bad = [v for v in vals if not feat.lo <= v <= feat.hi]
-            if bad:
-                raise DomainError(
-                    f"protected attribute {feat.name!r}: values {bad} lie outside its bounds [{feat.lo}, {feat.hi}]")
-        n_combinations = int(np.prod([len(v) for v in self.protected_values], dtype=float))
+        attributes = self._attributes_from_fields()
+        flat = tuple(c for a in attributes for c in a.columns)
+        for c in flat:
+            if not 0 <= c < len(self.features):
+                raise DomainError(f"protected index {c} is outside 0..{len(self.features) - 1}")
+        if len(set(flat)) != len(flat):
+            twice = sorted({self.features[c].name for c in flat if flat.count(c) > 1})
+            raise DomainError(f"a protected attribute is listed twice: {twice}")
+        attr_names = [a.name for a in attributes]
+        if len(set(attr_names)) != len(attr_names):
+            raise DomainError(f"two protected attributes have the same name: {attr_names}")
+        for a in attributes:
+            self._check_attribute(a)
+        per_column = tuple(tuple(sorted({row[j] for row in a.values})) for a in attributes
+                           for j in range(len(a.columns)))
+        object.__setattr__(self, "attributes", attributes)
+        object.__setattr__(self, "protected", flat)
+        object.__setattr__(self, "protected_values", per_column)
+        n_combinations = int(np.prod([a.size for a in attributes], dtype=float))
         if n_combinations > MAX_COMBINATIONS:
-            sizes = ", ".join(f"{self.features[i].name}: {len(v)}"
-                              for i, v in zip(self.protected, self.protected_values, strict=True))
+            sizes = ", ".join(f"{a.name}: {a.size}" for a in attributes)
             raise DomainError(
                 f"the protected attributes have {n_combinations:,} value combinations ({sizes}); the discrimination "
                 f"check would cost that many model queries per input. At most {MAX_COMBINATIONS:,} are allowed: "
                 "test fewer protected attributes at once, or declare fewer values")
 
+    def _attributes_from_fields(self) -> tuple[ProtectedAttribute, ...]:
+        protected = tuple(int(i) for i in self.protected)
+        values = tuple(tuple(sorted({int(v) for v in vals})) for vals in self.protected_values)
+        if self.attributes:
+            attributes = tuple(self.attributes)
+            flat = tuple(c for a in attributes for c in a.columns)
+            if protected and protected != flat:
+                raise DomainError(f"protected={list(protected)} disagrees with the attributes' columns {list(flat)}")
+            return attributes
+        if len(values) != len(protected):
+            raise DomainError("protected_values must give one value set per protected attribute")
+        for idx in protected:
+            if not 0 <= idx < len(self.features):
+                raise DomainError(f"protected index {idx} is outside 0..{len(self.features) - 1}")
+        return tuple(ProtectedAttribute(self.features[i].name, (i,), tuple((v,) for v in vals))
+                     for i, vals in zip(protected, values, strict=True))
+
+    def _check_attribute(self, a: ProtectedAttribute) -> None:
+        if a.size < 2:
+            shown = [r[0] for r in a.values] if not a.is_group else [list(r) for r in a.values]
+            raise DomainError(
+                f"protected attribute {a.name!r} has only one value {shown}: no counterpart "
+                "can differ from an input, so the discrimination check would always report 'fair'")
+        rows = a.value_array()
+        for j, c in enumerate(a.columns):
+            feat = self.features[c]
+            bad = sorted({int(v) for v in rows[:, j] if not feat.lo <= v <= feat.hi})
+            if bad:
+                where = f"protected attribute {a.name!r}" + (f", column {feat.name!r}" if a.is_group else "")
+                raise DomainError(f"{where}: values {bad} lie outside its bounds [{feat.lo}, {feat.hi}]")
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_data(cls, X, names: Sequence[str], *, kinds: Sequence[Kind] | None = None,
                   labels: Mapping[str, Mapping[int, str]] | None = None,
-                  protected: Sequence[str] = ()) -> Domain:
+                  protected=(), groups: Mapping[str, Sequence[str]] | None = None,
+                  missing: Mapping[str, int] | None = None,
+                  missing_protected: MissingPolicy = "exclude") -> Domain:
         """Build a domain whose bounds and protected domains are measured on encoded data.
 
         Parameters
@@ -140,8 +248,15 @@ class Domain:
         kinds : sequence of {"categorical", "ordinal"}, optional
             Defaults to ordinal for every feature.
         labels : mapping of name to (mapping of code to label), optional
-        protected : sequence of str
-            Names of the protected attributes; each one's domain is the set of values observed in ``X``.
+        protected : sequence
+            The protected attributes, as :meth:`with_protected` takes them; each one's domain is the set of
+            values (rows, for a group) observed in ``X``.
+        groups : mapping of str to sequence of str, optional
+            Named groups of columns (see :meth:`with_protected`).
+        missing : mapping of name to int, optional
+            Each feature's missing-value code, if it has one (:attr:`Feature.missing`).
+        missing_protected : {"exclude", "value"}
+            What a protected attribute's missing code is (see :meth:`with_protected`).
 
         Returns
         -------
@@ -164,49 +279,123 @@ class Domain:
             raise DomainError(f"column {names[col]!r} holds non-integer or missing values; encode it first")
         kinds = list(kinds) if kinds is not None else ["ordinal"] * len(names)
         labels = labels or {}
+        missing = missing or {}
         lo, hi = X.min(axis=0), X.max(axis=0)
-        feats = tuple(Feature(n, int(a), int(b), k, labels.get(n))
+        feats = tuple(Feature(n, int(a), int(b), k, labels.get(n), missing.get(n))
                       for n, a, b, k in zip(names, lo, hi, kinds, strict=True))
         domain = cls(feats)
-        if protected:
-            domain = domain.with_protected(protected, data=X)
+        if protected or groups:
+            domain = domain.with_protected(protected if protected else list(groups), data=X, groups=groups,
+                                           missing_protected=missing_protected)
         return domain
 
-    def with_protected(self, names: Sequence[str], *, data=None,
-                       values: Mapping[str, Sequence[int]] | None = None) -> Domain:
+    def with_protected(self, names, *, data=None, values: Mapping[str, Sequence] | None = None,
+                       groups: Mapping[str, Sequence[str]] | None = None,
+                       missing_protected: MissingPolicy = "exclude") -> Domain:
         """Return a copy of this domain with other protected attributes.
 
         Parameters
         ----------
-        names : sequence of str
-            Protected attribute names, one or several.
+        names : str, sequence or mapping
+            The protected attributes, one or several. Each item of a sequence is either a feature name (one
+            column; an ``int`` or other label is matched by ``str()``), a name from ``groups``, or a tuple of
+            feature names that form **one** attribute (a group, e.g. the one-hot columns
+            ``("race_A", "race_B", "race_C")``; its display name is their common prefix without a trailing
+            ``_``, ``.``, ``=`` or ``:``, here ``"race"``, else the names joined by ``+``). A mapping
+            ``{display name: column or columns}`` declares the attributes and their names at once.
         data : array-like, shape (n_samples, n_features), optional
-            Encoded data; each PA's domain is the set of values observed in it.
-        values : mapping of name to sequence of int, optional
-            Declared PA domains; override the observed ones. Without ``data`` or ``values`` the PA domain
-            is every integer in the feature's bounds.
+            Encoded data; each PA's domain is the set of values (distinct rows, for a group) observed in it.
+        values : mapping of name to sequence, optional
+            Declared PA domains, by attribute (display) name; override the observed ones. A single column's
+            values are codes; a group's values are rows of codes, one per column. Without ``data`` or
+            ``values`` a single column's domain is every integer in its bounds, and a group of 0/1 columns
+            is taken as one-hot (one row per column, with a 1 in that column).
+        groups : mapping of str to sequence of str, optional
+            Named groups of columns: ``with_protected(["sex", "race"], groups={"race": ["race_A", "race_B",
+            "race_C"]})`` is the same as ``with_protected({"sex": "sex", "race": [...]})``.
+        missing_protected : {"exclude", "value"}
+            ``"exclude"`` (default): a feature's missing-value code (:attr:`Feature.missing`) is left out of
+            the attribute's observed values, so it is never used as a counterpart; an input holding it lies
+            outside the PA domain: it is still checked (one more query), against the valid values only.
+            ``"value"``: the missing code is a value like any other (counterparts may take it). Declared
+            ``values`` are used as given.
+
+        Returns
+        -------
+        Domain
 
         Raises
         ------
         DomainError
-            If a name is unknown (the message lists the valid names) or a PA has fewer than two values.
+            If a name is unknown (the message lists the valid names), a column is listed twice, a PA has fewer
+            than two values, or a group has neither data, declared values nor 0/1 columns.
+        ConfigError
+            If ``missing_protected`` is not one of its values.
+
+        Warns
+        -----
+        DataWarning
+            When ``data`` is given and several single protected columns look like one one-hot attribute
+            (0/1 columns sharing a name prefix, exactly one 1 per row): the message names the group to declare.
         """
-        if isinstance(names, str):
-            names = [names]
-        if not names:
+        if missing_protected not in MISSING_POLICIES:
+            raise ConfigError(f"missing_protected must be one of {MISSING_POLICIES}, got {missing_protected!r}")
+        specs = self._attribute_specs(names, groups)
+        if not specs:
             raise DomainError("at least one protected attribute is needed")
-        idx = [self.index(n) for n in names]
-        values = values or {}
-        pv = []
-        for i, n in zip(idx, names, strict=True):
-            if n in values:
-                pv.append(tuple(values[n]))
-            elif data is not None:
-                pv.append(tuple(np.unique(np.asarray(data)[:, i]).astype(int)))
+        values = {str(k): v for k, v in (values or {}).items()}
+        data = None if data is None else np.asarray(data)
+        attributes = tuple(
+            ProtectedAttribute(name, cols, self._attribute_values(name, cols, data, values, missing_protected))
+            for name, cols in specs)
+        if data is not None:
+            warn_one_hot_columns(self, attributes, data)
+        return replace(self, protected=(), protected_values=(), attributes=attributes, _radix=None)
+
+    def _attribute_specs(self, names, groups) -> list[tuple[str, tuple[int, ...]]]:
+        """(display name, column indices) of each protected attribute named in ``names``."""
+        groups = {str(k): v for k, v in (groups or {}).items()}
+        if isinstance(names, Mapping):
+            groups.update({str(k): v for k, v in names.items()})
+            names = [str(k) for k in names]
+        if isinstance(names, str | int | np.integer) or not isinstance(names, Sequence | np.ndarray):
+            names = [names]
+        specs = []
+        for item in names:
+            if not isinstance(item, str) and isinstance(item, Sequence | np.ndarray):
+                cols = tuple(self.index(c) for c in item)
+                specs.append((group_name([self.features[c].name for c in cols]), cols))
+            elif str(item) in groups:
+                members = groups[str(item)]
+                members = [members] if isinstance(members, str) or not isinstance(members, Sequence) else members
+                specs.append((str(item), tuple(self.index(c) for c in members)))
             else:
-                f = self.features[i]
-                pv.append(tuple(range(f.lo, f.hi + 1)))
-        return replace(self, protected=tuple(idx), protected_values=tuple(pv), _radix=None)
+                i = self.index(item)
+                specs.append((self.features[i].name, (i,)))
+        for name, cols in specs:
+            if not cols:
+                raise DomainError(f"protected attribute {name!r} names no column")
+        return specs
+
+    def _attribute_values(self, name: str, cols: tuple[int, ...], data, values, policy) -> tuple:
+        if name in values:
+            declared = values[name]
+            return tuple(tuple(np.atleast_1d(np.asarray(v, dtype=np.int64)).tolist()) for v in declared)
+        feats = [self.features[c] for c in cols]
+        if data is not None:
+            rows = np.unique(np.asarray(data)[:, list(cols)].astype(np.int64), axis=0)
+            if policy == "exclude":
+                codes = np.array([f.missing if f.missing is not None else f.lo - 1 for f in feats])
+                rows = rows[~(rows == codes).any(axis=1)]
+            return tuple(map(tuple, rows.tolist()))
+        if len(cols) == 1:
+            f = feats[0]
+            excluded = f.missing if policy == "exclude" else None
+            return tuple((v,) for v in range(f.lo, f.hi + 1) if v != excluded)
+        if all(f.lo >= 0 and f.hi <= 1 for f in feats):
+            return tuple(map(tuple, np.eye(len(cols), dtype=np.int64).tolist()))
+        raise DomainError(f"protected attribute {name!r} groups the columns {[f.name for f in feats]}, which are "
+                          "not all 0/1: give its valid rows as values={name: [[...], ...]} or pass data=")
 
     # ------------------------------------------------------------------ properties
     @property
@@ -231,7 +420,12 @@ class Domain:
 
     @property
     def protected_names(self) -> list[str]:
-        """Names of the protected attributes under test."""
+        """Names of the protected attributes under test, one per attribute (a group's display name)."""
+        return [a.name for a in self.attributes]
+
+    @property
+    def protected_column_names(self) -> list[str]:
+        """Names of the protected columns, attribute after attribute (as :attr:`protected`)."""
         return [self.features[i].name for i in self.protected]
 
     @property
@@ -248,23 +442,35 @@ class Domain:
         mask[list(self.protected)] = False
         return mask
 
-    def index(self, name: str) -> int:
+    def index(self, name) -> int:
         """Column index of feature ``name``.
+
+        Names are matched by ``str()``, so a frame's integer column label ``1`` finds the feature ``"1"``.
 
         Raises
         ------
         DomainError
-            If there is no such feature; the message lists the valid names.
+            If there is no such feature; the message lists the valid names (as ``repr``, so that ``1`` and
+            ``'1'`` can be told apart).
         """
+        key = str(name)
         for i, f in enumerate(self.features):
-            if f.name == name:
+            if f.name == key:
                 return i
-        raise DomainError(f"unknown feature {name!r}; valid names: {', '.join(self.names)}")
+        raise DomainError(f"unknown feature {name!r}; valid names: {', '.join(map(repr, self.names))}")
 
     # ------------------------------------------------------------------ counterparts
     @property
     def combinations(self) -> np.ndarray:
-        """Every combination of the PA values (the product of their domains), shape (n_combinations, n_protected).
+        """Every combination of the PA values (the product of their domains).
+
+        A group contributes its valid rows, so every combination is a possible input.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_combinations, n_protected_columns)
+            Columns follow :attr:`protected`; rows follow the product of the attributes' values, the last
+            attribute varying fastest.
 
         Raises
         ------
@@ -272,7 +478,73 @@ class Domain:
             If no protected attribute is set.
         """
         self._require_protected()
-        return np.array(list(itertools.product(*self.protected_values)), dtype=np.int64)
+        width = len(self.protected)
+        rows = [sum(parts, ()) for parts in itertools.product(*(a.values for a in self.attributes))]
+        return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+
+    def protected_value_index(self, X) -> np.ndarray:
+        """Position of each input's value of each PA among that attribute's values, -1 where it is none of them.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples, n_attributes)
+        """
+        X = np.asarray(X, dtype=np.int64)
+        out = np.empty((len(X), len(self.attributes)), dtype=np.int64)
+        for j, a in enumerate(self.attributes):
+            out[:, j] = _row_position(X[:, list(a.columns)], a.value_array())
+        return out
+
+    def missing_protected(self, X) -> np.ndarray:
+        """Rows holding a missing-value code in a protected column that is not one of the PA's values.
+
+        Under the default policy (``missing_protected="exclude"`` in :meth:`with_protected`) these are the
+        rows whose protected value is missing: they are checked against the valid values, never used as
+        counterparts. Under ``"value"`` no row is marked.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
+        X = np.asarray(X, dtype=np.int64)
+        out = np.zeros(len(X), dtype=bool)
+        position = self.protected_value_index(X) if self.attributes else None
+        for j, a in enumerate(self.attributes):
+            codes = np.array([self.features[c].missing if self.features[c].missing is not None
+                              else self.features[c].lo - 1 for c in a.columns])
+            out |= (X[:, list(a.columns)] == codes).any(axis=1) & (position[:, j] < 0)
+        return out
+
+    def describe_protected(self, X) -> pd.DataFrame:
+        """Each input's value of each PA, as text: one column per attribute (:attr:`protected_names`).
+
+        A single column shows its code's label; a one-hot group shows the name of the column holding the 1;
+        any other group row shows its columns' labels joined by ``"/"``.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_samples, n_attributes)
+        """
+        X = np.asarray(X, dtype=np.int64)
+        cols = {}
+        for a in self.attributes:
+            feats = [self.features[c] for c in a.columns]
+            block = X[:, list(a.columns)]
+            text = ["/".join(f.label(v) for f, v in zip(feats, row, strict=True)) for row in block]
+            if a.is_group:
+                one_hot = (block.sum(axis=1) == 1) & np.isin(block, (0, 1)).all(axis=1)
+                hot = block.argmax(axis=1)
+                text = [feats[h].name if ok else t for h, ok, t in zip(hot, one_hot, text, strict=True)]
+            cols[a.name] = pd.Series(text, dtype="string")
+        return pd.DataFrame(cols)
 
     def counterparts(self, X) -> np.ndarray:
         """Every PA-value combination applied to each input.
@@ -349,15 +621,15 @@ class Domain:
         return Xf.astype(np.int64)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Draw ``n`` inputs uniformly from the domain (PAs uniformly from their value sets).
+        """Draw ``n`` inputs uniformly from the domain (each PA uniformly from its values; a group's valid rows).
 
         Returns
         -------
         numpy.ndarray of int64, shape (n, n_features)
         """
         X = rng.integers(self.lower, self.upper + 1, size=(n, self.n_features), dtype=np.int64)
-        for i, vals in zip(self.protected, self.protected_values, strict=True):
-            X[:, i] = rng.choice(np.asarray(vals, dtype=np.int64), size=n)
+        for a in self.attributes:
+            X[:, list(a.columns)] = a.value_array()[rng.integers(0, a.size, size=n)]
         return X
 
     # ------------------------------------------------------------------ identity (design §2)
@@ -422,23 +694,105 @@ class Domain:
         return pd.DataFrame(cols)
 
     def to_dict(self) -> dict:
-        """JSON-ready description (round trip with :meth:`from_dict`)."""
+        """JSON-ready description (round trip with :meth:`from_dict`).
+
+        ``protected`` holds one display name per attribute, ``protected_columns`` each attribute's column
+        names, and ``protected_values`` each attribute's values: codes for a single column, rows of codes for
+        a group.
+        """
         return {
             "features": [{"name": f.name, "lo": f.lo, "hi": f.hi, "kind": f.kind,
-                          "labels": {str(k): v for k, v in (f.labels or {}).items()} or None}
+                          "labels": {str(k): v for k, v in (f.labels or {}).items()} or None,
+                          "missing": f.missing}
                          for f in self.features],
             "protected": self.protected_names,
-            "protected_values": [list(v) for v in self.protected_values],
+            "protected_columns": [[self.features[c].name for c in a.columns] for a in self.attributes],
+            "protected_values": [[list(r) if a.is_group else r[0] for r in a.values] for a in self.attributes],
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Domain:
-        """Rebuild a domain from :meth:`to_dict` output."""
+        """Rebuild a domain from :meth:`to_dict` output (also the older form without ``protected_columns``)."""
         feats = tuple(Feature(f["name"], f["lo"], f["hi"], f["kind"],
-                              {int(k): v for k, v in f["labels"].items()} if f.get("labels") else None)
+                              {int(k): v for k, v in f["labels"].items()} if f.get("labels") else None,
+                              f.get("missing"))
                       for f in d["features"])
         dom = cls(feats)
-        if d.get("protected"):
-            dom = dom.with_protected(d["protected"], values=dict(zip(d["protected"], d["protected_values"],
-                                                                     strict=True)))
-        return dom
+        if not d.get("protected"):
+            return dom
+        names = d["protected"]
+        columns = d.get("protected_columns") or [[n] for n in names]
+        values = dict(zip(names, d["protected_values"], strict=True))
+        return dom.with_protected(dict(zip(names, columns, strict=True)), values=values)
+
+
+def group_name(columns: Sequence[str]) -> str:
+    """Display name of a group of columns: their common prefix without a trailing separator.
+
+    ``["race_A", "race_B", "race_C"]`` -> ``"race"``; without a common prefix the names joined by ``"+"``.
+    """
+    prefix = os.path.commonprefix([str(c) for c in columns])
+    stripped = prefix.rstrip("_.=: ")
+    if len(columns) > 1 and stripped and stripped != prefix:
+        return stripped
+    return "+".join(map(str, columns))
+
+
+ONE_HOT_SEPARATORS = "_.=:"
+
+
+def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute], data: np.ndarray) -> None:
+    """Warn when single protected columns look like one one-hot attribute passed column by column.
+
+    Columns are taken as one-hot when they share the name prefix before their last ``_``, ``.``, ``=`` or
+    ``:``, hold only 0 and 1, and sum to 1 on every row of ``data``. As separate attributes the check would
+    try every 0/1 combination of them, most of which are impossible rows.
+    """
+    by_prefix: dict[str, list[int]] = {}
+    for a in attributes:
+        if a.is_group:
+            continue
+        c = a.columns[0]
+        name = domain.features[c].name
+        cut = max(name.rfind(s) for s in ONE_HOT_SEPARATORS)
+        if cut > 0:
+            by_prefix.setdefault(name[:cut], []).append(c)
+    for prefix, cols in by_prefix.items():
+        block = data[:, cols]
+        if len(cols) < 2 or not np.isin(block, (0, 1)).all() or not (block.sum(axis=1) == 1).all():
+            continue
+        names = tuple(domain.features[c].name for c in cols)
+        n_products = 2 ** len(cols)
+        message = (
+            f"protected columns {', '.join(map(repr, names))} look like one one-hot attribute (0/1, exactly one "
+            f"1 per row): as {len(cols)} separate protected attributes the check tries {n_products} combinations, "
+            f"{n_products - len(cols)} of them impossible rows. Declare them as one attribute: "
+            f"protected=[..., {names!r}], or protected=[..., {prefix!r}] with protected_groups="
+            f"{{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
+        # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
+        logger.info(message)
+        warnings.warn(message, DataWarning, stacklevel=3)
+
+
+def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Position of each row of ``rows`` among the sorted unique rows ``values``, -1 where absent.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray of int64, shape (n, k)
+    values : numpy.ndarray of int64, shape (m, k), sorted lexicographically
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+    """
+    if values.shape[1] == 1:
+        flat, targets = values[:, 0], rows[:, 0]
+    else:
+        # Mixed-radix code of each row over the joint range of both arrays; lexicographic order is kept.
+        low = np.minimum(values.min(axis=0), rows.min(axis=0, initial=np.iinfo(np.int64).max))
+        span = np.maximum(values.max(axis=0), rows.max(axis=0, initial=np.iinfo(np.int64).min)) - low + 1
+        radix = np.cumprod(np.concatenate([[1], span[::-1][:-1]]))[::-1]
+        flat, targets = (values - low) @ radix, (rows - low) @ radix
+    i = np.clip(np.searchsorted(flat, targets), 0, len(flat) - 1)
+    return np.where(flat[i] == targets, i, -1).astype(np.int64)

@@ -35,3 +35,11 @@ class ModelCapabilityError(ChiralfairError, TypeError):
 
 class RunFolderError(ChiralfairError, ValueError):
     """An output folder cannot be used for a run (it exists and is not a previous run)."""
+
+
+class DataWarning(UserWarning):
+    """The data looks like it will give a misleading answer; the message names the columns and the fix.
+
+    Raised as a warning for an ID-like feature, one-hot protected columns declared one by one, or a label with
+    several spellings of one value.
+    """

@@ -1,9 +1,10 @@
 """The discrimination check (design §2): does some counterpart of ``x`` get another label.
 
 Every combination of the protected attributes' domain values is tried, for a whole batch of inputs in one
-model call. The combination equal to the input's own PA values is the input itself, so its prediction comes
-for free: a candidate costs exactly ``n_combinations`` model queries (one more if its PA values lie outside
-the PA domains).
+model call; a protected attribute that spans several columns (one-hot) contributes only its valid rows. The
+combination equal to the input's own PA values is the input itself, so its prediction comes for free: a
+candidate costs exactly ``n_combinations`` model queries (one more if its PA values lie outside the PA domains:
+a missing protected value, or a group row that is none of the valid ones).
 """
 
 from __future__ import annotations
@@ -97,10 +98,10 @@ class DiscriminationCheck:
         self.model = model
         self.domain = domain
         self.combinations = domain.combinations
-        self._pa = np.asarray(domain.protected, dtype=np.int64)
-        sizes = [len(v) for v in domain.protected_values]
+        sizes = [a.size for a in domain.attributes]
+        # Position of an attribute's value in the combination index (the last attribute varies fastest).
         self._strides = np.cumprod([1] + sizes[::-1][:-1])[::-1].astype(np.int64)
-        self._pa_values = [np.asarray(v, dtype=np.int64) for v in domain.protected_values]
+        self._pa_values = [a.value_array() for a in domain.attributes]
 
     @property
     def n_combinations(self) -> int:
@@ -108,14 +109,15 @@ class DiscriminationCheck:
         return len(self.combinations)
 
     def own_combination(self, X: np.ndarray) -> np.ndarray:
-        """Index of each input's own PA combination, shape (n_samples,); -1 if a PA value is outside its domain."""
-        idx = np.zeros(len(X), dtype=np.int64)
-        valid = np.ones(len(X), dtype=bool)
-        for j, (col, values) in enumerate(zip(self._pa, self._pa_values, strict=True)):
-            p = _position(X[:, col], values)
-            valid &= p >= 0
-            idx += np.maximum(p, 0) * self._strides[j]
-        return np.where(valid, idx, -1)
+        """Index of each input's own PA combination, shape (n_samples,).
+
+        -1 when some PA value is outside its domain (a missing protected value, or a group's row that is
+        none of its valid rows): such an input is checked against every valid combination, at one more
+        query, and is never itself a counterpart.
+        """
+        position = self.domain.protected_value_index(X)
+        idx = np.maximum(position, 0) @ self._strides
+        return np.where((position >= 0).all(axis=1), idx, -1)
 
     def check(self, X, *, with_proba: bool = False) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
@@ -189,9 +191,3 @@ class DiscriminationCheck:
     def is_idi(self, X) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,)."""
         return self.check(X).is_idi
-
-
-def _position(values: np.ndarray, domain_values: np.ndarray) -> np.ndarray:
-    """Position of each value in the sorted ``domain_values``, -1 where absent."""
-    i = np.clip(np.searchsorted(domain_values, values), 0, len(domain_values) - 1)
-    return np.where(domain_values[i] == values, i, -1)

@@ -220,8 +220,8 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     import matplotlib.pyplot as plt
 
     dom = outcome.domain
-    own = dom.decode(res.idis)[dom.protected_names].astype(str).agg("/".join, axis=1)
-    cf = dom.decode(res.counterparts)[dom.protected_names].astype(str).agg("/".join, axis=1)
+    own = dom.describe_protected(res.idis).astype(str).agg("/".join, axis=1)
+    cf = dom.describe_protected(res.counterparts).astype(str).agg("/".join, axis=1)
     counts = (own + " → " + cf).value_counts().head(20)
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1.2))
     ax.barh(counts.index[::-1], counts.to_numpy()[::-1], color="#4477aa")

@@ -45,16 +45,48 @@ class Dataset:
         """Number of rows."""
         return int(self.X.shape[0])
 
-    def with_protected(self, names: Sequence[str], *,
-                       values: Mapping[str, Sequence[int]] | None = None) -> Dataset:
+    @property
+    def missing_protected(self) -> np.ndarray:
+        """Rows whose protected value is missing and is not one of the PA's values, shape (n_samples,), bool.
+
+        Under the default policy (``missing_protected="exclude"``) a missing protected value is never a
+        counterpart; these rows are reported apart: the discrimination check still takes them (against the
+        valid values, one more query each) but seed strategies that draw data rows leave them out. Under
+        ``"value"`` no row is marked.
+        """
+        if not self.domain.protected:
+            return np.zeros(self.n_samples, dtype=bool)
+        return self.domain.missing_protected(self.X)
+
+    @property
+    def n_missing_protected(self) -> int:
+        """Number of rows in :attr:`missing_protected`."""
+        return int(self.missing_protected.sum())
+
+    def without_missing_protected(self) -> Dataset:
+        """Return a copy without the rows of :attr:`missing_protected` (``self`` when there are none)."""
+        keep = ~self.missing_protected
+        if keep.all():
+            return self
+        return replace(self, X=self.X[keep], y=self.y[keep])
+
+    def with_protected(self, names, *, values: Mapping[str, Sequence] | None = None,
+                       groups: Mapping[str, Sequence[str]] | None = None,
+                       missing_protected: str = "exclude") -> Dataset:
         """Return a copy whose domain tests the protected attributes ``names`` (domains observed in ``X``).
+
+        ``names``, ``values``, ``groups`` and ``missing_protected`` are those of
+        :meth:`~chiralfair.domain.Domain.with_protected`: a tuple of columns (or a name from ``groups``) is
+        one attribute spanning those columns, e.g. ``with_protected(["sex", ("race_A", "race_B",
+        "race_C")])``.
 
         Raises
         ------
         DomainError
             If a name is unknown (lists the valid names) or a protected attribute has one observed value.
         """
-        return replace(self, domain=self.domain.with_protected(names, data=self.X, values=values))
+        return replace(self, domain=self.domain.with_protected(names, data=self.X, values=values, groups=groups,
+                                                               missing_protected=missing_protected))
 
     def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
         """Stratified train/test split of the row indices (paper §4.4: 60/40).

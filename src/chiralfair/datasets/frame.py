@@ -2,43 +2,65 @@
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..domain import Domain
-from ..exceptions import DatasetError
+from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
 
 MISSING_LABEL = "missing"
 
+logger = logging.getLogger(__name__)
 
-def from_frame(df: pd.DataFrame, *, label: str, positive_class, protected: str | Sequence[str],
-               name: str = "custom", bins: Mapping[str, int | Sequence[float]] | None = None) -> Dataset:
+
+def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
+               name: str = "custom", bins: Mapping[object, int | Sequence[float]] | None = None,
+               protected_groups: Mapping[str, Sequence] | None = None,
+               missing_protected: str = "exclude") -> Dataset:
     """Encode a DataFrame as a :class:`Dataset`: every column but ``label`` becomes an integer feature.
 
     - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
       (a pandas categorical keeps its declared category order); a missing value (NaN, None) is a category of
-      its own, the next code, labelled ``"missing"``;
+      its own, the next code, labelled ``"missing"`` (recorded as :attr:`Feature.missing`);
     - integer columns are kept as they are;
     - float columns must hold integer values only, or be listed in ``bins``;
     - a column in ``bins`` is cut into intervals: ``bins[column]`` is a number of equal-width bins or a
       sequence of bin edges (values outside the edges are an error); missing values get a bin of their own.
 
+    Feature names are the frame's column labels as text (``str(label)``); every lookup (``label``,
+    ``protected``, ``bins``, ``protected_groups``) accepts the original label, integer or text, and matches it
+    by ``str()``.
+
     Parameters
     ----------
     df : pandas.DataFrame, shape (n_samples, n_features + 1)
-    label : str
+    label : hashable
         Label column.
     positive_class : object
         Value of ``label`` encoded as 1; every other value is 0.
-    protected : str or sequence of str
-        Protected attribute names; each one's domain is the set of codes observed in the data.
+    protected : str, sequence or mapping
+        The protected attributes, as :meth:`Domain.with_protected` takes them: column names; a tuple of
+        columns for one attribute spread over several columns (e.g. one-hot ``("race_A", "race_B",
+        "race_C")``, named ``"race"``); names from ``protected_groups``; or a mapping display name -> column(s).
+        Each attribute's domain is the set of values (rows, for a group) observed in the data.
     name : str
         Dataset name.
     bins : mapping of column name to int or sequence of float, optional
+    protected_groups : mapping of str to sequence, optional
+        Named groups of columns that form one protected attribute each, e.g. ``{"race": ["race_A",
+        "race_B", "race_C"]}`` with ``protected=["sex", "race"]``. The check then tries only the group's
+        observed rows (3 queries per input for a 3-value one-hot race, not 2**3 = 8).
+    missing_protected : {"exclude", "value"}
+        ``"exclude"`` (default): a protected attribute's missing value is not one of its values, so it is
+        never a counterpart; rows holding it are reported apart (:attr:`Dataset.missing_protected`), still
+        checkable, and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value
+        like the others (the behaviour before this option).
 
     Returns
     -------
@@ -51,35 +73,108 @@ def from_frame(df: pd.DataFrame, *, label: str, positive_class, protected: str |
     DatasetError
         Naming the column (and the value or row) at fault: a missing label column or ``positive_class``, a
         missing label value, a non-integer float column without bins, missing values in an unbinned numeric
-        column, a value outside the bin edges, or ``bins`` naming an unknown column.
+        column, a value outside the bin edges, ``bins`` naming an unknown column, two columns with the same
+        name as text, or ``protected`` naming the label column.
     DomainError
         If a protected attribute is unknown (lists the valid names) or has one observed value.
+
+    Warns
+    -----
+    DataWarning
+        (also logged) for a feature with a distinct value on every row (an identifier, at least
+        ``ID_MIN_ROWS`` rows), a label column with values that differ only in spelling (``">50K"`` and
+        ``">50K."``; the message gives the counts), and one-hot-looking protected columns listed one by one.
     """
     if not isinstance(df, pd.DataFrame):
         raise DatasetError(f"df must be a pandas DataFrame, got {type(df).__name__}")
     if df.shape[0] == 0:
         raise DatasetError("df has no rows")
-    if label not in df.columns:
-        columns = ", ".join(map(str, df.columns))
-        raise DatasetError(f"label column {label!r} is not in the frame; columns: {columns}")
-    bins = dict(bins or {})
+    columns = _columns_by_text(df)
+    if str(label) not in columns:
+        raise DatasetError(f"label column {label!r} is not in the frame; columns: "
+                           f"{', '.join(map(repr, df.columns))}")
+    label = columns[str(label)]
     features = [c for c in df.columns if c != label]
     if not features:
         raise DatasetError(f"the frame has no column besides the label {label!r}")
-    unknown = [c for c in bins if c not in features]
+    unknown = [c for c in (bins or {}) if str(c) not in columns or columns[str(c)] == label]
     if unknown:
         raise DatasetError(f"bins names columns that are not features: {unknown}; features: "
-                           f"{', '.join(map(str, features))}")
+                           f"{', '.join(map(repr, features))}")
+    bins = {columns[str(c)]: spec for c, spec in (bins or {}).items()}
+    _refuse_protected_label(protected, protected_groups, label)
     y = _encode_label(df[label], label, positive_class)
-    columns = [_encode_column(df[c], str(c), bins.get(c)) for c in features]
-    encoded = Encoded.from_columns(columns, y)
+    encoded_columns = [_encode_column(df[c], str(c), bins.get(c)) for c in features]
+    _warn_identifier_columns(df, features, bins)
+    encoded = Encoded.from_columns(encoded_columns, y)
+    missing = {str(c): int(col.values[np.argmax(df[c].isna().to_numpy())])
+               for c, col in zip(features, encoded_columns, strict=True) if df[c].isna().any()}
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
-                              protected=[protected] if isinstance(protected, str) else list(protected))
+                              protected=[protected] if isinstance(protected, str | int) else protected,
+                              groups=protected_groups, missing=missing, missing_protected=missing_protected)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
                    positive_class=str(positive_class), sources={})
 
 
-def _encode_label(series: pd.Series, label: str, positive_class) -> np.ndarray:
+# A feature with a distinct value on every row is reported as an identifier from this many rows on.
+ID_MIN_ROWS = 20
+
+
+def _columns_by_text(df: pd.DataFrame) -> dict[str, object]:
+    """Map each column label's text to the label; two labels with the same text (1 and "1") are refused."""
+    out: dict[str, object] = {}
+    for c in df.columns:
+        if str(c) in out:
+            raise DatasetError(f"columns {out[str(c)]!r} and {c!r} have the same name as text; feature names "
+                               "must differ: rename one")
+        out[str(c)] = c
+    return out
+
+
+def _protected_references(protected, groups) -> list:
+    """Every column label that ``protected`` and ``groups`` name (group display names left out)."""
+    groups = {str(k): v for k, v in (groups or {}).items()}
+    if isinstance(protected, Mapping):
+        groups.update({str(k): v for k, v in protected.items()})
+        protected = list(protected)
+    if isinstance(protected, str | int) or not isinstance(protected, Sequence):
+        protected = [protected]
+    refs = []
+    for item in protected:
+        members = groups.get(str(item), item) if isinstance(item, str | int) else item
+        if isinstance(members, str | int) or not isinstance(members, Sequence):
+            members = [members]
+        refs.extend(members)
+    return refs
+
+
+def _refuse_protected_label(protected, groups, label) -> None:
+    for ref in _protected_references(protected, groups):
+        if str(ref) == str(label):
+            raise DatasetError(f"protected attribute {ref!r} is the label column {label!r}: the label is what "
+                               "the model predicts, not an input; name a feature as the protected attribute")
+
+
+def _warn_identifier_columns(df: pd.DataFrame, features: list, bins: Mapping) -> None:
+    n = len(df)
+    if n < ID_MIN_ROWS:
+        return
+    for c in features:
+        if c in bins or pd.api.types.is_float_dtype(df[c].dtype):
+            continue
+        if df[c].nunique(dropna=False) == n:
+            _data_warning(f"column {c!r} has a distinct value on each of the {n} rows: it looks like an "
+                          "identifier, not a feature (a model that uses it can memorise rows, and changing it "
+                          f"means nothing); drop it: df.drop(columns=[{c!r}])")
+
+
+def _data_warning(message: str) -> None:
+    # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
+    logger.info(message)
+    warnings.warn(message, DataWarning, stacklevel=4)
+
+
+def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
     missing = series.isna().to_numpy()
     if missing.any():
         row = series.index[np.argmax(missing)]
@@ -89,7 +184,23 @@ def _encode_label(series: pd.Series, label: str, positive_class) -> np.ndarray:
         values = ", ".join(map(repr, sorted(series.unique().tolist(), key=str)[:10]))
         raise DatasetError(f"positive_class {positive_class!r} does not occur in label column {label!r}; "
                            f"its values include {values}")
+    _warn_label_spellings(series, label, positive_class)
     return positive.astype(np.int64)
+
+
+def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
+    """Warn when label values differ only by case, surrounding spaces or a trailing dot (``">50K."``)."""
+    counts = series.value_counts(sort=False)
+    spelling = pd.Series([str(v).strip().rstrip(".").strip().casefold() for v in counts.index], index=counts.index)
+    clashes = [group for _, group in counts.groupby(spelling.to_numpy(), sort=True) if len(group) > 1]
+    if not clashes:
+        return
+    shown = "; ".join(" and ".join(f"{_show(v)} ({n} rows)" for v, n in group.items()) for group in clashes)
+    n_positive = int((series == positive_class).sum())
+    _data_warning(
+        f"label column {label!r} has values that differ only in spelling: {shown}. Only rows equal to "
+        f"positive_class {_show(positive_class)} ({n_positive} rows) are encoded as 1, every other spelling as 0; "
+        f"normalise the column first, e.g. df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
 
 
 def _encode_column(series: pd.Series, name: str, spec) -> Column:

@@ -93,6 +93,9 @@ def local_samples(X, domain: Domain, n_samples: int, perturb_prob: float,
     out = np.repeat(X[:, None, :], n_samples, axis=1)
     fresh = domain.sample(b * n_samples, rng).reshape(b, n_samples, d)
     mask = rng.random((b, n_samples, d)) < perturb_prob
+    for attribute in domain.attributes:
+        # A group (one-hot) is re-drawn as a whole, or a sample would be an impossible row.
+        mask[:, :, list(attribute.columns)] = mask[:, :, attribute.columns[:1]]
     out[mask] = fresh[mask]
     return out
 

@@ -64,7 +64,8 @@ class SeedStrategy(ABC):
         ----------
         model : CountingModel or anything :func:`~chiralfair.models.as_model` accepts
         dataset : Dataset
-            Its domain names the protected attributes under test; its rows are the pool of data seeds.
+            Its domain names the protected attributes under test; its rows are the pool of data seeds, except
+            :attr:`~chiralfair.datasets.Dataset.missing_protected` rows (said in ``notes``).
         n_seeds : int
             Number of seeds, >= 1.
         random_state : int, numpy.random.Generator or None
@@ -85,7 +86,12 @@ class SeedStrategy(ABC):
         rng = as_generator(random_state)
         q0 = model.n_queries
         t0 = time.perf_counter()
-        seeds, info = self._choose(model, dataset, n_seeds, rng)
+        # Rows with a missing protected value are reported apart, never drawn as seeds (design §4).
+        pool = dataset.without_missing_protected()
+        seeds, info = self._choose(model, pool, n_seeds, rng)
+        if pool is not dataset:
+            info["notes"] = (*info.get("notes", ()), f"{dataset.n_samples - pool.n_samples} data rows with a "
+                             "missing protected value are not drawn as seeds")
         seeds = dataset.domain.clip(seeds)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)

@@ -28,7 +28,9 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
     """Replace every protected attribute of every row with a different value of that attribute's domain.
 
     A binary protected attribute is flipped; otherwise the new value is drawn uniformly among the other values
-    of the domain. A value outside the domain (the check never produces one) becomes any domain value.
+    of the domain. A group of columns (one-hot) moves to another of its valid rows, all its columns at once. A
+    value outside the domain (a missing protected value, or a group row that is none of the valid ones) becomes
+    any domain value.
 
     Parameters
     ----------
@@ -40,7 +42,7 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of int64, shape (n_samples, n_features)
-        A copy of ``X`` in which each protected column differs from ``X`` in every row.
+        A copy of ``X`` in which each protected attribute differs from ``X`` in every row.
 
     Notes
     -----
@@ -54,15 +56,16 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
     """
     X = np.asarray(X, dtype=np.int64)
     out = X.copy()
-    for col, values in zip(domain.protected, domain.protected_values, strict=True):
-        values = np.asarray(values, dtype=np.int64)
-        k = len(values)
-        pos = np.clip(np.searchsorted(values, X[:, col]), 0, k - 1)
-        inside = values[pos] == X[:, col]
+    position = domain.protected_value_index(X)
+    for j, attribute in enumerate(domain.attributes):
+        values = attribute.value_array()
+        k = attribute.size
+        pos = position[:, j]
+        inside = pos >= 0
         # Draw among the k-1 other positions by skipping the current one; outside values draw among all k.
         r = rng.integers(0, np.where(inside, k - 1, k))
         new_pos = np.where(inside & (r >= pos), r + 1, r)
-        out[:, col] = values[new_pos]
+        out[:, list(attribute.columns)] = values[new_pos]
     return out
 
 
