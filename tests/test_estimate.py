@@ -244,3 +244,18 @@ def test_cli_estimate_prints_the_verdict_first(tmp_path):
     assert v.population == "domain" and v.half_width <= 0.02 and v.meta["model_f1"] > 0
     res = CliRunner().invoke(app, [*args, "--margin", "0"])
     assert res.exit_code == 2 and "--margin" in res.output
+
+
+def test_a_one_hot_group_is_one_attribute_in_the_harm_table():
+    from test_domain_groups import RACE, grouped, one_hot_data, race_biased_module
+
+    dom = grouped([RACE])
+    X = one_hot_data(400)
+    data = Dataset("one-hot", X, np.zeros(len(X), dtype=np.int64), dom, positive_class="approved")
+    v = estimate(as_model(race_biased_module()), data, population="rows", favourable=1)
+    groups = {g["group"]: g for g in v.groups}
+    assert set(groups) == {"race=race_A", "race=race_B", "race=race_C"}
+    # race_B adds 3 to the logit: the affected of the other two races get the unfavourable label
+    assert groups["race=race_B"]["harmed_share"] == 0.0
+    assert groups["race=race_A"]["harmed_share"] == 1.0 and groups["race=race_C"]["harmed_share"] == 1.0
+    assert sum(g["n"] for g in v.groups) == len(X)

@@ -523,6 +523,18 @@ class Domain:
             out |= (X[:, list(a.columns)] == codes).any(axis=1) & (position[:, j] < 0)
         return out
 
+    def protected_value_labels(self) -> list[list[str]]:
+        """Text of every value of every PA, in the order of :meth:`protected_value_index`.
+
+        A single column shows its code's label; a one-hot group shows the name of the column holding the 1;
+        any other group row shows its columns' labels joined by ``"/"``.
+
+        Returns
+        -------
+        list (one per attribute) of list of str (one per value)
+        """
+        return [[_value_text(self.features, a, row) for row in a.value_array()] for a in self.attributes]
+
     def describe_protected(self, X) -> pd.DataFrame:
         """Each input's value of each PA, as text: one column per attribute (:attr:`protected_names`).
 
@@ -796,3 +808,10 @@ def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
         flat, targets = (values - low) @ radix, (rows - low) @ radix
     i = np.clip(np.searchsorted(flat, targets), 0, len(flat) - 1)
     return np.where(flat[i] == targets, i, -1).astype(np.int64)
+
+
+def _value_text(features, attribute: ProtectedAttribute, row) -> str:
+    feats = [features[c] for c in attribute.columns]
+    if attribute.is_group and sum(row) == 1 and all(v in (0, 1) for v in row):
+        return feats[int(np.argmax(row))].name
+    return "/".join(f.label(v) for f, v in zip(feats, row, strict=True))

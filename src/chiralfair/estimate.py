@@ -22,6 +22,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass
@@ -411,18 +412,21 @@ def _interval(count: int, nobs: int, confidence: float, method: str) -> tuple[fl
 
 
 def _group_masks(domain: Domain, X: np.ndarray, combination: np.ndarray):
-    """(attribute, group label, mask) for each protected value and, with several PAs, each combination."""
+    """(attribute, group label, mask) for each protected value and, with several PAs, each combination.
+
+    A PA spanning several columns (a one-hot group) counts as one attribute whose values are its valid rows.
+    """
     out = []
-    for col, values in zip(domain.protected, domain.protected_values, strict=True):
-        feat = domain.features[col]
-        for v in values:
-            out.append((feat.name, f"{feat.name}={feat.label(v)}", X[:, col] == v))
-    if len(domain.protected) > 1:
-        attribute = ",".join(domain.protected_names)
-        for c, combo in enumerate(domain.combinations):
-            text = ", ".join(f"{domain.features[col].name}={domain.features[col].label(v)}"
-                             for col, v in zip(domain.protected, combo, strict=True))
-            out.append((attribute, text, combination == c))
+    position = domain.protected_value_index(X)
+    labels = domain.protected_value_labels()
+    for j, attribute in enumerate(domain.attributes):
+        for v, text in enumerate(labels[j]):
+            out.append((attribute.name, f"{attribute.name}={text}", position[:, j] == v))
+    if len(domain.attributes) > 1:
+        name = ",".join(domain.protected_names)
+        for c, combo in enumerate(itertools.product(*labels)):
+            text = ", ".join(f"{a.name}={t}" for a, t in zip(domain.attributes, combo, strict=True))
+            out.append((name, text, combination == c))
     return out
 
 
