@@ -11,6 +11,7 @@ from ..domain import Domain
 from ..exceptions import DatasetError
 from ._spec import Column, Encoded
 from .base import Dataset
+from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec
 
 MISSING_LABEL = "missing"
 
@@ -71,12 +72,12 @@ def from_frame(df: pd.DataFrame, *, label: str, positive_class, protected: str |
         raise DatasetError(f"bins names columns that are not features: {unknown}; features: "
                            f"{', '.join(map(str, features))}")
     y = _encode_label(df[label], label, positive_class)
-    columns = [_encode_column(df[c], str(c), bins.get(c)) for c in features]
-    encoded = Encoded.from_columns(columns, y)
+    columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c)) for c in features), strict=True)
+    encoded = Encoded.from_columns(list(columns), y)
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str) else list(protected))
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
-                   positive_class=str(positive_class), sources={})
+                   positive_class=str(positive_class), sources={}, codec=FrameCodec(tuple(codecs)))
 
 
 def _encode_label(series: pd.Series, label: str, positive_class) -> np.ndarray:
@@ -92,14 +93,15 @@ def _encode_label(series: pd.Series, label: str, positive_class) -> np.ndarray:
     return positive.astype(np.int64)
 
 
-def _encode_column(series: pd.Series, name: str, spec) -> Column:
+def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
+    """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`)."""
     if spec is not None:
         return _binned(series, name, spec)
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return _categorical(series, name, list(dtype.categories), ordered=bool(dtype.ordered))
     if pd.api.types.is_bool_dtype(dtype) and not series.isna().any():
-        return Column(name, series.to_numpy(dtype=np.int64), "categorical", {0: "False", 1: "True"})
+        return _categorical(series, name, [False, True], ordered=False)
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         return _integer_valued(series, name)
     distinct = series.dropna().unique().tolist()
@@ -111,17 +113,19 @@ def _sort_key(value):
     return (0, value, "") if isinstance(value, int | float | np.number) else (1, 0, str(value))
 
 
-def _categorical(series: pd.Series, name: str, categories: list, *, ordered: bool) -> Column:
+def _categorical(series: pd.Series, name: str, categories: list, *,
+                 ordered: bool) -> tuple[Column, ColumnCodec]:
     codes = pd.Categorical(series, categories=categories).codes.astype(np.int64)
     labels = {i: str(c) for i, c in enumerate(categories)}
     missing = codes < 0
     if missing.any():
         codes[missing] = len(categories)
         labels[len(categories)] = MISSING_LABEL
-    return Column(name, codes, "ordinal" if ordered else "categorical", labels)
+    column = Column(name, codes, "ordinal" if ordered else "categorical", labels)
+    return column, category_codec(series, categories, bool(missing.any()))
 
 
-def _integer_valued(series: pd.Series, name: str) -> Column:
+def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
     values = series.to_numpy(dtype=float, na_value=np.nan)
     missing = np.isnan(values)
     if missing.any():
@@ -136,10 +140,10 @@ def _integer_valued(series: pd.Series, name: str) -> Column:
             f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
             f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
             f"bins={{{name!r}: [edges...]}}, or round the column")
-    return Column(name, values.astype(np.int64), "ordinal")
+    return Column(name, values.astype(np.int64), "ordinal"), integer_codec(series)
 
 
-def _binned(series: pd.Series, name: str, spec) -> Column:
+def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
     if isinstance(spec, int | np.integer):
@@ -169,7 +173,7 @@ def _binned(series: pd.Series, name: str, spec) -> Column:
     codes = np.where(missing, n_bins, codes).astype(np.int64)
     if missing.any():
         labels[n_bins] = MISSING_LABEL
-    return Column(name, codes, "ordinal", labels)
+    return Column(name, codes, "ordinal", labels), bin_codec(series, codes, edges, bool(missing.any()))
 
 
 def _show(value) -> str:
