@@ -33,5 +33,9 @@ class ModelCapabilityError(ChiralfairError, TypeError):
     """A model lacks a capability that an algorithm needs (the message names the model and the method)."""
 
 
+class ModelFileError(ChiralfairError, ValueError):
+    """A model file cannot be loaded: missing, unsupported, untrusted, or not interpretable (names the file)."""
+
+
 class RunFolderError(ChiralfairError, ValueError):
     """An output folder cannot be used for a run (it exists and is not a previous run)."""
