@@ -14,7 +14,7 @@ LAYERS = [
     {"generators"},
     {"retraining"},
     {"experiments"},
-    {"report"},
+    {"report", "auditing"},
     {"cli"},
 ]
 ROOT = Path(chiralfair.__file__).parent
