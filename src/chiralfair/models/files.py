@@ -98,8 +98,16 @@ def load_model_file(path: str | os.PathLike, *, trust: bool = False, output: str
         return _load_torchscript(path)
     if suffix in ONNX_SUFFIXES:
         return OnnxClassifier(path, output=output)
+    return _load_pickle(path)
+
+
+def _load_pickle(path: Path):
     import joblib
-    return joblib.load(path)
+
+    try:
+        return joblib.load(path)
+    except Exception as err:  # unpickling raises anything the file's code raises
+        raise ModelFileError(f"model file {str(path)!r} cannot be unpickled: {type(err).__name__}: {err}") from err
 
 
 def _load_skops(path: Path, trust: bool):
