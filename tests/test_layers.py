@@ -15,7 +15,7 @@ LAYERS = [
     {"retraining"},
     {"experiments"},
     {"report", "auditing"},
-    {"cli"},
+    {"cli", "__main__"},
 ]
 ROOT = Path(chiralfair.__file__).parent
 
