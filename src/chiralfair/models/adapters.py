@@ -8,6 +8,7 @@ whatever the model's own language; :mod:`chiralfair.models.language` holds the r
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from ..exceptions import ConfigError, ModelCapabilityError
 from .language import (
@@ -272,8 +273,9 @@ def _sklearn_gradient(est, positive_index: int = 1):
     if isinstance(final, LogisticRegression) and len(final.classes_) == 2:
         def grad(X):
             with single_native_thread():
-                p = est.predict_proba(X)[:, 1]
-            g = (sign * p * (1 - p))[:, None] * final.coef_[0][None, :]
+                z = est.decision_function(X)
+            # sigma(z) sigma(-z) rather than p (1 - p): exact for either class in the saturated tails.
+            g = (sign * expit(z) * expit(-z))[:, None] * final.coef_[0][None, :]
             return g if scale is None else g / scale
         return grad
     if isinstance(final, MLPClassifier) and len(final.classes_) == 2:
@@ -317,8 +319,8 @@ def _mlp_positive_proba_gradient(mlp, X) -> np.ndarray:
         z = a @ W + b
         a = act(z)
         derivs.append(dact(z, a))
-    out = 1 / (1 + np.exp(-(a @ mlp.coefs_[-1] + mlp.intercepts_[-1])))
-    delta = out * (1 - out)  # (n, 1)
+    z = a @ mlp.coefs_[-1] + mlp.intercepts_[-1]
+    delta = expit(z) * expit(-z)  # (n, 1): sigma'(z), exact in the saturated tails
     delta = delta @ mlp.coefs_[-1].T
     for W, d in zip(reversed(mlp.coefs_[:-1]), reversed(derivs), strict=True):
         delta = (delta * d) @ W.T
