@@ -39,3 +39,11 @@ class ModelFileError(ChiralfairError, ValueError):
 
 class RunFolderError(ChiralfairError, ValueError):
     """An output folder cannot be used for a run (it exists and is not a previous run)."""
+
+
+class ModelOutputError(ChiralfairError, ValueError):
+    """A model's output contradicts the language declared for it.
+
+    The message names the model, the value seen and the parameter that fixes it (``output=``,
+    ``positive_class=``, ``classes=``).
+    """

@@ -37,8 +37,10 @@ class InitialIDISeeds(SeedStrategy):
     chiral_model : object, optional
         An already trained chiral model (anything :func:`~chiralfair.models.as_model` accepts).
     chiral_trainer : callable, optional
-        ``chiral_trainer(X, y, rng) -> model``: trains the architecture of the model under test; needed for
-        models that carry neither a model spec nor an sklearn estimator (e.g. a plain torch module).
+        ``chiral_trainer(X, y, random_state) -> model``: trains the architecture of the model under test on
+        int codes ``X`` and labels ``y`` in {0, 1} (1 = positive); ``random_state`` is an int (e.g.
+        ``GradientBoostingClassifier(random_state=random_state)``). Needed for models that carry neither a
+        model spec nor an sklearn estimator (e.g. a plain torch module).
     split_random_state : int, optional
         ``random_state`` of the 60/40 split the chiral model is trained on; by default drawn from the
         strategy's ``random_state``.
