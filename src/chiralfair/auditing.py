@@ -12,7 +12,6 @@ value, selects seeds, runs a generator and returns an :class:`AuditResult` with 
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import time
@@ -119,7 +118,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
     check_int(max_local, "max_local", minimum=0)
     if max_global * (max_local + 1) > MAX_BUDGET:
         raise ConfigError(f"max_global x (max_local + 1) = {max_global * (max_local + 1):,} exceeds {MAX_BUDGET:,}")
-    seed, random_state_meta = resolve_random_state(random_state)
+    seed, random_state_meta = resolve_seed(random_state)
     search = make_generator(generator, max_global=max_global, max_local=max_local, **dict(generator_params or {}))
     make_seed_strategy(seeds, **dict(seed_params or {}))
     if out is not None:
@@ -144,7 +143,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         check_model_accepts_rows(wrapped, dataset)
         if search.needs_gradient:
             wrapped.require("input_gradient", by=f"generator {generator!r}")
-        strategy = make_seed_strategy(seeds, **_seed_params(seeds, seed_params, wrapped, dataset))
+        strategy = make_seed_strategy(seeds, **_seed_params(seeds, seed_params, wrapped))
         quality = _quality(wrapped, dataset)
         seconds["model"] = time.perf_counter() - t
 
@@ -173,8 +172,8 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
 
 
 # ---------------------------------------------------------------------------------------------- steps
-def resolve_random_state(random_state) -> tuple[int, dict[str, Any]]:
-    """One int seed for every step, and what to record in ``meta``.
+def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
+    """One int seed for every step (as ``chiralfair run`` passes its int), and what to record in ``meta``.
 
     Parameters
     ----------
@@ -183,30 +182,22 @@ def resolve_random_state(random_state) -> tuple[int, dict[str, Any]]:
     Returns
     -------
     seed : int
+        The int itself, else an int drawn from the generator :func:`chiralfair._random.resolve_random_state`
+        makes of ``random_state``.
     meta : dict
-        ``random_state`` (the value if an int, else its type name) and ``resolved_random_state``.
+        ``random_state`` (its readable description) and ``resolved_random_state`` (the int seed:
+        ``random_state=<it>`` reproduces the run).
 
     Raises
     ------
     ConfigError
         For a negative int or another type.
     """
-    if isinstance(random_state, bool):
-        raise ConfigError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
-    if isinstance(random_state, int | np.integer):
-        if random_state < 0:
-            raise ConfigError(f"random_state must be >= 0, got {random_state}")
-        seed = int(random_state)
-        return seed, {"random_state": seed, "resolved_random_state": seed}
-    if random_state is None:
-        seed = int(np.random.default_rng().integers(0, 2**31 - 1))
-    elif isinstance(random_state, np.random.Generator):
-        seed = int(random_state.integers(0, 2**31 - 1))
-    elif isinstance(random_state, np.random.RandomState):
-        seed = int(random_state.randint(0, 2**31 - 1))
-    else:
-        raise ConfigError(f"random_state must be None, an int, a RandomState or a Generator, got {random_state!r}")
-    return seed, {"random_state": type(random_state).__name__, "resolved_random_state": seed}
+    from ._random import derive_seed, resolve_random_state
+
+    rng, described = resolve_random_state(random_state)
+    seed = described if isinstance(described, int) else derive_seed(rng)
+    return seed, {"random_state": described, "resolved_random_state": seed}
 
 
 def _as_dataset(data, *, label, positive_class, protected, bins, name):
@@ -247,10 +238,11 @@ def _load(model, trust: bool, output: str | None):
 
 
 def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = None):
-    """Wrap ``obj`` with :func:`~chiralfair.models.as_model`, fed ``dataset.to_frame(X)`` if it takes a frame.
+    """Wrap ``obj`` with :func:`~chiralfair.models.as_model` in the language of ``dataset``.
 
-    The label is 1 where the model predicts ``dataset.positive_class`` (raw label values, as the model was
-    trained on the raw label column), or 1 for a model whose classes are 0/1.
+    An estimator fitted on a DataFrame (string ``feature_names_in_``) gets ``to_frame=dataset.to_frame``; a model
+    with ``classes_`` gets ``positive_class=dataset.positive_class`` (the label value of the raw data, matched
+    by its text against the classes).
 
     Returns
     -------
@@ -261,60 +253,11 @@ def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = No
     kwargs: dict[str, Any] = {"name": name}
     if output is not None:
         kwargs["output"] = output
-    params = inspect.signature(as_model).parameters
-    if "to_frame" in params:
+    if _frame_feature_names(obj) is not None:
         kwargs["to_frame"] = dataset.to_frame
-        if "positive_class" in params and _has_classes(obj):
-            kwargs["positive_class"] = _model_positive_class(obj, dataset)
-        return as_model(obj, **kwargs)
-    return _as_frame_model(obj, dataset, **kwargs)
-
-
-def _has_classes(obj) -> bool:
-    return getattr(obj, "classes_", None) is not None
-
-
-def _model_positive_class(obj, dataset):
-    """The entry of ``obj.classes_`` that stands for ``dataset.positive_class`` (kept as the model's type)."""
-    classes = list(obj.classes_)
-    for c in classes:
-        if str(c) == str(dataset.positive_class):
-            return c
-    raise ModelCapabilityError(
-        f"the model's classes {classes} do not include the positive class {dataset.positive_class!r} of label "
-        f"{dataset.label!r}; pass positive_class= as the model spells it")
-
-
-def _as_frame_model(obj, dataset, *, name=None, output=None):
-    """Stand-in for ``as_model(obj, to_frame=..., positive_class=...)`` until the adapter has these parameters."""
-    from .models import CountingModel, as_model
-
-    names = _frame_feature_names(obj)
-    if names is None:
-        return as_model(obj, name=name, **({"output": output} if output else {}))
-    positive = _model_positive_class(obj, dataset) if _has_classes(obj) else 1
-    classes = list(obj.classes_) if _has_classes(obj) else [0, 1]
-    column = classes.index(positive) if positive in classes else 1
-
-    def frame(X):
-        return dataset.to_frame(X)[names]
-
-    def predict(X):
-        return (np.asarray(obj.predict(frame(X))) == positive).astype(np.int64)
-
-    proba = None
-    if _can_predict_proba(obj):
-        def proba(X):
-            p = np.asarray(obj.predict_proba(frame(X)), dtype=np.float64)[:, column]
-            return np.column_stack([1 - p, p])
-    return CountingModel(predict, predict_proba=proba, name=name or type(obj).__name__, estimator=obj)
-
-
-def _can_predict_proba(obj) -> bool:
-    try:
-        return hasattr(obj, "predict_proba")
-    except AttributeError:
-        return False
+    if getattr(obj, "classes_", None) is not None:
+        kwargs["positive_class"] = dataset.positive_class
+    return as_model(obj, **kwargs)
 
 
 def _frame_feature_names(obj) -> list[str] | None:
@@ -439,40 +382,17 @@ def restrict_to_accepted_values(model, dataset):
     return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes
 
 
-def _seed_params(seeds: str, seed_params, model, dataset) -> dict:
+def _seed_params(seeds: str, seed_params, model) -> dict:
     params = dict(seed_params or {})
     if seeds not in CHIRAL_SEEDS or "chiral_model" in params or "chiral_trainer" in params:
         return params
-    est = model.estimator
     from sklearn.base import BaseEstimator
-    if not isinstance(est, BaseEstimator):
+    if getattr(model, "spec", None) is None and not isinstance(model.estimator, BaseEstimator):
         raise ConfigError(
             f"seed strategy {seeds!r} retrains the model under test on mutated data (the chiral model), and "
-            f"{model.name!r} ({type(est).__name__}) cannot be retrained here; use seeds='cluster' or 'random' "
-            "(CLI: --seeds cluster), or pass seed_params={'chiral_trainer': ...}")
-    names = _frame_feature_names(est)
-    if names is not None:
-        params["chiral_trainer"] = _frame_chiral_trainer(est, dataset, names)
+            f"{model.name!r} ({type(model.estimator).__name__}) cannot be retrained here; use seeds='cluster' or "
+            "'random' (CLI: --seeds cluster), or pass seed_params={'chiral_trainer': ...}")
     return params
-
-
-def _frame_chiral_trainer(est, dataset, names):
-    """Train a clone of a raw-frame estimator on decoded data (labels 0/1), wrapped to take codes."""
-    def chiral_trainer(X, y, rng):
-        from sklearn.base import clone
-
-        from .models import as_model
-        copy = clone(est)
-        seed = int(rng.integers(0, 2**31 - 1))
-        unset = {k: seed for k, v in copy.get_params(deep=True).items()
-                 if (k == "random_state" or k.endswith("__random_state")) and v is None}
-        fitted = copy.set_params(**unset).fit(dataset.to_frame(X)[names], y)
-        params = inspect.signature(as_model).parameters
-        if "to_frame" in params:
-            extra = {"positive_class": 1} if "positive_class" in params else {}
-            return as_model(fitted, to_frame=dataset.to_frame, name=f"chiral-{type(est).__name__}", **extra)
-        return _as_frame_model(fitted, replace(dataset, positive_class="1"), name=f"chiral-{type(est).__name__}")
-    return chiral_trainer
 
 
 def _quality(model, dataset) -> dict[str, Any]:
