@@ -245,7 +245,7 @@ class LabelDecoder:
             _refuse_non_integer(labels, self.model_name)
         classes = self.language.classes
         if classes is not None:
-            known = np.isin(labels, np.asarray(classes))
+            known = (labels == classes[0]) | (labels == classes[1])
             if not known.all():
                 self._refuse_label(labels[~known][0], f"not one of its classes {list(classes)}")
             return (labels == self.language.positive_class).astype(np.int64)
