@@ -306,6 +306,15 @@ def test_frame_model_with_string_labels_chiral_clone_speaks_the_models_language(
     assert report.clustering["explainer"] == "permutation" and choose_explainer(model) == "permutation"
 
 
+def test_given_chiral_model_speaks_the_language_of_the_model_under_test(data):
+    model = as_model(_lr(data, lambda y: 2 - y), positive_class=1)
+    chiral = _lr(data, lambda y: 2 - y)  # classes [1, 2]: refused alone, read with the model's positive_class
+    report = make_seed_strategy("i", chiral_model=chiral).select(model, data, 20, random_state=0)
+    assert report.meta["chiral_model"]["how"] == "given"
+    reference = make_seed_strategy("i", chiral_model=_lr(data)).select(as_model(_lr(data)), data, 20, random_state=0)
+    np.testing.assert_array_equal(report.seeds, reference.seeds)
+
+
 # ------------------------------------------------------------------------------------- explainers
 def test_linear_explainer_follows_the_positive_class(data):
     ref = as_model(_lr(data))

@@ -122,11 +122,6 @@ class ModelLanguage:
         index = np.where(y == 1, self.positive_index, 1 - self.positive_index)
         return np.asarray(self.classes)[index]
 
-    def declarations(self) -> dict:
-        """Keyword arguments of :func:`~chiralfair.models.as_model` that wrap a model of the same language."""
-        return {"output": self.output, "positive_class": self.positive_class, "classes": self.classes,
-                "to_frame": self.to_frame}
-
 
 def check_output(output: str) -> str:
     """Return ``output`` if it is one of :data:`OUTPUTS`.
