@@ -194,8 +194,9 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
         return _callable_model(_native(est.predict), name=name, batch_size=batch_size, output=output,
                                positive_class=positive_class, classes=classes, to_frame=to_frame,
                                estimator=est, n_features_in=n_features_in, feature_names=feature_names)
-    if classes is not None and list(np.asarray(classes).tolist()) != list(np.asarray(est_classes).tolist()):
-        raise ConfigError(f"classes={list(classes)} contradicts the classes_ {list(est_classes)} of model "
+    if classes is not None and np.asarray(classes).tolist() != np.asarray(est_classes).tolist():
+        raise ConfigError(f"classes={np.asarray(classes).tolist()} contradicts the classes_ "
+                          f"{np.asarray(est_classes).tolist()} of model "
                           f"{name!r}; leave classes= out for sklearn estimators")
     classes, positive_class = resolve_classes(est_classes, positive_class, model_name=name, where="classes_")
     output = "label" if output == "auto" else output

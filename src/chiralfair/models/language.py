@@ -122,11 +122,6 @@ class ModelLanguage:
         index = np.where(y == 1, self.positive_index, 1 - self.positive_index)
         return np.asarray(self.classes)[index]
 
-    def declarations(self) -> dict:
-        """Keyword arguments of :func:`~chiralfair.models.as_model` that wrap a model of the same language."""
-        return {"output": self.output, "positive_class": self.positive_class, "classes": self.classes,
-                "to_frame": self.to_frame}
-
 
 def check_output(output: str) -> str:
     """Return ``output`` if it is one of :data:`OUTPUTS`.
@@ -245,7 +240,7 @@ class LabelDecoder:
             _refuse_non_integer(labels, self.model_name)
         classes = self.language.classes
         if classes is not None:
-            known = np.isin(labels, np.asarray(classes))
+            known = (labels == classes[0]) | (labels == classes[1])
             if not known.all():
                 self._refuse_label(labels[~known][0], f"not one of its classes {list(classes)}")
             return (labels == self.language.positive_class).astype(np.int64)
@@ -278,7 +273,7 @@ class LabelDecoder:
         return (labels == 1).astype(np.int64)
 
     def _refuse_label(self, value, why: str):
-        raise ModelOutputError(f"model {self.model_name!r} returned the label {value!r}, {why}")
+        raise ModelOutputError(f"model {self.model_name!r} returned the label {_plain(value)!r}, {why}")
 
 
 def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: str) -> np.ndarray:
@@ -355,10 +350,15 @@ def _one_column(a: np.ndarray, n_rows: int, model_name: str, *, what: str) -> np
 def _refuse_non_integer(labels: np.ndarray, model_name: str) -> None:
     bad = ~np.isfinite(labels) | (labels != np.round(labels))
     if bad.any():
-        value = labels[bad][0]
+        value = _plain(labels[bad][0])
         raise ModelOutputError(f"model {model_name!r} returned the non-integer value {value!r} where labels were "
                                "expected: if it returns probabilities, pass output='probability' (or "
                                "output='logit' for logits)")
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds, so that messages read ``3``, not ``np.int64(3)``."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) -> tuple | None:

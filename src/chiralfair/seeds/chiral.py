@@ -133,15 +133,37 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     if est is not None and _is_sklearn_estimator(est):
         language = model.language
         fitted = _seeded_clone(est, train_seed).fit(language.model_input(X_chiral), language.model_labels(y))
-        chiral = as_model(fitted, name=f"chiral-{model.name}", batch_size=model.batch_size, output=language.output,
-                          positive_class=language.positive_class, to_frame=language.to_frame)
-        return chiral, {**info, "how": "sklearn-clone"}
+        return wrap_like(fitted, model), {**info, "how": "sklearn-clone"}
     raise ModelCapabilityError(
         f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "
         "estimator. "
         "Pass chiral_model=<a model trained like it on data with mutated protected attributes "
         "(chiralfair.seeds.chiral.mutate_protected)> or chiral_trainer=<callable(X, y, random_state) -> model> "
         "to the seed strategy.")
+
+
+def wrap_like(chiral, model: CountingModel) -> CountingModel:
+    """Wrap a chiral model that speaks the language of ``model`` (same classes, positive class, input frame).
+
+    Parameters
+    ----------
+    chiral : object
+        Anything :func:`~chiralfair.models.as_model` accepts; a CountingModel is returned as is.
+    model : CountingModel
+        The model under test, whose declarations are reused (``classes`` only for a model without
+        ``classes_``; ``output`` unless it is ``"label"``, which the chiral model's kind decides).
+
+    Returns
+    -------
+    CountingModel
+    """
+    if isinstance(chiral, CountingModel):
+        return chiral
+    language = model.language
+    return as_model(chiral, name=f"chiral-{model.name}", batch_size=model.batch_size,
+                    output="auto" if language.output == "label" else language.output,
+                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    classes=None if hasattr(chiral, "classes_") else language.classes)
 
 
 def _wrap_trained(trained, model: CountingModel) -> CountingModel:
