@@ -1,11 +1,15 @@
 """Contract tests run over every registered generator (design §10): counting, re-checking, budget, errors."""
 
+import functools
+
 import numpy as np
 import pytest
-from toys import biased_module, fair_module, is_biased_idi, toy_domain
+import torch
+from sklearn.linear_model import LogisticRegression
+from toys import biased_module, fair_module, is_biased_idi, toy_dataset, toy_domain
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
-from chiralfair.exceptions import ConfigError, DomainError
+from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError
 from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.models import as_model
 from chiralfair.results import SearchResult, SeedReport
@@ -136,3 +140,133 @@ def test_empty_result_round_trips(name):
     _, _, _, res = run(name, fair_module())
     back = SearchResult.from_json(res.to_json())
     assert back.idis.shape == (0, 5) and back.summary() == res.summary()
+
+
+# ------------------------------------------------------------------------------ one language for every model
+# The same biased toy, spoken in every language the adapter reads, must give the same IDIs as the {0, 1}
+# reference under the same random_state: generators only ever see codes in, {0, 1} / P(positive) out.
+
+class _Columns(torch.nn.Module):
+    """The biased toy's P(y=1) (or its logit), as one column, two columns, or P(class 0) for a reversed class order."""
+
+    def __init__(self, kind, dtype=torch.float32):
+        super().__init__()
+        self.register_buffer("w", torch.tensor([3.0, 0, 1, 1, 0], dtype=dtype))
+        self.kind = kind
+
+    def forward(self, x):
+        z = 2.0 * (x @ self.w - 10.5)
+        p = torch.sigmoid(z)
+        return {"one": p[:, None], "two": torch.stack([1 - p, p], 1), "logit": z[:, None],
+                "two-logits": torch.stack([torch.zeros_like(z), z], 1), "reversed": (1 - p)[:, None]}[self.kind]
+
+
+TORCH_LANGUAGES = {
+    "two-column probability": lambda: as_model(_Columns("two")),
+    "logit": lambda: as_model(_Columns("logit"), output="logit"),
+    "two-column logits": lambda: as_model(_Columns("two-logits"), output="logit"),
+    "float64 module": lambda: as_model(_Columns("one", torch.float64)),
+    "positive class first": lambda: as_model(_Columns("reversed"), classes=["good", "bad"], positive_class="good"),
+}
+
+
+def _reference_probability(X):
+    with torch.no_grad():
+        return _Columns("one")(torch.as_tensor(X, dtype=torch.float32))[:, 0].double().numpy()
+
+
+def _labels(X):
+    return (_reference_probability(X) > 0.5).astype(int)
+
+
+CALLABLE_LANGUAGES = {
+    "labels {0,1}": lambda: as_model(lambda X: _labels(X)),
+    "labels {-1,1}": lambda: as_model(lambda X: 2 * _labels(X) - 1),
+    "labels {False,True}": lambda: as_model(lambda X: _labels(X).astype(bool)),
+    "labels {1,2}, 2 positive": lambda: as_model(lambda X: 1 + _labels(X), classes=[1, 2], positive_class=2),
+    "labels {1,2}, 1 positive": lambda: as_model(lambda X: 2 - _labels(X), classes=[1, 2], positive_class=1),
+    "string labels": lambda: as_model(lambda X: np.where(_labels(X) == 1, ">50K", "<=50K"),
+                                      classes=["<=50K", ">50K"], positive_class=">50K"),
+    "one-column probability": lambda: as_model(lambda X: _reference_probability(X), output="probability"),
+    "two-column probability": lambda: as_model(
+        lambda X: np.column_stack([1 - _reference_probability(X), _reference_probability(X)]),
+        output="probability"),
+}
+
+
+def _same_idis(name, model, protected=("sex",)):
+    domain = toy_domain(protected)
+    reference = make_generator(name, **BUDGET).run(as_model(biased_module()), domain, seeds_for(domain),
+                                                    random_state=3)
+    res = make_generator(name, **BUDGET).run(model, domain, seeds_for(domain), random_state=3)
+    assert reference.n_idis > 0
+    np.testing.assert_array_equal(res.idis, reference.idis)
+    np.testing.assert_array_equal(res.counterparts, reference.counterparts)
+    np.testing.assert_array_equal(res.idi_labels, reference.idi_labels)
+    assert (res.n_tested, res.n_queries) == (reference.n_tested, reference.n_queries)
+
+
+@pytest.mark.parametrize("language", sorted(TORCH_LANGUAGES))
+def test_torch_languages_give_the_reference_idis(name, language, protected):
+    _same_idis(name, TORCH_LANGUAGES[language](), protected)
+
+
+@pytest.mark.parametrize("language", sorted(CALLABLE_LANGUAGES))
+def test_black_box_languages_give_the_reference_idis(name, language):
+    if GENERATORS[name].needs_gradient:
+        pytest.skip("a callable has no gradient")
+    _same_idis(name, CALLABLE_LANGUAGES[language]())
+
+
+@functools.cache
+def _toy_lr(language="{0,1}"):
+    relabel = SKLEARN_LANGUAGES[language][0] if language in SKLEARN_LANGUAGES else (lambda y: y)
+    data = toy_dataset()
+    return LogisticRegression(C=100.0, max_iter=2000).fit(data.X, relabel(data.y))
+
+
+SKLEARN_LANGUAGES = {
+    "{1,2}, 2 positive": (lambda y: 1 + y, {"positive_class": 2}),
+    "{1,2}, 1 positive": (lambda y: 2 - y, {"positive_class": 1}),
+    "{-1,1}": (lambda y: 2 * y - 1, {}),
+    "{False,True}": (lambda y: y.astype(bool), {}),
+    "strings": (lambda y: np.where(y == 1, ">50K", "<=50K"), {"positive_class": ">50K"}),
+    "strings, positive first": (lambda y: np.where(y == 1, "good", "poor"), {"positive_class": "good"}),
+}
+
+
+@pytest.mark.parametrize("language", sorted(SKLEARN_LANGUAGES))
+def test_sklearn_languages_give_the_reference_idis(name, language):
+    declared = SKLEARN_LANGUAGES[language][1]
+    domain = toy_domain()
+    reference = make_generator(name, **BUDGET).run(as_model(_toy_lr()), domain, seeds_for(domain), random_state=5)
+    res = make_generator(name, **BUDGET).run(as_model(_toy_lr(language), **declared), domain, seeds_for(domain),
+                                              random_state=5)
+    assert reference.n_idis > 0
+    np.testing.assert_array_equal(res.idis, reference.idis)
+    np.testing.assert_array_equal(res.idi_labels, reference.idi_labels)
+
+
+UNDECLARED = {
+    "probabilities as labels": (lambda: as_model(lambda X: _reference_probability(X)), "output='probability'"),
+    "two columns as labels": (lambda: as_model(lambda X: np.column_stack([1 - _reference_probability(X),
+                                                                           _reference_probability(X)])),
+                              "output='probability'"),
+    "logits as probabilities": (lambda: as_model(_Columns("logit")), "output='logit'"),
+    "two-column logits as probabilities": (lambda: as_model(_Columns("two-logits")), "output='logit'"),
+    "labels {1,2}": (lambda: as_model(lambda X: 1 + _labels(X)), "classes=.*positive_class="),
+    "string labels": (lambda: as_model(lambda X: np.where(_labels(X) == 1, "yes", "no")),
+                      "classes=.*positive_class="),
+    "sklearn {1,2}": (lambda: as_model(_toy_lr("{1,2}, 2 positive")), r"classes \[1, 2\].*positive_class="),
+    "sklearn strings": (lambda: as_model(_toy_lr("strings")), r"\['<=50K', '>50K'\].*positive_class="),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNDECLARED))
+def test_undeclared_ambiguous_language_is_refused_naming_the_fix(name, case):
+    make, fix = UNDECLARED[case]
+    if GENERATORS[name].needs_gradient and "sklearn" not in case and "logits" not in case:
+        pytest.skip("a callable has no gradient: refused for that first")
+    domain = toy_domain()
+    with pytest.raises(ChiralfairError, match=fix):
+        make_generator(name, **BUDGET).run(make(), domain, seeds_for(domain), random_state=0)

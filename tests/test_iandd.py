@@ -206,8 +206,9 @@ class _TorchLogistic(torch.nn.Module):
         return torch.sigmoid(self.linear(x))
 
 
-def _torch_trainer(X, y, rng):
-    torch.manual_seed(int(rng.integers(2**31 - 1)))
+def _torch_trainer(X, y, random_state):
+    assert isinstance(random_state, int)  # sklearn-friendly: the chiral trainer gets an int seed
+    torch.manual_seed(random_state)
     net = _TorchLogistic(X.shape[1])
     opt = torch.optim.Adam(net.parameters(), lr=0.1)
     Xt, yt = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)[:, None]

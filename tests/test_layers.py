@@ -14,8 +14,8 @@ LAYERS = [
     {"generators"},
     {"retraining"},
     {"experiments"},
-    {"report"},
-    {"cli"},
+    {"report", "auditing"},
+    {"cli", "__main__"},
 ]
 ROOT = Path(chiralfair.__file__).parent
 

@@ -1,4 +1,4 @@
-"""The ``chiralfair`` command line: ``run``, ``seeds`` and ``datasets``."""
+"""The ``chiralfair`` command line: ``run``, ``seeds``, ``datasets`` and ``schema infer``."""
 
 from __future__ import annotations
 
@@ -19,9 +19,28 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Individual fairness testing of tabular classifiers: find IDIs with I&D seeds.")
 
 DatasetOpt = Annotated[str, typer.Option(help="Benchmark dataset: census, compas, bank, german.")]
+RunDatasetOpt = Annotated[str | None, typer.Option(
+    help="Benchmark dataset: census, compas, bank, german (default census; not with --data).")]
+DataOpt = Annotated[Path | None, typer.Option(
+    "--data", help="Your own data: a .csv or .parquet file with the label column (instead of --dataset).")]
+LabelOpt = Annotated[str | None, typer.Option(help="Label column of --data.")]
+PositiveOpt = Annotated[str | None, typer.Option(
+    help="Label value of the favourable outcome (needed unless the label holds only 0/1).")]
+BinsOpt = Annotated[str | None, typer.Option(
+    help="Bins of numeric columns of --data: age=0:25:45:65:120 (edges) or hours=10 (equal-width bins), "
+         "comma-separated.")]
+SchemaOpt = Annotated[Path | None, typer.Option(
+    help="Schema TOML from 'chiralfair schema infer' (label, positive class, protected, bins); flags override it.")]
+TrustOpt = Annotated[bool, typer.Option(
+    "--trust-model-file", help="Load joblib/pickle files and skops files with untrusted types (runs their code).")]
+ModelOutputOpt = Annotated[str | None, typer.Option(
+    help="For torch and one-column ONNX models: whether the output is a 'probability' or a 'logit'.")]
 ProtectedOpt = Annotated[str | None, typer.Option(
     help="Protected attribute(s), comma-separated, e.g. race,sex (default: the dataset's first).")]
 ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb.")]
+RunModelOpt = Annotated[str | None, typer.Option(
+    help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb (default dnn); with --data, a model file: .skops, "
+         "TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Seed for split, training, seeds and search.")]
 DataHomeOpt = Annotated[str | None, typer.Option(help="Folder with the raw data (default: $CHIRALFAIR_DATA).")]
 CacheOpt = Annotated[str | None, typer.Option(help="Model cache folder (default: $CHIRALFAIR_CACHE).")]
@@ -108,9 +127,9 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 @app.command()
 def run(
-    dataset: DatasetOpt = "census",
+    dataset: RunDatasetOpt = None,
     protected: ProtectedOpt = None,
-    model: ModelOpt = "dnn",
+    model: RunModelOpt = None,
     seeds: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows.")] = "iandd",
     generator: Annotated[str, typer.Option(
         help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, "
@@ -124,8 +143,30 @@ def run(
     allow_checksum_mismatch: ChecksumOpt = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
+    data: DataOpt = None,
+    label: LabelOpt = None,
+    positive_class: PositiveOpt = None,
+    bins: BinsOpt = None,
+    schema: SchemaOpt = None,
+    trust_model_file: TrustOpt = False,
+    model_output: ModelOutputOpt = None,
 ) -> None:
-    """Find IDIs of a model on a benchmark dataset and write the run folder."""
+    """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
+    if data is not None:
+        if dataset is not None:
+            _fail(ValueError("--data and --dataset are two forms of run: give your own data file with a model file "
+                             "(--data FILE --model FILE), or a benchmark with a zoo model (--dataset NAME --model "
+                             "NAME), not both"))
+        return _run_data(data=data, model=model, label=label, positive_class=positive_class, protected=protected,
+                         bins=bins, schema=schema, trust=trust_model_file, model_output=model_output, seeds=seeds,
+                         generator=generator, max_global=max_global, max_local=max_local,
+                         random_state=random_state, out=out, json_out=json_out, verbose=verbose)
+    only_with_data = [flag for flag, v in (("--label", label), ("--positive-class", positive_class),
+                                           ("--bins", bins), ("--schema", schema), ("--model-output", model_output),
+                                           ("--trust-model-file", trust_model_file or None)) if v is not None]
+    if only_with_data:
+        _fail(ValueError(f"{', '.join(only_with_data)} apply to your own data: use them with --data FILE"))
+    dataset, model = dataset or "census", model or "dnn"
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
     from .report import describe_clustering, prepare_run_folder, remove_empty_folders, summary_rows, write_run
 
@@ -265,6 +306,157 @@ def _dataset_text(d: dict) -> str:
         lines.append(f"  protected {name}: {values}")
     lines.append(f"  raw file: {d.get('path') or d.get('raw_file')} [{d.get('status')}]")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------- your own data
+DATA_SUFFIXES = (".csv", ".parquet")
+
+
+def _run_data(*, data: Path, model: str | None, label, positive_class, protected, bins, schema, trust, model_output,
+              seeds, generator, max_global, max_local, random_state, out, json_out, verbose) -> None:
+    """``chiralfair run --data FILE --model FILE``: cheap refusals first, then :func:`chiralfair.audit`."""
+    from .exceptions import ConfigError
+
+    _setup_logging(verbose)
+    try:
+        settings = _data_settings(data, label, positive_class, protected, bins, schema)
+        if model is None:
+            raise ConfigError("--data needs --model FILE: the fitted model to test (.skops, TorchScript, .onnx, or "
+                             ".joblib/.pkl with --trust-model-file)")
+        from .models.files import check_model_file
+        check_model_file(model, trust=trust)
+        frame = _read_frame(data)
+        settings = _resolve_against_frame(frame, settings, data)
+        from .auditing import audit
+
+        with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
+            result = audit(model, frame, label=settings["label"], positive_class=settings["positive_class"],
+                           protected=settings["protected"], bins=settings["bins"], generator=generator, seeds=seeds,
+                           max_global=max_global, max_local=max_local, random_state=random_state, out=out,
+                           trust_model_file=trust, model_output=model_output, name=data.stem, on_step=on_step)
+    except ChiralfairError as err:  # audit leaves no folder behind on failure
+        _fail(err)
+    if json_out:
+        typer.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        return
+    typer.echo(result.summary())
+    if out is not None:
+        typer.echo(f"run folder: {out}")
+
+
+def parse_bins(text: str | None) -> dict[str, int | list[float]]:
+    """Parse ``"age=0:25:45:65:120,hours=10"`` into ``{"age": [0, 25, 45, 65, 120], "hours": 10}``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the item that is not ``column=N`` or ``column=e0:e1:...``.
+    """
+    from .exceptions import ConfigError
+
+    out: dict[str, int | list[float]] = {}
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        column, sep, spec = item.partition("=")
+        try:
+            if not sep or not column.strip():
+                raise ValueError
+            parts = spec.split(":")
+            out[column.strip()] = int(parts[0]) if len(parts) == 1 else [float(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"--bins item {item!r} is not column=N (N equal-width bins) or column=e0:e1:... "
+                              "(edges), e.g. --bins age=0:25:45:65:120,hours=10") from None
+    return out
+
+
+def _data_settings(data: Path, label, positive_class, protected, bins, schema) -> dict:
+    """Label, positive class, protected attributes and bins from the flags over the schema; checked cheaply."""
+    from .exceptions import ConfigError, DatasetError
+
+    if data.suffix.lower() not in DATA_SUFFIXES:
+        raise DatasetError(f"--data {str(data)!r}: unsupported suffix {data.suffix or '(none)'!r}; use a .csv or "
+                           ".parquet file")
+    if not data.is_file():
+        raise DatasetError(f"--data file {str(data)!r} does not exist")
+    settings = {"label": None, "positive_class": None, "protected": [], "bins": {}, "categories": {}}
+    if schema is not None:
+        from .datasets.schema import read_schema
+        settings.update(read_schema(schema))
+    if label is not None:
+        settings["label"] = label
+    if positive_class is not None:
+        settings["positive_class"] = positive_class
+    if protected is not None:
+        from .experiments import protected_list
+        settings["protected"] = list(protected_list(protected))
+    if bins is not None:
+        settings["bins"] = {**settings["bins"], **parse_bins(bins)}
+    if settings["label"] is None:
+        raise ConfigError("--data needs --label COLUMN (or a --schema that names the label)")
+    if not settings["protected"]:
+        raise ConfigError("--data needs --protected A[,B] (or a --schema that names them)")
+    return settings
+
+
+def _read_frame(path: Path):
+    import pandas as pd
+
+    from .exceptions import DatasetError
+
+    try:
+        return pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read --data {str(path)!r}: {err}") from err
+
+
+def _resolve_against_frame(frame, settings: dict, path: Path) -> dict:
+    """Match the label and the positive class (given as text) against the frame's own values."""
+    from .exceptions import DatasetError
+
+    label = settings["label"]
+    if label not in frame.columns:
+        raise DatasetError(f"--label {label!r} is not a column of {str(path)!r}; columns: "
+                           f"{', '.join(map(str, frame.columns))}")
+    positive = settings["positive_class"]
+    if positive is not None:
+        values = frame[label].dropna().unique().tolist()
+        matches = [v for v in values if str(v) == str(positive)]
+        if not matches:
+            shown = ", ".join(map(repr, sorted(map(str, values))[:10]))
+            raise DatasetError(f"--positive-class {positive!r} does not occur in label column {label!r}; its values "
+                               f"include {shown}")
+        settings = {**settings, "positive_class": matches[0]}
+    for column, categories in settings.get("categories", {}).items():
+        if column in frame.columns:
+            unknown = sorted(set(map(str, frame[column].dropna().unique())) - set(map(str, categories)))
+            if unknown:
+                raise DatasetError(f"column {column!r} of {str(path)!r} holds values the schema does not list: "
+                                   f"{unknown[:10]}; re-run 'chiralfair schema infer' or edit the schema")
+    return settings
+
+
+schema_app = typer.Typer(no_args_is_help=True, help="Schema files: types, categories, bins, label, protected.")
+app.add_typer(schema_app, name="schema")
+
+
+@schema_app.command("infer")
+def schema_infer(
+    data: Annotated[Path, typer.Argument(help="A .csv or .parquet file.")],
+    label: Annotated[str, typer.Option(help="Label column.")],
+    protected: Annotated[str, typer.Option(help="Protected attribute(s), comma-separated.")],
+    positive_class: PositiveOpt = None,
+    bins: BinsOpt = None,
+    n_bins: Annotated[int, typer.Option(help="Equal-width bins proposed for non-integer numeric columns.")] = 10,
+) -> None:
+    """Print a TOML schema of a data file (redirect it to schema.toml, edit it, pass it to run --schema)."""
+    try:
+        settings = _data_settings(data, label, positive_class, protected, bins, None)
+        frame = _read_frame(data)
+        settings = _resolve_against_frame(frame, settings, data)
+        from .datasets.schema import infer_schema
+        typer.echo(infer_schema(frame, label=settings["label"], positive_class=settings["positive_class"],
+                                protected=settings["protected"], bins=settings["bins"], n_bins=n_bins), nl=False)
+    except ChiralfairError as err:
+        _fail(err)
 
 
 def main() -> None:  # pragma: no cover - console entry point

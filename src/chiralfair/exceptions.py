@@ -33,6 +33,10 @@ class ModelCapabilityError(ChiralfairError, TypeError):
     """A model lacks a capability that an algorithm needs (the message names the model and the method)."""
 
 
+class ModelFileError(ChiralfairError, ValueError):
+    """A model file cannot be loaded: missing, unsupported, untrusted, or not interpretable (names the file)."""
+
+
 class RunFolderError(ChiralfairError, ValueError):
     """An output folder cannot be used for a run (it exists and is not a previous run)."""
 
@@ -42,4 +46,12 @@ class DataWarning(UserWarning):
 
     Raised as a warning for an ID-like feature, one-hot protected columns declared one by one, or a label with
     several spellings of one value.
+    """
+
+
+class ModelOutputError(ChiralfairError, ValueError):
+    """A model's output contradicts the language declared for it.
+
+    The message names the model, the value seen and the parameter that fixes it (``output=``,
+    ``positive_class=``, ``classes=``).
     """

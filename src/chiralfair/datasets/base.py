@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_float, check_int
 from ..domain import Domain
+from ..exceptions import DomainError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .codec import FrameCodec
 
 
 @dataclass(frozen=True)
@@ -30,6 +37,9 @@ class Dataset:
         Raw value of the label that is encoded as 1.
     sources : dict of str to str
         Raw file name → the path it was read from.
+    codec : FrameCodec or None
+        How codes decode back to the original columns (set by :func:`~chiralfair.datasets.from_frame`); see
+        :meth:`to_frame`.
     """
 
     name: str
@@ -39,6 +49,7 @@ class Dataset:
     label: str = "label"
     positive_class: str = "1"
     sources: dict[str, str] = field(default_factory=dict)
+    codec: FrameCodec | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_samples(self) -> int:
@@ -69,6 +80,36 @@ class Dataset:
         if keep.all():
             return self
         return replace(self, X=self.X[keep], y=self.y[keep])
+
+    def to_frame(self, X_codes) -> pd.DataFrame:
+        """Decode encoded inputs into the frame a raw-frame model expects.
+
+        For a dataset built by :func:`~chiralfair.datasets.from_frame`: the original column names and dtypes,
+        categories back to their original values, integer columns as they are, binned columns to the bin's
+        representative value (the lower median of the data values in that bin; see
+        :mod:`chiralfair.datasets.codec`), missing categories and bins to the column's missing marker.
+        For the benchmark datasets (which have no codec): each code's label as text (e.g. ``"Male"``,
+        ``"30-39"``), codes without a label as integers, like :meth:`Domain.decode`.
+
+        Parameters
+        ----------
+        X_codes : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_samples, n_features)
+
+        Raises
+        ------
+        DomainError
+            If ``X_codes`` has the wrong number of columns, a non-integer or a code with no value.
+        """
+        if self.codec is not None:
+            return self.codec.to_frame(X_codes)
+        X = np.asarray(X_codes)
+        if X.ndim != 2 or X.shape[1] != self.domain.n_features:
+            raise DomainError(f"codes must have shape (n_samples, {self.domain.n_features}), got {X.shape}")
+        return self.domain.decode(X)
 
     def with_protected(self, names, *, values: Mapping[str, Sequence] | None = None,
                        groups: Mapping[str, Sequence[str]] | None = None,

@@ -13,6 +13,7 @@ from ..domain import Domain
 from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
+from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec
 
 MISSING_LABEL = "missing"
 
@@ -104,16 +105,16 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     bins = {columns[str(c)]: spec for c, spec in (bins or {}).items()}
     _refuse_protected_label(protected, protected_groups, label)
     y = _encode_label(df[label], label, positive_class)
-    encoded_columns = [_encode_column(df[c], str(c), bins.get(c)) for c in features]
+    encoded_columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c)) for c in features), strict=True)
     _warn_identifier_columns(df, features, bins)
-    encoded = Encoded.from_columns(encoded_columns, y)
+    encoded = Encoded.from_columns(list(encoded_columns), y)
     missing = {str(c): int(col.values[np.argmax(df[c].isna().to_numpy())])
                for c, col in zip(features, encoded_columns, strict=True) if df[c].isna().any()}
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
-                   positive_class=str(positive_class), sources={})
+                   positive_class=str(positive_class), sources={}, codec=FrameCodec(tuple(codecs)))
 
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
@@ -203,14 +204,15 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
         f"normalise the column first, e.g. df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
 
 
-def _encode_column(series: pd.Series, name: str, spec) -> Column:
+def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
+    """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`)."""
     if spec is not None:
         return _binned(series, name, spec)
     dtype = series.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         return _categorical(series, name, list(dtype.categories), ordered=bool(dtype.ordered))
     if pd.api.types.is_bool_dtype(dtype) and not series.isna().any():
-        return Column(name, series.to_numpy(dtype=np.int64), "categorical", {0: "False", 1: "True"})
+        return _categorical(series, name, [False, True], ordered=False)
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         return _integer_valued(series, name)
     distinct = series.dropna().unique().tolist()
@@ -222,17 +224,19 @@ def _sort_key(value):
     return (0, value, "") if isinstance(value, int | float | np.number) else (1, 0, str(value))
 
 
-def _categorical(series: pd.Series, name: str, categories: list, *, ordered: bool) -> Column:
+def _categorical(series: pd.Series, name: str, categories: list, *,
+                 ordered: bool) -> tuple[Column, ColumnCodec]:
     codes = pd.Categorical(series, categories=categories).codes.astype(np.int64)
     labels = {i: str(c) for i, c in enumerate(categories)}
     missing = codes < 0
     if missing.any():
         codes[missing] = len(categories)
         labels[len(categories)] = MISSING_LABEL
-    return Column(name, codes, "ordinal" if ordered else "categorical", labels)
+    column = Column(name, codes, "ordinal" if ordered else "categorical", labels)
+    return column, category_codec(series, categories, bool(missing.any()))
 
 
-def _integer_valued(series: pd.Series, name: str) -> Column:
+def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
     values = series.to_numpy(dtype=float, na_value=np.nan)
     missing = np.isnan(values)
     if missing.any():
@@ -247,10 +251,10 @@ def _integer_valued(series: pd.Series, name: str) -> Column:
             f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
             f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
             f"bins={{{name!r}: [edges...]}}, or round the column")
-    return Column(name, values.astype(np.int64), "ordinal")
+    return Column(name, values.astype(np.int64), "ordinal"), integer_codec(series)
 
 
-def _binned(series: pd.Series, name: str, spec) -> Column:
+def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
     if isinstance(spec, int | np.integer):
@@ -280,7 +284,7 @@ def _binned(series: pd.Series, name: str, spec) -> Column:
     codes = np.where(missing, n_bins, codes).astype(np.int64)
     if missing.any():
         labels[n_bins] = MISSING_LABEL
-    return Column(name, codes, "ordinal", labels)
+    return Column(name, codes, "ordinal", labels), bin_codec(series, codes, edges, bool(missing.any()))
 
 
 def _show(value) -> str:

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import RandomState, as_generator
+from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..domain import Domain
 from ..exceptions import ConfigError, DomainError
@@ -75,7 +75,8 @@ class Generator(ABC):
             With the protected attributes under test.
         seeds : SeedReport or array-like of int, shape (n_seeds, n_features)
             Inputs inside the domain; the global phase takes the first ``max_global``.
-        random_state : int, numpy.random.Generator or None
+        random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+            As scikit-learn accepts it; recorded readably in ``meta`` (see ``chiralfair._random``).
         seed_strategy : str, optional
             Name recorded in the result; defaults to the SeedReport's strategy or ``"given"``.
 
@@ -101,10 +102,10 @@ class Generator(ABC):
         if len(X) == 0:
             raise DomainError("no seeds: the global phase needs at least one seed")
         X = X[: self.max_global]
-        rng = as_generator(random_state)
+        rng, random_state_described = resolve_random_state(random_state)
         recorder = IDIRecorder(model, domain)
         notes = self._search(recorder, X, rng) or ()
-        meta = base_meta(params=self.params, random_state=random_state if isinstance(random_state, int) else None,
+        meta = base_meta(params=self.params, random_state=random_state_described,
                          model=model.name, protected=domain.protected_names)
         return recorder.result(generator=self.name, seed_strategy=seed_strategy, n_seeds=len(X),
                                n_seed_idis=recorder.n_seed_idis, notes=notes, meta=meta)

@@ -1,53 +1,105 @@
 """Adapters from torch modules, sklearn estimators and pipelines, and plain callables to models under test.
 
-Each returns a :class:`~chiralfair.models.protocol.CountingModel`.
+Each returns a :class:`~chiralfair.models.protocol.CountingModel` that speaks chiralfair's one language
+(integer codes in; labels in {0, 1} with 1 = the positive class, P(positive class) and its gradient out),
+whatever the model's own language; :mod:`chiralfair.models.language` holds the rules.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
-from ..exceptions import ModelCapabilityError
+from ..exceptions import ConfigError, ModelCapabilityError
+from .language import (
+    LabelDecoder,
+    ModelLanguage,
+    check_feature_names,
+    check_output,
+    positive_probability,
+    resolve_classes,
+)
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
 from .threads import single_native_thread
 
 
-def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-             output: str = "probability") -> CountingModel:
-    """Wrap a model under test.
+def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, output: str = "auto",
+             positive_class=None, classes=None, to_frame=None) -> CountingModel:
+    """Wrap a model under test, declaring its language once.
 
     Parameters
     ----------
     obj : torch.nn.Module, sklearn estimator or pipeline, CountingModel, or callable
-        A torch module maps float32 inputs (n, d) to either (n, 1) positive-class outputs or (n, 2) class
-        outputs; a callable maps (n, d) inputs to (n,) labels (a black box: no probabilities, no gradient).
+        A torch module maps inputs (n, d), in its own parameter dtype, to (n,), (n, 1) or (n, 2) outputs; an
+        sklearn estimator is read through ``predict`` and ``predict_proba``; a callable maps inputs (n, d) to
+        what ``output`` says (a black box: no gradient).
     name : str, optional
         Shown in errors and reports; defaults to the class name.
     batch_size : int
         Largest number of rows per call.
-    output : {"probability", "logit"}
-        For torch modules: whether the module's output is already a probability (sigmoid/softmax applied)
-        or a logit.
+    output : {"auto", "label", "probability", "logit"}
+        What the model returns. ``"auto"``: labels for a callable, ``predict``/``predict_proba`` for an sklearn
+        estimator, probabilities for a torch module. ``"label"``: labels only (an sklearn estimator is then
+        used as a black box). ``"probability"``: P(``classes[1]``) in one column, or one column per class;
+        labels are P(positive) > 0.5. ``"logit"``: the same as logits (torch modules and callables).
+    positive_class : optional
+        The class that counts as 1 (the favourable decision). Needed unless the classes are {0, 1},
+        {-1, 1} or {False, True} (then 1 / True). A string matches a numeric class by its text
+        (``"2"`` -> 2).
+    classes : sequence of two labels, optional
+        The model's classes in its column order. sklearn estimators have ``classes_`` (a declared value must
+        equal it); torch modules default to (0, 1); a callable returning labels other than {0, 1} / {-1, 1}
+        needs them.
+    to_frame : callable, optional
+        ``to_frame(X)`` maps int64 codes, shape (n, d), to the pandas DataFrame the model was fitted on
+        (original column names, values and dtypes), e.g. ``Dataset.to_frame`` of a dataset from
+        ``from_frame``. Required for an estimator fitted on a DataFrame (string ``feature_names_in_``); its
+        columns are sent in the order of ``feature_names_in_``. Such a model has no gradient.
 
     Returns
     -------
     CountingModel
+        Its ``language`` records the declarations.
 
     Raises
     ------
+    ConfigError
+        If a declaration is invalid or missing: an unknown ``output``, more than two classes, an ambiguous
+        positive class without ``positive_class``, ``classes`` contradicting ``classes_``, or a
+        frame-fitted estimator without ``to_frame``. The message names the parameter that fixes it.
     ModelCapabilityError
         If ``obj`` has no ``predict`` and is neither a torch module nor callable.
+
+    Notes
+    -----
+    Outputs are checked on every call (vectorised) and raise
+    :class:`~chiralfair.exceptions.ModelOutputError` when they contradict the declaration: non-integer
+    "labels" (probabilities?), a two-column matrix where labels were expected, a label outside the classes,
+    "probabilities" outside [0, 1]. A logit network whose outputs all happen to lie in [0, 1] cannot be told
+    from a probability network: declare ``output="logit"`` for networks without a final sigmoid/softmax.
+    A model fitted on a different number of columns than the domain (``n_features_in_``) is refused at its
+    first call, naming both numbers.
     """
     if isinstance(obj, CountingModel):
+        if output != "auto" or positive_class is not None or classes is not None or to_frame is not None:
+            raise ConfigError(f"model {obj.name!r} is already wrapped: declare output=, positive_class=, "
+                              "classes= and to_frame= when wrapping the model itself")
         return obj
+    check_output(output)
     if _is_torch_module(obj):
+        if to_frame is not None:
+            raise ConfigError("to_frame= applies to sklearn estimators and callables; a torch module takes the "
+                              "integer codes as a tensor")
         from .torch_adapter import torch_model
-        return torch_model(obj, name=name, batch_size=batch_size, output=output)
+        return torch_model(obj, name=name, batch_size=batch_size, output=output, positive_class=positive_class,
+                           classes=classes)
     if hasattr(obj, "predict"):
-        return _sklearn_model(obj, name=name or type(obj).__name__, batch_size=batch_size)
+        return _sklearn_model(obj, name=name or type(obj).__name__, batch_size=batch_size, output=output,
+                              positive_class=positive_class, classes=classes, to_frame=to_frame)
     if callable(obj):
-        return CountingModel(lambda X: np.asarray(obj(X)), name=name or getattr(obj, "__name__", "callable"),
-                             batch_size=batch_size, estimator=obj)
+        return _callable_model(obj, name=name or getattr(obj, "__name__", "callable"), batch_size=batch_size,
+                               output=output, positive_class=positive_class, classes=classes, to_frame=to_frame,
+                               estimator=obj)
     raise ModelCapabilityError(f"cannot use {type(obj).__name__} as a model: it has no predict() and is not callable")
 
 
@@ -59,21 +111,137 @@ def _is_torch_module(obj) -> bool:
     return isinstance(obj, torch.nn.Module)
 
 
-def _sklearn_model(est, *, name: str, batch_size: int) -> CountingModel:
-    proba = None
-    if _has_predict_proba(est):
-        def proba(X):
-            with single_native_thread():
-                p = est.predict_proba(X)
-            return p if p.shape[1] == 2 else np.column_stack([1 - p[:, -1], p[:, -1]])
+# ---------------------------------------------------------------------------------------- callables
+def _callable_model(fn, *, name: str, batch_size: int, output: str, positive_class, classes, to_frame,
+                    estimator, n_features_in=None, feature_names=None) -> CountingModel:
+    output = "label" if output == "auto" else output
+    if classes is not None:
+        classes, positive_class = resolve_classes(classes, positive_class, model_name=name, where="classes=")
+    elif output != "label":
+        classes, positive_class = _default_column_classes(positive_class, name)
+    language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
+                             feature_names=feature_names)
+    model_input = _input_function(language, name, n_features_in)
+    if output == "label":
+        decode = LabelDecoder(language, name)
+
+        def predict(X):
+            return decode(fn(model_input(X)), len(X))
+
+        return CountingModel(predict, name=name, batch_size=batch_size, estimator=estimator, language=language)
+
+    def proba1(X):
+        return positive_probability(fn(model_input(X)), language, len(X), name)
+
+    return _from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=estimator,
+                                      language=language)
+
+
+def _default_column_classes(positive_class, name: str) -> tuple[tuple, object]:
+    if positive_class is None or any(positive_class == c for c in (0, 1)):
+        return resolve_classes((0, 1), positive_class, model_name=name, where="the default classes")
+    raise ConfigError(f"model {name!r}: positive_class={positive_class!r} but no classes=: declare the classes in "
+                      "the order of the model's output columns, e.g. classes=[negative, positive]")
+
+
+def _from_positive_probability(proba1, *, name, batch_size, estimator, language, gradient=None) -> CountingModel:
+    """A CountingModel whose labels are P(positive) > 0.5, from ``proba1(X) -> (n,)`` P(positive)."""
+    def predict(X):
+        return (proba1(X) > 0.5).astype(np.int64)
+
+    def predict_proba(X):
+        p = proba1(X)
+        return np.column_stack([1 - p, p])
+
+    def predict_both(X):
+        p = proba1(X)
+        return np.column_stack([(p > 0.5).astype(np.float64), p])
+
+    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
+                         batch_size=batch_size, estimator=estimator, predict_both=predict_both, language=language)
+
+
+def _input_function(language: ModelLanguage, name: str, n_features_in: int | None):
+    """``X -> what the model takes``, refusing inputs whose width differs from the model's ``n_features_in_``."""
+    def model_input(X):
+        if language.takes_frame:
+            frame = language.model_input(np.rint(X).astype(np.int64))
+            if n_features_in is not None and frame.shape[1] != n_features_in:
+                _refuse_width(name, n_features_in, frame.shape[1], "to_frame's frame has")
+            return frame
+        if n_features_in is not None and X.shape[1] != n_features_in:
+            _refuse_width(name, n_features_in, X.shape[1], "the inputs (the domain's features) have")
+        return X
+    return model_input
+
+
+def _refuse_width(name: str, n_model: int, n_data: int, what: str):
+    raise ConfigError(f"model {name!r} was fitted on {n_model} columns (n_features_in_) but {what} {n_data}: "
+                      "wrap a model fitted on the same features as the dataset's domain")
+
+
+# ---------------------------------------------------------------------------------------- sklearn
+def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_class, classes,
+                   to_frame) -> CountingModel:
+    if output == "logit":
+        raise ConfigError(f"output='logit' does not apply to {name!r}: an sklearn estimator is read through "
+                          "predict() and predict_proba(); use output='auto', 'label' or 'probability'")
+    feature_names = check_feature_names(getattr(est, "feature_names_in_", None), model_name=name,
+                                        to_frame=to_frame)
+    n_features_in = getattr(est, "n_features_in_", None)
+    est_classes = _classes_of(est)
+    if est_classes is None:  # a predict() without classes_: a black box whose labels are checked like a callable's
+        return _callable_model(_native(est.predict), name=name, batch_size=batch_size, output=output,
+                               positive_class=positive_class, classes=classes, to_frame=to_frame,
+                               estimator=est, n_features_in=n_features_in, feature_names=feature_names)
+    if classes is not None and np.asarray(classes).tolist() != np.asarray(est_classes).tolist():
+        raise ConfigError(f"classes={np.asarray(classes).tolist()} contradicts the classes_ "
+                          f"{np.asarray(est_classes).tolist()} of model "
+                          f"{name!r}; leave classes= out for sklearn estimators")
+    classes, positive_class = resolve_classes(est_classes, positive_class, model_name=name, where="classes_")
+    output = "label" if output == "auto" else output
+    language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
+                             feature_names=feature_names)
+    model_input = _input_function(language, name, n_features_in)
+    has_proba = _has_predict_proba(est)
+    if output == "probability" and not has_proba:
+        raise ConfigError(f"output='probability' but model {name!r} has no predict_proba()")
+    gradient = None if language.takes_frame else _sklearn_gradient(est, language.positive_index)
+    column = language.positive_index
+
+    def proba1(X):
+        with single_native_thread():
+            return est.predict_proba(model_input(X))[:, column]
+
+    if output == "probability":
+        return _from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=est,
+                                          language=language, gradient=gradient)
+    decode = LabelDecoder(language, name)
 
     def predict(X):
         with single_native_thread():
-            return est.predict(X)
+            return decode(est.predict(model_input(X)), len(X))
 
-    gradient = _sklearn_gradient(est)
-    return CountingModel(predict, predict_proba=proba, input_gradient=gradient, name=name,
-                         batch_size=batch_size, estimator=est)
+    def predict_proba(X):
+        p = proba1(X)
+        return np.column_stack([1 - p, p])
+
+    return CountingModel(predict, predict_proba=predict_proba if has_proba else None, input_gradient=gradient,
+                         name=name, batch_size=batch_size, estimator=est, language=language)
+
+
+def _native(fn):
+    def call(X):
+        with single_native_thread():
+            return fn(X)
+    return call
+
+
+def _classes_of(est):
+    try:
+        return getattr(est, "classes_", None)
+    except AttributeError:  # a Pipeline whose final step has no classes_
+        return None
 
 
 def _has_predict_proba(est) -> bool:
@@ -83,8 +251,12 @@ def _has_predict_proba(est) -> bool:
         return False
 
 
-def _sklearn_gradient(est):
-    """Analytic d P(y=1)/dx for LogisticRegression and MLPClassifier, optionally behind StandardScalers."""
+def _sklearn_gradient(est, positive_index: int = 1):
+    """Analytic d P(positive class)/dx for LogisticRegression and MLPClassifier, optionally behind StandardScalers.
+
+    Both models compute P(``classes_[1]``); when the positive class is ``classes_[0]`` the gradient changes
+    sign. Returns None for any other model.
+    """
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import Pipeline
@@ -98,16 +270,19 @@ def _sklearn_gradient(est):
             return None
         final = est.steps[-1][1]
         scale = _pipeline_scale(pre)
+    sign = 1.0 if positive_index == 1 else -1.0
     if isinstance(final, LogisticRegression) and len(final.classes_) == 2:
         def grad(X):
-            p = est.predict_proba(X)[:, 1]
-            g = (p * (1 - p))[:, None] * final.coef_[0][None, :]
+            with single_native_thread():
+                z = est.decision_function(X)
+            # sigma(z) sigma(-z) rather than p (1 - p): exact for either class in the saturated tails.
+            g = (sign * expit(z) * expit(-z))[:, None] * final.coef_[0][None, :]
             return g if scale is None else g / scale
         return grad
     if isinstance(final, MLPClassifier) and len(final.classes_) == 2:
         def grad(X):
             Z = X if scale is None else _apply_scalers(est, X)
-            g = _mlp_positive_proba_gradient(final, Z)
+            g = sign * _mlp_positive_proba_gradient(final, Z)
             return g if scale is None else g / scale
         return grad
     return None
@@ -137,7 +312,7 @@ _ACTIVATIONS = {
 
 
 def _mlp_positive_proba_gradient(mlp, X) -> np.ndarray:
-    """Backpropagate P(y=1) through an sklearn MLPClassifier's weights (binary: logistic output unit)."""
+    """Backpropagate P(classes_[1]) through an sklearn MLPClassifier's weights (binary: logistic output unit)."""
     act, dact = _ACTIVATIONS[mlp.activation]
     a = np.asarray(X, dtype=float)
     derivs = []
@@ -145,8 +320,8 @@ def _mlp_positive_proba_gradient(mlp, X) -> np.ndarray:
         z = a @ W + b
         a = act(z)
         derivs.append(dact(z, a))
-    out = 1 / (1 + np.exp(-(a @ mlp.coefs_[-1] + mlp.intercepts_[-1])))
-    delta = out * (1 - out)  # (n, 1)
+    z = a @ mlp.coefs_[-1] + mlp.intercepts_[-1]
+    delta = expit(z) * expit(-z)  # (n, 1): sigma'(z), exact in the saturated tails
     delta = delta @ mlp.coefs_[-1].T
     for W, d in zip(reversed(mlp.coefs_[:-1]), reversed(derivs), strict=True):
         delta = (delta * d) @ W.T

@@ -1,7 +1,8 @@
 """The model protocol (design §4) and the query-counting wrapper every algorithm talks to.
 
-A model under test needs only ``predict(X) -> (n,) int labels``. ``predict_proba(X) -> (n, 2)`` and
-``input_gradient(X) -> (n, d)`` are optional capabilities; an algorithm that needs one asks
+A model under test needs only ``predict(X) -> (n,) labels``; its adapter (:func:`~chiralfair.models.as_model`)
+maps them to {0, 1}, 1 being the positive class. ``predict_proba(X) -> (n, 2)`` and ``input_gradient(X) -> (n, d)``
+are optional capabilities; an algorithm that needs one asks
 :meth:`CountingModel.require` and gets a :class:`~chiralfair.exceptions.ModelCapabilityError` naming the model
 and the missing method otherwise.
 """
@@ -14,6 +15,7 @@ import numpy as np
 
 from .._validation import check_int
 from ..exceptions import ModelCapabilityError
+from .language import ModelLanguage
 
 DEFAULT_BATCH_SIZE = 65_536
 
@@ -36,9 +38,9 @@ class CountingModel:
     Parameters
     ----------
     predict : callable
-        ``predict(X: float64 (n, d)) -> (n,)`` labels 0/1.
+        ``predict(X: float64 (n, d)) -> (n,)`` labels in {0, 1}, 1 = the positive class.
     predict_proba : callable, optional
-        ``predict_proba(X) -> (n, 2)`` class probabilities.
+        ``predict_proba(X) -> (n, 2)``: P(negative), P(positive) (column 1 is always the positive class).
     input_gradient : callable, optional
         ``input_gradient(X) -> (n, d)``: gradient of the positive-class probability with respect to the
         encoded input.
@@ -50,6 +52,9 @@ class CountingModel:
         The wrapped model object, kept for adapters and for training chiral models.
     predict_both : callable, optional
         ``predict_both(X) -> (n, 2)`` columns label and P(y=1) from one forward pass (an optimisation).
+    language : ModelLanguage, optional
+        How the wrapped model speaks (its classes, positive class, output kind, input frame), as declared to
+        :func:`~chiralfair.models.as_model`; the default is a model taking codes and returning labels {0, 1}.
 
     Attributes
     ----------
@@ -59,7 +64,8 @@ class CountingModel:
     """
 
     def __init__(self, predict, *, predict_proba=None, input_gradient=None, name: str = "model",
-                 batch_size: int = DEFAULT_BATCH_SIZE, estimator=None, predict_both=None):
+                 batch_size: int = DEFAULT_BATCH_SIZE, estimator=None, predict_both=None,
+                 language: ModelLanguage | None = None):
         self._predict = predict
         self._predict_both = predict_both
         self._predict_proba = predict_proba
@@ -67,9 +73,20 @@ class CountingModel:
         self.name = name
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.estimator = estimator
+        self.language = language if language is not None else ModelLanguage()
         self.spec = None
         self.n_queries = 0
         self.n_gradient_queries = 0
+
+    @property
+    def positive_index(self) -> int:
+        """Index of the positive class among the wrapped model's own classes (its ``predict_proba`` column)."""
+        return self.language.positive_index
+
+    @property
+    def takes_frame(self) -> bool:
+        """Whether the wrapped model is fed a DataFrame (``to_frame``) rather than the integer codes."""
+        return self.language.takes_frame
 
     # -------------------------------------------------------------- capabilities
     @property
@@ -108,7 +125,7 @@ class CountingModel:
         Returns
         -------
         numpy.ndarray of int64, shape (n_samples,)
-            Costs n_samples model queries.
+            1 = the positive class, 0 = the other. Costs n_samples model queries.
         """
         return self._chunked(self._predict, X, count="n_queries").astype(np.int64).reshape(-1)
 

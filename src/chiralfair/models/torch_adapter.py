@@ -1,37 +1,95 @@
-"""Torch modules as models under test: batched inference without autograd, gradients by autograd."""
+"""Torch modules as models under test: batched inference without autograd, gradients by autograd.
+
+Inputs are cast to the module's own floating dtype (float32 for most, float64 for a ``.double()`` module).
+With ``output="probability"`` every output is checked to lie in [0, 1] (and two-column rows to sum to 1), so a
+logit network wrapped without ``output="logit"`` is refused as soon as one output leaves [0, 1]; one whose
+outputs all happen to lie in [0, 1] cannot be detected.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
+from ..exceptions import ConfigError, ModelOutputError
+from .language import ModelLanguage, check_probabilities, resolve_classes
 from .protocol import CountingModel
 from .threads import single_intra_op_thread
 
 
-def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str) -> torch.Tensor:
-    """Positive-class probability, shape (n,), from a module with (n, 1) or (n, 2) outputs."""
+def input_dtype(module: torch.nn.Module) -> torch.dtype:
+    """The floating dtype of the module's first floating parameter or buffer (float32 if it has none)."""
+    for tensor in (*module.parameters(), *module.buffers()):
+        if tensor.is_floating_point():
+            return tensor.dtype
+    return torch.float32
+
+
+def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, positive_index: int = 1, *,
+                         name: str = "module") -> torch.Tensor:
+    """P(positive class), shape (n,), from a module with (n,), (n, 1) or (n, 2) outputs.
+
+    One column is the probability (or logit) of class 1 of the module's classes; two columns are one per
+    class. ``positive_index`` 0 takes the other class.
+
+    Raises
+    ------
+    ModelOutputError
+        If the output has another shape, or ``output="probability"`` and an output is outside [0, 1] (the
+        message names ``output="logit"``).
+    """
     out = module(x)
     if out.ndim == 1:
         out = out[:, None]
-    if out.shape[1] == 1:
-        return (out[:, 0] if output == "probability" else torch.sigmoid(out[:, 0]))
+    if out.ndim != 2 or out.shape[0] != x.shape[0] or out.shape[1] not in (1, 2):
+        raise ModelOutputError(f"torch module {name!r} returned shape {tuple(out.shape)} for {x.shape[0]} rows; "
+                               "expected (n,), (n, 1) or (n, 2)")
     if output == "probability":
-        return out[:, 1]
-    return torch.softmax(out, dim=1)[:, 1]
+        check_probabilities(out.detach().double().cpu().numpy(), name)
+        p1 = out[:, 1] if out.shape[1] == 2 else out[:, 0]
+    else:
+        p1 = torch.softmax(out, dim=1)[:, 1] if out.shape[1] == 2 else torch.sigmoid(out[:, 0])
+    return p1 if positive_index == 1 else 1 - p1
 
 
 def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, output: str = "probability",
-                device: str | torch.device = "cpu") -> CountingModel:
-    """Wrap a torch module (see :func:`chiralfair.models.adapters.as_model`)."""
+                device: str | torch.device = "cpu", positive_class=None, classes=None) -> CountingModel:
+    """Wrap a torch module (see :func:`chiralfair.models.adapters.as_model`).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    name : str or None
+    batch_size : int
+    output : {"auto", "probability", "logit"}
+        ``"auto"`` is ``"probability"`` (a final sigmoid or softmax).
+    device : str or torch.device
+    positive_class : optional
+        One of ``classes``; defaults to 1 for the default classes (0, 1).
+    classes : sequence of two labels, optional
+        The classes of the module's output columns (one column: the probability of ``classes[1]``).
+
+    Raises
+    ------
+    ConfigError
+        If ``output`` is ``"label"`` or unknown, or the classes / positive class are invalid.
+    """
+    output = "probability" if output == "auto" else output
     if output not in ("probability", "logit"):
-        raise ValueError(f"output must be 'probability' or 'logit', got {output!r}")
+        raise ConfigError(f"output must be 'probability' or 'logit' for a torch module, got {output!r}")
+    name = name or type(module).__name__
+    classes, positive_class = resolve_classes((0, 1) if classes is None else classes, positive_class,
+                                              model_name=name,
+                                              where="the default classes" if classes is None else "classes=")
+    language = ModelLanguage(classes=classes, positive_class=positive_class, output=output)
+    index = language.positive_index
     module = module.to(device).eval()
+    dtype = input_dtype(module)
 
     def proba1(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode(), single_intra_op_thread():
-            x = torch.as_tensor(X, dtype=torch.float32, device=device)
-            return positive_probability(module, x, output).double().cpu().numpy()
+            x = torch.as_tensor(X, dtype=dtype, device=device)
+            return positive_probability(module, x, output, index, name=name).double().cpu().numpy()
 
     def predict(X):
         return (proba1(X) > 0.5).astype(np.int64)
@@ -45,12 +103,11 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
         return np.column_stack([(p > 0.5).astype(np.float64), p])
 
     def gradient(X):
-        x = torch.as_tensor(X, dtype=torch.float32, device=device).requires_grad_(True)
+        x = torch.as_tensor(X, dtype=dtype, device=device).requires_grad_(True)
         with single_intra_op_thread():
-            p = positive_probability(module, x, output)
+            p = positive_probability(module, x, output, index, name=name)
             (g,) = torch.autograd.grad(p.sum(), x)
         return g.double().cpu().numpy()
 
-    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient,
-                         name=name or type(module).__name__, batch_size=batch_size, estimator=module,
-                         predict_both=predict_both)
+    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
+                         batch_size=batch_size, estimator=module, predict_both=predict_both, language=language)

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._random import RandomState, as_generator
+from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..datasets.base import Dataset
 from ..exceptions import ConfigError
@@ -68,7 +68,8 @@ class SeedStrategy(ABC):
             :attr:`~chiralfair.datasets.Dataset.missing_protected` rows (said in ``notes``).
         n_seeds : int
             Number of seeds, >= 1.
-        random_state : int, numpy.random.Generator or None
+        random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+            As scikit-learn accepts it; recorded readably in ``meta`` (see ``chiralfair._random``).
 
         Returns
         -------
@@ -83,7 +84,7 @@ class SeedStrategy(ABC):
         """
         n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
         model = as_model(model)
-        rng = as_generator(random_state)
+        rng, random_state_described = resolve_random_state(random_state)
         q0 = model.n_queries
         t0 = time.perf_counter()
         # Rows with a missing protected value are reported apart, never drawn as seeds (design §4).
@@ -103,7 +104,7 @@ class SeedStrategy(ABC):
         seconds["total"] = time.perf_counter() - t0
         meta = base_meta(params=self.params, dataset=dataset.name, model=model.name,
                          protected=dataset.domain.protected_names,
-                         random_state=random_state if isinstance(random_state, int) else None, **extra_meta)
+                         random_state=random_state_described, **extra_meta)
         return SeedReport(strategy=self.name, seeds=seeds, is_idi=np.asarray(is_idi, dtype=bool),
                           seconds=seconds, n_queries=model.n_queries - q0, meta=meta, **info)
 

@@ -21,7 +21,8 @@ from ..exceptions import ModelCapabilityError
 from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 
-ChiralTrainer = Callable[[np.ndarray, np.ndarray, np.random.Generator], object]
+# chiral_trainer(X, y, random_state): X int codes (n, d), y labels in {0, 1} (1 = positive), random_state an int.
+ChiralTrainer = Callable[[np.ndarray, np.ndarray, int], object]
 
 
 def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
@@ -76,11 +77,14 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
 
     The way to train "the same model" is chosen in this order:
 
-    1. ``chiral_trainer(X, y, rng)`` if given (any model :func:`~chiralfair.models.as_model` accepts);
+    1. ``chiral_trainer(X, y, random_state)`` if given (any model :func:`~chiralfair.models.as_model` accepts;
+       it learns labels {0, 1} from the codes, and is wrapped so, keeping ``output="logit"`` and ``to_frame``);
     2. ``model.spec.fit(X, y, random_state=...)`` if the model carries a model spec (the project's model zoo);
        through the disk cache of ``chiralfair.models.training.train_model`` when that is available;
     3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines (a
-       ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible).
+       ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible), fitted in the
+       model's own language: ``to_frame(X)`` for a model that takes a DataFrame, and labels mapped from
+       {0, 1} back to the model's classes (1 -> its positive class).
 
     Parameters
     ----------
@@ -91,7 +95,10 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     rng : numpy.random.Generator
         Drives the mutation, the split (unless ``split_random_state`` is given) and the training seed.
     chiral_trainer : callable, optional
-        ``chiral_trainer(X, y, rng) -> model`` training the model's architecture on the given data.
+        ``chiral_trainer(X, y, random_state) -> model`` training the model's architecture on the given data:
+        ``X`` int codes, shape (n_train, n_features), protected attributes mutated; ``y`` labels in {0, 1}
+        (1 = the positive class), shape (n_train,); ``random_state`` an int, so that e.g.
+        ``lambda X, y, rs: GradientBoostingClassifier(random_state=rs).fit(X, y)`` works.
     split_random_state : int, optional
         ``random_state`` of :meth:`Dataset.split`; the chiral model is trained on the 60% training split
         (paper §4.2). Defaults to a seed drawn from ``rng``.
@@ -120,21 +127,59 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     info = {"split_random_state": split_seed, "train_random_state": train_seed,
             "n_train": int(len(train_index))}
     if chiral_trainer is not None:
-        trained = chiral_trainer(X_chiral, y, np.random.default_rng(train_seed))
-        return as_model(trained, name=f"chiral-{model.name}"), {**info, "how": "chiral_trainer"}
+        trained = chiral_trainer(X_chiral, y, train_seed)
+        return _wrap_trained(trained, model), {**info, "how": "chiral_trainer"}
     spec = getattr(model, "spec", None)
     if spec is not None and hasattr(spec, "fit"):
         return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info)
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
-        fitted = _seeded_clone(est, train_seed).fit(X_chiral, y)
-        return as_model(fitted, name=f"chiral-{model.name}"), {**info, "how": "sklearn-clone"}
+        language = model.language
+        fitted = _seeded_clone(est, train_seed).fit(language.model_input(X_chiral), language.model_labels(y))
+        return wrap_like(fitted, model), {**info, "how": "sklearn-clone"}
     raise ModelCapabilityError(
         f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "
         "estimator. "
         "Pass chiral_model=<a model trained like it on data with mutated protected attributes "
-        "(chiralfair.seeds.chiral.mutate_protected)> or chiral_trainer=<callable(X, y, rng) -> model> "
+        "(chiralfair.seeds.chiral.mutate_protected)> or chiral_trainer=<callable(X, y, random_state) -> model> "
         "to the seed strategy.")
+
+
+def wrap_like(chiral, model: CountingModel) -> CountingModel:
+    """Wrap a chiral model that speaks the language of ``model`` (same classes, positive class, input frame).
+
+    Parameters
+    ----------
+    chiral : object
+        Anything :func:`~chiralfair.models.as_model` accepts; a CountingModel is returned as is.
+    model : CountingModel
+        The model under test, whose declarations are reused (``classes`` only for a model without
+        ``classes_``; ``output`` unless it is ``"label"``, which the chiral model's kind decides).
+
+    Returns
+    -------
+    CountingModel
+    """
+    if isinstance(chiral, CountingModel):
+        return chiral
+    language = model.language
+    return as_model(chiral, name=f"chiral-{model.name}", batch_size=model.batch_size,
+                    output="auto" if language.output == "label" else language.output,
+                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    classes=None if hasattr(chiral, "classes_") else language.classes)
+
+
+def _wrap_trained(trained, model: CountingModel) -> CountingModel:
+    """Wrap what ``chiral_trainer`` returned: it learnt labels {0, 1} (1 = positive) from the integer codes.
+
+    It keeps the model's ``output="logit"`` declaration, and its ``to_frame`` if it was fitted on a frame.
+    """
+    if isinstance(trained, CountingModel):
+        return trained
+    language = model.language
+    to_frame = language.to_frame if getattr(trained, "feature_names_in_", None) is not None else None
+    return as_model(trained, name=f"chiral-{model.name}", batch_size=model.batch_size, to_frame=to_frame,
+                    output="logit" if language.output == "logit" else "auto")
 
 
 def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):

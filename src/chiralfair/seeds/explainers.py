@@ -91,7 +91,7 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
 
 def choose_explainer(model: CountingModel) -> str:
     """Name of the explainer :func:`explain` uses for ``model`` with ``explainer="auto"``."""
-    est = model.estimator
+    est = None if model.takes_frame else model.estimator  # shap's linear/tree explainers would see codes
     if _linear_estimator(est) is not None:
         return "linear"
     if _tree_estimator(est) is not None:
@@ -184,22 +184,24 @@ def _tree_estimator(est):
 
 def _linear(model, X, background):
     import shap
-    est = _linear_estimator(model.estimator)
+    est = None if model.takes_frame else _linear_estimator(model.estimator)
     if est is None:
-        raise ConfigError(f"explainer='linear' needs an sklearn linear classifier; {model.name!r} is not one")
+        raise ConfigError(f"explainer='linear' needs an sklearn linear classifier taking the integer codes; "
+                          f"{model.name!r} is not one")
     whole = model.estimator
     values = shap.LinearExplainer(est, _scaled(whole, background)).shap_values(_scaled(whole, X))
-    return _positive_class(np.asarray(values, dtype=np.float64), X.shape)
+    return _positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index)
 
 
 def _tree(model, X):
     import shap
-    est = _tree_estimator(model.estimator)
+    est = None if model.takes_frame else _tree_estimator(model.estimator)
     if est is None:
-        raise ConfigError(f"explainer='tree' needs an sklearn tree model; model {model.name!r} is not one")
+        raise ConfigError(f"explainer='tree' needs an sklearn tree model taking the integer codes; model "
+                          f"{model.name!r} is not one")
     approximate = tree_shap_cost(est, len(X)) > EXACT_TREE_SHAP_BUDGET
     values = shap.TreeExplainer(est).shap_values(X, check_additivity=False, approximate=approximate)
-    return (_positive_class(np.asarray(values, dtype=np.float64), X.shape),
+    return (_positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index),
             "tree-approximate" if approximate else "tree")
 
 
@@ -222,13 +224,16 @@ def _deep(model, X, background):
     module = model.estimator
     if not isinstance(module, torch.nn.Module):
         raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
-    values = shap.DeepExplainer(module, torch.as_tensor(background, dtype=torch.float32)).shap_values(
-        torch.as_tensor(X, dtype=torch.float32), check_additivity=False)
-    return _positive_class(np.asarray(values, dtype=np.float64), X.shape)
+    from ..models.torch_adapter import input_dtype
+    dtype = input_dtype(module)
+    values = shap.DeepExplainer(module, torch.as_tensor(background, dtype=dtype)).shap_values(
+        torch.as_tensor(X, dtype=dtype), check_additivity=False)
+    return _positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index)
 
 
 def _permutation(model, X, background, rng):
     import shap
+    # The adapter already speaks in positive-class terms: column 1 is P(positive), label 1 is positive.
     if model.has_proba:
         def f(Z):
             return model.predict_proba(Z)[:, 1]
@@ -243,10 +248,21 @@ def _permutation(model, X, background, rng):
     return np.asarray(out.values, dtype=np.float64).reshape(X.shape)
 
 
-def _positive_class(values: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Reduce shap's layouts ((n, d, k), [k × (n, d)], (n, d)) to the positive class, shape (n, d)."""
+def _positive_class(values: np.ndarray, shape: tuple[int, int], positive_index: int = 1) -> np.ndarray:
+    """Reduce shap's layouts ((n, d, k), [k × (n, d)], (n, d)) to the positive class, shape (n, d).
+
+    With two outputs (k = 2, in the model's class order) the positive class's one is taken. A single output
+    (k = 1, or a bare (n, d)) explains ``classes[1]`` (its probability, log-odds or logit), so it is negated
+    when the positive class is ``classes[0]`` (``positive_index`` 0).
+    """
     if values.ndim == 3 and values.shape[:2] == shape:
-        return values[:, :, -1]
-    if values.ndim == 3 and values.shape[1:] == shape:
-        return values[-1]
-    return values.reshape(shape)
+        if values.shape[2] == 2:
+            return values[:, :, positive_index]
+        single = values[:, :, -1]
+    elif values.ndim == 3 and values.shape[1:] == shape:
+        if values.shape[0] == 2:
+            return values[positive_index]
+        single = values[-1]
+    else:
+        single = values.reshape(shape)
+    return single if positive_index == 1 else -single

@@ -6,10 +6,9 @@ import time
 
 import numpy as np
 
-from ..models.adapters import as_model
 from ..oracle import DiscriminationCheck
 from .base import SeedStrategy, register_seed_strategy
-from .chiral import ChiralTrainer, train_chiral_model
+from .chiral import ChiralTrainer, train_chiral_model, wrap_like
 from .random import random_rows
 
 
@@ -35,10 +34,13 @@ class InitialIDISeeds(SeedStrategy):
     Parameters
     ----------
     chiral_model : object, optional
-        An already trained chiral model (anything :func:`~chiralfair.models.as_model` accepts).
+        An already trained chiral model (anything :func:`~chiralfair.models.as_model` accepts), wrapped with
+        the declarations of the model under test (``positive_class``, ``to_frame``, ``output``).
     chiral_trainer : callable, optional
-        ``chiral_trainer(X, y, rng) -> model``: trains the architecture of the model under test; needed for
-        models that carry neither a model spec nor an sklearn estimator (e.g. a plain torch module).
+        ``chiral_trainer(X, y, random_state) -> model``: trains the architecture of the model under test on
+        int codes ``X`` and labels ``y`` in {0, 1} (1 = positive); ``random_state`` is an int (e.g.
+        ``GradientBoostingClassifier(random_state=random_state)``). Needed for models that carry neither a
+        model spec nor an sklearn estimator (e.g. a plain torch module).
     split_random_state : int, optional
         ``random_state`` of the 60/40 split the chiral model is trained on; by default drawn from the
         strategy's ``random_state``.
@@ -65,7 +67,7 @@ class InitialIDISeeds(SeedStrategy):
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         if self.chiral_model is not None:
-            chiral, chiral_info = as_model(self.chiral_model, name=f"chiral-{model.name}"), {"how": "given"}
+            chiral, chiral_info = wrap_like(self.chiral_model, model), {"how": "given"}
         else:
             chiral, chiral_info = train_chiral_model(model, dataset, rng, chiral_trainer=self.chiral_trainer,
                                                      split_random_state=self.split_random_state)

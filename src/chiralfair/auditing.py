@@ -1,0 +1,498 @@
+"""One call from Python: test the model you have on the data you have (:func:`audit`, exported as ``chiralfair.audit``).
+
+The module is not named ``audit`` because importing ``chiralfair.audit`` would then replace the function
+``chiralfair.audit`` with the module.
+
+``audit(model, frame, label=..., positive_class=..., protected=[...])`` encodes the frame
+(:func:`~chiralfair.datasets.from_frame`), wraps the model so that it is fed the frame it was trained on
+(:meth:`~chiralfair.datasets.Dataset.to_frame`), checks that the model accepts the data and every protected
+value, selects seeds, runs a generator and returns an :class:`AuditResult` with the figures of
+``chiralfair run``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .exceptions import ConfigError, DatasetError, ModelCapabilityError
+
+logger = logging.getLogger(__name__)
+
+# Seed strategies that retrain the model under test (the chiral model of I&D).
+CHIRAL_SEEDS = ("i", "iandd")
+
+
+def audit(model, data, *, label=None, positive_class=None, protected: str | Sequence[str],
+          bins: Mapping[str, int | Sequence[float]] | None = None, generator: str = "aequitas",
+          seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
+          out: str | os.PathLike | None = None, trust_model_file: bool = False, model_output: str | None = None,
+          name: str = "data", generator_params: Mapping[str, Any] | None = None,
+          seed_params: Mapping[str, Any] | None = None,
+          on_step: Callable[[str], None] | None = None) -> AuditResult:
+    """Find IDIs of a fitted model on a raw DataFrame (or a chiralfair Dataset) in one call.
+
+    Steps: encode the data; load the model if it is a file; wrap it so that an sklearn estimator with string
+    ``feature_names_in_`` gets ``dataset.to_frame(X)[feature_names_in_]``; check on a few data rows that it
+    accepts the data, and probe it with one counterpart per protected value; select seeds; run the generator.
+
+    A protected value the model refuses (e.g. a category its ``OneHotEncoder`` never saw) is **left out of the
+    protected domain**, and the data rows holding it are left out of seed selection, with a note in the
+    result: the model cannot decide on such an input, so no counterpart may take that value, while the other
+    values can still be tested. With fewer than two accepted values the run is refused before the search.
+
+    Parameters
+    ----------
+    model : estimator, pipeline, torch module, callable, CountingModel, or path
+        A fitted model, or a model file (``.skops``, TorchScript, ``.onnx``, or joblib/pickle with
+        ``trust_model_file``; see :mod:`chiralfair.models.files`).
+    data : pandas.DataFrame or Dataset
+        A raw frame holding the feature columns and the ``label`` column, or an encoded Dataset.
+    label : column name
+        Label column of ``data`` (a frame only).
+    positive_class : object, optional
+        Label value of the favourable outcome. Required unless the label holds only 0/1 (then 1).
+    protected : str or sequence of str
+        Protected attributes under test.
+    bins : mapping, optional
+        Binning of numeric columns (see :func:`~chiralfair.datasets.from_frame`); binned columns are fed to
+        the model as each bin's representative value.
+    generator, seeds : str
+        Registered generator and seed strategy names.
+    max_global, max_local : int
+        Budget (global seeds, local iterations per global IDI).
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Resolved once to an int seed (drawn from a RandomState/Generator, fresh for None) that drives seeds and
+        search; both the given value's type and the int are recorded in ``meta``.
+    out : path, optional
+        Run folder to write (``result.json``, ``idis.parquet``, ``report.md``).
+    trust_model_file : bool
+        Load pickles and skops files with untrusted types.
+    model_output : {"probability", "logit"}, optional
+        For torch modules and one-column ONNX models: what the output is.
+    name : str
+        Dataset name in reports.
+    generator_params, seed_params : mapping, optional
+        Extra parameters of the generator and of the seed strategy.
+    on_step : callable, optional
+        Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"`` as each step starts.
+
+    Returns
+    -------
+    AuditResult
+
+    Raises
+    ------
+    ConfigError
+        Unknown generator/seed strategy, a bad budget or ``random_state``, or a seed strategy that needs a
+        chiral model for a model that cannot be retrained.
+    DatasetError, DomainError
+        From encoding the frame (naming the column at fault).
+    ModelFileError
+        For a model file that cannot (or may not) be loaded.
+    ModelCapabilityError
+        When the model does not accept the data (naming the model's and the data's columns), refuses all but
+        one value of a protected attribute, or lacks the gradient a gradient generator needs.
+
+    References
+    ----------
+    .. [1] Ma et al. "Enhanced Fairness Testing via Generating Effective Initial Individual Discriminatory
+       Instances." arXiv:2209.08321.
+    """
+    from ._validation import check_int
+    from .experiments import MAX_BUDGET
+    from .generators import make_generator
+    from .seeds import make_seed_strategy
+
+    step = on_step or (lambda s: None)
+    t_all = time.perf_counter()
+    check_int(max_global, "max_global", minimum=1)
+    check_int(max_local, "max_local", minimum=0)
+    if max_global * (max_local + 1) > MAX_BUDGET:
+        raise ConfigError(f"max_global x (max_local + 1) = {max_global * (max_local + 1):,} exceeds {MAX_BUDGET:,}")
+    seed, random_state_meta = resolve_seed(random_state)
+    search = make_generator(generator, max_global=max_global, max_local=max_local, **dict(generator_params or {}))
+    make_seed_strategy(seeds, **dict(seed_params or {}))
+    if out is not None:
+        from .report import prepare_run_folder, remove_empty_folders
+        created = prepare_run_folder(out)
+    else:
+        created = []
+    try:
+        seconds: dict[str, float] = {}
+        step("data")
+        t = time.perf_counter()
+        dataset = _as_dataset(data, label=label, positive_class=positive_class, protected=protected, bins=bins,
+                              name=name)
+        seconds["data"] = time.perf_counter() - t
+
+        step("model")
+        t = time.perf_counter()
+        obj, model_name = _load(model, trust_model_file, model_output)
+        wrapped = wrap_model(obj, dataset, name=model_name, output=model_output)
+        check_model_columns(wrapped, dataset)
+        dataset, probe_notes = restrict_to_accepted_values(wrapped, dataset)
+        check_model_accepts_rows(wrapped, dataset)
+        if search.needs_gradient:
+            wrapped.require("input_gradient", by=f"generator {generator!r}")
+        strategy = make_seed_strategy(seeds, **_seed_params(seeds, seed_params, wrapped))
+        quality = _quality(wrapped, dataset)
+        seconds["model"] = time.perf_counter() - t
+
+        step("seeds")
+        t = time.perf_counter()
+        wrapped.reset_queries()
+        seed_report = strategy.select(wrapped, dataset, max_global, random_state=seed)
+        seconds["seeds"] = time.perf_counter() - t
+
+        step("search")
+        t = time.perf_counter()
+        result = search.run(wrapped, dataset.domain, seed_report, random_state=seed)
+        seconds["search"] = time.perf_counter() - t
+        seconds["total"] = time.perf_counter() - t_all
+
+        outcome = _outcome(dataset, model_name, generator, seeds, max_global, max_local, seed, generator_params,
+                           result, seed_report, quality, seconds, probe_notes, random_state_meta)
+        audited = AuditResult(outcome, dataset)
+        if out is not None:
+            audited.write(out)
+    except BaseException:
+        if out is not None:
+            remove_empty_folders(created)
+        raise
+    return audited
+
+
+# ---------------------------------------------------------------------------------------------- steps
+def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
+    """One int seed for every step (as ``chiralfair run`` passes its int), and what to record in ``meta``.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+
+    Returns
+    -------
+    seed : int
+        The int itself, else an int drawn from the generator :func:`chiralfair._random.resolve_random_state`
+        makes of ``random_state``.
+    meta : dict
+        ``random_state`` (its readable description) and ``resolved_random_state`` (the int seed:
+        ``random_state=<it>`` reproduces the run).
+
+    Raises
+    ------
+    ConfigError
+        For a negative int or another type.
+    """
+    from ._random import derive_seed, resolve_random_state
+
+    rng, described = resolve_random_state(random_state)
+    seed = described if isinstance(described, int) else derive_seed(rng)
+    return seed, {"random_state": described, "resolved_random_state": seed}
+
+
+def _as_dataset(data, *, label, positive_class, protected, bins, name):
+    import pandas as pd
+
+    from .datasets import Dataset, from_frame
+
+    if isinstance(data, Dataset):
+        if label is not None or bins:
+            raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
+        return data.with_protected([protected] if isinstance(protected, str) else list(protected))
+    if not isinstance(data, pd.DataFrame):
+        raise DatasetError(f"data must be a pandas DataFrame or a chiralfair Dataset, got {type(data).__name__}")
+    if label is None:
+        raise DatasetError(f"label= is needed to tell the label column of the frame; columns: "
+                           f"{', '.join(map(str, data.columns))}")
+    if label not in data.columns:
+        raise DatasetError(f"label column {label!r} is not in the frame; columns: {', '.join(map(str, data.columns))}")
+    if positive_class is None:
+        positive_class = _binary_positive(data[label], label)
+    return from_frame(data, label=label, positive_class=positive_class, protected=protected, bins=bins, name=name)
+
+
+def _binary_positive(series, label):
+    values = set(series.dropna().unique().tolist())
+    if values <= {0, 1} and 1 in values:
+        return 1
+    shown = ", ".join(map(repr, sorted(values, key=str)[:10]))
+    raise DatasetError(f"positive_class= is needed: label column {label!r} holds {shown}; say which value is the "
+                       "favourable outcome")
+
+
+def _load(model, trust: bool, output: str | None):
+    if isinstance(model, str | os.PathLike):
+        from .models.files import load_model_file
+        return load_model_file(model, trust=trust, output=output), Path(model).name
+    return model, getattr(model, "name", None) or type(model).__name__
+
+
+def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = None):
+    """Wrap ``obj`` with :func:`~chiralfair.models.as_model` in the language of ``dataset``.
+
+    An estimator fitted on a DataFrame (string ``feature_names_in_``) gets ``to_frame=dataset.to_frame``; a model
+    with ``classes_`` gets ``positive_class=dataset.positive_class`` (the label value of the raw data, matched
+    by its text against the classes).
+
+    Returns
+    -------
+    CountingModel
+    """
+    from .models import as_model
+
+    kwargs: dict[str, Any] = {"name": name}
+    if output is not None:
+        kwargs["output"] = output
+    if _frame_feature_names(obj) is not None:
+        kwargs["to_frame"] = dataset.to_frame
+    if getattr(obj, "classes_", None) is not None:
+        kwargs["positive_class"] = dataset.positive_class
+    return as_model(obj, **kwargs)
+
+
+def _frame_feature_names(obj) -> list[str] | None:
+    names = getattr(obj, "feature_names_in_", None)
+    if names is None or not all(isinstance(n, str) for n in names):
+        return None
+    return list(names)
+
+
+def _data_columns(dataset) -> list[str]:
+    return [str(c) for c in (dataset.codec.names if dataset.codec is not None else dataset.domain.names)]
+
+
+def check_model_columns(model, dataset) -> None:
+    """Refuse before the search a model that was trained on other columns than the data holds.
+
+    A model with named inputs (``feature_names_in_``) must find each of them among the data's columns (a
+    protected attribute it does not take is logged as a warning); a model without names must take as many
+    features as the data has.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming both column lists.
+    """
+    est = model.estimator
+    data_columns = _data_columns(dataset)
+    names = _frame_feature_names(est)
+    if names is not None:
+        missing = [n for n in names if n not in data_columns]
+        if missing:
+            raise ModelCapabilityError(
+                f"model {model.name!r} was trained on columns the data does not have: {', '.join(missing)}. "
+                f"Model columns: {', '.join(names)}; data columns: {', '.join(data_columns)}")
+        unused = [p for p in dataset.domain.protected_names if p not in names]
+        if unused:
+            logger.warning("model %r does not take protected attribute(s) %s as input", model.name, unused)
+    else:
+        n_in = getattr(est, "n_features_in_", None)
+        if n_in is not None and int(n_in) != dataset.domain.n_features:
+            raise ModelCapabilityError(
+                f"model {model.name!r} takes {int(n_in)} features but the data has {dataset.domain.n_features}: "
+                f"{', '.join(data_columns)}. Fit the model on these columns (in this order), or on a DataFrame so "
+                "that its columns are matched by name")
+
+
+def check_model_accepts_rows(model, dataset) -> None:
+    """Send the first five data rows to the model; refuse before the search if it fails on them.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Quoting the model's own error, with the model's and the data's columns.
+    """
+    names = _frame_feature_names(model.estimator)
+    data_columns = _data_columns(dataset)
+    try:
+        model.predict(dataset.X[:5])
+    except Exception as err:
+        if isinstance(err, ModelCapabilityError):
+            raise
+        raise ModelCapabilityError(
+            f"model {model.name!r} fails on the first data rows: {type(err).__name__}: {err}. Model columns: "
+            f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(data_columns)}") from err
+    finally:
+        model.reset_queries()
+
+
+def restrict_to_accepted_values(model, dataset):
+    """Probe the model with one counterpart per protected value; leave out the values it refuses.
+
+    One data row gets each value of each protected attribute in turn (one row per call, so a refused value
+    is told apart from the others): ``sum(domain sizes)`` queries, not counted in the search.
+
+    Returns
+    -------
+    dataset : Dataset
+        With the refused values out of each protected domain, and the data rows holding them left out.
+    notes : list of str
+        One per protected attribute with refused values: the values and the model's error.
+
+    Raises
+    ------
+    ModelCapabilityError
+        If fewer than two values of a protected attribute are accepted.
+    """
+    domain = dataset.domain
+    row = dataset.X[0]
+    accepted: dict[str, list[int]] = {}
+    notes = []
+    keep = np.ones(dataset.n_samples, dtype=bool)
+    for col, values in zip(domain.protected, domain.protected_values, strict=True):
+        feature = domain.features[col]
+        ok, refused = [], {}
+        for v in values:
+            probe = row.copy()
+            probe[col] = v
+            try:
+                model.predict(probe[None, :])
+                ok.append(v)
+            except Exception as err:  # the model's own error (e.g. sklearn's "Found unknown categories")
+                refused[feature.label(v)] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        if refused:
+            labels = ", ".join(map(repr, refused))
+            if len(ok) < 2:
+                model.reset_queries()
+                raise ModelCapabilityError(
+                    f"model {model.name!r} refuses protected attribute {feature.name!r} values {labels} "
+                    f"({next(iter(refused.values()))}); fewer than two values are left to test")
+            accepted[feature.name] = ok
+            keep &= np.isin(dataset.X[:, col], ok)
+            notes.append(f"model {model.name!r} refuses {feature.name}={labels} "
+                         f"({next(iter(refused.values()))}): left out of the protected domain, and "
+                         f"{int((~np.isin(dataset.X[:, col], ok)).sum())} data rows holding it left out of seed "
+                         "selection")
+    model.reset_queries()
+    if not accepted:
+        return dataset, notes
+    kept = replace(dataset, X=dataset.X[keep], y=dataset.y[keep])
+    values = {n: accepted.get(n, list(v)) for n, v in zip(domain.protected_names, domain.protected_values,
+                                                          strict=True)}
+    return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes
+
+
+def _seed_params(seeds: str, seed_params, model) -> dict:
+    params = dict(seed_params or {})
+    if seeds not in CHIRAL_SEEDS or "chiral_model" in params or "chiral_trainer" in params:
+        return params
+    from sklearn.base import BaseEstimator
+    if getattr(model, "spec", None) is None and not isinstance(model.estimator, BaseEstimator):
+        raise ConfigError(
+            f"seed strategy {seeds!r} retrains the model under test on mutated data (the chiral model), and "
+            f"{model.name!r} ({type(model.estimator).__name__}) cannot be retrained here; use seeds='cluster' or "
+            "'random' (CLI: --seeds cluster), or pass seed_params={'chiral_trainer': ...}")
+    return params
+
+
+def _quality(model, dataset) -> dict[str, Any]:
+    """F1 and accuracy of the model on all rows of the given data (it may include the model's training rows)."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    pred = model.predict(dataset.X)
+    model.reset_queries()
+    return {"f1": float(f1_score(dataset.y, pred, zero_division=0.0)),
+            "accuracy": float(accuracy_score(dataset.y, pred)), "evaluated_on": "all rows of the given data",
+            "train_seconds": 0.0, "from_cache": False}
+
+
+def _outcome(dataset, model_name, generator, seeds, max_global, max_local, seed, generator_params, result,
+             seed_report, quality, seconds, notes, random_state_meta):
+    from .experiments import RunConfig, RunOutcome
+
+    config = RunConfig(dataset=dataset.name, protected=tuple(dataset.domain.protected_names), model=model_name,
+                       seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
+                       random_state=seed, generator_params=dict(generator_params or {}))
+    info = {"name": model_name, **quality, "random_state": random_state_meta}
+    return RunOutcome(config, result, seed_report, dataset.domain, info, seconds, tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------------- result
+class AuditResult:
+    """What :func:`audit` found: the figures of ``chiralfair run``, the IDI pairs, and the notes.
+
+    Attributes
+    ----------
+    outcome : chiralfair.experiments.RunOutcome
+        Search result, seed report, model quality and timings.
+    dataset : Dataset
+        The encoded data (protected domain restricted to the values the model accepts).
+    """
+
+    def __init__(self, outcome, dataset):
+        self.outcome = outcome
+        self.dataset = dataset
+
+    @property
+    def n_idis(self) -> int:
+        """Unique IDIs found (global ∪ local)."""
+        return int(self.outcome.result.n_idis)
+
+    @property
+    def notes(self) -> list[str]:
+        """Everything a reader must know about this run (refused protected values, seed notes, ...)."""
+        s = self.outcome.summary()
+        return list(s["notes"]) + list(s["seeds"]["notes"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures of ``result.json``."""
+        return self.outcome.summary()
+
+    def idis(self):
+        """IDI pairs with decoded values, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``)."""
+        return self.outcome.result.to_frame(self.outcome.domain)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """The headline figures as (name, value) rows, as ``chiralfair run`` prints them."""
+        from .report import summary_rows
+        return summary_rows(self.to_dict())
+
+    def title(self) -> str:
+        """One line: data, protected attributes, model, generator, seeds and budget."""
+        s = self.to_dict()
+        cfg = s["meta"]["config"]
+        return (f"{cfg['dataset']} / {','.join(s['meta']['protected'])} / {cfg['model']} (F1 {s['model']['f1']:.3f}"
+                f" on the given data) — {cfg['generator']} with {cfg['seeds']} seeds, max_global "
+                f"{cfg['max_global']}, max_local {cfg['max_local']}")
+
+    def summary(self) -> str:
+        """A readable text summary: title, figures, seed clustering and notes."""
+        from .report import describe_clustering
+        rows = self.rows()
+        width = max(len(k) for k, _ in rows)
+        lines = [self.title(), *[f"  {k:<{width}}  {v}" for k, v in rows]]
+        clustering = self.to_dict()["seeds"].get("clustering")
+        if clustering:
+            lines.append(f"  seed clustering: {describe_clustering(clustering)}")
+        lines += [f"  note: {n}" for n in self.notes]
+        if self.n_idis == 0:
+            lines.append("  no IDI found within this budget — not a proof of fairness.")
+        return "\n".join(lines)
+
+    def write(self, out: str | os.PathLike) -> Path:
+        """Write the run folder (``result.json``, ``idis.parquet``, ``report.md``); returns its path."""
+        from .report import write_run
+        return write_run(self.outcome, out)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in self.rows())
+        notes = "".join(f"<li>{escape(n)}</li>" for n in self.notes)
+        pairs = self.idis().head(10)
+        return (f"<div><p><b>{escape(self.title())}</b></p><table>{rows}</table>"
+                + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
+                + (f"<p>First IDI pairs:</p>{pairs.to_html(index=False)}" if len(pairs) else
+                   "<p>No IDI found within this budget — not a proof of fairness.</p>")
+                + "</div>")
+
+    def __repr__(self) -> str:
+        return self.summary()

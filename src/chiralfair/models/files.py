@@ -1,0 +1,257 @@
+"""Models under test read from files: skops, TorchScript, ONNX, and (only when trusted) joblib/pickle.
+
+==========================  ==================================================================================
+suffix                      loaded with
+==========================  ==================================================================================
+``.skops``                  ``skops.io.load`` after ``skops.io.get_untrusted_types``: a file holding types
+                            outside skops' trusted set is refused (listing them) unless ``trust=True``
+``.pt``, ``.pth``, ``.ts``  ``torch.jit.load`` (TorchScript; loading runs no Python code from the file)
+``.onnx``                   ``onnxruntime.InferenceSession`` (CPU), batched; a black box (no input gradient)
+``.joblib``, ``.pkl``,      ``joblib.load`` only with ``trust=True``: unpickling runs code stored in the file
+``.pickle``
+==========================  ==================================================================================
+
+The objects returned are what :func:`~chiralfair.models.as_model` accepts: an sklearn estimator or pipeline, a
+torch module, or an :class:`OnnxClassifier` (which has ``predict`` / ``predict_proba`` like an estimator).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..exceptions import ModelFileError
+
+SKOPS_SUFFIXES = (".skops",)
+TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts")
+ONNX_SUFFIXES = (".onnx",)
+PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
+MODEL_SUFFIXES = SKOPS_SUFFIXES + TORCHSCRIPT_SUFFIXES + ONNX_SUFFIXES + PICKLE_SUFFIXES
+
+
+def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:
+    """Refuse a model file that cannot be loaded, before anything expensive runs.
+
+    Checks that the file exists, that its suffix is a supported format, and that a pickle is trusted.
+
+    Parameters
+    ----------
+    path : str or path-like
+    trust : bool
+        Whether the caller trusts the file enough to unpickle it.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ModelFileError
+        Naming the file and what is wrong.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"model file {str(path)!r} does not exist" if not path.exists()
+                             else f"model file {str(path)!r} is not a file")
+    suffix = path.suffix.lower()
+    if suffix not in MODEL_SUFFIXES:
+        raise ModelFileError(f"model file {str(path)!r}: unsupported suffix {suffix or '(none)'!r}; supported: "
+                             f"{', '.join(MODEL_SUFFIXES)}")
+    if suffix in PICKLE_SUFFIXES and not trust:
+        raise ModelFileError(
+            f"model file {str(path)!r} is a pickle: loading it runs whatever code the file holds. Save the model "
+            "with skops (skops.io.dump) or export it to ONNX, or pass --trust-model-file (Python: "
+            "trust=True) if you made the file yourself or trust its source")
+    return path
+
+
+def load_model_file(path: str | os.PathLike, *, trust: bool = False, output: str | None = None):
+    """Load a model under test from a file (formats in the module docstring).
+
+    Parameters
+    ----------
+    path : str or path-like
+    trust : bool
+        Load skops files with untrusted types, and joblib/pickle files (both can run code from the file).
+    output : {"probability", "logit"}, optional
+        For an ONNX model whose only float output has one column: whether it is P(y=1) or a logit
+        (it cannot be told from the file). Ignored otherwise.
+
+    Returns
+    -------
+    object
+        An sklearn estimator, a torch module (TorchScript) or an :class:`OnnxClassifier`.
+
+    Raises
+    ------
+    ModelFileError
+        If the file is missing, of an unsupported kind, an untrusted pickle, holds untrusted skops types (listed),
+        is not TorchScript, or is an ONNX model whose inputs or outputs cannot be interpreted.
+    """
+    path = check_model_file(path, trust=trust)
+    suffix = path.suffix.lower()
+    if suffix in SKOPS_SUFFIXES:
+        return _load_skops(path, trust)
+    if suffix in TORCHSCRIPT_SUFFIXES:
+        return _load_torchscript(path)
+    if suffix in ONNX_SUFFIXES:
+        return OnnxClassifier(path, output=output)
+    return _load_pickle(path)
+
+
+def _load_pickle(path: Path):
+    import joblib
+
+    try:
+        return joblib.load(path)
+    except Exception as err:  # unpickling raises anything the file's code raises
+        raise ModelFileError(f"model file {str(path)!r} cannot be unpickled: {type(err).__name__}: {err}") from err
+
+
+def _load_skops(path: Path, trust: bool):
+    import skops.io as sio
+
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except Exception as err:  # skops raises zipfile/json/key errors for a damaged file
+        raise ModelFileError(f"model file {str(path)!r} is not a readable skops file: {err}") from err
+    if untrusted and not trust:
+        raise ModelFileError(
+            f"model file {str(path)!r} holds types outside skops' trusted set: {', '.join(untrusted)}. Loading "
+            "them may run their code; check that you expect them, then pass --trust-model-file (Python: "
+            "trust=True)")
+    return sio.load(path, trusted=untrusted or None)
+
+
+def _load_torchscript(path: Path):
+    import torch
+
+    try:
+        return torch.jit.load(str(path), map_location="cpu")
+    except RuntimeError as err:
+        raise ModelFileError(
+            f"model file {str(path)!r} is not a TorchScript module ({str(err).splitlines()[0]}). Save the model "
+            "with torch.jit.script(module).save(path) or torch.jit.trace; a module saved with torch.save is a "
+            "pickle and is not loaded") from err
+
+
+class OnnxClassifier:
+    """A binary classifier in an ONNX file, run with onnxruntime on the CPU, called like an sklearn estimator.
+
+    Inputs: either one float tensor of shape (n, n_features) (fed the encoded inputs, as float32), or one
+    tensor per column (shape (n, 1), as written by skl2onnx for a pipeline over a DataFrame): then
+    ``feature_names_in_`` holds the input names and :meth:`predict` takes a DataFrame with those columns.
+
+    Outputs, read by type: an integer or string tensor of shape (n,) is the predicted label; a float tensor of
+    shape (n, 2) (or skl2onnx's ZipMap, a sequence of maps) holds the class probabilities; a float tensor of
+    shape (n,) or (n, 1) is P(y=1) or a logit, as ``output`` declares.
+
+    Parameters
+    ----------
+    path : path-like
+    output : {"probability", "logit"}, optional
+        Needed only when the model's probabilities come as one float column.
+
+    Attributes
+    ----------
+    classes_ : numpy.ndarray, shape (2,)
+        Class labels in the order of the probability columns: the ZipMap keys, else ``[0, 1]``.
+    feature_names_in_ : numpy.ndarray of str
+        Only for models with one input per column.
+
+    Raises
+    ------
+    ModelFileError
+        If the file cannot be read or its inputs/outputs do not fit the above.
+    """
+
+    def __init__(self, path, *, output: str | None = None):
+        import onnxruntime as ort
+
+        self.path = Path(path)
+        try:
+            self._session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own Fail/InvalidGraph classes
+            raise ModelFileError(f"model file {str(path)!r} is not a readable ONNX model: {err}") from err
+        self._inputs = self._session.get_inputs()
+        self._label, self._proba, self._proba_kind = self._read_outputs(output)
+        self.classes_ = np.array([0, 1])
+        if len(self._inputs) > 1:
+            self.feature_names_in_ = np.array([i.name for i in self._inputs], dtype=object)
+
+    def _read_outputs(self, output):
+        label = proba = kind = None
+        for out in self._session.get_outputs():
+            if out.type.startswith("seq(map"):
+                proba, kind = out.name, "zipmap"
+            elif out.type in ("tensor(int64)", "tensor(int32)", "tensor(string)", "tensor(bool)"):
+                label = label or out.name
+            elif out.type in ("tensor(float)", "tensor(double)") and proba is None:
+                width = out.shape[-1] if len(out.shape) > 1 else 1
+                proba, kind = out.name, ("two" if width == 2 else "one")
+        where = f"ONNX model {str(self.path)!r}"
+        if kind == "one" and output not in ("probability", "logit"):
+            raise ModelFileError(
+                f"{where} gives one float column ({proba!r}): declare whether it is a probability or a logit "
+                "with output='probability' or output='logit' (CLI: --model-output)")
+        if label is None and proba is None:
+            outs = ", ".join(f"{o.name}: {o.type}" for o in self._session.get_outputs())
+            raise ModelFileError(f"{where} has no label or probability output (outputs: {outs})")
+        return label, proba, (output if kind == "one" else kind)
+
+    def _feed(self, X) -> dict:
+        if len(self._inputs) == 1:
+            return {self._inputs[0].name: np.asarray(X, dtype=np.float32)}
+        feed = {}
+        for inp in self._inputs:
+            col = X[inp.name].to_numpy()
+            dtype = object if inp.type == "tensor(string)" else _NUMPY.get(inp.type, np.float32)
+            feed[inp.name] = col.astype(str if dtype is object else dtype).astype(dtype).reshape(-1, 1)
+        return feed
+
+    def _run(self, X, names):
+        return self._session.run(names, self._feed(X))
+
+    @property
+    def predict_proba(self):
+        """Class probabilities ``predict_proba(X) -> (n_samples, 2)``, columns in the order of ``classes_``.
+
+        Absent (``hasattr`` is False) when the model has no probability output.
+        """
+        if self._proba is None:
+            raise AttributeError(f"ONNX model {str(self.path)!r} has no probability output")
+        return self._predict_proba
+
+    def _predict_proba(self, X) -> np.ndarray:
+        (out,) = self._run(X, [self._proba])
+        return self._to_two_columns(out)
+
+    def _to_two_columns(self, out) -> np.ndarray:
+        if self._proba_kind == "zipmap":
+            import pandas as pd
+            frame = pd.DataFrame(out)
+            self.classes_ = np.array(list(frame.columns))
+            return frame.to_numpy(dtype=np.float64)
+        out = np.asarray(out, dtype=np.float64)
+        if self._proba_kind == "two":
+            return out.reshape(len(out), 2)
+        p = out.reshape(-1)
+        if self._proba_kind == "logit":
+            p = 1.0 / (1.0 + np.exp(-p))
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted labels, shape (n_samples,): the label output, else the likelier class of ``classes_``."""
+        if self._label is not None:
+            (out,) = self._run(X, [self._label])
+            return np.asarray(out).reshape(-1)
+        return self.classes_[(self._predict_proba(X)[:, 1] > 0.5).astype(np.int64)]
+
+    def __repr__(self) -> str:
+        return f"OnnxClassifier({str(self.path)!r})"
+
+
+_NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+          "tensor(int32)": np.int32, "tensor(bool)": np.bool_}

@@ -1,0 +1,392 @@
+"""A model's language (design §4): its input, its class labels, its positive class and what it outputs.
+
+The language is declared once, when a model is wrapped by :func:`~chiralfair.models.as_model`; from then on
+every algorithm sees integer codes in and, out, labels in {0, 1} (1 = the positive class), P(positive class)
+in [0, 1] and gradients of P(positive class). This module turns what a model returns into that form and refuses,
+with a message naming the fix, what it cannot read without guessing.
+
+Rules
+-----
+- **Classes** come from ``classes_`` (scikit-learn) or are declared (``classes=``); a model with more than two
+  classes is refused.
+- **The positive class** is ``positive_class=`` if given; otherwise only an unambiguous default is taken:
+  {0, 1} -> 1, {-1, 1} -> 1, {False, True} -> True. Any other pair (strings such as ``">50K"``, {1, 2}) is
+  refused with a message listing the classes and naming ``positive_class=``.
+- **Labels** a model returns are checked against its classes on every call (vectorised); a value outside them
+  raises :class:`~chiralfair.exceptions.ModelOutputError` naming the model and the value.
+- **Probabilities**: a one-column output is the probability of ``classes[1]`` (scikit-learn's
+  ``predict_proba(X)[:, 1]``, a network's sigmoid unit); a two-column output has one column per class, in the
+  order of ``classes``. Values outside [0, 1], or two-column rows not summing to 1 within 1e-4, are refused
+  with a message naming ``output="logit"``.
+- **Logits**: one column is the logit of ``classes[1]`` (a sigmoid gives its probability); two columns are
+  per-class logits (a softmax gives the probabilities). Any real number is a valid logit, so a network that
+  outputs logits but was declared ``output="probability"`` is only caught when some output leaves [0, 1]; a
+  logit network whose outputs all happen to lie in [0, 1] cannot be told from a probability network.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import ConfigError, ModelOutputError
+
+OUTPUTS = ("auto", "label", "probability", "logit")
+# Tolerance on the row sums of a two-column probability output (float32 softmax rounding is ~1e-7).
+ROW_SUM_TOLERANCE = 1e-4
+# Class pairs whose positive class is unambiguous: the larger label, as in scikit-learn's metrics.
+_DEFAULT_PAIRS = ({0, 1}, {-1, 1})
+
+
+@dataclass(frozen=True)
+class ModelLanguage:
+    """How to talk to one model under test, declared once when it is wrapped.
+
+    Attributes
+    ----------
+    classes : tuple or None
+        The model's two class labels in the order of its probability columns (``classes_``); None for a
+        callable whose labels were not declared (then they must be {0, 1} or {-1, 1}).
+    positive_class : object or None
+        The label that counts as 1 in everything chiralfair reports; None only when ``classes`` is None and
+        the default (label 1) applies.
+    output : {"label", "probability", "logit"}
+        What the model's own output is.
+    to_frame : callable or None
+        ``to_frame(X_codes) -> pandas.DataFrame`` with the model's original columns, for models that take a
+        frame; None for models that take the integer codes.
+    feature_names : tuple of str or None
+        Columns the model was fitted on (``feature_names_in_``), selected from ``to_frame``'s frame in order.
+    """
+
+    classes: tuple | None = (0, 1)
+    positive_class: object = 1
+    output: str = "label"
+    to_frame: Callable | None = None
+    feature_names: tuple | None = None
+
+    @property
+    def positive_index(self) -> int:
+        """Index of the positive class in :attr:`classes` (its column in ``predict_proba``), 1 by default."""
+        if self.classes is None:
+            return 1
+        return _index_of(self.classes, self.positive_class)
+
+    @property
+    def takes_frame(self) -> bool:
+        """Whether the model is fed a DataFrame (through :attr:`to_frame`) rather than the integer codes."""
+        return self.to_frame is not None
+
+    def model_input(self, X: np.ndarray):
+        """The input the model itself takes for codes ``X`` of shape (n_samples, n_features).
+
+        Raises
+        ------
+        ConfigError
+            If ``to_frame`` does not return a DataFrame holding every column in :attr:`feature_names`.
+        """
+        if self.to_frame is None:
+            return X
+        frame = self.to_frame(X)
+        if not hasattr(frame, "columns") or not hasattr(frame, "iloc"):
+            raise ConfigError(f"to_frame must return a pandas DataFrame, got {type(frame).__name__}")
+        if self.feature_names is None:
+            return frame
+        columns = [str(c) for c in frame.columns]
+        missing = [c for c in self.feature_names if c not in columns]
+        if missing:
+            raise ConfigError(f"to_frame's frame lacks columns {missing} that the model was fitted on; model "
+                              f"columns (feature_names_in_): {list(self.feature_names)}; frame columns: "
+                              f"{columns}")
+        warn_extra_columns(columns, self.feature_names)
+        return frame[list(self.feature_names)]
+
+    def model_labels(self, y) -> np.ndarray:
+        """Map labels in {0, 1} (1 = positive) to the model's own classes, e.g. to fit a clone of it.
+
+        Parameters
+        ----------
+        y : array-like of int, shape (n_samples,)
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_samples,)
+            ``positive_class`` where ``y == 1``, the other class elsewhere.
+        """
+        y = np.asarray(y)
+        if self.classes is None:
+            return y.astype(np.int64)
+        index = np.where(y == 1, self.positive_index, 1 - self.positive_index)
+        return np.asarray(self.classes)[index]
+
+
+def check_output(output: str) -> str:
+    """Return ``output`` if it is one of :data:`OUTPUTS`.
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter and the accepted values.
+    """
+    if output not in OUTPUTS:
+        raise ConfigError(f"output must be one of {OUTPUTS}, got {output!r}")
+    return output
+
+
+def resolve_classes(classes, positive_class, *, model_name: str, where: str) -> tuple[tuple, object]:
+    """Check a model's two classes and pick the positive one.
+
+    Parameters
+    ----------
+    classes : sequence
+        The model's class labels, in column order.
+    positive_class : object or None
+        Declared positive class; None takes the unambiguous default ({0, 1} -> 1, {-1, 1} -> 1,
+        {False, True} -> True) or refuses.
+    model_name : str
+    where : str
+        Where the classes come from (``"classes_"`` or ``"classes="``), for messages.
+
+    Returns
+    -------
+    classes : tuple
+    positive_class : object
+        An element of ``classes``.
+
+    Raises
+    ------
+    ConfigError
+        If there are not exactly two classes, if ``positive_class`` is not one of them, or if it is needed
+        (the classes have no unambiguous default) and missing. The message lists the classes.
+    """
+    classes = tuple(np.asarray(classes).tolist())
+    if len(set(classes)) != len(classes):
+        raise ConfigError(f"model {model_name!r}: {where} {list(classes)} repeats a class")
+    if len(classes) > 2:
+        raise ConfigError(f"model {model_name!r} has {len(classes)} classes {list(classes)} ({where}); "
+                          "chiralfair tests binary classifiers only. Wrap a binary decision of it, e.g. "
+                          "as_model(lambda X: model.predict(X) == c, classes=[False, True]).")
+    if len(classes) < 2:
+        raise ConfigError(f"model {model_name!r} knows only the class {list(classes)} ({where}); a model "
+                          "under test must have two classes")
+    if positive_class is not None:
+        return classes, classes[_declared_index(classes, positive_class, model_name)]
+    if _has_default_positive(classes):
+        return classes, classes[_index_of(classes, 1)]
+    raise ConfigError(f"model {model_name!r} has classes {list(classes)} ({where}): which one is positive is "
+                      f"ambiguous. Pass positive_class=<one of {list(classes)}> (e.g. "
+                      f"positive_class={classes[1]!r}).")
+
+
+def _has_default_positive(classes: tuple) -> bool:
+    kinds = {np.asarray(classes).dtype.kind}
+    return kinds <= set("biuf") and set(classes) in _DEFAULT_PAIRS
+
+
+def _index_of(classes: tuple, value) -> int:
+    for i, c in enumerate(classes):
+        if c == value:
+            return i
+    raise ConfigError(f"positive_class {value!r} is not one of the classes {list(classes)}")
+
+
+def _declared_index(classes: tuple, positive_class, model_name: str) -> int:
+    """Index of a declared positive class; a string such as ``"2"`` (from a command line) matches the class 2."""
+    exact = [i for i, c in enumerate(classes) if c == positive_class]
+    if len(exact) == 1:
+        return exact[0]
+    by_text = [i for i, c in enumerate(classes) if str(c) == str(positive_class)]
+    if len(by_text) == 1:
+        return by_text[0]
+    raise ConfigError(f"positive_class={positive_class!r} is not one of the classes {list(classes)} of model "
+                      f"{model_name!r}")
+
+
+class LabelDecoder:
+    """Maps the labels a model returns to {0, 1} (1 = positive class), checking them on every call.
+
+    Parameters
+    ----------
+    language : ModelLanguage
+    model_name : str
+
+    Notes
+    -----
+    With declared classes, a label outside them is refused. Without (a callable whose ``classes`` were not
+    declared), labels must be {0, 1} or {-1, 1} (or booleans), 1 being positive, unless ``positive_class`` was
+    declared; then every other label is the negative class, and a second distinct other label seen in any call
+    is refused.
+    """
+
+    def __init__(self, language: ModelLanguage, model_name: str):
+        self.language = language
+        self.model_name = model_name
+        self._negatives_seen: set = set()
+
+    def __call__(self, raw, n_rows: int) -> np.ndarray:
+        """Return int64 labels in {0, 1}, shape (n_rows,), for the raw output of one call.
+
+        Raises
+        ------
+        ModelOutputError
+            If the output is not one label per row, holds non-integer numbers (probabilities?), a two-column
+            matrix, or a label outside the classes.
+        """
+        labels = _one_column(np.asarray(raw), n_rows, self.model_name, what="labels")
+        if labels.dtype.kind == "f":
+            _refuse_non_integer(labels, self.model_name)
+        classes = self.language.classes
+        if classes is not None:
+            known = (labels == classes[0]) | (labels == classes[1])
+            if not known.all():
+                self._refuse_label(labels[~known][0], f"not one of its classes {list(classes)}")
+            return (labels == self.language.positive_class).astype(np.int64)
+        return self._undeclared(labels)
+
+    def _undeclared(self, labels: np.ndarray) -> np.ndarray:
+        positive = self.language.positive_class
+        if positive is not None:
+            is_positive = labels == positive
+            others = set(np.unique(labels[~is_positive]).tolist())
+            self._negatives_seen |= others
+            if len(self._negatives_seen) > 1:
+                raise ModelOutputError(
+                    f"model {self.model_name!r} returned labels {sorted(map(str, self._negatives_seen))} besides "
+                    f"positive_class={positive!r}: more than two classes. Declare classes=[negative, positive].")
+            return is_positive.astype(np.int64)
+        if labels.dtype.kind not in "biuf":
+            values = np.unique(labels).tolist()[:5]
+            raise ModelOutputError(f"model {self.model_name!r} returns labels such as {values}: declare its "
+                                   f"classes and positive class, e.g. as_model(..., classes={values[:2]}, "
+                                   f"positive_class={values[-1]!r})")
+        known = (labels == 1) | (labels == 0) | (labels == -1)
+        if not known.all():
+            self._refuse_label(labels[~known][0], "not in {0, 1} or {-1, 1}, the classes assumed when none are "
+                               "declared; pass classes=[...] and positive_class=...")
+        self._negatives_seen |= set(np.unique(labels[labels != 1]).tolist())
+        if len(self._negatives_seen) > 1:
+            raise ModelOutputError(f"model {self.model_name!r} returned the labels -1, 0 and 1 across calls: "
+                                   "more than two classes. Declare classes=[...] and positive_class=...")
+        return (labels == 1).astype(np.int64)
+
+    def _refuse_label(self, value, why: str):
+        raise ModelOutputError(f"model {self.model_name!r} returned the label {_plain(value)!r}, {why}")
+
+
+def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: str) -> np.ndarray:
+    """P(positive class), float64 of shape (n_rows,), from a callable's probability or logit output.
+
+    Parameters
+    ----------
+    raw : array-like, shape (n_rows,), (n_rows, 1) or (n_rows, 2)
+        One column: the probability (or logit) of ``classes[1]``; two columns: one per class.
+    language : ModelLanguage
+        ``output`` is ``"probability"`` or ``"logit"``.
+    n_rows : int
+    model_name : str
+
+    Raises
+    ------
+    ModelOutputError
+        If the shape is not one of the above, or probabilities leave [0, 1] or do not sum to 1.
+    """
+    out = np.asarray(raw, dtype=np.float64)
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.ndim != 2 or out.shape[0] != n_rows or out.shape[1] not in (1, 2):
+        raise ModelOutputError(f"model {model_name!r} returned an output of shape {np.shape(raw)} for {n_rows} "
+                               f"rows; with output={language.output!r} it must be ({n_rows},), ({n_rows}, 1) or "
+                               f"({n_rows}, 2)")
+    if language.output == "probability":
+        check_probabilities(out, model_name)
+        p1 = out[:, 1] if out.shape[1] == 2 else out[:, 0]
+    elif out.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-out[:, 0]))
+    else:
+        z = out - out.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p1 = e[:, 1] / e.sum(axis=1)
+    return p1 if language.positive_index == 1 else 1.0 - p1
+
+
+def check_probabilities(out: np.ndarray, model_name: str) -> None:
+    """Refuse outputs, shape (n, 1) or (n, 2), that cannot be probabilities (naming ``output="logit"``).
+
+    Raises
+    ------
+    ModelOutputError
+    """
+    if out.size == 0:
+        return
+    lo, hi = float(np.min(out)), float(np.max(out))
+    if not (lo >= 0.0 and hi <= 1.0):  # also catches NaN
+        raise ModelOutputError(f"model {model_name!r} was declared output='probability' but returned values "
+                               f"from {lo:.4g} to {hi:.4g}, outside [0, 1]: if it outputs logits (no sigmoid or "
+                               "softmax at the end), pass output='logit'")
+    if out.shape[1] == 2:
+        worst = float(np.max(np.abs(out.sum(axis=1) - 1.0)))
+        if worst > ROW_SUM_TOLERANCE:
+            raise ModelOutputError(f"model {model_name!r} was declared output='probability' but its two columns "
+                                   f"do not sum to 1 (off by up to {worst:.3g}): if they are logits, pass "
+                                   "output='logit'")
+
+
+def _one_column(a: np.ndarray, n_rows: int, model_name: str, *, what: str) -> np.ndarray:
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim == 2 and a.shape == (n_rows, 2):
+        raise ModelOutputError(f"model {model_name!r} returned a ({n_rows}, 2) matrix where {what} were expected: "
+                               "if these are class probabilities, pass output='probability' (or "
+                               "output='logit' for logits)")
+    if a.shape != (n_rows,):
+        raise ModelOutputError(f"model {model_name!r} returned {what} of shape {a.shape} for {n_rows} rows; "
+                               f"expected ({n_rows},)")
+    return a
+
+
+def _refuse_non_integer(labels: np.ndarray, model_name: str) -> None:
+    bad = ~np.isfinite(labels) | (labels != np.round(labels))
+    if bad.any():
+        value = _plain(labels[bad][0])
+        raise ModelOutputError(f"model {model_name!r} returned the non-integer value {value!r} where labels were "
+                               "expected: if it returns probabilities, pass output='probability' (or "
+                               "output='logit' for logits)")
+
+
+def _plain(value):
+    """A numpy scalar as the Python value it holds, so that messages read ``3``, not ``np.int64(3)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) -> tuple | None:
+    """The string ``feature_names_in_`` of a frame-fitted model, refusing it when no ``to_frame`` is given.
+
+    Raises
+    ------
+    ConfigError
+        If the model was fitted on a DataFrame (string column names) and ``to_frame`` is None.
+    """
+    if names is None:
+        return None
+    names = tuple(str(n) for n in np.asarray(names).tolist())
+    if to_frame is None:
+        raise ConfigError(f"model {model_name!r} was fitted on a DataFrame with columns {list(names)}, but "
+                          "chiralfair works on integer codes: pass to_frame=<callable codes -> DataFrame with "
+                          "those columns> (Dataset.to_frame for a dataset built by from_frame); "
+                          "chiralfair.audit(model, df, ...) does it for you.")
+    return names
+
+
+def warn_extra_columns(frame_columns: list, names: tuple) -> None:
+    """Warn that to_frame's frame has columns the model was not fitted on (they are not sent to it).
+
+    Python's default warning filter shows the warning once, not on every call.
+    """
+    extra = [c for c in frame_columns if c not in names]
+    if extra:
+        warnings.warn(f"the model was fitted on fewer columns than the data: it ignores {extra}. "
+                      f"Model columns (feature_names_in_): {list(names)}; data columns: {frame_columns}",
+                      UserWarning, stacklevel=5)

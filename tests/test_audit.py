@@ -1,0 +1,144 @@
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+import chiralfair
+from chiralfair.exceptions import ChiralfairError, ConfigError, DatasetError, ModelCapabilityError
+
+
+def raw_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "race": rng.choice(["a", "b", "c", None], n),
+                       "age": rng.integers(18, 80, n).astype(float), "hours": rng.normal(40, 10, n)})
+    df.loc[rng.random(n) < 0.1, "age"] = np.nan
+    df["y"] = np.where(((df["sex"] == "m") & (df["hours"] > 38)) | (df["hours"] > 50), ">50K", "<=50K")
+    return df
+
+
+def pipeline(df, *, handle_unknown="ignore"):
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown=handle_unknown), ["sex", "race"]),
+                             ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["age", "hours"])])
+    return Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(df.drop(columns="y"), df["y"])
+
+
+KW = dict(label="y", positive_class=">50K", protected=["sex"], bins={"age": [0, 30, 50, 90], "hours": 10},
+          seeds="cluster", max_global=20, max_local=5)
+
+
+def test_raw_pipeline_audit_pairs_recheck_against_the_pipeline():
+    df = raw_frame()
+    pipe = pipeline(df)
+    res = chiralfair.audit(pipe, df, **KW)
+    assert res.n_idis > 0
+    ds = res.dataset
+    r = res.outcome.result
+    own = pipe.predict(ds.to_frame(r.idis)) == ">50K"
+    other = pipe.predict(ds.to_frame(r.counterparts)) == ">50K"
+    assert (own != other).all()
+    assert (own.astype(int) == r.idi_labels).all()
+    text = res.summary()
+    assert "n_idis" in text and f"{res.n_idis:,}" in text and "aequitas with cluster seeds" in text
+    html = res._repr_html_()
+    assert "<table>" in html and "First IDI pairs" in html
+    assert res.to_dict()["meta"]["protected"] == ["sex"]
+
+
+def test_same_random_state_same_result_and_meta_records_its_type():
+    df = raw_frame()
+    pipe = pipeline(df)
+    a = chiralfair.audit(pipe, df, **KW, random_state=np.random.RandomState(3))
+    b = chiralfair.audit(pipe, df, **KW, random_state=np.random.RandomState(3))
+    assert (a.outcome.result.idis == b.outcome.result.idis).all() and a.n_idis == b.n_idis
+    meta = a.to_dict()["model"]["random_state"]
+    assert "RandomState" in meta["random_state"] and isinstance(meta["resolved_random_state"], int)
+    c = chiralfair.audit(pipe, df, **KW, random_state=meta["resolved_random_state"])
+    assert (c.outcome.result.idis == a.outcome.result.idis).all()
+    with pytest.raises(ConfigError, match="random_state"):
+        chiralfair.audit(pipe, df, **KW, random_state="zero")
+
+
+@pytest.mark.slow  # shap's permutation explainer compiles with numba on first use (10-30 s)
+def test_iandd_trains_the_chiral_pipeline_on_decoded_frames():
+    df = raw_frame()
+    pipe = pipeline(df)
+    kw = {**KW, "seeds": "iandd", "seed_params": {"max_explained_black_box": 10}}
+    res = chiralfair.audit(pipe, df, **kw)
+    seeds = res.to_dict()["seeds"]
+    assert seeds["strategy"] == "iandd" and seeds["n_initial_idis"] > 0
+
+
+def test_unseen_protected_value_is_left_out_with_a_note():
+    df = raw_frame()
+    df["race"] = df["race"].fillna("c")
+    trained_on = df[df["race"] != "c"]
+    pipe = pipeline(trained_on, handle_unknown="error")
+    res = chiralfair.audit(pipe, df, **{**KW, "protected": ["race"]})
+    dom = res.dataset.domain
+    assert [dom.features[dom.protected[0]].label(v) for v in dom.protected_values[0]] == ["a", "b"]
+    assert any("refuses race='c'" in n and "left out of the protected domain" in n for n in res.notes)
+    assert not (res.dataset.X[:, dom.index("race")] == 2).any()
+
+
+def test_protected_attribute_with_one_accepted_value_is_refused():
+    df = raw_frame()
+    pipe = pipeline(df[df["sex"] == "m"], handle_unknown="error")
+    with pytest.raises(ModelCapabilityError, match="refuses protected attribute 'sex' values 'f'"):
+        chiralfair.audit(pipe, df, **KW)
+
+
+def test_model_on_other_columns_names_both_lists():
+    df = raw_frame()
+    pipe = pipeline(df)
+    with pytest.raises(ModelCapabilityError, match=r"does not have: hours\. Model columns: sex, race, age, hours; "
+                                                   r"data columns: sex, race, age"):
+        chiralfair.audit(pipe, df.drop(columns="hours"), **{**KW, "bins": {"age": [0, 30, 50, 90]}})
+
+
+def test_numpy_model_with_other_width_refused():
+    df = raw_frame()
+    est = LogisticRegression().fit(np.zeros((4, 3)) + np.arange(4)[:, None], [">50K", "<=50K"] * 2)
+    with pytest.raises(ModelCapabilityError, match="takes 3 features but the data has 4"):
+        chiralfair.audit(est, df, **KW)
+
+
+def test_model_classes_without_the_positive_class_refused():
+    df = raw_frame()
+    est = LogisticRegression().fit(np.zeros((4, 4)) + np.arange(4)[:, None], [0, 1, 0, 1])
+    with pytest.raises(ConfigError, match="positive_class='>50K' is not one of the classes"):
+        chiralfair.audit(est, df, **KW)
+
+
+def test_frame_input_refusals():
+    df = raw_frame()
+    pipe = pipeline(df)
+    with pytest.raises(DatasetError, match="label= is needed"):
+        chiralfair.audit(pipe, df, protected=["sex"])
+    with pytest.raises(DatasetError, match="positive_class= is needed: label column 'y' holds '<=50K', '>50K'"):
+        chiralfair.audit(pipe, df, label="y", protected=["sex"], bins=KW["bins"])
+    with pytest.raises(ConfigError, match="unknown generator|generator"):
+        chiralfair.audit(pipe, df, **{**KW, "generator": "nope"})
+
+
+def test_black_box_callable_with_iandd_is_refused_before_the_search():
+    df = raw_frame()
+    with pytest.raises(ConfigError, match="cannot be retrained here; use seeds='cluster'"):
+        chiralfair.audit(lambda X: (X[:, 3] > 5).astype(int), df, **{**KW, "seeds": "iandd"})
+
+
+def test_out_folder_written_and_left_clean_on_failure(tmp_path):
+    df = raw_frame()
+    pipe = pipeline(df)
+    out = tmp_path / "run"
+    res = chiralfair.audit(pipe, df, **KW, out=out)
+    assert (out / "result.json").exists() and (out / "idis.parquet").exists()
+    back = pd.read_parquet(out / "idis.parquet")
+    assert len(back) == res.n_idis
+    bad = tmp_path / "bad" / "run"
+    with pytest.raises(ChiralfairError):
+        chiralfair.audit(pipe, df.drop(columns="hours"), **{**KW, "bins": {"age": 3}}, out=bad)
+    assert not (tmp_path / "bad").exists()

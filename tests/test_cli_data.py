@@ -1,0 +1,172 @@
+"""``chiralfair run --data FILE --model FILE`` and ``chiralfair schema infer``: the path and every refusal."""
+
+import json
+import subprocess
+import sys
+import tomllib
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from chiralfair.cli import app, parse_bins
+from chiralfair.exceptions import ConfigError
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def raw_frame(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "race": rng.choice(["a", "b", "c", None], n),
+                       "age": rng.integers(18, 80, n).astype(float), "hours": rng.normal(40, 10, n).round(2)})
+    df.loc[rng.random(n) < 0.1, "age"] = np.nan
+    df["y"] = np.where(((df["sex"] == "m") & (df["hours"] > 38)) | (df["hours"] > 50), ">50K", "<=50K")
+    return df
+
+
+def fitted_pipeline(df):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline, make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "race"]),
+                             ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["age", "hours"])])
+    return Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(df.drop(columns="y"), df["y"])
+
+
+@pytest.fixture
+def files(tmp_path):
+    import skops.io as sio
+
+    df = raw_frame()
+    csv = tmp_path / "people.csv"
+    df.to_csv(csv, index=False)
+    model = tmp_path / "pipe.skops"
+    sio.dump(fitted_pipeline(df), model)
+    return csv, model
+
+
+# skops lists numpy.dtype (stored by OneHotEncoder) as untrusted: a reviewed file is loaded with --trust-model-file.
+BASE = ("--label", "y", "--positive-class", ">50K", "--protected", "sex", "--bins", "age=0:30:50:90,hours=10",
+        "--trust-model-file")
+
+
+@pytest.mark.slow
+def test_cli_data_path_with_iandd_writes_the_run(files, tmp_path):
+    csv, model = files
+    out = tmp_path / "run"
+    res = invoke("run", "--data", csv, "--model", model, *BASE, "--max-global", 30, "--max-local", 10, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert "iandd seeds" in res.output and "n_idis" in res.output
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["n_idis"] > 0 and summary["seeds"]["strategy"] == "iandd"
+    assert summary["meta"]["config"]["model"] == "pipe.skops"
+    pairs = pd.read_parquet(out / "idis.parquet")
+    assert len(pairs) == summary["n_idis"]
+
+
+def test_cli_data_path_json_with_cluster_seeds(files):
+    csv, model = files
+    res = invoke("run", "--data", csv, "--model", model, *BASE, "--seeds", "cluster", "--max-global", 20,
+                 "--max-local", 5, "--json")
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["meta"]["protected"] == ["sex"] and summary["n_idis"] > 0
+
+
+def test_schema_infer_then_run_with_schema(files, tmp_path):
+    csv, model = files
+    res = invoke("schema", "infer", csv, "--label", "y", "--protected", "sex", "--positive-class", ">50K",
+                 "--bins", "age=0:30:50:90")
+    assert res.exit_code == 0, res.output
+    doc = tomllib.loads(res.stdout)
+    assert doc["label"] == "y" and doc["positive_class"] == ">50K" and doc["protected"] == ["sex"]
+    assert doc["columns"]["sex"]["categories"] == ["f", "m"] and doc["columns"]["age"]["bins"] == [0, 30, 50, 90]
+    assert len(doc["columns"]["hours"]["bins"]) == 11 and doc["columns"]["race"]["missing"] > 0
+    schema = tmp_path / "schema.toml"
+    schema.write_text(res.stdout)
+    run = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--seeds", "cluster", "--trust-model-file",
+                 "--max-global", 10, "--max-local", 2, "--json")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["meta"]["protected"] == ["sex"]
+
+
+def test_schema_with_unknown_category_refused(files, tmp_path):
+    csv, model = files
+    schema = tmp_path / "schema.toml"
+    schema.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n[columns.sex]\n'
+                      'categories = ["m"]\n[columns.hours]\nbins = 10\n[columns.age]\nbins = 3\n')
+    res = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--trust-model-file")
+    assert res.exit_code == 2 and "column 'sex'" in res.output and "['f']" in res.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--dataset", "census"), "--data and --dataset are two forms of run"),
+    (("--protected", "sex"), "--data needs --label COLUMN"),
+    (("--label", "y"), "--data needs --protected"),
+    (("--label", "y", "--protected", "sex"), "--data needs --model FILE"),
+    (("--label", "nope", "--protected", "sex", "--model", "MODEL"), "--label 'nope' is not a column"),
+    (("--label", "y", "--protected", "sex", "--positive-class", "yes", "--model", "MODEL"),
+     "--positive-class 'yes' does not occur in label column 'y'"),
+    (("--label", "y", "--protected", "sex", "--bins", "age", "--model", "MODEL"), "--bins item 'age'"),
+])
+def test_data_path_refusals(files, args, message):
+    csv, model = files
+    args = [model if a == "MODEL" else a for a in args]
+    res = invoke("run", "--data", csv, *args)
+    assert res.exit_code == 2 and message in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+def test_refusals_of_files(files, tmp_path):
+    csv, model = files
+    res = invoke("run", "--data", csv, "--model", model, *BASE[:-1])
+    assert res.exit_code == 2 and "outside skops' trusted set: numpy.dtype" in res.output
+    res = invoke("run", "--data", tmp_path / "missing.csv", "--model", model, *BASE)
+    assert res.exit_code == 2 and "does not exist" in res.output
+    xlsx = tmp_path / "data.xlsx"
+    xlsx.write_bytes(b"x")
+    res = invoke("run", "--data", xlsx, "--model", model, *BASE)
+    assert res.exit_code == 2 and "unsupported suffix '.xlsx'" in res.output
+    pkl = tmp_path / "model.pkl"
+    pkl.write_bytes(b"x")
+    res = invoke("run", "--data", csv, "--model", pkl, *BASE[:-1])
+    assert res.exit_code == 2 and "pickle: loading it runs whatever code" in res.output
+    res = invoke("run", "--data", csv, "--model", pkl, *BASE)
+    assert res.exit_code == 2 and "cannot be unpickled" in res.output
+    res = invoke("run", "--data", csv, "--model", "lr", *BASE)
+    assert res.exit_code == 2 and "model file 'lr' does not exist" in res.output
+
+
+def test_data_flags_without_data_refused():
+    res = invoke("run", "--dataset", "german", "--label", "y", "--trust-model-file")
+    assert res.exit_code == 2 and "--label, --trust-model-file apply to your own data" in res.output
+
+
+def test_model_on_other_columns_named_in_the_cli(files, tmp_path):
+    csv, model = files
+    narrow = tmp_path / "narrow.csv"
+    pd.read_csv(csv).drop(columns="hours").to_csv(narrow, index=False)
+    res = invoke("run", "--data", narrow, "--model", model, "--label", "y", "--positive-class", ">50K",
+                 "--protected", "sex", "--bins", "age=3", "--seeds", "cluster", "--trust-model-file",
+                 "--out", tmp_path / "o")
+    assert res.exit_code == 2 and "Model columns: sex, race, age, hours; data columns: sex, race, age" in res.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_parse_bins():
+    assert parse_bins("age=0:25:45:65:120, hours=10") == {"age": [0, 25, 45, 65, 120], "hours": 10}
+    with pytest.raises(ConfigError, match="'=3'"):
+        parse_bins("=3")
+
+
+def test_python_dash_m_runs_the_cli():
+    res = subprocess.run([sys.executable, "-m", "chiralfair", "--version"], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.startswith("chiralfair ")

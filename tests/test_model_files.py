@@ -1,0 +1,151 @@
+import pickle
+
+import numpy as np
+import pytest
+
+from chiralfair.exceptions import ChiralfairError, ModelFileError
+from chiralfair.models import as_model
+from chiralfair.models.files import OnnxClassifier, check_model_file, load_model_file
+
+
+def data(n=200, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 5, size=(n, d)).astype(float)
+    y = (X[:, 0] + X[:, 1] > 4).astype(int)
+    return X, y
+
+
+def test_skops_round_trip(tmp_path):
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = data()
+    est = LogisticRegression().fit(X, y)
+    path = tmp_path / "lr.skops"
+    sio.dump(est, path)
+    loaded = load_model_file(path)
+    assert (loaded.predict(X) == est.predict(X)).all()
+    assert (as_model(loaded).predict(X) == est.predict(X)).all()
+
+
+def test_skops_untrusted_types_refused_then_trusted(tmp_path):
+    import skops.io as sio
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = data()
+    est = make_pipeline(FunctionTransformer(_shift), DecisionTreeClassifier(random_state=0)).fit(X, y)
+    path = tmp_path / "pipe.skops"
+    sio.dump(est, path)
+    untrusted = sio.get_untrusted_types(file=path)
+    assert any("_shift" in t for t in untrusted)
+    with pytest.raises(ModelFileError, match="trusted set: .*_shift.*--trust-model-file"):
+        load_model_file(path)
+    loaded = load_model_file(path, trust=True)
+    assert (loaded.predict(X) == est.predict(X)).all()
+
+
+def _shift(X):
+    return X + 1
+
+
+def test_pickle_refused_unless_trusted(tmp_path):
+    from sklearn.tree import DecisionTreeClassifier
+
+    X, y = data()
+    est = DecisionTreeClassifier(random_state=0).fit(X, y)
+    path = tmp_path / "tree.pkl"
+    path.write_bytes(pickle.dumps(est))
+    with pytest.raises(ModelFileError, match="pickle: loading it runs whatever code"):
+        check_model_file(path)
+    assert (load_model_file(path, trust=True).predict(X) == est.predict(X)).all()
+
+
+def test_missing_file_and_unknown_suffix(tmp_path):
+    with pytest.raises(ModelFileError, match="does not exist"):
+        load_model_file(tmp_path / "nope.skops")
+    odd = tmp_path / "model.h5"
+    odd.write_bytes(b"x")
+    with pytest.raises(ModelFileError, match="unsupported suffix '.h5'; supported: .skops"):
+        load_model_file(odd)
+    assert issubclass(ModelFileError, ChiralfairError) and issubclass(ModelFileError, ValueError)
+
+
+def test_torchscript_loads_and_has_gradient(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Sigmoid())
+    path = tmp_path / "net.pt"
+    torch.jit.script(module).save(str(path))
+    loaded = load_model_file(path)
+    model = as_model(loaded)
+    X, _ = data()
+    with torch.no_grad():
+        want = (module(torch.as_tensor(X, dtype=torch.float32))[:, 0] > 0.5).numpy().astype(int)
+    assert (model.predict(X) == want).all()
+    assert model.has_gradient and model.input_gradient(X[:3]).shape == (3, 4)
+
+
+def test_torch_save_pickle_is_not_torchscript(tmp_path):
+    import torch
+
+    path = tmp_path / "weights.pt"
+    torch.save(torch.nn.Linear(4, 1).state_dict(), path)
+    with pytest.raises(ModelFileError, match="not a TorchScript module"):
+        load_model_file(path)
+
+
+def _onnx_logistic(path, w, b, *, outputs):
+    from onnx import TensorProto, helper, numpy_helper
+
+    d = len(w)
+    nodes = [helper.make_node("MatMul", ["X", "W"], ["z0"]), helper.make_node("Add", ["z0", "B"], ["z"]),
+             helper.make_node("Sigmoid", ["z"], ["p"])]
+    if outputs == "one":
+        outs = [helper.make_tensor_value_info("p", TensorProto.FLOAT, [None, 1])]
+    else:
+        nodes += [helper.make_node("Sub", ["one", "p"], ["q"]),
+                  helper.make_node("Concat", ["q", "p"], ["probabilities"], axis=1),
+                  helper.make_node("ArgMax", ["probabilities"], ["label"], axis=1, keepdims=0)]
+        outs = [helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
+                helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, 2])]
+    inits = [numpy_helper.from_array(np.asarray(w, dtype=np.float32).reshape(d, 1), "W"),
+             numpy_helper.from_array(np.asarray([b], dtype=np.float32), "B"),
+             numpy_helper.from_array(np.asarray([1.0], dtype=np.float32), "one")]
+    graph = helper.make_graph(nodes, "lr", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, d])],
+                              outs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+def test_onnx_one_column_needs_declared_output(tmp_path):
+    w, b = [1.0, 1.0, 0.0, 0.0], -4.5
+    path = _onnx_logistic(tmp_path / "lr.onnx", w, b, outputs="one")
+    with pytest.raises(ModelFileError, match="output='probability' or output='logit'"):
+        load_model_file(path)
+    X, y = data()
+    est = load_model_file(path, output="probability")
+    model = as_model(est, batch_size=37)  # several onnxruntime calls
+    assert (model.predict(X) == y).all()
+    p = model.predict_proba(X)[:, 1]
+    assert np.allclose(p, 1 / (1 + np.exp(-(X @ np.array(w) + b))), atol=1e-6)
+    assert not model.has_gradient
+
+
+def test_onnx_label_and_probabilities(tmp_path):
+    path = _onnx_logistic(tmp_path / "lr2.onnx", [1.0, 1.0, 0.0, 0.0], -4.5, outputs="two")
+    est = load_model_file(path)
+    assert isinstance(est, OnnxClassifier) and hasattr(est, "predict_proba")
+    X, y = data()
+    assert (est.predict(X) == y).all() and est.predict_proba(X).shape == (len(X), 2)
+
+
+def test_damaged_onnx_file(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(b"not onnx")
+    with pytest.raises(ModelFileError, match="not a readable ONNX model"):
+        load_model_file(path)
