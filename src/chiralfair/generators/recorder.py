@@ -86,6 +86,11 @@ class IDIRecorder:
         keys = self.domain.keys(X).tolist()
         return np.fromiter((k in self._idi_keys for k in keys), dtype=bool, count=len(keys))
 
+    def is_tested(self, X) -> np.ndarray:
+        """Whether each row's key was already checked (in either phase), shape (n_samples,)."""
+        keys = self.domain.keys(X).tolist()
+        return np.fromiter((k in self._tested for k in keys), dtype=bool, count=len(keys))
+
     @property
     def n_idis(self) -> int:
         """Unique IDI keys recorded so far."""
