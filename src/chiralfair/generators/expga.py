@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_float, check_int
+from .._validation import check_float
 from ..domain import Domain
 from .base import Generator, register_generator
 from .recorder import IDIRecorder

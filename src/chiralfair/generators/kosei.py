@@ -1,5 +1,4 @@
-"""KOSEI (Sano, Kitamura, Takada, SEKE'22): AEQUITAS's global phase, then a breadth-first ±1 local search
-that never checks the same input twice."""
+"""KOSEI (Sano, Kitamura, Takada, SEKE'22): seeds, then a breadth-first ±1 search that never checks twice."""
 
 from __future__ import annotations
 
