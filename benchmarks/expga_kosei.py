@@ -148,9 +148,9 @@ def markdown(results: dict) -> str:
                 if "error" in r:
                     lines.append(f"| {model_name} | {r['generator']} | {r['strategy']} | error: {r['error']} |")
                     continue
-                dss_s = "–" if r["dss"] is None else f"{r['dss']:.5f}"
-                incl = "–" if r["dss_with_seeds"] is None else f"{r['dss_with_seeds']:.5f}"
-                k = "–" if r["dss"] is None else f"{1000 * r['dss']:.1f}"
+                dss_s = "–" if r["dss"] is None else f"{r['dss']:.2e}"
+                incl = "–" if r["dss_with_seeds"] is None else f"{r['dss_with_seeds']:.2e}"
+                k = "–" if r["dss"] is None else f"{1000 * r['dss']:.3f}"
                 stop = "; ".join(r["notes"])[:80]
                 lines.append(f"| {model_name} (F1 {d['f1']:.3f}) | {r['generator']} | {r['strategy']} | "
                              f"{r['params']['max_global']} / {r['params']['max_local']} | {r['n_idis']:,} | "
@@ -180,14 +180,20 @@ def main(argv=None) -> dict:
     parser.add_argument("--skip-table", action="store_true")
     parser.add_argument("--skip-dss", action="store_true")
     parser.add_argument("--name", default="expga_kosei")
+    parser.add_argument("--markdown-only", action="store_true", help="Re-render <name>.md from <name>.json.")
     args = parser.parse_args(argv)
     path = RESULTS / f"{args.name}.json"
+    if args.markdown_only:
+        results = json.loads(path.read_text())
+        (RESULTS / f"{args.name}.md").write_text(markdown(results))
+        return results
     results = json.loads(path.read_text()) if path.exists() else {
         "parameters": {"generators": args.generators, "strategies": args.seeds, "budget": args.budget,
                        "repeats": args.repeats, "model_random_state": MODEL_RANDOM_STATE, "dss_runs": DSS_RUNS},
         "versions": _versions(), "cpu_count": os.cpu_count(), "date": _now(),
         "loadavg_start": list(os.getloadavg()), "table": {}, "dss": {}, "commands": []}
     results["commands"].append(" ".join(sys.argv))
+    results["loadavg_start_of_commands"] = [*results.get("loadavg_start_of_commands", []), list(os.getloadavg())]
     if not args.skip_dss:
         dss(results, args.name, args.dss_models)
     if not args.skip_table:
