@@ -100,8 +100,8 @@ class Kosei(Generator):
             children = _untested_neighbours(parents, moves, recorder)[: budget - checked]
             res, _ = recorder.check(children, "local")
             checked += len(children)
-            # Only the first (budget - checked) queued items can still be expanded: keep no more.
-            queue = np.concatenate([queue, children[res.is_idi]])[: max(budget - checked, 0)]
+            # The queue holds checked IDIs only, so it never outgrows the budget.
+            queue = np.concatenate([queue, children[res.is_idi]])
         if checked >= budget:
             return (f"stopped: local budget of {budget} checks (max_local x {budget // self.max_local} global "
                     "IDIs) spent",)
