@@ -137,7 +137,7 @@ def markdown(results: dict) -> str:
                 else:
                     m = c["median"]
                     per_kq = statistics.median(_per_kq(r) for r in c["runs"])
-                    out.append(f"{m['n_idis']:,.0f} / {per_kq:.0f} / {m['seconds']:.1f} s")
+                    out.append(f"{m['n_idis']:,.0f} / {per_kq:.{0 if per_kq >= 10 else 2}f} / {m['seconds']:.1f} s")
             lines.append(f"| {generator} | " + " | ".join(out) + " |")
         lines.append("")
     if results["dss"]:
@@ -171,6 +171,23 @@ def write(results: dict, name: str) -> None:
     (RESULTS / f"{name}.md").write_text(markdown(results))
 
 
+def merge(name: str, other: str) -> dict:
+    results = json.loads((RESULTS / f"{name}.json").read_text())
+    part = json.loads((RESULTS / f"{other}.json").read_text())
+    for row, cells in part["table"].items():
+        mine = results["table"].setdefault(row, {"model": cells["model"]})
+        for generator, by_seeds in cells.items():
+            if generator != "model":
+                mine.setdefault(generator, {}).update(by_seeds)
+    for model_name, d in part["dss"].items():
+        results["dss"].setdefault(model_name, {"f1": d["f1"], "runs": []})["runs"] += d["runs"]
+    results["commands"] += [f"[merged from {other}.json] {c}" for c in part["commands"]]
+    results["merged"] = [*results.get("merged", []), {"name": other, "date": part["date"],
+                                                       "loadavg_start": part["loadavg_start"]}]
+    write(results, name)
+    return results
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", nargs="+", default=list(ROWS), help="dataset:protected_attribute")
@@ -183,8 +200,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--skip-dss", action="store_true")
     parser.add_argument("--name", default="expga_kosei")
     parser.add_argument("--markdown-only", action="store_true", help="Re-render <name>.md from <name>.json.")
+    parser.add_argument("--merge-from", help="Copy the table cells and DSS runs of <merge_from>.json (measured by a "
+                        "parallel invocation) into <name>.json, replacing cells of the same row, generator and seeds.")
     args = parser.parse_args(argv)
     path = RESULTS / f"{args.name}.json"
+    if args.merge_from:
+        return merge(args.name, args.merge_from)
     if args.markdown_only:
         results = json.loads(path.read_text())
         (RESULTS / f"{args.name}.md").write_text(markdown(results))
