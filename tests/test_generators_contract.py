@@ -136,3 +136,12 @@ def test_empty_result_round_trips(name):
     _, _, _, res = run(name, fair_module())
     back = SearchResult.from_json(res.to_json())
     assert back.idis.shape == (0, 5) and back.summary() == res.summary()
+
+
+def test_static_name_table_matches_the_registry():
+    # The command line refuses unknown generators from this table before importing them.
+    from chiralfair.generators.names import BUILTIN_GENERATORS
+
+    assert sorted(BUILTIN_GENERATORS) == NAMES
+    for gen_name, needs_gradient in BUILTIN_GENERATORS.items():
+        assert make_generator(gen_name).needs_gradient is needs_gradient, gen_name

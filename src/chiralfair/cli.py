@@ -78,12 +78,54 @@ def _progress(steps: list[str], enabled: bool):
         bar.close()
 
 
-def _check_protected_flag(protected: str | None) -> None:
-    from .experiments import protected_list
+def _protected_names(protected: str | None) -> tuple[str, ...]:
+    """``"race,sex"`` as a tuple of names (``experiments.protected_list``, without importing experiments)."""
+    return tuple(p.strip() for p in (protected or "").split(",") if p.strip())
 
-    if protected is not None and not protected_list(protected):
+
+def _check_protected_flag(protected: str | None) -> None:
+    if protected is not None and not _protected_names(protected):
         _fail(ValueError(f"--protected {protected!r} names no attribute; give one or several, e.g. --protected "
                          "race,sex, or leave it out for the dataset's first protected attribute"))
+
+
+def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str | None = None,
+                  generator: str | None = None, out: Path | None = None) -> None:
+    """Refuse bad names, protected attributes and run folders before the implementations are imported.
+
+    torch, sklearn, shap and z3 take seconds to import; a refused flag should answer at once. The names come
+    from tables that import nothing heavy (``datasets.published``, ``generators.names``, ``seeds.names``,
+    ``models.zoo``), which tests check against the registries. The full checks (``validate_config``,
+    ``load_dataset``) still run afterwards.
+    """
+    from .datasets.published import PUBLISHED, unknown_protected_error
+    from .exceptions import ConfigError, DatasetError, ModelCapabilityError
+    from .generators.names import BUILTIN_GENERATORS
+    from .models.zoo import as_spec
+    from .report import check_run_folder
+    from .seeds.names import BUILTIN_SEED_STRATEGIES
+
+    _check_protected_flag(protected)
+    try:
+        if dataset not in PUBLISHED:
+            raise DatasetError(f"unknown dataset {dataset!r}; valid: {', '.join(PUBLISHED)}")
+        for name in _protected_names(protected):
+            if name not in PUBLISHED[dataset]["attributes"]:
+                raise unknown_protected_error(dataset, name)
+        spec = as_spec(model)
+        if seeds is not None and seeds not in BUILTIN_SEED_STRATEGIES:
+            raise ConfigError(f"unknown seed strategy {seeds!r}; valid: {', '.join(BUILTIN_SEED_STRATEGIES)}")
+        if generator is not None and generator not in BUILTIN_GENERATORS:
+            raise ConfigError(f"unknown generator {generator!r}; valid: {', '.join(BUILTIN_GENERATORS)}")
+        if generator is not None and BUILTIN_GENERATORS[generator] and not spec.has_input_gradient:
+            raise ModelCapabilityError(
+                f"generator {generator!r} needs input_gradient() but model {model!r} does not provide it; "
+                "gradient generators run on dnn, lr and mlp, black-box generators (aequitas, sg, themis) on any "
+                "model")
+        if out is not None:
+            check_run_folder(out)
+    except ChiralfairError as err:
+        _fail(err)
 
 
 def _print_table(rows: list[tuple[str, str]], title: str) -> None:
@@ -126,11 +168,20 @@ def run(
     verbose: VerboseOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset and write the run folder."""
+    from ._validation import check_int
+
+    try:
+        check_int(max_global, "max_global", minimum=1)
+        check_int(max_local, "max_local", minimum=0)
+        check_int(random_state, "random_state", minimum=0)
+    except ChiralfairError as err:
+        _fail(err)
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator, out=out)
+
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
     from .report import describe_clustering, prepare_run_folder, remove_empty_folders, summary_rows, write_run
 
     _setup_logging(verbose)
-    _check_protected_flag(protected)
     config = RunConfig(dataset=dataset, protected=protected_list(protected or ""), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local,
                        random_state=random_state, data_home=data_home, cache_dir=cache_dir,
@@ -184,22 +235,26 @@ def seeds_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Select seeds repeatedly and report the initialization rate and the time split."""
+    from ._validation import check_int
+
+    try:
+        check_int(n_seeds, "n_seeds", minimum=1)
+        check_int(repeats, "repeats", minimum=1)
+        check_int(random_state, "random_state", minimum=0)
+    except ChiralfairError as err:
+        _fail(err)
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=strategy)
+
     from tqdm import tqdm
 
-    from ._validation import check_int
     from .datasets import load_dataset
     from .experiments import protected_list
     from .models.training import train_model
-    from .models.zoo import as_spec
     from .seeds import make_seed_strategy
 
     _setup_logging(verbose)
     try:
-        check_int(n_seeds, "n_seeds", minimum=1)
-        check_int(repeats, "repeats", minimum=1)
-        as_spec(model)
         chooser = make_seed_strategy(strategy)
-        _check_protected_flag(protected)
         data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)

@@ -35,3 +35,7 @@ class ModelCapabilityError(ChiralfairError, TypeError):
 
 class RunFolderError(ChiralfairError, ValueError):
     """An output folder cannot be used for a run (it exists and is not a previous run)."""
+
+
+class MissingDependencyError(ChiralfairError, ImportError):
+    """An optional dependency (torch) is needed and not installed (the message says how to install it)."""

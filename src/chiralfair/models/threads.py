@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import threading
 
-import torch
-
 _lock = threading.Lock()
 _active = 0
 _threads_before = 1
@@ -28,6 +26,8 @@ def single_intra_op_thread():
     Switching costs well under a microsecond.
     """
     global _active, _threads_before
+    import torch  # lazily: torch is needed only by torch models, which have imported it already
+
     with _lock:
         if _active == 0:
             _threads_before = torch.get_num_threads()

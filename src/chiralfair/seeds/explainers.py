@@ -25,6 +25,7 @@ import numpy as np
 
 from .._random import derive_seed
 from ..exceptions import ConfigError
+from ..models._torch import is_torch_module
 from ..models.protocol import CountingModel
 
 # Above this many units of tree_shap_cost (about 2 s here), tree models get Saabas's approximate attributions
@@ -217,11 +218,11 @@ def tree_shap_cost(est, n_rows: int) -> float:
 
 
 def _deep(model, X, background):
+    module = model.estimator
+    if not is_torch_module(module):
+        raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
     import shap
     import torch
-    module = model.estimator
-    if not isinstance(module, torch.nn.Module):
-        raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
     values = shap.DeepExplainer(module, torch.as_tensor(background, dtype=torch.float32)).shap_values(
         torch.as_tensor(X, dtype=torch.float32), check_additivity=False)
     return _positive_class(np.asarray(values, dtype=np.float64), X.shape)
