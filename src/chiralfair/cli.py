@@ -226,7 +226,9 @@ def seeds_cmd(
     model: ModelOpt = "dnn",
     strategy: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows.")] = "iandd",
     n_seeds: Annotated[int, typer.Option(help="Seeds per repeat (>= 1).")] = 1000,
-    repeats: Annotated[int, typer.Option(help="Selections with random_state, random_state+1, ...")] = 10,
+    repeats: Annotated[int, typer.Option(
+        help="Selections with random_state, random_state+1, ...; they share one chiral model, trained with the "
+             "model's random_state.")] = 10,
     random_state: RandomOpt = 0,
     data_home: DataHomeOpt = None,
     cache_dir: CacheOpt = None,
@@ -251,10 +253,11 @@ def seeds_cmd(
     from .experiments import protected_list
     from .models.training import train_model
     from .seeds import make_seed_strategy
+    from .seeds.names import chiral_params
 
     _setup_logging(verbose)
     try:
-        chooser = make_seed_strategy(strategy)
+        chooser = make_seed_strategy(strategy, **chiral_params(strategy, random_state))
         data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
@@ -274,6 +277,7 @@ def seeds_cmd(
         "n_initial_idis": [r.n_initial_idis for r in reports],
         "seconds_median": {k: statistics.median(r.seconds.get(k, 0.0) for r in reports) for k in phases},
         "clustering": [r.clustering for r in reports],
+        "chiral_model_from_cache": [r.meta.get("chiral_model", {}).get("from_cache") for r in reports],
         "notes": sorted({n for r in reports for n in r.notes}),
     }
     if json_out:

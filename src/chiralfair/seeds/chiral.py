@@ -98,7 +98,8 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     chiral : CountingModel
     info : dict
         ``how`` (``"chiral_trainer"``, ``"spec"``, ``"spec+cache"``, ``"sklearn-clone"``),
-        ``split_random_state``, ``train_random_state`` and ``n_train`` (rows).
+        ``split_random_state``, ``train_random_state``, ``n_train`` (rows), ``from_cache`` (loaded from the
+        model cache instead of trained) and ``cache`` (``"disk"`` or None).
 
     Raises
     ------
@@ -115,7 +116,7 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     X_chiral = mutate_protected(dataset.X[train_index], dataset.domain, rng)
     y = dataset.y[train_index]
     info = {"split_random_state": split_seed, "train_random_state": train_seed,
-            "n_train": int(len(train_index))}
+            "n_train": int(len(train_index)), "from_cache": False, "cache": None}
     if chiral_trainer is not None:
         trained = chiral_trainer(X_chiral, y, np.random.default_rng(train_seed))
         return as_model(trained, name=f"chiral-{model.name}"), {**info, "how": "chiral_trainer"}
@@ -148,7 +149,8 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
     chiral_data = replace(dataset, X=X_full, name=f"{dataset.name}-chiral")
     trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
-    return chiral, {**info, "how": "spec+cache"}
+    from_cache = bool(getattr(trained, "from_cache", False))
+    return chiral, {**info, "how": "spec+cache", "from_cache": from_cache, "cache": "disk" if from_cache else None}
 
 
 def _seeded_clone(est, seed: int):
