@@ -16,6 +16,22 @@ import threading
 _lock = threading.Lock()
 _active = 0
 _threads_before = 1
+_limit = 1  # threads of the blocks below; only benchmarks/threads.py changes it, through thread_limit()
+
+
+@contextlib.contextmanager
+def thread_limit(n: int):
+    """Run the blocks of :func:`single_intra_op_thread` and :func:`single_native_thread` with ``n`` threads.
+
+    For measuring one thread against several (``benchmarks/threads.py``); not thread-safe, and the library never
+    calls it. Blocks entered before this one keep their setting.
+    """
+    global _limit
+    before, _limit = _limit, int(n)
+    try:
+        yield
+    finally:
+        _limit = before
 
 
 @contextlib.contextmanager
@@ -31,7 +47,7 @@ def single_intra_op_thread():
     with _lock:
         if _active == 0:
             _threads_before = torch.get_num_threads()
-            torch.set_num_threads(1)
+            torch.set_num_threads(_limit)
         _active += 1
     try:
         yield
@@ -54,4 +70,4 @@ def single_native_thread():
     if _controller is None:
         from threadpoolctl import ThreadpoolController
         _controller = ThreadpoolController()
-    return _controller.limit(limits=1)
+    return _controller.limit(limits=_limit)
