@@ -192,7 +192,12 @@ def test_published_facts_match_the_parsed_file(real_home, name):
     # describe_datasets and the command line's refusals read these facts instead of parsing the raw file.
     from chiralfair.datasets.published import PUBLISHED
 
+    assert list(PUBLISHED) == dataset_names()
+
     facts = PUBLISHED[name]
+    spec = DATASETS[name]
+    assert (facts["raw"], facts["label"], facts["positive_class"], facts["description"]) == (
+        spec.raw, spec.label, spec.positive_class, spec.description)
     ds = load_dataset(name, protected=list(DATASETS[name].protected), data_home=real_home)
     assert facts["attributes"] == tuple(ds.domain.names)
     assert (facts["rows"], facts["positive_rows"]) == (ds.n_samples, int(ds.y.sum()))

@@ -9,7 +9,7 @@ importing pandas, e.g. to refuse a bad command-line flag at once.
 import importlib
 
 _MODULE_OF = {"Dataset": "base", "DATASETS": "catalog", "dataset_names": "catalog", "dataset_spec": "catalog",
-              "describe_datasets": "catalog", "load_dataset": "catalog", "from_frame": "frame",
+              "describe_datasets": "describe", "load_dataset": "catalog", "from_frame": "frame",
               "RAW_FILES": "home", "fetch_raw": "home", "resolve_data_home": "home", "user_cache_dir": "home"}
 
 __all__ = ["DATASETS", "RAW_FILES", "Dataset", "dataset_names", "dataset_spec", "describe_datasets",

@@ -1,15 +1,17 @@
 """Facts about the published raw files of the benchmark datasets, known without parsing them.
 
 Names, attributes and protected attributes let the command line refuse a bad flag before anything heavy is
-imported; rows, positive rows and protected values let ``chiralfair datasets`` describe a raw file whose SHA-256
-is the published one without parsing it. This module imports only the exceptions; ``tests/test_datasets.py``
-checks every fact against the parsed files.
+imported; the rest lets ``chiralfair datasets`` (:mod:`chiralfair.datasets.describe`) describe a raw file whose
+SHA-256 is the published one without parsing it, or even importing the parsers. This module imports only the
+exceptions; ``tests/test_datasets.py`` checks every fact against the dataset specs and the parsed files.
 """
 
 from ..exceptions import DomainError
 
 PUBLISHED: dict[str, dict] = {
     "census": {
+        "raw": "census/raw/adult.data", "label": "income", "positive_class": ">50K",
+        "description": "UCI Adult (adult.data), ADF/AEQUITAS encoding; missing '?' is its own category",
         "rows": 32561, "positive_rows": 7841,
         "attributes": (
             "age", "workclass", "fnlwgt", "education", "marital_status", "occupation", "relationship", "race", "sex",
@@ -25,6 +27,8 @@ PUBLISHED: dict[str, dict] = {
         },
     },
     "compas": {
+        "raw": "compas/raw/compas-scores.csv", "label": "decile_score", "positive_class": "> 5",
+        "description": "ProPublica compas-scores.csv, I&D selection (10,577 rows with days_b_screening_arrest)",
         "rows": 10577, "positive_rows": 3724,
         "attributes": (
             "sex", "age", "race", "juv_fel_count", "juv_misd_count", "juv_other_count", "priors_count",
@@ -43,6 +47,8 @@ PUBLISHED: dict[str, dict] = {
         },
     },
     "bank": {
+        "raw": "bank/raw/bank-full.csv", "label": "y", "positive_class": "yes",
+        "description": "UCI Bank Marketing (bank-full.csv), ADF encoding",
         "rows": 45211, "positive_rows": 5289,
         "attributes": (
             "age", "job", "marital", "education", "default", "balance", "housing", "loan", "contact", "day", "month",
@@ -56,6 +62,8 @@ PUBLISHED: dict[str, dict] = {
         },
     },
     "german": {
+        "raw": "german/raw/german.data", "label": "class", "positive_class": "1 (good credit)",
+        "description": "UCI Statlog German Credit (german.data), ADF encoding, all 1,000 rows",
         "rows": 1000, "positive_rows": 700,
         "attributes": (
             "checking_status", "duration", "credit_history", "purpose", "credit_amount", "savings_status",
