@@ -90,14 +90,18 @@ def _check_protected_flag(protected: str | None) -> None:
 
 
 def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str | None = None,
-                  generator: str | None = None, out: Path | None = None) -> None:
-    """Refuse bad names, protected attributes and run folders before the implementations are imported.
+                  generator: str | None = None, out: Path | None = None,
+                  minimums: dict[str, tuple[int, int]] | None = None) -> None:
+    """Refuse bad numbers, names, protected attributes and run folders before the implementations are imported.
+
+    ``minimums`` maps a parameter name to its value and smallest valid value.
 
     torch, sklearn, shap and z3 take seconds to import; a refused flag should answer at once. The names come
     from tables that import nothing heavy (``datasets.published``, ``generators.names``, ``seeds.names``,
     ``models.zoo``), which tests check against the registries. The full checks (``validate_config``,
     ``load_dataset``) still run afterwards.
     """
+    from ._validation import check_int
     from .datasets.published import PUBLISHED, unknown_protected_error
     from .exceptions import ConfigError, DatasetError, ModelCapabilityError
     from .generators.names import BUILTIN_GENERATORS
@@ -107,6 +111,8 @@ def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str
 
     _check_protected_flag(protected)
     try:
+        for name, (value, minimum) in (minimums or {}).items():
+            check_int(value, name, minimum=minimum)
         if dataset not in PUBLISHED:
             raise DatasetError(f"unknown dataset {dataset!r}; valid: {', '.join(PUBLISHED)}")
         for name in _protected_names(protected):
@@ -168,15 +174,9 @@ def run(
     verbose: VerboseOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset and write the run folder."""
-    from ._validation import check_int
-
-    try:
-        check_int(max_global, "max_global", minimum=1)
-        check_int(max_local, "max_local", minimum=0)
-        check_int(random_state, "random_state", minimum=0)
-    except ChiralfairError as err:
-        _fail(err)
-    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator, out=out)
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator, out=out,
+                  minimums={"max_global": (max_global, 1), "max_local": (max_local, 0),
+                            "random_state": (random_state, 0)})
 
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
     from .report import describe_clustering, prepare_run_folder, remove_empty_folders, summary_rows, write_run
@@ -237,15 +237,8 @@ def seeds_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Select seeds repeatedly and report the initialization rate and the time split."""
-    from ._validation import check_int
-
-    try:
-        check_int(n_seeds, "n_seeds", minimum=1)
-        check_int(repeats, "repeats", minimum=1)
-        check_int(random_state, "random_state", minimum=0)
-    except ChiralfairError as err:
-        _fail(err)
-    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=strategy)
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=strategy,
+                  minimums={"n_seeds": (n_seeds, 1), "repeats": (repeats, 1), "random_state": (random_state, 0)})
 
     from tqdm import tqdm
 
