@@ -57,11 +57,14 @@ def test_without_chiral_random_state_each_selection_draws_its_chiral_model(data,
 
 def test_zoo_chiral_model_comes_from_the_model_cache(data, tmp_path):
     trained = train_model(data, "lr", random_state=3, cache_dir=tmp_path)
-    strategy = make_seed_strategy("iandd", chiral_random_state=3)
+    strategy = make_seed_strategy("iandd", chiral_random_state=3, chiral_cache_dir=tmp_path)
     reports = [strategy.select(trained.model, data, 30, random_state=r) for r in range(3)]
     assert [chiral_meta(r)["from_cache"] for r in reports] == [False, True, True]
     assert [chiral_meta(r)["cache"] for r in reports] == [None, "disk", "disk"]
-    again = make_seed_strategy("iandd", chiral_random_state=3).select(trained.model, data, 30, random_state=2)
+    # The chiral model is cached beside the model under test.
+    assert sorted(p.name.split("-")[:2] for p in tmp_path.iterdir()) == [["toy", "chiral"], ["toy", "lr"]]
+    again = make_seed_strategy("iandd", chiral_random_state=3, chiral_cache_dir=tmp_path).select(
+        trained.model, data, 30, random_state=2)
     np.testing.assert_array_equal(again.seeds, reports[2].seeds)
 
 
@@ -76,4 +79,5 @@ def test_static_list_of_chiral_strategies_matches_the_registry():
     make_seed_strategy("random")  # fills the registry
     chiral = sorted(n for n, cls in SEED_STRATEGIES.items() if issubclass(cls, InitialIDISeeds))
     assert sorted(CHIRAL_SEED_STRATEGIES) == chiral
-    assert chiral_params("iandd", 7) == {"chiral_random_state": 7} and chiral_params("random", 7) == {}
+    assert chiral_params("iandd", 7, "c") == {"chiral_random_state": 7, "chiral_cache_dir": "c"}
+    assert chiral_params("random", 7) == {}

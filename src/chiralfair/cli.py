@@ -250,7 +250,7 @@ def seeds_cmd(
 
     _setup_logging(verbose)
     try:
-        chooser = make_seed_strategy(strategy, **chiral_params(strategy, random_state))
+        chooser = make_seed_strategy(strategy, **chiral_params(strategy, random_state, cache_dir))
         data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)

@@ -204,7 +204,7 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     step("seeds")
     t = time.perf_counter()
     # The chiral model belongs to the model under test: seeded by its random_state (seeds/names.py).
-    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.random_state))
+    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.random_state, config.cache_dir))
     seed_report = strategy.select(model, dataset, config.max_global, random_state=config.random_state)
     seconds["seeds"] = time.perf_counter() - t
 

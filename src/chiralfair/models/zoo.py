@@ -34,7 +34,7 @@ stratified splits, scaled vs raw codes:
 The reference code of I&D uses other settings again (``max_iter=30`` for every sklearn model,
 ``StandardScaler`` + ``MLP(hidden_layer_sizes=(3,))``); they are reachable through ``params``.
 
-``svc`` with ``probability=True`` is a :class:`PlattSVC`, because sklearn 1.9 deprecates
+``svc`` with ``probability=True`` is a :class:`~chiralfair.models.platt_svc.PlattSVC`, because sklearn 1.9 deprecates
 ``SVC(probability=True)`` (removed in 1.11). It is the slow member of the zoo: on census's 19.5k training
 rows the probabilistic fit took 20 s (53 s on a loaded machine) against 6 s without probabilities, and
 predicting 13k rows took 4 s, about 0.3 ms per model query.

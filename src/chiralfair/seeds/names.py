@@ -10,17 +10,19 @@ BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "i", "iandd", "random", "
 CHIRAL_SEED_STRATEGIES: tuple[str, ...] = ("i", "iandd")
 
 
-def chiral_params(strategy: str, model_random_state: int) -> dict:
-    """Parameters tying a strategy's chiral model to the model under test's ``random_state``.
+def chiral_params(strategy: str, model_random_state: int, cache_dir=None) -> dict:
+    """Parameters tying a strategy's chiral model to the model under test: its ``random_state`` and cache.
 
     The chiral model is a property of the model under test (trained like it, on mutated data), so its split,
-    mutation and training seed come from the model's ``random_state``; the selection's own ``random_state``
-    varies only the selection, and repeats share one chiral model.
+    mutation and training seed come from the model's ``random_state``, and it is cached in the model's cache
+    folder; the selection's own ``random_state`` varies only the selection, and repeats share one chiral model.
 
     Returns
     -------
     dict
-        ``{"chiral_random_state": model_random_state}`` for strategies in :data:`CHIRAL_SEED_STRATEGIES`, else
+        ``chiral_random_state`` and ``chiral_cache_dir`` for strategies in :data:`CHIRAL_SEED_STRATEGIES`, else
         empty.
     """
-    return {"chiral_random_state": model_random_state} if strategy in CHIRAL_SEED_STRATEGIES else {}
+    if strategy not in CHIRAL_SEED_STRATEGIES:
+        return {}
+    return {"chiral_random_state": model_random_state, "chiral_cache_dir": cache_dir}
