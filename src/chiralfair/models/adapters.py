@@ -7,8 +7,6 @@ whatever the model's own language; :mod:`chiralfair.models.language` holds the r
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from scipy.special import expit
 
@@ -106,9 +104,8 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
 
 
 def _is_torch_module(obj) -> bool:
-    # A torch module exists only once torch is imported, so wrapping an sklearn model never imports torch.
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(obj, torch.nn.Module)
+    from ._torch import is_torch_module
+    return is_torch_module(obj)
 
 
 # ---------------------------------------------------------------------------------------- callables
