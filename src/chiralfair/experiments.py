@@ -16,6 +16,7 @@ from ._validation import check_int
 from .generators import make_generator
 from .results import SearchResult, SeedReport
 from .seeds import make_seed_strategy
+from .seeds.names import chiral_params
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +203,8 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
 
     step("seeds")
     t = time.perf_counter()
-    strategy = make_seed_strategy(config.seeds)
+    # The chiral model belongs to the model under test: seeded by its random_state (seeds/names.py).
+    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.random_state, config.cache_dir))
     seed_report = strategy.select(model, dataset, config.max_global, random_state=config.random_state)
     seconds["seeds"] = time.perf_counter() - t
 

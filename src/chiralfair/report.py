@@ -22,6 +22,23 @@ PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "idis_by_protected_value.png")
 
 
+def check_run_folder(path: str | os.PathLike) -> None:
+    """Refuse a ``path`` that cannot receive a run, without creating anything.
+
+    Raises
+    ------
+    RunFolderError
+        If ``path`` is a file, or an existing non-empty folder that does not hold a previous run.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RunFolderError(f"output path {str(path)!r} exists and is a file, not a run folder")
+    if path.is_dir() and any(path.iterdir()) and not is_previous_run(path):
+        raise RunFolderError(
+            f"output folder {str(path)!r} exists, is not empty and is not a previous chiralfair run "
+            "(no result.json with chiralfair metadata); choose another --out so nothing there is overwritten")
+
+
 def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
     """Check that ``path`` can receive a run, and create it (with any missing parents).
 
@@ -42,12 +59,7 @@ def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
         created (the message gives the operating system's reason).
     """
     path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise RunFolderError(f"output path {str(path)!r} exists and is a file, not a run folder")
-    if path.is_dir() and any(path.iterdir()) and not is_previous_run(path):
-        raise RunFolderError(
-            f"output folder {str(path)!r} exists, is not empty and is not a previous chiralfair run "
-            "(no result.json with chiralfair metadata); choose another --out so nothing there is overwritten")
+    check_run_folder(path)
     missing = []
     probe = path
     while not probe.exists():

@@ -104,11 +104,8 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
 
 
 def _is_torch_module(obj) -> bool:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return False
-    return isinstance(obj, torch.nn.Module)
+    from ._torch import is_torch_module
+    return is_torch_module(obj)
 
 
 # ---------------------------------------------------------------------------------------- callables
