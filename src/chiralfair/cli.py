@@ -180,8 +180,8 @@ def run(
     model: RunModelOpt = None,
     seeds: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows, expga.")] = "iandd",
     generator: Annotated[str, typer.Option(
-        help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, expga, kosei, "
-             "themis.")] = "aequitas",
+        help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, expga, "
+             "kosei, themis.")] = "aequitas",
     max_global: Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")] = 100,
     max_local: Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")] = 100,
     random_state: RandomOpt = 0,
