@@ -137,7 +137,9 @@ def markdown(results: dict) -> str:
                 else:
                     m = c["median"]
                     per_kq = statistics.median(_per_kq(r) for r in c["runs"])
-                    out.append(f"{m['n_idis']:,.0f} / {per_kq:.{0 if per_kq >= 10 else 2}f} / {m['seconds']:.1f} s")
+                    runs = "" if len(c["runs"]) == p["repeats"] else f" ({len(c['runs'])} run)"
+                    digits = 0 if per_kq >= 10 else 2
+                    out.append(f"{m['n_idis']:,.0f} / {per_kq:.{digits}f} / {m['seconds']:.1f} s{runs}")
             lines.append(f"| {generator} | " + " | ".join(out) + " |")
         lines.append("")
     if results["dss"]:
