@@ -250,7 +250,8 @@ def _cell(row, key: str) -> str:
 
 def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: float | Sequence[float] = 1.0,
             pairs: str = "both", ensemble=None, mode: str = "retrain", trainer: Trainer | None = None,
-            recheck=None, train_index=None, search: bool | None = None, search_random_state: int | None = None,
+            recheck=None, train_index=None, searched_with: dict | None = None, search: bool | None = None,
+            search_random_state: int | None = None,
             margin: float = 0.005, cache_dir=None, random_state: int = 0) -> RetrainResult:
     """Label IDIs, add them to the training split, train the model again, and compare before and after.
 
@@ -282,6 +283,9 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
         seed strategy).
     train_index : array-like of int, optional
         The model's training rows; default: those of a :class:`TrainedModel`, else ``dataset.split(0)``.
+    searched_with : dict, optional
+        For ``idis`` given as arrays: how they were found, ``{"generator", "seed_strategy", "params",
+        "random_state"}`` (e.g. from a run folder's result.json), so that the holdout protocol can search again.
     search : bool, optional
         Run a fresh search on the model before and after (holdout protocol); default: when ``idis`` is a
         SearchResult whose seed strategy can select again.
@@ -318,7 +322,7 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
     shares = check_shares(share)
     margin = check_float(margin, "margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
     domain = dataset.domain
-    X_idi, X_counterpart, source = _idi_arrays(idis, domain, pairs)
+    X_idi, X_counterpart, source = _idi_arrays(idis, domain, pairs, searched_with)
     if len(X_idi) == 0:
         raise ConfigError("no IDIs to add: the search found none, so there is nothing to retrain with (within "
                           "its budget the model showed no discrimination; a larger budget or other seeds may "
@@ -491,7 +495,7 @@ def vote_labels(voter, X, domain: Domain) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------------- inputs
-def _idi_arrays(idis, domain: Domain, pairs: str):
+def _idi_arrays(idis, domain: Domain, pairs: str, searched_with: dict | None):
     """IDIs, counterparts (or None) and a description of their source."""
     if isinstance(idis, SearchResult):
         X, C = idis.idis, idis.counterparts
@@ -507,11 +511,66 @@ def _idi_arrays(idis, domain: Domain, pairs: str):
         if pairs == "both":
             raise ConfigError("idis is one array of IDIs without counterparts: pass (idis, counterparts), a "
                               "SearchResult, or pairs='idi' to add the IDIs only")
+    if source["kind"] == "arrays" and searched_with is not None:
+        missing = {"generator", "seed_strategy", "params"} - set(searched_with)
+        if missing:
+            raise ConfigError(f"searched_with lacks {sorted(missing)}; it needs generator, seed_strategy, params "
+                              "and random_state")
+        source = {**source, "kind": "search", **{k: searched_with.get(k) for k in
+                                                 ("generator", "seed_strategy", "params", "random_state")}}
     X = _codes(X, domain, "idis")
     C = None if C is None else _codes(C, domain, "counterparts")
     if C is not None and C.shape != X.shape:
         raise ConfigError(f"idis and counterparts must have the same shape, got {X.shape} and {C.shape}")
     return X, C, source
+
+
+def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    """Encode the IDI pairs of a run folder's ``idis.parquet`` back to codes.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        As :meth:`SearchResult.to_frame` with a domain writes it (``pandas.read_parquet`` of a file or of a
+        folder of parts): one column per feature with decoded labels, the same with suffix ``_counterpart``.
+    domain : Domain
+        The run's domain (``Domain.from_dict`` of result.json's ``meta.domain``).
+
+    Returns
+    -------
+    idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
+
+    Raises
+    ------
+    ConfigError
+        Naming a missing column or a value that is none of the feature's labels.
+    """
+    return _encode_columns(frame, domain, ""), _encode_columns(frame, domain, "_counterpart")
+
+
+def _encode_columns(frame: pd.DataFrame, domain: Domain, suffix: str) -> np.ndarray:
+    out = np.empty((len(frame), domain.n_features), dtype=np.int64)
+    for j, feature in enumerate(domain.features):
+        column = feature.name + suffix
+        if column not in frame.columns:
+            raise ConfigError(f"idis.parquet lacks column {column!r} of the run's domain")
+        values = frame[column]
+        if feature.labels:
+            codes = {text: code for code, text in feature.labels.items()}
+            text = values.astype("string")
+            # a code without a label is written as its number (Feature.label)
+            mapped = text.map(codes).fillna(pd.to_numeric(text, errors="coerce"))
+            unknown = text[mapped.isna()]
+            if len(unknown):
+                raise ConfigError(f"idis.parquet column {column!r} holds {unknown.iloc[0]!r}, which is none of "
+                                  f"feature {feature.name!r}'s labels")
+            out[:, j] = mapped.to_numpy(dtype=np.int64)
+        else:
+            try:
+                out[:, j] = values.to_numpy(dtype=np.int64)
+            except (TypeError, ValueError) as err:
+                raise ConfigError(f"idis.parquet column {column!r} is not integer codes: {err}") from None
+    return out
 
 
 def _codes(X, domain: Domain, what: str) -> np.ndarray:
