@@ -573,6 +573,9 @@ def retrain_cmd(
             raise ConfigError(f"--mode fine-tune continues training the zoo DNN; model {model!r} is retrained "
                               "from scratch (use --mode retrain)")
         run_info = _read_run_folder(from_run) if from_run is not None else None
+        if run_info is not None and run_info["config"].get("dataset") != dataset:
+            raise ConfigError(f"--from-run {str(from_run)!r} searched dataset {run_info['config'].get('dataset')!r}, "
+                              f"not --dataset {dataset!r}")
         created = _prepare_retrain_folder(out)
         result, run_summary = _retrain_job(
             dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,

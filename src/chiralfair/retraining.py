@@ -385,7 +385,9 @@ def check_shares(share) -> tuple[float, ...]:
     ConfigError
         Naming the value outside (0, 1], or for an empty sequence.
     """
-    values = [share] if isinstance(share, int | float) and not isinstance(share, bool) else list(share)
+    if isinstance(share, str) or not hasattr(share, "__iter__"):
+        share = [share]
+    values = list(share)
     if not values:
         raise ConfigError("share must hold at least one value in (0, 1]")
     out = []
