@@ -219,3 +219,49 @@ def test_cli_refuses_an_unrelated_output_folder(tmp_path):
     (out / "notes.txt").write_text("keep me")
     res = runner.invoke(app, ["retrain", "--out", str(out)])
     assert res.exit_code == 2 and "not an earlier chiralfair retrain" in res.output
+
+
+# ------------------------------------------------------------------------------------- real data (slow)
+def _real_args(tmp_path, *extra):
+    from realdata import real_data_home_or_skip
+
+    home = str(real_data_home_or_skip())
+    return ["retrain", "--data-home", home, "--cache-dir", str(tmp_path / "cache"), "--dataset", "german",
+            "--protected", "sex", "--model", "lr", "--seeds", "random", "--generator", "aequitas", "--max-global",
+            "20", "--max-local", "20", *extra]
+
+
+@pytest.mark.slow
+def test_cli_retrain_writes_the_folder_and_is_deterministic(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        res = runner.invoke(app, _real_args(tmp_path, "--share", "1.0,0.5", "--out", str(tmp_path / name)))
+        assert res.exit_code == 0, res.output
+        runs.append(json.loads((tmp_path / name / "retrain.json").read_text()))
+    for name in ("retrain.json", "report.md", "tradeoff.png", "model.joblib", "search/result.json"):
+        assert (tmp_path / "a" / name).is_file()
+    assert "![IDI rate against F1](tradeoff.png)" in (tmp_path / "a" / "report.md").read_text()
+    for run in runs:
+        run.pop("seconds")
+    assert runs[0] == runs[1] and [r["share"] for r in runs[0]["rows"]] == [0.0, 1.0, 0.5]
+
+
+@pytest.mark.slow
+def test_cli_from_run_reuses_the_idis_and_refuses_another_protected_set(tmp_path):
+    from realdata import real_data_home_or_skip
+
+    home = str(real_data_home_or_skip())
+    run = ["run", "--data-home", home, "--cache-dir", str(tmp_path / "cache"), "--dataset", "german", "--protected",
+           "sex", "--model", "lr", "--seeds", "random", "--generator", "aequitas", "--max-global", "20",
+           "--max-local", "20", "--out", str(tmp_path / "run")]
+    assert runner.invoke(app, run).exit_code == 0
+    res = runner.invoke(app, _real_args(tmp_path, "--from-run", str(tmp_path / "run"), "--protocol", "paper",
+                                        "--out", str(tmp_path / "re")))
+    assert res.exit_code == 0, res.output
+    done = json.loads((tmp_path / "re" / "retrain.json").read_text())
+    searched = json.loads((tmp_path / "run" / "result.json").read_text())
+    assert done["n_idis"] == searched["n_idis"] and done["rows"][0]["remaining_idis"] == searched["n_idis"]
+    args = _real_args(tmp_path, "--from-run", str(tmp_path / "run"), "--out", str(tmp_path / "age"))
+    args[args.index("--protected") + 1] = "age"
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "tested protected attribute(s) sex, not age" in res.output
