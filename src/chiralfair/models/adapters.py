@@ -7,6 +7,8 @@ whatever the model's own language; :mod:`chiralfair.models.language` holds the r
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from scipy.special import expit
 
@@ -104,11 +106,9 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
 
 
 def _is_torch_module(obj) -> bool:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return False
-    return isinstance(obj, torch.nn.Module)
+    # A torch module exists only once torch is imported, so wrapping an sklearn model never imports torch.
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
 
 
 # ---------------------------------------------------------------------------------------- callables
