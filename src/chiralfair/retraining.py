@@ -363,6 +363,12 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
         models.append(retrained)
 
     notes = _notes(protocol, do_search, search, source, ensemble_info, pairs)
+    if protocol != "holdout" and recheck is None:
+        notes.append("paper protocol: only the IDIs added were re-checked (no recheck= set, e.g. the IDIs of the "
+                     "other seed strategy as in I&D Table 4)")
+    if train_index is None and not isinstance(model, TrainedModel):
+        notes.append("the model's training rows were taken to be dataset.split(0) (60/40); pass train_index= if "
+                     "it was trained on others")
     meta = {"chiralfair_version": __version__, "dataset": dataset.name, "protected": domain.protected_names,
             "model": counting.name, "random_state": random_state, "train_random_state": train_seed,
             "search_random_state": fresh_state, "fine_tune_epochs": FINE_TUNE_EPOCHS if mode == "fine-tune" else None,
