@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -398,7 +399,7 @@ def check_shares(share) -> tuple[float, ...]:
         raise ConfigError("share must hold at least one value in (0, 1]")
     out = []
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, int | float) or not (0.0 < float(v) <= 1.0):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (0.0 < float(v) <= 1.0):
             raise ConfigError(f"share must lie in (0, 1] (the share of the IDI pairs added), got {v!r}")
         if float(v) not in out:
             out.append(float(v))
