@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from ._random import as_generator, derive_seed
+from ._random import derive_seed, resolve_random_state
 from ._validation import check_choice, check_float
 from .datasets.base import Dataset
 from .domain import Domain
@@ -296,9 +296,9 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
         Sampling margin of the IDI rate over domain draws, in (0, 0.5].
     cache_dir : str or path-like, optional
         Model cache folder for zoo models trained again.
-    random_state : int
+    random_state : int, numpy.random.Generator or None
         Drives the ensemble, the choice of IDIs, the training seed (when the model's is unknown) and the
-        domain draws. The same value gives the same figures.
+        domain draws; recorded readably in ``meta``. The same int gives the same figures.
 
     Returns
     -------
@@ -329,7 +329,7 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
                           "its budget the model showed no discrimination; a larger budget or other seeds may "
                           "find some)")
     start = time.perf_counter()
-    rng = as_generator(random_state)
+    rng, random_state_described = resolve_random_state(random_state)
     counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
     _check_trainable(counting, mode, trainer)
 
@@ -371,7 +371,7 @@ def retrain(model, dataset: Dataset, idis, *, protocol: str = "holdout", share: 
         notes.append("the model's training rows were taken to be dataset.split(0) (60/40); pass train_index= if "
                      "it was trained on others")
     meta = {"chiralfair_version": __version__, "dataset": dataset.name, "protected": domain.protected_names,
-            "model": counting.name, "random_state": random_state, "train_random_state": train_seed,
+            "model": counting.name, "random_state": random_state_described, "train_random_state": train_seed,
             "search_random_state": fresh_state, "fine_tune_epochs": FINE_TUNE_EPOCHS if mode == "fine-tune" else None,
             "params": {"protocol": protocol, "share": list(shares), "pairs": pairs, "mode": mode, "margin": margin,
                        "confidence": CONFIDENCE},
