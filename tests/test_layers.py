@@ -9,7 +9,7 @@ LAYERS = [
     {"chiralfair", "exceptions", "_validation", "_random"},
     {"domain", "datasets"},
     {"models"},
-    {"oracle", "results"},
+    {"oracle", "results", "run_folder"},
     {"seeds"},
     {"generators"},
     {"retraining"},

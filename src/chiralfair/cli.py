@@ -141,7 +141,7 @@ def run(
         if out is not None:
             created = prepare_run_folder(out)
         with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
-            outcome = run_experiment(config, on_step=on_step)
+            outcome = run_experiment(config, on_step=on_step, out=out)
         summary = outcome.summary()
         if out is not None:
             write_run(outcome, out)
