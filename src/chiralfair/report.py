@@ -128,6 +128,9 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         "",
         "IDIs are counted once per non-protected projection (an IDI and its counterpart count once);"
         " `n_global` and `n_local` are disjoint; `n_queries` counts every row sent to the model during the search.",
+        "",
+        f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
+        " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
     ]
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
