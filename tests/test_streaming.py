@@ -262,3 +262,11 @@ def test_mark_partial_removes_a_previous_runs_outputs(tmp_path):
     mark_partial(tmp_path, {"chiralfair_version": "x"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result.json"]
     assert json.loads((tmp_path / "result.json").read_text())["partial"] is True
+
+
+def test_a_result_without_pairs_or_their_path_is_refused():
+    from chiralfair.exceptions import ConfigError
+
+    _, res = toy_run("aequitas")
+    with pytest.raises(ConfigError, match="idis"):
+        dataclasses.replace(res, idis=None)

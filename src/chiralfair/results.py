@@ -15,6 +15,7 @@ import pandas as pd
 
 from . import __version__
 from .domain import Domain
+from .exceptions import ConfigError
 from .run_folder import read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
@@ -118,7 +119,7 @@ class SearchResult:
 
     Raises
     ------
-    TypeError
+    ConfigError
         If neither the five pair arrays nor ``pairs_path`` are given.
     """
 
@@ -146,7 +147,7 @@ class SearchResult:
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
         if self.pairs_path is None and not all(given):
             missing = [k for k, g in zip(PAIR_ARRAYS, given, strict=True) if not g]
-            raise TypeError(f"SearchResult needs the pair arrays or pairs_path; missing {', '.join(missing)}")
+            raise ConfigError(f"SearchResult needs the five pair arrays or pairs_path; missing {', '.join(missing)}")
 
     def __repr__(self) -> str:
         where = f"pairs in {self.pairs_path!r}" if self.pairs_path else "pairs in memory"
