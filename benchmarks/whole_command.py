@@ -134,12 +134,13 @@ def markdown(report: dict) -> str:
         "are the result.json steps (the search includes streaming the pairs to idis.parquet; write is the rest of "
         "the folder: plot, report.md, result.json).",
         "",
-        "| G x L | n_idis | n_tested | wall s | search s | write s | write / search | peak MB | idis.parquet MB "
-        "(parts) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| G x L | n_idis | n_tested | wall s | seeds s | search s | write s | write / search | peak MB | "
+        "idis.parquet MB (parts) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for budget, r in report["results"].items():
-        lines.append(f"| {budget} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | "
+        seeds = statistics.median(run["seconds_by_step"]["seeds"] for run in r["runs"])
+        lines.append(f"| {budget} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | {seeds:.2f} | "
                      f"{r['search_seconds']:.2f} | {r['write_seconds']:.2f} | {r['write_over_search']:.2f} | "
                      f"{r['peak_rss_mb']:.0f} | {r['parquet_mb']:.1f} ({r['parquet_parts']}) |")
     ks = report.get("key_sets")
