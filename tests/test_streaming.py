@@ -270,3 +270,16 @@ def test_a_result_without_pairs_or_their_path_is_refused():
     _, res = toy_run("aequitas")
     with pytest.raises(ConfigError, match="idis"):
         dataclasses.replace(res, idis=None)
+
+
+def test_protected_pair_counts_equal_a_row_count_for_wide_and_narrow_codes():
+    from collections import Counter
+
+    from chiralfair.results import protected_pair_counts
+
+    rng = np.random.default_rng(3)
+    for high in (3, 2**40):  # 2**40: the combined code would overflow int64, so rows are compared directly
+        own = rng.integers(0, 3, size=(500, 2)) * (high // 3 + 1)
+        cf = rng.integers(0, 3, size=(500, 2))
+        naive = Counter(tuple(r) for r in np.hstack([own, cf]).tolist())
+        assert dict(protected_pair_counts(own, cf)) == naive

@@ -7,6 +7,7 @@ reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.run_f
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -73,7 +74,14 @@ def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tupl
     rows = np.hstack([own, counterpart]).astype(np.int64, copy=False)
     if not len(rows):
         return []
-    values, counts = np.unique(rows, axis=0, return_counts=True)
+    lo = rows.min(axis=0)
+    spans = [int(s) for s in rows.max(axis=0) - lo + 1]
+    if math.prod(spans) < 2**62:  # one int64 code per row: a 1-D unique, far faster than unique over rows
+        strides = np.array([math.prod(spans[j + 1:]) for j in range(len(spans))], dtype=np.int64)
+        _, first, counts = np.unique((rows - lo) @ strides, return_index=True, return_counts=True)
+        values = rows[first]
+    else:
+        values, counts = np.unique(rows, axis=0, return_counts=True)
     return [(tuple(v), int(c)) for v, c in zip(values.tolist(), counts.tolist(), strict=True)]
 
 
