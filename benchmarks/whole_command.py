@@ -51,6 +51,9 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--budgets", nargs="+", default=list(BUDGETS), help="max_global x max_local, e.g. 1000x1000")
     p.add_argument("--repeats", type=int, default=3, help="runs per budget; the median is reported")
+    p.add_argument("--once", nargs="*", default=["99999x999"],
+                   help="budgets run a single time (default: the largest accepted, max_global x (max_local + 1) "
+                        "just under experiments.MAX_BUDGET)")
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--no-key-sets", action="store_true", help="skip the key-set measurement")
     p.add_argument("--out-dir", type=Path, default=RESULTS, help="where whole_command.json/.md go")
@@ -140,7 +143,8 @@ def markdown(report: dict) -> str:
     ]
     for budget, r in report["results"].items():
         seeds = statistics.median(run["seconds_by_step"]["seeds"] for run in r["runs"])
-        lines.append(f"| {budget} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | {seeds:.2f} | "
+        once = "" if r["repeats"] == p["repeats"] else f" ({r['repeats']} run)"
+        lines.append(f"| {budget}{once} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | {seeds:.2f} | "
                      f"{r['search_seconds']:.2f} | {r['write_seconds']:.2f} | {r['write_over_search']:.2f} | "
                      f"{r['peak_rss_mb']:.0f} | {r['parquet_mb']:.1f} ({r['parquet_parts']}) |")
     ks = report.get("key_sets")
@@ -167,22 +171,23 @@ def main(argv=None) -> int:
     results = {}
     with tempfile.TemporaryDirectory(prefix="whole_command_") as tmp:
         run_once(100, 100, args.random_state, Path(tmp) / "warm")  # puts the model in the cache
-        for budget in args.budgets:
+        plan = [(b, args.repeats) for b in args.budgets] + [(b, 1) for b in args.once]
+        for budget, repeats in plan:
             g, loc = (int(x) for x in budget.lower().split("x"))
             runs = []
-            for r in range(args.repeats):
+            for r in range(repeats):
                 row = run_once(g, loc, args.random_state, Path(tmp) / f"run-{budget}-{r}")
                 print(f"{budget} #{r}: {row['wall_seconds']:.1f} s wall, search {row['search_seconds']:.2f} s, "
                       f"write {row['write_seconds']:.2f} s, peak {row['peak_rss_mb']:.0f} MB, "
                       f"{row['n_idis']:,} IDIs, load {os.getloadavg()[0]:.2f}", flush=True)
                 runs.append(row)
-            results[budget] = {**median_row(runs), "runs": runs}
+            results[budget] = {**median_row(runs), "repeats": repeats, "runs": runs}
     key_sets = None if args.no_key_sets else key_set_figures()
     report = {
         "date": dt.datetime.now().isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
         "platform": platform.platform(), "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
-        "parameters": {"command": COMMAND, "budgets": args.budgets, "repeats": args.repeats,
+        "parameters": {"command": COMMAND, "budgets": args.budgets, "repeats": args.repeats, "once": args.once,
                        "random_state": args.random_state, "cache": os.environ.get("CHIRALFAIR_CACHE")},
         "versions": {"python": platform.python_version(),
                      **{k: version(k) for k in ("chiralfair", "numpy", "pandas", "pyarrow", "torch", "matplotlib")}},

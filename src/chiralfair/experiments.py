@@ -22,7 +22,10 @@ from .seeds import make_seed_strategy
 
 logger = logging.getLogger(__name__)
 
-# Largest max_global x (max_local + 1) accepted by a run (about 2 GB of IDIs and counterparts at most).
+# Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
+# but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
+# rule. Measured at the cap (census / sex / dnn / eidig-inf, 99,999 x 999): 12.0 M tested keys, 10.5 M IDIs,
+# peak memory 995 MB (benchmarks/whole_command.py, 2026-12-01); a larger budget would pass 1 GB.
 MAX_BUDGET = 10**8
 
 
@@ -89,7 +92,8 @@ class RunOutcome:
     model_info : dict
         ``f1``, ``accuracy``, ``train_seconds``, ``from_cache``.
     seconds : dict of str to float
-        Wall seconds per step: ``data``, ``model``, ``seeds``, ``search``, ``total``.
+        Wall seconds per step: ``data``, ``model``, ``seeds``, ``search`` (streaming the pairs included),
+        ``total``; the run folder's ``result.json`` adds ``write``, the time of ``report.write_run``.
     notes : tuple of str
         About the data: a raw file that is not the published one, a protected attribute outside the dataset's.
     """
@@ -146,7 +150,8 @@ def validate_config(config: RunConfig) -> None:
     if config.max_global * (config.max_local + 1) > MAX_BUDGET:
         raise ConfigError(
             f"max_global x (max_local + 1) = {config.max_global * (config.max_local + 1):,} exceeds {MAX_BUDGET:,}: "
-            "a run may keep up to that many IDIs and their counterparts in memory; split it into several runs")
+            "a run keeps the key of every input it tests in memory (about 1 GB at that bound); split it into "
+            "several runs")
     generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
                                **config.generator_params)
     make_seed_strategy(config.seeds)
