@@ -144,8 +144,8 @@ def markdown(report: dict) -> str:
     for budget, r in report["results"].items():
         seeds = statistics.median(run["seconds_by_step"]["seeds"] for run in r["runs"])
         once = "" if r["repeats"] == p["repeats"] else f" ({r['repeats']} run)"
-        lines.append(f"| {budget}{once} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | {seeds:.2f} | "
-                     f"{r['search_seconds']:.2f} | {r['write_seconds']:.2f} | {r['write_over_search']:.2f} | "
+        lines.append(f"| {budget}{once} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | "
+                     f"{seeds:.2f} | {r['search_seconds']:.2f} | {r['write_seconds']:.2f} | {r['write_over_search']:.2f} | "
                      f"{r['peak_rss_mb']:.0f} | {r['parquet_mb']:.1f} ({r['parquet_parts']}) |")
     ks = report.get("key_sets")
     if ks:
