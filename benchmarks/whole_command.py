@@ -146,7 +146,8 @@ def markdown(report: dict) -> str:
         once = "" if r["repeats"] == p["repeats"] else f" ({r['repeats']} run)"
         lines.append(f"| {budget}{once} | {r['n_idis']:,} | {r['n_tested']:,} | {r['wall_seconds']:.1f} | "
                      f"{seeds:.2f} | {r['search_seconds']:.2f} | {r['write_seconds']:.2f} | "
-                     f"{r['write_over_search']:.2f} | {r['peak_rss_mb']:.0f} | {r['parquet_mb']:.1f} ({r['parquet_parts']}) |")
+                     f"{r['write_over_search']:.2f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['parquet_mb']:.1f} ({r['parquet_parts']}) |")
     ks = report.get("key_sets")
     if ks:
         lines += ["", f"Key sets, {ks['n_keys_added']:,} random int64 keys added in batches of {ks['batch']:,} "
