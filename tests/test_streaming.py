@@ -283,3 +283,10 @@ def test_protected_pair_counts_equal_a_row_count_for_wide_and_narrow_codes():
         cf = rng.integers(0, 3, size=(500, 2))
         naive = Counter(tuple(r) for r in np.hstack([own, cf]).tolist())
         assert dict(protected_pair_counts(own, cf)) == naive
+
+
+def test_a_part_size_below_one_is_refused(tmp_path):
+    from chiralfair.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="rows_per_part"):
+        PairSink(tmp_path / "idis.parquet", rows_per_part=0)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import check_float, check_int
 from .domain import Domain, Feature
 from .exceptions import RunFolderError
 
@@ -178,6 +179,11 @@ class PairSink:
         A part is also written when this many seconds passed since the previous one (default
         :data:`FLUSH_SECONDS`).
 
+    Raises
+    ------
+    ConfigError
+        If ``rows_per_part`` < 1 or ``flush_seconds`` < 0.
+
     Notes
     -----
     Call :meth:`open` with the domain, :meth:`write` for each batch, :meth:`close` at the end (the recorder
@@ -187,8 +193,8 @@ class PairSink:
     def __init__(self, path: str | os.PathLike, *, rows_per_part: int = ROWS_PER_PART,
                  flush_seconds: float = FLUSH_SECONDS):
         self.path = Path(path)
-        self.rows_per_part = int(rows_per_part)
-        self.flush_seconds = float(flush_seconds)
+        self.rows_per_part = check_int(rows_per_part, "rows_per_part", minimum=1)
+        self.flush_seconds = check_float(flush_seconds, "flush_seconds", minimum=0.0)
         self.n_rows = 0
         self.n_parts = 0
         self._buffer: list[tuple] = []
