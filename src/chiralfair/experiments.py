@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 # Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
 # but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
 # rule. Measured at the cap (census / sex / dnn / eidig-inf, 99,999 x 999): 12.0 M tested keys, 10.5 M IDIs,
-# peak memory 995 MB (benchmarks/whole_command.py, 2026-12-01); a larger budget would pass 1 GB.
+# peak memory 995-1027 MiB in two runs (benchmarks/results/whole_command.md); a larger budget passes 1 GB.
 MAX_BUDGET = 10**8
 
 
