@@ -125,7 +125,7 @@ def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str
     from .exceptions import ConfigError, DatasetError, ModelCapabilityError
     from .generators.names import BUILTIN_GENERATORS
     from .models.zoo import as_spec
-    from .report import check_run_folder
+    from .run_folder import check_run_folder
     from .seeds.names import BUILTIN_SEED_STRATEGIES
 
     _check_protected_flag(protected)
@@ -233,7 +233,7 @@ def run(
         if out is not None:
             created = prepare_run_folder(out)
         with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
-            outcome = run_experiment(config, on_step=on_step)
+            outcome = run_experiment(config, on_step=on_step, out=out)
         summary = outcome.summary()
         if out is not None:
             write_run(outcome, out)
