@@ -146,7 +146,9 @@ def test_seeds_command_reports_rate_and_time_split(data_home, cache):
     assert np.isclose(summary["initialization_rate"]["mean"], np.mean(summary["initialization_rate"]["values"]))
 
 
-@pytest.mark.parametrize("model", ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb"])
+# svc: Platt scaling's 5-fold fit and shap's permutation explainer (numba compiles on first use) take ~1 min.
+@pytest.mark.parametrize("model", ["dnn", "lr", pytest.param("svc", marks=pytest.mark.slow), "dtc", "mlp", "rf",
+                                   "hgb"])
 def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
     res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", model,
                            "--seeds", "iandd", "--generator", "aequitas", "--max-global", 10, "--max-local", 10,

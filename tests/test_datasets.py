@@ -185,3 +185,33 @@ def test_describe_missing_and_broken_files(tmp_path):
 def test_census_categories_follow_adult_names():
     assert census_module.CATEGORIES["race"] == ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other",
                                                 "Black"]
+
+
+@pytest.mark.parametrize("name", ["census", "compas", "bank", "german"])
+def test_published_facts_match_the_parsed_file(real_home, name):
+    # describe_datasets and the command line's refusals read these facts instead of parsing the raw file.
+    from chiralfair.datasets.published import PUBLISHED
+
+    assert list(PUBLISHED) == dataset_names()
+
+    facts = PUBLISHED[name]
+    spec = DATASETS[name]
+    assert (facts["raw"], facts["label"], facts["positive_class"], facts["description"]) == (
+        spec.raw, spec.label, spec.positive_class, spec.description)
+    ds = load_dataset(name, protected=list(DATASETS[name].protected), data_home=real_home)
+    assert facts["attributes"] == tuple(ds.domain.names)
+    assert (facts["rows"], facts["positive_rows"]) == (ds.n_samples, int(ds.y.sum()))
+    assert tuple(facts["protected"]) == DATASETS[name].protected
+    for i, values in zip(ds.domain.protected, ds.domain.protected_values, strict=True):
+        feature = ds.domain.features[i]
+        assert facts["protected"][feature.name] == {v: feature.label(v) for v in values}
+
+
+def test_describe_parses_a_raw_file_that_is_not_the_published(tmp_path, real_home):
+    raw = tmp_path / "german" / "raw"
+    raw.mkdir(parents=True)
+    lines = (real_home / "german/raw/german.data").read_text().splitlines()[:60]
+    (raw / "german.data").write_text("\n".join(lines) + "\n")
+    german = {e["name"]: e for e in describe_datasets(tmp_path)}["german"]
+    assert german["status"].startswith("error:") and "SHA-256" in german["status"]
+    assert german["rows"] is None

@@ -270,3 +270,12 @@ def test_undeclared_ambiguous_language_is_refused_naming_the_fix(name, case):
     domain = toy_domain()
     with pytest.raises(ChiralfairError, match=fix):
         make_generator(name, **BUDGET).run(make(), domain, seeds_for(domain), random_state=0)
+
+
+def test_static_name_table_matches_the_registry():
+    # The command line refuses unknown generators from this table before importing them.
+    from chiralfair.generators.names import BUILTIN_GENERATORS
+
+    assert sorted(BUILTIN_GENERATORS) == NAMES
+    for gen_name, needs_gradient in BUILTIN_GENERATORS.items():
+        assert make_generator(gen_name).needs_gradient is needs_gradient, gen_name

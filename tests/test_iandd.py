@@ -344,6 +344,7 @@ class _Linear(torch.nn.Module):
         return (x @ self.toy.w + self.toy.bias)[:, None]
 
 
+@pytest.mark.slow  # shap's permutation explainer compiles numba code on first use: 10-25 s
 def test_permutation_explainer_for_a_black_box(data):
     def black_box(X):
         return (X[:, 2] + X[:, 3] + 3 * X[:, 0] > 10.5).astype(int)
@@ -373,6 +374,7 @@ def test_kmeans_by_silhouette_finds_separated_groups():
     assert all(len(np.unique(labels[i * 50:(i + 1) * 50])) == 1 for i in range(3))
 
 
+@pytest.mark.slow  # shap's permutation explainer compiles numba code on first use: 10-25 s
 def test_black_box_explanations_are_capped(data):
     from sklearn.svm import SVC
 

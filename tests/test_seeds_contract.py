@@ -77,3 +77,10 @@ def test_fair_model_gives_initialization_rate_zero(name, data, fair_pipeline):
 def test_biased_model_gives_positive_initialization_rate(name, data, biased_tree):
     report = make_seed_strategy(name).select(biased_tree, data, N_SEEDS, random_state=3)
     assert report.initialization_rate > 0.0
+
+
+def test_static_name_list_matches_the_registry():
+    # The command line refuses unknown seed strategies from this list before importing them.
+    from chiralfair.seeds.names import BUILTIN_SEED_STRATEGIES
+
+    assert sorted(BUILTIN_SEED_STRATEGIES) == STRATEGIES

@@ -174,3 +174,23 @@ def test_svc_labels_are_the_svcs_and_probabilities_are_platt_scaled(easy):
     assert np.all(np.diff(proba[order]) >= -1e-12)
     bare = ModelSpec("svc", {"probability": False}).fit(easy.X[:300], easy.y[:300], random_state=0)
     assert not bare.has_proba
+
+
+@pytest.mark.parametrize("name", ["lr", "svc", "dtc", "mlp", "rf", "hgb"])
+def test_default_params_are_valid_without_importing_the_estimator(name):
+    # ModelSpec(name) checks only parameters beyond the defaults (so the zoo imports no sklearn for a name);
+    # this keeps the defaults themselves honest.
+    import importlib
+
+    from chiralfair.models.zoo import _SKLEARN
+
+    module, cls_name, _, _ = _SKLEARN[name]
+    cls = getattr(importlib.import_module(module), cls_name)
+    assert set(default_params(name)) - {"standardize"} <= set(cls().get_params())
+
+
+def test_old_cache_files_find_plattsvc_in_the_zoo():
+    from chiralfair.models import zoo
+    from chiralfair.models.platt_svc import PlattSVC
+
+    assert zoo.PlattSVC is PlattSVC

@@ -97,12 +97,60 @@ def _progress(steps: list[str], enabled: bool):
         bar.close()
 
 
-def _check_protected_flag(protected: str | None) -> None:
-    from .experiments import protected_list
+def _protected_names(protected: str | None) -> tuple[str, ...]:
+    """``"race,sex"`` as a tuple of names (``experiments.protected_list``, without importing experiments)."""
+    return tuple(p.strip() for p in (protected or "").split(",") if p.strip())
 
-    if protected is not None and not protected_list(protected):
+
+def _check_protected_flag(protected: str | None) -> None:
+    if protected is not None and not _protected_names(protected):
         _fail(ValueError(f"--protected {protected!r} names no attribute; give one or several, e.g. --protected "
                          "race,sex, or leave it out for the dataset's first protected attribute"))
+
+
+def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str | None = None,
+                  generator: str | None = None, out: Path | None = None,
+                  minimums: dict[str, tuple[int, int]] | None = None) -> None:
+    """Refuse bad numbers, names, protected attributes and run folders before the implementations are imported.
+
+    ``minimums`` maps a parameter name to its value and smallest valid value.
+
+    torch, sklearn, shap and z3 take seconds to import; a refused flag should answer at once. The names come
+    from tables that import nothing heavy (``datasets.published``, ``generators.names``, ``seeds.names``,
+    ``models.zoo``), which tests check against the registries. The full checks (``validate_config``,
+    ``load_dataset``) still run afterwards.
+    """
+    from ._validation import check_int
+    from .datasets.published import PUBLISHED, unknown_protected_error
+    from .exceptions import ConfigError, DatasetError, ModelCapabilityError
+    from .generators.names import BUILTIN_GENERATORS
+    from .models.zoo import as_spec
+    from .run_folder import check_run_folder
+    from .seeds.names import BUILTIN_SEED_STRATEGIES
+
+    _check_protected_flag(protected)
+    try:
+        for name, (value, minimum) in (minimums or {}).items():
+            check_int(value, name, minimum=minimum)
+        if dataset not in PUBLISHED:
+            raise DatasetError(f"unknown dataset {dataset!r}; valid: {', '.join(PUBLISHED)}")
+        for name in _protected_names(protected):
+            if name not in PUBLISHED[dataset]["attributes"]:
+                raise unknown_protected_error(dataset, name)
+        spec = as_spec(model)
+        if seeds is not None and seeds not in BUILTIN_SEED_STRATEGIES:
+            raise ConfigError(f"unknown seed strategy {seeds!r}; valid: {', '.join(BUILTIN_SEED_STRATEGIES)}")
+        if generator is not None and generator not in BUILTIN_GENERATORS:
+            raise ConfigError(f"unknown generator {generator!r}; valid: {', '.join(BUILTIN_GENERATORS)}")
+        if generator is not None and BUILTIN_GENERATORS[generator] and not spec.has_input_gradient:
+            raise ModelCapabilityError(
+                f"generator {generator!r} needs input_gradient() but model {model!r} does not provide it; "
+                "gradient generators run on dnn, lr and mlp, black-box generators (aequitas, sg, themis) on any "
+                "model")
+        if out is not None:
+            check_run_folder(out)
+    except ChiralfairError as err:
+        _fail(err)
 
 
 def _print_table(rows: list[tuple[str, str]], title: str) -> None:
@@ -167,11 +215,14 @@ def run(
     if only_with_data:
         _fail(ValueError(f"{', '.join(only_with_data)} apply to your own data: use them with --data FILE"))
     dataset, model = dataset or "census", model or "dnn"
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator, out=out,
+                  minimums={"max_global": (max_global, 1), "max_local": (max_local, 0),
+                            "random_state": (random_state, 0)})
+
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
     from .report import describe_clustering, prepare_run_folder, remove_empty_folders, summary_rows, write_run
 
     _setup_logging(verbose)
-    _check_protected_flag(protected)
     config = RunConfig(dataset=dataset, protected=protected_list(protected or ""), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local,
                        random_state=random_state, data_home=data_home, cache_dir=cache_dir,
@@ -182,7 +233,7 @@ def run(
         if out is not None:
             created = prepare_run_folder(out)
         with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
-            outcome = run_experiment(config, on_step=on_step)
+            outcome = run_experiment(config, on_step=on_step, out=out)
         summary = outcome.summary()
         if out is not None:
             write_run(outcome, out)
@@ -216,7 +267,9 @@ def seeds_cmd(
     model: ModelOpt = "dnn",
     strategy: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows.")] = "iandd",
     n_seeds: Annotated[int, typer.Option(help="Seeds per repeat (>= 1).")] = 1000,
-    repeats: Annotated[int, typer.Option(help="Selections with random_state, random_state+1, ...")] = 10,
+    repeats: Annotated[int, typer.Option(
+        help="Selections with random_state, random_state+1, ...; they share one chiral model, trained with the "
+             "model's random_state.")] = 10,
     random_state: RandomOpt = 0,
     data_home: DataHomeOpt = None,
     cache_dir: CacheOpt = None,
@@ -225,22 +278,20 @@ def seeds_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Select seeds repeatedly and report the initialization rate and the time split."""
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=strategy,
+                  minimums={"n_seeds": (n_seeds, 1), "repeats": (repeats, 1), "random_state": (random_state, 0)})
+
     from tqdm import tqdm
 
-    from ._validation import check_int
     from .datasets import load_dataset
     from .experiments import protected_list
     from .models.training import train_model
-    from .models.zoo import as_spec
     from .seeds import make_seed_strategy
+    from .seeds.names import chiral_params
 
     _setup_logging(verbose)
     try:
-        check_int(n_seeds, "n_seeds", minimum=1)
-        check_int(repeats, "repeats", minimum=1)
-        as_spec(model)
-        chooser = make_seed_strategy(strategy)
-        _check_protected_flag(protected)
+        chooser = make_seed_strategy(strategy, **chiral_params(strategy, random_state, cache_dir))
         data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
@@ -260,6 +311,7 @@ def seeds_cmd(
         "n_initial_idis": [r.n_initial_idis for r in reports],
         "seconds_median": {k: statistics.median(r.seconds.get(k, 0.0) for r in reports) for k in phases},
         "clustering": [r.clustering for r in reports],
+        "chiral_model_from_cache": [r.meta.get("chiral_model", {}).get("from_cache") for r in reports],
         "notes": sorted({n for r in reports for n in r.notes}),
     }
     if json_out:

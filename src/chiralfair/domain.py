@@ -686,6 +686,8 @@ class Domain:
     def decode(self, X, *, suffix: str = "") -> pd.DataFrame:
         """Turn encoded inputs into a frame with feature names as columns and labels as values.
 
+        Vectorised: each labelled column is a lookup of its codes in the feature's label table, built once.
+
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
@@ -695,14 +697,13 @@ class Domain:
         Returns
         -------
         pandas.DataFrame, shape (n_samples, n_features)
+            Labelled features as ``string`` columns (a code without a label shows as the code itself), the
+            others as int64 codes.
         """
-        X = np.asarray(X, dtype=np.int64)
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.n_features)
         cols = {}
         for j, f in enumerate(self.features):
-            if f.labels:
-                cols[f.name + suffix] = pd.Series([f.label(v) for v in X[:, j]], dtype="string")
-            else:
-                cols[f.name + suffix] = X[:, j]
+            cols[f.name + suffix] = _labels_of(f, X[:, j]) if f.labels else X[:, j]
         return pd.DataFrame(cols)
 
     def to_dict(self) -> dict:
@@ -815,3 +816,18 @@ def _value_text(features, attribute: ProtectedAttribute, row) -> str:
     if attribute.is_group and sum(row) == 1 and all(v in (0, 1) for v in row):
         return feats[int(np.argmax(row))].name
     return "/".join(f.label(v) for f, v in zip(feats, row, strict=True))
+
+
+def _labels_of(feature: Feature, codes: np.ndarray) -> pd.Series:
+    """Labels of ``codes`` as a ``string`` Series: one dictionary lookup through Arrow, no per-row Python."""
+    import pyarrow as pa
+
+    inside = (codes >= feature.lo) & (codes <= feature.hi)
+    table = [feature.label(c) for c in range(feature.lo, feature.hi + 1)]
+    index = codes - feature.lo
+    if not inside.all():  # codes outside the bounds are shown as themselves, after the in-bound labels
+        outside = np.unique(codes[~inside])
+        table += [str(int(c)) for c in outside]
+        index = np.where(inside, index, feature.size + np.searchsorted(outside, codes))
+    labels = pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), pa.array(table, type=pa.string()))
+    return pd.Series(pd.array(labels.cast(pa.string()), dtype="string"))

@@ -55,3 +55,7 @@ class ModelOutputError(ChiralfairError, ValueError):
     The message names the model, the value seen and the parameter that fixes it (``output=``,
     ``positive_class=``, ``classes=``).
     """
+
+
+class MissingDependencyError(ChiralfairError, ImportError):
+    """An optional dependency (torch) is needed and not installed (the message says how to install it)."""

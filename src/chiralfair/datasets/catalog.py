@@ -1,4 +1,4 @@
-"""The benchmark datasets by name: loading with a chosen protected attribute, and a description of each.
+"""The benchmark datasets by name, loaded with a chosen protected attribute (descriptions: ``datasets.describe``).
 
 Each dataset is encoded from its raw file in the data home (see :mod:`chiralfair.datasets.home`). Parsed
 datasets are cached in memory per raw file (path, modification time and size); every call returns fresh
@@ -13,13 +13,12 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ..domain import Domain
-from ..exceptions import ChecksumError, DataHomeError, DatasetError, DomainError
+from ..exceptions import ChecksumError, DatasetError
 from . import bank, census, compas, german, home
 from ._spec import DatasetSpec, Encoded
 from .base import Dataset
+from .published import unknown_protected_error
 
 logger = logging.getLogger(__name__)
 
@@ -100,9 +99,7 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
         protected = [protected]
     unknown = [p for p in protected if p not in encoded.names]
     if unknown:
-        raise DomainError(
-            f"unknown protected attribute {unknown[0]!r} for {spec.name}; its protected attributes are "
-            f"{', '.join(spec.protected)} (any of its features may be tested as one: {', '.join(encoded.names)})")
+        raise unknown_protected_error(spec.name, unknown[0])
     X = encoded.X.copy()
     return Dataset(name=spec.name, X=X, y=encoded.y.copy(), domain=domain.with_protected(protected, data=X),
                    label=spec.label, positive_class=spec.positive_class, sources={spec.raw: str(path)})
@@ -125,52 +122,3 @@ def _encode_cached(name: str, path: str, mtime_ns: int, size: int) -> tuple[Enco
     encoded.y.setflags(write=False)
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels)
     return encoded, domain, actual
-
-
-def describe_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:
-    """Describe every benchmark dataset; never downloads.
-
-    Parameters
-    ----------
-    data_home : str or path-like, optional
-        See :func:`load_dataset`.
-
-    Returns
-    -------
-    list of dict
-        One per dataset, with keys ``name``, ``description``, ``raw_file`` (relative path), ``url``, ``path``
-        (where the raw file was found, or None), ``status`` ("found", "missing: …" or "error: …"), ``rows``,
-        ``n_attributes``, ``attributes`` (names), ``label``, ``positive_class``, ``positive_rows``,
-        ``protected`` (each protected attribute → {code: label} of its observed values, or None when the file
-        is missing or unreadable) and ``default_protected``.
-    """
-    return [_describe(spec, data_home) for spec in DATASETS.values()]
-
-
-def _describe(spec: DatasetSpec, data_home) -> dict:
-    raw = home.raw_file(spec.raw)
-    path = home.find_raw(spec.raw, data_home)
-    entry = {
-        "name": spec.name, "description": spec.description, "raw_file": spec.raw, "url": raw.url,
-        "path": str(path) if path is not None else None, "label": spec.label,
-        "positive_class": spec.positive_class, "default_protected": spec.protected[0],
-        "rows": None, "n_attributes": None, "attributes": None, "positive_rows": None,
-        "protected": dict.fromkeys(spec.protected),
-    }
-    if path is None:
-        folders = ", ".join(str(f) for f in home.search_folders(data_home))
-        entry["status"] = f"missing: not in {folders}; downloaded from {raw.url} on first use"
-        return entry
-    try:
-        ds = load_dataset(spec.name, protected=list(spec.protected), data_home=data_home)
-    except (ChecksumError, DatasetError, DataHomeError) as exc:
-        entry["status"] = f"error: {exc}"
-        return entry
-    dom = ds.domain
-    entry.update(
-        status="found", rows=ds.n_samples, n_attributes=dom.n_features, attributes=dom.names,
-        positive_rows=int(np.sum(ds.y)),
-        protected={dom.features[i].name: {v: dom.features[i].label(v) for v in values}
-                   for i, values in zip(dom.protected, dom.protected_values, strict=True)},
-    )
-    return entry

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
-import z3
 
 from .._random import derive_seed
 from .._validation import check_choice, check_float, check_int
@@ -120,6 +119,8 @@ def solve_z3(constraints: Sequence[Predicate], x: np.ndarray, domain: Domain, *,
     SolverTimeout
         If z3 answers ``unknown`` (time-out).
     """
+    import z3  # lazily: importing the solver takes about 0.2 s, which a refused flag should not pay
+
     out = np.array(x, dtype=np.int64, copy=True)
     opt = z3.Optimize()
     opt.set("timeout", int(timeout_ms))

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.tree import DecisionTreeClassifier
 
 from ..domain import Domain
 
@@ -101,7 +100,7 @@ def local_samples(X, domain: Domain, n_samples: int, perturb_prob: float,
 
 
 def fit_surrogate(samples: np.ndarray, labels: np.ndarray, *, random_state: int,
-                  max_depth: int | None = None) -> DecisionTreeClassifier:
+                  max_depth: int | None = None):
     """Fit the local surrogate tree on labelled samples.
 
     Parameters
@@ -117,10 +116,12 @@ def fit_surrogate(samples: np.ndarray, labels: np.ndarray, *, random_state: int,
     -------
     sklearn.tree.DecisionTreeClassifier
     """
+    from sklearn.tree import DecisionTreeClassifier
+
     return DecisionTreeClassifier(random_state=random_state, max_depth=max_depth).fit(samples, labels)
 
 
-def decision_path(tree: DecisionTreeClassifier, x: np.ndarray) -> list[PathStep]:
+def decision_path(tree, x: np.ndarray) -> list[PathStep]:
     """Read the predicates that route ``x`` from the root to its leaf.
 
     A split ``x[f] <= t`` (``t`` a midpoint between integers) becomes ``x[f] <= floor(t)`` on the left branch

@@ -36,6 +36,7 @@ import numpy as np
 from .. import __version__
 from .._validation import check_int
 from ..exceptions import ConfigError
+from ._torch import require_torch
 from .protocol import CountingModel
 from .zoo import ModelSpec, as_spec
 
@@ -112,6 +113,8 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     ConfigError
         If the model name is unknown, ``random_state`` is not an int >= 0, or ``train_index`` has duplicates,
         rows out of range, or leaves no test rows.
+    MissingDependencyError
+        For ``dnn`` when torch is not installed (the message says how to install it).
 
     Warns
     -----
@@ -125,6 +128,8 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     Ma et al., arXiv:2209.08321, §4.2 (60/40 split; F1 on the test split).
     """
     spec = as_spec(model)
+    if spec.is_torch:
+        require_torch(f"model {spec.name!r}")
     random_state = check_int(random_state, "random_state", minimum=0)
     train, test = _resolve_split(dataset, random_state, train_index)
     X_train, y_train = dataset.X[train], dataset.y[train]
@@ -207,11 +212,16 @@ def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
 
     Read from the installed package metadata, so that loading a cached sklearn model does not import torch.
     """
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     versions = {"chiralfair": __version__, "python": platform.python_version(), "numpy": np.__version__}
     if spec is None or spec.is_torch:
-        versions["torch"] = version("torch")
+        try:
+            versions["torch"] = version("torch")
+        except PackageNotFoundError:
+            if spec is not None:
+                raise
+            versions["torch"] = "not installed"
     if spec is None or not spec.is_torch:
         versions["sklearn"] = version("scikit-learn")
     return versions

@@ -34,7 +34,7 @@ stratified splits, scaled vs raw codes:
 The reference code of I&D uses other settings again (``max_iter=30`` for every sklearn model,
 ``StandardScaler`` + ``MLP(hidden_layer_sizes=(3,))``); they are reachable through ``params``.
 
-``svc`` with ``probability=True`` is a :class:`PlattSVC`, because sklearn 1.9 deprecates
+``svc`` with ``probability=True`` is a :class:`~chiralfair.models.platt_svc.PlattSVC`, because sklearn 1.9 deprecates
 ``SVC(probability=True)`` (removed in 1.11). It is the slow member of the zoo: on census's 19.5k training
 rows the probabilistic fit took 20 s (53 s on a loaded machine) against 6 s without probabilities, and
 predicting 13k rows took 4 s, about 0.3 ms per model query.
@@ -58,14 +58,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._random import RandomState, derive_seed
 from .._validation import check_choice, check_training_data
 from ..exceptions import ConfigError
+from ._torch import require_torch
 from .adapters import as_model
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
 from .threads import single_native_thread
+
+# sklearn is imported when a model is built or a non-default parameter is checked, not with this module, so
+# that names, defaults and capabilities (``has_input_gradient``) are known quickly, e.g. to refuse a bad flag.
 
 logger = logging.getLogger(__name__)
 
@@ -142,11 +145,13 @@ class ModelSpec:
         if "random_state" in self.params:
             raise ConfigError("random_state is not a model parameter; "
                               "pass it to ModelSpec.fit(..., random_state=)")
-        merged = {**default_params(self.name), **self.params}
+        defaults = default_params(self.name)
+        given = set(self.params) - set(defaults)
+        merged = {**defaults, **self.params}
         # Canonical JSON form: tuples become lists, so equal configurations compare and hash equal.
         merged = json.loads(_canonical_json(merged, what=f"params of model {self.name!r}"))
         object.__setattr__(self, "params", merged)
-        self._check_param_names()
+        self._check_param_names(given)
 
     def __hash__(self) -> int:
         return hash(self.key())
@@ -186,6 +191,7 @@ class ModelSpec:
         if "random_state" in cls().get_params():
             kwargs["random_state"] = _sklearn_seed(random_state)
         if self.name == "svc" and kwargs.pop("probability", False):
+            from .platt_svc import PlattSVC
             estimator = PlattSVC(cls(**kwargs))
         else:
             estimator = cls(**kwargs)
@@ -215,6 +221,8 @@ class ModelSpec:
         ------
         ConfigError
             If ``X`` and ``y`` disagree in length or ``y`` does not hold both labels 0 and 1.
+        MissingDependencyError
+            For ``dnn`` when torch is not installed (the message says how to install it).
 
         Warns
         -----
@@ -223,6 +231,7 @@ class ModelSpec:
         """
         X, y = check_training_data(X, y)
         if self.is_torch:
+            require_torch(f"model {self.name!r}")
             from .dnn import train_dnn
             fitted = train_dnn(X, y, random_state=random_state, **self.params)
         else:
@@ -234,6 +243,7 @@ class ModelSpec:
     def wrap(self, fitted) -> CountingModel:
         """Wrap a fitted model of this spec (a :class:`PaperDNN` or sklearn estimator) as a CountingModel."""
         if self.is_torch:
+            require_torch(f"model {self.name!r}")
             from .torch_adapter import torch_model
             model = torch_model(fitted, name=self.name, batch_size=DEFAULT_BATCH_SIZE,
                                 device=self.params["device"])
@@ -242,8 +252,11 @@ class ModelSpec:
         model.spec = self
         return model
 
-    def _check_param_names(self) -> None:
-        if self.is_torch:
+    def _check_param_names(self, given: set[str]) -> None:
+        """Check the parameters ``given`` beyond the defaults (the defaults are valid: tests/test_zoo.py)."""
+        if not given:
+            valid = set(self.params)
+        elif self.is_torch:
             valid = set(DNN_DEFAULTS)
         else:
             module, cls_name, _, _ = _SKLEARN[self.name]
@@ -255,58 +268,6 @@ class ModelSpec:
                               f"valid: {', '.join(sorted(valid))}")
         if not isinstance(self.params["standardize"], bool):
             raise ConfigError(f"standardize must be True or False, got {self.params['standardize']!r}")
-
-
-class PlattSVC(ClassifierMixin, BaseEstimator):
-    """An SVC whose labels are its own and whose probabilities come from Platt scaling.
-
-    This is what ``SVC(probability=True)`` was before sklearn 1.9 deprecated the parameter, built from
-    sklearn's recommended replacement ``CalibratedClassifierCV(SVC(...), ensemble=False)``: Platt's sigmoid is
-    fitted on 5-fold cross-validated decision values, and the SVC itself on all rows. Labels are
-    ``SVC.predict`` (the sign of the decision function), as with libsvm's probabilities. They are *not* the
-    calibrated argmax: on bank (12% positives) no calibrated probability reaches 0.5, so the argmax would
-    predict class 0 everywhere (test F1 0) where the SVC's own labels score F1 0.43. As with libsvm, a label
-    and its probability may therefore disagree near the decision boundary.
-
-    Parameters
-    ----------
-    svc : sklearn.svm.SVC
-        Unfitted; cloned by :meth:`fit`.
-
-    Attributes
-    ----------
-    calibrated_ : sklearn.calibration.CalibratedClassifierCV
-    svc_ : sklearn.svm.SVC
-        The SVC fitted on all training rows.
-    classes_ : numpy.ndarray
-    """
-
-    def __init__(self, svc):
-        self.svc = svc
-
-    def fit(self, X, y):
-        """Fit the SVC and its Platt sigmoid on ``X`` (n_samples, n_features), ``y`` (n_samples,)."""
-        from sklearn.base import clone
-        from sklearn.calibration import CalibratedClassifierCV
-
-        self.calibrated_ = CalibratedClassifierCV(clone(self.svc), method="sigmoid", ensemble=False).fit(X, y)
-        self.svc_ = self.calibrated_.calibrated_classifiers_[0].estimator
-        self.classes_ = self.calibrated_.classes_
-        return self
-
-    def predict(self, X):
-        """SVC labels, shape (n_samples,)."""
-        return self.svc_.predict(X)
-
-    def decision_function(self, X):
-        """SVC decision values, shape (n_samples,)."""
-        return self.svc_.decision_function(X)
-
-    def predict_proba(self, X):
-        """Platt-scaled class probabilities, shape (n_samples, n_classes)."""
-        return self.calibrated_.predict_proba(X)
-
-
 
 
 def as_spec(model: str | ModelSpec) -> ModelSpec:
@@ -364,3 +325,11 @@ def _canonical_json(obj, *, what: str) -> str:
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{what} must be JSON-like (numbers, strings, booleans, None, lists, dicts): "
                           f"{err}") from None
+
+
+def __getattr__(name: str):
+    # Model cache files written before PlattSVC moved to its own module pickle it as models.zoo.PlattSVC.
+    if name == "PlattSVC":
+        from .platt_svc import PlattSVC
+        return PlattSVC
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

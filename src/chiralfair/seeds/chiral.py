@@ -72,7 +72,7 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
 
 def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Generator, *,
                        chiral_trainer: ChiralTrainer | None = None,
-                       split_random_state: int | None = None) -> tuple[CountingModel, dict]:
+                       split_random_state: int | None = None, cache_dir=None) -> tuple[CountingModel, dict]:
     """Train the chiral model of ``model`` on the training split of ``dataset``, protected attributes mutated.
 
     The way to train "the same model" is chosen in this order:
@@ -102,13 +102,17 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     split_random_state : int, optional
         ``random_state`` of :meth:`Dataset.split`; the chiral model is trained on the 60% training split
         (paper §4.2). Defaults to a seed drawn from ``rng``.
+    cache_dir : str or os.PathLike, optional
+        Model cache folder for way 2 (see :func:`~chiralfair.models.training.resolve_cache_dir` for the
+        default); pass the one the model under test was trained with, so both models are cached together.
 
     Returns
     -------
     chiral : CountingModel
     info : dict
         ``how`` (``"chiral_trainer"``, ``"spec"``, ``"spec+cache"``, ``"sklearn-clone"``),
-        ``split_random_state``, ``train_random_state`` and ``n_train`` (rows).
+        ``split_random_state``, ``train_random_state``, ``n_train`` (rows), ``from_cache`` (loaded from the
+        model cache instead of trained) and ``cache`` (``"disk"`` or None).
 
     Raises
     ------
@@ -125,13 +129,13 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     X_chiral = mutate_protected(dataset.X[train_index], dataset.domain, rng)
     y = dataset.y[train_index]
     info = {"split_random_state": split_seed, "train_random_state": train_seed,
-            "n_train": int(len(train_index))}
+            "n_train": int(len(train_index)), "from_cache": False, "cache": None}
     if chiral_trainer is not None:
         trained = chiral_trainer(X_chiral, y, train_seed)
         return _wrap_trained(trained, model), {**info, "how": "chiral_trainer"}
     spec = getattr(model, "spec", None)
     if spec is not None and hasattr(spec, "fit"):
-        return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info)
+        return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir)
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
         language = model.language
@@ -182,7 +186,7 @@ def _wrap_trained(trained, model: CountingModel) -> CountingModel:
                     output="logit" if language.output == "logit" else "auto")
 
 
-def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
+def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir):
     try:
         from ..models.training import train_model
     except ImportError:
@@ -194,9 +198,11 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info):
     X_full = dataset.X.copy()
     X_full[train_index] = X_chiral
     chiral_data = replace(dataset, X=X_full, name=f"{dataset.name}-chiral")
-    trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index)
+    trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index,
+                          cache_dir=cache_dir)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
-    return chiral, {**info, "how": "spec+cache"}
+    from_cache = bool(getattr(trained, "from_cache", False))
+    return chiral, {**info, "how": "spec+cache", "from_cache": from_cache, "cache": "disk" if from_cache else None}
 
 
 def _seeded_clone(est, seed: int):

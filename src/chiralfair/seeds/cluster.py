@@ -6,6 +6,7 @@ import numpy as np
 
 from .._random import derive_seed
 from .._validation import check_int
+from ..models.threads import single_native_thread
 from .base import SeedStrategy, register_seed_strategy
 
 
@@ -38,7 +39,8 @@ class ClusterSeeds(SeedStrategy):
 
         X = dataset.X
         k = min(self.n_clusters, len(np.unique(X, axis=0)))
-        labels = KMeans(n_clusters=k, n_init=10, random_state=derive_seed(rng)).fit_predict(X.astype(float))
+        with single_native_thread():  # as for predictions: see models/threads.py
+            labels = KMeans(n_clusters=k, n_init=10, random_state=derive_seed(rng)).fit_predict(X.astype(float))
         order = round_robin([rng.permutation(np.flatnonzero(labels == c)) for c in range(k)])
         if n_seeds > len(order):
             order = np.resize(order, n_seeds)

@@ -21,6 +21,8 @@ import logging
 
 import numpy as np
 
+from ..models.threads import single_native_thread
+
 logger = logging.getLogger(__name__)
 
 PAPER_EPS = 0.09
@@ -58,7 +60,13 @@ def cluster_explanations(values: np.ndarray, *, eps: float = PAPER_EPS,
     .. [3] Campello, Moulavi, Sander. "Density-based clustering based on hierarchical density estimates."
        PAKDD 2013.
     """
-    values = np.asarray(values, dtype=np.float64)
+    # One OpenMP/BLAS thread, as for predictions (models/threads.py): KMeans with silhouette took 1.3 s on a
+    # quiet machine and 13-40 s on a loaded one with the default pools (benchmarks/results/threads.md).
+    with single_native_thread():
+        return _cluster(np.asarray(values, dtype=np.float64), eps, min_samples, repair)
+
+
+def _cluster(values: np.ndarray, eps: float, min_samples: int, repair: bool) -> tuple[np.ndarray, dict]:
     n = len(values)
     base = {"eps": float(eps), "min_samples": int(min_samples), "degenerate": None, "repaired": False,
             "reason": None}
@@ -121,11 +129,12 @@ def kmeans_by_silhouette(values: np.ndarray, *, random_state: int = 0, k_max: in
 
     distinct = len(np.unique(values, axis=0))
     best = (np.zeros(len(values), dtype=np.int64), 1, -1.0)
-    for k in range(2, min(k_max, distinct - 1) + 1):
-        labels = KMeans(n_clusters=k, n_init=4, random_state=random_state).fit_predict(values)
-        score = silhouette_score(values, labels, sample_size=min(len(values), 1000), random_state=random_state)
-        if score > best[2]:
-            best = (labels.astype(np.int64), k, score)
+    with single_native_thread():
+        for k in range(2, min(k_max, distinct - 1) + 1):
+            labels = KMeans(n_clusters=k, n_init=4, random_state=random_state).fit_predict(values)
+            score = silhouette_score(values, labels, sample_size=min(len(values), 1000), random_state=random_state)
+            if score > best[2]:
+                best = (labels.astype(np.int64), k, score)
     return best[0], best[1]
 
 

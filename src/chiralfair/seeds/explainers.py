@@ -25,7 +25,9 @@ import numpy as np
 
 from .._random import derive_seed
 from ..exceptions import ConfigError
+from ..models._torch import is_torch_module
 from ..models.protocol import CountingModel
+from ..models.threads import single_intra_op_thread, single_native_thread
 
 # Above this many units of tree_shap_cost (about 2 s here), tree models get Saabas's approximate attributions
 # (shap's approximate=True, O(T D) per row) instead of exact TreeSHAP.
@@ -77,6 +79,12 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
     background = np.asarray(background, dtype=np.float64)
     if explainer == "auto":
         explainer = choose_explainer(model)
+    # One OpenMP/BLAS thread (and one torch thread for torch models), as for predictions: models/threads.py.
+    with single_native_thread():
+        return _explain(model, X, background, rng, explainer, n_samples)
+
+
+def _explain(model, X, background, rng, explainer: str, n_samples: int) -> tuple[np.ndarray, str]:
     if explainer == "linear":
         return _linear(model, X, background), "linear"
     if explainer == "tree":
@@ -219,15 +227,17 @@ def tree_shap_cost(est, n_rows: int) -> float:
 
 
 def _deep(model, X, background):
+    module = model.estimator
+    if not is_torch_module(module):
+        raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
     import shap
     import torch
-    module = model.estimator
-    if not isinstance(module, torch.nn.Module):
-        raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
+
     from ..models.torch_adapter import input_dtype
     dtype = input_dtype(module)
-    values = shap.DeepExplainer(module, torch.as_tensor(background, dtype=dtype)).shap_values(
-        torch.as_tensor(X, dtype=dtype), check_additivity=False)
+    with single_intra_op_thread():
+        values = shap.DeepExplainer(module, torch.as_tensor(background, dtype=dtype)).shap_values(
+            torch.as_tensor(X, dtype=dtype), check_additivity=False)
     return _positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index)
 
 

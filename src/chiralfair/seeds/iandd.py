@@ -50,7 +50,7 @@ class IandDSeeds(InitialIDISeeds):
         See :func:`~chiralfair.seeds.explainers.explain`.
     repair : bool
         Repair a degenerate clustering.
-    chiral_model, chiral_trainer, split_random_state
+    chiral_model, chiral_trainer, split_random_state, chiral_random_state, chiral_cache_dir
         As for :class:`~chiralfair.seeds.initial.InitialIDISeeds`.
 
     Notes
@@ -72,11 +72,13 @@ class IandDSeeds(InitialIDISeeds):
                  max_explained: int = 2000, max_explained_black_box: int = 250, background_size: int = 100,
                  explainer: str = "auto",
                  repair: bool = True, chiral_model=None,
-                 chiral_trainer=None, split_random_state: int | None = None):
+                 chiral_trainer=None, split_random_state: int | None = None,
+                 chiral_random_state: int | None = None, chiral_cache_dir=None):
         if explainer not in EXPLAINERS:
             raise ConfigError(f"explainer must be one of {EXPLAINERS}, got {explainer!r}")
         super().__init__(chiral_model=chiral_model, chiral_trainer=chiral_trainer,
-                         split_random_state=split_random_state,
+                         split_random_state=split_random_state, chiral_random_state=chiral_random_state,
+                         chiral_cache_dir=chiral_cache_dir,
                          eps=check_float(eps, "eps", minimum=0.0, exclusive_minimum=True),
                          min_samples=check_int(min_samples, "min_samples", minimum=1),
                          max_explained=check_int(max_explained, "max_explained", minimum=1),

@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from .._validation import check_int
 from ..oracle import DiscriminationCheck
 from .base import SeedStrategy, register_seed_strategy
 from .chiral import ChiralTrainer, train_chiral_model, wrap_like
@@ -43,7 +44,18 @@ class InitialIDISeeds(SeedStrategy):
         model spec nor an sklearn estimator (e.g. a plain torch module).
     split_random_state : int, optional
         ``random_state`` of the 60/40 split the chiral model is trained on; by default drawn from the
-        strategy's ``random_state``.
+        strategy's ``random_state`` (or from ``chiral_random_state`` when that is set).
+    chiral_random_state : int, optional
+        Seeds the chiral model's split, mutation and training instead of the selection's ``random_state``.
+        The chiral model is then a property of the model under test, not of one selection: repeated
+        selections (``random_state`` 0, 1, ...) share one chiral model, loaded from the model cache for zoo
+        models (:func:`~chiralfair.models.training.train_model`) and kept in this strategy for other models
+        while the same model and dataset objects are passed. ``chiralfair run`` and ``chiralfair seeds`` set
+        it to the model's ``random_state``. ``SeedReport.meta["chiral_model"]["from_cache"]`` says whether
+        the chiral model was reused.
+    chiral_cache_dir : str or os.PathLike, optional
+        Model cache folder for a zoo model's chiral model (default: that of
+        :func:`~chiralfair.models.training.train_model`); give the model under test's, so both are cached together.
 
     References
     ----------
@@ -54,23 +66,26 @@ class InitialIDISeeds(SeedStrategy):
     name = "i"
 
     def __init__(self, *, chiral_model=None, chiral_trainer: ChiralTrainer | None = None,
-                 split_random_state: int | None = None, **params):
+                 split_random_state: int | None = None, chiral_random_state: int | None = None,
+                 chiral_cache_dir=None, **params):
+        if chiral_random_state is not None:
+            chiral_random_state = check_int(chiral_random_state, "chiral_random_state", minimum=0)
         super().__init__(chiral_model=None if chiral_model is None else type(chiral_model).__name__,
                          chiral_trainer=None if chiral_trainer is None else getattr(
                              chiral_trainer, "__qualname__", type(chiral_trainer).__name__),
-                         split_random_state=split_random_state, **params)
+                         split_random_state=split_random_state, chiral_random_state=chiral_random_state,
+                         chiral_cache_dir=None if chiral_cache_dir is None else str(chiral_cache_dir), **params)
         self.chiral_model = chiral_model
         self.chiral_trainer = chiral_trainer
         self.split_random_state = split_random_state
+        self.chiral_random_state = chiral_random_state
+        self.chiral_cache_dir = chiral_cache_dir
+        self._kept_chiral: tuple | None = None  # (model, dataset, chiral, info) of the last chiral training
 
     def _choose(self, model, dataset, n_seeds, rng):
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
-        if self.chiral_model is not None:
-            chiral, chiral_info = wrap_like(self.chiral_model, model), {"how": "given"}
-        else:
-            chiral, chiral_info = train_chiral_model(model, dataset, rng, chiral_trainer=self.chiral_trainer,
-                                                     split_random_state=self.split_random_state)
+        chiral, chiral_info = self._chiral(model, dataset, rng)
         seconds["chiral_training"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -105,6 +120,25 @@ class InitialIDISeeds(SeedStrategy):
         if clustering is not None:
             info["clustering"] = clustering
         return chosen, info
+
+    def _chiral(self, model, dataset, rng) -> tuple:
+        """The chiral model and how it was obtained (``meta["chiral_model"]`` of the report)."""
+        if self.chiral_model is not None:
+            return wrap_like(self.chiral_model, model), {"how": "given", "from_cache": False}
+        if self.chiral_random_state is None:
+            return train_chiral_model(model, dataset, rng, chiral_trainer=self.chiral_trainer,
+                                      split_random_state=self.split_random_state, cache_dir=self.chiral_cache_dir)
+        kept = self._kept_chiral
+        if kept is not None and kept[0] is model and kept[1] is dataset:
+            return kept[2], {**kept[3], "from_cache": True, "cache": "strategy"}
+        chiral, info = train_chiral_model(model, dataset, np.random.default_rng(self.chiral_random_state),
+                                          chiral_trainer=self.chiral_trainer,
+                                          split_random_state=self.split_random_state,
+                                          cache_dir=self.chiral_cache_dir)
+        info = {**info, "chiral_random_state": self.chiral_random_state}
+        if info["how"] != "spec+cache":  # zoo models are reused through the model cache on disk
+            self._kept_chiral = (model, dataset, chiral, info)
+        return chiral, info
 
     def _order(self, model, dataset, initial, rng, seconds) -> tuple[np.ndarray, dict | None]:
         """Order in which initial IDIs become seeds: here their (already random) order."""

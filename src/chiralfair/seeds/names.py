@@ -1,0 +1,28 @@
+"""Names of the built-in seed strategies, and which train a chiral model; imports nothing.
+
+Read by the command line to refuse an unknown strategy before the strategies are imported.
+``tests/test_seeds_contract.py`` checks this list against the registry (:data:`chiralfair.seeds.SEED_STRATEGIES`).
+"""
+
+BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "i", "iandd", "random", "rows")
+
+# Strategies that train a chiral model and take ``chiral_random_state`` (subclasses of InitialIDISeeds).
+CHIRAL_SEED_STRATEGIES: tuple[str, ...] = ("i", "iandd")
+
+
+def chiral_params(strategy: str, model_random_state: int, cache_dir=None) -> dict:
+    """Parameters tying a strategy's chiral model to the model under test: its ``random_state`` and cache.
+
+    The chiral model is a property of the model under test (trained like it, on mutated data), so its split,
+    mutation and training seed come from the model's ``random_state``, and it is cached in the model's cache
+    folder; the selection's own ``random_state`` varies only the selection, and repeats share one chiral model.
+
+    Returns
+    -------
+    dict
+        ``chiral_random_state`` and ``chiral_cache_dir`` for strategies in :data:`CHIRAL_SEED_STRATEGIES`, else
+        empty.
+    """
+    if strategy not in CHIRAL_SEED_STRATEGIES:
+        return {}
+    return {"chiral_random_state": model_random_state, "chiral_cache_dir": cache_dir}
