@@ -127,6 +127,7 @@ def test_pairs_idi_adds_one_row_per_pair_and_user_trainer_is_called(biased):
     assert calls == [(len(train) + added, result.meta["train_random_state"])]
 
 
+@pytest.mark.slow
 def test_zoo_dnn_fine_tune_leaves_the_original_and_retrain_trains_anew(biased, tmp_path):
     data, train, _, found = biased
     dnn = ModelSpec("dnn", {"epochs": 2}).fit(data.X[train], data.y[train], random_state=0)
