@@ -38,7 +38,7 @@ QUICK_START = ["run", "--dataset", "census", "--protected", "sex", "--model", "d
                "--generator", "aequitas"]
 QUICK_COMMANDS = {"--help": ["--help"], "--version": ["--version"], "datasets": ["datasets"],
                   "run --max-global 0 (refused)": ["run", "--max-global", "0"]}
-STEPS = ("import and start", "data", "DNN training", "chiral training", "selection", "search", "write")
+STEPS = ("import and start", "data", "model (train or load)", "chiral training", "selection", "search", "write")
 
 
 def chiralfair() -> str:
@@ -64,7 +64,7 @@ def split(result: dict, wall: float) -> dict[str, float]:
     steps = result["seconds_by_step"]
     chiral = result["seeds"]["seconds"].get("chiral_training", 0.0)
     inside = steps["total"] + steps.get("write", 0.0)
-    return {"import and start": wall - inside, "data": steps["data"], "DNN training": steps["model"],
+    return {"import and start": wall - inside, "data": steps["data"], "model (train or load)": steps["model"],
             "chiral training": chiral, "selection": steps["seeds"] - chiral, "search": steps["search"],
             "write": steps.get("write", 0.0), "wall": wall}
 

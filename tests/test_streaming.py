@@ -290,3 +290,34 @@ def test_a_part_size_below_one_is_refused(tmp_path):
 
     with pytest.raises(ConfigError, match="rows_per_part"):
         PairSink(tmp_path / "idis.parquet", rows_per_part=0)
+
+
+class _InterruptAfter:
+    """The biased toy, interrupted (as by Ctrl-C) on its ``n``-th call."""
+
+    def __init__(self, n):
+        self.model, self.calls, self.n = as_model(biased_module()), 0, n
+
+    def __call__(self, X):
+        self.calls += 1
+        if self.calls == self.n:
+            raise KeyboardInterrupt
+        return self.model.predict(X)
+
+
+def test_an_interrupted_search_keeps_the_pairs_found_so_far(tmp_path):
+    from chiralfair.run_folder import mark_interrupted
+
+    domain = toy_domain()
+    mark_partial(tmp_path, {"chiralfair_version": "test"})
+    sink = PairSink(tmp_path / "idis.parquet")  # a part holds 131,072 pairs: these stay in its buffer
+    with pytest.raises(KeyboardInterrupt):
+        make_generator("aequitas", **BUDGET).run(as_model(_InterruptAfter(15)), domain,
+                                                 domain.sample(30, np.random.default_rng(0)), sink=sink)
+    assert sink.n_rows == 0
+    kept = mark_interrupted(tmp_path, sink)
+    record = json.loads((tmp_path / "result.json").read_text())
+    assert record["partial"] and record["interrupted"] and record["n_pairs_written"] == kept > 0
+    pairs = pd.read_parquet(tmp_path / "idis.parquet")
+    assert len(pairs) == kept and (pairs["prediction"] != pairs["prediction_counterpart"]).all()
+    assert is_previous_run(tmp_path)

@@ -17,7 +17,14 @@ from . import __version__
 from ._validation import check_int
 from .generators import make_generator
 from .results import SearchResult, SeedReport
-from .run_folder import PAIRS_NAME, PairSink, mark_partial, prepare_run_folder, remove_empty_folders
+from .run_folder import (
+    PAIRS_NAME,
+    PairSink,
+    mark_interrupted,
+    mark_partial,
+    prepare_run_folder,
+    remove_empty_folders,
+)
 from .seeds import make_seed_strategy
 from .seeds.names import chiral_params
 
@@ -240,7 +247,14 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcom
         mark_partial(out, {"chiralfair_version": __version__, "config": config.to_dict(),
                            "protected": dataset.domain.protected_names, "domain": dataset.domain.to_dict()})
         sink = PairSink(Path(out) / PAIRS_NAME)
-    result = generator.run(model, dataset.domain, seed_report, random_state=config.random_state, sink=sink)
+    try:
+        result = generator.run(model, dataset.domain, seed_report, random_state=config.random_state, sink=sink)
+    except KeyboardInterrupt:
+        if out is not None:  # keep the pairs found so far, readable, and say the run was interrupted
+            n_pairs = mark_interrupted(out, sink)
+            logger.warning("search interrupted: %d IDI pairs kept in %s (result.json marked partial)", n_pairs,
+                           Path(out) / PAIRS_NAME)
+        raise
     seconds["search"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t_all
 

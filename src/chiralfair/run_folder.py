@@ -157,6 +157,38 @@ def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
     atomic_write_bytes(folder / "result.json", text.encode())
 
 
+def mark_interrupted(folder: str | os.PathLike, sink: PairSink | None) -> int:
+    """Keep what an interrupted search found: write the buffered pairs, and say so in ``result.json``.
+
+    ``result.json`` stays ``"partial": true`` and gains ``"interrupted": true`` and ``n_pairs_written``.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The run folder, marked partial by :func:`mark_partial`.
+    sink : PairSink or None
+        The search's pair sink (None when the search had not started).
+
+    Returns
+    -------
+    int
+        IDI pairs in ``folder/idis.parquet``.
+    """
+    folder = Path(folder)
+    n_pairs = 0
+    if sink is not None and sink.is_open:
+        sink.close()
+        n_pairs = sink.n_rows
+    try:
+        record = json.loads((folder / "result.json").read_text())
+    except (OSError, ValueError):
+        record = {"partial": True}
+    record.update(interrupted=True, n_pairs_written=n_pairs,
+                  stopped=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    atomic_write_bytes(folder / "result.json", json.dumps(record, indent=2).encode())
+    return n_pairs
+
+
 def remove_pairs(path: Path) -> None:
     """Remove an ``idis.parquet`` written by chiralfair: a single file (older versions) or a folder of parts.
 
@@ -246,6 +278,11 @@ class PairSink:
         due = time.monotonic() - self._last_flush >= self.flush_seconds
         if self._n_buffered >= self.rows_per_part or due:
             self._drain(everything=due)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` was called (pairs can be written)."""
+        return self._encoder is not None
 
     def close(self) -> Path:
         """Write the buffered pairs (an empty part with the schema if there were none); return the folder."""
