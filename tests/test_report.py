@@ -98,3 +98,17 @@ def test_write_run_on_streamed_pairs_reads_none_of_them_back(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in pair_parts(tmp_path / "idis.parquet")} == parts, "pairs left as they are"
     assert all(v is None for v in outcome.result.__dict__["_pairs"].values()), "the report used aggregates only"
     assert json.loads((tmp_path / "result.json").read_text())["n_idis"] == outcome.result.n_idis > 0
+
+
+def test_report_says_on_which_rows_the_model_was_scored():
+    from chiralfair.report import render_markdown
+
+    base = {"meta": {"config": {"dataset": "d", "model": "m", "generator": "aequitas", "seeds": "cluster",
+                                "max_global": 1, "max_local": 1, "random_state": 0}, "protected": ["sex"]},
+            "n_seed_idis": 0, "n_seeds": 1, "initialization_rate": 0.0, "n_idis": 0, "n_global": 0, "n_local": 0,
+            "n_tested": 1, "n_queries": 2, "success_rate": 0.0, "seconds": 0.1, "seeds": {}, "notes": []}
+    zoo = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8}}, None)
+    assert "on the test split." in zoo
+    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8,
+                                             "evaluated_on": "all rows of the given data"}}, None)
+    assert "on all rows of the given data (may include the rows it was trained on" in own

@@ -121,7 +121,10 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         "",
         f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
         f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
-        f"Model test F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}).",
+        f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
+        f"{model.get('evaluated_on', 'the test split')}"
+        + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
+           " each bin's representative value)." if "evaluated_on" in model else "."),
         "",
         "| figure | value |",
         "|---|---|",
