@@ -397,13 +397,18 @@ def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) ->
     return names
 
 
+_WARNED_EXTRA: set[tuple] = set()
+
+
 def warn_extra_columns(frame_columns: list, names: tuple) -> None:
     """Warn that to_frame's frame has columns the model was not fitted on (they are not sent to it).
 
-    Python's default warning filter shows the warning once, not on every call.
+    Once per process for a given pair of column lists: the frame is built on every model call, from many places.
     """
     extra = [c for c in frame_columns if c not in names]
-    if extra:
+    key = (tuple(frame_columns), tuple(names))
+    if extra and key not in _WARNED_EXTRA:
+        _WARNED_EXTRA.add(key)
         warnings.warn(f"the model was fitted on fewer columns than the data: it ignores {extra}. "
                       f"Model columns (feature_names_in_): {list(names)}; data columns: {frame_columns}",
                       UserWarning, stacklevel=5)
