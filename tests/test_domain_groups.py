@@ -208,3 +208,23 @@ def test_seed_strategies_give_valid_group_rows(strategy):
     ds = group_dataset()
     rep = make_seed_strategy(strategy).select(as_model(race_biased_module()), ds, 30, random_state=0)
     assert (rep.seeds[:, 1:4].sum(axis=1) == 1).all()
+
+
+def test_protected_value_counts_name_a_group_as_one_attribute():
+    dom = grouped([RACE])
+    res = make_generator("aequitas", max_global=30, max_local=20).run(
+        as_model(race_biased_module()), dom, dom.sample(30, np.random.default_rng(0)), random_state=0)
+    counts = res.protected_value_counts(dom)
+    assert list(counts.columns) == ["race", "race_counterpart", "n_idis"]
+    assert set(counts["race"]) | set(counts["race_counterpart"]) <= set(RACE)
+    assert counts["n_idis"].sum() == res.n_idis > 0
+
+
+def test_one_column_of_a_one_hot_group_protected_alone_is_refused():
+    # race_B alone: every counterpart of (0, 1, 0) would be (0, 0, 0), an impossible row
+    with pytest.raises(DomainError, match=r"race_B.*one-hot.*impossible.*race_A"):
+        Domain(features()).with_protected(["race_B"], data=one_hot_data())
+    # the same column with independent 0/1 neighbours is an ordinary protected attribute
+    X = one_hot_data()
+    X[:, 1] = np.random.default_rng(1).integers(0, 2, len(X))
+    assert Domain(features()).with_protected(["race_B"], data=X).protected_names == ["race_B"]

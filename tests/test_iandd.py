@@ -386,3 +386,18 @@ def test_black_box_explanations_are_capped(data):
     assert c["explainer"] == "permutation"
     assert c["n_explained"] == min(15, report.n_initial_idis)
     assert c["n_explained"] + c["n_not_explained"] == report.n_initial_idis
+
+
+def test_a_training_split_with_one_label_is_refused_before_training():
+    from dataclasses import replace
+
+    from sklearn.linear_model import LogisticRegression
+    from toys import toy_dataset
+
+    from chiralfair.exceptions import DatasetError
+
+    data = toy_dataset(60)
+    model = LogisticRegression().fit(data.X, data.y)
+    one_label = replace(data, y=np.zeros_like(data.y))
+    with pytest.raises(DatasetError, match="holds only label 0"):
+        make_seed_strategy("i").select(model, one_label, 5, random_state=0)

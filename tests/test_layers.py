@@ -9,7 +9,7 @@ LAYERS = [
     {"chiralfair", "exceptions", "_validation", "_random"},
     {"domain", "datasets"},
     {"models"},
-    {"oracle", "results", "verdict", "estimate"},
+    {"oracle", "results", "run_folder", "verdict", "estimate"},
     {"seeds"},
     {"generators"},
     {"retraining"},

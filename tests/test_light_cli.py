@@ -1,4 +1,4 @@
-"""Quick refusals: --help, --version, datasets and every refused flag import neither torch, shap, sklearn nor z3.
+"""Quick refusals: --help, --version, datasets and every refused flag import no torch, shap, sklearn, z3, scipy, pandas.
 
 Checked through ``sys.modules`` of a fresh interpreter (a subprocess), not by timing: these imports cost
 seconds, so a refusal that needs none of them answers at once. One interpreter runs every command in turn;
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from realdata import find_real_data_home
 
-HEAVY = ("torch", "shap", "sklearn", "z3")
+HEAVY = ("torch", "shap", "sklearn", "z3", "scipy", "pandas")
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 # Runs each command line of argv[1] (a JSON list) in-process; prints exit codes, standard error and the heavy

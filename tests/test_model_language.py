@@ -385,3 +385,15 @@ def test_no_warning_for_a_codes_model(data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         as_model(_lr(data)).predict(data.X[:5])
+
+
+@pytest.mark.parametrize("output", ["probability", "logit"])
+def test_nan_outputs_are_refused_as_nan_not_as_logits(output):
+    def half_nan(X):
+        p = np.full(len(X), 0.7)
+        p[::2] = np.nan
+        return p
+
+    model = as_model(half_nan, output=output)
+    with pytest.raises(ModelOutputError, match=r"NaN or infinite values for 2 of 4 rows \(first: row 0\)"):
+        model.predict(np.zeros((4, 5)))

@@ -46,3 +46,69 @@ def test_parents_created_before_a_failure_are_removed(tmp_path):
     with pytest.raises(RunFolderError, match="cannot create output folder"):
         prepare_run_folder(tmp_path / "new" / ("z" * 300))  # "new" is created, then the name is too long
     assert not (tmp_path / "new").exists()
+
+
+def toy_outcome(sink=None):
+    import numpy as np
+    from toys import biased_module, toy_domain
+
+    import chiralfair.generators._load_all  # noqa: F401
+    from chiralfair.experiments import RunConfig, RunOutcome
+    from chiralfair.generators import make_generator
+    from chiralfair.models import as_model
+    from chiralfair.results import SeedReport
+
+    domain = toy_domain(("sex", "race"))
+    seeds = domain.sample(30, np.random.default_rng(0))
+    result = make_generator("aequitas", max_global=30, max_local=30).run(
+        as_model(biased_module()), domain, seeds, random_state=0, sink=sink)
+    config = RunConfig(dataset="toy", protected=("sex", "race"), model="toy", seeds="random", max_global=30,
+                       max_local=30)
+    return RunOutcome(config, result, SeedReport("random", seeds, np.zeros(30, dtype=bool)), domain,
+                      {"name": "toy", "f1": 0.5, "accuracy": 0.5, "train_seconds": 0.0, "from_cache": True},
+                      {"search": result.seconds, "total": result.seconds})
+
+
+def test_write_run_writes_in_memory_pairs_and_a_final_result_json(tmp_path):
+    import numpy as np
+
+    from chiralfair.report import write_run
+    from chiralfair.run_folder import read_pairs
+
+    outcome = toy_outcome()
+    write_run(outcome, tmp_path)
+    summary = json.loads((tmp_path / "result.json").read_text())
+    assert summary["partial"] is False and summary["seconds_by_step"]["write"] > 0
+    pairs = read_pairs(tmp_path / "idis.parquet")
+    np.testing.assert_array_equal(pairs["idis"], outcome.result.idis)
+    np.testing.assert_array_equal(pairs["phase"], outcome.result.phase)
+    assert (tmp_path / "idis_by_protected_value.png").stat().st_size > 0
+    assert "idis.parquet" in (tmp_path / "report.md").read_text()
+
+
+def test_write_run_on_streamed_pairs_reads_none_of_them_back(tmp_path):
+    from chiralfair.report import write_run
+    from chiralfair.run_folder import PairSink, mark_partial, pair_parts
+
+    mark_partial(tmp_path, {"chiralfair_version": "test"})
+    outcome = toy_outcome(PairSink(tmp_path / "idis.parquet", rows_per_part=50))
+    parts = {p: p.stat().st_mtime_ns for p in pair_parts(tmp_path / "idis.parquet")}
+    assert len(parts) > 1
+    write_run(outcome, tmp_path)
+    assert {p: p.stat().st_mtime_ns for p in pair_parts(tmp_path / "idis.parquet")} == parts, "pairs left as they are"
+    assert all(v is None for v in outcome.result.__dict__["_pairs"].values()), "the report used aggregates only"
+    assert json.loads((tmp_path / "result.json").read_text())["n_idis"] == outcome.result.n_idis > 0
+
+
+def test_report_says_on_which_rows_the_model_was_scored():
+    from chiralfair.report import render_markdown
+
+    base = {"meta": {"config": {"dataset": "d", "model": "m", "generator": "aequitas", "seeds": "cluster",
+                                "max_global": 1, "max_local": 1, "random_state": 0}, "protected": ["sex"]},
+            "n_seed_idis": 0, "n_seeds": 1, "initialization_rate": 0.0, "n_idis": 0, "n_global": 0, "n_local": 0,
+            "n_tested": 1, "n_queries": 2, "success_rate": 0.0, "seconds": 0.1, "seeds": {}, "notes": []}
+    zoo = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8}}, None)
+    assert "on the test split." in zoo
+    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8,
+                                             "evaluated_on": "all rows of the given data"}}, None)
+    assert "on all rows of the given data (may include the rows it was trained on" in own

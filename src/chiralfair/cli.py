@@ -125,7 +125,7 @@ def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str
     from .exceptions import ConfigError, DatasetError, ModelCapabilityError
     from .generators.names import BUILTIN_GENERATORS
     from .models.zoo import as_spec
-    from .report import check_run_folder
+    from .run_folder import check_run_folder
     from .seeds.names import BUILTIN_SEED_STRATEGIES
 
     _check_protected_flag(protected)
@@ -233,7 +233,7 @@ def run(
         if out is not None:
             created = prepare_run_folder(out)
         with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
-            outcome = run_experiment(config, on_step=on_step)
+            outcome = run_experiment(config, on_step=on_step, out=out)
         summary = outcome.summary()
         if out is not None:
             write_run(outcome, out)
@@ -573,3 +573,221 @@ def estimate_cmd(
     typer.echo(verdict.summary())
     typer.echo(f"model: {dataset} / {model} (test F1 {trained.f1:.3f}, accuracy {trained.accuracy:.3f}), "
                f"random_state {random_state}")
+
+
+# ------------------------------------------------------------------------------------- retrain (issue 12)
+RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.joblib")
+
+
+@app.command("retrain")
+def retrain_cmd(
+    dataset: DatasetOpt = "census",
+    protected: ProtectedOpt = None,
+    model: ModelOpt = "dnn",
+    seeds: Annotated[str, typer.Option(help="Seed strategy of the search: iandd, i, cluster, random, rows.")] = "iandd",
+    generator: Annotated[str, typer.Option(help="Generator of the search: aequitas, sg, adf, eidig, ...")] = "aequitas",
+    max_global: Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")] = 100,
+    max_local: Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")] = 100,
+    out: Annotated[Path, typer.Option(help="Folder for retrain.json, report.md, the plot and the model.")] = Path(
+        "retrain"),
+    share: Annotated[str, typer.Option(
+        help="Share(s) of the IDI pairs added, in (0, 1], comma-separated for a sweep, e.g. 1.0,0.5,0.05.")] = "1.0",
+    protocol: Annotated[str, typer.Option(
+        help="holdout (fresh search, IDI rates with 95% intervals), paper (remaining IDIs; leaks) or both.")
+    ] = "holdout",
+    pairs: Annotated[str, typer.Option(help="Add both rows of each IDI pair, or the IDI only: both, idi.")] = "both",
+    mode: Annotated[str, typer.Option(help="DNN: retrain (from scratch, the paper) or fine-tune (10 epochs).")
+    ] = "retrain",
+    from_run: Annotated[Path | None, typer.Option(
+        help="Reuse the IDIs of an earlier 'chiralfair run --out' folder instead of searching.")] = None,
+    random_state: RandomOpt = 0,
+    data_home: DataHomeOpt = None,
+    cache_dir: CacheOpt = None,
+    allow_checksum_mismatch: ChecksumOpt = False,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Retrain a model with the IDIs of a search (labelled by a vote that ignores the protected attributes)."""
+    from .exceptions import ConfigError, RunFolderError
+
+    _setup_logging(verbose)
+    _check_protected_flag(protected)
+    created: list[Path] = []
+    try:
+        from .retraining import MODES, PAIRS, PROTOCOLS, check_shares
+
+        shares = check_shares(_parse_shares(share))
+        for name, value, valid in (("--protocol", protocol, PROTOCOLS), ("--pairs", pairs, PAIRS),
+                                   ("--mode", mode, MODES)):
+            if value not in valid:
+                raise ConfigError(f"{name} must be one of {', '.join(valid)}, got {value!r}")
+        if mode == "fine-tune" and model != "dnn":
+            raise ConfigError(f"--mode fine-tune continues training the zoo DNN; model {model!r} is retrained "
+                              "from scratch (use --mode retrain)")
+        run_info = _read_run_folder(from_run) if from_run is not None else None
+        if run_info is not None and run_info["config"].get("dataset") != dataset:
+            raise ConfigError(f"--from-run {str(from_run)!r} searched dataset {run_info['config'].get('dataset')!r}, "
+                              f"not --dataset {dataset!r}")
+        created = _prepare_retrain_folder(out)
+        result, run_summary = _retrain_job(
+            dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
+            max_global=max_global, max_local=max_local, shares=shares, protocol=protocol, pairs=pairs, mode=mode,
+            run_info=run_info, random_state=random_state, data_home=data_home, cache_dir=cache_dir,
+            allow_checksum_mismatch=allow_checksum_mismatch, out=out)
+        _write_retrain_folder(result, out)
+    except (ChiralfairError, RunFolderError) as err:
+        from .report import remove_empty_folders
+        remove_empty_folders(created)
+        _fail(err)
+    except BaseException:
+        from .report import remove_empty_folders
+        remove_empty_folders(created)
+        raise
+    if json_out:
+        typer.echo(result.to_json())
+        return
+    typer.echo(result.to_markdown().split("\n\nRates are")[0])
+    for note in result.notes:
+        typer.echo(f"  note: {note}")
+    typer.echo(f"retrain folder: {out}")
+
+
+def _parse_shares(text: str) -> list[float]:
+    from .exceptions import ConfigError
+
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ConfigError(f"--share {text!r} is not a comma-separated list of numbers in (0, 1], e.g. 1.0,0.5,0.05"
+                          ) from None
+
+
+def _read_run_folder(folder: Path) -> dict:
+    """result.json's meta and the IDI pairs (codes) of a ``chiralfair run`` folder."""
+    import pandas as pd
+
+    from .domain import Domain
+    from .exceptions import ConfigError
+    from .retraining import idis_from_frame
+
+    try:
+        summary = json.loads((folder / "result.json").read_text())
+        meta = summary["meta"]
+        domain = Domain.from_dict(meta["domain"])
+        config = meta["config"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"--from-run {str(folder)!r} is not a chiralfair run folder (cannot read result.json's "
+                          f"meta.config and meta.domain: {err})") from None
+    if summary.get("n_idis", 0) == 0:
+        raise ConfigError(f"--from-run {str(folder)!r}: that run found no IDIs, so there is nothing to retrain with")
+    try:
+        frame = pd.read_parquet(folder / "idis.parquet")  # a file or a folder of parts
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"--from-run {str(folder)!r}: cannot read idis.parquet: {err}") from None
+    idis, counterparts = idis_from_frame(frame, domain)
+    return {"config": config, "domain": domain, "idis": idis, "counterparts": counterparts,
+            "generator_params": meta.get("generator_params") or {}, "folder": str(folder)}
+
+
+def _check_run_matches(run_info: dict, dataset: str, protected_names: list[str], model: str) -> None:
+    from .exceptions import ConfigError
+
+    config = run_info["config"]
+    where = f"--from-run {run_info['folder']!r}"
+    if config.get("dataset") != dataset:
+        raise ConfigError(f"{where} searched dataset {config.get('dataset')!r}, not --dataset {dataset!r}")
+    if list(run_info["domain"].protected_names) != list(protected_names):
+        raise ConfigError(f"{where} tested protected attribute(s) {','.join(run_info['domain'].protected_names)}, "
+                          f"not {','.join(protected_names)}; pass --protected "
+                          f"{','.join(run_info['domain'].protected_names)}")
+    if config.get("model") != model:
+        raise ConfigError(f"{where} searched model {config.get('model')!r}, not --model {model!r}: its IDIs are "
+                          "another model's")
+
+
+def _prepare_retrain_folder(out: Path) -> list[Path]:
+    """Accept a missing or empty folder, or one of an earlier retrain; refuse anything else."""
+    from .report import prepare_run_folder
+
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            previous = json.loads((out / "retrain.json").read_text())
+            ok = "chiralfair_version" in previous.get("meta", {})
+        except (OSError, ValueError, AttributeError):
+            ok = False
+        if not ok:
+            from .exceptions import RunFolderError
+            raise RunFolderError(f"output folder {str(out)!r} exists, is not empty and is not an earlier chiralfair "
+                                 "retrain (no retrain.json); choose another --out so nothing there is overwritten")
+        return []
+    return prepare_run_folder(out)
+
+
+def _retrain_job(*, dataset, protected, model, seeds, generator, max_global, max_local, shares, protocol, pairs,
+                 mode, run_info, random_state, data_home, cache_dir, allow_checksum_mismatch, out):
+    """Search (or read the run's IDIs), retrain and evaluate."""
+    from .datasets import load_dataset
+    from .experiments import RunConfig, protected_list, run_experiment, validate_config
+    from .models.training import train_model
+    from .retraining import retrain
+
+    names = list(protected_list(protected or ""))
+    if run_info is not None:
+        config = run_info["config"]
+        data = load_dataset(dataset, protected=names or None, data_home=data_home,
+                            allow_checksum_mismatch=allow_checksum_mismatch)
+        _check_run_matches(run_info, dataset, data.domain.protected_names, model)
+        trained = train_model(data, model, random_state=int(config.get("random_state", random_state)),
+                              cache_dir=cache_dir)
+        searched_with = {"generator": config["generator"], "seed_strategy": config["seeds"],
+                         "params": run_info["generator_params"] or {"max_global": config["max_global"],
+                                                                    "max_local": config["max_local"]},
+                         "random_state": config.get("random_state")}
+        idis = (run_info["idis"], run_info["counterparts"])
+        summary = None
+    else:
+        config = RunConfig(dataset=dataset, protected=tuple(names), model=model, seeds=seeds, generator=generator,
+                           max_global=max_global, max_local=max_local, random_state=random_state,
+                           data_home=data_home, cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch)
+        validate_config(config)
+        outcome = run_experiment(config)
+        summary = outcome.summary()
+        data = load_dataset(dataset, protected=names or None, data_home=data_home,
+                            allow_checksum_mismatch=allow_checksum_mismatch)
+        trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
+        idis, searched_with = outcome.result, None
+        from .report import write_run
+        write_run(outcome, out / "search")
+    result = retrain(trained, data, idis, protocol=protocol, share=list(shares), pairs=pairs, mode=mode,
+                     searched_with=searched_with, cache_dir=cache_dir, random_state=random_state)
+    return result, summary
+
+
+def _write_retrain_folder(result, out: Path) -> None:
+    """retrain.json, report.md with the trade-off plot, and the retrained model, each written atomically."""
+    import io
+    import tempfile
+
+    from .report import atomic_write_bytes
+
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        png = Path(tmp) / "tradeoff.png"
+        result.plot(png)
+        atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
+    retrained = result.model
+    buffer = io.BytesIO()
+    spec = getattr(retrained, "spec", None)
+    if spec is not None and spec.is_torch:
+        import torch
+        state = {k: v.detach().cpu() for k, v in retrained.estimator.state_dict().items()}
+        torch.save({"meta": {"spec": json.loads(spec.key()), "retrain": result.meta},
+                    "n_features": retrained.estimator.n_features, "state_dict": state}, buffer)
+        name = "model.pt"
+    else:
+        import joblib
+        joblib.dump({"meta": {"retrain": result.meta}, "estimator": retrained.estimator}, buffer)
+        name = "model.joblib"
+    atomic_write_bytes(out / name, buffer.getvalue())
+    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") +
+                                           f"\nThe retrained model (largest share) is in `{name}`.\n").encode())
+    atomic_write_bytes(out / "retrain.json", result.to_json().encode())

@@ -686,6 +686,8 @@ class Domain:
     def decode(self, X, *, suffix: str = "") -> pd.DataFrame:
         """Turn encoded inputs into a frame with feature names as columns and labels as values.
 
+        Vectorised: each labelled column is a lookup of its codes in the feature's label table, built once.
+
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
@@ -695,14 +697,13 @@ class Domain:
         Returns
         -------
         pandas.DataFrame, shape (n_samples, n_features)
+            Labelled features as ``string`` columns (a code without a label shows as the code itself), the
+            others as int64 codes.
         """
-        X = np.asarray(X, dtype=np.int64)
+        X = np.asarray(X, dtype=np.int64).reshape(-1, self.n_features)
         cols = {}
         for j, f in enumerate(self.features):
-            if f.labels:
-                cols[f.name + suffix] = pd.Series([f.label(v) for v in X[:, j]], dtype="string")
-            else:
-                cols[f.name + suffix] = X[:, j]
+            cols[f.name + suffix] = _labels_of(f, X[:, j]) if f.labels else X[:, j]
         return pd.DataFrame(cols)
 
     def to_dict(self) -> dict:
@@ -754,36 +755,64 @@ ONE_HOT_SEPARATORS = "_.=:"
 
 
 def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute], data: np.ndarray) -> None:
-    """Warn when single protected columns look like one one-hot attribute passed column by column.
+    """Refuse or warn when single protected columns belong to a one-hot encoded attribute.
 
     Columns are taken as one-hot when they share the name prefix before their last ``_``, ``.``, ``=`` or
-    ``:``, hold only 0 and 1, and sum to 1 on every row of ``data``. As separate attributes the check would
-    try every 0/1 combination of them, most of which are impossible rows.
+    ``:``, hold only 0 and 1, and sum to 1 on every row of ``data``.
+
+    - Some columns of such a group protected on their own, the others not (``sex_Male`` protected,
+      ``sex_Female`` a feature): every counterpart is an impossible row (``(1, 0)`` becomes ``(0, 0)``), so
+      this is refused.
+    - All columns of the group protected one by one: the check tries every 0/1 combination of them, most of
+      which are impossible rows; this is warned about.
+
+    Raises
+    ------
+    DomainError
+        In the first case, naming the group to declare.
+
+    Warns
+    -----
+    DataWarning
+        In the second case.
     """
-    by_prefix: dict[str, list[int]] = {}
-    for a in attributes:
-        if a.is_group:
-            continue
-        c = a.columns[0]
-        name = domain.features[c].name
-        cut = max(name.rfind(s) for s in ONE_HOT_SEPARATORS)
-        if cut > 0:
-            by_prefix.setdefault(name[:cut], []).append(c)
-    for prefix, cols in by_prefix.items():
-        block = data[:, cols]
-        if len(cols) < 2 or not np.isin(block, (0, 1)).all() or not (block.sum(axis=1) == 1).all():
+    single = {a.columns[0] for a in attributes if not a.is_group}
+    for prefix, cols in _one_hot_groups(domain, data).items():
+        protected = [c for c in cols if c in single]
+        if not protected:
             continue
         names = tuple(domain.features[c].name for c in cols)
+        declare = (f"declare them as one attribute: protected=[..., {names!r}], or protected=[..., {prefix!r}] "
+                   f"with protected_groups={{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
+        if len(protected) < len(cols):
+            shown = ", ".join(repr(domain.features[c].name) for c in protected)
+            raise DomainError(
+                f"protected column(s) {shown} are part of the one-hot columns {', '.join(map(repr, names))} (0/1, "
+                "exactly one 1 per row): changing them alone gives only impossible counterparts (no 1, or two 1s); "
+                + declare)
         n_products = 2 ** len(cols)
         message = (
             f"protected columns {', '.join(map(repr, names))} look like one one-hot attribute (0/1, exactly one "
             f"1 per row): as {len(cols)} separate protected attributes the check tries {n_products} combinations, "
-            f"{n_products - len(cols)} of them impossible rows. Declare them as one attribute: "
-            f"protected=[..., {names!r}], or protected=[..., {prefix!r}] with protected_groups="
-            f"{{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
+            f"{n_products - len(cols)} of them impossible rows; " + declare)
         # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
         logger.info(message)
         warnings.warn(message, DataWarning, stacklevel=3)
+
+
+def _one_hot_groups(domain: Domain, data: np.ndarray) -> dict[str, list[int]]:
+    """Columns sharing a name prefix (before the last separator) that are one-hot on every row of ``data``."""
+    by_prefix: dict[str, list[int]] = {}
+    for c, f in enumerate(domain.features):
+        cut = max(f.name.rfind(s) for s in ONE_HOT_SEPARATORS)
+        if cut > 0 and f.lo >= 0 and f.hi <= 1:
+            by_prefix.setdefault(f.name[:cut], []).append(c)
+    out = {}
+    for prefix, cols in by_prefix.items():
+        block = data[:, cols]
+        if len(cols) >= 2 and np.isin(block, (0, 1)).all() and (block.sum(axis=1) == 1).all():
+            out[prefix] = cols
+    return out
 
 
 def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -815,3 +844,18 @@ def _value_text(features, attribute: ProtectedAttribute, row) -> str:
     if attribute.is_group and sum(row) == 1 and all(v in (0, 1) for v in row):
         return feats[int(np.argmax(row))].name
     return "/".join(f.label(v) for f, v in zip(feats, row, strict=True))
+
+
+def _labels_of(feature: Feature, codes: np.ndarray) -> pd.Series:
+    """Labels of ``codes`` as a ``string`` Series: one dictionary lookup through Arrow, no per-row Python."""
+    import pyarrow as pa
+
+    inside = (codes >= feature.lo) & (codes <= feature.hi)
+    table = [feature.label(c) for c in range(feature.lo, feature.hi + 1)]
+    index = codes - feature.lo
+    if not inside.all():  # codes outside the bounds are shown as themselves, after the in-bound labels
+        outside = np.unique(codes[~inside])
+        table += [str(int(c)) for c in outside]
+        index = np.where(inside, index, feature.size + np.searchsorted(outside, codes))
+    labels = pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), pa.array(table, type=pa.string()))
+    return pd.Series(pd.array(labels.cast(pa.string()), dtype="string"))

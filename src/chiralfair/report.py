@@ -2,118 +2,46 @@
 
 Writes are atomic (temporary file + rename). A folder is accepted for output when it does not exist, is
 empty, or holds a previous run (its ``result.json`` carries chiralfair metadata); anything else is refused so
-that no user file is ever overwritten.
+that no user file is ever overwritten. ``idis.parquet`` is a folder of Parquet parts, usually streamed during
+the search (:mod:`chiralfair.run_folder`). The report is computed from aggregates (IDI counts by protected
+values, accumulated while searching), never row by row, so it takes the same time for ten IDIs or ten million.
 """
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .exceptions import RunFolderError
+from .run_folder import (
+    PAIRS_NAME,
+    PairSink,
+    atomic_write_bytes,
+    check_run_folder,
+    is_previous_run,
+    make_shareable,
+    prepare_run_folder,
+    remove_empty_folders,
+)
+
+__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clustering", "is_previous_run",
+           "prepare_run_folder", "remove_empty_folders", "render_markdown", "summary_rows", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "idis_by_protected_value.png")
 
 
-def check_run_folder(path: str | os.PathLike) -> None:
-    """Refuse a ``path`` that cannot receive a run, without creating anything.
-
-    Raises
-    ------
-    RunFolderError
-        If ``path`` is a file, or an existing non-empty folder that does not hold a previous run.
-    """
-    path = Path(path)
-    if path.exists() and not path.is_dir():
-        raise RunFolderError(f"output path {str(path)!r} exists and is a file, not a run folder")
-    if path.is_dir() and any(path.iterdir()) and not is_previous_run(path):
-        raise RunFolderError(
-            f"output folder {str(path)!r} exists, is not empty and is not a previous chiralfair run "
-            "(no result.json with chiralfair metadata); choose another --out so nothing there is overwritten")
-
-
-def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
-    """Check that ``path`` can receive a run, and create it (with any missing parents).
-
-    Parameters
-    ----------
-    path : str or path-like
-
-    Returns
-    -------
-    list of pathlib.Path
-        The folders this call created, deepest first (empty if ``path`` existed); a caller whose run fails
-        removes them with :func:`remove_empty_folders`, so a failed run leaves nothing behind.
-
-    Raises
-    ------
-    RunFolderError
-        If ``path`` is a file, an existing non-empty folder that does not hold a previous run, or cannot be
-        created (the message gives the operating system's reason).
-    """
-    path = Path(path)
-    check_run_folder(path)
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        remove_empty_folders(missing)
-        raise RunFolderError(f"cannot create output folder {str(path)!r}: {err.strerror or err}") from err
-    return missing
-
-
-def remove_empty_folders(folders: list[Path]) -> None:
-    """Remove each folder of ``folders`` (deepest first) that is empty; leave the others."""
-    for folder in folders:
-        try:
-            folder.rmdir()
-        except OSError as err:
-            if err.errno in (errno.ENOTEMPTY, errno.EEXIST):  # holds files: it and its parents stay
-                return
-            # else it was never created (the failed part of the path): go on with its parents
-
-
-def is_previous_run(path: Path) -> bool:
-    """Whether ``path`` holds a chiralfair run (a ``result.json`` with chiralfair metadata)."""
-    try:
-        data = json.loads((path / "result.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and "chiralfair_version" in data.get("meta", {})
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a run folder is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_run(outcome, path: str | os.PathLike) -> Path:
-    """Write the run folder of a :class:`~chiralfair.experiments.RunOutcome`.
+    """Finish the run folder of a :class:`~chiralfair.experiments.RunOutcome`: pairs, plot, report, result.json.
+
+    Pairs already streamed to this folder's ``idis.parquet`` (``run_experiment(..., out=path)``) are left as
+    they are; pairs held in memory, or streamed elsewhere, are written here. ``result.json`` is written last,
+    with ``"partial": false`` and the time of this step as ``seconds_by_step["write"]``.
 
     Parameters
     ----------
@@ -131,20 +59,41 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     RunFolderError
         See :func:`prepare_run_folder`.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+    t0 = time.perf_counter()
     prepare_run_folder(path)
     folder = Path(path)
-    summary = outcome.summary()
-    frame = outcome.result.to_frame(outcome.domain)
-    sink = pa.BufferOutputStream()
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
-    atomic_write_bytes(folder / "idis.parquet", sink.getvalue().to_pybytes())
+    res = outcome.result
+    pairs = folder / PAIRS_NAME
+    if res.pairs_path is None or Path(res.pairs_path).resolve() != pairs.resolve():
+        write_pairs(res, outcome.domain, pairs)
     plot = _plot_protected_values(outcome, folder)
+    summary = outcome.summary()
+    summary["partial"] = False
     atomic_write_bytes(folder / "report.md", render_markdown(summary, plot).encode())
+    summary["seconds_by_step"]["write"] = time.perf_counter() - t0
     atomic_write_bytes(folder / "result.json", json.dumps(summary, indent=2, default=_plain).encode())
     return folder
+
+
+def write_pairs(result, domain, path: Path) -> Path:
+    """Write a result's pairs to an ``idis.parquet`` dataset folder (the format of :class:`PairSink`).
+
+    Parameters
+    ----------
+    result : SearchResult
+    domain : Domain
+    path : pathlib.Path
+        The dataset folder; a previous one there is replaced.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    sink = PairSink(path)
+    sink.open(domain)
+    sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase)
+    return sink.close()
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
@@ -172,7 +121,10 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         "",
         f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
         f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
-        f"Model test F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}).",
+        f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
+        f"{model.get('evaluated_on', 'the test split')}"
+        + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
+           " each bin's representative value)." if "evaluated_on" in model else "."),
         "",
         "| figure | value |",
         "|---|---|",
@@ -180,6 +132,9 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         "",
         "IDIs are counted once per non-protected projection (an IDI and its counterpart count once);"
         " `n_global` and `n_local` are disjoint; `n_queries` counts every row sent to the model during the search.",
+        "",
+        f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
+        " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
     ]
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
@@ -232,11 +187,12 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     import matplotlib.pyplot as plt
 
     dom = outcome.domain
-    own = dom.describe_protected(res.idis).astype(str).agg("/".join, axis=1)
-    cf = dom.describe_protected(res.counterparts).astype(str).agg("/".join, axis=1)
-    counts = (own + " → " + cf).value_counts().head(20)
+    counts = res.protected_value_counts(dom).head(20)
+    own = counts[dom.protected_names].astype(str).to_numpy()
+    cf = counts[[n + "_counterpart" for n in dom.protected_names]].astype(str).to_numpy()
+    names = ["/".join(a) + " → " + "/".join(b) for a, b in zip(own, cf, strict=True)]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1.2))
-    ax.barh(counts.index[::-1], counts.to_numpy()[::-1], color="#4477aa")
+    ax.barh(names[::-1], counts["n_idis"].to_numpy()[::-1], color="#4477aa")
     ax.set_xlabel("IDIs")
     ax.set_title(f"IDIs by {' / '.join(dom.protected_names)}\n(own value → counterpart value)")
     fig.tight_layout()
@@ -244,7 +200,7 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     os.close(fd)
     fig.savefig(tmp, dpi=100)
     plt.close(fig)
-    os.chmod(tmp, 0o666 & ~_umask())
+    make_shareable(tmp)
     os.replace(tmp, folder / "idis_by_protected_value.png")
     return "idis_by_protected_value.png"
 

@@ -1,8 +1,13 @@
-"""Frozen result records with a JSON round trip (design §7): :class:`SearchResult` and :class:`SeedReport`."""
+"""Frozen result records with a JSON round trip (design §7): :class:`SearchResult` and :class:`SeedReport`.
+
+A :class:`SearchResult` holds its IDI pairs in memory, or, when the search streamed them to a run folder,
+reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.run_folder`).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -11,6 +16,8 @@ import pandas as pd
 
 from . import __version__
 from .domain import Domain
+from .exceptions import ConfigError
+from .run_folder import read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
                   "success_rate", "seconds")
@@ -26,6 +33,56 @@ def _arr(a, dtype, width=None) -> np.ndarray:
     if width is not None and a.size == 0:
         a = a.reshape(0, width)
     return a
+
+
+PAIR_ARRAYS = ("idis", "counterparts", "idi_labels", "counterpart_labels", "phase")
+
+
+class _LazyPairs:
+    """Data descriptor for a pair array: the array given at construction, else read from ``pairs_path`` once."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None  # the dataclass default
+        store = obj.__dict__.setdefault("_pairs", {})
+        if store.get(self.name) is None:
+            if obj.pairs_path is None:
+                return None
+            store.update(read_pairs(obj.pairs_path))
+        return store[self.name]
+
+    def __set__(self, obj, value):
+        obj.__dict__.setdefault("_pairs", {})[self.name] = value
+
+
+def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
+    """Count IDIs by (own protected values, counterpart protected values), vectorised.
+
+    Parameters
+    ----------
+    own, counterpart : numpy.ndarray of int64, shape (n_idis, n_protected)
+        Protected-attribute codes of the IDIs and of their counterparts.
+
+    Returns
+    -------
+    list of (tuple of int, int)
+        ``((own codes..., counterpart codes...), number of IDIs)`` for each combination that occurs.
+    """
+    rows = np.hstack([own, counterpart]).astype(np.int64, copy=False)
+    if not len(rows):
+        return []
+    lo = rows.min(axis=0)
+    spans = [int(s) for s in rows.max(axis=0) - lo + 1]
+    if math.prod(spans) < 2**62:  # one int64 code per row: a 1-D unique, far faster than unique over rows
+        strides = np.array([math.prod(spans[j + 1:]) for j in range(len(spans))], dtype=np.int64)
+        _, first, counts = np.unique((rows - lo) @ strides, return_index=True, return_counts=True)
+        values = rows[first]
+    else:
+        values, counts = np.unique(rows, axis=0, return_counts=True)
+    return [(tuple(v), int(c)) for v, c in zip(values.tolist(), counts.tolist(), strict=True)]
 
 
 @dataclass(frozen=True)
@@ -53,7 +110,8 @@ class SearchResult:
     seconds : float
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
-        Each IDI and one counterpart that gets a different label.
+        Each IDI and one counterpart that gets a different label. Read from ``pairs_path`` on first access when
+        the pairs were streamed there (pass ``pairs_path`` instead of the five arrays).
     idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
     phase : numpy.ndarray of str, shape (n_idis,)
         ``"global"`` or ``"local"``.
@@ -61,6 +119,16 @@ class SearchResult:
         Anything a user must know, e.g. that a time budget stopped the run early.
     meta : dict
         Package version, parameters, resolved ``random_state``, dataset and model identifiers.
+    pa_pair_counts : numpy.ndarray of int64, shape (n_combinations_found, 2 * n_protected + 1), or None
+        IDIs counted by (own protected codes, counterpart protected codes), accumulated while searching,
+        most frequent first; ``None`` when not recorded (then :meth:`protected_value_counts` counts the pairs).
+    pairs_path : str or None
+        The ``idis.parquet`` dataset folder the pairs were streamed to, or ``None`` for pairs held in memory.
+
+    Raises
+    ------
+    ConfigError
+        If neither the five pair arrays nor ``pairs_path`` are given.
     """
 
     generator: str
@@ -73,13 +141,27 @@ class SearchResult:
     n_tested: int
     n_queries: int
     seconds: float
-    idis: np.ndarray
-    counterparts: np.ndarray
-    idi_labels: np.ndarray
-    counterpart_labels: np.ndarray
-    phase: np.ndarray
+    idis: np.ndarray | None = _LazyPairs("idis")
+    counterparts: np.ndarray | None = _LazyPairs("counterparts")
+    idi_labels: np.ndarray | None = _LazyPairs("idi_labels")
+    counterpart_labels: np.ndarray | None = _LazyPairs("counterpart_labels")
+    phase: np.ndarray | None = _LazyPairs("phase")
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    pa_pair_counts: np.ndarray | None = None
+    pairs_path: str | None = None
+
+    def __post_init__(self):
+        given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
+        if self.pairs_path is None and not all(given):
+            missing = [k for k, g in zip(PAIR_ARRAYS, given, strict=True) if not g]
+            raise ConfigError(f"SearchResult needs the five pair arrays or pairs_path; missing {', '.join(missing)}")
+
+    def __repr__(self) -> str:
+        where = f"pairs in {self.pairs_path!r}" if self.pairs_path else "pairs in memory"
+        return (f"SearchResult(generator={self.generator!r}, seed_strategy={self.seed_strategy!r}, "
+                f"n_idis={self.n_idis}, n_global={self.n_global}, n_local={self.n_local}, "
+                f"n_tested={self.n_tested}, n_queries={self.n_queries}, seconds={self.seconds:.3g}, {where})")
 
     @property
     def success_rate(self) -> float:
@@ -117,11 +199,46 @@ class SearchResult:
         frame["phase"] = pd.Series(self.phase, dtype="string")
         return frame
 
+    def protected_value_counts(self, domain: Domain) -> pd.DataFrame:
+        """IDIs counted by own and counterpart protected values, most frequent first.
+
+        Uses the counts accumulated during the search when present, so no pair is read back.
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain searched (gives the protected attributes and their labels).
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_combinations_found, 2 * n_attributes + 1)
+            Decoded protected values (columns named after the protected attributes, a group of columns being one
+            attribute, then with suffix ``_counterpart``) and ``n_idis``.
+        """
+        width = 2 * len(domain.protected) + 1
+        if self.pa_pair_counts is not None:
+            table = np.asarray(self.pa_pair_counts, dtype=np.int64).reshape(-1, width)
+        else:
+            pa = list(domain.protected)
+            found = protected_pair_counts(self.idis[:, pa], self.counterparts[:, pa])
+            table = np.array([[*v, n] for v, n in found], dtype=np.int64).reshape(-1, width)
+        table = table[np.lexsort((*table[:, :-1].T[::-1], -table[:, -1]))]
+        k = len(domain.protected)
+        frame = {}
+        for side, suffix in ((0, ""), (1, "_counterpart")):
+            rows = np.zeros((len(table), domain.n_features), dtype=np.int64)
+            rows[:, list(domain.protected)] = table[:, side * k:(side + 1) * k]
+            # one column per protected attribute (a one-hot group is one attribute); only the few distinct rows
+            for name, text in domain.describe_protected(rows).items():
+                frame[name + suffix] = text
+        frame["n_idis"] = table[:, -1]
+        return pd.DataFrame(frame)
+
     def to_json(self) -> str:
-        """Serialize everything (arrays as lists)."""
+        """Serialize everything (arrays as lists; streamed pairs are read back first)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in ("idis", "counterparts", "idi_labels", "counterpart_labels", "phase"):
-            d[k] = np.asarray(d[k]).tolist()
+        for k in (*PAIR_ARRAYS, "pa_pair_counts"):
+            d[k] = None if d[k] is None else np.asarray(d[k]).tolist()
         d["notes"] = list(self.notes)
         d["success_rate"] = self.success_rate
         # an empty result keeps its width
@@ -142,6 +259,8 @@ class SearchResult:
         d["counterpart_labels"] = _arr(d["counterpart_labels"], np.int64)
         d["phase"] = np.asarray(d["phase"], dtype=str)
         d["notes"] = tuple(d["notes"])
+        if d.get("pa_pair_counts") is not None:
+            d["pa_pair_counts"] = np.asarray(d["pa_pair_counts"], dtype=np.int64)
         return cls(**d)
 
 

@@ -14,6 +14,7 @@ from ..domain import Domain
 from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..results import SearchResult, SeedReport, base_meta
+from ..run_folder import PairSink
 from .recorder import IDIRecorder
 
 GENERATORS: dict[str, Callable[..., Generator]] = {}
@@ -65,7 +66,7 @@ class Generator(ABC):
         self.params = {"max_global": self.max_global, "max_local": self.max_local, **params}
 
     def run(self, model, domain: Domain, seeds, *, random_state: RandomState = None,
-            seed_strategy: str | None = None) -> SearchResult:
+            seed_strategy: str | None = None, sink: PairSink | None = None) -> SearchResult:
         """Search for IDIs of ``model`` starting from ``seeds``.
 
         Parameters
@@ -79,6 +80,9 @@ class Generator(ABC):
             As scikit-learn accepts it; recorded readably in ``meta`` (see ``chiralfair._random``).
         seed_strategy : str, optional
             Name recorded in the result; defaults to the SeedReport's strategy or ``"given"``.
+        sink : PairSink, optional
+            Streams the IDI pairs to disk as they are found (the result then reads them back lazily); without
+            it they are kept in memory.
 
         Returns
         -------
@@ -103,7 +107,7 @@ class Generator(ABC):
             raise DomainError("no seeds: the global phase needs at least one seed")
         X = X[: self.max_global]
         rng, random_state_described = resolve_random_state(random_state)
-        recorder = IDIRecorder(model, domain)
+        recorder = IDIRecorder(model, domain, sink=sink)
         notes = self._search(recorder, X, rng) or ()
         meta = base_meta(params=self.params, random_state=random_state_described,
                          model=model.name, protected=domain.protected_names)

@@ -2,6 +2,10 @@
 
 Every generator sends its candidates through :meth:`IDIRecorder.check`, so that ``n_idis``, ``n_global``,
 ``n_local``, ``n_tested`` and ``n_queries`` mean the same thing for all of them.
+
+Keys (design §2) are kept as int64 in a few sorted numpy arrays (:class:`SortedKeySet`): 8 bytes per key,
+against about 70 bytes per key in a Python set of ints. IDI pairs go to a :class:`~chiralfair.run_folder.PairSink`
+when one is given (streamed to Parquet, bounded memory), else they are kept in memory until :meth:`result`.
 """
 
 from __future__ import annotations
@@ -13,9 +17,90 @@ import numpy as np
 from ..domain import Domain
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult, DiscriminationCheck
-from ..results import SearchResult
+from ..results import SearchResult, protected_pair_counts
+from ..run_folder import PairSink
 
 PHASES = ("global", "local")
+
+# A newer run is merged into the one before it once that one is less than this many times larger, so the set
+# holds O(log n) runs and each key is copied O(log n) times in total.
+MERGE_RATIO = 4
+
+
+class SortedKeySet:
+    """A set of int64 keys held as a few disjoint sorted numpy arrays (a log-structured merge of runs).
+
+    Adding a batch of ``b`` keys to a set of ``n`` costs O(b log n) plus amortised merges of O(log n) copies
+    per key; membership is a binary search in each run.
+    """
+
+    def __init__(self):
+        self._runs: list[np.ndarray] = []
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def contains(self, keys: np.ndarray) -> np.ndarray:
+        """Whether each key is in the set, shape (n_keys,)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        found = np.zeros(len(keys), dtype=bool)
+        for run in self._runs:
+            pos = np.minimum(np.searchsorted(run, keys), len(run) - 1)
+            found |= run[pos] == keys
+        return found
+
+    def add(self, keys: np.ndarray) -> np.ndarray:
+        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,)."""
+        keys = np.asarray(keys, dtype=np.int64)
+        new = np.zeros(len(keys), dtype=bool)
+        if not len(keys):
+            return new
+        unique, first = np.unique(keys, return_index=True)  # first occurrence of each key in the batch
+        fresh = ~self.contains(unique)
+        new[first[fresh]] = True
+        self._push(unique[fresh])
+        return new
+
+    def _push(self, run: np.ndarray) -> None:
+        if not len(run):
+            return
+        self._runs.append(run)
+        self._size += len(run)
+        while len(self._runs) > 1 and len(self._runs[-2]) < MERGE_RATIO * len(self._runs[-1]):
+            last = self._runs.pop()
+            # runs are disjoint and sorted: a stable sort (timsort for int64) merges the two runs in linear time
+            self._runs[-1] = np.sort(np.concatenate([self._runs[-1], last]), kind="stable")
+
+
+class ObjectKeySet:
+    """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python set."""
+
+    def __init__(self):
+        self._set: set = set()
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+    def contains(self, keys) -> np.ndarray:
+        """Whether each key is in the set, shape (n_keys,)."""
+        return np.fromiter((k in self._set for k in keys), dtype=bool, count=len(keys))
+
+    def add(self, keys) -> np.ndarray:
+        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,)."""
+        new = np.zeros(len(keys), dtype=bool)
+        seen = self._set
+        for i, k in enumerate(keys):
+            if k not in seen:
+                seen.add(k)
+                new[i] = True
+        return new
+
+
+def key_set_for(domain: Domain) -> SortedKeySet | ObjectKeySet:
+    """The key set that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python set."""
+    bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
+    return ObjectKeySet() if bytes_keys else SortedKeySet()
 
 
 class IDIRecorder:
@@ -29,20 +114,27 @@ class IDIRecorder:
     model : CountingModel
     domain : Domain
         With the protected attributes under test.
+    sink : PairSink, optional
+        Receives the new IDI pairs of every batch (e.g. streamed to ``idis.parquet``); without it the pairs
+        are kept in memory and returned by :meth:`result`.
     """
 
-    def __init__(self, model: CountingModel, domain: Domain):
+    def __init__(self, model: CountingModel, domain: Domain, sink: PairSink | None = None):
         self.model = model
         self.domain = domain
         self.checker = DiscriminationCheck(model, domain)
-        self._tested: set = set()
-        self._idi_keys: set = set()
+        self.sink = sink
+        self._tested = key_set_for(domain)
+        self._idi_keys = key_set_for(domain)
         self._parts: list[tuple] = []
+        self._pair_counts: dict[tuple, int] = {}
         self._n_phase = dict.fromkeys(PHASES, 0)
         self.n_checked = dict.fromkeys(PHASES, 0)
         self.n_seed_idis = 0
         self._queries0 = model.n_queries
         self._t0 = time.perf_counter()
+        if sink is not None:
+            sink.open(domain)
 
     def check(self, X, phase: str, *, with_proba: bool = False) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
@@ -66,30 +158,35 @@ class IDIRecorder:
         res = self.checker.check(X, with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         keys = self.domain.keys(res.X)
-        self._tested.update(keys.tolist())
+        self._tested.add(keys)
         new = np.zeros(len(keys), dtype=bool)
         idx = np.flatnonzero(res.is_idi)
         if len(idx):
-            seen = self._idi_keys
-            for i, k in zip(idx.tolist(), keys[idx].tolist(), strict=True):
-                if k not in seen:
-                    seen.add(k)
-                    new[i] = True
-        if new.any():
-            self._n_phase[phase] += int(new.sum())
-            self._parts.append((res.X[new], res.counterparts(self.domain)[new], res.labels[new],
-                                res.counterpart_label[new], np.full(int(new.sum()), phase)))
+            new[idx[self._idi_keys.add(keys[idx])]] = True
+        n_new = int(new.sum())
+        if n_new:
+            self._n_phase[phase] += n_new
+            self._record_pairs(res, new, phase)
         return res, new
+
+    def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
+        X, C = res.X[new], res.counterparts(self.domain)[new]
+        y, yc = res.labels[new], res.counterpart_label[new]
+        pa = list(self.domain.protected)
+        for values, count in protected_pair_counts(X[:, pa], C[:, pa]):
+            self._pair_counts[values] = self._pair_counts.get(values, 0) + count
+        if self.sink is not None:
+            self.sink.write(X, C, y, yc, phase)
+        else:
+            self._parts.append((X, C, y, yc, np.full(len(X), phase)))
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,)."""
-        keys = self.domain.keys(X).tolist()
-        return np.fromiter((k in self._idi_keys for k in keys), dtype=bool, count=len(keys))
+        return self._idi_keys.contains(self.domain.keys(X))
 
     def is_tested(self, X) -> np.ndarray:
         """Whether each row's key was already checked (in either phase), shape (n_samples,)."""
-        keys = self.domain.keys(X).tolist()
-        return np.fromiter((k in self._tested for k in keys), dtype=bool, count=len(keys))
+        return self._tested.contains(self.domain.keys(X))
 
     @property
     def n_idis(self) -> int:
@@ -113,7 +210,18 @@ class IDIRecorder:
 
     def result(self, *, generator: str, seed_strategy: str, n_seeds: int, n_seed_idis: int,
                notes=(), meta=None) -> SearchResult:
-        """Freeze what was recorded into a :class:`SearchResult`."""
+        """Freeze what was recorded into a :class:`SearchResult` (closing the sink, if any)."""
+        seconds = self.seconds
+        counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        common = dict(
+            generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
+            n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
+            n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,
+            seconds=seconds, notes=tuple(notes), meta=dict(meta or {}),
+            pa_pair_counts=np.array([[*values, n] for values, n in counts], dtype=np.int64).reshape(
+                len(counts), 2 * len(self.domain.protected) + 1))
+        if self.sink is not None:
+            return SearchResult(**common, pairs_path=str(self.sink.close()))
         d = self.domain.n_features
         if self._parts:
             X, C, y, yc, ph = (np.concatenate(p) for p in zip(*self._parts, strict=True))
@@ -121,9 +229,5 @@ class IDIRecorder:
             X = C = np.zeros((0, d), dtype=np.int64)
             y = yc = np.zeros(0, dtype=np.int64)
             ph = np.zeros(0, dtype="<U6")
-        return SearchResult(
-            generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
-            n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
-            n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,
-            seconds=self.seconds, idis=X, counterparts=C, idi_labels=y, counterpart_labels=yc,
-            phase=ph.astype(str), notes=tuple(notes), meta=dict(meta or {}))
+        return SearchResult(**common, idis=X, counterparts=C, idi_labels=y, counterpart_labels=yc,
+                            phase=ph.astype(str))

@@ -8,7 +8,6 @@ whatever the model's own language; :mod:`chiralfair.models.language` holds the r
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from ..exceptions import ConfigError, ModelCapabilityError
 from .language import (
@@ -267,6 +266,8 @@ def _sklearn_gradient(est, positive_index: int = 1):
             return None
         final = est.steps[-1][1]
         scale = _pipeline_scale(pre)
+    from scipy.special import expit  # here: the command line's refusals import no scipy
+
     sign = 1.0 if positive_index == 1 else -1.0
     if isinstance(final, LogisticRegression) and len(final.classes_) == 2:
         def grad(X):
@@ -310,6 +311,8 @@ _ACTIVATIONS = {
 
 def _mlp_positive_proba_gradient(mlp, X) -> np.ndarray:
     """Backpropagate P(classes_[1]) through an sklearn MLPClassifier's weights (binary: logistic output unit)."""
+    from scipy.special import expit
+
     act, dact = _ACTIVATIONS[mlp.activation]
     a = np.asarray(X, dtype=float)
     derivs = []

@@ -162,6 +162,54 @@ def train_dnn(X, y, *, random_state: RandomState = 0, standardize: bool = True, 
     return module.eval()
 
 
+def fine_tune_dnn(module: PaperDNN, X, y, *, epochs: int = 10, batch_size: int = 128, lr: float = 0.01,
+                  random_state: RandomState = 0) -> PaperDNN:
+    """Train a copy of a trained DNN further on ``(X, y)`` (design §8: fine-tuning for 10 epochs).
+
+    The copy keeps the weights and the input standardisation of ``module``; a fresh Nadam optimiser runs
+    ``epochs`` passes with per-epoch shuffles drawn from ``random_state``. ``module`` itself is not changed.
+
+    Parameters
+    ----------
+    module : PaperDNN
+        A trained network.
+    X : array-like of int, shape (n_samples, n_features)
+    y : array-like of {0, 1}, shape (n_samples,)
+    epochs, batch_size : int
+    lr : float
+        Nadam learning rate.
+    random_state : int, numpy.random.Generator or None
+
+    Returns
+    -------
+    PaperDNN
+        In evaluation mode, on the device of ``module``.
+
+    Raises
+    ------
+    ConfigError
+        If ``X`` and ``y`` disagree in length, ``y`` is not binary with both classes, ``X`` has another width
+        than the network, or a hyper-parameter is out of range.
+    """
+    import copy
+
+    X, y = check_training_data(X, y)
+    if X.shape[1] != module.n_features:
+        raise ConfigError(f"X has {X.shape[1]} columns; the network takes {module.n_features}")
+    epochs = check_int(epochs, "epochs", minimum=1)
+    batch_size = check_int(batch_size, "batch_size", minimum=1)
+    lr = check_float(lr, "lr", minimum=0.0, exclusive_minimum=True)
+    rng = as_generator(random_state)
+    tuned = copy.deepcopy(module).train()
+    device = next(tuned.parameters()).device
+    x_all = torch.as_tensor(X, dtype=torch.float32, device=device)
+    y_all = torch.as_tensor(y.astype(np.float64), dtype=torch.float32, device=device)[:, None]
+    optimizer = torch.optim.NAdam(tuned.parameters(), lr=lr)
+    with single_intra_op_thread():
+        _run_epochs(tuned, optimizer, x_all, y_all, rng, epochs=epochs, batch_size=batch_size)
+    return tuned.eval()
+
+
 def _run_epochs(module, optimizer, x_all, y_all, rng, *, epochs: int, batch_size: int) -> None:
     n = len(x_all)
     for epoch in range(epochs):

@@ -300,6 +300,7 @@ def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: 
         raise ModelOutputError(f"model {model_name!r} returned an output of shape {np.shape(raw)} for {n_rows} "
                                f"rows; with output={language.output!r} it must be ({n_rows},), ({n_rows}, 1) or "
                                f"({n_rows}, 2)")
+    check_finite(out, model_name)
     if language.output == "probability":
         check_probabilities(out, model_name)
         p1 = out[:, 1] if out.shape[1] == 2 else out[:, 0]
@@ -310,6 +311,22 @@ def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: 
         e = np.exp(z)
         p1 = e[:, 1] / e.sum(axis=1)
     return p1 if language.positive_index == 1 else 1.0 - p1
+
+
+def check_finite(out: np.ndarray, model_name: str) -> None:
+    """Refuse NaN or infinite outputs: no label can be read from them.
+
+    Raises
+    ------
+    ModelOutputError
+        Naming the model, how many rows and the first one.
+    """
+    bad = ~np.isfinite(out).all(axis=1) if out.ndim == 2 else ~np.isfinite(out)
+    if bad.any():
+        raise ModelOutputError(f"model {model_name!r} returned NaN or infinite values for {int(bad.sum())} of "
+                               f"{len(bad)} rows (first: row {int(np.argmax(bad))}); a model must give a number "
+                               "for every input: check how it handles the inputs it is sent (integer codes, or "
+                               "to_frame's frame)")
 
 
 def check_probabilities(out: np.ndarray, model_name: str) -> None:
@@ -380,13 +397,18 @@ def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) ->
     return names
 
 
+_WARNED_EXTRA: set[tuple] = set()
+
+
 def warn_extra_columns(frame_columns: list, names: tuple) -> None:
     """Warn that to_frame's frame has columns the model was not fitted on (they are not sent to it).
 
-    Python's default warning filter shows the warning once, not on every call.
+    Once per process for a given pair of column lists: the frame is built on every model call, from many places.
     """
     extra = [c for c in frame_columns if c not in names]
-    if extra:
+    key = (tuple(frame_columns), tuple(names))
+    if extra and key not in _WARNED_EXTRA:
+        _WARNED_EXTRA.add(key)
         warnings.warn(f"the model was fitted on fewer columns than the data: it ignores {extra}. "
                       f"Model columns (feature_names_in_): {list(names)}; data columns: {frame_columns}",
                       UserWarning, stacklevel=5)

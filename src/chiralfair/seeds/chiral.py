@@ -17,7 +17,7 @@ import numpy as np
 from .._random import derive_seed
 from ..datasets.base import Dataset
 from ..domain import Domain
-from ..exceptions import ModelCapabilityError
+from ..exceptions import DatasetError, ModelCapabilityError
 from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 
@@ -118,6 +118,8 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     ------
     ModelCapabilityError
         If none of the ways applies; the message says how to provide a chiral model.
+    DatasetError
+        If the training split holds one label only (nothing to train on).
 
     References
     ----------
@@ -128,6 +130,11 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     train_index, _ = dataset.split(split_seed)
     X_chiral = mutate_protected(dataset.X[train_index], dataset.domain, rng)
     y = dataset.y[train_index]
+    if len(np.unique(y)) < 2:
+        raise DatasetError(
+            f"cannot train a chiral model on dataset {dataset.name!r}: its training split ({len(y)} of "
+            f"{dataset.n_samples} rows) holds only label {int(y[0]) if len(y) else '-'}; I and I&D seeds need "
+            "data with both labels (use more rows, or seeds='cluster' / 'random')")
     info = {"split_random_state": split_seed, "train_random_state": train_seed,
             "n_train": int(len(train_index)), "from_cache": False, "cache": None}
     if chiral_trainer is not None:

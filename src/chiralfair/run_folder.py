@@ -1,0 +1,442 @@
+"""The run folder on disk (design §7): safe folder checks, atomic writes, and IDI pairs streamed to Parquet.
+
+Pairs go to ``idis.parquet``, a Parquet *dataset folder* of part files ``part-000000.parquet``,
+``part-000001.parquet``, ... in search order, which ``pandas.read_parquet`` and ``pyarrow.dataset`` read as one
+table. A :class:`PairSink` keeps at most :data:`ROWS_PER_PART` pairs in memory; a part is written whenever that
+many are buffered, or :data:`FLUSH_SECONDS` after the previous part, under a hidden temporary name that is renamed
+once the file is complete (footer included). A killed run therefore leaves a readable ``idis.parquet`` holding
+every pair up to the last part written (at most ``ROWS_PER_PART`` pairs or ``FLUSH_SECONDS`` of search are lost),
+and its ``result.json`` still says ``"partial": true``. Readers skip the hidden temporaries (names starting with
+``.``).
+
+Columns: every feature under its name, then again with suffix ``_counterpart``, ``prediction``,
+``prediction_counterpart`` and ``phase``. A feature with labels is a dictionary-encoded string column (pandas
+reads it as a categorical of labels); a feature without labels is an int64 column of codes. The domain is kept
+in the schema metadata (key ``chiralfair.domain``), so the codes can be read back without it (:func:`read_pairs`).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ._validation import check_float, check_int
+from .exceptions import RunFolderError
+
+if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
+    from .domain import Domain, Feature
+
+# Pairs buffered before a part file is written: with census (13 features) about 30 MB of int64 codes.
+ROWS_PER_PART = 1 << 17
+# A part is also written when this many seconds passed since the last one, so a slow search loses little if killed.
+FLUSH_SECONDS = 30.0
+# A labelled feature with more codes than this is stored as int64 codes (a dictionary that large helps nobody).
+MAX_DICTIONARY = 1 << 16
+PAIRS_NAME = "idis.parquet"
+DOMAIN_KEY = b"chiralfair.domain"
+PHASES = ("global", "local")
+
+
+# ---------------------------------------------------------------------------------------------- the folder
+def check_run_folder(path: str | os.PathLike) -> None:
+    """Refuse a ``path`` that cannot receive a run, without creating anything.
+
+    Raises
+    ------
+    RunFolderError
+        If ``path`` is a file, or an existing non-empty folder that does not hold a previous run.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise RunFolderError(f"output path {str(path)!r} exists and is a file, not a run folder")
+    if path.is_dir() and any(path.iterdir()) and not is_previous_run(path):
+        raise RunFolderError(
+            f"output folder {str(path)!r} exists, is not empty and is not a previous chiralfair run "
+            "(no result.json with chiralfair metadata); choose another --out so nothing there is overwritten")
+
+
+def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
+    """Check that ``path`` can receive a run, and create it (with any missing parents).
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders this call created, deepest first (empty if ``path`` existed); a caller whose run fails
+        removes them with :func:`remove_empty_folders`, so a failed run leaves nothing behind.
+
+    Raises
+    ------
+    RunFolderError
+        If ``path`` is a file, an existing non-empty folder that does not hold a previous run, or cannot be
+        created (the message gives the operating system's reason).
+    """
+    path = Path(path)
+    check_run_folder(path)
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        remove_empty_folders(missing)
+        raise RunFolderError(f"cannot create output folder {str(path)!r}: {err.strerror or err}") from err
+    return missing
+
+
+def remove_empty_folders(folders: list[Path]) -> None:
+    """Remove each folder of ``folders`` (deepest first) that is empty; leave the others."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError as err:
+            if err.errno in (errno.ENOTEMPTY, errno.EEXIST):  # holds files: it and its parents stay
+                return
+            # else it was never created (the failed part of the path): go on with its parents
+
+
+def is_previous_run(path: Path) -> bool:
+    """Whether ``path`` holds a chiralfair run (a ``result.json`` with chiralfair metadata), finished or partial."""
+    try:
+        data = json.loads((path / "result.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "chiralfair_version" in data.get("meta", {})
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        make_shareable(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_shareable(path: str | os.PathLike) -> None:
+    """Give a temporary file the permissions of a normal new file (mkstemp makes 0600; a run folder is shared)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
+    """Write ``result.json`` saying the run in ``folder`` has started and is not finished (``"partial": true``).
+
+    Outputs of a previous run in the folder (pairs, report, plot) are removed first, so that nothing there
+    can be mistaken for this run's.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        An existing run folder (see :func:`prepare_run_folder`).
+    meta : dict
+        Must hold ``chiralfair_version``, so the folder is recognised as a run (:func:`is_previous_run`).
+    """
+    folder = Path(folder)
+    for name in ("report.md", "idis_by_protected_value.png"):
+        (folder / name).unlink(missing_ok=True)
+    remove_pairs(folder / PAIRS_NAME)
+    text = json.dumps({"partial": True, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": meta}, indent=2)
+    atomic_write_bytes(folder / "result.json", text.encode())
+
+
+def mark_interrupted(folder: str | os.PathLike, sink: PairSink | None) -> int:
+    """Keep what an interrupted search found: write the buffered pairs, and say so in ``result.json``.
+
+    ``result.json`` stays ``"partial": true`` and gains ``"interrupted": true`` and ``n_pairs_written``.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The run folder, marked partial by :func:`mark_partial`.
+    sink : PairSink or None
+        The search's pair sink (None when the search had not started).
+
+    Returns
+    -------
+    int
+        IDI pairs in ``folder/idis.parquet``.
+    """
+    folder = Path(folder)
+    n_pairs = 0
+    if sink is not None and sink.is_open:
+        sink.close()
+        n_pairs = sink.n_rows
+    try:
+        record = json.loads((folder / "result.json").read_text())
+    except (OSError, ValueError):
+        record = {"partial": True}
+    record.update(interrupted=True, n_pairs_written=n_pairs,
+                  stopped=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    atomic_write_bytes(folder / "result.json", json.dumps(record, indent=2).encode())
+    return n_pairs
+
+
+def remove_pairs(path: Path) -> None:
+    """Remove an ``idis.parquet`` written by chiralfair: a single file (older versions) or a folder of parts.
+
+    Raises
+    ------
+    RunFolderError
+        If the folder holds files chiralfair does not write (they are left untouched).
+    """
+    if path.is_file() or path.is_symlink():
+        path.unlink()
+        return
+    if not path.is_dir():
+        return
+    for part in path.iterdir():
+        if part.name.startswith(("part-", ".part-")) and part.name.endswith((".parquet", ".tmp")):
+            part.unlink()
+    try:
+        path.rmdir()
+    except OSError as err:
+        raise RunFolderError(f"{str(path)!r} holds files that chiralfair did not write; move them away") from err
+
+
+# ---------------------------------------------------------------------------------------------- pairs
+class PairSink:
+    """Streams IDI pairs to an ``idis.parquet`` dataset folder in part files, with bounded memory.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The dataset folder to create (an ``idis.parquet`` of a previous run there is replaced).
+    rows_per_part : int
+        Pairs buffered before a part is written (default :data:`ROWS_PER_PART`).
+    flush_seconds : float
+        A part is also written when this many seconds passed since the previous one (default
+        :data:`FLUSH_SECONDS`).
+
+    Raises
+    ------
+    ConfigError
+        If ``rows_per_part`` < 1 or ``flush_seconds`` < 0.
+
+    Notes
+    -----
+    Call :meth:`open` with the domain, :meth:`write` for each batch, :meth:`close` at the end (the recorder
+    does all three). Memory: at most ``rows_per_part`` buffered pairs plus the batch being written.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, rows_per_part: int = ROWS_PER_PART,
+                 flush_seconds: float = FLUSH_SECONDS):
+        self.path = Path(path)
+        self.rows_per_part = check_int(rows_per_part, "rows_per_part", minimum=1)
+        self.flush_seconds = check_float(flush_seconds, "flush_seconds", minimum=0.0)
+        self.n_rows = 0
+        self.n_parts = 0
+        self._buffer: list[tuple] = []
+        self._n_buffered = 0
+        self._last_flush = time.monotonic()
+        self._encoder: _PairEncoder | None = None
+
+    def open(self, domain: Domain) -> None:
+        """Create the dataset folder for pairs over ``domain`` (removing a previous run's pairs there)."""
+        remove_pairs(self.path)
+        self.path.mkdir(parents=True)
+        self._encoder = _PairEncoder(domain)
+        self._last_flush = time.monotonic()
+
+    def write(self, X, C, y, yc, phase) -> None:
+        """Buffer a batch of pairs; write full parts (and a due part) to disk.
+
+        Parameters
+        ----------
+        X, C : numpy.ndarray of int64, shape (n_pairs, n_features)
+            IDIs and their counterparts.
+        y, yc : numpy.ndarray of int64, shape (n_pairs,)
+            Their predictions.
+        phase : {"global", "local"} or numpy.ndarray of str, shape (n_pairs,)
+            The phase of every pair.
+        """
+        if self._encoder is None:
+            raise RuntimeError("PairSink.open(domain) must be called before write()")
+        if isinstance(phase, str):
+            codes = np.full(len(X), PHASES.index(phase), dtype=np.int8)
+        else:
+            codes = (np.asarray(phase) == "local").astype(np.int8)
+        self._buffer.append((X, C, y, yc, codes))
+        self._n_buffered += len(X)
+        due = time.monotonic() - self._last_flush >= self.flush_seconds
+        if self._n_buffered >= self.rows_per_part or due:
+            self._drain(everything=due)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether :meth:`open` was called (pairs can be written)."""
+        return self._encoder is not None
+
+    def close(self) -> Path:
+        """Write the buffered pairs (an empty part with the schema if there were none); return the folder."""
+        if self._encoder is None:
+            raise RuntimeError("PairSink.open(domain) must be called before close()")
+        if self._n_buffered or not self.n_parts:
+            self._drain(everything=True)
+        return self.path
+
+    def _drain(self, *, everything: bool) -> None:
+        """Write every full part of the buffer, and the remainder too when ``everything``."""
+        if self._buffer:
+            arrays = [np.concatenate(a) for a in zip(*self._buffer, strict=True)]
+        else:
+            d = self._encoder.domain.n_features
+            arrays = [np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0, np.int64),
+                      np.zeros(0, np.int64), np.zeros(0, np.int8)]
+        n, start = len(arrays[0]), 0
+        while n - start >= self.rows_per_part:
+            self._write_part([a[start:start + self.rows_per_part] for a in arrays])
+            start += self.rows_per_part
+        if everything and (n > start or not self.n_parts):
+            self._write_part([a[start:] for a in arrays])
+            start = n
+        self._buffer = [tuple(a[start:].copy() for a in arrays)] if n > start else []
+        self._n_buffered = n - start
+        self._last_flush = time.monotonic()
+
+    def _write_part(self, arrays: list[np.ndarray]) -> None:
+        import pyarrow.parquet as pq
+
+        table = self._encoder.table(*arrays)
+        name = f"part-{self.n_parts:06d}.parquet"
+        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            pq.write_table(table, tmp)
+            make_shareable(tmp)
+            os.replace(tmp, self.path / name)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        self.n_parts += 1
+        self.n_rows += table.num_rows
+
+
+class _PairEncoder:
+    """Turns pair arrays into an Arrow table with decoded column names and dictionary-encoded labels."""
+
+    def __init__(self, domain: Domain):
+        import pyarrow as pa
+
+        self.domain = domain
+        self._labels = [_dictionary(f) for f in domain.features]
+        self._phases = pa.array(PHASES, type=pa.string())
+        self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
+
+    def table(self, X, C, y, yc, phase_codes):
+        import pyarrow as pa
+
+        columns, names = [], []
+        for side, suffix in ((X, ""), (C, "_counterpart")):
+            for j, f in enumerate(self.domain.features):
+                names.append(f.name + suffix)
+                columns.append(self._column(side[:, j], f, self._labels[j]))
+        columns += [pa.array(y, type=pa.int64()), pa.array(yc, type=pa.int64()),
+                    pa.DictionaryArray.from_arrays(pa.array(phase_codes, type=pa.int8()), self._phases)]
+        names += ["prediction", "prediction_counterpart", "phase"]
+        return pa.Table.from_arrays(columns, names=names).replace_schema_metadata(self._metadata)
+
+    @staticmethod
+    def _column(codes: np.ndarray, feature: Feature, labels):
+        import pyarrow as pa
+
+        if labels is None:
+            return pa.array(codes, type=pa.int64())
+        return pa.DictionaryArray.from_arrays(pa.array((codes - feature.lo).astype(np.int32)), labels)
+
+
+def _dictionary(feature: Feature):
+    """The labels of codes ``lo..hi`` as an Arrow array, or None when the feature is stored as codes."""
+    import pyarrow as pa
+
+    if not feature.labels or feature.size > MAX_DICTIONARY:
+        return None
+    labels = [feature.label(c) for c in range(feature.lo, feature.hi + 1)]
+    if len(set(labels)) != len(labels):  # two codes with one label could not be told apart when read back
+        return None
+    return pa.array(labels, type=pa.string())
+
+
+def pair_parts(path: str | os.PathLike) -> list[Path]:
+    """The part files of an ``idis.parquet`` dataset folder, in write order (a single file: itself)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.glob("part-*.parquet"))
+
+
+def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read the pairs of an ``idis.parquet`` written by :class:`PairSink` back as code arrays.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The dataset folder (or one part file).
+
+    Returns
+    -------
+    dict
+        ``idis`` and ``counterparts`` (int64, shape (n_idis, n_features)), ``idi_labels`` and
+        ``counterpart_labels`` (int64, shape (n_idis,)) and ``phase`` (str, shape (n_idis,)).
+
+    Raises
+    ------
+    RunFolderError
+        If ``path`` holds no part file or a part lacks chiralfair's domain metadata.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parts = pair_parts(path)
+    if not parts:
+        raise RunFolderError(f"{str(path)!r} holds no Parquet part of IDI pairs")
+    table = pa.concat_tables([pq.read_table(p) for p in parts])
+    meta = table.schema.metadata or {}
+    if DOMAIN_KEY not in meta:
+        raise RunFolderError(f"{str(path)!r} was not written by chiralfair (no {DOMAIN_KEY.decode()} metadata)")
+    from .domain import Domain
+
+    domain = Domain.from_dict(json.loads(meta[DOMAIN_KEY]))
+    n = table.num_rows
+
+    feats = domain.features
+    idis = np.column_stack([_codes(table.column(f.name), f, n) for f in feats])
+    cf = np.column_stack([_codes(table.column(f.name + "_counterpart"), f, n) for f in feats])
+    phase = table.column("phase").cast(pa.string()).to_numpy(zero_copy_only=False).astype(str)
+    return {"idis": idis, "counterparts": cf,
+            "idi_labels": table.column("prediction").to_numpy().astype(np.int64),
+            "counterpart_labels": table.column("prediction_counterpart").to_numpy().astype(np.int64),
+            "phase": phase}
+
+
+def _codes(column, feature: Feature, n: int) -> np.ndarray:
+    """Codes of one column: int64 values as they are, dictionary labels mapped back through the feature's labels."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return column.to_numpy().astype(np.int64)
+    code_of = {feature.label(c): c for c in range(feature.lo, feature.hi + 1)}
+    out = np.empty(n, dtype=np.int64)
+    start = 0
+    for chunk in column.chunks:
+        lookup = np.array([code_of[s] for s in chunk.dictionary.to_pylist()], dtype=np.int64)
+        out[start:start + len(chunk)] = lookup[chunk.indices.to_numpy(zero_copy_only=False)]
+        start += len(chunk)
+    return out
