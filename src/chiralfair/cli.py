@@ -178,10 +178,10 @@ def run(
     dataset: RunDatasetOpt = None,
     protected: ProtectedOpt = None,
     model: RunModelOpt = None,
-    seeds: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows.")] = "iandd",
+    seeds: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows, expga.")] = "iandd",
     generator: Annotated[str, typer.Option(
-        help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, "
-             "themis.")] = "aequitas",
+        help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, expga, "
+             "kosei, themis.")] = "aequitas",
     max_global: Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")] = 100,
     max_local: Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")] = 100,
     random_state: RandomOpt = 0,
@@ -265,7 +265,7 @@ def seeds_cmd(
     dataset: DatasetOpt = "census",
     protected: ProtectedOpt = None,
     model: ModelOpt = "dnn",
-    strategy: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows.")] = "iandd",
+    strategy: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows, expga.")] = "iandd",
     n_seeds: Annotated[int, typer.Option(help="Seeds per repeat (>= 1).")] = 1000,
     repeats: Annotated[int, typer.Option(
         help="Selections with random_state, random_state+1, ...; they share one chiral model, trained with the "

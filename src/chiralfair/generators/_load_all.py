@@ -5,5 +5,7 @@
 from . import adf  # noqa: F401
 from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
+from . import expga  # noqa: F401
+from . import kosei  # noqa: F401
 from . import sg  # noqa: F401
 from . import themis  # noqa: F401

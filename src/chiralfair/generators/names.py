@@ -14,6 +14,8 @@ BUILTIN_GENERATORS: dict[str, bool] = {
     "eidig": True,
     "eidig-5": True,
     "eidig-inf": True,
+    "expga": False,
+    "kosei": False,
     "sg": False,
     "themis": False,
 }

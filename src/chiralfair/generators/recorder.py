@@ -184,6 +184,10 @@ class IDIRecorder:
         """Whether each row's key is already a recorded IDI, shape (n_samples,)."""
         return self._idi_keys.contains(self.domain.keys(X))
 
+    def is_tested(self, X) -> np.ndarray:
+        """Whether each row's key was already checked (in either phase), shape (n_samples,)."""
+        return self._tested.contains(self.domain.keys(X))
+
     @property
     def n_idis(self) -> int:
         """Unique IDI keys recorded so far."""
