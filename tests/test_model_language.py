@@ -292,6 +292,7 @@ def test_frame_with_extra_columns_warns_naming_both_lists(data):
         model.predict(np.zeros((2, 5)))
 
 
+@pytest.mark.slow  # I&D explains the frame pipeline by permutation SHAP, whose numba code compiles on first use
 def test_frame_model_with_string_labels_chiral_clone_speaks_the_models_language(data):
     pipe = frame_pipeline(data, lambda y: np.where(y == 1, ">50K", "<=50K"))
     model = as_model(pipe, to_frame=toy_frame, positive_class=">50K")
