@@ -170,3 +170,11 @@ def test_parse_bins():
 def test_python_dash_m_runs_the_cli():
     res = subprocess.run([sys.executable, "-m", "chiralfair", "--version"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.startswith("chiralfair ")
+
+
+def test_schema_infer_bins_an_integer_column_with_missing_values():
+    from chiralfair.datasets.schema import infer_schema
+
+    frame = pd.DataFrame({"age": [20.0, 35.0, None, 61.0] * 5, "y": ["a", "b"] * 10})
+    doc = tomllib.loads(infer_schema(frame, label="y", positive_class="b", protected=[], n_bins=4))
+    assert doc["columns"]["age"]["missing"] == 5 and len(doc["columns"]["age"]["bins"]) == 5

@@ -15,8 +15,8 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
     missing = 263                     # missing values in the inferred file
     bins = [0.17, 8.15, 16.1, ...]    # edges, or a number of equal-width bins
 
-Non-integer numeric columns get ``n_bins`` equal-width bins between their minimum and maximum, written as edges
-so that later runs on other files cut them the same way.
+Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` equal-width bins between their
+minimum and maximum, written as edges so that later runs on other files cut them the same way.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def _column_lines(series: pd.Series, spec, n_bins: int) -> list[str]:
         return out
     if spec is None:
         present = series.dropna().to_numpy(dtype=float)
-        if present.size and (present != np.round(present)).any():
+        # Non-integer values, or missing values in a numeric column, need bins (a missing value gets a bin of its own).
+        if present.size and ((present != np.round(present)).any() or n_missing):
             low, high = float(present.min()), float(present.max())
             spec = [float(f"{e:.6g}") for e in np.linspace(low, high if high > low else low + 1, n_bins + 1)]
             spec[0], spec[-1] = min(spec[0], low), max(spec[-1], high)
