@@ -52,6 +52,13 @@ def test_run_writes_the_run_folder_and_pairs_differ_only_in_protected(data_home,
     assert (frame["prediction"] != frame["prediction_counterpart"]).all()
     assert set(frame["sex"].unique()) <= {"male", "female"}
     assert "IDIs" in (out / "report.md").read_text()
+    assert res.output.index("share of test individuals affected: ") < res.output.index("n_idis")
+    assert "most harmed group: sex=" in res.output
+    assert summary["verdict"]["population"] == "test" and summary["verdict"]["favourable"] == 1
+    d = summary["idi_directions"]
+    assert d["n_idi_favoured"] + d["n_counterpart_favoured"] == summary["n_idis"]
+    assert d["n_idi_favoured"] == int((frame["prediction"] == 1).sum())
+    assert (out / "report.html").exists()
     again = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--seeds", "cluster",
                              "--max-global", 5, "--max-local", 5, "--out", out))
     assert again.exit_code == 0, "a previous run folder may be overwritten"

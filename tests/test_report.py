@@ -48,7 +48,7 @@ def test_parents_created_before_a_failure_are_removed(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
-def toy_outcome(sink=None):
+def toy_outcome(sink=None, *, with_verdict=False):
     import numpy as np
     from toys import biased_module, toy_domain
 
@@ -64,9 +64,17 @@ def toy_outcome(sink=None):
         as_model(biased_module()), domain, seeds, random_state=0, sink=sink)
     config = RunConfig(dataset="toy", protected=("sex", "race"), model="toy", seeds="random", max_global=30,
                        max_local=30)
+    verdict = None
+    if with_verdict:
+        from toys import toy_dataset
+
+        from chiralfair.estimate import estimate
+        verdict = estimate(as_model(biased_module()), toy_dataset(protected=("sex", "race")), population="rows",
+                           favourable=1)
     return RunOutcome(config, result, SeedReport("random", seeds, np.zeros(30, dtype=bool)), domain,
                       {"name": "toy", "f1": 0.5, "accuracy": 0.5, "train_seconds": 0.0, "from_cache": True},
-                      {"search": result.seconds, "total": result.seconds})
+                      {"search": result.seconds, "total": result.seconds}, verdict=verdict,
+                      favourable=1 if with_verdict else None)
 
 
 def test_write_run_writes_in_memory_pairs_and_a_final_result_json(tmp_path):
@@ -112,3 +120,57 @@ def test_report_says_on_which_rows_the_model_was_scored():
     own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8,
                                              "evaluated_on": "all rows of the given data"}}, None)
     assert "on all rows of the given data (may include the rows it was trained on" in own
+
+
+def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(tmp_path):
+    import re
+
+    from chiralfair.report import write_run
+    from chiralfair.verdict import Verdict
+
+    outcome = toy_outcome(with_verdict=True)
+    write_run(outcome, tmp_path)
+    md = (tmp_path / "report.md").read_text()
+    assert md.index("## Verdict") < md.index("## Search") < md.index("idis_by_protected_value.png")
+    assert "not who is most discriminated" in md
+    page = (tmp_path / "report.html").read_text()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page), "no external asset"
+    images = re.findall(r'<img src="([^"]*)"', page)
+    assert len(images) == 3, "share by group, probability gap, IDIs by protected value"
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert "<table>" in page and page.index("Verdict") < page.index("Search")
+    for name in ("share_affected_by_group.png", "probability_gap.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    summary = json.loads((tmp_path / "result.json").read_text())
+    assert Verdict.from_json(json.dumps(summary["verdict"])) == outcome.verdict
+
+
+def test_idi_directions_add_up_and_name_the_group_the_biased_toy_disfavours(tmp_path):
+    from chiralfair.report import render_markdown, verdict_lines
+    from chiralfair.run_folder import PairSink
+
+    outcome = toy_outcome(with_verdict=True)  # pairs in memory: compare the aggregates with the pairs
+    d = outcome.summary()["idi_directions"]
+    res = outcome.result
+    assert d["n_idi_favoured"] + d["n_counterpart_favoured"] == res.n_idis > 0
+    assert d["n_idi_favoured"] == int((res.idi_labels == 1).sum())
+    by_sex = {r["group"]: r for r in d["disfavoured"] if r["attribute"] == "sex"}
+    # the biased toy adds 3 to the score of sex=1 (Male): wherever sex differs, Female gets the unfavourable label
+    assert by_sex["sex=Female"]["n_disfavoured"] > 0 and by_sex["sex=Female"]["n_favoured"] == 0
+    sex_differs = res.idis[:, 0] != res.counterparts[:, 0]
+    assert by_sex["sex=Female"]["n_disfavoured"] == int(sex_differs.sum())
+    streamed = toy_outcome(PairSink(tmp_path / "idis.parquet"), with_verdict=True)
+    assert streamed.summary()["idi_directions"] == d, "aggregates from the search equal counts over the pairs"
+    lines = verdict_lines(outcome.summary())
+    assert lines[0].startswith("share of the dataset's individuals affected: ")
+    assert lines[1].startswith("most harmed group: sex=Female")
+    assert "| sex=Female |" in render_markdown(outcome.summary(), None)
+
+
+def test_a_run_without_verdict_says_so_and_still_writes_the_html(tmp_path):
+    from chiralfair.report import write_run
+
+    write_run(toy_outcome(), tmp_path)
+    assert "No verdict in this run" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "report.html").exists() and not (tmp_path / "share_affected_by_group.png").exists()
+    assert json.loads((tmp_path / "result.json").read_text())["verdict"] is None

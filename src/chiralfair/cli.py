@@ -80,7 +80,8 @@ def _progress(steps: list[str], enabled: bool):
     bar = tqdm(total=len(steps), disable=not (enabled and sys.stderr.isatty()), file=sys.stderr, leave=False,
                bar_format="{desc:<32} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]")
     labels = {"data": "loading data", "model": "training or loading the model",
-              "seeds": "selecting seeds", "search": "searching for IDIs"}
+              "seeds": "selecting seeds", "search": "searching for IDIs",
+              "verdict": "estimating the share affected"}
     seen: list[str] = []
 
     def on_step(name: str) -> None:
@@ -220,7 +221,14 @@ def run(
                             "random_state": (random_state, 0)})
 
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
-    from .report import describe_clustering, prepare_run_folder, remove_empty_folders, summary_rows, write_run
+    from .report import (
+        describe_clustering,
+        prepare_run_folder,
+        remove_empty_folders,
+        summary_rows,
+        verdict_lines,
+        write_run,
+    )
 
     _setup_logging(verbose)
     config = RunConfig(dataset=dataset, protected=protected_list(protected or ""), model=model, seeds=seeds,
@@ -232,7 +240,7 @@ def run(
         validate_config(config)
         if out is not None:
             created = prepare_run_folder(out)
-        with _progress(["data", "model", "seeds", "search"], enabled=not json_out) as on_step:
+        with _progress(["data", "model", "seeds", "search", "verdict"], enabled=not json_out) as on_step:
             outcome = run_experiment(config, on_step=on_step, out=out)
         summary = outcome.summary()
         if out is not None:
@@ -249,6 +257,8 @@ def run(
     m = summary["model"]
     title = (f"{config.dataset} / {','.join(summary['meta']['protected'])} / {model} (test F1 {m['f1']:.3f}) — "
              f"{generator} with {seeds} seeds, max_global {max_global}, max_local {max_local}")
+    for line in verdict_lines(summary):
+        typer.echo(line)
     _print_table(summary_rows(summary), title)
     if summary["seeds"].get("clustering"):
         typer.echo(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")

@@ -5,6 +5,7 @@ This is the main job behind ``chiralfair run``; experiment grids build on :func:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -15,8 +16,9 @@ from typing import Any
 
 from . import __version__
 from ._validation import check_int
+from .estimate import FAVOURABLE, estimate
 from .generators import make_generator
-from .results import SearchResult, SeedReport
+from .results import SearchResult, SeedReport, disfavoured_groups
 from .run_folder import (
     PAIRS_NAME,
     PairSink,
@@ -27,6 +29,7 @@ from .run_folder import (
 )
 from .seeds import make_seed_strategy
 from .seeds.names import chiral_params
+from .verdict import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +64,9 @@ class RunConfig:
     allow_checksum_mismatch : bool
     generator_params : dict
         Extra hyper-parameters for the generator.
+    verdict : bool
+        Also estimate the share of the test split that the model discriminates
+        (:func:`chiralfair.estimate.estimate`), with the benchmark's favourable label.
     """
 
     dataset: str = "census"
@@ -75,6 +81,7 @@ class RunConfig:
     cache_dir: str | None = None
     allow_checksum_mismatch: bool = False
     generator_params: dict[str, Any] = field(default_factory=dict)
+    verdict: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
@@ -101,9 +108,14 @@ class RunOutcome:
         ``f1``, ``accuracy``, ``train_seconds``, ``from_cache``.
     seconds : dict of str to float
         Wall seconds per step: ``data``, ``model``, ``seeds``, ``search`` (streaming the pairs included),
-        ``total``; the run folder's ``result.json`` adds ``write``, the time of ``report.write_run``.
+        ``verdict`` (when estimated), ``total``; the run folder's ``result.json`` adds ``write``, the time of
+        ``report.write_run``.
     notes : tuple of str
         About the data: a raw file that is not the published one, a protected attribute outside the dataset's.
+    verdict : Verdict or None
+        Share of the test split affected, with the harm table (None when not asked for).
+    favourable : int or None
+        The favourable label (0 or 1), when known: the IDI pairs are then counted by the side it goes to.
     """
 
     config: RunConfig
@@ -113,10 +125,20 @@ class RunOutcome:
     model_info: dict[str, Any]
     seconds: dict[str, float]
     notes: tuple[str, ...] = ()
+    verdict: Verdict | None = None
+    favourable: int | None = None
 
     def summary(self) -> dict[str, Any]:
-        """The figures of result.json: search summary, seeds, model, timings and meta."""
-        out = self.result.summary()
+        """The figures of result.json: verdict, search summary, direction of the IDI pairs, seeds, model, timings.
+
+        ``verdict`` is :meth:`Verdict.to_json` as an object (or None). ``idi_directions`` (when the favourable
+        label is known) holds ``favourable``, ``n_idi_favoured`` and ``n_counterpart_favoured`` (they add up to
+        ``n_idis``), ``by_protected_value`` (:meth:`SearchResult.idi_directions` records) and ``disfavoured``
+        (:func:`~chiralfair.results.disfavoured_groups` records).
+        """
+        out = {"verdict": None if self.verdict is None else json.loads(self.verdict.to_json())}
+        out.update(self.result.summary())
+        out["idi_directions"] = self.idi_directions()
         out["initialization_rate"] = self.seed_report.initialization_rate
         out["seeds"] = {
             "strategy": self.seed_report.strategy, "n_seeds": self.seed_report.n_seeds,
@@ -132,6 +154,22 @@ class RunOutcome:
                        "generator_params": self.result.meta.get("params"),
                        "domain": self.domain.to_dict()}
         return out
+
+    def idi_directions(self) -> dict[str, Any] | None:
+        """Which side of each IDI pair gets the favourable label, counted from the search's aggregates.
+
+        Returns
+        -------
+        dict or None
+            See :meth:`summary`; None when the favourable label is not known.
+        """
+        if self.favourable is None:
+            return None
+        table = self.result.idi_directions(self.domain, self.favourable)
+        return {"favourable": self.favourable, "n_idi_favoured": int(table["n_idi_favoured"].sum()),
+                "n_counterpart_favoured": int(table["n_counterpart_favoured"].sum()),
+                "by_protected_value": table.to_dict(orient="records"),
+                "disfavoured": disfavoured_groups(table, self.domain.protected_names).to_dict(orient="records")}
 
 
 def validate_config(config: RunConfig) -> None:
@@ -179,7 +217,7 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     config : RunConfig
     on_step : callable, optional
         Called with the name of each step as it starts (``"data"``, ``"model"``, ``"seeds"``, ``"search"``),
-        e.g. to drive a progress display.
+        e.g. to drive a progress display; ``"verdict"`` follows when the verdict is estimated.
     out : str or path-like, optional
         Run folder. When given, the search streams its IDI pairs to ``out/idis.parquet`` with bounded memory,
         and ``out/result.json`` says ``"partial": true`` from the start of the search until
@@ -256,11 +294,21 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcom
                            Path(out) / PAIRS_NAME)
         raise
     seconds["search"] = time.perf_counter() - t
+
+    known = FAVOURABLE.get((dataset.name, dataset.positive_class))  # None: a dataset of unknown favourable label
+    favourable = None if known is None else known[0]
+    verdict = None
+    if config.verdict and favourable is not None:
+        step("verdict")
+        t = time.perf_counter()
+        verdict = estimate(trained, dataset, population="test", random_state=config.random_state)
+        seconds["verdict"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t_all
 
     model_info = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy,
                   "train_seconds": trained.train_seconds, "from_cache": trained.from_cache}
-    return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds, tuple(notes))
+    return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds, tuple(notes),
+                      verdict=verdict, favourable=favourable)
 
 
 def _data_notes(config: RunConfig, dataset) -> list[str]:

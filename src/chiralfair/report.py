@@ -1,4 +1,8 @@
-"""The run folder (design §7): ``result.json``, ``idis.parquet`` and ``report.md`` with a PNG plot.
+"""The run folder (design §7): ``result.json``, ``idis.parquet``, ``report.md`` with PNG plots, ``report.html``.
+
+The report shows the verdict first (share of the test split affected, per group, with intervals; the
+probability gap), then the search. ``report.html`` is the same report as one self-contained page (plots embedded
+as base64 PNG data URIs, no external assets).
 
 Writes are atomic (temporary file + rename). A folder is accepted for output when it does not exist, is
 empty, or holds a previous run (its ``result.json`` carries chiralfair metadata); anything else is refused so
@@ -9,6 +13,8 @@ values, accumulated while searching), never row by row, so it takes the same tim
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import os
 import tempfile
@@ -30,14 +36,22 @@ from .run_folder import (
 )
 
 __all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clustering", "is_previous_run",
-           "prepare_run_folder", "remove_empty_folders", "render_markdown", "summary_rows", "write_pairs", "write_run"]
+           "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown", "summary_rows",
+           "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
-RUN_FILES = ("result.json", "idis.parquet", "report.md", "idis_by_protected_value.png")
+SHARE_PLOT = "share_affected_by_group.png"
+GAP_PLOT = "probability_gap.png"
+SEARCH_PLOT = "idis_by_protected_value.png"
+RUN_FILES = ("result.json", "idis.parquet", "report.md", "report.html", SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)
+HTML_STYLE = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+              "line-height:1.45;color:#222}table{border-collapse:collapse;margin:1rem 0}"
+              "th,td{border:1px solid #ccc;padding:.25rem .6rem;text-align:left}th{background:#f2f2f2}"
+              "img{max-width:100%;height:auto}code{background:#f5f5f5;padding:0 .2rem}h2{margin-top:2rem}")
 
 
 def write_run(outcome, path: str | os.PathLike) -> Path:
-    """Finish the run folder of a :class:`~chiralfair.experiments.RunOutcome`: pairs, plot, report, result.json.
+    """Finish the run folder of a :class:`~chiralfair.experiments.RunOutcome`: pairs, plots, reports, result.json.
 
     Pairs already streamed to this folder's ``idis.parquet`` (``run_experiment(..., out=path)``) are left as
     they are; pairs held in memory, or streamed elsewhere, are written here. ``result.json`` is written last,
@@ -69,7 +83,11 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     plot = _plot_protected_values(outcome, folder)
     summary = outcome.summary()
     summary["partial"] = False
-    atomic_write_bytes(folder / "report.md", render_markdown(summary, plot).encode())
+    verdict = summary.get("verdict")
+    verdict_plots = [p for p in (_plot_share_by_group(verdict, folder), _plot_gap_histogram(verdict, folder)) if p]
+    text = render_markdown(summary, plot, verdict_plots=verdict_plots)
+    atomic_write_bytes(folder / "report.md", text.encode())
+    atomic_write_bytes(folder / "report.html", render_html(text, folder, summary_title(summary)).encode())
     summary["seconds_by_step"]["write"] = time.perf_counter() - t0
     atomic_write_bytes(folder / "result.json", json.dumps(summary, indent=2, default=_plain).encode())
     return folder
@@ -112,19 +130,72 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
-    """report.md text for a run summary."""
+def summary_title(summary: dict[str, Any]) -> str:
+    """The report's title: dataset / protected attributes / model."""
+    cfg = summary["meta"]["config"]
+    return f"chiralfair run: {cfg['dataset']} / {', '.join(summary['meta']['protected'])} / {cfg['model']}"
+
+
+def verdict_lines(summary: dict[str, Any]) -> list[str]:
+    """The verdict in two lines for the CLI: the share of test individuals affected, and the most harmed group.
+
+    Returns
+    -------
+    list of str
+        Empty when the run has no verdict.
+    """
+    v = summary.get("verdict")
+    if not v:
+        return []
+    lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
+             + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
+    group = most_harmed_group(v)
+    if group is not None:
+        lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
+                     f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
+                     "favourable one)")
+    return lines
+
+
+def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
+    """The single-attribute group with the largest share of its individuals harmed (None if nobody is harmed).
+
+    A harmed individual gets the unfavourable label while a counterpart gets the favourable one.
+    """
+    singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]]
+    return max(singles, key=lambda g: g["n_harmed"] / g["n"], default=None)
+
+
+def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=()) -> str:
+    """report.md text for a run summary: the verdict first (when the summary has one), then the search.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary`.
+    plot : str or None
+        File name of the plot of IDIs by protected value.
+    verdict_plots : sequence of str
+        File names of the verdict's plots (share affected by group, probability gap).
+    """
     cfg = summary["meta"]["config"]
     model = summary["model"]
     lines = [
-        f"# chiralfair run: {cfg['dataset']} / {', '.join(summary['meta']['protected'])} / {cfg['model']}",
+        f"# {summary_title(summary)}",
         "",
-        f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
-        f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
         f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
         f"{model.get('evaluated_on', 'the test split')}"
         + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
            " each bin's representative value)." if "evaluated_on" in model else "."),
+    ]
+    if "verdict" in summary:
+        lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
+    lines += [
+        "",
+        "## Search",
+        "",
+        f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
+        f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
         "",
         "| figure | value |",
         "|---|---|",
@@ -136,6 +207,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
         f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
         " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
     ]
+    lines += _directions_markdown(summary.get("idi_directions"), summary["n_idis"])
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
         lines += ["", f"Seed selection found {seeds['n_initial_idis']} initial IDIs among"
@@ -146,11 +218,110 @@ def render_markdown(summary: dict[str, Any], plot: str | None) -> str:
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
     if plot:
-        lines += ["", f"![IDIs by protected value]({plot})"]
+        lines += ["", f"![IDIs found by the search, by protected value]({plot})", "",
+                  "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
+                  " budget), not who is most discriminated; the verdict above says who is.*"]
     if summary["n_idis"] == 0:
         lines += ["", "No IDI was found within this budget. That is not proof of fairness: try a larger budget,"
                       " another generator or I&D seeds."]
     return "\n".join(lines) + "\n"
+
+
+def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
+    if not v:
+        return ["No verdict in this run (it was not asked for, or the favourable label of this data is not"
+                " known): `chiralfair estimate` or `chiralfair.estimate(..., favourable=...)` computes it."]
+    how = ("every individual checked" if v["exact"] else
+           f"{v['confidence']:.0%} {v['method']} interval, {v['n_individuals']:,} individuals checked")
+    out = [f"**Share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}**"
+           f" ({how}). An individual is affected when a counterpart differing only in"
+           f" {', '.join(v['protected'])} gets another label"
+           + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
+    group = most_harmed_group(v)
+    if group is not None:
+        out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
+                    f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
+                    f" one (favourable label {v['favourable']})."]
+    level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
+    out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label, among the group's affected:", "",
+            "| group | n | affected | harmed among affected |", "|---|---|---|---|"]
+    for g in v["groups"]:
+        harmed = ("-" if g["harmed_share"] is None else
+                  _share(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], v["exact"], say_exact=False)
+                  + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
+        affected = _share(g["share_affected"], g["lower"], g["upper"], v["exact"], say_exact=False)
+        out.append(f"| {g['group']} | {g['n']:,} | {affected} | {harmed} |")
+    if v.get("gap"):
+        q = v["gap"]["quantiles"]
+        out += ["", "How badly: the gap max |P(x) - P(x')| in positive-class probability between an individual and"
+                    " its counterparts: " + ", ".join(f"{_quantile_name(k)} {x:.3f}" for k, x in q.items()) + "."]
+    if v.get("rules"):
+        out += ["", "What the affected share (depth-3 tree on the non-protected features):"]
+        out += [f"- {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}),"
+                f" {r['coverage']:.1%} of all affected" for r in v["rules"]]
+    for name in plots:
+        out += ["", f"![{name.removesuffix('.png').replace('_', ' ')}]({name})"]
+    if v.get("notes"):
+        out += ["", *[f"- {n}" for n in v["notes"]]]
+    return out
+
+
+def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
+    if not d or not n_idis:
+        return []
+    out = ["", f"Direction of the IDI pairs (favourable label {d['favourable']}): the IDI gets it in"
+               f" {d['n_idi_favoured']:,}, its counterpart in {d['n_counterpart_favoured']:,} of {n_idis:,} pairs."]
+    rows = [r for r in d["disfavoured"] if r["n_disfavoured"] or r["n_favoured"]]
+    if rows:
+        out += ["", "| protected value | pairs where it is disfavoured | pairs where it is favoured |", "|---|---|---|",
+                *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]
+    return out
+
+
+def _population_noun(v: dict[str, Any]) -> str:
+    return {"test": "test individuals", "rows": "the dataset's individuals",
+            "domain": "the input domain"}.get(v["population"], v["population"])
+
+
+def _share(share, lower, upper, exact: bool, *, say_exact: bool = True) -> str:
+    if share is None:
+        return "-"
+    if exact:
+        return f"{share:.2%}" + (" (exact)" if say_exact else "")
+    return f"{share:.2%} [{lower:.2%}, {upper:.2%}]"
+
+
+def _quantile_name(level: str) -> str:
+    value = float(level)
+    return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
+
+
+def render_html(markdown_text: str, folder: Path, title: str) -> str:
+    """The report as one self-contained HTML page: the folder's PNG plots embedded as base64 data URIs.
+
+    Parameters
+    ----------
+    markdown_text : str
+        :func:`render_markdown`'s text.
+    folder : pathlib.Path
+        Holds the PNG files the text refers to.
+    title : str
+
+    Returns
+    -------
+    str
+        The page; it loads nothing from elsewhere.
+    """
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
+    for name in (SEARCH_PLOT, SHARE_PLOT, GAP_PLOT):
+        png = folder / name
+        if f'src="{name}"' in body and png.exists():
+            data = base64.b64encode(png.read_bytes()).decode("ascii")
+            body = body.replace(f'src="{name}"', f'src="data:image/png;base64,{data}"')
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            f"<style>{HTML_STYLE}</style></head><body>\n{body}</body></html>\n")
 
 
 def describe_clustering(c: dict[str, Any]) -> str:
@@ -175,17 +346,78 @@ def describe_clustering(c: dict[str, Any]) -> str:
     return "; ".join(parts) + "."
 
 
-def _plot_protected_values(outcome, folder: Path) -> str | None:
-    """Bar chart of IDIs by (own → counterpart) protected values; returns the file name or None."""
-    res = outcome.result
-    if res.n_idis == 0:
-        (folder / "idis_by_protected_value.png").unlink(missing_ok=True)
+def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | None:
+    """Share affected per group with its interval (horizontal error bars); returns the file name or None."""
+    groups = [g for g in (verdict or {}).get("groups", ()) if g["n"]]
+    if not groups:
+        (folder / SHARE_PLOT).unlink(missing_ok=True)
         return None
+    plt = _pyplot()
+    share = np.array([g["share_affected"] for g in groups])
+    lower = np.array([g["lower"] for g in groups])
+    upper = np.array([g["upper"] for g in groups])
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.6))
+    y = np.arange(len(groups))[::-1]
+    ax.barh(y, share * 100, color="#cc6677", alpha=0.8)
+    if not verdict["exact"]:
+        ax.errorbar(share * 100, y, xerr=np.vstack([share - lower, upper - share]) * 100, fmt="none",
+                    ecolor="black", capsize=3)
+    ax.axvline(verdict["share"] * 100, color="#4477aa", linestyle="--")
+    ax.set_yticks(y, [g["group"] for g in groups])
+    ax.set_xlabel(f"% of {_population_noun(verdict)} affected")
+    level = "exact" if verdict["exact"] else f"{verdict['group_confidence']:.1%} intervals"
+    ax.set_title(f"Share affected per group ({level}); dashed line: all, {verdict['share']:.2%}")
+    return _save(fig, folder, SHARE_PLOT)
+
+
+def _plot_gap_histogram(verdict: dict[str, Any] | None, folder: Path) -> str | None:
+    """Histogram of the probability gap, all individuals and affected ones; returns the file name or None."""
+    if not verdict or not verdict.get("gap"):
+        (folder / GAP_PLOT).unlink(missing_ok=True)
+        return None
+    plt = _pyplot()
+    hist = verdict["gap"]["histogram"]
+    edges = np.asarray(hist["edges"])
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.stairs(hist["counts"], edges, fill=True, color="#bbbbbb", label="all checked")
+    ax.stairs(hist["counts_affected"], edges, fill=True, color="#cc6677", alpha=0.8, label="affected")
+    ax.set_yscale("symlog", linthresh=1)
+    ax.set_xlabel("probability gap max |P(x) - P(x')| over counterparts")
+    ax.set_ylabel("individuals")
+    ax.set_title("How far counterparts' probabilities are apart")
+    ax.legend()
+    return _save(fig, folder, GAP_PLOT)
+
+
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig, folder: Path, name: str) -> str:
+    """Save a figure atomically (temporary file + rename) and close it."""
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".png")
+    os.close(fd)
+    fig.savefig(tmp, dpi=100)
+    fig.clf()
+    _pyplot().close(fig)
+    make_shareable(tmp)
+    os.replace(tmp, folder / name)
+    return name
+
+
+def _plot_protected_values(outcome, folder: Path) -> str | None:
+    """Bar chart of IDIs by (own → counterpart) protected values; returns the file name or None."""
+    res = outcome.result
+    if res.n_idis == 0:
+        (folder / SEARCH_PLOT).unlink(missing_ok=True)
+        return None
+    plt = _pyplot()
     dom = outcome.domain
     counts = res.protected_value_counts(dom).head(20)
     own = counts[dom.protected_names].astype(str).to_numpy()
@@ -193,16 +425,10 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     names = ["/".join(a) + " → " + "/".join(b) for a, b in zip(own, cf, strict=True)]
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(counts) + 1.2))
     ax.barh(names[::-1], counts["n_idis"].to_numpy()[::-1], color="#4477aa")
-    ax.set_xlabel("IDIs")
-    ax.set_title(f"IDIs by {' / '.join(dom.protected_names)}\n(own value → counterpart value)")
-    fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    make_shareable(tmp)
-    os.replace(tmp, folder / "idis_by_protected_value.png")
-    return "idis_by_protected_value.png"
+    ax.set_xlabel("IDIs found by the search")
+    ax.set_title(f"Where the search went: IDIs by {' / '.join(dom.protected_names)}\n(own value → counterpart value;"
+                 " not who is most discriminated)", fontsize=10)
+    return _save(fig, folder, SEARCH_PLOT)
 
 
 def _plain(o):

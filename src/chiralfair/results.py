@@ -122,6 +122,9 @@ class SearchResult:
     pa_pair_counts : numpy.ndarray of int64, shape (n_combinations_found, 2 * n_protected + 1), or None
         IDIs counted by (own protected codes, counterpart protected codes), accumulated while searching,
         most frequent first; ``None`` when not recorded (then :meth:`protected_value_counts` counts the pairs).
+    pa_label_counts : numpy.ndarray of int64, shape (n_combinations_found, 2 * n_protected + 2), or None
+        IDIs counted by (own protected codes, counterpart protected codes, the IDI's predicted label),
+        accumulated while searching; ``None`` when not recorded (then :meth:`idi_directions` counts the pairs).
     pairs_path : str or None
         The ``idis.parquet`` dataset folder the pairs were streamed to, or ``None`` for pairs held in memory.
 
@@ -149,6 +152,7 @@ class SearchResult:
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     pa_pair_counts: np.ndarray | None = None
+    pa_label_counts: np.ndarray | None = None
     pairs_path: str | None = None
 
     def __post_init__(self):
@@ -234,10 +238,54 @@ class SearchResult:
         frame["n_idis"] = table[:, -1]
         return pd.DataFrame(frame)
 
+    def idi_directions(self, domain: Domain, favourable: int) -> pd.DataFrame:
+        """IDI pairs counted by own and counterpart protected values and by the side the model favours.
+
+        Uses the counts accumulated during the search when present, so no pair is read back.
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain searched.
+        favourable : {0, 1}
+            The favourable label.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_combinations_found, 2 * n_attributes + 3)
+            Decoded protected values (as in :meth:`protected_value_counts`), ``n_idis``, ``n_idi_favoured``
+            (the IDI gets the favourable label, its counterpart the other) and ``n_counterpart_favoured``;
+            most IDIs first. The two counts add up to ``n_idis``.
+        """
+        k = len(domain.protected)
+        if self.pa_label_counts is not None:
+            table = np.asarray(self.pa_label_counts, dtype=np.int64).reshape(-1, 2 * k + 2)
+        else:
+            pa = list(domain.protected)
+            found = protected_pair_counts(self.idis[:, pa],
+                                          np.hstack([self.counterparts[:, pa], self.idi_labels[:, None]]))
+            table = np.array([[*v, n] for v, n in found], dtype=np.int64).reshape(-1, 2 * k + 2)
+        favoured = table[:, 2 * k] == favourable
+        codes = pd.DataFrame(table[:, :2 * k])
+        counts = pd.DataFrame({"n_idis": table[:, -1], "n_idi_favoured": np.where(favoured, table[:, -1], 0),
+                               "n_counterpart_favoured": np.where(favoured, 0, table[:, -1])})
+        merged = counts.groupby([codes[c] for c in codes.columns], sort=False).sum().reset_index()
+        merged = merged.sort_values("n_idis", ascending=False, kind="stable").reset_index(drop=True)
+        pairs = merged.iloc[:, :2 * k].to_numpy(dtype=np.int64)
+        frame = {}
+        for side, suffix in ((0, ""), (1, "_counterpart")):
+            rows = np.zeros((len(pairs), domain.n_features), dtype=np.int64)
+            rows[:, list(domain.protected)] = pairs[:, side * k:(side + 1) * k]
+            for name, text in domain.describe_protected(rows).items():
+                frame[name + suffix] = text
+        for col in ("n_idis", "n_idi_favoured", "n_counterpart_favoured"):
+            frame[col] = merged[col].to_numpy(dtype=np.int64)
+        return pd.DataFrame(frame)
+
     def to_json(self) -> str:
         """Serialize everything (arrays as lists; streamed pairs are read back first)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in (*PAIR_ARRAYS, "pa_pair_counts"):
+        for k in (*PAIR_ARRAYS, "pa_pair_counts", "pa_label_counts"):
             d[k] = None if d[k] is None else np.asarray(d[k]).tolist()
         d["notes"] = list(self.notes)
         d["success_rate"] = self.success_rate
@@ -259,9 +307,47 @@ class SearchResult:
         d["counterpart_labels"] = _arr(d["counterpart_labels"], np.int64)
         d["phase"] = np.asarray(d["phase"], dtype=str)
         d["notes"] = tuple(d["notes"])
-        if d.get("pa_pair_counts") is not None:
-            d["pa_pair_counts"] = np.asarray(d["pa_pair_counts"], dtype=np.int64)
+        for k in ("pa_pair_counts", "pa_label_counts"):
+            if d.get(k) is not None:
+                d[k] = np.asarray(d[k], dtype=np.int64)
         return cls(**d)
+
+
+def disfavoured_groups(directions: pd.DataFrame, protected_names) -> pd.DataFrame:
+    """Per protected value: in how many IDI pairs differing in that attribute it is the disfavoured side.
+
+    Parameters
+    ----------
+    directions : pandas.DataFrame
+        :meth:`SearchResult.idi_directions`.
+    protected_names : sequence of str
+        The protected attributes (:attr:`Domain.protected_names`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``attribute``, ``group`` (``"sex=Female"``), ``n_disfavoured`` (pairs where this value gets
+        the unfavourable label and the other side, with another value of the attribute, the favourable one),
+        ``n_favoured``; most disfavoured first. Pairs that agree on an attribute do not count for it.
+    """
+    rows = []
+    for name in protected_names:
+        own, other = directions[name].astype(str), directions[name + "_counterpart"].astype(str)
+        differs = (own != other).to_numpy()
+        idi_fav = directions["n_idi_favoured"].to_numpy()
+        cf_fav = directions["n_counterpart_favoured"].to_numpy()
+        # the IDI is disfavoured when its counterpart is favoured, and the other way round
+        disfavoured = pd.concat([pd.Series(cf_fav[differs], index=own[differs].to_numpy()),
+                                 pd.Series(idi_fav[differs], index=other[differs].to_numpy())])
+        favoured = pd.concat([pd.Series(idi_fav[differs], index=own[differs].to_numpy()),
+                              pd.Series(cf_fav[differs], index=other[differs].to_numpy())])
+        by_value = pd.DataFrame({"n_disfavoured": disfavoured.groupby(level=0).sum(),
+                                 "n_favoured": favoured.groupby(level=0).sum()}).fillna(0).astype(np.int64)
+        for value, r in by_value.iterrows():
+            rows.append({"attribute": name, "group": f"{name}={value}", "n_disfavoured": int(r["n_disfavoured"]),
+                         "n_favoured": int(r["n_favoured"])})
+    frame = pd.DataFrame(rows, columns=["attribute", "group", "n_disfavoured", "n_favoured"])
+    return frame.sort_values("n_disfavoured", ascending=False, kind="stable").reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -311,6 +397,50 @@ class SeedReport:
     def initialization_rate(self) -> float:
         """Share of seeds that are IDIs (the I&D paper's Table 3); 0 for no seeds."""
         return float(np.mean(self.is_idi)) if len(self.is_idi) else 0.0
+
+    def idi_directions(self, domain: Domain, favourable: int) -> pd.DataFrame:
+        """IDI pairs counted by own and counterpart protected values and by the side the model favours.
+
+        Uses the counts accumulated during the search when present, so no pair is read back.
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain searched.
+        favourable : {0, 1}
+            The favourable label.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_combinations_found, 2 * n_attributes + 3)
+            Decoded protected values (as in :meth:`protected_value_counts`), ``n_idis``, ``n_idi_favoured``
+            (the IDI gets the favourable label, its counterpart the other) and ``n_counterpart_favoured``;
+            most IDIs first. The two counts add up to ``n_idis``.
+        """
+        k = len(domain.protected)
+        if self.pa_label_counts is not None:
+            table = np.asarray(self.pa_label_counts, dtype=np.int64).reshape(-1, 2 * k + 2)
+        else:
+            pa = list(domain.protected)
+            found = protected_pair_counts(self.idis[:, pa],
+                                          np.hstack([self.counterparts[:, pa], self.idi_labels[:, None]]))
+            table = np.array([[*v, n] for v, n in found], dtype=np.int64).reshape(-1, 2 * k + 2)
+        favoured = table[:, 2 * k] == favourable
+        codes = pd.DataFrame(table[:, :2 * k])
+        counts = pd.DataFrame({"n_idis": table[:, -1], "n_idi_favoured": np.where(favoured, table[:, -1], 0),
+                               "n_counterpart_favoured": np.where(favoured, 0, table[:, -1])})
+        merged = counts.groupby([codes[c] for c in codes.columns], sort=False).sum().reset_index()
+        merged = merged.sort_values("n_idis", ascending=False, kind="stable").reset_index(drop=True)
+        pairs = merged.iloc[:, :2 * k].to_numpy(dtype=np.int64)
+        frame = {}
+        for side, suffix in ((0, ""), (1, "_counterpart")):
+            rows = np.zeros((len(pairs), domain.n_features), dtype=np.int64)
+            rows[:, list(domain.protected)] = pairs[:, side * k:(side + 1) * k]
+            for name, text in domain.describe_protected(rows).items():
+                frame[name + suffix] = text
+        for col in ("n_idis", "n_idi_favoured", "n_counterpart_favoured"):
+            frame[col] = merged[col].to_numpy(dtype=np.int64)
+        return pd.DataFrame(frame)
 
     def to_json(self) -> str:
         """Serialize everything (arrays as lists)."""

@@ -128,6 +128,7 @@ class IDIRecorder:
         self._idi_keys = key_set_for(domain)
         self._parts: list[tuple] = []
         self._pair_counts: dict[tuple, int] = {}
+        self._label_counts: dict[tuple, int] = {}
         self._n_phase = dict.fromkeys(PHASES, 0)
         self.n_checked = dict.fromkeys(PHASES, 0)
         self.n_seed_idis = 0
@@ -175,6 +176,9 @@ class IDIRecorder:
         pa = list(self.domain.protected)
         for values, count in protected_pair_counts(X[:, pa], C[:, pa]):
             self._pair_counts[values] = self._pair_counts.get(values, 0) + count
+        # with the IDI's label, so a report can tell which side is favoured without reading the pairs back
+        for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
+            self._label_counts[values] = self._label_counts.get(values, 0) + count
         if self.sink is not None:
             self.sink.write(X, C, y, yc, phase)
         else:
@@ -213,13 +217,16 @@ class IDIRecorder:
         """Freeze what was recorded into a :class:`SearchResult` (closing the sink, if any)."""
         seconds = self.seconds
         counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        k = len(self.domain.protected)
         common = dict(
             generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
             n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
             n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,
             seconds=seconds, notes=tuple(notes), meta=dict(meta or {}),
             pa_pair_counts=np.array([[*values, n] for values, n in counts], dtype=np.int64).reshape(
-                len(counts), 2 * len(self.domain.protected) + 1))
+                len(counts), 2 * k + 1),
+            pa_label_counts=np.array([[*values, n] for values, n in sorted(self._label_counts.items())],
+                                     dtype=np.int64).reshape(len(self._label_counts), 2 * k + 2))
         if self.sink is not None:
             return SearchResult(**common, pairs_path=str(self.sink.close()))
         d = self.domain.n_features
