@@ -9,8 +9,8 @@ A cold run is the quick-start command (``chiralfair run --dataset census --prote
 --generator aequitas --out DIR``) in a subprocess under ``/usr/bin/time -v`` with a new, empty
 ``CHIRALFAIR_CACHE``; a warm run repeats it with the cache the cold run filled. The split comes from the run
 folder's ``result.json``: ``model`` (training the DNN), ``seeds.seconds.chiral_training``, the rest of ``seeds``
-(selection), ``search``, ``write``; ``import and start`` is the process's wall time minus all of those (Python
-start-up, imports, argument checks, loading the data). The CLI's answer times (``--help``, ``--version``,
+(selection), ``search``, ``verdict``, ``write``; ``import and start`` is the process's wall time minus all of those
+(Python start-up, imports, argument checks). The CLI's answer times (``--help``, ``--version``,
 ``datasets`` and the refusal of ``run --max-global 0``) are whole-process wall times, median of ``--quick-repeats``.
 
 Writes benchmarks/results/cold_start.json (figures, parameters, package versions, CPU count, date, load) and
@@ -38,7 +38,8 @@ QUICK_START = ["run", "--dataset", "census", "--protected", "sex", "--model", "d
                "--generator", "aequitas"]
 QUICK_COMMANDS = {"--help": ["--help"], "--version": ["--version"], "datasets": ["datasets"],
                   "run --max-global 0 (refused)": ["run", "--max-global", "0"]}
-STEPS = ("import and start", "data", "model (train or load)", "chiral training", "selection", "search", "write")
+STEPS = ("import and start", "data", "model (train or load)", "chiral training", "selection", "search", "verdict",
+         "write")
 
 
 def chiralfair() -> str:
@@ -66,7 +67,7 @@ def split(result: dict, wall: float) -> dict[str, float]:
     inside = steps["total"] + steps.get("write", 0.0)
     return {"import and start": wall - inside, "data": steps["data"], "model (train or load)": steps["model"],
             "chiral training": chiral, "selection": steps["seeds"] - chiral, "search": steps["search"],
-            "write": steps.get("write", 0.0), "wall": wall}
+            "verdict": steps.get("verdict", 0.0), "write": steps.get("write", 0.0), "wall": wall}
 
 
 def quick_start(env: dict, cache: Path, out: Path) -> dict:
