@@ -50,6 +50,11 @@ REFUSALS = [
     (["seeds", "--model", "xgb"], "unknown model name 'xgb'"),
     (["seeds", "--n-seeds", "0"], "--n-seeds must be >= 1"),
     (["seeds", "--protected", "gender"], "unknown protected attribute 'gender' for census"),
+    (["estimate", "--dataset", "adult"], "unknown dataset 'adult'"),
+    (["estimate", "--model", "xgb"], "unknown model name 'xgb'"),
+    (["retrain", "--generator", "fairx"], "unknown generator 'fairx'"),
+    (["retrain", "--max-global", "0"], "--max-global must be >= 1"),
+    (["retrain", "--generator", "adf", "--model", "dtc"], "needs input_gradient()"),
 ]
 
 

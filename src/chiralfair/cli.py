@@ -552,6 +552,7 @@ def estimate_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
+    _refuse_early(dataset=dataset, protected=protected, model=model, minimums={"random_state": (random_state, 0)})
     from dataclasses import replace
 
     from .datasets import load_dataset
@@ -618,6 +619,9 @@ def retrain_cmd(
     verbose: VerboseOpt = False,
 ) -> None:
     """Retrain a model with the IDIs of a search (labelled by a vote that ignores the protected attributes)."""
+    _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
+                  minimums={"max_global": (max_global, 1), "max_local": (max_local, 0),
+                            "random_state": (random_state, 0)})
     from .exceptions import ConfigError, RunFolderError
 
     _setup_logging(verbose)

@@ -398,50 +398,6 @@ class SeedReport:
         """Share of seeds that are IDIs (the I&D paper's Table 3); 0 for no seeds."""
         return float(np.mean(self.is_idi)) if len(self.is_idi) else 0.0
 
-    def idi_directions(self, domain: Domain, favourable: int) -> pd.DataFrame:
-        """IDI pairs counted by own and counterpart protected values and by the side the model favours.
-
-        Uses the counts accumulated during the search when present, so no pair is read back.
-
-        Parameters
-        ----------
-        domain : Domain
-            The domain searched.
-        favourable : {0, 1}
-            The favourable label.
-
-        Returns
-        -------
-        pandas.DataFrame, shape (n_combinations_found, 2 * n_attributes + 3)
-            Decoded protected values (as in :meth:`protected_value_counts`), ``n_idis``, ``n_idi_favoured``
-            (the IDI gets the favourable label, its counterpart the other) and ``n_counterpart_favoured``;
-            most IDIs first. The two counts add up to ``n_idis``.
-        """
-        k = len(domain.protected)
-        if self.pa_label_counts is not None:
-            table = np.asarray(self.pa_label_counts, dtype=np.int64).reshape(-1, 2 * k + 2)
-        else:
-            pa = list(domain.protected)
-            found = protected_pair_counts(self.idis[:, pa],
-                                          np.hstack([self.counterparts[:, pa], self.idi_labels[:, None]]))
-            table = np.array([[*v, n] for v, n in found], dtype=np.int64).reshape(-1, 2 * k + 2)
-        favoured = table[:, 2 * k] == favourable
-        codes = pd.DataFrame(table[:, :2 * k])
-        counts = pd.DataFrame({"n_idis": table[:, -1], "n_idi_favoured": np.where(favoured, table[:, -1], 0),
-                               "n_counterpart_favoured": np.where(favoured, 0, table[:, -1])})
-        merged = counts.groupby([codes[c] for c in codes.columns], sort=False).sum().reset_index()
-        merged = merged.sort_values("n_idis", ascending=False, kind="stable").reset_index(drop=True)
-        pairs = merged.iloc[:, :2 * k].to_numpy(dtype=np.int64)
-        frame = {}
-        for side, suffix in ((0, ""), (1, "_counterpart")):
-            rows = np.zeros((len(pairs), domain.n_features), dtype=np.int64)
-            rows[:, list(domain.protected)] = pairs[:, side * k:(side + 1) * k]
-            for name, text in domain.describe_protected(rows).items():
-                frame[name + suffix] = text
-        for col in ("n_idis", "n_idi_favoured", "n_counterpart_favoured"):
-            frame[col] = merged[col].to_numpy(dtype=np.int64)
-        return pd.DataFrame(frame)
-
     def to_json(self) -> str:
         """Serialize everything (arrays as lists)."""
         d = asdict(self)
