@@ -18,7 +18,7 @@ from .language import (
     positive_probability,
     resolve_classes,
 )
-from .protocol import DEFAULT_BATCH_SIZE, CountingModel
+from .protocol import DEFAULT_BATCH_SIZE, CountingModel, from_positive_probability
 from .threads import single_native_thread
 
 
@@ -129,7 +129,7 @@ def _callable_model(fn, *, name: str, batch_size: int, output: str, positive_cla
     def proba1(X):
         return positive_probability(fn(model_input(X)), language, len(X), name)
 
-    return _from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=estimator,
+    return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=estimator,
                                       language=language)
 
 
@@ -138,23 +138,6 @@ def _default_column_classes(positive_class, name: str) -> tuple[tuple, object]:
         return resolve_classes((0, 1), positive_class, model_name=name, where="the default classes")
     raise ConfigError(f"model {name!r}: positive_class={positive_class!r} but no classes=: declare the classes in "
                       "the order of the model's output columns, e.g. classes=[negative, positive]")
-
-
-def _from_positive_probability(proba1, *, name, batch_size, estimator, language, gradient=None) -> CountingModel:
-    """A CountingModel whose labels are P(positive) > 0.5, from ``proba1(X) -> (n,)`` P(positive)."""
-    def predict(X):
-        return (proba1(X) > 0.5).astype(np.int64)
-
-    def predict_proba(X):
-        p = proba1(X)
-        return np.column_stack([1 - p, p])
-
-    def predict_both(X):
-        p = proba1(X)
-        return np.column_stack([(p > 0.5).astype(np.float64), p])
-
-    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
-                         batch_size=batch_size, estimator=estimator, predict_both=predict_both, language=language)
 
 
 def _input_function(language: ModelLanguage, name: str, n_features_in: int | None):
@@ -210,7 +193,7 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
             return est.predict_proba(model_input(X))[:, column]
 
     if output == "probability":
-        return _from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=est,
+        return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=est,
                                           language=language, gradient=gradient)
     decode = LabelDecoder(language, name)
 

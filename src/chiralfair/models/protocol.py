@@ -191,3 +191,35 @@ class CountingModel:
     def __repr__(self) -> str:
         caps = [c for c, h in (("proba", self.has_proba), ("gradient", self.has_gradient)) if h]
         return f"CountingModel({self.name!r}, capabilities={caps}, n_queries={self.n_queries})"
+
+
+def from_positive_probability(proba1, *, name, batch_size, estimator, language, gradient=None) -> CountingModel:
+    """A CountingModel whose labels are P(positive) > 0.5, from ``proba1(X) -> (n,)`` P(positive).
+
+    Parameters
+    ----------
+    proba1 : callable
+        ``proba1(X: (n, d) codes) -> (n,)`` positive-class probabilities.
+    name, batch_size, estimator, language
+        As for :class:`CountingModel`.
+    gradient : callable, optional
+        ``gradient(X) -> (n, d)``, d P(positive) / d X.
+
+    Returns
+    -------
+    CountingModel
+        Labels, probabilities and both from one call of ``proba1`` each.
+    """
+    def predict(X):
+        return (proba1(X) > 0.5).astype(np.int64)
+
+    def predict_proba(X):
+        p = proba1(X)
+        return np.column_stack([1 - p, p])
+
+    def predict_both(X):
+        p = proba1(X)
+        return np.column_stack([(p > 0.5).astype(np.float64), p])
+
+    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
+                         batch_size=batch_size, estimator=estimator, predict_both=predict_both, language=language)

@@ -13,7 +13,7 @@ import torch
 
 from ..exceptions import ConfigError, ModelOutputError
 from .language import ModelLanguage, check_probabilities, resolve_classes
-from .protocol import CountingModel
+from .protocol import CountingModel, from_positive_probability
 from .threads import single_intra_op_thread
 
 
@@ -91,17 +91,6 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
             x = torch.as_tensor(X, dtype=dtype, device=device)
             return positive_probability(module, x, output, index, name=name).double().cpu().numpy()
 
-    def predict(X):
-        return (proba1(X) > 0.5).astype(np.int64)
-
-    def predict_proba(X):
-        p = proba1(X)
-        return np.column_stack([1 - p, p])
-
-    def predict_both(X):
-        p = proba1(X)
-        return np.column_stack([(p > 0.5).astype(np.float64), p])
-
     def gradient(X):
         x = torch.as_tensor(X, dtype=dtype, device=device).requires_grad_(True)
         with single_intra_op_thread():
@@ -109,5 +98,5 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
             (g,) = torch.autograd.grad(p.sum(), x)
         return g.double().cpu().numpy()
 
-    return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
-                         batch_size=batch_size, estimator=module, predict_both=predict_both, language=language)
+    return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=module, language=language,
+                                     gradient=gradient)
