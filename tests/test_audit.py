@@ -142,3 +142,22 @@ def test_out_folder_written_and_left_clean_on_failure(tmp_path):
     with pytest.raises(ChiralfairError):
         chiralfair.audit(pipe, df.drop(columns="hours"), **{**KW, "bins": {"age": 3}}, out=bad)
     assert not (tmp_path / "bad").exists()
+
+
+def test_integer_column_names_ask_what_the_model_takes():
+    df = raw_frame()
+    names = {c: i for i, c in enumerate(c for c in df.columns if c != "y")}
+    numbered = df.rename(columns=names)
+    categories = make_pipeline(SimpleImputer(strategy="constant", fill_value="NA"),
+                               OneHotEncoder(handle_unknown="ignore"))
+    pre = ColumnTransformer([("cat", categories, [names["sex"], names["race"]]),
+                             ("num", make_pipeline(SimpleImputer(), StandardScaler()), [names["age"], names["hours"]])])
+    pipe = Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(numbered.drop(columns="y"), numbered["y"])
+    assert not hasattr(pipe, "feature_names_in_")  # sklearn records names only when all are strings
+    kw = {**KW, "protected": [names["sex"]], "bins": {names["age"]: [0, 30, 50, 90], names["hours"]: 10}}
+    with pytest.raises(ConfigError, match="model_input='frame'"):
+        chiralfair.audit(pipe, numbered, **kw)
+    res = chiralfair.audit(pipe, numbered, model_input="frame", **kw)
+    r = res.outcome.result
+    assert res.n_idis > 0
+    assert ((pipe.predict(res.dataset.to_frame(r.idis)) == ">50K").astype(int) == r.idi_labels).all()

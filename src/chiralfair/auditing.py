@@ -35,6 +35,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
           bins: Mapping[str, int | Sequence[float]] | None = None, generator: str = "aequitas",
           seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
           out: str | os.PathLike | None = None, trust_model_file: bool = False, model_output: str | None = None,
+          model_input: str = "auto",
           name: str = "data", generator_params: Mapping[str, Any] | None = None,
           seed_params: Mapping[str, Any] | None = None,
           on_step: Callable[[str], None] | None = None) -> AuditResult:
@@ -78,6 +79,11 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         Load pickles and skops files with untrusted types.
     model_output : {"probability", "logit"}, optional
         For torch modules and one-column ONNX models: what the output is.
+    model_input : {"auto", "frame", "codes"}
+        What the model takes: ``"frame"`` the raw frame's columns (``data.to_frame``), ``"codes"`` the integer
+        codes. ``"auto"``: the frame for an estimator with string ``feature_names_in_``, codes otherwise; refused
+        when a raw frame has non-string column names and the estimator records none (scikit-learn keeps names only
+        when all are strings, so the model's input cannot be told).
     name : str
         Dataset name in reports.
     generator_params, seed_params : mapping, optional
@@ -137,7 +143,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         step("model")
         t = time.perf_counter()
         obj, model_name = _load(model, trust_model_file, model_output)
-        wrapped = wrap_model(obj, dataset, name=model_name, output=model_output)
+        wrapped = wrap_model(obj, dataset, name=model_name, output=model_output, model_input=model_input)
         check_model_columns(wrapped, dataset)
         dataset, probe_notes = restrict_to_accepted_values(wrapped, dataset)
         check_model_accepts_rows(wrapped, dataset)
@@ -237,27 +243,48 @@ def _load(model, trust: bool, output: str | None):
     return model, getattr(model, "name", None) or type(model).__name__
 
 
-def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = None):
+def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = None, model_input: str = "auto"):
     """Wrap ``obj`` with :func:`~chiralfair.models.as_model` in the language of ``dataset``.
 
-    An estimator fitted on a DataFrame (string ``feature_names_in_``) gets ``to_frame=dataset.to_frame``; a model
-    with ``classes_`` gets ``positive_class=dataset.positive_class`` (the label value of the raw data, matched
-    by its text against the classes).
+    An estimator fitted on a DataFrame (string ``feature_names_in_``), or any model with ``model_input="frame"``,
+    gets ``to_frame=dataset.to_frame``; a model with ``classes_`` gets ``positive_class=dataset.positive_class``
+    (the label value of the raw data, matched by its text against the classes).
 
     Returns
     -------
     CountingModel
+
+    Raises
+    ------
+    ConfigError
+        For an unknown ``model_input``, or ``"auto"`` when the model's input cannot be told (see :func:`audit`).
     """
+    from .exceptions import ConfigError
     from .models import as_model
 
+    if model_input not in ("auto", "frame", "codes"):
+        raise ConfigError(f"model_input must be 'auto', 'frame' or 'codes', got {model_input!r}")
     kwargs: dict[str, Any] = {"name": name}
     if output is not None:
         kwargs["output"] = output
-    if _frame_feature_names(obj) is not None:
+    if model_input == "auto" and _frame_feature_names(obj) is None and _unnamed_frame_columns(dataset):
+        raise ConfigError(
+            f"cannot tell whether model {name!r} takes the data frame or integer codes: the frame's column names "
+            f"are not all strings ({_unnamed_frame_columns(dataset)[:5]}), so scikit-learn recorded no "
+            "feature_names_in_; pass model_input='frame' (fitted on the frame) or model_input='codes', or give the "
+            "columns string names")
+    if model_input == "frame" or (model_input == "auto" and _frame_feature_names(obj) is not None):
         kwargs["to_frame"] = dataset.to_frame
     if getattr(obj, "classes_", None) is not None:
         kwargs["positive_class"] = dataset.positive_class
     return as_model(obj, **kwargs)
+
+
+def _unnamed_frame_columns(dataset) -> list:
+    """Column names of a raw-frame dataset that are not strings (empty for a dataset without a codec)."""
+    if dataset.codec is None:
+        return []
+    return [c for c in dataset.codec.names if not isinstance(c, str)]
 
 
 def _frame_feature_names(obj) -> list[str] | None:
