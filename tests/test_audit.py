@@ -161,3 +161,13 @@ def test_integer_column_names_ask_what_the_model_takes():
     r = res.outcome.result
     assert res.n_idis > 0
     assert ((pipe.predict(res.dataset.to_frame(r.idis)) == ">50K").astype(int) == r.idi_labels).all()
+
+
+def test_a_model_without_the_protected_column_is_said_to_have_no_idis_on_it():
+    df = raw_frame()
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["race"]),
+                             ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["age", "hours"])])
+    blind = Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(df[["race", "age", "hours"]], df["y"])
+    res = chiralfair.audit(blind, df, **KW)
+    assert res.n_idis == 0
+    assert any("does not take protected attribute(s) sex" in n for n in res.notes)

@@ -144,8 +144,9 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         t = time.perf_counter()
         obj, model_name = _load(model, trust_model_file, model_output)
         wrapped = wrap_model(obj, dataset, name=model_name, output=model_output, model_input=model_input)
-        check_model_columns(wrapped, dataset)
+        column_notes = check_model_columns(wrapped, dataset)
         dataset, probe_notes = restrict_to_accepted_values(wrapped, dataset)
+        probe_notes = [*column_notes, *probe_notes]
         check_model_accepts_rows(wrapped, dataset)
         if search.needs_gradient:
             wrapped.require("input_gradient", by=f"generator {generator!r}")
@@ -298,12 +299,17 @@ def _data_columns(dataset) -> list[str]:
     return [str(c) for c in (dataset.codec.names if dataset.codec is not None else dataset.domain.names)]
 
 
-def check_model_columns(model, dataset) -> None:
+def check_model_columns(model, dataset) -> list[str]:
     """Refuse before the search a model that was trained on other columns than the data holds.
 
-    A model with named inputs (``feature_names_in_``) must find each of them among the data's columns (a
-    protected attribute it does not take is logged as a warning); a model without names must take as many
-    features as the data has.
+    A model with named inputs (``feature_names_in_``) must find each of them among the data's columns; a
+    protected attribute it does not take is returned as a note (it cannot have IDIs on it); a model without names
+    must take as many features as the data has.
+
+    Returns
+    -------
+    list of str
+        Notes for the result.
 
     Raises
     ------
@@ -319,9 +325,14 @@ def check_model_columns(model, dataset) -> None:
             raise ModelCapabilityError(
                 f"model {model.name!r} was trained on columns the data does not have: {', '.join(missing)}. "
                 f"Model columns: {', '.join(names)}; data columns: {', '.join(data_columns)}")
-        unused = [p for p in dataset.domain.protected_names if p not in names]
+        unused = [a.name for a in dataset.domain.attributes
+                  if not any(str(dataset.domain.features[c].name) in names for c in a.columns)]
         if unused:
-            logger.warning("model %r does not take protected attribute(s) %s as input", model.name, unused)
+            note = (f"model {model.name!r} does not take protected attribute(s) {', '.join(map(str, unused))} as "
+                    "input: no counterpart can change its label on them, so it has no IDIs for them (it may still "
+                    "use proxies of them, which individual fairness testing does not see)")
+            logger.warning(note)
+            return [note]
     else:
         n_in = getattr(est, "n_features_in_", None)
         if n_in is not None and int(n_in) != dataset.domain.n_features:
@@ -329,6 +340,7 @@ def check_model_columns(model, dataset) -> None:
                 f"model {model.name!r} takes {int(n_in)} features but the data has {dataset.domain.n_features}: "
                 f"{', '.join(data_columns)}. Fit the model on these columns (in this order), or on a DataFrame so "
                 "that its columns are matched by name")
+    return []
 
 
 def check_model_accepts_rows(model, dataset) -> None:
