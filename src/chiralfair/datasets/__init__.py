@@ -6,7 +6,7 @@ Names are imported on first use (PEP 562), so that :mod:`chiralfair.datasets.pub
 importing pandas, e.g. to refuse a bad command-line flag at once.
 """
 
-import importlib
+from .._lazy import lazy_attributes
 
 _MODULE_OF = {"Dataset": "base", "DATASETS": "catalog", "dataset_names": "catalog", "dataset_spec": "catalog",
               "describe_datasets": "describe", "load_dataset": "catalog", "from_frame": "frame",
@@ -16,14 +16,4 @@ __all__ = ["DATASETS", "RAW_FILES", "Dataset", "dataset_names", "dataset_spec", 
            "fetch_raw", "from_frame", "load_dataset", "resolve_data_home", "user_cache_dir"]
 
 
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -4,7 +4,7 @@ Names are imported on first use (PEP 562), so that :mod:`chiralfair.seeds.names`
 the strategies, e.g. to refuse a bad command-line flag at once.
 """
 
-import importlib
+from .._lazy import lazy_attributes
 
 _MODULE_OF = {"SEED_STRATEGIES": "base", "SeedStrategy": "base", "make_seed_strategy": "base",
               "register_seed_strategy": "base"}
@@ -12,14 +12,4 @@ _MODULE_OF = {"SEED_STRATEGIES": "base", "SeedStrategy": "base", "make_seed_stra
 __all__ = ["SEED_STRATEGIES", "SeedStrategy", "make_seed_strategy", "register_seed_strategy"]
 
 
-def __getattr__(name: str):
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
