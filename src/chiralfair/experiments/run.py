@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from ._validation import check_int
-from .estimate import FAVOURABLE, estimate
-from .generators import make_generator
-from .results import SearchResult, SeedReport, disfavoured_groups
-from .run_folder import (
+from .. import __version__
+from .._validation import check_int
+from ..estimate import FAVOURABLE, estimate
+from ..generators import make_generator
+from ..results import SearchResult, SeedReport, disfavoured_groups
+from ..run_folder import (
     PAIRS_NAME,
     PairSink,
     mark_interrupted,
@@ -27,9 +27,9 @@ from .run_folder import (
     prepare_run_folder,
     remove_empty_folders,
 )
-from .seeds import make_seed_strategy
-from .seeds.names import chiral_params
-from .verdict import Verdict
+from ..seeds import make_seed_strategy
+from ..seeds.names import chiral_params
+from ..verdict import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,10 @@ class RunConfig:
     max_global, max_local : int
         Budget (design §1).
     random_state : int
-        Drives the split, the model training, the seeds and the search.
+        Drives the seeds and the search, and the split and model training unless ``model_random_state`` is given.
+    model_random_state : int or None
+        Drives the split and the training of the model under test and of its chiral model (None: ``random_state``).
+        A grid fixes it to compare repeats of the seeds and the search on one model.
     data_home, cache_dir : str or None
     allow_checksum_mismatch : bool
     generator_params : dict
@@ -77,6 +80,7 @@ class RunConfig:
     max_global: int = 100
     max_local: int = 100
     random_state: int = 0
+    model_random_state: int | None = None
     data_home: str | None = None
     cache_dir: str | None = None
     allow_checksum_mismatch: bool = False
@@ -91,7 +95,12 @@ class RunConfig:
         return {"dataset": self.dataset, "protected": list(self.protected), "model": self.model,
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
-                "generator_params": dict(self.generator_params)}
+                "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params)}
+
+    @property
+    def resolved_model_random_state(self) -> int:
+        """The random state of the split and of the model's (and chiral model's) training."""
+        return self.random_state if self.model_random_state is None else self.model_random_state
 
 
 @dataclass(frozen=True)
@@ -184,15 +193,17 @@ def validate_config(config: RunConfig) -> None:
     DatasetError
         For an unknown dataset.
     """
-    from .datasets import dataset_names
-    from .exceptions import ConfigError, DatasetError, ModelCapabilityError
-    from .models.zoo import as_spec
+    from ..datasets import dataset_names
+    from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
+    from ..models.zoo import as_spec
 
     if config.dataset not in dataset_names():
         raise DatasetError(f"unknown dataset {config.dataset!r}; valid: {', '.join(dataset_names())}")
     check_int(config.max_global, "max_global", minimum=1)
     check_int(config.max_local, "max_local", minimum=0)
     check_int(config.random_state, "random_state", minimum=0)
+    if config.model_random_state is not None:
+        check_int(config.model_random_state, "model_random_state", minimum=0)
     if config.max_global * (config.max_local + 1) > MAX_BUDGET:
         raise ConfigError(
             f"max_global x (max_local + 1) = {config.max_global * (config.max_local + 1):,} exceeds {MAX_BUDGET:,}: "
@@ -209,7 +220,8 @@ def validate_config(config: RunConfig) -> None:
 
 
 def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None,
-                   out: str | os.PathLike | None = None) -> RunOutcome:
+                   out: str | os.PathLike | None = None,
+                   reuse_seeds: Callable[[Callable[[], SeedReport]], SeedReport] | None = None) -> RunOutcome:
     """Run one configuration end to end.
 
     Parameters
@@ -223,6 +235,11 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
         and ``out/result.json`` says ``"partial": true`` from the start of the search until
         :func:`chiralfair.report.write_run` finishes the folder; the result reads the pairs back lazily.
         Without it the pairs are kept in memory.
+    reuse_seeds : callable, optional
+        Called with the function that selects the seeds; returns the :class:`SeedReport` to use. An experiment
+        grid passes one that returns the report stored by an earlier cell with the same model, seed strategy and
+        budget (so generators share one selection), or else calls the function and stores its report. Default:
+        select the seeds.
 
     Returns
     -------
@@ -239,15 +256,15 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     validate_config(config)
     created = prepare_run_folder(out) if out is not None else []
     try:
-        return _run_steps(config, on_step or (lambda name: None), out)
+        return _run_steps(config, on_step or (lambda name: None), out, reuse_seeds or (lambda select: select()))
     except BaseException:
         remove_empty_folders(created)
         raise
 
 
-def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcome:
-    from .datasets import load_dataset
-    from .models.training import train_model
+def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds) -> RunOutcome:
+    from ..datasets import load_dataset
+    from ..models.training import train_model
 
     seconds: dict[str, float] = {}
     t_all = time.perf_counter()
@@ -261,7 +278,8 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcom
 
     step("model")
     t = time.perf_counter()
-    trained = train_model(dataset, config.model, random_state=config.random_state, cache_dir=config.cache_dir)
+    trained = train_model(dataset, config.model, random_state=config.resolved_model_random_state,
+                          cache_dir=config.cache_dir)
     seconds["model"] = time.perf_counter() - t
     model = trained.model
     generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
@@ -274,8 +292,10 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcom
     step("seeds")
     t = time.perf_counter()
     # The chiral model belongs to the model under test: seeded by its random_state (seeds/names.py).
-    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.random_state, config.cache_dir))
-    seed_report = strategy.select(model, dataset, config.max_global, random_state=config.random_state)
+    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.resolved_model_random_state,
+                                                                config.cache_dir))
+    seed_report = reuse_seeds(lambda: strategy.select(model, dataset, config.max_global,
+                                                      random_state=config.random_state))
     seconds["seeds"] = time.perf_counter() - t
 
     step("search")
@@ -313,8 +333,8 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out) -> RunOutcom
 
 def _data_notes(config: RunConfig, dataset) -> list[str]:
     """Notes a reader of the results must see: a raw file that is not the published one, an unusual PA."""
-    from .datasets import dataset_spec
-    from .datasets.home import checksum_mismatch, raw_file
+    from ..datasets import dataset_spec
+    from ..datasets.home import checksum_mismatch, raw_file
 
     notes = []
     spec = dataset_spec(config.dataset)
