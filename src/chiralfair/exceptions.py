@@ -63,3 +63,7 @@ class MissingDependencyError(ChiralfairError, ImportError):
 
 class TimeLimitError(ChiralfairError, TimeoutError):
     """A job ran past its time limit (the message names the limit and the step it was in)."""
+
+
+class GridError(ConfigError):
+    """An experiment grid file is invalid (the message names the key at fault and the valid values)."""
