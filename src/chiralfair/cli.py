@@ -805,3 +805,108 @@ def _write_retrain_folder(result, out: Path) -> None:
     atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") +
                                            f"\nThe retrained model (largest share) is in `{name}`.\n").encode())
     atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+
+
+experiment_app = typer.Typer(no_args_is_help=True,
+                             help="Experiment grids: run the missing cells (on Dask), show their status, make tables.")
+app.add_typer(experiment_app, name="experiment")
+
+
+@experiment_app.command("run")
+def experiment_run(
+    grid: Annotated[Path, typer.Argument(help="Grid file (TOML): axes, repeats, budgets, time limit.")],
+    out: Annotated[Path, typer.Option(help="Output folder; running again into it resumes the grid.")],
+    scheduler: Annotated[str, typer.Option(
+        help="local (a Dask LocalCluster of processes), sync (this process, for debugging) or a Dask scheduler "
+             "address (tcp://host:8786).")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Worker processes of --scheduler local (default: CPUs).")] = None,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Run the failed cells again too.")] = False,
+    data_home: DataHomeOpt = None,
+    cache_dir: CacheOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run the cells of a grid that have no result yet; a failing cell is recorded and the grid goes on."""
+    from .experiments.execution import SCHEDULERS, check_grid_folder
+    from .experiments.grid import load_grid
+
+    try:
+        loaded = load_grid(grid)
+        if workers is not None and workers < 1:
+            raise ValueError(f"--workers must be >= 1, got {workers}")
+        if scheduler not in SCHEDULERS and "://" not in scheduler:
+            raise ValueError(f"unknown --scheduler {scheduler!r}; valid: local, sync, or a Dask scheduler address "
+                             "such as tcp://host:8786")
+        check_grid_folder(loaded, out)
+    except (ChiralfairError, ValueError) as err:
+        _fail(err)
+
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    from .experiments.execution import run_grid
+
+    _setup_logging(verbose)
+    if not verbose:  # the cells' own warnings (one per cell) would bury the bar; failures are listed at the end
+        logging.getLogger("chiralfair").setLevel(logging.ERROR)
+    try:
+        with logging_redirect_tqdm():
+            result = run_grid(loaded, out, scheduler=scheduler, workers=workers, progress=True,
+                              retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir)
+    except ChiralfairError as err:
+        _fail(err)
+    except KeyboardInterrupt:
+        typer.secho(f"interrupted: finished cells are kept in {out}; run the same command again to resume",
+                    err=True, fg=typer.colors.YELLOW)
+        raise typer.Exit(code=130) from None
+    _print_status(result.status)
+    typer.echo(f"ran {len(result.ran)} cells in {result.seconds:.1f} s")
+    if result.status.failed:
+        raise typer.Exit(code=1)
+
+
+@experiment_app.command("status")
+def experiment_status(
+    out: Annotated[Path, typer.Argument(help="Output folder of 'chiralfair experiment run'.")],
+    json_out: JsonOpt = False,
+) -> None:
+    """Count the done, failed and missing cells of a grid folder; list the failed ones with their error."""
+    from .experiments.execution import grid_status
+
+    try:
+        status = grid_status(out)
+    except ChiralfairError as err:
+        _fail(err)
+    if json_out:
+        typer.echo(json.dumps({"grid": status.grid.name, "n_cells": status.n_cells, "done": list(status.done),
+                               "failed": list(status.failed), "missing": list(status.missing),
+                               "errors": status.errors}, indent=2))
+        return
+    _print_status(status)
+
+
+def _print_status(status) -> None:
+    from .experiments.tasks import describe
+
+    typer.echo(f"grid {status.grid.name!r} in {status.out}: {status.n_cells} cells, {len(status.done)} done, "
+               f"{len(status.failed)} failed, {len(status.missing)} missing")
+    for key in status.failed:
+        typer.echo(f"  failed {key} ({describe(status.cells[key])}): {status.errors[key]}")
+
+
+@experiment_app.command("table")
+def experiment_table(
+    out: Annotated[Path, typer.Argument(help="Output folder of 'chiralfair experiment run'.")],
+) -> None:
+    """Write the grid's tables (Parquet and Markdown) into OUT/tables and print the medians and the ratios."""
+    from .experiments.execution import grid_status
+
+    try:
+        grid_status(out)
+    except ChiralfairError as err:
+        _fail(err)
+    from .experiments.tables import write_tables
+
+    paths = write_tables(out)
+    for path in paths:
+        if path.name in ("medians.md", "ratios.md"):
+            typer.echo(path.read_text(encoding="utf-8"))
+    typer.echo("written: " + ", ".join(str(p) for p in paths))

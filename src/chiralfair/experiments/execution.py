@@ -231,8 +231,8 @@ def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
             yield client
         return
     n_workers = workers or os.cpu_count() or 1
-    dashboard = ":0" if _has_bokeh() else None
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=dashboard,
+    # A free port: two grids on one machine must not fight over Dask's default 8787.
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
         yield client
 
@@ -244,6 +244,9 @@ def _has_bokeh() -> bool:
 
 
 def _dashboard(client) -> str | None:
+    """The dashboard's address; None without bokeh, whose absence leaves only a page asking to install it."""
+    if not _has_bokeh():
+        return None
     try:
         if "dashboard" not in client.scheduler_info().get("services", {}):
             return None
@@ -281,6 +284,20 @@ def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
         non-empty folder without ``grid.toml``.
     """
     out = Path(out)
+    check_grid_folder(grid, out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(out / GRID_NAME, grid.to_toml())
+    return out
+
+
+def check_grid_folder(grid: Grid, out: str | os.PathLike) -> None:
+    """Refuse an output folder that cannot receive ``grid`` (see :func:`prepare_grid_folder`); writes nothing.
+
+    Raises
+    ------
+    RunFolderError
+    """
+    out = Path(out)
     if out.exists() and not out.is_dir():
         raise RunFolderError(f"output folder {str(out)!r} is a file")
     grid_file = out / GRID_NAME
@@ -293,9 +310,6 @@ def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
     elif out.is_dir() and any(out.iterdir()):
         raise RunFolderError(f"output folder {str(out)!r} is not empty and holds no {GRID_NAME}: it is not an "
                              "experiment grid folder; give a new or empty folder")
-    out.mkdir(parents=True, exist_ok=True)
-    write_atomically(grid_file, grid.to_toml())
-    return out
 
 
 def _first_difference(held: Grid, new: Grid) -> str:

@@ -6,8 +6,8 @@
   interquartile range), min, max and n (finished repeats).
 - :func:`seed_ratios`: per group, the ratio of each seed strategy's median to the baseline's, and their
   geometric mean over the groups.
-- :func:`write_tables`: ``<out>/tables/`` with ``cells.parquet``, ``summary.parquet``, ``summary.md`` and
-  ``ratios.md``.
+- :func:`write_tables`: ``<out>/tables/`` with ``cells.parquet``, ``summary.parquet``, ``summary.md``,
+  ``medians.md`` (the compared figure, one column per seed strategy) and ``ratios.md``.
 
 Figures named ``seconds*`` are measured times: they are kept, and left out when two tables are compared
 (:func:`without_timings`), since they are the only figures that differ between runs with the same random states.
@@ -159,6 +159,26 @@ def seed_ratios(table: pd.DataFrame, figure: str = "n_idis", baseline: str | Non
     return pd.concat([out, pd.DataFrame([last])], ignore_index=True)
 
 
+def median_table(table: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """Medians of one figure: one row per group of the other axes, one column per seed strategy.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A :func:`grid_table`.
+    figure : str
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    keys = [c for c in AXIS_COLUMNS if c not in ("seeds", "dataset", "protected")]
+    part = table[table["figure"] == figure]
+    wide = part.pivot_table(index=keys, columns="seeds", values="median", sort=False, dropna=False)
+    wide.columns.name = None
+    return wide.reset_index()
+
+
 def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame or table without its measured times: columns and ``figure`` rows named ``seconds*`` dropped.
 
@@ -171,7 +191,7 @@ def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_tables(out: str | os.PathLike) -> list[Path]:
-    """Write ``<out>/tables/``: ``cells.parquet``, ``summary.parquet``, ``summary.md`` and ``ratios.md``.
+    """Write ``<out>/tables/``: ``cells.parquet``, ``summary.parquet``, ``summary.md``, ``medians.md``, ``ratios.md``.
 
     Returns
     -------
@@ -192,6 +212,10 @@ def write_tables(out: str | os.PathLike) -> list[Path]:
     written.append(_text(folder / "summary.md", "\n".join(summary)))
     ratios = [title, ""]
     figure = RATIO_FIGURE[status.grid.task]
+    if not table.empty and figure in set(table["figure"]):
+        medians = [title, "", f"Median of {figure} over the repeats, per seed strategy.", "",
+                   markdown_table(median_table(table, figure))]
+        written.append(_text(folder / "medians.md", "\n".join(medians)))
     if len(status.grid.seeds) > 1 and not table.empty and figure in set(table["figure"]):
         ratios += [f"Ratio of medians of {figure}, each seed strategy against {status.grid.seeds[0]}; last row: "
                    "geometric mean over the groups where both are positive.", "",
