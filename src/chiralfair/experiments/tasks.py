@@ -262,7 +262,7 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
         check_deadline(f"the cell, before retraining with the {strategy} IDIs")
         others = [found[o].idis for o in cell.seeds if o != strategy]
         if found[strategy].n_idis == 0:  # nothing to add: the strategy's figures stay empty, the cell goes on
-            summary[strategy] = None
+            summary[strategy] = {"note": f"the {strategy} search found no IDI: nothing to retrain with"}
             continue
         t = time.perf_counter()
         result = retrain(trained, dataset, found[strategy], recheck=np.vstack(others), cache_dir=cache_dir,

@@ -1,0 +1,463 @@
+"""Experiment grids: grid files, resuming, schedulers, failures, shared models and seeds, tables, CLI.
+
+Grids here are tiny (LR on german, budgets of 10) so that the default suite stays fast; every run has its own
+model cache folder (``tmp_path``), so that a test never depends on what another one trained.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from realdata import real_data_home_or_skip
+from typer.testing import CliRunner
+
+from chiralfair._deadline import check_deadline, time_limit
+from chiralfair.cli import app
+from chiralfair.exceptions import GridError, RunFolderError, TimeLimitError
+from chiralfair.experiments import tasks
+from chiralfair.experiments.cells import cell_folder, cell_key
+from chiralfair.experiments.execution import GridInterrupted, grid_status, run_grid
+from chiralfair.experiments.grid import load_grid
+from chiralfair.experiments.tables import grid_frame, grid_table, seed_ratios, without_timings, write_tables
+
+TESTS = Path(__file__).resolve().parent
+SRC = TESTS.parent / "src"
+
+
+def small_grid(**changes):
+    grid = {"name": "small", "repeats": 2,
+            "axes": {"rows": ["german:sex"], "models": ["lr"], "seeds": ["random", "iandd"],
+                     "generators": ["aequitas", "adf"], "budgets": [[10, 10]]}}
+    axes = changes.pop("axes", {})
+    return {**grid, **changes, "axes": {**grid["axes"], **axes}}
+
+
+@pytest.fixture
+def data_home():
+    return real_data_home_or_skip()
+
+
+def run(grid, out, cache, data_home, **kw):
+    kw.setdefault("scheduler", "sync")
+    kw.setdefault("progress", False)
+    return run_grid(grid, out, data_home=data_home, cache_dir=cache, **kw)
+
+
+@pytest.fixture
+def attempts(monkeypatch):
+    """Count the task runs per cell key (sync scheduler: in this process)."""
+    counts = {}
+    for name, task in list(tasks.TASKS.items()):
+        def counted(cell, *args, _task=task):
+            counts[cell.key] = counts.get(cell.key, 0) + 1
+            return _task(cell, *args)
+        monkeypatch.setitem(tasks.TASKS, name, counted)
+    return counts
+
+
+# ------------------------------------------------------------------------------------------------ grid files
+@pytest.mark.parametrize("change, words", [
+    ({"axes": {"sizes": [1]}}, ["unknown axis 'sizes'", "valid: rows, models, seeds, generators, budgets"]),
+    ({"axes": {"generators": ["fairx"]}}, ["'fairx'", "axes.generators", "aequitas", "eidig"]),
+    ({"axes": {"seeds": ["best"]}}, ["'best'", "axes.seeds", "iandd", "random"]),
+    ({"axes": {"models": ["xgb"]}}, ["'xgb'", "axes.models", "dnn", "lr"]),
+    ({"axes": {"rows": ["adult:sex"]}}, ["unknown dataset 'adult'", "census, compas, bank, german"]),
+    ({"axes": {"rows": ["german:gender"]}}, ["'gender'", "german", "sex, age"]),
+    ({"axes": {"rows": ["german"]}}, ["axes.rows", "dataset:protected"]),
+    ({"axes": {"seeds": []}}, ["axes.seeds", "empty list"]),
+    ({"axes": {"budgets": [[10]]}}, ["axes.budgets", "[max_global, max_local]"]),
+    ({"axes": {"budgets": [[0, 10]]}}, ["axes.budgets", "max_global must be >= 1"]),
+    ({"axes": {"budgets": [[10**6, 10**3]]}}, ["axes.budgets", "exceeds"]),
+    ({"axes": {"models": ["dtc"]}}, ["'adf'", "'dtc'", "input gradient", "dnn, lr and mlp"]),
+    ({"repeats": 0}, ["repeats = 0", ">= 1"]),
+    ({"random_states": [1]}, ["repeats", "random_states", "not both"]),
+    ({"colour": "red"}, ["unknown top-level key 'colour'", "valid: name, task, repeats"]),
+    ({"task": "plot"}, ["task = 'plot'", "search, seeds, retrain"]),
+    ({"time_limit": 0}, ["time_limit", "> 0"]),
+    ({"generator_params": {"sg": {}}}, ["[generator_params.sg]", "not in axes.generators", "aequitas, adf"]),
+    ({"retrain": {"protocol": "paper"}}, ["[retrain]", "task = \"retrain\" only"]),
+])
+def test_grid_errors_name_the_key_and_the_valid_values(change, words):
+    with pytest.raises(GridError) as err:
+        load_grid(small_grid(**change))
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_a_gradient_generator_on_a_model_without_gradient_is_refused_by_name():
+    with pytest.raises(GridError, match="'adf' needs the model's input gradient.*'svc'"):
+        load_grid(small_grid(axes={"models": ["lr", "svc"]}))
+
+
+def test_grid_file_errors_name_the_file_line_and_column(tmp_path):
+    with pytest.raises(GridError, match="does not exist"):
+        load_grid(tmp_path / "none.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[axes]\nrows = = ["german:sex"]\n')
+    with pytest.raises(GridError, match=r"bad\.toml.*not valid TOML.*line 3") as err:
+        load_grid(bad)
+    assert "column" in str(err.value)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text('name = "x"\n[axes]\nrow = ["german:sex"]\n')
+    with pytest.raises(GridError, match=r"unknown\.toml.*unknown axis 'row'"):
+        load_grid(unknown)
+
+
+def test_cells_come_in_a_fixed_order_with_distinct_keys():
+    grid = load_grid(small_grid(model_random_state=7))
+    cells = grid.cells()
+    assert len(cells) == 1 * 1 * 2 * 2 * 1 * 2
+    assert [(c.seeds, c.generator, c.random_state) for c in cells[:3]] == [
+        (("random",), "aequitas", 0), (("random",), "aequitas", 1), (("random",), "adf", 0)]
+    assert {c.model_random_state for c in cells} == {7}
+    assert len({c.key for c in cells}) == len(cells)
+    assert [c.key for c in load_grid(small_grid(model_random_state=7)).cells()] == [c.key for c in cells]
+    # the time limit is how a cell is run, not what it computes: it changes no key
+    assert [c.key for c in load_grid(small_grid(model_random_state=7, time_limit=5)).cells()] == [
+        c.key for c in cells]
+    assert cells[0].key != load_grid(small_grid()).cells()[0].key  # model_random_state is in the key
+
+
+def test_a_normalised_grid_reads_back_equal():
+    grid = load_grid(small_grid(generator_params={"adf": {"step_size": 2.0}}, time_limit=30, verdict=True))
+    import tomllib
+    assert load_grid(tomllib.loads(grid.to_toml())) == grid
+
+
+def test_retrain_and_seeds_grids_group_their_seed_strategies():
+    retrain = load_grid(small_grid(task="retrain", axes={"seeds": ["cluster", "iandd"]}))
+    assert {c.seeds for c in retrain.cells()} == {("cluster", "iandd")} and len(retrain.cells()) == 4
+    assert retrain.cells()[0].retrain == {"protocol": "both", "search": False}
+    seeds = load_grid({"task": "seeds", "axes": {"rows": ["german:sex"], "models": ["lr"],
+                                                 "seeds": ["random", "iandd"], "budgets": [[50, 0]]}})
+    assert [c.generator for c in seeds.cells()] == [None, None]
+    with pytest.raises(GridError, match="must be absent"):
+        load_grid({"task": "seeds", "axes": {**small_grid()["axes"]}})
+
+
+# ---------------------------------------------------------------------------------------- running and resuming
+def test_interrupted_grid_resumes_running_each_cell_once_with_equal_tables(tmp_path, data_home, attempts):
+    grid = small_grid(repeats=3, axes={"generators": ["aequitas"]})
+    out = tmp_path / "out"
+    with pytest.raises(GridInterrupted):
+        run(grid, out, tmp_path / "cache", data_home, stop_after=2)
+    status = grid_status(out)
+    assert (len(status.done), len(status.failed), len(status.missing)) == (2, 0, 4)
+    resumed = run(grid, out, tmp_path / "cache", data_home)
+    assert len(resumed.ran) == 4 and not set(resumed.ran) & set(status.done)
+    assert sorted(attempts.values()) == [1] * 6 and len(attempts) == 6
+    again = run(grid, out, tmp_path / "cache", data_home)
+    assert again.ran == () and sorted(attempts.values()) == [1] * 6
+
+    whole = run(grid, tmp_path / "whole", tmp_path / "cache", data_home)
+    assert len(whole.ran) == 6
+    pd.testing.assert_frame_equal(without_timings(grid_table(out)), without_timings(grid_table(tmp_path / "whole")))
+    frame = without_timings(grid_frame(out))
+    assert len(frame) == 6 and {"n_idis", "n_global", "n_local", "initialization_rate", "f1"} <= set(frame)
+    assert frame["n_idis"].gt(0).any()
+
+
+def test_a_cell_killed_mid_way_is_missing_and_runs_again(tmp_path, data_home):
+    grid = small_grid(repeats=1, axes={"seeds": ["random"], "generators": ["aequitas"]})
+    out = tmp_path / "out"
+    first = run(grid, out, tmp_path / "cache", data_home)
+    folder = cell_folder(out, first.ran[0])
+    (folder / "result.json").unlink()  # as if killed after cell.json, before result.json
+    (folder / ".result.json.abc.tmp").write_text("{")
+    assert grid_status(out).missing == first.ran
+    second = run(grid, out, tmp_path / "cache", data_home)
+    assert second.ran == first.ran and grid_status(out).done == first.ran
+    assert not list(folder.glob(".*.tmp"))
+
+
+def test_a_failing_cell_is_recorded_and_the_grid_goes_on(tmp_path, data_home, monkeypatch):
+    search = tasks.TASKS["search"]
+
+    def fails_on_adf(cell, *args):
+        if cell.generator == "adf" and cell.random_state == 1:
+            raise RuntimeError("boom in the search\nsecond line")
+        return search(cell, *args)
+
+    monkeypatch.setitem(tasks.TASKS, "search", fails_on_adf)
+    out = tmp_path / "out"
+    result = run(small_grid(axes={"seeds": ["random"]}), out, tmp_path / "cache", data_home)
+    assert len(result.ran) == 4 and len(result.failed) == 1
+    status = grid_status(out)
+    assert (len(status.done), len(status.failed), len(status.missing)) == (3, 1, 0)
+    key = status.failed[0]
+    assert status.cells[key].generator == "adf" and status.errors[key] == "RuntimeError: boom in the search"
+    error = json.loads((cell_folder(out, key) / "error.json").read_text())
+    assert error["type"] == "RuntimeError" and "Traceback" in error["traceback"]
+
+    shown = CliRunner().invoke(app, ["experiment", "status", str(out)])
+    assert shown.exit_code == 0
+    assert "4 cells, 3 done, 1 failed, 0 missing" in shown.output
+    assert f"failed {key}" in shown.output and "RuntimeError: boom in the search" in shown.output
+
+    monkeypatch.setitem(tasks.TASKS, "search", search)
+    assert run(small_grid(axes={"seeds": ["random"]}), out, tmp_path / "cache", data_home).ran == ()  # not retried
+    retried = run(small_grid(axes={"seeds": ["random"]}), out, tmp_path / "cache", data_home, retry_failed=True)
+    assert retried.ran == (key,) and retried.failed == ()
+    assert len(grid_status(out).done) == 4 and not (cell_folder(out, key) / "error.json").exists()
+
+
+def test_a_cell_over_its_time_limit_is_recorded_failed(tmp_path, data_home):
+    out = tmp_path / "out"
+    grid = small_grid(repeats=1, time_limit=1e-9, axes={"seeds": ["random"], "generators": ["aequitas"]})
+    result = run(grid, out, tmp_path / "cache", data_home)
+    assert len(result.failed) == 1
+    assert grid_status(out).errors[result.failed[0]].startswith("TimeLimitError: time limit of 1e-09 s passed")
+
+
+def test_the_deadline_is_checked_only_inside_its_block():
+    check_deadline("nothing")  # no limit: no error
+    with time_limit(None):
+        check_deadline("nothing")
+    with time_limit(1e-9), pytest.raises(TimeLimitError, match="during the search"):
+        check_deadline("the search")
+    check_deadline("after")
+
+
+def test_generators_share_one_seed_selection(tmp_path, data_home):
+    out = tmp_path / "out"
+    run(small_grid(), out, tmp_path / "cache", data_home)
+    assert len(list((out / "shared" / "seeds").glob("*.json"))) == 2 * 2  # strategies x repeats
+    reused = {}
+    for key, cell in grid_status(out).cells.items():
+        result = json.loads((cell_folder(out, key) / "result.json").read_text())
+        reused.setdefault((cell.seeds, cell.random_state), []).append(result["seeds_reused"])
+        assert result["meta"]["versions"]["scikit-learn"] and result["meta"]["random_states"]["random_state"] == (
+            cell.random_state)
+        assert list(result["meta"]["data"]) == ["german/raw/german.data"]
+        assert len(result["meta"]["data"]["german/raw/german.data"]["sha256"]) == 64
+    assert all(sorted(v) == [False, True] for v in reused.values())
+
+
+def test_an_output_folder_holding_another_grid_is_refused(tmp_path, data_home):
+    out = tmp_path / "out"
+    grid = small_grid(repeats=1, axes={"seeds": ["random"], "generators": ["aequitas"]})
+    run(grid, out, tmp_path / "cache", data_home)
+    with pytest.raises(RunFolderError, match="holds another grid.*random_states"):
+        run({**grid, "repeats": 2}, out, tmp_path / "cache", data_home)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(RunFolderError, match="not an experiment grid folder"):
+        run(grid, other, tmp_path / "cache", data_home)
+
+
+@pytest.mark.slow
+def test_sync_and_local_cluster_give_identical_tables(tmp_path, data_home):
+    grid = small_grid(axes={"seeds": ["iandd"], "generators": ["aequitas"]})
+    run(grid, tmp_path / "sync", tmp_path / "cache-sync", data_home)
+    local = run(grid, tmp_path / "local", tmp_path / "cache-local", data_home, scheduler="local", workers=2)
+    assert len(local.ran) == 2 and local.failed == ()
+    pd.testing.assert_frame_equal(without_timings(grid_table(tmp_path / "sync")),
+                                  without_timings(grid_table(tmp_path / "local")))
+
+
+def test_a_dask_cluster_at_an_address_gives_the_tables_of_sync(tmp_path, data_home):
+    """The cheap version of the previous test: two worker threads of an in-process cluster, one model cache."""
+    from dask.distributed import LocalCluster
+
+    grid = small_grid(axes={"seeds": ["iandd"]})
+    run(grid, tmp_path / "sync", tmp_path / "cache-sync", data_home)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster:
+        dask = run(grid, tmp_path / "dask", tmp_path / "cache-dask", data_home, scheduler=cluster.scheduler_address)
+    assert len(dask.ran) == 4 and dask.failed == ()
+    pd.testing.assert_frame_equal(without_timings(grid_table(tmp_path / "sync")),
+                                  without_timings(grid_table(tmp_path / "dask")))
+
+
+# ------------------------------------------------------------------------------------------------------ tables
+def test_tables_and_ratios(tmp_path, data_home):
+    out = tmp_path / "out"
+    run(small_grid(), out, tmp_path / "cache", data_home)
+    frame = grid_frame(out)
+    table = grid_table(frame)
+    row = table[(table["seeds"] == "iandd") & (table["generator"] == "adf") & (table["figure"] == "n_idis")]
+    values = frame[(frame["seeds"] == "iandd") & (frame["generator"] == "adf")]["n_idis"]
+    assert row["median"].item() == values.median() and row["n"].item() == 2
+    assert row["min"].item() == values.min() and row["max"].item() == values.max()
+    assert row["q25"].item() == values.quantile(0.25) and row["q75"].item() == values.quantile(0.75)
+    ratios = seed_ratios(table, "n_idis", baseline="random")
+    medians = table[table["figure"] == "n_idis"].set_index(["generator", "seeds"])["median"]
+    for generator in ("aequitas", "adf"):
+        got = ratios.loc[ratios["generator"] == generator, "iandd/random"].item()
+        expected = medians[(generator, "iandd")] / medians[(generator, "random")]
+        assert got == pytest.approx(expected)
+    assert ratios.iloc[-1]["row"] == "geometric mean"
+    paths = write_tables(out)
+    assert {p.name for p in paths} == {"cells.parquet", "summary.parquet", "summary.md", "medians.md", "ratios.md"}
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "summary.parquet"), table)
+    assert "iandd/random" in (out / "tables" / "ratios.md").read_text()
+    assert "seconds_search" in set(table["figure"]) and "seconds_search" not in set(without_timings(table)["figure"])
+
+
+def test_seeds_and_retrain_tasks(tmp_path, data_home):
+    out = tmp_path / "seeds"
+    run({"task": "seeds", "axes": {"rows": ["german:sex"], "models": ["lr"], "seeds": ["random", "iandd"],
+                                   "budgets": [[30, 0]]}}, out, tmp_path / "cache", data_home)
+    frame = grid_frame(out).set_index("seeds")
+    assert frame.loc["random", "n_seeds"] == 30 and 0 <= frame.loc["random", "initialization_rate"] <= 1
+    assert frame.loc["iandd", "n_initial_idis"] > 0 and pd.isna(frame.loc["random", "n_initial_idis"])
+
+
+@pytest.mark.slow
+def test_retrain_task_gives_remaining_idis_and_f1_per_strategy(tmp_path, data_home):
+    out = tmp_path / "retrain"
+    run({"task": "retrain", "axes": {"rows": ["german:sex"], "models": ["lr"], "seeds": ["i", "iandd"],
+                                     "generators": ["adf"], "budgets": [[10, 10]]}}, out, tmp_path / "cache",
+        data_home)
+    frame = grid_frame(out).set_index("seeds")
+    assert list(frame.index) == ["i", "iandd"]
+    assert (frame["n_idis"] > 0).all() and (frame["remaining_idis"] >= 0).all()
+    assert (frame["n_rechecked"] >= frame["n_idis"]).all()
+    assert ((frame["f1_before"] > 0) & (frame["f1_after"] > 0)).all()
+
+
+# ------------------------------------------------------------------------------------------------- model lock
+TRAIN_TWICE = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from toys import toy_dataset
+from chiralfair.models.zoo import ModelSpec
+from chiralfair.models.training import train_model
+
+original = ModelSpec.fit
+def slow_fit(self, *args, **kwargs):
+    with open({marker!r}, "a") as f:
+        f.write("trained\\n")
+    time.sleep(1.0)  # long enough for the other process to reach the cache entry meanwhile
+    return original(self, *args, **kwargs)
+ModelSpec.fit = slow_fit
+
+ready = Path({folder!r})
+(ready / f"ready-{{sys.argv[1]}}").touch()
+while len(list(ready.glob("ready-*"))) < 2:
+    time.sleep(0.01)
+print(train_model(toy_dataset(n=300, seed=1), "lr", random_state=0, cache_dir={cache!r}).from_cache)
+"""
+
+
+def test_two_threads_wanting_one_model_train_it_once(tmp_path, monkeypatch):
+    """The cheap version of the next test: file locks exclude each other across threads too."""
+    import threading
+    import time
+
+    from toys import toy_dataset
+
+    from chiralfair.models.training import train_model
+    from chiralfair.models.zoo import ModelSpec
+
+    trainings, original = [], ModelSpec.fit
+
+    def slow_fit(self, *args, **kwargs):
+        trainings.append(threading.get_ident())
+        time.sleep(0.5)  # the other thread reaches the cache entry meanwhile
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ModelSpec, "fit", slow_fit)
+    data, barrier, results = toy_dataset(n=300, seed=1), threading.Barrier(2), []
+
+    def train():
+        barrier.wait()
+        results.append(train_model(data, "lr", random_state=0, cache_dir=tmp_path).from_cache)
+
+    threads = [threading.Thread(target=train) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(trainings) == 1 and sorted(results) == [False, True]
+
+
+@pytest.mark.slow
+def test_two_processes_wanting_one_model_train_it_once(tmp_path):
+    marker = tmp_path / "trainings.txt"
+    script = TRAIN_TWICE.format(tests=str(TESTS), marker=str(marker), folder=str(tmp_path),
+                                cache=str(tmp_path / "cache"))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env) for i in range(2)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
+    assert marker.read_text().splitlines() == ["trained"]
+    assert sorted(out.strip() for out, _ in outputs) == ["False", "True"]
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+# Runs each command line of argv[1] (a JSON list) in one interpreter; heavy modules stay loaded once imported, so
+# none of the commands imported them if none is loaded at the end.
+PROBE = """
+import contextlib, io, json, sys
+from chiralfair.cli import app
+out = []
+for args in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            app(args)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code or 0
+    out.append({"code": code, "stderr": err.getvalue()})
+heavy = sorted(m for m in ("torch", "shap", "sklearn", "z3", "scipy", "pandas", "dask") if m in sys.modules)
+print(json.dumps({"results": out, "heavy": heavy}))
+"""
+
+
+def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\n[axes]\nrows = ["german:sex"]\nmodels = ["lr"]\nseeds = ["random"]\n'
+                   'generators = ["fairx"]\nbudgets = [[10, 10]]\n')
+    syntax = tmp_path / "syntax.toml"
+    syntax.write_text("name = \n")
+    good = tmp_path / "good.toml"
+    good.write_text(bad.read_text().replace("fairx", "aequitas"))
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x.txt").write_text("x")
+    new = str(tmp_path / "new")
+    cases = [([str(bad), "--out", new], "unknown value 'fairx' in axes.generators; valid: adf, aequitas"),
+             ([str(tmp_path / "none.toml"), "--out", new], "does not exist"),
+             ([str(syntax), "--out", new], "line 1, column"),
+             ([str(good), "--out", new, "--workers", "0"], "--workers must be >= 1"),
+             ([str(good), "--out", new, "--scheduler", "fast"], "unknown --scheduler 'fast'"),
+             ([str(good), "--out", str(taken)], "not an experiment grid folder")]
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps([["experiment", "run", *a] for a, _ in cases])],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=120)
+    got = json.loads(done.stdout)
+    for (args, message), result in zip(cases, got["results"], strict=True):
+        assert result["code"] == 2 and message in result["stderr"], (args, result)
+    assert got["heavy"] == []
+    assert not (tmp_path / "new").exists()
+
+
+def test_cli_runs_a_grid_and_writes_its_tables(tmp_path, data_home):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('name = "cli"\nrepeats = 1\n[axes]\nrows = ["german:sex"]\nmodels = ["lr"]\n'
+                    'seeds = ["random", "iandd"]\ngenerators = ["aequitas"]\nbudgets = [[10, 10]]\n')
+    out = tmp_path / "out"
+    runner = CliRunner()
+    ran = runner.invoke(app, ["experiment", "run", str(grid), "--out", str(out), "--scheduler", "sync",
+                              "--data-home", str(data_home), "--cache-dir", str(tmp_path / "cache")])
+    assert ran.exit_code == 0, ran.output
+    assert "2 cells, 2 done, 0 failed, 0 missing" in ran.output
+    assert load_grid(out / "grid.toml") == load_grid(grid)
+    table = runner.invoke(app, ["experiment", "table", str(out)])
+    assert table.exit_code == 0 and "iandd/random" in table.output
+    assert (out / "tables" / "summary.parquet").is_file()
+    missing = runner.invoke(app, ["experiment", "status", str(tmp_path / "cache")])
+    assert missing.exit_code == 2 and "not an experiment grid folder" in missing.output
+
+
+def test_cell_keys_do_not_depend_on_folders(tmp_path):
+    cell = load_grid(small_grid()).cells()[0]
+    assert cell_key(cell) == cell.key and len(cell.key) == 16
+    assert "data_home" not in cell.to_dict() and "cache_dir" not in cell.to_dict()
