@@ -141,7 +141,7 @@ def test_retrain_and_seeds_grids_group_their_seed_strategies():
 
 # ---------------------------------------------------------------------------------------- running and resuming
 def test_interrupted_grid_resumes_running_each_cell_once_with_equal_tables(tmp_path, data_home, attempts):
-    grid = small_grid(repeats=3, axes={"generators": ["aequitas"]})
+    grid = small_grid(repeats=3, axes={"seeds": ["random", "rows"], "generators": ["aequitas"]})
     out = tmp_path / "out"
     with pytest.raises(GridInterrupted):
         run(grid, out, tmp_path / "cache", data_home, stop_after=2)
