@@ -222,6 +222,17 @@ def test_the_deadline_is_checked_only_inside_its_block():
     check_deadline("after")
 
 
+def test_a_search_checks_the_time_limit_at_each_batch(biased_model, dataset):
+    from chiralfair.generators import make_generator
+    from chiralfair.seeds import make_seed_strategy
+
+    seeds = make_seed_strategy("random").select(biased_model, dataset, 5, random_state=0)
+    generator = make_generator("aequitas", max_global=5, max_local=5)
+    with time_limit(1e-9), pytest.raises(TimeLimitError, match="global phase of the search"):
+        generator.run(biased_model, dataset.domain, seeds, random_state=0)
+    assert generator.run(biased_model, dataset.domain, seeds, random_state=0).n_tested > 0
+
+
 def test_generators_share_one_seed_selection(tmp_path, data_home):
     out = tmp_path / "out"
     run(small_grid(), out, tmp_path / "cache", data_home)
@@ -276,12 +287,12 @@ def test_a_dask_cluster_at_an_address_gives_the_tables_of_sync(tmp_path, data_ho
 # ------------------------------------------------------------------------------------------------------ tables
 def test_tables_and_ratios(tmp_path, data_home):
     out = tmp_path / "out"
-    run(small_grid(), out, tmp_path / "cache", data_home)
+    run(small_grid(repeats=3, axes={"seeds": ["random", "iandd"]}), out, tmp_path / "cache", data_home)
     frame = grid_frame(out)
     table = grid_table(frame)
     row = table[(table["seeds"] == "iandd") & (table["generator"] == "adf") & (table["figure"] == "n_idis")]
     values = frame[(frame["seeds"] == "iandd") & (frame["generator"] == "adf")]["n_idis"]
-    assert row["median"].item() == values.median() and row["n"].item() == 2
+    assert row["median"].item() == values.median() and row["n"].item() == 3
     assert row["min"].item() == values.min() and row["max"].item() == values.max()
     assert row["q25"].item() == values.quantile(0.25) and row["q75"].item() == values.quantile(0.75)
     ratios = seed_ratios(table, "n_idis", baseline="random")
