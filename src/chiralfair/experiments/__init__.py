@@ -11,7 +11,8 @@ _MODULE_OF = {"MAX_BUDGET": "budget", "RunConfig": "run", "RunOutcome": "run", "
               "Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": "cells",
               "run_grid": "execution", "grid_status": "execution", "GridRun": "execution", "GridStatus": "execution",
               "GridInterrupted": "execution", "grid_frame": "tables", "grid_table": "tables",
-              "seed_ratios": "tables", "write_tables": "tables", "without_timings": "tables"}
+              "seed_ratios": "tables", "write_tables": "tables", "without_timings": "tables",
+              "median_table": "tables"}
 
 __all__ = sorted(_MODULE_OF)
 
