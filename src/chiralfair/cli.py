@@ -845,8 +845,10 @@ def experiment_run(
     from .experiments.execution import run_grid
 
     _setup_logging(verbose)
+    library = logging.getLogger("chiralfair")
+    level = library.level
     if not verbose:  # the cells' own warnings (one per cell) would bury the bar; failures are listed at the end
-        logging.getLogger("chiralfair").setLevel(logging.ERROR)
+        library.setLevel(logging.ERROR)
     try:
         with logging_redirect_tqdm():
             result = run_grid(loaded, out, scheduler=scheduler, workers=workers, progress=True,
@@ -857,6 +859,8 @@ def experiment_run(
         typer.secho(f"interrupted: finished cells are kept in {out}; run the same command again to resume",
                     err=True, fg=typer.colors.YELLOW)
         raise typer.Exit(code=130) from None
+    finally:
+        library.setLevel(level)
     _print_status(result.status)
     typer.echo(f"ran {len(result.ran)} cells in {result.seconds:.1f} s")
     if result.status.failed:
