@@ -122,6 +122,10 @@ def _num(x, percent: bool = False) -> str:
     return f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}"
 
 
+def _times(ratio: float) -> str:
+    return "–" if math.isnan(ratio) else f"{ratio:.2f}×"
+
+
 def _cell(table_row: pd.Series, figure: str, percent: bool = False) -> str:
     med = table_row.get(f"{figure}_median")
     if med is None or (isinstance(med, float) and math.isnan(med)):
@@ -210,7 +214,7 @@ def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     overall = _geomean(all_ratios)
     headline = paper.get("headline_ratio")
     claims.append(f"- I&D finds more IDIs than the original seeds overall (geometric mean of I&D / original over "
-                  f"generators and rows {_num(overall)}×{f', paper {headline}×' if headline else ''}): "
+                  f"generators and rows {_times(overall)}{f', paper {headline}×' if headline else ''}): "
                   f"**{'holds' if overall > 1 else 'does not hold'}**")
     lines += ["## Claims", "", *claims, "",
               "**Reading the paper columns.** The paper's SG driver stops at `sample_limit = 100` tested inputs "
@@ -244,14 +248,14 @@ def _idis_rows(sub: pd.DataFrame, order, paper, generator: str, ratio_pairs=None
         for a, b in pairs:
             value = _ratio(*_medians(sub, row, a, b))
             ratio_columns[(a, b)].append(value)
-            ratios.append(f"{_num(value)}×")
+            ratios.append(_times(value))
         line = [row, *cells, *ratios]
         if has_paper:
             numbers = paper_rows.get(row)
             line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
         body.append(line)
     means = [_num(sub[sub["seeds"] == s]["n_idis_median"].mean()) for s in strategies]
-    mean_line = ["mean of rows", *means, *(f"geomean {_num(_geomean(v))}×" for v in ratio_columns.values())]
+    mean_line = ["mean of rows", *means, *(f"geomean {_times(_geomean(v))}" for v in ratio_columns.values())]
     if has_paper:
         numbers = paper.get("mean_of_rows", {}).get(generator)
         mean_line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
@@ -321,7 +325,7 @@ def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
                     other = _lookup(table, row=row, model=model, seeds=s)
                     value = math.nan if win is None or other is None else _ratio(win[f"{figure}_median"],
                                                                                   other[f"{figure}_median"])
-                    ratios.append(f"{_num(value)}×")
+                    ratios.append(_times(value))
                 body.append([row, model, *cells, *ratios])
         lines += [f"## {phase.capitalize()} phase ({figure})", "", *_markdown_table(header, body)]
         for model in order["model"]:
@@ -363,7 +367,7 @@ def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
                     other = _lookup(sub, max_global=limit, seeds=s)
                     value = math.nan if win is None or other is None else _ratio(win["n_idis_median"],
                                                                                   other["n_idis_median"])
-                    ratios.append(f"{_num(value)}×")
+                    ratios.append(_times(value))
                 body.append([str(limit), *cells, *ratios])
             lines += [f"## {row}, {generator}", "", *_markdown_table(header, body)]
             claims.append(claim(f"{row}, {generator}: I&D above {' and '.join(map(strategy_label, others))} at "
