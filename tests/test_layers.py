@@ -6,7 +6,7 @@ from pathlib import Path
 import chiralfair
 
 LAYERS = [
-    {"chiralfair", "exceptions", "_validation", "_random", "_lazy"},
+    {"chiralfair", "exceptions", "_validation", "_random", "_lazy", "_deadline"},
     {"domain", "datasets"},
     {"models"},
     {"oracle", "results", "run_folder", "verdict", "estimate"},

@@ -59,3 +59,11 @@ class ModelOutputError(ChiralfairError, ValueError):
 
 class MissingDependencyError(ChiralfairError, ImportError):
     """An optional dependency (torch) is needed and not installed (the message says how to install it)."""
+
+
+class TimeLimitError(ChiralfairError, TimeoutError):
+    """A job ran past its time limit (the message names the limit and the step it was in)."""
+
+
+class GridError(ConfigError):
+    """An experiment grid file is invalid (the message names the key at fault and the valid values)."""

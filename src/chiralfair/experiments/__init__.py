@@ -6,7 +6,7 @@ models, the seed strategies and the generators.
 
 from .._lazy import lazy_attributes
 
-_MODULE_OF = {"MAX_BUDGET": "run", "RunConfig": "run", "RunOutcome": "run", "protected_list": "run",
+_MODULE_OF = {"MAX_BUDGET": "budget", "RunConfig": "run", "RunOutcome": "run", "protected_list": "run",
               "run_experiment": "run", "validate_config": "run"}
 
 __all__ = sorted(_MODULE_OF)

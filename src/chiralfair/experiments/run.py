@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._deadline import check_deadline
 from .._validation import check_int
 from ..estimate import FAVOURABLE, estimate
 from ..generators import make_generator
@@ -30,14 +31,11 @@ from ..run_folder import (
 from ..seeds import make_seed_strategy
 from ..seeds.names import chiral_params
 from ..verdict import Verdict
+from .budget import MAX_BUDGET as MAX_BUDGET  # re-exported: chiralfair.experiments.run.MAX_BUDGET
+from .budget import budget_error
 
 logger = logging.getLogger(__name__)
 
-# Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
-# but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
-# rule. Measured at the cap (census / sex / dnn / eidig-inf, 99,999 x 999): 12.0 M tested keys, 10.5 M IDIs,
-# peak memory 995-1027 MiB in two runs (benchmarks/results/whole_command.md); a larger budget passes 1 GB.
-MAX_BUDGET = 10**8
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,8 @@ class RunConfig:
     allow_checksum_mismatch : bool
     generator_params : dict
         Extra hyper-parameters for the generator.
+    seed_params : dict
+        Extra parameters for the seed strategy (e.g. ``explainer``).
     verdict : bool
         Also estimate the share of the test split that the model discriminates
         (:func:`chiralfair.estimate.estimate`), with the benchmark's favourable label.
@@ -85,6 +85,7 @@ class RunConfig:
     cache_dir: str | None = None
     allow_checksum_mismatch: bool = False
     generator_params: dict[str, Any] = field(default_factory=dict)
+    seed_params: dict[str, Any] = field(default_factory=dict)
     verdict: bool = True
 
     def __post_init__(self):
@@ -95,7 +96,8 @@ class RunConfig:
         return {"dataset": self.dataset, "protected": list(self.protected), "model": self.model,
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
-                "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params)}
+                "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
+                "seed_params": dict(self.seed_params)}
 
     @property
     def resolved_model_random_state(self) -> int:
@@ -204,14 +206,12 @@ def validate_config(config: RunConfig) -> None:
     check_int(config.random_state, "random_state", minimum=0)
     if config.model_random_state is not None:
         check_int(config.model_random_state, "model_random_state", minimum=0)
-    if config.max_global * (config.max_local + 1) > MAX_BUDGET:
-        raise ConfigError(
-            f"max_global x (max_local + 1) = {config.max_global * (config.max_local + 1):,} exceeds {MAX_BUDGET:,}: "
-            "a run keeps the key of every input it tests in memory (about 1 GB at that bound); split it into "
-            "several runs")
+    too_large = budget_error(config.max_global, config.max_local)
+    if too_large:
+        raise ConfigError(too_large)
     generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
                                **config.generator_params)
-    make_seed_strategy(config.seeds)
+    make_seed_strategy(config.seeds, **config.seed_params)
     spec = as_spec(config.model)
     if generator.needs_gradient and not spec.has_input_gradient:
         raise ModelCapabilityError(
@@ -252,14 +252,26 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     RunFolderError
         If ``out`` cannot receive a run (see :func:`~chiralfair.run_folder.prepare_run_folder`); checked
         before any work.
+    TimeLimitError
+        Inside :func:`chiralfair._deadline.time_limit`, once the limit has passed (checked before each step and
+        at each batch of the search).
     """
     validate_config(config)
     created = prepare_run_folder(out) if out is not None else []
     try:
-        return _run_steps(config, on_step or (lambda name: None), out, reuse_seeds or (lambda select: select()))
+        return _run_steps(config, _checked_steps(on_step), out, reuse_seeds or (lambda select: select()))
     except BaseException:
         remove_empty_folders(created)
         raise
+
+
+def _checked_steps(on_step: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``on_step`` preceded by a check of the time limit (:func:`chiralfair._deadline.time_limit`), if any."""
+    def step(name: str) -> None:
+        check_deadline(f"the run, before step {name!r}")
+        if on_step is not None:
+            on_step(name)
+    return step
 
 
 def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds) -> RunOutcome:
@@ -292,8 +304,8 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
     step("seeds")
     t = time.perf_counter()
     # The chiral model belongs to the model under test: seeded by its random_state (seeds/names.py).
-    strategy = make_seed_strategy(config.seeds, **chiral_params(config.seeds, config.resolved_model_random_state,
-                                                                config.cache_dir))
+    strategy = make_seed_strategy(config.seeds, **config.seed_params,
+                                  **chiral_params(config.seeds, config.resolved_model_random_state, config.cache_dir))
     seed_report = reuse_seeds(lambda: strategy.select(model, dataset, config.max_global,
                                                       random_state=config.random_state))
     seconds["seeds"] = time.perf_counter() - t

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from .._deadline import check_deadline
 from ..domain import Domain
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult, DiscriminationCheck
@@ -156,6 +157,7 @@ class IDIRecorder:
         """
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+        check_deadline(f"the {phase} phase of the search")
         res = self.checker.check(X, with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         keys = self.domain.keys(res.X)

@@ -9,9 +9,10 @@ model instead of training it.
 
 Cache folder: the ``cache_dir`` argument, else ``$CHIRALFAIR_CACHE/models``, else
 ``$XDG_CACHE_HOME/chiralfair/models`` (``~/.cache/chiralfair/models``). Files are written atomically
-(temporary file, then ``os.replace``); a file that cannot be read is replaced by a fresh training, with a
-warning. sklearn models are stored with joblib (a pickle): only point ``cache_dir`` at folders you trust. The
-DNN is stored as a torch ``state_dict`` and loaded with ``weights_only=True``.
+(temporary file, then ``os.replace``) under a file lock (``filelock``), so that two processes asking for one
+entry train it once: the second waits, then loads it. A file that cannot be read is replaced by a fresh
+training, with a warning. sklearn models are stored with joblib (a pickle): only point ``cache_dir`` at folders
+you trust. The DNN is stored as a torch ``state_dict`` and loaded with ``weights_only=True``.
 
 Bit-identical DNN weights for the same ``random_state`` hold on the same device (CPU type) and library
 versions; the DNN trains on one intra-op thread, so the machine's core count does not matter.
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from .. import __version__
 from .._validation import check_int
@@ -136,20 +138,26 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     key = cache_key(dataset.name, X_train, y_train, spec, random_state)
     path = resolve_cache_dir(cache_dir) / _file_name(dataset.name, spec, key)
 
+    seen = _file_state(path)
     loaded = None if force else _load(path, spec, key)
-    if loaded is not None:
+    trained = None
+    if loaded is None:
+        # Two processes (e.g. grid workers) wanting one entry: one trains, the other waits and then loads it.
+        with FileLock(path.parent / f".{path.name}.lock"):
+            if not force and _file_state(path) != seen:
+                loaded = _load(path, spec, key)
+            if loaded is None:
+                start = time.perf_counter()
+                trained = spec.fit(X_train, y_train, random_state=random_state)
+                train_seconds = time.perf_counter() - start
+                _save(path, spec, trained.estimator, key=key, train_seconds=train_seconds)
+                logger.info("trained %s on %s (random_state=%d, %d rows) in %.2f s; cached at %s", spec.name,
+                            dataset.name, random_state, len(train), train_seconds, path)
+    from_cache = trained is None
+    if from_cache:
         fitted, train_seconds = loaded
         trained = spec.wrap(fitted)
-        from_cache = True
         logger.info("loaded %s on %s (random_state=%d) from %s", spec.name, dataset.name, random_state, path)
-    else:
-        start = time.perf_counter()
-        trained = spec.fit(X_train, y_train, random_state=random_state)
-        train_seconds = time.perf_counter() - start
-        _save(path, spec, trained.estimator, key=key, train_seconds=train_seconds)
-        from_cache = False
-        logger.info("trained %s on %s (random_state=%d, %d rows) in %.2f s; cached at %s", spec.name,
-                    dataset.name, random_state, len(train), train_seconds, path)
 
     f1, accuracy = _scores(trained, dataset.X[test], dataset.y[test])
     trained.reset_queries()
@@ -272,6 +280,15 @@ def _scores(model: CountingModel, X_test, y_test) -> tuple[float, float]:
     predicted = model.predict(X_test)
     return (float(f1_score(y_test, predicted, pos_label=1, zero_division=0)),
             float(accuracy_score(y_test, predicted)))
+
+
+def _file_state(path: Path) -> tuple[int, int] | None:
+    """``(mtime_ns, size)`` of a cache file, or None if absent: tells whether another process wrote it."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _save(path: Path, spec: ModelSpec, fitted, *, key: str, train_seconds: float) -> None:

@@ -1,0 +1,394 @@
+"""Experiment grid files: a TOML schema, its validation, and the expansion into cells (one run each).
+
+A grid lists values for every axis of a run; its cells are the cartesian product, in a fixed order (rows,
+models, seed strategies, generators, budgets, then random states), one :class:`~.cells.Cell` each::
+
+    name = "table2"                 # free text
+    task = "search"                 # "search" (default) | "seeds" (seed selection only) | "retrain"
+    repeats = 10                    # random_state = 0 .. repeats-1   (or: random_states = [0, 5, 7])
+    model_random_state = 0          # optional: one model (and chiral model) for every repeat
+    time_limit = 600                # optional, seconds per cell
+    save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet
+    verdict = false                 # estimate the test-split share affected in each cell
+
+    [axes]
+    rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
+    models = ["dnn"]
+    seeds = ["random", "cluster", "iandd"]
+    generators = ["aequitas", "adf"]           # absent for task = "seeds"
+    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": max_global seeds)
+
+    [generator_params.sg]           # optional extra parameters per generator
+    [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
+    [retrain]                       # task = "retrain": parameters of chiralfair.retraining.retrain
+
+A ``retrain`` cell runs the searches with every listed seed strategy, then retrains with each one's IDIs, so
+its seed strategies are one cell, not an axis.
+
+This module imports only name tables (no model, strategy or generator), so a bad grid file is refused at once;
+the checks that need the implementations (generator parameters) run when the grid starts
+(:func:`chiralfair.experiments.execution.run_grid`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import GridError
+from .budget import budget_error
+from .cells import Cell
+
+TASKS = ("search", "seeds", "retrain")
+TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
+            "axes", "generator_params", "seed_params", "retrain")
+AXES = ("rows", "models", "seeds", "generators", "budgets")
+RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
+# The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
+RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A validated experiment grid (see the module docstring for the file format).
+
+    Attributes
+    ----------
+    name, task : str
+    rows : tuple of (str, tuple of str)
+        ``(dataset, protected attributes)`` per row.
+    models, seeds, generators : tuple of str
+        ``generators`` is empty for ``task = "seeds"``.
+    budgets : tuple of (int, int)
+        ``(max_global, max_local)`` pairs.
+    random_states : tuple of int
+    model_random_state : int or None
+        None: each cell's model is trained with the cell's random state.
+    time_limit : float or None
+        Seconds per cell.
+    save_pairs, verdict : bool
+    generator_params, seed_params : dict of str to dict
+        Extra parameters per generator / seed strategy name.
+    retrain : dict
+        Parameters of :func:`chiralfair.retraining.retrain` (``task = "retrain"``).
+    """
+
+    name: str
+    task: str
+    rows: tuple[tuple[str, tuple[str, ...]], ...]
+    models: tuple[str, ...]
+    seeds: tuple[str, ...]
+    generators: tuple[str, ...]
+    budgets: tuple[tuple[int, int], ...]
+    random_states: tuple[int, ...]
+    model_random_state: int | None = None
+    time_limit: float | None = None
+    save_pairs: bool = False
+    verdict: bool = False
+    generator_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seed_params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    retrain: dict[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[Cell]:
+        """Every cell of the grid, in a deterministic order (rows, models, seeds, generators, budgets, states).
+
+        Returns
+        -------
+        list of Cell
+        """
+        seed_groups = [self.seeds] if self.task == "retrain" else [(s,) for s in self.seeds]
+        generators = self.generators or (None,)
+        out = []
+        for (dataset, protected), model, seeds, generator, (max_global, max_local), state in itertools.product(
+                self.rows, self.models, seed_groups, generators, self.budgets, self.random_states):
+            out.append(Cell(
+                task=self.task, dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
+                max_global=max_global, max_local=max_local, random_state=state,
+                model_random_state=state if self.model_random_state is None else self.model_random_state,
+                generator_params=dict(self.generator_params.get(generator, {})) if generator else {},
+                seed_params={s: dict(self.seed_params[s]) for s in seeds if self.seed_params.get(s)},
+                verdict=self.verdict, save_pairs=self.save_pairs,
+                retrain=dict(self.retrain) if self.task == "retrain" else {}))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """The normalised grid as a TOML-ready mapping (what :func:`load_grid` reads back to an equal grid)."""
+        d: dict[str, Any] = {"name": self.name, "task": self.task, "random_states": list(self.random_states),
+                             "save_pairs": self.save_pairs, "verdict": self.verdict}
+        if self.model_random_state is not None:
+            d["model_random_state"] = self.model_random_state
+        if self.time_limit is not None:
+            d["time_limit"] = self.time_limit
+        d["axes"] = {"rows": [f"{ds}:{','.join(pa)}" for ds, pa in self.rows], "models": list(self.models),
+                     "seeds": list(self.seeds)}
+        if self.generators:
+            d["axes"]["generators"] = list(self.generators)
+        d["axes"]["budgets"] = [list(b) for b in self.budgets]
+        for key in ("generator_params", "seed_params"):
+            if getattr(self, key):
+                d[key] = {k: dict(v) for k, v in getattr(self, key).items()}
+        if self.task == "retrain":
+            d["retrain"] = dict(self.retrain)
+        return d
+
+    def to_toml(self) -> str:
+        """The normalised grid as TOML text."""
+        import tomli_w
+
+        return tomli_w.dumps(self.to_dict())
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two grids the same for an output folder: everything but the time limit.
+
+        A grid may be resumed with another time limit (e.g. to retry the cells that ran out of time).
+        """
+        d = self.to_dict()
+        d.pop("time_limit", None)
+        return d
+
+
+def load_grid(source: str | os.PathLike | Mapping[str, Any] | Grid) -> Grid:
+    """Read and validate a grid from a TOML file or a mapping of the same structure.
+
+    Parameters
+    ----------
+    source : str, path-like, mapping or Grid
+        A path to a TOML file, or its content as a mapping (e.g. built in code); a Grid is returned as is.
+
+    Returns
+    -------
+    Grid
+
+    Raises
+    ------
+    GridError
+        For a missing or unreadable file, a TOML syntax error (with its line and column), or a value the schema
+        refuses: the message names the key and the valid values.
+    """
+    if isinstance(source, Grid):
+        return source
+    if isinstance(source, Mapping):
+        return _parse(source)
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GridError(f"grid file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise GridError(f"grid file {str(path)!r} cannot be read: {err}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise GridError(f"grid file {str(path)!r} is not valid TOML: {err}") from None
+    try:
+        return _parse(data)
+    except GridError as err:
+        raise GridError(f"grid file {str(path)!r}: {err}") from None
+
+
+def _parse(data: Mapping[str, Any]) -> Grid:
+    _check_keys(data, TOP_KEYS, "top-level key")
+    task = data.get("task", "search")
+    if task not in TASKS:
+        raise GridError(f"task = {task!r} is not a task; valid: {', '.join(TASKS)}")
+    axes = data.get("axes")
+    if not isinstance(axes, Mapping):
+        raise GridError(f"[axes] is missing; it lists {', '.join(AXES)}")
+    _check_keys(axes, AXES, "axis", "[axes]")
+    if task == "seeds" and "generators" in axes:
+        raise GridError("axes.generators must be absent for task = \"seeds\" (seed selection only, no search)")
+    required = [a for a in AXES if a != "generators" or task != "seeds"]
+    missing = [a for a in required if a not in axes]
+    if missing:
+        raise GridError(f"[axes] lacks {', '.join(missing)}; a {task!r} grid lists {', '.join(required)}")
+    models = _names(axes, "models", _model_names())
+    seeds = _names(axes, "seeds", _seed_names())
+    generators = _names(axes, "generators", _generator_names()) if task != "seeds" else ()
+    _check_gradients(models, generators)
+    grid = Grid(
+        name=_text(data, "name", "grid"), task=task, rows=_rows(axes), models=models, seeds=seeds,
+        generators=generators, budgets=_budgets(axes), random_states=_random_states(data),
+        model_random_state=_optional_int(data, "model_random_state", minimum=0),
+        time_limit=_time_limit(data), save_pairs=_flag(data, "save_pairs"), verdict=_flag(data, "verdict"),
+        generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
+        retrain=_retrain(data, task))
+    if task == "retrain" and len(seeds) < 2:
+        raise GridError("axes.seeds of a retrain grid names the seed strategies compared (at least two, e.g. "
+                        "[\"cluster\", \"iandd\"]); got " + repr(list(seeds)))
+    return grid
+
+
+def _check_keys(mapping: Mapping, valid, what: str, where: str | None = None) -> None:
+    unknown = [k for k in mapping if k not in valid]
+    if unknown:
+        place = f" in {where}" if where else ""
+        raise GridError(f"unknown {what} {unknown[0]!r}{place}; valid: {', '.join(valid)}")
+
+
+def _model_names() -> tuple[str, ...]:
+    from ..models.zoo import MODEL_NAMES
+
+    return MODEL_NAMES
+
+
+def _seed_names() -> tuple[str, ...]:
+    from ..seeds.names import BUILTIN_SEED_STRATEGIES
+
+    return BUILTIN_SEED_STRATEGIES
+
+
+def _generator_names() -> tuple[str, ...]:
+    from ..generators.names import BUILTIN_GENERATORS
+
+    return tuple(BUILTIN_GENERATORS)
+
+
+def _list(axes: Mapping, key: str) -> list:
+    values = axes[key]
+    if not isinstance(values, list):
+        raise GridError(f"axes.{key} must be a list, got {values!r}")
+    if not values:
+        raise GridError(f"axes.{key} is an empty list; give at least one value")
+    if len({repr(v) for v in values}) < len(values):
+        raise GridError(f"axes.{key} lists a value twice: {values!r}")
+    return values
+
+
+def _names(axes: Mapping, key: str, valid: tuple[str, ...]) -> tuple[str, ...]:
+    values = _list(axes, key)
+    for v in values:
+        if v not in valid:
+            raise GridError(f"unknown value {v!r} in axes.{key}; valid: {', '.join(valid)}")
+    return tuple(values)
+
+
+def _rows(axes: Mapping) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    from ..datasets.published import PUBLISHED
+
+    rows = []
+    for text in _list(axes, "rows"):
+        dataset, sep, protected = text.partition(":") if isinstance(text, str) else ("", "", "")
+        names = tuple(p.strip() for p in protected.split(",") if p.strip())
+        if not sep or not names:
+            raise GridError(f"axes.rows item {text!r} is not \"dataset:protected\" (e.g. \"census:sex\" or "
+                            "\"compas:race,sex\")")
+        if dataset not in PUBLISHED:
+            raise GridError(f"unknown dataset {dataset!r} in axes.rows; valid: {', '.join(PUBLISHED)}")
+        for name in names:
+            if name not in PUBLISHED[dataset]["attributes"]:
+                raise GridError(f"unknown protected attribute {name!r} for {dataset} in axes.rows; its protected "
+                                f"attributes are {', '.join(PUBLISHED[dataset]['protected'])} (any of its features "
+                                f"may be tested as one: {', '.join(PUBLISHED[dataset]['attributes'])})")
+        rows.append((dataset.strip(), names))
+    if len(set(rows)) < len(rows):
+        raise GridError(f"axes.rows lists a row twice: {_list(axes, 'rows')!r}")
+    return tuple(rows)
+
+
+def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> None:
+    from ..generators.names import BUILTIN_GENERATORS
+    from ..models.zoo import ModelSpec
+
+    gradient = [g for g in generators if BUILTIN_GENERATORS[g]]
+    without = [m for m in models if not ModelSpec(m).has_input_gradient]
+    if gradient and without:
+        raise GridError(
+            f"axes.generators {gradient[0]!r} needs the model's input gradient, which axes.models {without[0]!r} "
+            "does not provide; gradient generators (adf, eidig) run on dnn, lr and mlp: put the other models in a "
+            "grid of black-box generators (aequitas, sg, themis, expga, kosei)")
+
+
+def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
+    budgets = []
+    for item in _list(axes, "budgets"):
+        if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
+            raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
+                            "e.g. [100, 100]")
+        max_global, max_local = item
+        if max_global < 1 or max_local < 0:
+            raise GridError(f"axes.budgets item {item!r}: max_global must be >= 1 and max_local >= 0")
+        too_large = budget_error(max_global, max_local)
+        if too_large:
+            raise GridError(f"axes.budgets item {item!r}: {too_large}")
+        budgets.append((max_global, max_local))
+    return tuple(budgets)
+
+
+def _random_states(data: Mapping) -> tuple[int, ...]:
+    if "repeats" in data and "random_states" in data:
+        raise GridError("give repeats (random_state = 0 .. repeats-1) or random_states (a list), not both")
+    if "random_states" in data:
+        states = data["random_states"]
+        if not isinstance(states, list) or not states:
+            raise GridError(f"random_states must be a non-empty list of integers >= 0, got {states!r}")
+        if not all(_is_int(s) and s >= 0 for s in states) or len(set(states)) < len(states):
+            raise GridError(f"random_states must list distinct integers >= 0, got {states!r}")
+        return tuple(states)
+    repeats = data.get("repeats", 1)
+    if not _is_int(repeats) or repeats < 1:
+        raise GridError(f"repeats = {repeats!r}: must be an integer >= 1 (the random states 0 .. repeats-1)")
+    return tuple(range(repeats))
+
+
+def _optional_int(data: Mapping, key: str, *, minimum: int) -> int | None:
+    value = data.get(key)
+    if value is not None and (not _is_int(value) or value < minimum):
+        raise GridError(f"{key} = {value!r}: must be an integer >= {minimum}")
+    return value
+
+
+def _time_limit(data: Mapping) -> float | None:
+    value = data.get("time_limit")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise GridError(f"time_limit = {value!r}: must be a number of seconds > 0")
+    return float(value)
+
+
+def _flag(data: Mapping, key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise GridError(f"{key} = {value!r}: must be true or false")
+    return value
+
+
+def _text(data: Mapping, key: str, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise GridError(f"{key} = {value!r}: must be a string")
+    return value
+
+
+def _params(data: Mapping, key: str, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    tables = data.get(key, {})
+    if not isinstance(tables, Mapping):
+        raise GridError(f"[{key}] must be a table of tables, e.g. [{key}.{names[0] if names else 'name'}]")
+    axis = "generators" if key == "generator_params" else "seeds"
+    for name, params in tables.items():
+        if name not in names:
+            raise GridError(f"[{key}.{name}]: {name!r} is not in axes.{axis}; valid: {', '.join(names) or 'none'}")
+        if not isinstance(params, Mapping):
+            raise GridError(f"[{key}.{name}] must be a table of parameters, got {params!r}")
+    return {name: dict(params) for name, params in tables.items()}
+
+
+def _retrain(data: Mapping, task: str) -> dict[str, Any]:
+    if "retrain" in data and task != "retrain":
+        raise GridError(f"[retrain] applies to task = \"retrain\" only; this grid's task is {task!r}")
+    table = data.get("retrain", {})
+    if not isinstance(table, Mapping):
+        raise GridError(f"[retrain] must be a table of parameters ({', '.join(RETRAIN_KEYS)})")
+    _check_keys(table, RETRAIN_KEYS, "key", "[retrain]")
+    if isinstance(table.get("share"), list):
+        raise GridError("retrain.share must be one number in (0, 1]: a grid cell retrains once per seed strategy")
+    return {**RETRAIN_DEFAULTS, **table} if task == "retrain" else {}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

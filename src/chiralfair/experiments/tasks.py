@@ -1,0 +1,282 @@
+"""What one grid cell runs, per task, and the seed selections its cells share.
+
+- ``search``: :func:`~.run.run_experiment` (data, model, seeds, search, and the verdict if asked).
+- ``seeds``: seed selection only (initialization rate, initial IDIs, time).
+- ``retrain``: a search with each listed seed strategy, then :func:`chiralfair.retraining.retrain` with each
+  one's IDIs, the other strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as
+  ``benchmarks/retrain.py``).
+
+:func:`run_cell` writes the cell's folder (:mod:`.cells`) and never raises for a failing cell: the error goes to
+``error.json`` and the grid goes on. Models and chiral models are trained once through the model cache (under
+its file lock); seed selections are stored under ``<out>/shared/seeds/`` and reused by every cell with the same
+dataset, protected attributes, model, model random state, strategy, parameters, number of seeds and random state
+(e.g. the cells of the other generators).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._deadline import check_deadline, time_limit
+from .cells import (
+    PAIRS_NAME,
+    Cell,
+    canonical_json,
+    cell_folder,
+    fail_cell,
+    finish_cell,
+    start_cell,
+    write_atomically,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def run_cell(cell: Cell, out: str | os.PathLike, *, limit: float | None = None, data_home: str | None = None,
+             cache_dir: str | None = None) -> dict[str, Any]:
+    """Run one cell and write its folder; a failure is recorded in ``error.json``, not raised.
+
+    Parameters
+    ----------
+    cell : Cell
+    out : str or path-like
+        The grid's output folder.
+    limit : float, optional
+        Time limit in seconds (cooperative: checked between steps and at each batch of a search, see
+        :mod:`chiralfair._deadline`); a cell over it fails with a ``TimeLimitError``.
+    data_home, cache_dir : str, optional
+        Raw data and model cache folders (default: ``$CHIRALFAIR_DATA`` and ``$CHIRALFAIR_CACHE``).
+
+    Returns
+    -------
+    dict
+        ``key``, ``state`` (``"done"`` or ``"failed"``), ``seconds``, and ``error`` (first line) when failed.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        Passed on: the cell stays missing (no result.json, no error.json) and runs again on resume.
+    """
+    folder = cell_folder(out, cell.key)
+    start_cell(folder, cell)
+    start = time.perf_counter()
+    try:
+        with time_limit(limit), _one_thread(cell):
+            result = TASKS[cell.task](cell, Path(out), folder, data_home, cache_dir)
+        result["seconds_cell"] = time.perf_counter() - start
+        finish_cell(folder, result)
+    except Exception as err:
+        record = fail_cell(folder, err, time.perf_counter() - start)
+        first = (record["message"].splitlines() or [""])[0]
+        logger.warning("cell %s (%s) failed: %s: %s", cell.key, describe(cell), record["type"], first)
+        return {"key": cell.key, "state": "failed", "seconds": record["seconds"], "error": f"{record['type']}: {first}"}
+    logger.info("cell %s (%s) done in %.1f s", cell.key, describe(cell), result["seconds_cell"])
+    return {"key": cell.key, "state": "done", "seconds": result["seconds_cell"]}
+
+
+def describe(cell: Cell) -> str:
+    """One line naming the cell's axis values."""
+    parts = [cell.row, cell.model, "+".join(cell.seeds), cell.generator or "",
+             f"{cell.max_global}/{cell.max_local}", f"random_state {cell.random_state}"]
+    return " ".join(p for p in parts if p)
+
+
+@contextlib.contextmanager
+def _one_thread(cell: Cell):
+    """One BLAS/OpenMP thread, and one torch thread when torch is in use: a cell is one core's work."""
+    from ..models.threads import single_intra_op_thread, single_native_thread
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(single_native_thread())
+        if cell.model == "dnn" or "torch" in sys.modules:
+            stack.enter_context(single_intra_op_thread())
+        yield
+
+
+class SeedStore:
+    """One seed selection shared between cells, stored in ``<out>/shared/seeds/<key>.json``.
+
+    ``store(select)`` loads the stored report, or runs ``select()`` and stores its report, under a file lock so
+    that two workers never select it twice.
+
+    The report a cell uses is always the one read back from JSON, so the cell that selected and the cells that
+    reuse its selection search from identical seeds.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The grid's output folder.
+    cell : Cell
+    strategy : str
+        The seed strategy (one of the cell's).
+    """
+
+    def __init__(self, out: Path, cell: Cell, strategy: str):
+        import hashlib
+
+        config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
+                  "model_random_state": cell.model_random_state, "seeds": strategy,
+                  "seed_params": cell.seed_params.get(strategy, {}), "n_seeds": cell.max_global,
+                  "random_state": cell.random_state}
+        key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+        self.path = out / "shared" / "seeds" / f"{key}.json"
+        self.reused = False
+
+    def __call__(self, select: Callable[[], Any]):
+        """The stored report, or the one ``select()`` returns (then stored)."""
+        from filelock import FileLock
+
+        from ..results import SeedReport
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(self.path.parent / f".{self.path.name}.lock"):
+            if self.path.is_file():
+                self.reused = True
+                return SeedReport.from_json(self.path.read_text(encoding="utf-8"))
+            text = select().to_json()
+            write_atomically(self.path, text)
+        return SeedReport.from_json(text)
+
+
+def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
+    from .run import RunConfig
+
+    return RunConfig(dataset=cell.dataset, protected=cell.protected, model=cell.model, seeds=strategy,
+                     generator=cell.generator or "aequitas", max_global=cell.max_global, max_local=cell.max_local,
+                     random_state=cell.random_state, model_random_state=cell.model_random_state,
+                     data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
+                     seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict)
+
+
+def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
+    from ..datasets.home import find_raw
+    from ..datasets.published import PUBLISHED
+    from .manifest import manifest
+
+    rel = PUBLISHED[cell.dataset]["raw"]
+    path = find_raw(rel, data_home)
+    states = {"random_state": cell.random_state, "model_random_state": cell.model_random_state,
+              "chiral_random_state": cell.model_random_state, **(extra_states or {})}
+    return manifest({rel: str(path)} if path is not None else {}, states)
+
+
+def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
+    import json
+
+    from .run import run_experiment
+
+    store = SeedStore(out, cell, cell.seeds[0])
+    outcome = run_experiment(_run_config(cell, cell.seeds[0], data_home, cache_dir), reuse_seeds=store)
+    if cell.save_pairs:
+        _write_pairs(outcome, folder)
+    summary = json.loads(json.dumps(outcome.summary(), default=str))
+    s = outcome.result
+    figures = {"n_idis": s.n_idis, "n_global": s.n_global, "n_local": s.n_local, "n_tested": s.n_tested,
+               "n_queries": s.n_queries, "n_seeds": outcome.seed_report.n_seeds, "n_seed_idis": s.n_seed_idis,
+               "initialization_rate": outcome.seed_report.initialization_rate,
+               "n_initial_idis": outcome.seed_report.n_initial_idis, "f1": outcome.model_info["f1"],
+               "accuracy": outcome.model_info["accuracy"]}
+    if outcome.verdict is not None:
+        figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
+                       share_affected_upper=outcome.verdict.upper)
+    figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
+    return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
+            "seeds_reused": store.reused, "meta": _meta(cell, data_home)}
+
+
+def _write_pairs(outcome, folder: Path) -> None:
+    path = folder / PAIRS_NAME
+    tmp = folder / f".{PAIRS_NAME}.tmp"
+    outcome.result.to_frame(outcome.domain).to_parquet(tmp, index=False)
+    os.replace(tmp, path)
+
+
+def _model_and_data(cell: Cell, data_home, cache_dir):
+    from ..datasets import load_dataset
+    from ..models.training import train_model
+
+    dataset = load_dataset(cell.dataset, protected=list(cell.protected), data_home=data_home)
+    check_deadline("the cell, after loading the data")
+    trained = train_model(dataset, cell.model, random_state=cell.model_random_state, cache_dir=cache_dir)
+    check_deadline("the cell, after training or loading the model")
+    return dataset, trained
+
+
+def _select(cell: Cell, out: Path, strategy: str, dataset, trained, cache_dir):
+    from ..seeds import make_seed_strategy
+    from ..seeds.names import chiral_params
+
+    store = SeedStore(out, cell, strategy)
+    selector = make_seed_strategy(strategy, **cell.seed_params.get(strategy, {}),
+                                  **chiral_params(strategy, cell.model_random_state, cache_dir))
+    report = store(lambda: selector.select(trained.model, dataset, cell.max_global, random_state=cell.random_state))
+    return report, store.reused
+
+
+def _seeds(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
+    import json
+
+    t = time.perf_counter()
+    dataset, trained = _model_and_data(cell, data_home, cache_dir)
+    t_seeds = time.perf_counter()
+    report, reused = _select(cell, out, cell.seeds[0], dataset, trained, cache_dir)
+    figures = {"initialization_rate": report.initialization_rate, "n_initial_idis": report.n_initial_idis,
+               "n_candidates": report.n_candidates, "n_seeds": report.n_seeds,
+               "n_seed_idis": int(report.is_idi.sum()), "n_queries": report.n_queries, "f1": trained.f1,
+               "seconds_selection": float(report.seconds.get("total", float("nan"))),
+               "seconds_seeds": time.perf_counter() - t_seeds, "seconds_total": time.perf_counter() - t}
+    summary = json.loads(report.to_json())
+    summary.pop("seeds")  # the seeds themselves are in <out>/shared/seeds/
+    summary.pop("is_idi")
+    return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
+            "seeds_reused": reused, "meta": _meta(cell, data_home)}
+
+
+def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
+    import json
+
+    import numpy as np
+
+    from ..generators import make_generator
+    from ..retraining import retrain
+
+    t_all = time.perf_counter()
+    dataset, trained = _model_and_data(cell, data_home, cache_dir)
+    found, figures, summary = {}, {}, {}
+    for strategy in cell.seeds:
+        t = time.perf_counter()
+        report, _ = _select(cell, out, strategy, dataset, trained, cache_dir)
+        check_deadline(f"the cell, after selecting {strategy} seeds")
+        generator = make_generator(cell.generator, max_global=cell.max_global, max_local=cell.max_local,
+                                   **cell.generator_params)
+        found[strategy] = generator.run(trained.model, dataset.domain, report, random_state=cell.random_state)
+        figures[strategy] = {"n_idis": found[strategy].n_idis, "seconds_search": time.perf_counter() - t}
+    for strategy in cell.seeds:
+        check_deadline(f"the cell, before retraining with the {strategy} IDIs")
+        others = [found[o].idis for o in cell.seeds if o != strategy]
+        if found[strategy].n_idis == 0:  # nothing to add: the strategy's figures stay empty, the cell goes on
+            summary[strategy] = None
+            continue
+        t = time.perf_counter()
+        result = retrain(trained, dataset, found[strategy], recheck=np.vstack(others), cache_dir=cache_dir,
+                         random_state=cell.random_state, **cell.retrain)
+        before, after = result.rows[0], result.rows[-1]
+        figures[strategy].update(
+            remaining_idis=after["remaining_idis"], n_rechecked=after["n_rechecked"], f1_before=before["f1"],
+            f1_after=after["f1"], accuracy_before=before["accuracy"], accuracy_after=after["accuracy"],
+            test_idi_rate_before=before["test_idi_rate"], test_idi_rate_after=after["test_idi_rate"],
+            n_rows_added=after["n_rows_added"], seconds_retrain=time.perf_counter() - t)
+        summary[strategy] = json.loads(result.to_json())
+    return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
+            "seconds_total": time.perf_counter() - t_all,
+            "meta": _meta(cell, data_home, {"retrain_random_state": cell.random_state})}
+
+
+TASKS: dict[str, Callable[..., dict[str, Any]]] = {"search": _search, "seeds": _seeds, "retrain": _retrain}
