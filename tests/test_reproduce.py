@@ -29,11 +29,7 @@ def test_shipped_presets_are_the_six_of_the_issue():
 def test_every_preset_loads_and_validates(name):
     grid_module = pytest.importorskip("chiralfair.experiments.grid")
     grid = grid_module.load_grid(preset_grid(name))
-    axes = preset_grid(name)["axes"]
-    n_generators = len(axes.get("generators", [None]))
-    expected = (len(axes["rows"]) * len(axes["models"]) * len(axes["seeds"]) * n_generators * len(axes["budgets"])
-                * 10)
-    assert len(grid.cells()) == expected
+    assert len(grid.cells()) == _n_cells(preset_grid(name), repeats=10)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -49,11 +45,19 @@ def test_quick_variant_has_three_repeats_and_budgets_divided_by_ten(name):
 @pytest.mark.parametrize("name", PRESETS)
 def test_quick_variant_expands_to_three_repeats_of_every_small_cell(name):
     grid_module = pytest.importorskip("chiralfair.experiments.grid")
-    axes = preset_grid(name)["axes"]
     cells = grid_module.load_grid(preset_grid(name, quick=True)).cells()
-    n_generators = len(axes.get("generators", [None]))
-    assert len(cells) == (len(axes["rows"]) * len(axes["models"]) * len(axes["seeds"]) * n_generators
-                          * len(axes["budgets"]) * 3)
+    assert len(cells) == _n_cells(preset_grid(name), repeats=3)
+    assert {c.random_state for c in cells} == {0, 1, 2} and {c.model_random_state for c in cells} == {0}
+    assert {(c.max_global, c.max_local) for c in cells} == {tuple(b) for b in preset_grid(name, quick=True)["axes"]
+                                                            ["budgets"]}
+
+
+def _n_cells(grid, repeats):
+    """rows x models x seed strategies x generators x budgets x repeats; a retrain cell compares all its seeds."""
+    axes = grid["axes"]
+    n_seeds = 1 if grid["task"] == "retrain" else len(axes["seeds"])
+    return (len(axes["rows"]) * len(axes["models"]) * n_seeds * len(axes.get("generators", [None]))
+            * len(axes["budgets"]) * repeats)
 
 
 def test_quick_budgets_of_the_limit_curve_and_the_seed_table():

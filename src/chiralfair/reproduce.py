@@ -305,6 +305,8 @@ def _tidy(frame):
         raise ConfigError("no finished cell to tabulate: every cell of the grid failed or none ran "
                           "(see `chiralfair experiment status`)")
     tidy = frame.copy()
+    if "seeds" in tidy.columns:  # a cell's config lists its seed strategies; a search or seeds cell has one
+        tidy["seeds"] = [s[0] if isinstance(s, list | tuple) and len(s) == 1 else s for s in tidy["seeds"]]
     if "row" not in tidy.columns:
         missing = [c for c in ("dataset", "protected") if c not in tidy.columns]
         if missing:
