@@ -220,8 +220,55 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     out = Path(out)
     run_grid(load_grid(grid_mapping), out, scheduler=scheduler, workers=workers, progress=progress)
     failed = list(grid_status(out).failed)
-    return write_reproduction(name, grid_frame(out), out, grid=grid_mapping, paper=paper_numbers(name),
+    frame = grid_frame(out)
+    if grid_mapping.get("task") == "retrain":
+        frame = with_retrain_details(frame, out)
+    return write_reproduction(name, frame, out, grid=grid_mapping, paper=paper_numbers(name),
                               n_failed=len(failed), quick=quick)
+
+
+def with_retrain_details(frame, out: str | os.PathLike):
+    """Add the retraining figures a retrain cell keeps only in its summary: intervals, domain rate, group metrics.
+
+    Reads ``<out>/cells/*/result.json`` (``summary[strategy]["rows"]``, :class:`~chiralfair.retraining.RetrainResult`
+    rows: first before, last after) and adds ``<field>_before`` / ``<field>_after`` columns that ``frame`` lacks,
+    matched on the cell's config and the seed strategy.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    import json
+
+    import pandas as pd
+
+    fields = ("test_idi_lower", "test_idi_upper", "domain_idi_rate", "domain_idi_lower", "domain_idi_upper",
+              "demographic_parity_difference", "equalized_odds_difference")
+    records = []
+    for path in sorted(Path(out).glob("cells/*/result.json")):
+        result = json.loads(path.read_text())
+        if result.get("task") != "retrain":
+            continue
+        config = result["config"]
+        for strategy, summary in (result.get("summary") or {}).items():
+            if not summary or not summary.get("rows"):
+                continue
+            before, after = summary["rows"][0], summary["rows"][-1]
+            record = {"dataset": config["dataset"], "protected": ",".join(config["protected"]),
+                      "model": config["model"], "generator": config["generator"],
+                      "max_global": config["max_global"], "max_local": config["max_local"],
+                      "random_state": config["random_state"], "seeds": strategy}
+            for f in fields:
+                record[f"{f}_before"], record[f"{f}_after"] = before.get(f), after.get(f)
+            records.append(record)
+    keys = ["dataset", "protected", "model", "generator", "max_global", "max_local", "random_state", "seeds"]
+    if not records or not set(keys) <= set(frame.columns):
+        return frame
+    details = pd.DataFrame(records)
+    details = details[keys + [c for c in details.columns if c not in keys and c not in frame.columns]]
+    left = frame.assign(seeds=[s[0] if isinstance(s, list | tuple) and len(s) == 1 else s for s in frame["seeds"]],
+                        protected=[_protected_text(p) for p in frame["protected"]])
+    return left.merge(details, on=keys, how="left")
 
 
 def write_reproduction(name: str, frame, out: str | os.PathLike, *, grid: Mapping[str, Any],

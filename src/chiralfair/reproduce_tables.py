@@ -476,7 +476,7 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
         claims.append(f"- Fewer remaining IDIs with I&D than with cluster seeds on average (mean relative change "
                       f"{mean_change:+.1%} over {len(changes)} rows × generators"
                       f"{f', paper {paper_change:+.0%}' if paper_change is not None else ''}): **{verdict}**")
-    lines += ["## Claims", "", *claims, ""]
+    lines += ["## Claims", "", *claims, "", *_per_cell_protocols(tidy, strategies)]
     if {"f1_before_median", "f1_after_median"} <= set(table.columns):
         f1 = [f"{strategy_label(s)} {_mean_difference(table[table['seeds'] == s], 'f1_after', 'f1_before'):+.3f}"
               for s in strategies]
@@ -487,6 +487,27 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
 
 
 # --------------------------------------------------------------------------------------------- plots
+
+
+def _per_cell_protocols(tidy: pd.DataFrame, strategies: Sequence[str]) -> list[str]:
+    """Per cell (one random state), I&D against cluster: which protocol favours which, separated intervals."""
+    if not {"cluster", WINNER} <= set(strategies):
+        return []
+    keys = [c for c in ("row", "model", "generator", "max_global", "max_local", "random_state") if c in tidy.columns]
+    per_cell = tidy.set_index([*keys, "seeds"]).unstack("seeds")
+    lines = []
+    if {"remaining_idis", "test_idi_rate_after"} <= set(tidy.columns):
+        paper_favours = per_cell["remaining_idis"][WINNER] < per_cell["remaining_idis"]["cluster"]
+        holdout_favours = per_cell["test_idi_rate_after"][WINNER] < per_cell["test_idi_rate_after"]["cluster"]
+        lines.append(f"Per cell: the paper protocol favours I&D in {int(paper_favours.sum())} of {len(per_cell)} "
+                     f"cells, the holdout protocol in {int(holdout_favours.sum())}; they disagree in "
+                     f"{int((paper_favours != holdout_favours).sum())}.")
+    if {"test_idi_lower_after", "test_idi_upper_after"} <= set(tidy.columns):
+        low, high = per_cell["test_idi_lower_after"], per_cell["test_idi_upper_after"]
+        lines.append(f"Holdout, test rows after retraining (Wilson 95%): the I&D interval lies wholly below the "
+                     f"cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
+                     f"{int((high['cluster'] < low[WINNER]).sum())}.")
+    return [*lines, ""] if lines else []
 
 
 def _mean_difference(table: pd.DataFrame, after: str, before: str) -> float:
