@@ -7,7 +7,11 @@ models, the seed strategies and the generators.
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"MAX_BUDGET": "budget", "RunConfig": "run", "RunOutcome": "run", "protected_list": "run",
-              "run_experiment": "run", "validate_config": "run"}
+              "run_experiment": "run", "validate_config": "run",
+              "Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": "cells",
+              "run_grid": "execution", "grid_status": "execution", "GridRun": "execution", "GridStatus": "execution",
+              "GridInterrupted": "execution", "grid_frame": "tables", "grid_table": "tables",
+              "seed_ratios": "tables", "write_tables": "tables", "without_timings": "tables"}
 
 __all__ = sorted(_MODULE_OF)
 

@@ -392,3 +392,53 @@ def _retrain(data: Mapping, task: str) -> dict[str, Any]:
 
 def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_implementations(grid: Grid) -> None:
+    """Check what needs the implementations: generator and seed-strategy parameters, retrain parameters.
+
+    Run once before a grid starts, so that a bad parameter fails at once instead of in every cell.
+
+    Raises
+    ------
+    GridError
+        Naming the parameter table and the parameter at fault.
+    """
+    from ..exceptions import ChiralfairError
+    from ..generators import make_generator
+    from ..seeds import make_seed_strategy
+
+    max_global, max_local = grid.budgets[0]
+    for generator in grid.generators:
+        try:
+            make_generator(generator, max_global=max_global, max_local=max_local,
+                           **grid.generator_params.get(generator, {}))
+        except (ChiralfairError, TypeError) as err:
+            raise GridError(f"[generator_params.{generator}]: {err}") from None
+    for strategy in grid.seeds:
+        try:
+            make_seed_strategy(strategy, **grid.seed_params.get(strategy, {}))
+        except (ChiralfairError, TypeError) as err:
+            raise GridError(f"[seed_params.{strategy}]: {err}") from None
+    if grid.task == "retrain":
+        _check_retrain(grid.retrain)
+
+
+def _check_retrain(params: dict[str, Any]) -> None:
+    from .._validation import check_choice, check_float
+    from ..exceptions import ChiralfairError
+    from ..retraining import MODES, PAIRS, PROTOCOLS, check_shares
+
+    try:
+        check_choice(params["protocol"], "retrain.protocol", PROTOCOLS)
+        check_choice(params.get("pairs", "both"), "retrain.pairs", PAIRS)
+        check_choice(params.get("mode", "retrain"), "retrain.mode", MODES)
+        check_shares(params.get("share", 1.0))
+        check_float(params.get("margin", 0.005), "retrain.margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
+    except ChiralfairError as err:
+        raise GridError(f"[retrain]: {err}") from None
+    if params["protocol"] == "holdout":
+        raise GridError("retrain.protocol = \"holdout\" gives no remaining IDIs; a retrain grid compares seed "
+                        "strategies by the paper protocol's remaining IDIs: use \"paper\" or \"both\"")
+    if not isinstance(params.get("search", False), bool):
+        raise GridError(f"retrain.search = {params['search']!r}: must be true or false")

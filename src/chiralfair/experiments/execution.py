@@ -1,0 +1,344 @@
+"""Running a grid's missing cells, in this process or on Dask, and telling which cells are done.
+
+:func:`run_grid` runs only the cells without a ``result.json`` (and, with ``retry_failed``, those with an
+``error.json``), each in one thread: a grid killed at any moment and started again loses no finished cell and
+runs none twice. Schedulers:
+
+- ``"sync"``: one cell after the other in this process (for debugging).
+- ``"local"``: a ``dask.distributed.LocalCluster`` of ``workers`` processes (default: the CPU count), one
+  thread each.
+- an address such as ``"tcp://host:8786"``: an existing Dask cluster whose workers have chiralfair and the data
+  (``data_home``) and share the grid's output folder and the model cache (``cache_dir``).
+
+The figures do not depend on the scheduler: every cell is seeded by its own random states, runs on one thread,
+and reads shared models and seed selections that were written once, under file locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import RunFolderError
+from .cells import ERROR_NAME, Cell, cell_folder, cell_state, fail_cell, read_json, write_atomically
+from .grid import Grid, load_grid
+
+logger = logging.getLogger(__name__)
+
+GRID_NAME = "grid.toml"
+SCHEDULERS = ("local", "sync")
+
+
+class GridInterrupted(KeyboardInterrupt):
+    """The runner was stopped after ``stop_after`` finished cells (as by Ctrl-C); run the grid again to resume."""
+
+
+@dataclass(frozen=True)
+class GridStatus:
+    """Which cells of a grid folder are done, failed or missing.
+
+    Attributes
+    ----------
+    out : pathlib.Path
+    grid : Grid
+    done, failed, missing : tuple of str
+        Cell keys, in the grid's cell order.
+    errors : dict of str to str
+        Failed cell key -> ``"ErrorType: first line of the message"``.
+    cells : dict of str to Cell
+        Every cell by key.
+    """
+
+    out: Path
+    grid: Grid
+    done: tuple[str, ...]
+    failed: tuple[str, ...]
+    missing: tuple[str, ...]
+    errors: dict[str, str]
+    cells: dict[str, Cell]
+
+    @property
+    def n_cells(self) -> int:
+        """Number of cells of the grid."""
+        return len(self.cells)
+
+
+@dataclass(frozen=True)
+class GridRun:
+    """What one call of :func:`run_grid` did.
+
+    Attributes
+    ----------
+    status : GridStatus
+        The folder's state afterwards.
+    ran : tuple of str
+        Keys of the cells this call ran (done or failed), in the order they finished.
+    failed : tuple of str
+        Those of them that failed.
+    seconds : float
+        Wall time of the call.
+    dashboard : str or None
+        The Dask dashboard address, when there was one.
+    """
+
+    status: GridStatus
+    ran: tuple[str, ...]
+    failed: tuple[str, ...]
+    seconds: float
+    dashboard: str | None = None
+
+
+def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers: int | None = None,
+             progress: bool = True, stop_after: int | None = None, retry_failed: bool = False,
+             data_home: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> GridRun:
+    """Run the missing cells of a grid into ``out``.
+
+    Parameters
+    ----------
+    grid : Grid, mapping, str or path-like
+        A grid, or what :func:`~.grid.load_grid` reads.
+    out : str or path-like
+        Output folder: ``grid.toml`` (the normalised grid), ``cells/<key>/``, ``shared/seeds/``. A folder holding
+        another grid, or other files, is refused.
+    scheduler : str
+        ``"local"``, ``"sync"`` or the address of a Dask scheduler (``"tcp://host:8786"``).
+    workers : int, optional
+        Worker processes of ``"local"`` (default: the CPU count).
+    progress : bool
+        Show one progress bar over the cells (with an ETA) on standard error, and the Dask dashboard address.
+    stop_after : int, optional
+        Stop (raise :class:`GridInterrupted`) once this many cells have finished in this call, e.g. to test
+        resuming.
+    retry_failed : bool
+        Also run the cells that failed before (their ``error.json`` is replaced).
+    data_home, cache_dir : str or path-like, optional
+        Raw data and model cache folders for every cell (default: ``$CHIRALFAIR_DATA``, ``$CHIRALFAIR_CACHE``).
+
+    Returns
+    -------
+    GridRun
+
+    Raises
+    ------
+    GridError
+        For an invalid grid, including parameters that the generators or seed strategies refuse.
+    RunFolderError
+        If ``out`` holds another grid or is not a grid folder.
+    ConfigError
+        For an unknown scheduler, or ``workers`` / ``stop_after`` below 1.
+    GridInterrupted
+        After ``stop_after`` cells; cells still running are abandoned and stay missing.
+    """
+    from .._validation import check_int
+    from ..exceptions import ConfigError
+    from .grid import check_implementations
+
+    start = time.perf_counter()
+    grid = load_grid(grid)
+    if workers is not None:
+        check_int(workers, "workers", minimum=1)
+    if stop_after is not None:
+        check_int(stop_after, "stop_after", minimum=1)
+    if scheduler not in SCHEDULERS and "://" not in scheduler:
+        raise ConfigError(f"unknown scheduler {scheduler!r}; valid: local, sync, or a Dask scheduler address such "
+                          "as tcp://host:8786")
+    check_implementations(grid)
+    out = prepare_grid_folder(grid, out)
+    before = grid_status(out, grid)
+    todo = [before.cells[k] for k in before.cells
+            if k in before.missing or (retry_failed and k in before.failed)]
+    options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir)}
+    logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
+                len(before.done), len(before.failed), len(todo))
+    ran: list[str] = []
+    failed: list[str] = []
+    dashboard = None
+    if todo:
+        with _progress_bar(len(todo), grid.name, progress) as bar:
+            def finished(record: dict[str, Any]) -> None:
+                ran.append(record["key"])
+                if record["state"] == "failed":
+                    failed.append(record["key"])
+                    bar.set_postfix_str(f"{len(failed)} failed")
+                bar.update(1)
+                if stop_after is not None and len(ran) >= stop_after:
+                    raise GridInterrupted(f"stopped after {len(ran)} cells (stop_after={stop_after}); run the grid "
+                                          "again to resume")
+
+            if scheduler == "sync":
+                for cell in todo:
+                    finished(_run(cell, out, options))
+            else:
+                dashboard = _run_on_dask(todo, out, options, scheduler, workers, finished, bar if progress else None)
+    return GridRun(status=grid_status(out, grid), ran=tuple(ran), failed=tuple(failed),
+                   seconds=time.perf_counter() - start, dashboard=dashboard)
+
+
+def _run(cell: Cell, out: Path, options: dict[str, Any]) -> dict[str, Any]:
+    from .tasks import run_cell
+
+    return run_cell(cell, out, **options)
+
+
+def _run_on_dask(todo: list[Cell], out: Path, options, scheduler: str, workers, finished, bar) -> str | None:
+    from dask.distributed import as_completed
+
+    from .tasks import run_cell
+
+    with _dask_client(scheduler, workers) as client:
+        dashboard = _dashboard(client)
+        if dashboard:
+            logger.info("Dask dashboard: %s", dashboard)
+            if bar is not None:
+                bar.write(f"Dask dashboard: {dashboard}", file=sys.stderr)
+        # Submitted in grid order: Dask runs earlier submissions first, so the cells that train a shared model
+        # start early and the others wait on its lock as little as possible.
+        futures = {client.submit(run_cell, cell, str(out), key=f"cell-{cell.key}", pure=False, **options): cell
+                   for cell in todo}
+        try:
+            for future in as_completed(futures):
+                finished(_outcome(future, futures[future], out))
+        finally:
+            client.cancel(list(futures))
+    return dashboard
+
+
+def _outcome(future, cell: Cell, out: Path) -> dict[str, Any]:
+    """The record of a finished future; a worker that died (e.g. out of memory) is recorded as the cell's error."""
+    try:
+        return future.result()
+    except Exception as err:
+        folder = cell_folder(out, cell.key)
+        folder.mkdir(parents=True, exist_ok=True)
+        record = fail_cell(folder, err, float("nan"))
+        first = (record["message"].splitlines() or [""])[0]
+        return {"key": cell.key, "state": "failed", "seconds": float("nan"), "error": f"{record['type']}: {first}"}
+
+
+@contextlib.contextmanager
+def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler != "local":
+        with Client(scheduler) as client:
+            yield client
+        return
+    n_workers = workers or os.cpu_count() or 1
+    dashboard = ":0" if _has_bokeh() else None
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=dashboard,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _has_bokeh() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
+def _dashboard(client) -> str | None:
+    try:
+        if "dashboard" not in client.scheduler_info().get("services", {}):
+            return None
+        return client.dashboard_link or None
+    except Exception:  # a dashboard is a convenience: never fail a grid over it
+        return None
+
+
+@contextlib.contextmanager
+def _progress_bar(total: int, name: str, enabled: bool):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=name, unit="cell", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def _text(path) -> str | None:
+    return None if path is None else str(Path(path).resolve())
+
+
+def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
+    """Create ``out`` for ``grid`` (writing ``grid.toml``), or check that it holds the same grid.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RunFolderError
+        If ``out`` is a file, holds another grid (its name and the first differing key are given), or is a
+        non-empty folder without ``grid.toml``.
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"output folder {str(out)!r} is a file")
+    grid_file = out / GRID_NAME
+    if grid_file.is_file():
+        held = load_grid(grid_file)
+        if held.identity() != grid.identity():
+            raise RunFolderError(
+                f"output folder {str(out)!r} holds another grid ({held.name!r}; {_first_difference(held, grid)}); "
+                "give another --out, or the same grid file to resume it")
+    elif out.is_dir() and any(out.iterdir()):
+        raise RunFolderError(f"output folder {str(out)!r} is not empty and holds no {GRID_NAME}: it is not an "
+                             "experiment grid folder; give a new or empty folder")
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomically(grid_file, grid.to_toml())
+    return out
+
+
+def _first_difference(held: Grid, new: Grid) -> str:
+    a, b = held.identity(), new.identity()
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            return f"{key} differs: {a.get(key)!r} there, {b.get(key)!r} here"
+    return "they differ"
+
+
+def grid_status(out: str | os.PathLike, grid: Grid | None = None) -> GridStatus:
+    """Done, failed and missing cells of a grid folder.
+
+    Parameters
+    ----------
+    out : str or path-like
+        A folder written by :func:`run_grid`.
+    grid : Grid, optional
+        Default: the folder's ``grid.toml``.
+
+    Returns
+    -------
+    GridStatus
+
+    Raises
+    ------
+    RunFolderError
+        If ``out`` holds no ``grid.toml``.
+    """
+    out = Path(out)
+    if grid is None:
+        if not (out / GRID_NAME).is_file():
+            raise RunFolderError(f"{str(out)!r} is not an experiment grid folder: it has no {GRID_NAME}")
+        grid = load_grid(out / GRID_NAME)
+    cells = {cell.key: cell for cell in grid.cells()}
+    states: dict[str, list[str]] = {"done": [], "failed": [], "missing": []}
+    errors = {}
+    for key in cells:
+        folder = cell_folder(out, key)
+        state = cell_state(folder)
+        states[state].append(key)
+        if state == "failed":
+            record = read_json(folder / ERROR_NAME)
+            errors[key] = f"{record['type']}: {(record['message'].splitlines() or [''])[0]}"
+    return GridStatus(out=out, grid=grid, done=tuple(states["done"]), failed=tuple(states["failed"]),
+                      missing=tuple(states["missing"]), errors=errors, cells=cells)
