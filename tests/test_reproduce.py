@@ -270,6 +270,7 @@ def test_table4_compares_remaining_idis_and_test_rates_per_protocol(tmp_path):
     assert "Mean F1 change after retraining (medians over repeats, mean over rows): cluster -0.050, I&D -0.050" in md
 
 
+@pytest.mark.slow
 def test_a_tiny_reproduction_end_to_end_writes_table_paper_columns_and_plot(tmp_path):
     pytest.importorskip("chiralfair.experiments.tables")
     pytest.importorskip("chiralfair.experiments.execution")
