@@ -125,7 +125,7 @@ def _num(x, percent: bool = False) -> str:
         return f"{100 * x:.1f}%"
     if float(x).is_integer() or abs(x) >= 100:
         return f"{x:,.0f}"
-    return f"{x:,.2f}" if abs(x) < 10 else f"{x:,.1f}"
+    return f"{x:.2f}" if abs(x) < 1 else f"{x:,.1f}"
 
 
 def _times(ratio: float) -> str:
