@@ -14,7 +14,7 @@ LAYERS = [
     {"generators"},
     {"retraining"},
     {"experiments"},
-    {"report", "auditing"},
+    {"report", "auditing", "reproduce", "reproduce_tables"},
     {"cli", "__main__"},
 ]
 ROOT = Path(chiralfair.__file__).parent

@@ -51,7 +51,7 @@ VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each step
 
 
 _FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_home", "cache_dir",
-          "allow_checksum_mismatch")
+          "allow_checksum_mismatch", "workers")
 
 
 def _fail(err: Exception) -> None:
@@ -524,6 +524,48 @@ def schema_infer(
 def main() -> None:  # pragma: no cover - console entry point
     """Console entry point."""
     app()
+
+
+# ------------------------------------------------------------------------------------- reproduce (issue 13)
+@app.command("reproduce")
+def reproduce_cmd(
+    name: Annotated[str, typer.Argument(help="Preset: table2, table3, table4, fig6, fig7 or ablation.")],
+    repeats: Annotated[int, typer.Option(help="Random states 0..N-1 of the seed selection and search.")] = 10,
+    quick: Annotated[bool, typer.Option(
+        "--quick", help="Smoke test: 3 repeats and budgets divided by 10 (not a reproduction).")] = False,
+    out: Annotated[Path | None, typer.Option(
+        help="Grid folder for the cells, the table and the plots (default reproduce/NAME[-quick]); a second "
+             "run into it runs only the missing cells.")] = None,
+    scheduler: Annotated[str, typer.Option(
+        help="local (Dask LocalCluster), sync (this process) or a Dask scheduler address tcp://host:port.")] = "local",
+    workers: Annotated[int | None, typer.Option(help="Worker processes of the local cluster.")] = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a shipped grid of the I&D paper and write its table beside the paper's numbers, and its plots."""
+    from ._validation import check_int
+    from .reproduce import check_preset_name
+
+    try:
+        check_preset_name(name)
+        check_int(repeats, "repeats", minimum=1)
+        if workers is not None:
+            check_int(workers, "workers", minimum=1)
+    except ChiralfairError as err:
+        _fail(err)
+    from .reproduce import reproduce
+
+    _setup_logging(verbose)
+    folder = out if out is not None else Path("reproduce") / (f"{name}-quick" if quick else name)
+    try:
+        done = reproduce(name, folder, repeats=repeats, quick=quick, scheduler=scheduler, workers=workers,
+                         progress=sys.stderr.isatty())
+    except ChiralfairError as err:
+        _fail(err)
+    typer.echo((folder / f"{name}.md").read_text())
+    typer.echo("\n".join(["wrote:", *(f"  {path}" for path in done.files)]))
+    if done.n_failed:
+        typer.secho(f"{done.n_failed} cell(s) failed: chiralfair experiment status {folder}", err=True,
+                    fg=typer.colors.YELLOW)
 
 
 _ESTIMATE_FLAGS = ("max_queries", "random_state", "data_home", "cache_dir", "batch_size")

@@ -1,0 +1,51 @@
+"""Shared by the benchmarks that are presets of ``chiralfair reproduce`` (table2, seeds, retrain): flags, the call,
+and the copy of its table to ``benchmarks/results/``. Not a benchmark itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from chiralfair import __version__
+from chiralfair.reproduce import reproduce
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def add_common_arguments(parser, *, name: str, repeats: int = 10) -> None:
+    parser.add_argument("--repeats", type=int, default=repeats, help="random states 0..N-1")
+    parser.add_argument("--quick", action="store_true", help="3 repeats, budgets / 10: a smoke test")
+    parser.add_argument("--name", default=name, help="results file stem")
+    parser.add_argument("--grid-out", type=Path, default=None,
+                        help="grid folder (default reproduce/<name>); a rerun runs only the missing cells")
+    parser.add_argument("--scheduler", default="local", help="local, sync or a Dask scheduler address")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="folder receiving the copies")
+
+
+def run_preset(preset: str, args, overrides: dict):
+    """Run ``preset`` with ``overrides``; copy its table, Parquet and plots to ``args.results`` as ``args.name``."""
+    out = args.grid_out or Path("reproduce") / (args.name + ("-quick" if args.quick else ""))
+    load_start, t0 = list(os.getloadavg()), time.perf_counter()
+    done = reproduce(preset, out, repeats=args.repeats, quick=args.quick, scheduler=args.scheduler,
+                     workers=args.workers, overrides=overrides)
+    wall = time.perf_counter() - t0
+    args.results.mkdir(parents=True, exist_ok=True)
+    copies = []
+    for path in done.files:
+        target = args.results / path.name.replace(preset, args.name, 1)
+        shutil.copyfile(path, target)
+        copies.append(target.name)
+    record = {"preset": preset, "overrides": overrides, "repeats": args.repeats, "quick": args.quick,
+              "scheduler": args.scheduler, "workers": args.workers, "grid_folder": str(out), "files": copies,
+              "n_failed": done.n_failed, "claims": list(done.claims), "wall_seconds": wall,
+              "loadavg_start": load_start, "loadavg_end": list(os.getloadavg()), "cpu_count": os.cpu_count(),
+              "chiralfair": __version__, "date": datetime.now(UTC).isoformat(timespec="seconds")}
+    (args.results / f"{args.name}.json").write_text(json.dumps(record, indent=2, default=str))
+    print((args.results / f"{args.name}.md").read_text())
+    print(f"{wall:.0f} s wall, load average {record['loadavg_start'][0]:.2f} -> {record['loadavg_end'][0]:.2f}")
+    return done

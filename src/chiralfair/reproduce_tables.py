@@ -1,0 +1,584 @@
+"""The tables, claims and plots of each preset of :mod:`chiralfair.reproduce`, from the tidy frame of its cells.
+
+Every builder takes ``(name, tidy, grid, paper)``: the cells' frame with a ``row`` column, the grid mapping that
+was run, and the paper's numbers; it returns a :class:`PresetReport`. Medians and quartiles are over the repeats
+(random states) of one group of axes. A claim "holds" when the strict direction holds in every group it names
+(a tie does not hold).
+
+References
+----------
+.. [1] Ma, M. et al. arXiv:2209.08321, Tables 2-4 and Figures 6-7.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy.stats import gmean
+
+from .exceptions import ConfigError
+from .reproduce import AXIS_COLUMNS, COUNTING_CAVEAT, SEARCH_FIGURES, WINNER, ordered, strategy_label
+
+SEED_FIGURES = ("initialization_rate", "n_initial_idis", "n_seeds", "seconds_seeds")
+# Retraining figures of a retrain cell, per seed strategy (experiments/tasks.py); the optional ones are shown
+# when the cells have them.
+RETRAIN_FIGURES = ("n_idis", "remaining_idis", "n_rechecked", "n_rows_added", "f1_before", "f1_after",
+                   "test_idi_rate_before", "test_idi_rate_after", "test_idi_lower_after", "test_idi_upper_after",
+                   "domain_idi_rate_before", "domain_idi_rate_after", "demographic_parity_difference_before",
+                   "demographic_parity_difference_after", "equalized_odds_difference_before",
+                   "equalized_odds_difference_after", "seconds_search", "seconds_retrain")
+SHOWN_FAILURES = 8
+# The paper's baselines, against which its claims compare I&D.
+BASELINES = ("random", "cluster")
+
+
+@dataclass(frozen=True)
+class PresetReport:
+    """A preset's aggregated table, its Markdown body, its claims and its plots ``(file stem, Figure)``."""
+
+    table: pd.DataFrame
+    markdown: str
+    claims: list[str]
+    plots: list[tuple[str, Figure]] = field(default_factory=list)
+
+
+def summarise(tidy: pd.DataFrame, figures: Sequence[str]) -> pd.DataFrame:
+    """Median, q25, q75 of each figure per group of axes (every axis but ``random_state``), and ``n`` repeats.
+
+    Parameters
+    ----------
+    tidy : pandas.DataFrame
+        One row per cell, with a ``row`` column and the figures.
+    figures : sequence of str
+        Figures to aggregate; those absent from ``tidy`` are skipped.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The axis columns, ``<figure>_median``, ``<figure>_q25``, ``<figure>_q75`` and ``n``.
+    """
+    keys = [c for c in AXIS_COLUMNS if c in tidy.columns and tidy[c].notna().any()]
+    present = [f for f in figures if f in tidy.columns]
+    groups = tidy.groupby(keys, sort=False)
+    parts = {}
+    for figure in present:
+        values = groups[figure]
+        parts[f"{figure}_median"] = values.median()
+        parts[f"{figure}_q25"] = values.quantile(0.25)
+        parts[f"{figure}_q75"] = values.quantile(0.75)
+    table = pd.DataFrame(parts)
+    table["n"] = groups.size()
+    return table.reset_index()
+
+
+def wide(table: pd.DataFrame, by: Sequence[str], value: str, strategies: Sequence[str]) -> pd.DataFrame:
+    """``value`` with one column per seed strategy (in ``strategies`` order), one row per group of ``by``."""
+    out = table.set_index([*by, "seeds"])[value].unstack("seeds")
+    return out[[s for s in strategies if s in out.columns]]
+
+
+def claim(text: str, table: pd.DataFrame, figure: str, winner: str, losers: Sequence[str],
+          by: Sequence[str], strategies: Sequence[str], *, lower: bool = False) -> str:
+    """One claim line: whether the median of ``winner`` is above (``lower``: below) each of ``losers``, per group.
+
+    Returns
+    -------
+    str
+        ``- <text>: **holds** (...)``, ``**does not hold** in k of n comparisons: <the groups>`` or
+        ``**not measured**``.
+    """
+    medians = wide(table, by, f"{figure}_median", strategies)
+    percent = "rate" in figure
+    if winner not in medians.columns:
+        return f"- {text}: **not measured** (no {strategy_label(winner)} cells)"
+    failures, n_groups = [], 0
+    for key, row in medians.iterrows():
+        for loser in (s for s in losers if s in medians.columns):
+            n_groups += 1
+            if not (row[winner] < row[loser] if lower else row[winner] > row[loser]):
+                failures.append(f"{_key_text(key, by)} ({strategy_label(winner)} {_num(row[winner], percent)} vs "
+                                f"{strategy_label(loser)} {_num(row[loser], percent)})")
+    if n_groups == 0:
+        return f"- {text}: **not measured** (no cells of the other strategies)"
+    if not failures:
+        return f"- {text}: **holds** ({n_groups} of {n_groups} comparisons)"
+    shown = "; ".join(failures[:SHOWN_FAILURES]) + ("; …" if len(failures) > SHOWN_FAILURES else "")
+    return f"- {text}: **does not hold** in {len(failures)} of {n_groups} comparisons: {shown}"
+
+
+def _key_text(key, by: Sequence[str]) -> str:
+    parts = key if isinstance(key, tuple) else (key,)
+    names = {"max_global": "limit", "max_local": "max_local"}
+    return " ".join(f"{names[b]} {p}" if b in names else str(p) for b, p in zip(by, parts, strict=True))
+
+
+def _num(x, percent: bool = False) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if percent:
+        return f"{100 * x:.1f}%"
+    if float(x).is_integer() or abs(x) >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.2f}" if abs(x) < 1 else f"{x:,.1f}"
+
+
+def _times(ratio: float) -> str:
+    return "–" if math.isnan(ratio) else f"{ratio:.2f}×"
+
+
+def _cell(table_row: pd.Series, figure: str, percent: bool = False) -> str:
+    med = table_row.get(f"{figure}_median")
+    if med is None or (isinstance(med, float) and math.isnan(med)):
+        return "–"
+    return (f"{_num(med, percent)} [{_num(table_row[f'{figure}_q25'], percent)}–"
+            f"{_num(table_row[f'{figure}_q75'], percent)}]")
+
+
+def _ratio(a, b) -> float:
+    return a / b if b and b > 0 and not math.isnan(b) and not math.isnan(a) else math.nan
+
+
+def _geomean(values) -> float:
+    values = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
+    return float(gmean(values)) if values else math.nan
+
+
+def _orders(table: pd.DataFrame, grid: Mapping[str, Any]) -> dict[str, list]:
+    axes = grid.get("axes", {})
+    out = {"row": ordered(table["row"], axes.get("rows")), "seeds": ordered(table["seeds"], axes.get("seeds")),
+           "model": ordered(table["model"], axes.get("models"))}
+    if "generator" in table.columns:
+        out["generator"] = ordered(table["generator"], axes.get("generators"))
+    return out
+
+
+def _lookup(table: pd.DataFrame, **where) -> pd.Series | None:
+    mask = np.ones(len(table), dtype=bool)
+    for column, value in where.items():
+        mask &= (table[column] == value).to_numpy()
+    hits = table[mask]
+    return None if hits.empty else hits.iloc[0]
+
+
+def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in rows), ""]
+
+
+# --------------------------------------------------------------------------------------------- search: table2
+
+
+def _search_table(name: str, tidy: pd.DataFrame, grid, paper) -> tuple[pd.DataFrame, dict]:
+    if "generator" not in tidy.columns or "seeds" not in tidy.columns:
+        raise ConfigError(f"preset {name}: the cells' frame lacks the generator or seeds column")
+    table = summarise(tidy, SEARCH_FIGURES)
+    if "n_idis_median" not in table.columns:
+        raise ConfigError(f"preset {name}: the cells' frame has no n_idis figure")
+    return table, _orders(table, grid)
+
+
+def _paper_idis(table: pd.DataFrame, paper) -> pd.DataFrame:
+    """Add ``paper_n_idis``: the paper's per-row IDIs with each generator's original seeds and with I&D seeds."""
+    table = table.copy()
+    table["paper_n_idis"] = math.nan
+    original = paper.get("original_seeds", {})
+    for generator, rows in paper.get("rows", {}).items():
+        for row, numbers in rows.items():
+            for which, strategy in (("original", original.get(generator)), ("iandd", WINNER)):
+                mask = (table["generator"] == generator) & (table["row"] == row) & (table["seeds"] == strategy)
+                table.loc[mask, "paper_n_idis"] = numbers[which]
+    return table
+
+
+def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Table 2: IDIs per generator, row and seed strategy; I&D against each generator's original seeds."""
+    table, order = _search_table(name, tidy, grid, paper)
+    table = _paper_idis(table, paper)
+    original = paper.get("original_seeds", {})
+    lines = [COUNTING_CAVEAT, ""]
+    claims, all_ratios = [], []
+    for generator in order["generator"]:
+        sub = table[table["generator"] == generator]
+        orig = original.get(generator, "cluster")
+        lines += [f"## {generator}", "", f"IDIs (n_idis). The paper's original seeds of {generator}: our "
+                  f"`{orig}`.", ""]
+        lines += _idis_rows(sub, order, paper, generator)
+        lines += _detail_rows(sub, order)
+        ratios = [_ratio(*_medians(sub, row, WINNER, orig)) for row in order["row"]]
+        all_ratios += ratios
+        others = [s for s in BASELINES if s in order["seeds"]]
+        claims.append(claim(f"{generator}: I&D seeds find more IDIs than its original ({strategy_label(orig)}) seeds "
+                            "on every row", sub, "n_idis", WINNER, [orig], ["row"], order["seeds"]))
+        claims.append(claim(f"{generator}: I&D seeds find more IDIs than {' and '.join(map(strategy_label, others))} "
+                            "seeds on every row", sub, "n_idis", WINNER, others, ["row"], order["seeds"]))
+    overall = _geomean(all_ratios)
+    headline = paper.get("headline_ratio")
+    verdict = "not measured" if math.isnan(overall) else "holds" if overall > 1 else "does not hold"
+    claims.append(f"- I&D finds more IDIs than the original seeds overall (geometric mean of I&D / original over "
+                  f"generators and rows {_times(overall)}{f', paper {headline}×' if headline else ''}): "
+                  f"**{verdict}**")
+    lines += ["## Claims", "", *claims, "",
+              "**Reading the paper columns.** The paper's SG driver stops at `sample_limit = 100` tested inputs "
+              "(algorithms.md §8), ours at `max_global * (max_local + 1)`, so its SG numbers are far smaller. With "
+              "`n_seeds = max_global` our I&D seeds are drawn from the initial IDIs first, so their initialization "
+              "rate is often 100% (the paper's Table 3 pads 1,000 seeds with non-IDI rows).", ""]
+    plot = _bars_by_generator(table, order, "n_idis", f"{name}: IDIs (median, IQR)")
+    return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
+
+
+def _medians(sub: pd.DataFrame, row: str, a: str, b: str) -> tuple[float, float]:
+    ra, rb = _lookup(sub, row=row, seeds=a), _lookup(sub, row=row, seeds=b)
+    return (math.nan if ra is None else ra["n_idis_median"]), (math.nan if rb is None else rb["n_idis_median"])
+
+
+def _idis_rows(sub: pd.DataFrame, order, paper, generator: str, ratio_pairs=None) -> list[str]:
+    """One line per row: each strategy's median [IQR], ratios, the paper's original -> I&D; a mean-of-rows line."""
+    strategies = order["seeds"]
+    pairs = ratio_pairs or [(WINNER, s) for s in strategies if s != WINNER]
+    pairs = [(a, b) for a, b in pairs if a in strategies and b in strategies]
+    paper_rows = paper.get("rows", {}).get(generator, {})
+    has_paper = bool(paper_rows) or generator in paper.get("mean_of_rows", {})
+    header = ["row", *map(strategy_label, strategies),
+              *(f"{strategy_label(a)} / {strategy_label(b)}" for a, b in pairs)]
+    header += ["paper original → I&D"] if has_paper else []
+    body, ratio_columns = [], {p: [] for p in pairs}
+    for row in order["row"]:
+        cells = [_cell(r, "n_idis") if (r := _lookup(sub, row=row, seeds=s)) is not None else "–"
+                 for s in strategies]
+        ratios = []
+        for a, b in pairs:
+            value = _ratio(*_medians(sub, row, a, b))
+            ratio_columns[(a, b)].append(value)
+            ratios.append(_times(value))
+        line = [row, *cells, *ratios]
+        if has_paper:
+            numbers = paper_rows.get(row)
+            line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
+        body.append(line)
+    means = [_num(sub[sub["seeds"] == s]["n_idis_median"].mean()) for s in strategies]
+    mean_line = ["mean of rows", *means, *(f"geomean {_times(_geomean(v))}" for v in ratio_columns.values())]
+    if has_paper:
+        numbers = paper.get("mean_of_rows", {}).get(generator)
+        mean_line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
+    return _markdown_table(header, [*body, mean_line])
+
+
+def _detail_rows(sub: pd.DataFrame, order) -> list[str]:
+    header = ["row", *map(strategy_label, order["seeds"])]
+    body = []
+    for row in order["row"]:
+        cells = []
+        for s in order["seeds"]:
+            r = _lookup(sub, row=row, seeds=s)
+            cells.append("–" if r is None else
+                         f"{_num(r['n_global_median'])} / {_num(r['n_local_median'])} / "
+                         f"{_num(r['n_queries_median'])} / {r['seconds_search_median']:.1f} s / "
+                         f"{_num(r['initialization_rate_median'], percent=True)}"
+                         if "seconds_search_median" in r.index else
+                         f"{_num(r['n_global_median'])} / {_num(r['n_local_median'])}")
+        body.append([row, *cells])
+    return ["Medians of global / local IDIs / queries / search seconds / initialization rate:", "",
+            *_markdown_table(header, body)]
+
+
+def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row."""
+    table, order = _search_table(name, tidy, grid, paper)
+    lines = [COUNTING_CAVEAT, ""]
+    claims = []
+    pairs = [("i", "random"), ("i", "cluster"), (WINNER, "i"), (WINNER, "cluster")]
+    for generator in order["generator"]:
+        sub = table[table["generator"] == generator]
+        lines += [f"## {generator}", "", "IDIs (n_idis):", "", *_idis_rows(sub, order, {}, generator, pairs),
+                  *_detail_rows(sub, order)]
+    by = ["generator", "row"]
+    claims.append(claim(paper.get("claim_i", "I finds more IDIs than random and cluster seeds") +
+                        " (every generator and row)", table, "n_idis", "i", ["random", "cluster"], by,
+                        order["seeds"]))
+    claims.append(claim(paper.get("claim_d", "D adds IDIs on top of I") + " (every generator and row)", table,
+                        "n_idis", WINNER, ["i"], by, order["seeds"]))
+    lines += ["## Claims", "", *claims, ""]
+    plot = _bars_by_generator(table, order, "n_idis", f"{name}: IDIs (median, IQR)")
+    return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
+
+
+# --------------------------------------------------------------------------------------------- fig6, fig7
+
+
+def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Figure 6: global and local IDIs of AEQUITAS per sklearn model and seed strategy, on each row."""
+    table, order = _search_table(name, tidy, grid, paper)
+    others = [s for s in BASELINES if s in order["seeds"]]
+    lines = [COUNTING_CAVEAT, "", f"Paper's claim: {paper.get('claim', 'I&D gives more global and local IDIs')}.",
+             ""]
+    claims, plots = [], []
+    for phase, figure in (("global", "n_global"), ("local", "n_local")):
+        header = ["row", "model", *map(strategy_label, order["seeds"]),
+                  *(f"I&D / {strategy_label(s)}" for s in others)]
+        body = []
+        for row in order["row"]:
+            for model in order["model"]:
+                cells = [_cell(r, figure) if (r := _lookup(table, row=row, model=model, seeds=s)) is not None
+                         else "–" for s in order["seeds"]]
+                win = _lookup(table, row=row, model=model, seeds=WINNER)
+                ratios = []
+                for s in others:
+                    other = _lookup(table, row=row, model=model, seeds=s)
+                    value = math.nan if win is None or other is None else _ratio(win[f"{figure}_median"],
+                                                                                  other[f"{figure}_median"])
+                    ratios.append(_times(value))
+                body.append([row, model, *cells, *ratios])
+        lines += [f"## {phase.capitalize()} phase ({figure})", "", *_markdown_table(header, body)]
+        for model in order["model"]:
+            claims.append(claim(f"{model}, {phase} phase: I&D seeds give more IDIs than "
+                                f"{' and '.join(map(strategy_label, others))} on every row",
+                                table[table["model"] == model], figure, WINNER, others, ["row"], order["seeds"]))
+        plots.append((f"{name}_{phase}", _bars_by_row(table, order, figure, f"{name}: {phase} IDIs (median, IQR)")))
+    all_hold = all("**holds**" in c for c in claims)
+    claims.append(f"- Global and local gains on all {len(order['model'])} sklearn models: "
+                  f"**{'holds' if all_hold else 'does not hold'}**")
+    lines += ["## Claims", "", *claims, ""]
+    return PresetReport(table, "\n".join(lines), claims, plots)
+
+
+def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Figure 7: IDIs against the limit (number of seeds = max_global), one curve per seed strategy."""
+    table, order = _search_table(name, tidy, grid, paper)
+    others = [s for s in BASELINES if s in order["seeds"]]
+    lines = [COUNTING_CAVEAT, "", "The limit is the number of seeds a selection returns (I&D's `limit`, "
+             "algorithms.md §8), our max_global; max_local is fixed.", "",
+             f"Paper's claim: {paper.get('claim', 'I&D above the others at every limit')}.", ""]
+    claims, panels = [], []
+    for row in order["row"]:
+        for generator in order["generator"]:
+            sub = table[(table["row"] == row) & (table["generator"] == generator)]
+            if sub.empty:
+                continue
+            panels.append((row, generator, sub))
+            limits = sorted(sub["max_global"].unique())
+            header = ["limit (max_global)", *map(strategy_label, order["seeds"]),
+                      *(f"I&D / {strategy_label(s)}" for s in others)]
+            body = []
+            for limit in limits:
+                cells = [_cell(r, "n_idis") if (r := _lookup(sub, max_global=limit, seeds=s)) is not None else "–"
+                         for s in order["seeds"]]
+                win = _lookup(sub, max_global=limit, seeds=WINNER)
+                ratios = []
+                for s in others:
+                    other = _lookup(sub, max_global=limit, seeds=s)
+                    value = math.nan if win is None or other is None else _ratio(win["n_idis_median"],
+                                                                                  other["n_idis_median"])
+                    ratios.append(_times(value))
+                body.append([str(limit), *cells, *ratios])
+            lines += [f"## {row}, {generator}", "", *_markdown_table(header, body)]
+            claims.append(claim(f"{row}, {generator}: I&D above {' and '.join(map(strategy_label, others))} at "
+                                "every limit", sub, "n_idis", WINNER, others, ["max_global"], order["seeds"]))
+    lines += ["## Claims", "", *claims, ""]
+    return PresetReport(table, "\n".join(lines), claims, [(name, _curves(panels, order, name))])
+
+
+# --------------------------------------------------------------------------------------------- table3, table4
+
+
+def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Table 3: initialization rate (share of seeds that are IDIs) per row and seed strategy."""
+    if "initialization_rate" not in tidy.columns:
+        raise ConfigError(f"preset {name}: the cells' frame has no initialization_rate figure")
+    table = summarise(tidy, SEED_FIGURES)
+    order = _orders(table, grid)
+    table["paper_initialization_rate"] = math.nan
+    for row, numbers in paper.get("rows", {}).items():
+        for strategy, percent in numbers.items():
+            table.loc[(table["row"] == row) & (table["seeds"] == strategy), "paper_initialization_rate"] = percent / 100
+    strategies = order["seeds"]
+    paper_strategies = [s for s in strategies if s in paper.get("mean", {})]
+    header = ["row", "model", *map(strategy_label, strategies), "I&D initial IDIs",
+              f"paper {' / '.join(map(strategy_label, paper_strategies))}"]
+    body = []
+    for row in order["row"]:
+        for model in order["model"]:
+            cells = [_cell(r, "initialization_rate", percent=True)
+                     if (r := _lookup(table, row=row, model=model, seeds=s)) is not None else "–" for s in strategies]
+            win = _lookup(table, row=row, model=model, seeds=WINNER)
+            initial = "–" if win is None or "n_initial_idis_median" not in win.index else _num(
+                win["n_initial_idis_median"])
+            numbers = paper.get("rows", {}).get(row)
+            paper_text = " / ".join(f"{numbers[s]:.1f}%" for s in paper_strategies) if numbers else ""
+            body.append([row, model, *cells, initial, paper_text])
+    means = [_num(table[table["seeds"] == s]["initialization_rate_median"].mean(), percent=True) for s in strategies]
+    paper_mean = paper.get("mean")
+    body.append(["mean of rows", "", *means, "",
+                 " / ".join(f"{paper_mean[s]:.1f}%" for s in paper_strategies) + " (all the paper's benchmarks)"
+                 if paper_mean else ""])
+    claims = [claim("I&D seeds have a higher initialization rate than random and cluster seeds on every row", table,
+                    "initialization_rate", WINNER, [s for s in BASELINES if s in strategies], ["row", "model"],
+                    strategies)]
+    if "cluster" in strategies and "random" in strategies:
+        claims.append(claim("cluster seeds have a higher initialization rate than random seeds on every row", table,
+                            "initialization_rate", "cluster", ["random"], ["row", "model"], strategies))
+    lines = ["Initialization rate: share of the selected seeds that are IDIs (design §1), median [q25–q75] over "
+             "the repeats.", "", *_markdown_table(header, body), "## Claims", "", *claims, ""]
+    if "iandd_seconds" in paper:
+        lines += [f"The paper's I&D selection time ({paper['iandd_seconds']} s on average) is measured by "
+                  "`benchmarks/seeds.py`, not by this grid.", ""]
+    plot = _bars(table, order, "initialization_rate", f"{name}: initialization rate (median, IQR)",
+                 panels=[("", table)], group="row")
+    return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
+
+
+def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Table 4: remaining IDIs, test-row IDI rate and F1 after retraining with I&D- vs cluster-seeded IDIs."""
+    figures = [f for f in RETRAIN_FIGURES if f in tidy.columns]
+    if "remaining_idis" not in figures and "test_idi_rate_after" not in figures:
+        raise ConfigError(f"preset {name}: the cells' frame has neither remaining_idis nor test_idi_rate_after "
+                          "(the retraining figures)")
+    table = summarise(tidy, figures)
+    order = _orders(table, grid)
+    strategies = order["seeds"]
+    shown = [f for f in ("n_idis", "f1_before", "f1_after", "remaining_idis", "test_idi_rate_before",
+                         "test_idi_rate_after", "domain_idi_rate_after", "demographic_parity_difference_after",
+                         "equalized_odds_difference_after") if f"{f}_median" in table.columns]
+    body = []
+    for row in order["row"]:
+        for generator in order.get("generator", [None]):
+            for s in strategies:
+                r = _lookup(table, row=row, seeds=s, **({} if generator is None else {"generator": generator}))
+                if r is not None:
+                    body.append([row, str(generator), strategy_label(s),
+                                 *(_cell(r, f, percent="rate" in f) for f in shown)])
+    lines = [COUNTING_CAVEAT, "", "Each cell searches with every seed strategy, adds each one's IDI pairs (labelled "
+             "by the LR/SVC/DTC/MLP vote) to the training split and trains the model again. Paper protocol: "
+             "remaining IDIs are the union of all strategies' IDIs re-checked against the retrained model (it "
+             "leaks: they were added to its training data). Holdout protocol: IDI rate over the test split's rows, "
+             "which retraining never saw.", "",
+             *_markdown_table(["row", "generator", "seeds", *shown], body)]
+    by = ["row", "generator"] if "generator" in table.columns else ["row"]
+    losers = [s for s in BASELINES if s in strategies]
+    claims = []
+    for figure, text in (("remaining_idis", "fewer remaining IDIs (paper protocol)"),
+                         ("test_idi_rate_after", "a lower test-row IDI rate (holdout protocol)")):
+        if f"{figure}_median" in table.columns:
+            claims.append(claim(f"retraining with I&D-seeded IDIs leaves {text} than with "
+                                f"{' and '.join(map(strategy_label, losers))}-seeded ones", table, figure,
+                                WINNER, losers, by, strategies, lower=True))
+    if "remaining_idis_median" in table.columns and {"cluster", WINNER} <= set(strategies):
+        medians = wide(table, by, "remaining_idis_median", strategies).dropna()
+        changes = [(w - c) / c for w, c in zip(medians[WINNER], medians["cluster"], strict=True) if c > 0]
+        mean_change = float(np.mean(changes)) if changes else math.nan
+        paper_change = paper.get("mean_change_remaining")
+        verdict = "not measured" if math.isnan(mean_change) else "holds" if mean_change < 0 else "does not hold"
+        claims.append(f"- Fewer remaining IDIs with I&D than with cluster seeds on average (mean relative change "
+                      f"{mean_change:+.1%} over {len(changes)} rows × generators"
+                      f"{f', paper {paper_change:+.0%}' if paper_change is not None else ''}): **{verdict}**")
+    lines += ["## Claims", "", *claims, "", *_per_cell_protocols(tidy, strategies)]
+    if {"f1_before_median", "f1_after_median"} <= set(table.columns):
+        f1 = [f"{strategy_label(s)} {_mean_difference(table[table['seeds'] == s], 'f1_after', 'f1_before'):+.3f}"
+              for s in strategies]
+        lines += [f"Mean F1 change after retraining (medians over repeats, mean over rows): {', '.join(f1)}. I&D "
+                  "usually finds more IDIs, so it also adds more rows: neither protocol compares equal numbers of "
+                  "added rows.", ""]
+    return PresetReport(table, "\n".join(lines), claims, [])
+
+
+# --------------------------------------------------------------------------------------------- plots
+
+
+def _per_cell_protocols(tidy: pd.DataFrame, strategies: Sequence[str]) -> list[str]:
+    """Per cell (one random state), I&D against cluster: which protocol favours which, separated intervals."""
+    if not {"cluster", WINNER} <= set(strategies):
+        return []
+    keys = [c for c in ("row", "model", "generator", "max_global", "max_local", "random_state") if c in tidy.columns]
+    per_cell = tidy.set_index([*keys, "seeds"]).unstack("seeds")
+    lines = []
+    if {"remaining_idis", "test_idi_rate_after"} <= set(tidy.columns):
+        paper_favours = per_cell["remaining_idis"][WINNER] < per_cell["remaining_idis"]["cluster"]
+        holdout_favours = per_cell["test_idi_rate_after"][WINNER] < per_cell["test_idi_rate_after"]["cluster"]
+        lines.append(f"Per cell: the paper protocol favours I&D in {int(paper_favours.sum())} of {len(per_cell)} "
+                     f"cells, the holdout protocol in {int(holdout_favours.sum())}; they disagree in "
+                     f"{int((paper_favours != holdout_favours).sum())}.")
+    if {"test_idi_lower_after", "test_idi_upper_after"} <= set(tidy.columns):
+        low, high = per_cell["test_idi_lower_after"], per_cell["test_idi_upper_after"]
+        lines.append(f"Holdout, test rows after retraining (Wilson 95%): the I&D interval lies wholly below the "
+                     f"cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
+                     f"{int((high['cluster'] < low[WINNER]).sum())}.")
+    return [*lines, ""] if lines else []
+
+
+def _mean_difference(table: pd.DataFrame, after: str, before: str) -> float:
+    return float((table[f"{after}_median"] - table[f"{before}_median"]).mean())
+
+
+def _bars(table: pd.DataFrame, order, figure: str, title: str, *, panels, group: str) -> Figure:
+    """Grouped bars (one bar per seed strategy, one group per value of ``group``) with IQR error bars per panel."""
+    ncols = min(4, len(panels))
+    nrows = math.ceil(len(panels) / ncols)
+    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    strategies = order["seeds"]
+    width = 0.8 / max(1, len(strategies))
+    for ax, (panel_title, sub) in zip(axes, panels, strict=False):
+        groups = [g for g in order[group] if g in set(sub[group])]
+        x = np.arange(len(groups))
+        for k, s in enumerate(strategies):
+            rows = [_lookup(sub, **{group: g, "seeds": s}) for g in groups]
+            med = np.array([np.nan if r is None else r[f"{figure}_median"] for r in rows], dtype=float)
+            low = np.array([np.nan if r is None else r[f"{figure}_q25"] for r in rows], dtype=float)
+            high = np.array([np.nan if r is None else r[f"{figure}_q75"] for r in rows], dtype=float)
+            ax.bar(x + (k - (len(strategies) - 1) / 2) * width, med, width, label=strategy_label(s),
+                   yerr=np.vstack([med - low, high - med]), capsize=2)
+        ax.set_xticks(x, [str(g) for g in groups], rotation=30, ha="right", fontsize=8)
+        ax.set_title(panel_title, fontsize=9)
+        ax.set_ylabel(figure)
+        if figure.startswith("n_"):
+            ax.set_yscale("symlog", linthresh=10)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(title)
+    return fig
+
+
+def _bars_by_generator(table: pd.DataFrame, order, figure: str, title: str) -> Figure:
+    panels = [(g, table[table["generator"] == g]) for g in order["generator"]]
+    return _bars(table, order, figure, title, panels=panels, group="row")
+
+
+def _bars_by_row(table: pd.DataFrame, order, figure: str, title: str) -> Figure:
+    panels = [(row, table[table["row"] == row]) for row in order["row"]]
+    return _bars(table, order, figure, title, panels=panels, group="model")
+
+
+def _curves(panels, order, name: str) -> Figure:
+    """Median IDIs against max_global with the IQR band, one curve per seed strategy, one panel per row."""
+    ncols = min(3, max(1, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    fig = Figure(figsize=(4.5 * ncols, 3.6 * nrows), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax, (row, generator, sub) in zip(axes, panels, strict=False):
+        for s in order["seeds"]:
+            curve = sub[sub["seeds"] == s].sort_values("max_global")
+            if curve.empty:
+                continue
+            line, = ax.plot(curve["max_global"], curve["n_idis_median"], marker="o", label=strategy_label(s))
+            ax.fill_between(curve["max_global"], curve["n_idis_q25"], curve["n_idis_q75"], alpha=0.2,
+                            color=line.get_color())
+        ax.set_xscale("log")
+        ax.set_xlabel("limit (number of seeds = max_global)")
+        ax.set_ylabel("IDIs")
+        ax.set_title(f"{row}, {generator}", fontsize=9)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{name}: IDIs vs limit (median, IQR band)")
+    return fig
+
+
+REPORTS: dict[str, Callable[..., PresetReport]] = {
+    "table2": table2_report, "table3": table3_report, "table4": table4_report, "fig6": fig6_report,
+    "fig7": fig7_report, "ablation": ablation_report}
