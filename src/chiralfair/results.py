@@ -127,6 +127,9 @@ class SearchResult:
         accumulated while searching; ``None`` when not recorded (then :meth:`idi_directions` counts the pairs).
     pairs_path : str or None
         The ``idis.parquet`` dataset folder the pairs were streamed to, or ``None`` for pairs held in memory.
+    diversity : dict or None
+        Diversity of the IDIs found (:meth:`chiralfair.seeds.diversity_report.DiversityReport.to_dict`), when
+        measured (``RunConfig(diversity=True)``, ``chiralfair run --diversity``); None otherwise.
 
     Raises
     ------
@@ -154,6 +157,7 @@ class SearchResult:
     pa_pair_counts: np.ndarray | None = None
     pa_label_counts: np.ndarray | None = None
     pairs_path: str | None = None
+    diversity: dict[str, Any] | None = None
 
     def __post_init__(self):
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
@@ -173,10 +177,19 @@ class SearchResult:
         return self.n_idis / self.n_tested if self.n_tested else 0.0
 
     def summary(self) -> dict[str, Any]:
-        """The headline figures under their result.json names."""
+        """The headline figures under their result.json names (with ``diversity`` when it was measured)."""
         out = {k: getattr(self, k) for k in SUMMARY_FIELDS}
         out.update(generator=self.generator, seed_strategy=self.seed_strategy)
+        if self.diversity is not None:
+            out["diversity"] = self.diversity
         return out
+
+    def with_diversity(self, diversity: dict[str, Any] | None) -> SearchResult:
+        """A copy carrying ``diversity``; streamed pairs stay on disk (they are not read to copy them)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in PAIR_ARRAYS}
+        if self.pairs_path is None:
+            kept.update({k: getattr(self, k) for k in PAIR_ARRAYS})
+        return SearchResult(**{**kept, "diversity": diversity})
 
     def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
         """One row per IDI: the IDI, its counterpart (suffix ``_counterpart``), both predictions and the phase.
