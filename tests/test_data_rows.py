@@ -99,3 +99,15 @@ def test_seed_report_json_keeps_the_new_fields_and_reads_old_reports(data, tree)
         del d[key]  # a report written before these existed
     old = SeedReport.from_json(json.dumps(d))
     assert old.initial_idis_per_1000_queries is None and old.candidate_idi_share is None
+
+
+def test_i_counts_every_candidate_idi_before_deduplication(data, tree):
+    chiral = DecisionTreeClassifier(max_depth=2, random_state=0).fit(data.X, data.y)
+    report = make_seed_strategy("i", chiral_model=chiral).select(tree, data, 10, random_state=0)
+    candidates = data.X[tree.predict(data.X) != chiral.predict(data.X)]
+    hits = candidates[DiscriminationCheck(as_model(tree), data.domain).check(candidates).is_idi]
+    n_keys = len(np.unique(data.domain.keys(hits)))
+    assert n_keys < len(hits), "the toy data must repeat an IDI key among the candidates for this test"
+    assert (report.n_candidates, report.n_candidate_idis, report.n_initial_idis) == (len(candidates), len(hits),
+                                                                                    n_keys)
+    assert report.chiral_training_rows == 0  # a given chiral model: no training counted
