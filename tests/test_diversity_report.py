@@ -139,3 +139,17 @@ def test_empty_set_and_bad_input(three_clusters):
         seed_diversity(np.array([[0, 0, 10, 0, 0]]), three_clusters)
     with pytest.raises(ConfigError, match="max_explained"):
         seed_diversity(PROTOTYPES, three_clusters, max_explained=0)
+
+
+# shap's permutation explainer compiles its numba code on first use (about 20 s).
+@pytest.mark.slow
+def test_a_model_explained_by_permutation_gets_the_lower_caps(data):
+    def label_only(X):  # a plain callable: no gradient, no estimator, so shap's permutation explainer
+        X = np.asarray(X)
+        return ((X[:, 2] + X[:, 3] + 3 * X[:, 0]) > 10.5).astype(np.int64)
+
+    model = as_model(label_only, name="rule", classes=[0, 1])
+    reference = diversity_reference(model, data, n_reference=300, n_reference_black_box=30, random_state=0)
+    assert reference.info["explainer"] == "permutation" and reference.info["n_reference_rows"] == 30
+    report = seed_diversity(data.X[:50], reference, max_explained=40, max_explained_black_box=12)
+    assert (report.n_explained, report.max_explained) == (12, 12)

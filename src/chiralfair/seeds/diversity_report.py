@@ -45,6 +45,9 @@ DEFAULT_MAX_EXPLAINED = 1000
 DEFAULT_MAX_DISTANCE_ROWS = 2000
 DEFAULT_REFERENCE_ROWS = 1000
 DEFAULT_SURROGATE_DEPTH = 8
+# Models explained by permutation cost about 0.15 s per explained row (census SVC, seeds/iandd.py): lower caps.
+DEFAULT_REFERENCE_ROWS_BLACK_BOX = 200
+DEFAULT_MAX_EXPLAINED_BLACK_BOX = 100
 # Rows the surrogate tree is fitted on (a random sample beyond this); census has 32,561.
 MAX_SURROGATE_ROWS = 50_000
 
@@ -60,7 +63,7 @@ class DiversityReport:
     n_explained : int
         Inputs explained and assigned to a SHAP cluster (a random sample of at most ``max_explained``).
     max_explained : int
-        The cap on explained inputs.
+        The cap on explained inputs (``max_explained_black_box`` for a model explained by permutation).
     n_reference_clusters : int
         Clusters of the reference clustering (noise excluded).
     clusters_covered : int
@@ -185,7 +188,8 @@ class DiversityReference:
 
 
 def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = None,
-                        n_reference: int = DEFAULT_REFERENCE_ROWS, background_size: int = 100,
+                        n_reference: int = DEFAULT_REFERENCE_ROWS,
+                        n_reference_black_box: int = DEFAULT_REFERENCE_ROWS_BLACK_BOX, background_size: int = 100,
                         explainer: str = "auto", eps: float = PAPER_EPS, min_samples: int = PAPER_MIN_SAMPLES,
                         surrogate_depth: int = DEFAULT_SURROGATE_DEPTH,
                         random_state: RandomState = 0) -> DiversityReference:
@@ -202,6 +206,8 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         ``n_reference`` data rows drawn at random. At most ``n_reference`` of them are used.
     n_reference : int
         Most reference rows explained and clustered.
+    n_reference_black_box : int
+        The same for a model explained by permutation (about 0.15 s per row for the census SVC).
     background_size : int
         Data rows drawn as the SHAP background.
     explainer : {"auto", "linear", "tree", "expected_gradients", "deep", "permutation"}
@@ -229,12 +235,16 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
     if explainer not in EXPLAINERS:
         raise ConfigError(f"explainer must be one of {EXPLAINERS}, got {explainer!r}")
     n_reference = check_int(n_reference, "n_reference", minimum=1)
+    n_reference_black_box = check_int(n_reference_black_box, "n_reference_black_box", minimum=1)
     background_size = check_int(background_size, "background_size", minimum=1)
     surrogate_depth = check_int(surrogate_depth, "surrogate_depth", minimum=1)
     model = as_model(model)
     rng, described = resolve_random_state(random_state)
     domain = dataset.domain
     X = dataset.X
+    name = choose_explainer(model) if explainer == "auto" else explainer
+    if name == "permutation":
+        n_reference = min(n_reference, n_reference_black_box)
     if rows is None:
         rows = X[rng.choice(len(X), size=min(n_reference, len(X)), replace=False)]
         source = "data rows"
@@ -243,7 +253,6 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         rows = rows[rng.permutation(len(rows))[:n_reference]]
         source = "given rows"
     background = X[rng.choice(len(X), size=min(background_size, len(X)), replace=False)].astype(np.float64)
-    name = choose_explainer(model) if explainer == "auto" else explainer
     values, used = explain(model, rows, background, rng, explainer=name)
     labels, clustering = cluster_explanations(values, eps=eps, min_samples=min_samples)
     clustered = labels >= 0
@@ -266,6 +275,7 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
 
 
 def seed_diversity(inputs, reference: DiversityReference, *, max_explained: int = DEFAULT_MAX_EXPLAINED,
+                   max_explained_black_box: int = DEFAULT_MAX_EXPLAINED_BLACK_BOX,
                    max_distance_rows: int = DEFAULT_MAX_DISTANCE_ROWS,
                    random_state: RandomState = 0) -> DiversityReport:
     """Measure the diversity of a set of inputs: SHAP clusters covered, pairwise distance, decision paths.
@@ -278,6 +288,8 @@ def seed_diversity(inputs, reference: DiversityReference, *, max_explained: int 
         From :func:`diversity_reference`; the same one for every set compared.
     max_explained : int
         Most inputs explained (a random sample beyond it); the explanations dominate the cost.
+    max_explained_black_box : int
+        The same for a model explained by permutation (``reference.explainer == "permutation"``).
     max_distance_rows : int
         Most inputs entering the pairwise distance (a random sample beyond it; all pairs of those).
     random_state : int, numpy.random.Generator, ...
@@ -314,6 +326,8 @@ def seed_diversity(inputs, reference: DiversityReference, *, max_explained: int 
        paths of a local surrogate drive SG's search).
     """
     max_explained = check_int(max_explained, "max_explained", minimum=1)
+    if reference.explainer == "permutation":
+        max_explained = min(max_explained, check_int(max_explained_black_box, "max_explained_black_box", minimum=1))
     max_distance_rows = check_int(max_distance_rows, "max_distance_rows", minimum=1)
     X = reference.domain.validate(inputs, what="inputs")
     rng, _ = resolve_random_state(random_state)
