@@ -153,6 +153,32 @@ def test_seeds_command_reports_rate_and_time_split(data_home, cache):
     assert np.isclose(summary["initialization_rate"]["mean"], np.mean(summary["initialization_rate"]["values"]))
 
 
+def test_seeds_command_prints_the_diversity_and_the_initial_idis_per_query(data_home, cache):
+    res = invoke("seeds", "--data-home", data_home, "--cache-dir", cache, "--dataset", "german",
+                 "--protected", "sex", "--model", "lr", "--strategy", "data_rows", "--n-seeds", 30, "--repeats", 2)
+    assert res.exit_code == 0, res.output
+    for label in ("initial IDIs per 1,000 queries", "IDI share of the candidates",
+                  "diversity: SHAP clusters covered", "diversity: pairwise distance", "diversity: decision paths"):
+        assert label in res.stdout, res.stdout
+    as_json = invoke("seeds", "--data-home", data_home, "--cache-dir", cache, "--dataset", "german", "--protected",
+                     "sex", "--model", "lr", "--strategy", "random", "--n-seeds", 30, "--repeats", 1, "--json")
+    diversity = json.loads(as_json.stdout)["diversity"]
+    assert len(diversity) == 1 and diversity[0]["n_inputs"] == 30 and diversity[0]["leaves_covered"] >= 1
+
+
+def test_run_with_diversity_shows_it_and_writes_it_to_result_json(data_home, cache, tmp_path):
+    out = tmp_path / "run"
+    res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", "dnn",
+                           "--seeds", "cluster", "--max-global", 20, "--max-local", 20, "--out", out, "--diversity"))
+    assert res.exit_code == 0, res.output
+    assert "IDI diversity: decision paths covered" in res.stdout
+    diversity = json.loads((out / "result.json").read_text())["diversity"]
+    assert diversity["n_inputs"] == json.loads((out / "result.json").read_text())["n_idis"] > 0
+    plain = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", "dnn",
+                             "--seeds", "cluster", "--max-global", 20, "--max-local", 20, "--json"))
+    assert "diversity" not in json.loads(plain.stdout)
+
+
 # svc: Platt scaling's 5-fold fit and shap's permutation explainer (numba compiles on first use) take ~1 min.
 @pytest.mark.parametrize("model", ["dnn", "lr", pytest.param("svc", marks=pytest.mark.slow), "dtc", "mlp", "rf",
                                    "hgb"])

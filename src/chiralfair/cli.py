@@ -179,7 +179,8 @@ def run(
     dataset: RunDatasetOpt = None,
     protected: ProtectedOpt = None,
     model: RunModelOpt = None,
-    seeds: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows, expga.")] = "iandd",
+    seeds: Annotated[str, typer.Option(
+        help="Seed strategy: iandd, i, data_rows, cluster, random, rows, expga.")] = "iandd",
     generator: Annotated[str, typer.Option(
         help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, expga, "
              "kosei, themis.")] = "aequitas",
@@ -199,6 +200,9 @@ def run(
     schema: SchemaOpt = None,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    diversity: Annotated[bool, typer.Option(
+        help="Also measure the diversity of the IDIs found: SHAP clusters, pairwise distance, decision paths "
+             "(benchmark datasets).")] = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
     if data is not None:
@@ -206,6 +210,9 @@ def run(
             _fail(ValueError("--data and --dataset are two forms of run: give your own data file with a model file "
                              "(--data FILE --model FILE), or a benchmark with a zoo model (--dataset NAME --model "
                              "NAME), not both"))
+        if diversity:
+            _fail(ValueError("--diversity measures runs on a benchmark dataset (--dataset NAME); it does not apply "
+                             "to --data yet"))
         return _run_data(data=data, model=model, label=label, positive_class=positive_class, protected=protected,
                          bins=bins, schema=schema, trust=trust_model_file, model_output=model_output, seeds=seeds,
                          generator=generator, max_global=max_global, max_local=max_local,
@@ -234,7 +241,7 @@ def run(
     config = RunConfig(dataset=dataset, protected=protected_list(protected or ""), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local,
                        random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                       allow_checksum_mismatch=allow_checksum_mismatch)
+                       allow_checksum_mismatch=allow_checksum_mismatch, diversity=diversity)
     created = []
     try:
         validate_config(config)
@@ -262,6 +269,10 @@ def run(
     _print_table(summary_rows(summary), title)
     if summary["seeds"].get("clustering"):
         typer.echo(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    if summary.get("diversity") is not None:
+        from .seeds.diversity_report import DiversityReport
+        for line in DiversityReport.from_dict(summary["diversity"]).describe():
+            typer.echo(f"  IDI diversity: {line}")
     for note in summary["notes"] + summary["seeds"]["notes"]:
         typer.echo(f"  note: {note}")
     if summary["n_idis"] == 0:
@@ -275,7 +286,8 @@ def seeds_cmd(
     dataset: DatasetOpt = "census",
     protected: ProtectedOpt = None,
     model: ModelOpt = "dnn",
-    strategy: Annotated[str, typer.Option(help="Seed strategy: iandd, i, cluster, random, rows, expga.")] = "iandd",
+    strategy: Annotated[str, typer.Option(
+        help="Seed strategy: iandd, i, data_rows, cluster, random, rows, expga.")] = "iandd",
     n_seeds: Annotated[int, typer.Option(help="Seeds per repeat (>= 1).")] = 1000,
     repeats: Annotated[int, typer.Option(
         help="Selections with random_state, random_state+1, ...; they share one chiral model, trained with the "
@@ -286,8 +298,11 @@ def seeds_cmd(
     allow_checksum_mismatch: ChecksumOpt = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
+    diversity: Annotated[bool, typer.Option(
+        help="Measure the diversity of the seeds (SHAP clusters, pairwise distance, decision paths) against one "
+             "reference per model, seeded by --random-state.")] = True,
 ) -> None:
-    """Select seeds repeatedly and report the initialization rate and the time split."""
+    """Select seeds repeatedly and report the initialization rate, the time split and the seeds' diversity."""
     _refuse_early(dataset=dataset, protected=protected, model=model, seeds=strategy,
                   minimums={"n_seeds": (n_seeds, 1), "repeats": (repeats, 1), "random_state": (random_state, 0)})
 
@@ -308,6 +323,7 @@ def seeds_cmd(
         reports = [chooser.select(trained.model, data, n_seeds, random_state=random_state + r)
                    for r in tqdm(range(repeats), desc=f"{strategy} seeds", disable=json_out, file=sys.stderr,
                                  leave=False)]
+        diversities = _seed_diversities(trained.model, data, reports, random_state) if diversity else []
     except ChiralfairError as err:
         _fail(err)
     rates = [r.initialization_rate for r in reports]
@@ -322,6 +338,9 @@ def seeds_cmd(
         "seconds_median": {k: statistics.median(r.seconds.get(k, 0.0) for r in reports) for k in phases},
         "clustering": [r.clustering for r in reports],
         "chiral_model_from_cache": [r.meta.get("chiral_model", {}).get("from_cache") for r in reports],
+        "initial_idis_per_1000_queries": [r.initial_idis_per_1000_queries for r in reports],
+        "candidate_idi_share": [r.candidate_idi_share for r in reports],
+        "diversity": [d.to_dict() for d in diversities],
         "notes": sorted({n for r in reports for n in r.notes}),
     }
     if json_out:
@@ -332,11 +351,46 @@ def seeds_cmd(
                                     f" max {ir['max']:.1%}, {repeats} repeats)")]
     if reports[0].n_initial_idis is not None:
         rows.append(("initial IDIs", ", ".join(str(n) for n in summary["n_initial_idis"][:10])))
+    for key, label, form in (("initial_idis_per_1000_queries", "initial IDIs per 1,000 queries", "{:.1f}"),
+                             ("candidate_idi_share", "IDI share of the candidates", "{:.1%}")):
+        if summary[key][0] is not None:
+            rows.append((label, form.format(statistics.median(summary[key])) + " (median)"))
+    rows += _diversity_rows(diversities)
     rows += [(f"seconds: {k}", f"{v:.3f} (median)") for k, v in summary["seconds_median"].items()]
     _print_table(rows, f"{dataset} / {','.join(summary['protected'])} / {model} (test F1 {trained.f1:.3f}) —"
                        f" {strategy}, {n_seeds} seeds")
     for note in summary["notes"]:
         typer.echo(f"  note: {note}")
+
+
+def _seed_diversities(model, data, reports, random_state: int) -> list:
+    """Diversity of each repeat's seeds, against one reference seeded by the model's ``random_state``."""
+    from .seeds.diversity_report import diversity_reference, seed_diversity
+
+    reference = diversity_reference(model, data, random_state=random_state)
+    return [seed_diversity(r.seeds, reference, random_state=random_state + i) for i, r in enumerate(reports)]
+
+
+def _diversity_rows(diversities: list) -> list[tuple[str, str]]:
+    """Table rows with the median diversity measures over the repeats (none without reports)."""
+    if not diversities:
+        return []
+    first = diversities[0]
+
+    def median(name):
+        values = [getattr(d, name) for d in diversities]
+        return statistics.median(values) if None not in values else None
+
+    distance = median("mean_pairwise_distance")
+    return [
+        ("diversity: SHAP clusters covered",
+         f"{median('clusters_covered'):g} of {first.n_reference_clusters}, entropy "
+         f"{median('cluster_entropy'):.2f} nats (median; {first.n_explained} seeds explained by {first.explainer})"),
+        ("diversity: pairwise distance", "-" if distance is None else
+         f"{distance:.3f} (median of the mean Gower distance, non-protected attributes)"),
+        ("diversity: decision paths", f"{median('leaves_covered'):g} of {first.n_leaves} surrogate-tree leaves "
+                                      f"(median)"),
+    ]
 
 
 @app.command()

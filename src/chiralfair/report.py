@@ -210,8 +210,10 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
     lines += _directions_markdown(summary.get("idi_directions"), summary["n_idis"])
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
+        where = ("data rows checked" if seeds.get("strategy") == "data_rows"
+                 else "rows where the chiral and the original model disagree")
         lines += ["", f"Seed selection found {seeds['n_initial_idis']} initial IDIs among"
-                      f" {seeds['n_candidates']} rows where the chiral and the original model disagree."]
+                      f" {seeds['n_candidates']} {where}."]
     if seeds.get("clustering"):
         lines += ["", "Seed clustering: " + describe_clustering(seeds["clustering"])]
     notes = list(summary.get("notes", [])) + list(seeds.get("notes", []))

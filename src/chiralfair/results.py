@@ -127,6 +127,9 @@ class SearchResult:
         accumulated while searching; ``None`` when not recorded (then :meth:`idi_directions` counts the pairs).
     pairs_path : str or None
         The ``idis.parquet`` dataset folder the pairs were streamed to, or ``None`` for pairs held in memory.
+    diversity : dict or None
+        Diversity of the IDIs found (:meth:`chiralfair.seeds.diversity_report.DiversityReport.to_dict`), when
+        measured (``RunConfig(diversity=True)``, ``chiralfair run --diversity``); None otherwise.
 
     Raises
     ------
@@ -154,6 +157,7 @@ class SearchResult:
     pa_pair_counts: np.ndarray | None = None
     pa_label_counts: np.ndarray | None = None
     pairs_path: str | None = None
+    diversity: dict[str, Any] | None = None
 
     def __post_init__(self):
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
@@ -173,10 +177,19 @@ class SearchResult:
         return self.n_idis / self.n_tested if self.n_tested else 0.0
 
     def summary(self) -> dict[str, Any]:
-        """The headline figures under their result.json names."""
+        """The headline figures under their result.json names (with ``diversity`` when it was measured)."""
         out = {k: getattr(self, k) for k in SUMMARY_FIELDS}
         out.update(generator=self.generator, seed_strategy=self.seed_strategy)
+        if self.diversity is not None:
+            out["diversity"] = self.diversity
         return out
+
+    def with_diversity(self, diversity: dict[str, Any] | None) -> SearchResult:
+        """A copy carrying ``diversity``; streamed pairs stay on disk (they are not read to copy them)."""
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in PAIR_ARRAYS}
+        if self.pairs_path is None:
+            kept.update({k: getattr(self, k) for k in PAIR_ARRAYS})
+        return SearchResult(**{**kept, "diversity": diversity})
 
     def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
         """One row per IDI: the IDI, its counterpart (suffix ``_counterpart``), both predictions and the phase.
@@ -364,7 +377,17 @@ class SeedReport:
     n_initial_idis : int or None
         For I / I&D: unique initial IDIs found where the chiral and the original model disagree.
     n_candidates : int or None
-        For I / I&D: data rows where the chiral and the original model disagree.
+        Rows the strategy checked to find its initial IDIs: for I / I&D, the data rows where the chiral and the
+        original model disagree; for ``data_rows``, the data rows checked within its query budget; for ``expga``,
+        the random rows explained.
+    n_candidate_idis : int or None
+        Candidates that are IDIs (before deduplication by IDI key).
+    n_initial_queries : int or None
+        Model queries spent finding the initial IDIs: for I / I&D, one prediction per data row plus the
+        discrimination check of the candidates; for ``data_rows``, the checks of the rows within the budget.
+    chiral_training_rows : int or None
+        For I / I&D: rows the chiral model was trained on (0 for a given chiral model), counted as queries by
+        :attr:`initial_idis_per_1000_queries`.
     clustering : dict or None
         For I&D: method (``"dbscan"``, ``"dbscan-kdist"``, ``"hdbscan"``), parameters, number of clusters,
         noise share, explainer used, and whether a degenerate clustering was repaired.
@@ -387,6 +410,9 @@ class SeedReport:
     n_queries: int = 0
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    n_candidate_idis: int | None = None
+    n_initial_queries: int | None = None
+    chiral_training_rows: int | None = None
 
     @property
     def n_seeds(self) -> int:
@@ -398,25 +424,56 @@ class SeedReport:
         """Share of seeds that are IDIs (the I&D paper's Table 3); 0 for no seeds."""
         return float(np.mean(self.is_idi)) if len(self.is_idi) else 0.0
 
+    @property
+    def candidate_idi_share(self) -> float | None:
+        """``n_candidate_idis / n_candidates``; None when not recorded or no candidate.
+
+        For I / I&D the share of IDIs among the rows where the chiral model disagrees with the model under test:
+        unlike the initialization rate, it does not saturate at 100% when the initial IDIs outnumber the seeds.
+        """
+        if self.n_candidate_idis is None or not self.n_candidates:
+            return None
+        return self.n_candidate_idis / self.n_candidates
+
+    @property
+    def initial_idis_per_1000_queries(self) -> float | None:
+        """Unique initial IDIs per 1,000 model queries, the chiral model's training rows counted as queries.
+
+        ``1000 * n_initial_idis / (n_initial_queries + chiral_training_rows)``. The chiral model learns the
+        data's labels, so its training rows cost no query here; they are counted as the queries a tester without
+        those labels would spend labelling them with the model under test, which puts I / I&D and a strategy
+        without a chiral model (``data_rows``) on one scale. None when not recorded or nothing was spent.
+        """
+        if self.n_initial_idis is None or self.n_initial_queries is None:
+            return None
+        spent = self.n_initial_queries + (self.chiral_training_rows or 0)
+        return 1000.0 * self.n_initial_idis / spent if spent else None
+
     def to_json(self) -> str:
-        """Serialize everything (arrays as lists)."""
+        """Serialize everything (arrays as lists), with the derived rates."""
         d = asdict(self)
         d["seeds"] = np.asarray(self.seeds).tolist()
         d["is_idi"] = np.asarray(self.is_idi).tolist()
         d["notes"] = list(self.notes)
-        d["initialization_rate"] = self.initialization_rate
+        for name in SEED_RATES:
+            d[name] = getattr(self, name)
         return json.dumps(d, default=_json_default)
 
     @classmethod
     def from_json(cls, text: str) -> SeedReport:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json` (also reads reports written before the later fields existed)."""
         d = json.loads(text)
-        d.pop("initialization_rate", None)
+        for name in SEED_RATES:
+            d.pop(name, None)
         width = len(d["seeds"][0]) if d["seeds"] else 0
         d["seeds"] = _arr(d["seeds"], np.int64, width)
         d["is_idi"] = np.asarray(d["is_idi"], dtype=bool)
         d["notes"] = tuple(d["notes"])
         return cls(**d)
+
+
+# Derived figures of a SeedReport, written to its JSON and dropped when read back.
+SEED_RATES = ("initialization_rate", "candidate_idi_share", "initial_idis_per_1000_queries")
 
 
 def _json_default(o):

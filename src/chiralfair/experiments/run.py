@@ -70,6 +70,9 @@ class RunConfig:
     verdict : bool
         Also estimate the share of the test split that the model discriminates
         (:func:`chiralfair.estimate.estimate`), with the benchmark's favourable label.
+    diversity : bool
+        Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
+        into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.
     """
 
     dataset: str = "census"
@@ -87,6 +90,7 @@ class RunConfig:
     generator_params: dict[str, Any] = field(default_factory=dict)
     seed_params: dict[str, Any] = field(default_factory=dict)
     verdict: bool = True
+    diversity: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
@@ -326,6 +330,10 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
                            Path(out) / PAIRS_NAME)
         raise
     seconds["search"] = time.perf_counter() - t
+    if config.diversity:
+        t = time.perf_counter()
+        result = result.with_diversity(_idi_diversity(model, dataset, result, config.random_state))
+        seconds["diversity"] = time.perf_counter() - t
 
     known = FAVOURABLE.get((dataset.name, dataset.positive_class))  # None: a dataset of unknown favourable label
     favourable = None if known is None else known[0]
@@ -341,6 +349,14 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
                   "train_seconds": trained.train_seconds, "from_cache": trained.from_cache}
     return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds, tuple(notes),
                       verdict=verdict, favourable=favourable)
+
+
+def _idi_diversity(model, dataset, result: SearchResult, random_state: int) -> dict[str, Any]:
+    """Diversity of the IDIs found, against the reference of the model (seeded by its ``random_state``)."""
+    from .seeds.diversity_report import diversity_reference, seed_diversity
+
+    reference = diversity_reference(model, dataset, random_state=random_state)
+    return seed_diversity(result.idis, reference, random_state=random_state).to_dict()
 
 
 def _data_notes(config: RunConfig, dataset) -> list[str]:

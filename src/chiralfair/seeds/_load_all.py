@@ -1,3 +1,3 @@
 """Importing this module registers every built-in seed strategy."""
 
-from . import cluster, expga, iandd, initial, random  # noqa: F401
+from . import cluster, data_rows, expga, iandd, initial, random  # noqa: F401

@@ -114,5 +114,5 @@ class SeedStrategy(ABC):
         """Return seeds of shape (n_seeds, n_features) and extra SeedReport fields.
 
         The extra fields are any of ``is_idi``, ``seconds``, ``n_initial_idis``, ``n_candidates``,
-        ``clustering`` and ``notes``.
+        ``n_candidate_idis``, ``n_initial_queries``, ``chiral_training_rows``, ``clustering`` and ``notes``.
         """

@@ -88,10 +88,11 @@ class InitialIDISeeds(SeedStrategy):
         chiral, chiral_info = self._chiral(model, dataset, rng)
         seconds["chiral_training"] = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
+        t0, q0 = time.perf_counter(), model.n_queries
         check = DiscriminationCheck(model, dataset.domain)
-        initial, n_candidates = initial_idis(model, chiral, check, dataset.X, rng)
+        initial, n_candidates, n_candidate_idis = initial_idis(model, chiral, check, dataset.X, rng)
         seconds["prediction_and_check"] = time.perf_counter() - t0
+        n_initial_queries = model.n_queries - q0
 
         order, clustering = self._order(model, dataset, initial, rng, seconds)
         chosen = initial[order[:n_seeds]]
@@ -115,6 +116,8 @@ class InitialIDISeeds(SeedStrategy):
                 notes.append(f"n_seeds={n_seeds} exceeds the initial IDIs plus the {n_pool} other data rows: "
                              "fill rows repeat")
         info = {"is_idi": is_idi, "seconds": seconds, "n_candidates": int(n_candidates),
+                "n_candidate_idis": int(n_candidate_idis), "n_initial_queries": int(n_initial_queries),
+                "chiral_training_rows": int(chiral_info.get("n_train", 0)),
                 "n_initial_idis": int(len(initial)), "notes": tuple(notes),
                 "meta": {"chiral_model": chiral_info}}
         if clustering is not None:
@@ -146,7 +149,7 @@ class InitialIDISeeds(SeedStrategy):
 
 
 def initial_idis(model, chiral, check: DiscriminationCheck, X: np.ndarray,
-                 rng: np.random.Generator) -> tuple[np.ndarray, int]:
+                 rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
     """Find the initial IDIs among the rows of ``X`` where ``model`` and ``chiral`` disagree.
 
     Parameters
@@ -165,12 +168,14 @@ def initial_idis(model, chiral, check: DiscriminationCheck, X: np.ndarray,
         One row per IDI key, in random order.
     n_candidates : int
         Rows where the two models disagree.
+    n_candidate_idis : int
+        Those that are IDIs, before deduplication.
     """
     candidates = X[model.predict(X) != chiral.predict(X)]
     hits = candidates[check.check(candidates).is_idi] if len(candidates) else candidates
     _, first = np.unique(check.domain.keys(hits), return_index=True)
     unique = hits[np.sort(first)]
-    return unique[rng.permutation(len(unique))], int(len(candidates))
+    return unique[rng.permutation(len(unique))], int(len(candidates)), int(len(hits))
 
 
 def _fill(check: DiscriminationCheck, dataset, initial: np.ndarray, n_fill: int,

@@ -4,7 +4,7 @@ Read by the command line to refuse an unknown strategy before the strategies are
 ``tests/test_seeds_contract.py`` checks this list against the registry (:data:`chiralfair.seeds.SEED_STRATEGIES`).
 """
 
-BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "expga", "i", "iandd", "random", "rows")
+BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "data_rows", "expga", "i", "iandd", "random", "rows")
 
 # Strategies that train a chiral model and take ``chiral_random_state`` (subclasses of InitialIDISeeds).
 CHIRAL_SEED_STRATEGIES: tuple[str, ...] = ("i", "iandd")
