@@ -353,7 +353,7 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
 
 def _idi_diversity(model, dataset, result: SearchResult, random_state: int) -> dict[str, Any]:
     """Diversity of the IDIs found, against the reference of the model (seeded by its ``random_state``)."""
-    from .seeds.diversity_report import diversity_reference, seed_diversity
+    from ..seeds.diversity_report import diversity_reference, seed_diversity
 
     reference = diversity_reference(model, dataset, random_state=random_state)
     return seed_diversity(result.idis, reference, random_state=random_state).to_dict()
