@@ -80,6 +80,8 @@ def attempts(monkeypatch):
     ({"time_limit": 0}, ["time_limit", "> 0"]),
     ({"generator_params": {"sg": {}}}, ["[generator_params.sg]", "not in axes.generators", "aequitas, adf"]),
     ({"retrain": {"protocol": "paper"}}, ["[retrain]", "task = \"retrain\" only"]),
+    ({"model_params": {"dnn": {}}}, ["[model_params.dnn]", "not in axes.models", "lr"]),
+    ({"diversity": "yes"}, ["diversity", "true or false"]),
 ])
 def test_grid_errors_name_the_key_and_the_valid_values(change, words):
     with pytest.raises(GridError) as err:
@@ -307,6 +309,40 @@ def test_tables_and_ratios(tmp_path, data_home):
     pd.testing.assert_frame_equal(pd.read_parquet(out / "tables" / "summary.parquet"), table)
     assert "iandd/random" in (out / "tables" / "ratios.md").read_text()
     assert "seconds_search" in set(table["figure"]) and "seconds_search" not in set(without_timings(table)["figure"])
+
+
+def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home):
+    from chiralfair.experiments.grid import check_implementations
+
+    with pytest.raises(GridError, match=r"\[model_params.lr\].*'colour'"):
+        check_implementations(load_grid(small_grid(model_params={"lr": {"colour": 1}})))
+    out = tmp_path / "c"
+    grid = small_grid(repeats=1, model_params={"lr": {"C": 0.001}}, axes={"seeds": ["random"], "generators": ["adf"]})
+    run(grid, out, tmp_path / "cache", data_home)
+    strong = tmp_path / "strong"
+    run(small_grid(repeats=1, axes={"seeds": ["random"], "generators": ["adf"]}), strong, tmp_path / "cache",
+        data_home)
+    weak, default = grid_frame(out).iloc[0], grid_frame(strong).iloc[0]
+    assert weak["f1"] != default["f1"]  # C = 0.001 is a different model from the default C = 1
+    assert json.loads(next((out / "cells").glob("*/result.json")).read_text())["config"]["model_params"] == {"C": 0.001}
+
+
+def test_a_diversity_grid_measures_seeds_and_idis(tmp_path, data_home):
+    out = tmp_path / "d"
+    run(small_grid(repeats=1, diversity=True, axes={"generators": ["aequitas"]}), out, tmp_path / "cache", data_home)
+    frame = grid_frame(out).set_index("seeds")
+    assert (frame["seed_clusters_covered"] >= 1).all() and (frame["seed_leaves_covered"] >= 1).all()
+    assert frame["seed_mean_pairwise_distance"].between(0, 1).all()
+    found = frame["n_idis"] > 0
+    assert found["iandd"]
+    assert (frame.loc[found, "idi_clusters_covered"] >= 1).all() and (frame.loc[found, "idi_leaves_covered"] >= 1).all()
+    assert (frame.loc[~found, "idi_leaves_covered"] == 0).all()
+    seeds_out = tmp_path / "s"
+    run({"task": "seeds", "diversity": True, "axes": {"rows": ["german:sex"], "models": ["lr"],
+                                                      "seeds": ["random", "iandd"], "budgets": [[30, 0]]}},
+        seeds_out, tmp_path / "cache", data_home)
+    seeds = grid_frame(seeds_out).set_index("seeds")
+    assert (seeds["seed_leaves_covered"] >= 1).all() and seeds.loc["iandd", "candidate_idi_share"] > 0
 
 
 def test_seeds_and_retrain_tasks(tmp_path, data_home):

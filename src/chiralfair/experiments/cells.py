@@ -47,7 +47,9 @@ class Cell:
     generator_params : dict
     seed_params : dict of str to dict
         Extra parameters per seed strategy of the cell.
-    verdict, save_pairs : bool
+    verdict, save_pairs, diversity : bool
+    model_params : dict
+        Zoo hyper-parameters of the model (:class:`~chiralfair.models.zoo.ModelSpec` params).
     retrain : dict
         Parameters of :func:`chiralfair.retraining.retrain` (retrain cells).
     """
@@ -66,6 +68,8 @@ class Cell:
     seed_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdict: bool = False
     save_pairs: bool = False
+    diversity: bool = False
+    model_params: dict[str, Any] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -80,7 +84,7 @@ class Cell:
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": self.generator_params,
                 "seed_params": self.seed_params, "verdict": self.verdict, "save_pairs": self.save_pairs,
-                "retrain": self.retrain}
+                "retrain": self.retrain, "diversity": self.diversity, "model_params": self.model_params}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:

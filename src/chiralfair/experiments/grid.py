@@ -10,6 +10,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     time_limit = 600                # optional, seconds per cell
     save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet
     verdict = false                 # estimate the test-split share affected in each cell
+    diversity = false               # measure the diversity of each cell's seeds and IDIs (issue 14)
 
     [axes]
     rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
@@ -18,6 +19,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     generators = ["aequitas", "adf"]           # absent for task = "seeds"
     budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": max_global seeds)
 
+    [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
     [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
     [retrain]                       # task = "retrain": parameters of chiralfair.retraining.retrain
@@ -46,7 +48,7 @@ from .cells import Cell
 
 TASKS = ("search", "seeds", "retrain")
 TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
-            "axes", "generator_params", "seed_params", "retrain")
+            "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain")
 AXES = ("rows", "models", "seeds", "generators", "budgets")
 RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
@@ -90,6 +92,8 @@ class Grid:
     time_limit: float | None = None
     save_pairs: bool = False
     verdict: bool = False
+    diversity: bool = False
+    model_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     generator_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
@@ -112,14 +116,16 @@ class Grid:
                 model_random_state=state if self.model_random_state is None else self.model_random_state,
                 generator_params=dict(self.generator_params.get(generator, {})) if generator else {},
                 seed_params={s: dict(self.seed_params[s]) for s in seeds if self.seed_params.get(s)},
-                verdict=self.verdict, save_pairs=self.save_pairs,
+                verdict=self.verdict, save_pairs=self.save_pairs, diversity=self.diversity,
+                model_params=dict(self.model_params.get(model, {})),
                 retrain=dict(self.retrain) if self.task == "retrain" else {}))
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised grid as a TOML-ready mapping (what :func:`load_grid` reads back to an equal grid)."""
         d: dict[str, Any] = {"name": self.name, "task": self.task, "random_states": list(self.random_states),
-                             "save_pairs": self.save_pairs, "verdict": self.verdict}
+                             "save_pairs": self.save_pairs, "verdict": self.verdict,
+                             "diversity": self.diversity}
         if self.model_random_state is not None:
             d["model_random_state"] = self.model_random_state
         if self.time_limit is not None:
@@ -129,7 +135,7 @@ class Grid:
         if self.generators:
             d["axes"]["generators"] = list(self.generators)
         d["axes"]["budgets"] = [list(b) for b in self.budgets]
-        for key in ("generator_params", "seed_params"):
+        for key in ("model_params", "generator_params", "seed_params"):
             if getattr(self, key):
                 d[key] = {k: dict(v) for k, v in getattr(self, key).items()}
         if self.task == "retrain":
@@ -215,6 +221,7 @@ def _parse(data: Mapping[str, Any]) -> Grid:
         generators=generators, budgets=_budgets(axes), random_states=_random_states(data),
         model_random_state=_optional_int(data, "model_random_state", minimum=0),
         time_limit=_time_limit(data), save_pairs=_flag(data, "save_pairs"), verdict=_flag(data, "verdict"),
+        diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
         retrain=_retrain(data, task))
     if task == "retrain" and len(seeds) < 2:
@@ -369,7 +376,7 @@ def _params(data: Mapping, key: str, names: tuple[str, ...]) -> dict[str, dict[s
     tables = data.get(key, {})
     if not isinstance(tables, Mapping):
         raise GridError(f"[{key}] must be a table of tables, e.g. [{key}.{names[0] if names else 'name'}]")
-    axis = "generators" if key == "generator_params" else "seeds"
+    axis = {"model_params": "models", "generator_params": "generators"}.get(key, "seeds")
     for name, params in tables.items():
         if name not in names:
             raise GridError(f"[{key}.{name}]: {name!r} is not in axes.{axis}; valid: {', '.join(names) or 'none'}")
@@ -406,8 +413,14 @@ def check_implementations(grid: Grid) -> None:
     """
     from ..exceptions import ChiralfairError
     from ..generators import make_generator
+    from ..models.zoo import ModelSpec
     from ..seeds import make_seed_strategy
 
+    for model, params in grid.model_params.items():
+        try:
+            ModelSpec(model, dict(params))
+        except ChiralfairError as err:
+            raise GridError(f"[model_params.{model}]: {err}") from None
     max_global, max_local = grid.budgets[0]
     for generator in grid.generators:
         try:

@@ -63,6 +63,9 @@ class RunConfig:
         A grid fixes it to compare repeats of the seeds and the search on one model.
     data_home, cache_dir : str or None
     allow_checksum_mismatch : bool
+    model_params : dict
+        Zoo hyper-parameters laid over the model's defaults (:class:`~chiralfair.models.zoo.ModelSpec`), e.g.
+        ``{"standardize": False}`` for the DNN of the paper's reference code.
     generator_params : dict
         Extra hyper-parameters for the generator.
     seed_params : dict
@@ -87,6 +90,7 @@ class RunConfig:
     data_home: str | None = None
     cache_dir: str | None = None
     allow_checksum_mismatch: bool = False
+    model_params: dict[str, Any] = field(default_factory=dict)
     generator_params: dict[str, Any] = field(default_factory=dict)
     seed_params: dict[str, Any] = field(default_factory=dict)
     verdict: bool = True
@@ -101,7 +105,14 @@ class RunConfig:
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
-                "seed_params": dict(self.seed_params)}
+                "seed_params": dict(self.seed_params), "model_params": dict(self.model_params)}
+
+    @property
+    def model_spec(self):
+        """The :class:`~chiralfair.models.zoo.ModelSpec` of ``model`` with ``model_params``."""
+        from ..models.zoo import ModelSpec
+
+        return ModelSpec(self.model, dict(self.model_params))
 
     @property
     def resolved_model_random_state(self) -> int:
@@ -131,6 +142,9 @@ class RunOutcome:
         Share of the test split affected, with the harm table (None when not asked for).
     favourable : int or None
         The favourable label (0 or 1), when known: the IDI pairs are then counted by the side it goes to.
+    seed_diversity : dict or None
+        :meth:`DiversityReport.to_dict <chiralfair.seeds.diversity_report.DiversityReport.to_dict>` of the seeds,
+        against the same reference as the IDIs' (``result.diversity``); None unless ``config.diversity``.
     """
 
     config: RunConfig
@@ -142,6 +156,7 @@ class RunOutcome:
     notes: tuple[str, ...] = ()
     verdict: Verdict | None = None
     favourable: int | None = None
+    seed_diversity: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The figures of result.json: verdict, search summary, direction of the IDI pairs, seeds, model, timings.
@@ -160,7 +175,8 @@ class RunOutcome:
             "initialization_rate": self.seed_report.initialization_rate,
             "n_initial_idis": self.seed_report.n_initial_idis, "n_candidates": self.seed_report.n_candidates,
             "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
-            "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes)}
+            "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
+            "diversity": self.seed_diversity}
         out["model"] = dict(self.model_info)
         out["seconds_by_step"] = dict(self.seconds)
         out["notes"] = list(self.notes) + list(self.result.notes)
@@ -201,7 +217,6 @@ def validate_config(config: RunConfig) -> None:
     """
     from ..datasets import dataset_names
     from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
-    from ..models.zoo import as_spec
 
     if config.dataset not in dataset_names():
         raise DatasetError(f"unknown dataset {config.dataset!r}; valid: {', '.join(dataset_names())}")
@@ -216,7 +231,7 @@ def validate_config(config: RunConfig) -> None:
     generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
                                **config.generator_params)
     make_seed_strategy(config.seeds, **config.seed_params)
-    spec = as_spec(config.model)
+    spec = config.model_spec
     if generator.needs_gradient and not spec.has_input_gradient:
         raise ModelCapabilityError(
             f"generator {config.generator!r} needs input_gradient() but model {config.model!r} does not provide "
@@ -294,7 +309,7 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
 
     step("model")
     t = time.perf_counter()
-    trained = train_model(dataset, config.model, random_state=config.resolved_model_random_state,
+    trained = train_model(dataset, config.model_spec, random_state=config.resolved_model_random_state,
                           cache_dir=config.cache_dir)
     seconds["model"] = time.perf_counter() - t
     model = trained.model
@@ -330,9 +345,11 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
                            Path(out) / PAIRS_NAME)
         raise
     seconds["search"] = time.perf_counter() - t
+    seed_diversity = None
     if config.diversity:
         t = time.perf_counter()
-        result = result.with_diversity(_idi_diversity(model, dataset, result, config.random_state))
+        idi_diversity, seed_diversity = _diversities(model, dataset, result, seed_report, config)
+        result = result.with_diversity(idi_diversity)
         seconds["diversity"] = time.perf_counter() - t
 
     known = FAVOURABLE.get((dataset.name, dataset.positive_class))  # None: a dataset of unknown favourable label
@@ -348,15 +365,21 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
     model_info = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy,
                   "train_seconds": trained.train_seconds, "from_cache": trained.from_cache}
     return RunOutcome(config, result, seed_report, dataset.domain, model_info, seconds, tuple(notes),
-                      verdict=verdict, favourable=favourable)
+                      verdict=verdict, favourable=favourable, seed_diversity=seed_diversity)
 
 
-def _idi_diversity(model, dataset, result: SearchResult, random_state: int) -> dict[str, Any]:
-    """Diversity of the IDIs found, against the reference of the model (seeded by its ``random_state``)."""
+def _diversities(model, dataset, result: SearchResult, seed_report: SeedReport,
+                 config: RunConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Diversity of the IDIs found and of the seeds, against one reference per model.
+
+    The reference is seeded by the model's random_state, so every seed strategy and repeat of a fixed model is
+    measured against the same clusters and surrogate tree; the sampling of the inputs by the run's random_state.
+    """
     from ..seeds.diversity_report import diversity_reference, seed_diversity
 
-    reference = diversity_reference(model, dataset, random_state=random_state)
-    return seed_diversity(result.idis, reference, random_state=random_state).to_dict()
+    reference = diversity_reference(model, dataset, random_state=config.resolved_model_random_state)
+    return (seed_diversity(result.idis, reference, random_state=config.random_state).to_dict(),
+            seed_diversity(seed_report.seeds, reference, random_state=config.random_state).to_dict())
 
 
 def _data_notes(config: RunConfig, dataset) -> list[str]:

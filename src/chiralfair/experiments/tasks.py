@@ -152,7 +152,8 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
                      generator=cell.generator or "aequitas", max_global=cell.max_global, max_local=cell.max_local,
                      random_state=cell.random_state, model_random_state=cell.model_random_state,
                      data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
-                     seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict)
+                     seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict,
+                     diversity=cell.diversity, model_params=dict(cell.model_params))
 
 
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -183,12 +184,22 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
                "initialization_rate": outcome.seed_report.initialization_rate,
                "n_initial_idis": outcome.seed_report.n_initial_idis, "f1": outcome.model_info["f1"],
                "accuracy": outcome.model_info["accuracy"]}
+    figures.update(_diversity_figures("idi", s.diversity))
+    figures.update(_diversity_figures("seed", outcome.seed_diversity))
     if outcome.verdict is not None:
         figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
                        share_affected_upper=outcome.verdict.upper)
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seeds_reused": store.reused, "meta": _meta(cell, data_home)}
+
+
+def _diversity_figures(prefix: str, diversity: dict[str, Any] | None) -> dict[str, Any]:
+    """The diversity measures of a cell as figures (``idi_*`` for the IDIs found, ``seed_*`` for the seeds)."""
+    if diversity is None:
+        return {}
+    keys = ("clusters_covered", "cluster_entropy", "mean_pairwise_distance", "leaves_covered", "leaf_share")
+    return {f"{prefix}_{key}": diversity[key] for key in keys}
 
 
 def _write_pairs(outcome, folder: Path) -> None:
@@ -204,7 +215,10 @@ def _model_and_data(cell: Cell, data_home, cache_dir):
 
     dataset = load_dataset(cell.dataset, protected=list(cell.protected), data_home=data_home)
     check_deadline("the cell, after loading the data")
-    trained = train_model(dataset, cell.model, random_state=cell.model_random_state, cache_dir=cache_dir)
+    from ..models.zoo import ModelSpec
+
+    trained = train_model(dataset, ModelSpec(cell.model, dict(cell.model_params)),
+                          random_state=cell.model_random_state, cache_dir=cache_dir)
     check_deadline("the cell, after training or loading the model")
     return dataset, trained
 
@@ -231,7 +245,18 @@ def _seeds(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[st
                "n_candidates": report.n_candidates, "n_seeds": report.n_seeds,
                "n_seed_idis": int(report.is_idi.sum()), "n_queries": report.n_queries, "f1": trained.f1,
                "seconds_selection": float(report.seconds.get("total", float("nan"))),
-               "seconds_seeds": time.perf_counter() - t_seeds, "seconds_total": time.perf_counter() - t}
+               "seconds_seeds": time.perf_counter() - t_seeds}
+    if cell.diversity:
+        from ..seeds.diversity_report import diversity_reference, seed_diversity
+
+        t_diversity = time.perf_counter()
+        reference = diversity_reference(trained.model, dataset, random_state=cell.model_random_state)
+        figures.update(_diversity_figures("seed", seed_diversity(report.seeds, reference,
+                                                                 random_state=cell.random_state).to_dict()))
+        figures["seconds_diversity"] = time.perf_counter() - t_diversity
+    figures.update(candidate_idi_share=report.candidate_idi_share,
+                   initial_idis_per_1000_queries=report.initial_idis_per_1000_queries,
+                   seconds_total=time.perf_counter() - t)
     summary = json.loads(report.to_json())
     summary.pop("seeds")  # the seeds themselves are in <out>/shared/seeds/
     summary.pop("is_idi")
