@@ -51,7 +51,8 @@ RESULTS = Path(__file__).parent / "results"
 MODEL_RANDOM_STATE = 0
 MAX_EXPLAINED = 2000
 PERMUTATION_ROWS = 250  # I&D's max_explained_black_box
-DEEP_ROWS = 500  # shap.DeepExplainer loops over rows in Python (about 6.5 ms per row here)
+# Before the change shap.DeepExplainer looped over rows in Python (5-11 ms per row here): 500 rows then.
+DEEP_ROWS = 500 if not hasattr(ex, "explanation_background") else MAX_EXPLAINED
 TARGETS = ("census:sex dnn", "census:race dnn", "census:age dnn", "compas:race dnn", "bank:age dnn",
            "census:sex lr", "census:sex dtc", "census:sex mlp", "census:sex svc")
 PAIRS = 20_000
@@ -63,14 +64,26 @@ GRADIENT_CONFIGS = (
     ("expected_gradients 200", "expected_gradients", {"n_samples": 200}, "random"),
     ("expected_gradients 1000", "expected_gradients", {"n_samples": 1000}, "random"),
     ("expected_gradients 200, kmeans background", "expected_gradients", {"n_samples": 200}, "kmeans"),
-    ("integrated_gradients 16 steps, random 10 rows", "integrated_gradients", {"n_samples": 16}, "random10"),
-    ("integrated_gradients 16 steps, data mean", "integrated_gradients", {"n_samples": 16}, "mean"),
-    ("integrated_gradients 8 steps, kmeans 10", "integrated_gradients", {"n_samples": 8}, "kmeans"),
-    ("integrated_gradients 16 steps, kmeans 10", "integrated_gradients", {"n_samples": 16}, "kmeans"),
+    ("integrated_gradients 16 steps, random 10 rows", "integrated_gradients", {"n_steps": 16}, "random10"),
+    ("integrated_gradients 16 steps, data mean", "integrated_gradients", {"n_steps": 16}, "mean"),
+    ("integrated_gradients 8 steps, kmeans 10", "integrated_gradients", {"n_steps": 8}, "kmeans"),
+    ("integrated_gradients 16 steps, kmeans 10", "integrated_gradients", {"n_steps": 16}, "kmeans"),
+    ("integrated_gradients 32 steps, kmeans 10", "integrated_gradients", {"n_steps": 32}, "kmeans"),
+    ("integrated_gradients 8 steps, fixed 10 rows", "integrated_gradients", {"n_steps": 8}, "fixed10"),
+    ("integrated_gradients 16 steps, fixed 10 rows", "integrated_gradients", {"n_steps": 16}, "fixed10"),
+    ("integrated_gradients 8 steps, fixed 20 rows", "integrated_gradients", {"n_steps": 8}, "fixed20"),
 )
 TORCH_CONFIGS = (
     ("deep, random background", "deep", {}, "random"),
+    ("deep, random 50 rows", "deep", {}, "random50"),
+    ("deep, fixed 20 rows", "deep", {}, "fixed20"),
+    ("deep, fixed 50 rows", "deep", {}, "fixed50"),
+    ("deep, random 20 rows", "deep", {}, "random20"),
+    ("deep, random 10 rows", "deep", {}, "random10"),
+    ("deep, data mean", "deep", {}, "mean"),
     ("deep, kmeans 10", "deep", {}, "kmeans"),
+    ("deep, kmeans 20", "deep", {}, "kmeans20"),
+    ("deep, fixed 100 rows", "deep", {}, "fixed100"),
 )
 MODEL_CONFIGS = {
     "lr": (("linear, random background", "linear", {}, "random"), ("linear, kmeans 10", "linear", {}, "kmeans")),
@@ -91,10 +104,27 @@ def _initial_idis(model, dataset) -> np.ndarray:
 def _background(dataset, how: str, rng):
     if how == "random":
         return dataset.X[rng.choice(dataset.n_samples, size=100, replace=False)], None
-    if how == "random10":
-        return dataset.X[rng.choice(dataset.n_samples, size=10, replace=False)], None
-    size = 25 if how == "kmeans25" else 10
-    return ex.explanation_background(dataset.X, "kmeans" if how.startswith("kmeans") else how, size)
+    if how.startswith("random"):
+        return dataset.X[rng.choice(dataset.n_samples, size=int(how[len("random"):]), replace=False)], None
+    for kind in ("kmeans", "fixed", "mean"):
+        if how.startswith(kind):
+            return ex.explanation_background(dataset.X, kind, int(how[len(kind):] or 10))
+    raise ValueError(how)
+
+
+def _target(model, dataset, X, model_name) -> np.ndarray | None:
+    """The quantity the sampled explainers estimate, nearly exactly: E over data rows b of the attribution of x.
+
+    DNN: DeepLIFT (shap.DeepExplainer) averaged over 500 data rows (fixed seed 12345); MLP: integrated
+    gradients with 32 steps over 100 such rows. None for the other models.
+    """
+    if not hasattr(ex, "explanation_background") or model_name not in ("dnn", "mlp"):
+        return None
+    rows = dataset.X[np.random.default_rng(12345).choice(dataset.n_samples, 500 if model_name == "dnn" else 100,
+                                                          replace=False)]
+    if model_name == "dnn":
+        return ex.explain(model, X, rows, None, explainer="deep")[0]
+    return ex.explain(model, X, rows, None, explainer="integrated_gradients", n_steps=32)[0]
 
 
 def _explain(model, dataset, X, explainer, kwargs, how, random_state):
@@ -110,12 +140,14 @@ def _applies(explainer: str) -> bool:
     return explainer in ex.EXPLAINERS
 
 
-def noise_figures(model, dataset, X, config) -> dict:
+def noise_figures(model, dataset, X, config, target) -> dict:
     label, explainer, kwargs, how = config
     if explainer == "permutation":
         X = X[:PERMUTATION_ROWS]
     if explainer == "deep":
         X = X[:DEEP_ROWS]
+    if target is not None:
+        target = target[:len(X)]
     v0, seconds = _explain(model, dataset, X, explainer, kwargs, how, 0)
     v1, _ = _explain(model, dataset, X, explainer, kwargs, how, 1)
     rng = np.random.default_rng(0)
@@ -133,6 +165,7 @@ def noise_figures(model, dataset, X, config) -> dict:
             "k_distance": float(np.median(kdist)),
             "norm": float(np.median(np.linalg.norm(v0, axis=1))),
             "identical_bits": bool(np.array_equal(v0, v1)),
+            "target_error": None if target is None else float(np.median(np.linalg.norm(v0 - target, axis=1))),
             "clusters": [c0["n_clusters"], c1["n_clusters"]],
             "noise_share": [c0["noise_share"], c1["noise_share"]],
             "ari": float(adjusted_rand_score(l0, l1)),
@@ -145,8 +178,7 @@ def iandd_figures(model, dataset, chiral, repeats: int, timing_repeats: int) -> 
         report = make_seed_strategy("iandd", chiral_model=chiral, repair=False).select(
             model, dataset, 1000, random_state=r)
         clusters.append({k: report.clustering.get(k) for k in ("n_clusters", "noise_share", "explainer",
-                                                               "n_explained")}
-                        | {k: v for k, v in report.clustering.items() if k.startswith(("background", "n_samples"))})
+                                                               "explainer_params", "n_explained")})
     totals, shap_s = [], []
     for r in range(timing_repeats):
         t = time.perf_counter()
@@ -173,13 +205,15 @@ def run_target(target: str, args) -> dict:
     if args.quick:
         configs = configs[:2]
     rows = []
+    target = _target(model, dataset, X, model_name)
     for config in configs:
         if not _applies(config[1]) or (config[3] not in ("random",) and not hasattr(ex, "explanation_background")):
             continue
-        figures = noise_figures(model, dataset, X, config)
+        figures = noise_figures(model, dataset, X, config, target)
         print(f"  {figures['label']:48s} noise {figures['noise']:.4f} between {figures['between']:.4f} "
               f"kdist {figures['k_distance']:.4f} norm {figures['norm']:.4f} clusters {figures['clusters']} "
-              f"ARI {figures['ari']:.2f} {figures['seconds_per_1000']:.3f} s/1000", flush=True)
+              f"ARI {figures['ari']:.2f} {figures['seconds_per_1000']:.3f} s/1000 "
+              f"target error {figures['target_error']}", flush=True)
         rows.append(figures)
     out = {"n_initial_idis_explained": int(len(X)), "auto_explainer": ex.choose_explainer(model), "configs": rows}
     if model_name == "dnn" and not args.quick:
@@ -193,7 +227,10 @@ def markdown(results: dict) -> str:
              f"eps = {PAPER_EPS}, min_samples = {PAPER_MIN_SAMPLES}. noise: median L2 distance between the same "
              "row's explanations under random states 0 and 1; between: median L2 distance between two rows' "
              "explanations; k-dist: median distance to the 10th neighbour; clusters: DBSCAN with the paper's "
-             "setting, no repair, under states 0 / 1; ARI: adjusted Rand index of those two labelings.", ""]
+             "setting, no repair, under states 0 / 1; ARI: adjusted Rand index of those two labelings; error to "
+             "target (after only): median L2 distance (state 0) to the expectation over data rows that the "
+             "sampled explainers estimate (DNN: DeepLIFT over 500 fixed data rows; MLP: integrated gradients, 32 "
+             "steps, over 100). Timings are on 2 cores shared with other jobs: compare within a phase.", ""]
     for phase in ("before", "after"):
         if phase not in results["phases"]:
             continue
@@ -202,14 +239,15 @@ def markdown(results: dict) -> str:
                   f"{p['loadavg_end'][0]:.2f} at end; chiralfair {p['versions']['chiralfair']}, shap "
                   f"{p['versions']['shap']}, torch {p['versions']['torch']}, sklearn {p['versions']['sklearn']})",
                   "", "| target | explainer | rows | noise | between | k-dist | norm | noise / eps | clusters | "
-                  "noise share | ARI | s / 1000 rows |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "noise share | ARI | s / 1000 rows | error to target |", "|---" * 13 + "|"]
         for target, t in p["targets"].items():
             for c in t["configs"]:
                 lines.append(f"| {target} | {c['label']} | {c['n_rows']} | {c['noise']:.4f} | {c['between']:.4f} | "
                              f"{c['k_distance']:.4f} | {c['norm']:.4f} | {c['noise'] / PAPER_EPS:.2f} | "
                              f"{c['clusters'][0]} / {c['clusters'][1]} | "
                              f"{c['noise_share'][0]:.0%} / {c['noise_share'][1]:.0%} | {c['ari']:.2f} | "
-                             f"{c['seconds_per_1000']:.3f} |")
+                             f"{c['seconds_per_1000']:.3f} | "
+                             f"{'' if c.get('target_error') is None else format(c['target_error'], '.4f')} |")
         lines += ["", f"I&D with the library default explainer ({phase}), DBSCAN with the paper's setting, no repair, "
                   "random states 0..; selection of 1,000 seeds with a given chiral model (median):", "",
                   "| target | explainer | clusters per state | noise share per state | selection s | SHAP s |",
@@ -219,7 +257,10 @@ def markdown(results: dict) -> str:
                 continue
             i = t["iandd"]
             cl = i["paper_setting_clusters"]
-            lines.append(f"| {target} | {cl[0]['explainer']} | {', '.join(str(c['n_clusters']) for c in cl)} | "
+            params = cl[0].get("explainer_params") or {}
+            described = ", ".join(f"{k} {v}" for k, v in params.items())
+            explainer = f"{cl[0]['explainer']} ({described})" if described else cl[0]["explainer"]
+            lines.append(f"| {target} | {explainer} | {', '.join(str(c['n_clusters']) for c in cl)} | "
                          f"{', '.join(format(c['noise_share'], '.0%') for c in cl)} | "
                          f"{i['selection_seconds_1000_seeds_median']:.3f} | {i['shap_seconds_median']:.3f} |")
         lines.append("")
