@@ -126,6 +126,17 @@ def test_expected_gradients_match_shap_gradient_explainer(data):
     assert np.all(np.abs(ours - theirs) <= 5 * np.sqrt(2) * se + 1e-5)
 
 
+def test_expected_gradients_draw_background_rows_by_their_weights(data):
+    # Weight 0 on the second row: the estimate is integrated gradients from the first row alone (Monte Carlo
+    # error of 3,000 samples: below 0.01 here), and far from the estimate that draws both rows.
+    model = as_model(_mlp())
+    X, rows = data.X[:5].astype(float), data.X[[30, 31]].astype(float)
+    weighted = expected_gradients(model, X, rows, np.random.default_rng(0), n_samples=3000, weights=np.array([1.0, 0]))
+    exact = integrated_gradients(model, X, rows[:1], n_steps=256)
+    both = integrated_gradients(model, X, rows, n_steps=256)
+    assert np.abs(weighted - exact).max() < 0.01 < np.abs(both - exact).max()
+
+
 # ------------------------------------------------------------------------------------------ deep (DeepLIFT)
 def test_deep_on_the_paper_dnn_equals_shap_deep_explainer_on_the_same_network_with_a_sigmoid_module(data):
     module = _paper_dnn(data)
@@ -149,6 +160,15 @@ def test_deep_on_the_paper_dnn_equals_shap_deep_explainer_on_the_same_network_wi
     expected = model.predict_proba(X)[:, 1] - model.predict_proba(background)[:, 1].mean()
     assert np.abs(expected).max() > 0.01
     np.testing.assert_allclose(ours.sum(axis=1), expected, atol=1e-5)
+
+
+def test_weighted_deep_equals_deep_on_the_equivalent_uniform_background(data):
+    model = as_model(_mlp())
+    X, rows = data.X[:10].astype(float), data.X[20:23].astype(float)
+    rng = np.random.default_rng(0)
+    weighted, _ = explain(model, X, rows, rng, explainer="deep", background_weights=np.array([0.5, 0.25, 0.25]))
+    uniform, _ = explain(model, X, rows[[0, 0, 1, 2]], rng, explainer="deep")
+    np.testing.assert_allclose(weighted, uniform, atol=1e-6)  # float32 DeepLIFT, float64 weighting
 
 
 class _FunctionalSigmoid(torch.nn.Module):
@@ -193,9 +213,9 @@ def test_sample_and_mean_backgrounds(data):
 
 def test_expand_weighted_repeats_rows_in_proportion():
     rows = np.arange(6.0).reshape(3, 2)
-    out = expand_weighted(rows, np.array([0.505, 0.3, 0.195]), total=100)
+    out = expand_weighted(rows, np.array([0.301, 0.106, 0.593]), total=100)
     counts = [int((out[:, 0] == r).sum()) for r in (0, 2, 4)]
-    assert counts == [51, 30, 19] and len(out) == 100  # largest remainder: 50.5 -> 51, 19.5 -> 19
+    assert counts == [30, 11, 59] and len(out) == 100  # largest remainder: 10.6 -> 11, 30.1 -> 30, 59.3 -> 59
 
 
 def test_linear_explainer_on_a_weighted_background_uses_the_weighted_mean(data):
