@@ -25,9 +25,11 @@ from .initial import InitialIDISeeds
 logger = logging.getLogger(__name__)
 
 # Background rows when background_size is None: by background choice (k-means centres, the mean), else by
-# explainer. DeepLIFT on 50 fixed rows is 0.039 (median L2) from DeepLIFT on 500, below eps = 0.09, at about
-# 0.3 s per 1,000 explained rows on a loaded census run; 20 rows were 0.080 from it
-# (benchmarks/results/explanation_noise.md). Integrated gradients costs n_steps gradients per row and reference.
+# explainer. DeepLIFT on the 50 fixed rows is a median L2 of 0.039 (census), 0.059 (bank), 0.071 (compas) from
+# DeepLIFT on 500 data rows, below eps = 0.09, at 0.1-0.2 s per 1,000 explained rows; 20 rows were 0.08-0.16
+# from it (benchmarks/results/explanation_noise.md). Integrated gradients costs n_steps gradients per row and
+# reference: on the census MLP, 20 rows x 8 steps were 0.099 from 100 rows x 32 steps (expected gradients with
+# 200 random samples: 0.079, but 0.082 between random states).
 DEFAULT_BACKGROUND_SIZE = {"kmeans": 10, "mean": 1, "deep": 50, "integrated_gradients": 20, "other": 100}
 
 
