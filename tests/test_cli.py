@@ -193,7 +193,7 @@ def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
     seeds = summary["seeds"]
     assert seeds["n_initial_idis"] is not None
     if seeds["n_initial_idis"] >= 1:
-        expected = {"dnn": "expected_gradients", "lr": "linear", "mlp": "expected_gradients", "svc": "permutation",
+        expected = {"dnn": "deep", "lr": "linear", "mlp": "integrated_gradients", "svc": "permutation",
                     "dtc": "tree", "rf": "tree", "hgb": "tree"}[model]
         assert seeds["clustering"]["explainer"].startswith(expected)
     else:

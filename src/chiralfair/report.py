@@ -333,7 +333,9 @@ def describe_clustering(c: dict[str, Any]) -> str:
         return f"KMeans with {c.get('n_clusters')} clusters, seeds taken round robin."
     parts = []
     if c.get("explainer"):
-        parts.append(f"SHAP ({c['explainer']}) on {c.get('n_explained', '?')} initial IDIs")
+        budget = ", ".join(f"{k} {v}" for k, v in (c.get("explainer_params") or {}).items())
+        parts.append(f"SHAP ({c['explainer']}{', ' + budget if budget else ''}) on {c.get('n_explained', '?')} "
+                     "initial IDIs")
     if c.get("degenerate"):
         parts.append(f"DBSCAN(eps={PAPER_DEFAULTS['eps']}, min_samples={c.get('min_samples')}) was degenerate"
                      f" ({c['degenerate']})")
