@@ -80,7 +80,7 @@ def test_presets_follow_the_paper_setup():
     assert preset_grid("fig6")["axes"]["models"] == ["lr", "svc", "dtc", "mlp"]
     limits = [g for g, _ in preset_grid("fig7")["axes"]["budgets"]]
     assert limits[0] == 10 and limits[-1] == 400 and limits == sorted(limits)
-    assert preset_grid("ablation")["axes"]["seeds"] == ["random", "cluster", "i", "iandd"]
+    assert preset_grid("ablation")["axes"]["seeds"] == ["random", "cluster", "data_rows", "i", "iandd"]
 
 
 def test_repeats_and_overrides():
@@ -187,6 +187,26 @@ def test_table2_from_a_tidy_frame_writes_medians_paper_columns_claims_and_plot(t
     assert (table["n"] == 3).all()
     assert (tmp_path / "table2.png").read_bytes()[:8] == PNG_MAGIC
     assert [p.name for p in done.files] == ["table2.md", "table2.parquet", "table2.png"]
+
+
+def test_ablation_shows_the_diversity_of_seeds_and_idis_and_states_whether_d_spreads_them(tmp_path):
+    rank = {"random": 1, "cluster": 2, "i": 3, "iandd": 3}
+    rows, seeds, gens = ["census:age", "census:sex"], ["random", "cluster", "i", "iandd"], ["aequitas"]
+    frame = _cells(rows, seeds, gens, [(100, 100)], lambda row, m, s, g, mg, rs: (10 * rank[s], 100 * rank[s]))
+    # iandd's seeds cover more leaves than i's on census:age only; the IDIs' leaves are equal everywhere.
+    frame["seed_leaves_covered"] = [40 + rs if (s == "iandd" and row == "census:age") else 30 + rs
+                                    for row, s, rs in zip(frame["dataset"] + ":" + frame["protected"].str[0],
+                                                          frame["seeds"], frame["random_state"], strict=True)]
+    frame["idi_leaves_covered"] = 50
+    done = write_reproduction("ablation", frame, tmp_path, grid=_grid("ablation", rows, seeds, gens, [(100, 100)]),
+                              paper=paper_numbers("ablation"))
+    md = (tmp_path / "ablation.md").read_text()
+    assert "Surrogate-tree leaves covered by the seeds (`seed_leaves_covered`)" in md
+    assert "| census:age | 31 [30.5–31.5] | 31 [30.5–31.5] | 31 [30.5–31.5] | 41 [40.5–41.5] |" in md
+    seed_claim = next(c for c in done.claims if "seeds cover more surrogate-tree leaves" in c)
+    idi_claim = next(c for c in done.claims if "IDIs found" in c)
+    assert "does not hold" in seed_claim and "census:sex" in seed_claim and "census:age" not in seed_claim
+    assert "does not hold" in idi_claim
 
 
 def test_fig6_states_global_and_local_claims_per_model_and_draws_both_bar_plots(tmp_path):

@@ -48,6 +48,18 @@ class PresetReport:
     plots: list[tuple[str, Figure]] = field(default_factory=list)
 
 
+# The diversity figures of a grid with ``diversity = true`` (chiralfair.seeds.diversity_report), seeds and IDIs.
+DIVERSITY_LABELS = {
+    "seed_leaves_covered": "Surrogate-tree leaves covered by the seeds",
+    "seed_cluster_entropy": "Entropy (nats) of the seeds over the reference SHAP clusters",
+    "seed_mean_pairwise_distance": "Mean Gower distance between the seeds' non-protected projections",
+    "idi_leaves_covered": "Surrogate-tree leaves covered by the IDIs found",
+    "idi_cluster_entropy": "Entropy (nats) of the IDIs found over the reference SHAP clusters",
+    "idi_mean_pairwise_distance": "Mean Gower distance between the IDIs' non-protected projections",
+}
+DIVERSITY_FIGURES = tuple(DIVERSITY_LABELS)
+
+
 def summarise(tidy: pd.DataFrame, figures: Sequence[str]) -> pd.DataFrame:
     """Median, q25, q75 of each figure per group of axes (every axis but ``random_state``), and ``n`` repeats.
 
@@ -290,14 +302,22 @@ def _detail_rows(sub: pd.DataFrame, order) -> list[str]:
 def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row."""
     table, order = _search_table(name, tidy, grid, paper)
+    diversity = summarise(tidy, DIVERSITY_FIGURES)
     lines = [COUNTING_CAVEAT, ""]
     claims = []
     pairs = [("i", "random"), ("i", "cluster"), (WINNER, "i"), (WINNER, "cluster")]
     for generator in order["generator"]:
         sub = table[table["generator"] == generator]
         lines += [f"## {generator}", "", "IDIs (n_idis):", "", *_idis_rows(sub, order, {}, generator, pairs),
-                  *_detail_rows(sub, order)]
+                  *_detail_rows(sub, order), *_diversity_rows(diversity[diversity["generator"] == generator], order)]
     by = ["generator", "row"]
+    if "idi_leaves_covered_median" in diversity.columns:
+        claims.append(claim("D spreads the seeds: I&D seeds cover more surrogate-tree leaves than I seeds (every "
+                            "generator and row)", diversity, "seed_leaves_covered", WINNER, ["i"], by,
+                            order["seeds"]))
+        claims.append(claim("D spreads the IDIs found: they cover more surrogate-tree leaves from I&D seeds than from "
+                            "I seeds (every generator and row)", diversity, "idi_leaves_covered", WINNER, ["i"], by,
+                            order["seeds"]))
     claims.append(claim(paper.get("claim_i", "I finds more IDIs than random and cluster seeds") +
                         " (every generator and row)", table, "n_idis", "i", ["random", "cluster"], by,
                         order["seeds"]))
@@ -306,6 +326,19 @@ def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     lines += ["## Claims", "", *claims, ""]
     plot = _bars_by_generator(table, order, "n_idis", f"{name}: IDIs (median, IQR)")
     return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
+
+
+def _diversity_rows(sub: pd.DataFrame, order) -> list[str]:
+    """Median [IQR] of each diversity figure per row and seed strategy (none when the grid did not measure it)."""
+    lines = []
+    for figure in DIVERSITY_FIGURES:
+        if f"{figure}_median" not in sub.columns or sub[f"{figure}_median"].isna().all():
+            continue
+        body = [[row, *(_cell(r, figure) if (r := _lookup(sub, row=row, seeds=s)) is not None else "–"
+                        for s in order["seeds"])] for row in order["row"]]
+        lines += [f"{DIVERSITY_LABELS[figure]} (`{figure}`):", "",
+                  *_markdown_table(["row", *map(strategy_label, order["seeds"])], body)]
+    return lines
 
 
 # --------------------------------------------------------------------------------------------- fig6, fig7

@@ -182,7 +182,10 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     figures = {"n_idis": s.n_idis, "n_global": s.n_global, "n_local": s.n_local, "n_tested": s.n_tested,
                "n_queries": s.n_queries, "n_seeds": outcome.seed_report.n_seeds, "n_seed_idis": s.n_seed_idis,
                "initialization_rate": outcome.seed_report.initialization_rate,
-               "n_initial_idis": outcome.seed_report.n_initial_idis, "f1": outcome.model_info["f1"],
+               "n_initial_idis": outcome.seed_report.n_initial_idis,
+               "candidate_idi_share": outcome.seed_report.candidate_idi_share,
+               "initial_idis_per_1000_queries": outcome.seed_report.initial_idis_per_1000_queries,
+               "f1": outcome.model_info["f1"],
                "accuracy": outcome.model_info["accuracy"]}
     figures.update(_diversity_figures("idi", s.diversity))
     figures.update(_diversity_figures("seed", outcome.seed_diversity))
