@@ -78,8 +78,9 @@ def markdown(part: str, table, strategies) -> list[str]:
                     key=lambda g: (g[2], g[1], g[0]))
     lines = [f"## {part}", ""]
     for figure in FIGURES:
+        ratio_header = " | iandd / i |" if "i" in strategies else " |"
         lines += [f"**{figure}** (median [q25–q75] over the repeats)", "",
-                  "| row | model | seeds | " + " | ".join(strategies) + (" | iandd / i |" if "i" in strategies else " |"),
+                  "| row | model | seeds | " + " | ".join(strategies) + ratio_header,
                   "|---|---|---|" + "---|" * (len(strategies) + ("i" in strategies))]
         for group in groups:
             cells = [cell(stats, group, s, figure) for s in strategies]
