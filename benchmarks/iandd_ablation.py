@@ -65,11 +65,11 @@ def grids(repeats: int) -> dict[str, dict]:
 
 def cell(stats, group, strategy, figure) -> str:
     row = stats.get((*group, strategy, figure))
-    if row is None or np.isnan(row["median"]):
+    if row is None or np.isnan(row.median):
         return ""
     fmt = (lambda v: f"{v:.0%}") if figure in ("initialization_rate", "candidate_idi_share") else (
         (lambda v: f"{v:,.0f}") if figure in ("n_idis", "n_initial_idis") else (lambda v: f"{v:.3g}"))
-    return f"{fmt(row['median'])} [{fmt(row['q25'])}–{fmt(row['q75'])}]"
+    return f"{fmt(row.median)} [{fmt(row.q25)}–{fmt(row.q75)}]"
 
 
 def markdown(part: str, table, strategies) -> list[str]:
