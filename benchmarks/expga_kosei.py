@@ -2,22 +2,25 @@
 
 Run by hand:  python benchmarks/expga_kosei.py [--rows census:age census:sex ...] [--repeats 1]
               [--generators expga kosei aequitas sg] [--seeds random cluster iandd] [--budget 100]
-              [--dss-models dnn svc] [--skip-table] [--skip-dss] [--name expga_kosei]
+              [--dss-models dnn svc] [--dss-size N] [--skip-table] [--skip-dss] [--name expga_kosei]
+              [--scheduler local|sync|ADDRESS] [--workers N] [--quick] [--grid-out DIR]
 
-Part 1 (Table 2 style). For each (dataset, protected attribute) row the paper's DNN is trained once
-(``train_model(dataset, "dnn", random_state=0)``, cached). Each generator runs with random / cluster / I&D
-seeds at ``max_global = max_local = --budget``, ``--repeats`` times (random_state 0, 1, ...), through
-``benchmarks/table2.py``'s ``cell``; ExpGA also runs from its own seeds (strategy ``expga``). Reported per
-cell: median IDIs, IDIs per 1,000 model queries, search seconds.
+Part 1 (Table 2 style): experiment grids (:func:`chiralfair.experiments.execution.run_grid`) of the rows with the
+paper's DNN trained once (``model_random_state`` 0): each generator with random / cluster / I&D seeds at
+``max_global = max_local = --budget``, random states 0 .. ``--repeats`` - 1; ExpGA also from its own seeds
+(strategy ``expga``), in a second grid since a grid crosses every seed strategy with every generator. The grid
+folders (default ``reproduce/<name>/shared_seeds`` and ``.../expga_seeds``) keep one folder per cell, so a
+stopped run resumes where it stopped. Reported per group: median IDIs, IDIs per 1,000 model queries (median
+over the repeats of 1,000 n_idis / n_queries), search seconds.
 
-Part 2 (DSS). On census age with the DNN and with the sklearn SVC: seconds per IDI = search seconds / IDIs,
-and the same with seed selection included, for runs sized to find well over 1,000 IDIs
-(``max_global = max_local = n_seeds = DSS_BUDGET[model]``; ``time_budget`` 300 s for ExpGA and KOSEI).
-ExpGA's paper reports DSS for one-hour runs of its own tool
+Part 2 (DSS), measured outside the grids since it needs time-budgeted runs sized to find well over 1,000 IDIs:
+on census age with the DNN and with the sklearn SVC, seconds per IDI = search seconds / IDIs, and the same with
+seed selection included (``max_global = max_local = n_seeds = DSS_BUDGET[model]`` or ``--dss-size``;
+``time_budget`` 300 s for ExpGA and KOSEI). ExpGA's paper reports DSS for one-hour runs of its own tool
 (census, MLP: 0.03 s per IDI on gender); 1,000 x DSS is the seconds to 1,000 IDIs at that run's average rate.
 
-The results are written after every cell, so an interrupted run leaves what it measured. Writes
-``benchmarks/results/<name>.json`` (every run, load averages, versions, CPU count, date) and ``<name>.md``.
+The results are written after every grid and every DSS run, so an interrupted run leaves what it measured.
+Writes ``benchmarks/results/<name>.json`` (every run, load averages, versions, CPU count, date) and ``<name>.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import sys
 import time
@@ -32,43 +36,103 @@ import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from table2 import MODEL_RANDOM_STATE, ROWS, _strategy_params, _versions, cell  # noqa: E402
+from reproduce_preset import add_common_arguments
 
-from chiralfair.datasets import load_dataset  # noqa: E402
-from chiralfair.generators import make_generator  # noqa: E402
-from chiralfair.models.training import train_model  # noqa: E402
-from chiralfair.seeds import make_seed_strategy  # noqa: E402
+from chiralfair import __version__
+from chiralfair.datasets import load_dataset
+from chiralfair.experiments.execution import run_grid
+from chiralfair.experiments.grid import load_grid
+from chiralfair.experiments.tables import grid_frame
+from chiralfair.generators import make_generator
+from chiralfair.models.training import train_model
+from chiralfair.reproduce import quick_grid
+from chiralfair.seeds import make_seed_strategy
+from chiralfair.seeds.names import chiral_params
 
-RESULTS = HERE / "results"
+ROWS = ("census:age", "census:race", "census:sex", "compas:age", "compas:race", "compas:sex", "bank:age")
 GENERATORS = ("expga", "kosei", "aequitas", "sg")
 STRATEGIES = ("random", "cluster", "iandd")
+MODEL_RANDOM_STATE = 0
 # (generator, seed strategy) of the DSS runs; n_seeds = max_global and max_local are DSS_BUDGET[model].
 DSS_RUNS = (("expga", "expga"), ("expga", "iandd"), ("kosei", "random"), ("kosei", "iandd"), ("aequitas", "iandd"))
 # The DNN answers 10^6 rows in about a second; the SVC (about 10^4 support vectors) is some 100x slower.
 DSS_BUDGET = {"dnn": 1000, "svc": 100}
 DSS_TIME_BUDGET = 300.0
+# The figures of a cell's run kept in the JSON, as named there (search seconds as "seconds").
+RUN_FIGURES = {"n_idis": "n_idis", "n_global": "n_global", "n_local": "n_local", "n_queries": "n_queries",
+               "n_tested": "n_tested", "n_seeds": "n_seeds", "n_seed_idis": "n_seed_idis",
+               "seconds": "seconds_search", "seed_seconds": "seconds_seeds",
+               "initialization_rate": "initialization_rate"}
+MEDIAN_FIGURES = ("n_idis", "n_global", "n_local", "n_queries", "seconds", "initialization_rate")
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def table_rows(results: dict, name: str, rows, generators, strategies, budget: int, repeats: int) -> None:
-    for row in rows:
-        dname, _, pa = row.partition(":")
-        dataset = load_dataset(dname, protected=pa.split("+"))
-        trained = train_model(dataset, "dnn", random_state=MODEL_RANDOM_STATE)
-        cells = results["table"].setdefault(row, {"model": {"f1": trained.f1, "accuracy": trained.accuracy}})
-        for generator in generators:
-            extra = ("expga",) if generator == "expga" else ()
-            for strategy in (*strategies, *extra):
-                load = os.getloadavg()[0]
-                c = cell(trained.model, dataset, generator, strategy, budget, repeats)
-                c["loadavg_1min_before"] = load
-                cells.setdefault(generator, {})[strategy] = c
-                write(results, name)
+def _versions() -> dict:
+    import numpy
+    import sklearn
+    import torch
+
+    return {"chiralfair": __version__, "numpy": numpy.__version__, "torch": torch.__version__,
+            "sklearn": sklearn.__version__, "python": platform.python_version()}
+
+
+def table_grids(rows, generators, strategies, budget: int, repeats: int, quick: bool = False) -> dict[str, dict]:
+    """Part 1's grids by folder name: every generator with the shared seed strategies, and ExpGA with its own.
+
+    A grid crosses every seed strategy with every generator, so ExpGA's own seeds, which only ExpGA searches
+    from, are a second grid.
+    """
+    def grid(seeds, gens) -> dict:
+        g = {"name": "expga_kosei", "task": "search", "repeats": repeats, "model_random_state": MODEL_RANDOM_STATE,
+             "axes": {"rows": list(rows), "models": ["dnn"], "seeds": list(seeds), "generators": list(gens),
+                      "budgets": [[budget, budget]]}}
+        return quick_grid(g) if quick else g
+
+    grids = {}
+    if generators and strategies:
+        grids["shared_seeds"] = grid(strategies, generators)
+    if "expga" in generators:
+        grids["expga_seeds"] = grid(["expga"], ["expga"])
+    return grids
+
+
+def table_rows(results: dict, args) -> None:
+    """Run Part 1's grids and put each (row, generator, seeds) group's runs and medians into ``results["table"]``."""
+    grid_out = args.grid_out or Path("reproduce") / (args.name + ("-quick" if args.quick else ""))
+    grids = table_grids(args.rows, args.generators, args.seeds, args.budget, args.repeats, args.quick)
+    for folder, grid in grids.items():
+        load = os.getloadavg()[0]
+        out = grid_out / folder
+        done = run_grid(load_grid(grid), out, scheduler=args.scheduler, workers=args.workers)
+        frame = grid_frame(out)
+        for (row, generator, strategy), runs in frame.groupby(["row", "generator", "seeds"], sort=False):
+            cells = results["table"].setdefault(row, {})
+            cells["model"] = {"f1": float(runs["f1"].iloc[0]), "accuracy": float(runs["accuracy"].iloc[0])}
+            records = [{"random_state": int(r["random_state"]),
+                        **{name: _number(r[column]) for name, column in RUN_FIGURES.items()}}
+                       for _, r in runs.sort_values("random_state").iterrows()]
+            cells.setdefault(generator, {})[strategy] = {
+                "runs": records, "median": {f: statistics.median(r[f] for r in records) for f in MEDIAN_FIGURES},
+                "loadavg_1min_before": load, "grid_folder": str(out)}
+        for key in done.status.failed:
+            cell = done.status.cells[key]
+            group = results["table"].setdefault(cell.row, {}).setdefault(cell.generator, {})
+            group.setdefault(cell.seeds[0], {"runs": [], "grid_folder": str(out)})["error"] = (
+                f"random_state {cell.random_state}: {done.status.errors[key]}")
+        write(results, args.name, args.results)
+
+
+def _number(value) -> float | int:
+    value = float(value)
+    return int(value) if value.is_integer() else value
+
+
+def _strategy_params(strategy: str) -> dict:
+    # As in a grid cell: the chiral model of i / iandd is seeded by the model under test's random_state.
+    return chiral_params(strategy, MODEL_RANDOM_STATE)
 
 
 def dss_run(model, dataset, generator, strategy, n_seeds, max_local, time_budget) -> dict:
@@ -88,23 +152,24 @@ def dss_run(model, dataset, generator, strategy, n_seeds, max_local, time_budget
             "notes": list(res.notes), "seed_notes": list(report.notes)}
 
 
-def dss(results: dict, name: str, models) -> None:
+def dss(results: dict, args) -> None:
+    """Part 2: the DSS runs on census age for each of ``args.dss_models``, appended to ``results["dss"]``."""
     dataset = load_dataset("census", protected=["age"])
-    for model_name in models:
+    for model_name in args.dss_models:
         trained = train_model(dataset, model_name, random_state=MODEL_RANDOM_STATE)
         out = results["dss"].setdefault(model_name, {"f1": trained.f1, "runs": []})
-        size = DSS_BUDGET.get(model_name, 100)
+        size = args.dss_size or DSS_BUDGET.get(model_name, 100)
         for generator, strategy in DSS_RUNS:
             load = os.getloadavg()[0]
             try:
-                run = dss_run(trained.model, dataset, generator, strategy, size, size, DSS_TIME_BUDGET)
+                run = dss_run(trained.model, dataset, generator, strategy, size, size, args.dss_time_budget)
             except Exception as exc:  # noqa: BLE001 - a failure is a result to report
                 traceback.print_exc()
                 run = {"generator": generator, "strategy": strategy, "error": f"{type(exc).__name__}: {exc}"}
             run["loadavg_1min_before"] = load
             print(f"  dss {model_name} {generator} {strategy}: {run}", flush=True)
             out["runs"].append(run)
-            write(results, name)
+            write(results, args.name, args.results)
 
 
 def _per_kq(m: dict) -> float:
@@ -113,7 +178,8 @@ def _per_kq(m: dict) -> float:
 
 def markdown(results: dict) -> str:
     p = results["parameters"]
-    lines = [f"# ExpGA and KOSEI beside AEQUITAS and SG (census/compas/bank DNN, max_global = max_local = "
+    datasets = "/".join(dict.fromkeys(row.partition(":")[0] for row in results["table"])) or "census"
+    lines = [f"# ExpGA and KOSEI beside AEQUITAS and SG ({datasets} DNN, max_global = max_local = "
              f"{p['budget']}, {p['repeats']} random state(s))", "",
              f"Started {results['date']}, last written {results['last_written']}; chiralfair "
              f"{results['versions']['chiralfair']}, {results['cpu_count']} CPUs shared with other jobs; load average "
@@ -165,17 +231,19 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(results: dict, name: str) -> None:
+def write(results: dict, name: str, folder: Path) -> None:
+    """Write ``<name>.json`` and ``<name>.md`` into ``folder``."""
     results["last_written"] = _now()
     results["loadavg_last"] = list(os.getloadavg())
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2, default=str))
-    (RESULTS / f"{name}.md").write_text(markdown(results))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps(results, indent=2, default=str))
+    (folder / f"{name}.md").write_text(markdown(results))
 
 
-def merge(name: str, other: str) -> dict:
-    results = json.loads((RESULTS / f"{name}.json").read_text())
-    part = json.loads((RESULTS / f"{other}.json").read_text())
+def merge(name: str, other: str, folder: Path) -> dict:
+    """Copy the table cells and DSS runs of ``<other>.json`` into ``<name>.json`` (both in ``folder``)."""
+    results = json.loads((folder / f"{name}.json").read_text())
+    part = json.loads((folder / f"{other}.json").read_text())
     for row, cells in part["table"].items():
         mine = results["table"].setdefault(row, {"model": cells["model"]})
         for generator, by_seeds in cells.items():
@@ -186,7 +254,7 @@ def merge(name: str, other: str) -> dict:
     results["commands"] += [f"[merged from {other}.json] {c}" for c in part["commands"]]
     results["merged"] = [*results.get("merged", []), {"name": other, "date": part["date"],
                                                        "loadavg_start": part["loadavg_start"]}]
-    write(results, name)
+    write(results, name, folder)
     return results
 
 
@@ -195,36 +263,40 @@ def main(argv=None) -> dict:
     parser.add_argument("--rows", nargs="+", default=list(ROWS), help="dataset:protected_attribute")
     parser.add_argument("--generators", nargs="+", default=list(GENERATORS))
     parser.add_argument("--seeds", nargs="+", default=list(STRATEGIES))
-    parser.add_argument("--budget", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--budget", type=int, default=100, help="max_global = max_local = number of seeds")
     parser.add_argument("--dss-models", nargs="+", default=["dnn", "svc"])
+    parser.add_argument("--dss-size", type=int, default=None,
+                        help="max_global = max_local = n_seeds of the DSS runs (default: DSS_BUDGET per model)")
+    parser.add_argument("--dss-time-budget", type=float, default=DSS_TIME_BUDGET,
+                        help="seconds, time_budget of ExpGA and KOSEI in the DSS runs")
     parser.add_argument("--skip-table", action="store_true")
     parser.add_argument("--skip-dss", action="store_true")
-    parser.add_argument("--name", default="expga_kosei")
+    add_common_arguments(parser, name="expga_kosei", repeats=1)
     parser.add_argument("--markdown-only", action="store_true", help="Re-render <name>.md from <name>.json.")
     parser.add_argument("--merge-from", help="Copy the table cells and DSS runs of <merge_from>.json (measured by a "
                         "parallel invocation) into <name>.json, replacing cells of the same row, generator and seeds.")
     args = parser.parse_args(argv)
-    path = RESULTS / f"{args.name}.json"
+    path = args.results / f"{args.name}.json"
     if args.merge_from:
-        return merge(args.name, args.merge_from)
+        return merge(args.name, args.merge_from, args.results)
     if args.markdown_only:
         results = json.loads(path.read_text())
-        (RESULTS / f"{args.name}.md").write_text(markdown(results))
+        (args.results / f"{args.name}.md").write_text(markdown(results))
         return results
     results = json.loads(path.read_text()) if path.exists() else {
         "parameters": {"generators": args.generators, "strategies": args.seeds, "budget": args.budget,
                        "repeats": args.repeats, "model_random_state": MODEL_RANDOM_STATE, "dss_runs": DSS_RUNS,
-                       "dss_budget": DSS_BUDGET, "dss_time_budget": DSS_TIME_BUDGET},
+                       "dss_budget": {m: args.dss_size or DSS_BUDGET.get(m, 100) for m in args.dss_models},
+                       "dss_time_budget": args.dss_time_budget, "quick": args.quick},
         "versions": _versions(), "cpu_count": os.cpu_count(), "date": _now(),
         "loadavg_start": list(os.getloadavg()), "table": {}, "dss": {}, "commands": []}
     results["commands"].append(" ".join(sys.argv))
     results["loadavg_start_of_commands"] = [*results.get("loadavg_start_of_commands", []), list(os.getloadavg())]
     if not args.skip_dss:
-        dss(results, args.name, args.dss_models)
+        dss(results, args)
     if not args.skip_table:
-        table_rows(results, args.name, args.rows, args.generators, args.seeds, args.budget, args.repeats)
-    write(results, args.name)
+        table_rows(results, args)
+    write(results, args.name, args.results)
     return results
 
 

@@ -1,5 +1,5 @@
-"""Shared by the benchmarks that are presets of ``chiralfair reproduce`` (table2, seeds, retrain): flags, the call,
-and the copy of its table to ``benchmarks/results/``. Not a benchmark itself."""
+"""Shared by the benchmarks that are presets of ``chiralfair reproduce`` (table2, seeds, retrain, aequitas_random):
+flags, the call, and the copy of its table to ``benchmarks/results/``. Not a benchmark itself."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chiralfair import __version__
+from chiralfair.experiments.tables import grid_frame
 from chiralfair.reproduce import reproduce
 
 RESULTS = Path(__file__).parent / "results"
@@ -27,8 +28,13 @@ def add_common_arguments(parser, *, name: str, repeats: int = 10) -> None:
     parser.add_argument("--results", type=Path, default=RESULTS, help="folder receiving the copies")
 
 
-def run_preset(preset: str, args, overrides: dict):
-    """Run ``preset`` with ``overrides``; copy its table, Parquet and plots to ``args.results`` as ``args.name``."""
+def run_preset(preset: str, args, overrides: dict, *, markdown=None):
+    """Run ``preset`` with ``overrides``; copy its table, Parquet and plots to ``args.results`` as ``args.name``.
+
+    ``markdown``, a function of the grid's cells (:func:`chiralfair.experiments.tables.grid_frame`) and the JSON
+    record, gives ``<name>.md`` instead: the preset's files are then not copied and the cells' figures (one
+    record per finished cell) go into ``<name>.json`` under ``cells``.
+    """
     out = args.grid_out or Path("reproduce") / (args.name + ("-quick" if args.quick else ""))
     load_start, t0 = list(os.getloadavg()), time.perf_counter()
     done = reproduce(preset, out, repeats=args.repeats, quick=args.quick, scheduler=args.scheduler,
@@ -36,7 +42,7 @@ def run_preset(preset: str, args, overrides: dict):
     wall = time.perf_counter() - t0
     args.results.mkdir(parents=True, exist_ok=True)
     copies = []
-    for path in done.files:
+    for path in done.files if markdown is None else ():
         target = args.results / path.name.replace(preset, args.name, 1)
         shutil.copyfile(path, target)
         copies.append(target.name)
@@ -45,6 +51,11 @@ def run_preset(preset: str, args, overrides: dict):
               "n_failed": done.n_failed, "claims": list(done.claims), "wall_seconds": wall,
               "loadavg_start": load_start, "loadavg_end": list(os.getloadavg()), "cpu_count": os.cpu_count(),
               "chiralfair": __version__, "date": datetime.now(UTC).isoformat(timespec="seconds")}
+    if markdown is not None:
+        frame = grid_frame(out)
+        record["files"] = [f"{args.name}.md"]
+        record["cells"] = json.loads(frame.to_json(orient="records"))
+        (args.results / f"{args.name}.md").write_text(markdown(frame, record))
     (args.results / f"{args.name}.json").write_text(json.dumps(record, indent=2, default=str))
     print((args.results / f"{args.name}.md").read_text())
     print(f"{wall:.0f} s wall, load average {record['loadavg_start'][0]:.2f} -> {record['loadavg_end'][0]:.2f}")
