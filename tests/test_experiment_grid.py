@@ -235,6 +235,20 @@ def test_a_search_checks_the_time_limit_at_each_batch(biased_model, dataset):
     assert generator.run(biased_model, dataset.domain, seeds, random_state=0).n_tested > 0
 
 
+def test_the_cells_log_at_the_level_the_caller_asks(tmp_path, data_home, caplog):
+    import logging
+
+    grid = small_grid(repeats=1, axes={"seeds": ["iandd"], "generators": ["aequitas"]})
+    with caplog.at_level(logging.INFO, logger="chiralfair"):
+        run(grid, tmp_path / "loud", tmp_path / "cache", data_home)
+    assert any(r.levelno == logging.WARNING and r.name.startswith("chiralfair.seeds") for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="chiralfair"):
+        run(grid, tmp_path / "quiet", tmp_path / "cache", data_home, log_level=logging.ERROR)
+        assert logging.getLogger("chiralfair").level == logging.INFO  # restored after the cell
+    assert not [r for r in caplog.records if r.levelno < logging.ERROR and r.name.startswith("chiralfair.seeds")]
+
+
 def test_generators_share_one_seed_selection(tmp_path, data_home):
     out = tmp_path / "out"
     run(small_grid(), out, tmp_path / "cache", data_home)

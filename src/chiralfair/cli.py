@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import statistics
 import sys
@@ -66,6 +67,30 @@ def _fail(err: Exception) -> None:
 def _setup_logging(verbose: bool) -> None:
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+@contextlib.contextmanager
+def _grid_logging(verbose: bool):
+    """Logging for a grid run; yields the level of the ``chiralfair`` logger inside the cells.
+
+    Without ``--verbose`` the cells' own warnings (one per cell, in every worker process) would bury the progress
+    bar, and Dask logs its scheduler and workers at INFO: the cells log errors only (failures are listed at the
+    end anyway) and Dask warnings only, in this process and, through its config variable, in the workers.
+    """
+    _setup_logging(verbose)
+    if verbose:
+        yield None
+        return
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
+    library, dask_logs = logging.getLogger("chiralfair"), logging.getLogger("distributed")
+    levels = library.level, dask_logs.level
+    library.setLevel(logging.ERROR)
+    dask_logs.setLevel(logging.WARNING)
+    try:
+        yield logging.ERROR
+    finally:
+        library.setLevel(levels[0])
+        dask_logs.setLevel(levels[1])
 
 
 @contextlib.contextmanager
@@ -608,11 +633,11 @@ def reproduce_cmd(
         _fail(err)
     from .reproduce import reproduce
 
-    _setup_logging(verbose)
     folder = out if out is not None else Path("reproduce") / (f"{name}-quick" if quick else name)
     try:
-        done = reproduce(name, folder, repeats=repeats, quick=quick, scheduler=scheduler, workers=workers,
-                         progress=sys.stderr.isatty())
+        with _grid_logging(verbose) as cell_level:
+            done = reproduce(name, folder, repeats=repeats, quick=quick, scheduler=scheduler, workers=workers,
+                             progress=sys.stderr.isatty(), log_level=cell_level)
     except ChiralfairError as err:
         _fail(err)
     typer.echo((folder / f"{name}.md").read_text())
@@ -940,23 +965,17 @@ def experiment_run(
 
     from .experiments.execution import run_grid
 
-    _setup_logging(verbose)
-    library = logging.getLogger("chiralfair")
-    level = library.level
-    if not verbose:  # the cells' own warnings (one per cell) would bury the bar; failures are listed at the end
-        library.setLevel(logging.ERROR)
     try:
-        with logging_redirect_tqdm():
+        with _grid_logging(verbose) as cell_level, logging_redirect_tqdm():
             result = run_grid(loaded, out, scheduler=scheduler, workers=workers, progress=True,
-                              retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir)
+                              retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir,
+                              log_level=cell_level)
     except ChiralfairError as err:
         _fail(err)
     except KeyboardInterrupt:
         typer.secho(f"interrupted: finished cells are kept in {out}; run the same command again to resume",
                     err=True, fg=typer.colors.YELLOW)
         raise typer.Exit(code=130) from None
-    finally:
-        library.setLevel(level)
     _print_status(result.status)
     typer.echo(f"ran {len(result.ran)} cells in {result.seconds:.1f} s")
     if result.status.failed:

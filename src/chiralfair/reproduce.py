@@ -174,7 +174,7 @@ def paper_numbers(name: str) -> dict[str, Any]:
 
 def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bool = False, scheduler: str = "local",
               workers: int | None = None, progress: bool = True,
-              overrides: Mapping[str, Any] | None = None) -> Reproduction:
+              overrides: Mapping[str, Any] | None = None, log_level: int | None = None) -> Reproduction:
     """Run a preset's grid and write its table beside the paper's numbers, and its plots, into ``out``.
 
     Parameters
@@ -196,6 +196,8 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
         Show the progress bar over cells.
     overrides : mapping, optional
         Changes to the preset's grid (see :func:`preset_grid`), e.g. fewer rows.
+    log_level : int, optional
+        Level of the ``chiralfair`` logger inside the cells (:func:`~chiralfair.experiments.execution.run_grid`).
 
     Returns
     -------
@@ -218,7 +220,8 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     from .experiments.tables import grid_frame
 
     out = Path(out)
-    run_grid(load_grid(grid_mapping), out, scheduler=scheduler, workers=workers, progress=progress)
+    run_grid(load_grid(grid_mapping), out, scheduler=scheduler, workers=workers, progress=progress,
+             log_level=log_level)
     failed = list(grid_status(out).failed)
     frame = grid_frame(out)
     if grid_mapping.get("task") == "retrain":

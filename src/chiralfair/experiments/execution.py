@@ -97,7 +97,8 @@ class GridRun:
 
 def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers: int | None = None,
              progress: bool = True, stop_after: int | None = None, retry_failed: bool = False,
-             data_home: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None) -> GridRun:
+             data_home: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None,
+             log_level: int | None = None) -> GridRun:
     """Run the missing cells of a grid into ``out``.
 
     Parameters
@@ -120,6 +121,10 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
         Also run the cells that failed before (their ``error.json`` is replaced).
     data_home, cache_dir : str or path-like, optional
         Raw data and model cache folders for every cell (default: ``$CHIRALFAIR_DATA``, ``$CHIRALFAIR_CACHE``).
+
+    log_level : int, optional
+        Level of the ``chiralfair`` logger inside every cell, in worker processes too (e.g. ``logging.ERROR``
+        so that one warning per cell does not bury the progress bar); None leaves it as it is.
 
     Returns
     -------
@@ -154,7 +159,8 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
     before = grid_status(out, grid)
     todo = [before.cells[k] for k in before.cells
             if k in before.missing or (retry_failed and k in before.failed)]
-    options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir)}
+    options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir),
+               "log_level": log_level}
     logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
                 len(before.done), len(before.failed), len(todo))
     ran: list[str] = []

@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 
 
 def run_cell(cell: Cell, out: str | os.PathLike, *, limit: float | None = None, data_home: str | None = None,
-             cache_dir: str | None = None) -> dict[str, Any]:
+             cache_dir: str | None = None, log_level: int | None = None) -> dict[str, Any]:
     """Run one cell and write its folder; a failure is recorded in ``error.json``, not raised.
 
     Parameters
@@ -53,6 +53,8 @@ def run_cell(cell: Cell, out: str | os.PathLike, *, limit: float | None = None, 
         :mod:`chiralfair._deadline`); a cell over it fails with a ``TimeLimitError``.
     data_home, cache_dir : str, optional
         Raw data and model cache folders (default: ``$CHIRALFAIR_DATA`` and ``$CHIRALFAIR_CACHE``).
+    log_level : int, optional
+        Level of the ``chiralfair`` logger while the cell runs (restored after); None leaves it as it is.
 
     Returns
     -------
@@ -64,6 +66,23 @@ def run_cell(cell: Cell, out: str | os.PathLike, *, limit: float | None = None, 
     KeyboardInterrupt
         Passed on: the cell stays missing (no result.json, no error.json) and runs again on resume.
     """
+    with _library_log_level(log_level):
+        return _run_cell(cell, out, limit, data_home, cache_dir)
+
+
+@contextlib.contextmanager
+def _library_log_level(level: int | None):
+    library = logging.getLogger("chiralfair")
+    before = library.level
+    if level is not None:
+        library.setLevel(level)
+    try:
+        yield
+    finally:
+        library.setLevel(before)
+
+
+def _run_cell(cell: Cell, out, limit, data_home, cache_dir) -> dict[str, Any]:
     folder = cell_folder(out, cell.key)
     start_cell(folder, cell)
     start = time.perf_counter()
