@@ -467,6 +467,10 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
     syntax.write_text("name = \n")
     good = tmp_path / "good.toml"
     good.write_text(bad.read_text().replace("fairx", "aequitas"))
+    no_repeats = tmp_path / "no_repeats.toml"
+    no_repeats.write_text("repeats = 0\n" + good.read_text())
+    flat = tmp_path / "flat.toml"
+    flat.write_text(good.read_text().replace("[[10, 10]]", "[[10]]"))
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "x.txt").write_text("x")
@@ -476,7 +480,11 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
              ([str(syntax), "--out", new], "line 1, column"),
              ([str(good), "--out", new, "--workers", "0"], "--workers must be >= 1"),
              ([str(good), "--out", new, "--scheduler", "fast"], "unknown --scheduler 'fast'"),
-             ([str(good), "--out", str(taken)], "not an experiment grid folder")]
+             ([str(good), "--out", str(taken)], "not an experiment grid folder"),
+             # grid-file keys are not rewritten as command-line flags (--repeats, --max-global)
+             ([str(no_repeats), "--out", new], "': repeats = 0: must be an integer >= 1 (the random states 0 .. "
+                                               "repeats-1)"),
+             ([str(flat), "--out", new], "is not a [max_global, max_local] pair")]
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps([["experiment", "run", *a] for a, _ in cases])],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=120)
     got = json.loads(done.stdout)

@@ -54,10 +54,14 @@ _FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data
           "allow_checksum_mismatch", "workers")
 
 
-def _fail(err: Exception) -> None:
-    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names."""
+def _fail(err: Exception, flags: tuple[str, ...] = _FLAGS) -> None:
+    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names.
+
+    ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,
+    ``[max_global, max_local]``), which are not flags.
+    """
     text = str(err)
-    for name in _FLAGS:
+    for name in flags:
         text = re.sub(rf"\b{name}\b", "--" + name.replace("_", "-"), text)
     typer.secho(f"error: {text}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code=2)
@@ -934,7 +938,7 @@ def experiment_run(
                              "such as tcp://host:8786")
         check_grid_folder(loaded, out)
     except (ChiralfairError, ValueError) as err:
-        _fail(err)
+        _fail(err, flags=())
 
     from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -950,7 +954,7 @@ def experiment_run(
             result = run_grid(loaded, out, scheduler=scheduler, workers=workers, progress=True,
                               retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     except KeyboardInterrupt:
         typer.secho(f"interrupted: finished cells are kept in {out}; run the same command again to resume",
                     err=True, fg=typer.colors.YELLOW)
@@ -974,7 +978,7 @@ def experiment_status(
     try:
         status = grid_status(out)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     if json_out:
         typer.echo(json.dumps({"grid": status.grid.name, "n_cells": status.n_cells, "done": list(status.done),
                                "failed": list(status.failed), "missing": list(status.missing),
@@ -1002,7 +1006,7 @@ def experiment_table(
     try:
         grid_status(out)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     from .experiments.tables import write_tables
 
     paths = write_tables(out)
