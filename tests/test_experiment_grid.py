@@ -516,3 +516,19 @@ def test_cell_keys_do_not_depend_on_folders(tmp_path):
     cell = load_grid(small_grid()).cells()[0]
     assert cell_key(cell) == cell.key and len(cell.key) == 16
     assert "data_home" not in cell.to_dict() and "cache_dir" not in cell.to_dict()
+
+
+@pytest.mark.parametrize("address, words", [
+    ("http://host:8786", ["'http://host:8786'", "unknown scheme 'http'", "tcp"]),
+    ("tcp://", ["'tcp://'", "not valid", "port"]),
+    ("tcp://127.0.0.1:1", ["cannot reach the Dask scheduler at 'tcp://127.0.0.1:1'", "within 1 s"]),
+])
+def test_a_bad_or_unreachable_scheduler_address_is_a_clear_error(tmp_path, monkeypatch, address, words):
+    from chiralfair.exceptions import ConfigError
+    from chiralfair.experiments import execution
+
+    monkeypatch.setattr(execution, "CONNECT_TIMEOUT", 1.0)
+    with pytest.raises(ConfigError) as caught:
+        run_grid(small_grid(), tmp_path / "out", scheduler=address, progress=False)
+    for word in words:
+        assert word in str(caught.value)

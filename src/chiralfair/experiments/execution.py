@@ -34,6 +34,9 @@ logger = logging.getLogger(__name__)
 
 GRID_NAME = "grid.toml"
 SCHEDULERS = ("local", "sync")
+# Seconds to reach a scheduler given by address: Dask retries a refused connection until its timeout (30 s by
+# default), which looks like a hang to someone who mistyped the address.
+CONNECT_TIMEOUT = 10.0
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -132,7 +135,8 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
     RunFolderError
         If ``out`` holds another grid or is not a grid folder.
     ConfigError
-        For an unknown scheduler, or ``workers`` / ``stop_after`` below 1.
+        For an unknown scheduler, a scheduler address with an unknown scheme or unreachable within
+        :data:`CONNECT_TIMEOUT` seconds, or ``workers`` / ``stop_after`` below 1.
     GridInterrupted
         After ``stop_after`` cells; cells still running are abandoned and stay missing.
     """
@@ -227,13 +231,39 @@ def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
     if scheduler != "local":
-        with Client(scheduler) as client:
+        with _connected(scheduler) as client:
             yield client
         return
     n_workers = workers or os.cpu_count() or 1
     # A free port: two grids on one machine must not fight over Dask's default 8787.
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _connected(address: str) -> Iterator[Any]:
+    """A client of the Dask scheduler at ``address``; a bad or unreachable address is a ConfigError."""
+    from dask.distributed import Client
+    from distributed.comm import parse_address
+    from distributed.comm.registry import backends, get_backend
+
+    from ..exceptions import ConfigError
+
+    scheme, _ = parse_address(address)
+    try:
+        get_backend(scheme)
+    except ValueError:
+        raise ConfigError(f"scheduler address {address!r} has the unknown scheme {scheme!r}; valid schemes: "
+                          f"{', '.join(sorted(backends))} (e.g. tcp://host:8786)") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT)
+    except ValueError as err:  # e.g. "tcp://" without host and port
+        raise ConfigError(f"scheduler address {address!r} is not valid: {err} (e.g. tcp://host:8786)") from None
+    except OSError as err:
+        raise ConfigError(f"cannot reach the Dask scheduler at {address!r} within {CONNECT_TIMEOUT:g} s ({err}); "
+                          "start it (dask scheduler) or give --scheduler local") from None
+    with client:
         yield client
 
 
