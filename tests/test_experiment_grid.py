@@ -532,3 +532,22 @@ def test_a_bad_or_unreachable_scheduler_address_is_a_clear_error(tmp_path, monke
         run_grid(small_grid(), tmp_path / "out", scheduler=address, progress=False)
     for word in words:
         assert word in str(caught.value)
+
+
+def test_a_local_cluster_logs_no_dask_info_and_its_workers_log_as_this_process(caplog):
+    import logging
+
+    from chiralfair.experiments import execution
+
+    library = logging.getLogger("chiralfair")
+    before = library.level
+    library.setLevel(logging.ERROR)  # as the command line does without --verbose
+    caplog.set_level(logging.INFO)
+    try:
+        with execution._dask_client("local", 1) as client:
+            levels = client.run(lambda: logging.getLogger("chiralfair").level)
+    finally:
+        library.setLevel(before)
+    assert list(levels.values()) == [logging.ERROR]
+    chatter = [r.getMessage() for r in caplog.records if r.name.startswith("distributed") and r.levelno < logging.ERROR]
+    assert chatter == []

@@ -236,9 +236,32 @@ def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
         return
     n_workers = workers or os.cpu_count() or 1
     # A free port: two grids on one machine must not fight over Dask's default 8787.
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with _quiet_dask(), LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        # The workers log as this process does: without it, every cell's warnings would cross the progress bar.
+        client.run(_set_library_log_level, logging.getLogger("chiralfair").level)
         yield client
+
+
+@contextlib.contextmanager
+def _quiet_dask() -> Iterator[None]:
+    """Errors only from Dask's loggers while the local cluster lives.
+
+    ``silence_logs`` quiets only Dask's own handlers; its INFO records (scheduler and nanny start-up, closing
+    comms) would still reach the root logger's handlers, e.g. those of the command line, and bury the bar.
+    """
+    dask_logger = logging.getLogger("distributed")
+    level = dask_logger.level
+    dask_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        dask_logger.setLevel(level)
+
+
+def _set_library_log_level(level: int) -> None:
+    logging.getLogger("chiralfair").setLevel(level)
 
 
 @contextlib.contextmanager
