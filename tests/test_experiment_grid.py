@@ -70,6 +70,7 @@ def attempts(monkeypatch):
     ({"axes": {"rows": ["german"]}}, ["axes.rows", "dataset:protected"]),
     ({"axes": {"seeds": []}}, ["axes.seeds", "empty list"]),
     ({"axes": {"budgets": [[10]]}}, ["axes.budgets", "[max_global, max_local]"]),
+    ({"axes": {"budgets": [10, 10]}}, ["axes.budgets item 10", "[max_global, max_local]", "[[100, 100]]"]),
     ({"axes": {"budgets": [[0, 10]]}}, ["axes.budgets", "max_global must be >= 1"]),
     ({"axes": {"budgets": [[10**6, 10**3]]}}, ["axes.budgets", "exceeds"]),
     ({"axes": {"models": ["dtc"]}}, ["'adf'", "'dtc'", "input gradient", "dnn, lr and mlp"]),

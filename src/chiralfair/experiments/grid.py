@@ -311,11 +311,11 @@ def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> No
 
 
 def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
+    if isinstance(axes["budgets"], list):  # before the duplicate check: budgets = [100, 100] is one flat pair
+        for item in axes["budgets"]:
+            _check_pair(item)
     budgets = []
     for item in _list(axes, "budgets"):
-        if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
-            raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
-                            "e.g. [100, 100]")
         max_global, max_local = item
         if max_global < 1 or max_local < 0:
             raise GridError(f"axes.budgets item {item!r}: max_global must be >= 1 and max_local >= 0")
@@ -324,6 +324,13 @@ def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
             raise GridError(f"axes.budgets item {item!r}: {too_large}")
         budgets.append((max_global, max_local))
     return tuple(budgets)
+
+
+def _check_pair(item) -> None:
+    if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
+        hint = " (budgets is a list of pairs: [[100, 100]])" if _is_int(item) else ""
+        raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
+                        f"e.g. [100, 100]{hint}")
 
 
 def _random_states(data: Mapping) -> tuple[int, ...]:
