@@ -552,3 +552,15 @@ def test_a_local_cluster_logs_no_dask_info_and_its_workers_log_as_this_process(c
     assert list(levels.values()) == [logging.ERROR]
     chatter = [r.getMessage() for r in caplog.records if r.name.startswith("distributed") and r.levelno < logging.ERROR]
     assert chatter == []
+
+
+def test_a_second_runner_on_a_busy_grid_folder_is_refused(tmp_path):
+    from filelock import FileLock
+
+    from chiralfair.experiments import execution
+
+    out = execution.prepare_grid_folder(load_grid(small_grid()), tmp_path / "out")
+    with FileLock(out / execution.RUN_LOCK_NAME):  # another run holds the folder
+        with pytest.raises(RunFolderError, match="another run is using the grid folder"):
+            run_grid(small_grid(), out, scheduler="sync", progress=False)
+        assert not (out / "cells").exists()

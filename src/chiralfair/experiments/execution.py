@@ -33,6 +33,7 @@ from .grid import Grid, load_grid
 logger = logging.getLogger(__name__)
 
 GRID_NAME = "grid.toml"
+RUN_LOCK_NAME = ".run.lock"
 SCHEDULERS = ("local", "sync")
 # Seconds to reach a scheduler given by address: Dask retries a refused connection until its timeout (30 s by
 # default), which looks like a hang to someone who mistyped the address.
@@ -133,7 +134,7 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
     GridError
         For an invalid grid, including parameters that the generators or seed strategies refuse.
     RunFolderError
-        If ``out`` holds another grid or is not a grid folder.
+        If ``out`` holds another grid or is not a grid folder, or another run is using it.
     ConfigError
         For an unknown scheduler, a scheduler address with an unknown scheme or unreachable within
         :data:`CONNECT_TIMEOUT` seconds, or ``workers`` / ``stop_after`` below 1.
@@ -155,34 +156,57 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
                           "as tcp://host:8786")
     check_implementations(grid)
     out = prepare_grid_folder(grid, out)
-    before = grid_status(out, grid)
-    todo = [before.cells[k] for k in before.cells
-            if k in before.missing or (retry_failed and k in before.failed)]
-    options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir)}
-    logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
-                len(before.done), len(before.failed), len(todo))
-    ran: list[str] = []
-    failed: list[str] = []
-    dashboard = None
-    if todo:
-        with _progress_bar(len(todo), grid.name, progress) as bar:
-            def finished(record: dict[str, Any]) -> None:
-                ran.append(record["key"])
-                if record["state"] == "failed":
-                    failed.append(record["key"])
-                    bar.set_postfix_str(f"{len(failed)} failed")
-                bar.update(1)
-                if stop_after is not None and len(ran) >= stop_after:
-                    raise GridInterrupted(f"stopped after {len(ran)} cells (stop_after={stop_after}); run the grid "
-                                          "again to resume")
+    with _sole_runner(out):
+        before = grid_status(out, grid)
+        todo = [before.cells[k] for k in before.cells
+                if k in before.missing or (retry_failed and k in before.failed)]
+        options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir)}
+        logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
+                    len(before.done), len(before.failed), len(todo))
+        ran: list[str] = []
+        failed: list[str] = []
+        dashboard = None
+        if todo:
+            with _progress_bar(len(todo), grid.name, progress) as bar:
+                def finished(record: dict[str, Any]) -> None:
+                    ran.append(record["key"])
+                    if record["state"] == "failed":
+                        failed.append(record["key"])
+                        bar.set_postfix_str(f"{len(failed)} failed")
+                    bar.update(1)
+                    if stop_after is not None and len(ran) >= stop_after:
+                        raise GridInterrupted(f"stopped after {len(ran)} cells (stop_after={stop_after}); run the grid "
+                                              "again to resume")
 
-            if scheduler == "sync":
-                for cell in todo:
-                    finished(_run(cell, out, options))
-            else:
-                dashboard = _run_on_dask(todo, out, options, scheduler, workers, finished, bar if progress else None)
-    return GridRun(status=grid_status(out, grid), ran=tuple(ran), failed=tuple(failed),
-                   seconds=time.perf_counter() - start, dashboard=dashboard)
+                if scheduler == "sync":
+                    for cell in todo:
+                        finished(_run(cell, out, options))
+                else:
+                    dashboard = _run_on_dask(todo, out, options, scheduler, workers, finished,
+                                             bar if progress else None)
+        return GridRun(status=grid_status(out, grid), ran=tuple(ran), failed=tuple(failed),
+                       seconds=time.perf_counter() - start, dashboard=dashboard)
+
+
+@contextlib.contextmanager
+def _sole_runner(out: Path) -> Iterator[None]:
+    """Hold ``<out>/.run.lock`` while the grid runs, or refuse the folder if another run holds it.
+
+    A second runner on the same folder would run every missing cell again, and remove the other's half-written
+    files as leftovers. The lock goes with the process, even one killed with SIGKILL.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(out / RUN_LOCK_NAME, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunFolderError(f"another run is using the grid folder {str(out)!r} (it holds {RUN_LOCK_NAME}); wait "
+                             "for it to finish, or watch it with chiralfair experiment status") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _run(cell: Cell, out: Path, options: dict[str, Any]) -> dict[str, Any]:
