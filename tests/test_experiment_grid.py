@@ -312,6 +312,34 @@ def test_tables_and_ratios(tmp_path, data_home):
     assert "seconds_search" in set(table["figure"]) and "seconds_search" not in set(without_timings(table)["figure"])
 
 
+def budget_pairs_frame():
+    """A grid_frame of budgets [[10, 10], [20, 0]] (two pairs, not their cross product), 2 strategies x 2 repeats."""
+    from chiralfair.experiments.tables import AXIS_COLUMNS
+
+    rows = []
+    for (max_global, max_local), strategy, state in [(b, s, r) for b in ((10, 10), (20, 0))
+                                                     for s in ("random", "iandd") for r in (0, 1)]:
+        values = dict(zip(AXIS_COLUMNS, ("search", "german:sex", "german", "sex", "lr", strategy, "aequitas",
+                                         max_global, max_local), strict=True))
+        rows.append({"key": f"{max_global}-{strategy}-{state}", **values, "random_state": state,
+                     "model_random_state": state,
+                     "n_idis": float(max_global + max_local + (5 if strategy == "iandd" else 0) + state)})
+    return pd.DataFrame(rows)
+
+
+def test_median_and_ratio_tables_hold_only_the_grid_budget_pairs():
+    from chiralfair.experiments.tables import median_table
+
+    table = grid_table(budget_pairs_frame())
+    medians = median_table(table, "n_idis")
+    assert list(zip(medians["max_global"], medians["max_local"], strict=True)) == [(10, 10), (20, 0)]
+    assert list(medians.columns[-2:]) == ["random", "iandd"]
+    assert medians["iandd"].tolist() == [25.5, 25.5] and medians["random"].tolist() == [20.5, 20.5]
+    ratios = seed_ratios(table, "n_idis")
+    assert len(ratios) == 3 and ratios["n_groups"].iloc[-1] == 2
+    assert ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
+
+
 def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home):
     from chiralfair.experiments.grid import check_implementations
 
