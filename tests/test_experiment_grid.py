@@ -340,6 +340,19 @@ def test_median_and_ratio_tables_hold_only_the_grid_budget_pairs():
     assert ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
 
 
+def test_tables_of_a_grid_whose_baseline_strategy_has_no_finished_cell_yet(tmp_path, data_home):
+    out = tmp_path / "out"
+    grid = small_grid(repeats=1, axes={"seeds": ["iandd", "random"], "generators": ["aequitas"]})
+    run(grid, out, tmp_path / "cache", data_home)
+    for key, cell in grid_status(out).cells.items():
+        if cell.seeds == ("iandd",):  # as if the grid were still running
+            (cell_folder(out, key) / "result.json").unlink()
+    write_tables(out)
+    ratios = (out / "tables" / "ratios.md").read_text()
+    assert "No ratio yet" in ratios and "iandd" in ratios and "finished so far: random" in ratios
+    assert "| random |" in (out / "tables" / "medians.md").read_text()
+
+
 def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home):
     from chiralfair.experiments.grid import check_implementations
 

@@ -1009,7 +1009,10 @@ def experiment_table(
         _fail(err, flags=())
     from .experiments.tables import write_tables
 
-    paths = write_tables(out)
+    try:
+        paths = write_tables(out)
+    except ChiralfairError as err:
+        _fail(err, flags=())
     for path in paths:
         if path.name in ("medians.md", "ratios.md"):
             typer.echo(path.read_text(encoding="utf-8"))

@@ -227,12 +227,17 @@ def write_tables(out: str | os.PathLike) -> list[Path]:
         medians = [title, "", f"Median of {figure} over the repeats, per seed strategy.", "",
                    markdown_table(median_table(table, figure))]
         written.append(_text(folder / "medians.md", "\n".join(medians)))
-    if len(status.grid.seeds) > 1 and not table.empty and figure in set(table["figure"]):
-        ratios += [f"Ratio of medians of {figure}, each seed strategy against {status.grid.seeds[0]}; last row: "
+    baseline = status.grid.seeds[0]
+    finished = set(table.loc[table["figure"] == figure, "seeds"]) if not table.empty else set()
+    if baseline in finished and len(finished) > 1:
+        ratios += [f"Ratio of medians of {figure}, each seed strategy against {baseline}; last row: "
                    "geometric mean over the groups where both are positive.", "",
-                   markdown_table(seed_ratios(table, figure, baseline=status.grid.seeds[0]))]
+                   markdown_table(seed_ratios(table, figure, baseline=baseline))]
+    elif len(status.grid.seeds) > 1:  # a grid still running: the baseline or every other strategy has no cell yet
+        ratios.append(f"No ratio yet: the ratios divide by the first seed strategy, {baseline}, and need a finished "
+                      f"cell of it and of another strategy; finished so far: {', '.join(sorted(finished)) or 'none'}.")
     else:
-        ratios.append("One seed strategy (or no finished cell): no ratio to compute.")
+        ratios.append("One seed strategy: no ratio to compute.")
     written.append(_text(folder / "ratios.md", "\n".join(ratios)))
     return written
 
