@@ -605,3 +605,15 @@ def test_a_second_runner_on_a_busy_grid_folder_is_refused(tmp_path):
         with pytest.raises(RunFolderError, match="another run is using the grid folder"):
             run_grid(small_grid(), out, scheduler="sync", progress=False)
         assert not (out / "cells").exists()
+
+
+def test_cli_says_that_earlier_failures_are_kept_and_how_to_retry_them(tmp_path, data_home):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('time_limit = 1e-9\n[axes]\nrows = ["german:sex"]\nmodels = ["lr"]\nseeds = ["random"]\n'
+                    'generators = ["aequitas"]\nbudgets = [[10, 10]]\n')
+    args = ["experiment", "run", str(grid), "--out", str(tmp_path / "out"), "--scheduler", "sync",
+            "--data-home", str(data_home), "--cache-dir", str(tmp_path / "cache")]
+    first, again = CliRunner().invoke(app, args), CliRunner().invoke(app, args)
+    assert first.exit_code == again.exit_code == 1
+    assert "--retry-failed" not in first.output
+    assert "1 cell(s) had failed before and were not run again; add --retry-failed" in again.output

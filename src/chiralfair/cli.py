@@ -963,6 +963,10 @@ def experiment_run(
         library.setLevel(level)
     _print_status(result.status)
     typer.echo(f"ran {len(result.ran)} cells in {result.seconds:.1f} s")
+    kept = [key for key in result.status.failed if key not in result.ran]
+    if kept:  # failed in an earlier run: not run again unless asked
+        typer.secho(f"{len(kept)} cell(s) had failed before and were not run again; add --retry-failed to retry them",
+                    err=True, fg=typer.colors.YELLOW)
     if result.status.failed:
         raise typer.Exit(code=1)
 
