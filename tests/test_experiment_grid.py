@@ -91,6 +91,26 @@ def test_grid_errors_name_the_key_and_the_valid_values(change, words):
         assert word in str(err.value)
 
 
+@pytest.mark.parametrize("change, words", [
+    ({"seed_params": {"random": {"n_clusters": 4}}}, ["[seed_params.random]", "unknown parameter 'n_clusters'",
+                                                      "valid: none"]),
+    ({"axes": {"seeds": ["i"]}, "seed_params": {"i": {"eps": 0.2}}},
+     ["[seed_params.i]", "unknown parameter 'eps'", "valid: split_random_state"]),
+    ({"seed_params": {"iandd": {"epsilon": 0.2}}}, ["[seed_params.iandd]", "'epsilon'", "eps, min_samples"]),
+    ({"seed_params": {"iandd": {"chiral_random_state": 3}}}, ["[seed_params.iandd]", "chiral_random_state",
+                                                              "set by the grid", "model_random_state"]),
+    ({"generator_params": {"adf": {"stepsize": 1}}}, ["[generator_params.adf]", "'stepsize'",
+                                                      "valid: max_iter, step_global", "axes.budgets"]),
+])
+def test_parameters_the_strategies_and_generators_would_not_use_are_refused(change, words):
+    from chiralfair.experiments.grid import check_implementations
+
+    with pytest.raises(GridError) as err:
+        check_implementations(load_grid(small_grid(**change)))
+    for word in words:
+        assert word in str(err.value)
+
+
 def test_a_gradient_generator_on_a_model_without_gradient_is_refused_by_name():
     with pytest.raises(GridError, match="'adf' needs the model's input gradient.*'svc'"):
         load_grid(small_grid(axes={"models": ["lr", "svc"]}))

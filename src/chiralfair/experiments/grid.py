@@ -50,6 +50,8 @@ TASKS = ("search", "seeds", "retrain")
 TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
             "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain")
 AXES = ("rows", "models", "seeds", "generators", "budgets")
+# Seed-strategy parameters a grid cell sets itself (chiralfair.seeds.names.chiral_params) or that TOML cannot hold.
+GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
 RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
@@ -428,20 +430,59 @@ def check_implementations(grid: Grid) -> None:
             ModelSpec(model, dict(params))
         except ChiralfairError as err:
             raise GridError(f"[model_params.{model}]: {err}") from None
+    from ..generators.base import GENERATORS
+    from ..seeds import _load_all  # noqa: F401  (registers the built-in seed strategies)
+    from ..seeds.base import SEED_STRATEGIES
+
     max_global, max_local = grid.budgets[0]
     for generator in grid.generators:
         try:
             make_generator(generator, max_global=max_global, max_local=max_local,
                            **grid.generator_params.get(generator, {}))
-        except (ChiralfairError, TypeError) as err:
+        except ChiralfairError as err:
             raise GridError(f"[generator_params.{generator}]: {err}") from None
+        except TypeError as err:  # an unknown or doubled keyword: name the ones the generator takes
+            valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local"))
+            raise GridError(f"[generator_params.{generator}]: {err}; valid: {valid} (the budget comes from "
+                            "axes.budgets)") from None
     for strategy in grid.seeds:
+        params = grid.seed_params.get(strategy, {})
+        set_by_grid = [name for name in params if name in GRID_SEED_PARAMS]
+        if set_by_grid:
+            raise GridError(f"[seed_params.{strategy}]: {set_by_grid[0]} is set by the grid, not by a seed "
+                            "parameter: the chiral model follows the model under test (model_random_state, the "
+                            "model cache); leave it out")
+        # Not left to the constructor: random, rows and i take **params and would keep a typo silently.
+        valid = _keywords(SEED_STRATEGIES[strategy], skip=GRID_SEED_PARAMS)
+        unknown = [name for name in params if name not in valid.split(", ")]
+        if unknown:
+            raise GridError(f"[seed_params.{strategy}]: unknown parameter {unknown[0]!r} of seed strategy "
+                            f"{strategy!r}; valid: {valid}")
         try:
-            make_seed_strategy(strategy, **grid.seed_params.get(strategy, {}))
-        except (ChiralfairError, TypeError) as err:
+            make_seed_strategy(strategy, **params)
+        except ChiralfairError as err:
             raise GridError(f"[seed_params.{strategy}]: {err}") from None
     if grid.task == "retrain":
         _check_retrain(grid.retrain)
+
+
+def _keywords(cls, skip: tuple[str, ...]) -> str:
+    """The named keyword parameters of ``cls`` and of the parents its ``**params`` reach, comma-separated.
+
+    ``"none"`` when there is none.
+    """
+    import inspect
+
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        parameters = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        names += [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.name not in skip and p.name not in names]
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters):
+            break
+    return ", ".join(names) or "none"
 
 
 def _check_retrain(params: dict[str, Any]) -> None:
