@@ -293,16 +293,22 @@ def _connected(address: str) -> Iterator[Any]:
     """A client of the Dask scheduler at ``address``; a bad or unreachable address is a ConfigError."""
     from dask.distributed import Client
     from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
     from distributed.comm.registry import backends, get_backend
 
     from ..exceptions import ConfigError
 
-    scheme, _ = parse_address(address)
+    scheme, location = parse_address(address)
     try:
         get_backend(scheme)
-    except ValueError:
-        raise ConfigError(f"scheduler address {address!r} has the unknown scheme {scheme!r}; valid schemes: "
-                          f"{', '.join(sorted(backends))} (e.g. tcp://host:8786)") from None
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            # Checked before Client(): a client that fails on a bad address leaves its event-loop thread behind.
+            parse_host_port(location)
+    except ValueError as err:
+        if scheme not in backends:
+            raise ConfigError(f"scheduler address {address!r} has the unknown scheme {scheme!r}; valid schemes: "
+                              f"{', '.join(sorted(backends))} (e.g. tcp://host:8786)") from None
+        raise ConfigError(f"scheduler address {address!r} is not valid: {err} (e.g. tcp://host:8786)") from None
     try:
         client = Client(address, timeout=CONNECT_TIMEOUT)
     except ValueError as err:  # e.g. "tcp://" without host and port
