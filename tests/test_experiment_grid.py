@@ -33,7 +33,8 @@ def small_grid(**changes):
             "axes": {"rows": ["german:sex"], "models": ["lr"], "seeds": ["random", "iandd"],
                      "generators": ["aequitas", "adf"], "budgets": [[10, 10]]}}
     axes = changes.pop("axes", {})
-    return {**grid, **changes, "axes": {**grid["axes"], **axes}}
+    merged = {**grid["axes"], **axes}
+    return {**grid, **changes, "axes": {k: v for k, v in merged.items() if v is not None}}  # None: no such axis
 
 
 @pytest.fixture
@@ -83,6 +84,10 @@ def attempts(monkeypatch):
     ({"retrain": {"protocol": "paper"}}, ["[retrain]", "task = \"retrain\" only"]),
     ({"model_params": {"dnn": {}}}, ["[model_params.dnn]", "not in axes.models", "lr"]),
     ({"diversity": "yes"}, ["diversity", "true or false"]),
+    ({"task": "retrain", "diversity": True}, ["diversity = true", "does not apply to task = 'retrain'"]),
+    ({"task": "seeds", "verdict": True, "axes": {"generators": None, "budgets": [[10, 0]]}},
+     ["verdict = true", "does not apply to task = 'seeds'"]),
+    ({"task": "seeds", "axes": {"generators": None}}, ["axes.budgets [[10, 10]]", "max_local 0"]),
 ])
 def test_grid_errors_name_the_key_and_the_valid_values(change, words):
     with pytest.raises(GridError) as err:

@@ -8,16 +8,16 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     repeats = 10                    # random_state = 0 .. repeats-1   (or: random_states = [0, 5, 7])
     model_random_state = 0          # optional: one model (and chiral model) for every repeat
     time_limit = 600                # optional, seconds per cell
-    save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet
-    verdict = false                 # estimate the test-split share affected in each cell
-    diversity = false               # measure the diversity of each cell's seeds and IDIs (issue 14)
+    save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet    (task "search")
+    verdict = false                 # estimate the test-split share affected in each cell  (task "search")
+    diversity = false               # measure the diversity of each cell's seeds and IDIs  ("search", "seeds")
 
     [axes]
     rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
     models = ["dnn"]
     seeds = ["random", "cluster", "iandd"]
     generators = ["aequitas", "adf"]           # absent for task = "seeds"
-    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": max_global seeds)
+    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": [n_seeds, 0])
 
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
@@ -52,6 +52,8 @@ TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "t
 AXES = ("rows", "models", "seeds", "generators", "budgets")
 # Seed-strategy parameters a grid cell sets itself (chiralfair.seeds.names.chiral_params) or that TOML cannot hold.
 GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
+# Flags a task's cells would ignore (see chiralfair.experiments.tasks).
+IGNORED_FLAGS = {"seeds": ("verdict", "save_pairs"), "retrain": ("verdict", "save_pairs", "diversity")}
 RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
@@ -226,6 +228,13 @@ def _parse(data: Mapping[str, Any]) -> Grid:
         diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
         retrain=_retrain(data, task))
+    for key in IGNORED_FLAGS.get(task, ()):
+        if grid_flag := getattr(grid, key):
+            raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
+                            f"measure it; leave it out")
+    if task == "seeds" and any(max_local for _, max_local in grid.budgets):
+        raise GridError(f"axes.budgets {[list(b) for b in grid.budgets]!r}: a \"seeds\" grid selects max_global "
+                        "seeds and runs no local phase; give max_local 0, e.g. [[1000, 0]]")
     if task == "retrain" and len(seeds) < 2:
         raise GridError("axes.seeds of a retrain grid names the seed strategies compared (at least two, e.g. "
                         "[\"cluster\", \"iandd\"]); got " + repr(list(seeds)))
