@@ -84,6 +84,8 @@ def attempts(monkeypatch):
     ({"retrain": {"protocol": "paper"}}, ["[retrain]", "task = \"retrain\" only"]),
     ({"model_params": {"dnn": {}}}, ["[model_params.dnn]", "not in axes.models", "lr"]),
     ({"diversity": "yes"}, ["diversity", "true or false"]),
+    ({"axes": {"rows": ["german:sex,sex"]}}, ["'german:sex,sex'", "protected attribute twice"]),
+    ({"axes": {"rows": ["compas:race,sex", "compas:sex,race"]}}, ["axes.rows lists a row twice", "any order"]),
     ({"task": "retrain", "diversity": True}, ["diversity = true", "does not apply to task = 'retrain'"]),
     ({"task": "seeds", "verdict": True, "axes": {"generators": None, "budgets": [[10, 0]]}},
      ["verdict = true", "does not apply to task = 'seeds'"]),

@@ -302,9 +302,12 @@ def _rows(axes: Mapping) -> tuple[tuple[str, tuple[str, ...]], ...]:
                 raise GridError(f"unknown protected attribute {name!r} for {dataset} in axes.rows; its protected "
                                 f"attributes are {', '.join(PUBLISHED[dataset]['protected'])} (any of its features "
                                 f"may be tested as one: {', '.join(PUBLISHED[dataset]['attributes'])})")
+        if len(set(names)) < len(names):
+            raise GridError(f"axes.rows item {text!r} lists a protected attribute twice")
         rows.append((dataset.strip(), names))
-    if len(set(rows)) < len(rows):
-        raise GridError(f"axes.rows lists a row twice: {_list(axes, 'rows')!r}")
+    # "compas:race,sex" and "compas:sex,race" test the same thing: one row, twice the cells.
+    if len({(dataset, frozenset(names)) for dataset, names in rows}) < len(rows):
+        raise GridError(f"axes.rows lists a row twice (protected attributes in any order): {_list(axes, 'rows')!r}")
     return tuple(rows)
 
 
