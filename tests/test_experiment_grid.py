@@ -33,7 +33,8 @@ def small_grid(**changes):
             "axes": {"rows": ["german:sex"], "models": ["lr"], "seeds": ["random", "iandd"],
                      "generators": ["aequitas", "adf"], "budgets": [[10, 10]]}}
     axes = changes.pop("axes", {})
-    return {**grid, **changes, "axes": {**grid["axes"], **axes}}
+    merged = {**grid["axes"], **axes}
+    return {**grid, **changes, "axes": {k: v for k, v in merged.items() if v is not None}}  # None: no such axis
 
 
 @pytest.fixture
@@ -70,6 +71,7 @@ def attempts(monkeypatch):
     ({"axes": {"rows": ["german"]}}, ["axes.rows", "dataset:protected"]),
     ({"axes": {"seeds": []}}, ["axes.seeds", "empty list"]),
     ({"axes": {"budgets": [[10]]}}, ["axes.budgets", "[max_global, max_local]"]),
+    ({"axes": {"budgets": [10, 10]}}, ["axes.budgets item 10", "[max_global, max_local]", "[[100, 100]]"]),
     ({"axes": {"budgets": [[0, 10]]}}, ["axes.budgets", "max_global must be >= 1"]),
     ({"axes": {"budgets": [[10**6, 10**3]]}}, ["axes.budgets", "exceeds"]),
     ({"axes": {"models": ["dtc"]}}, ["'adf'", "'dtc'", "input gradient", "dnn, lr and mlp"]),
@@ -82,10 +84,36 @@ def attempts(monkeypatch):
     ({"retrain": {"protocol": "paper"}}, ["[retrain]", "task = \"retrain\" only"]),
     ({"model_params": {"dnn": {}}}, ["[model_params.dnn]", "not in axes.models", "lr"]),
     ({"diversity": "yes"}, ["diversity", "true or false"]),
+    ({"axes": {"rows": ["german:sex,sex"]}}, ["'german:sex,sex'", "protected attribute twice"]),
+    ({"axes": {"rows": ["compas:race,sex", "compas:sex,race"]}}, ["axes.rows lists a row twice", "any order"]),
+    ({"task": "retrain", "diversity": True}, ["diversity = true", "does not apply to task = 'retrain'"]),
+    ({"task": "seeds", "verdict": True, "axes": {"generators": None, "budgets": [[10, 0]]}},
+     ["verdict = true", "does not apply to task = 'seeds'"]),
+    ({"task": "seeds", "axes": {"generators": None}}, ["axes.budgets [[10, 10]]", "max_local 0"]),
 ])
 def test_grid_errors_name_the_key_and_the_valid_values(change, words):
     with pytest.raises(GridError) as err:
         load_grid(small_grid(**change))
+    for word in words:
+        assert word in str(err.value)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"seed_params": {"random": {"n_clusters": 4}}}, ["[seed_params.random]", "unknown parameter 'n_clusters'",
+                                                      "valid: none"]),
+    ({"axes": {"seeds": ["i"]}, "seed_params": {"i": {"eps": 0.2}}},
+     ["[seed_params.i]", "unknown parameter 'eps'", "valid: split_random_state"]),
+    ({"seed_params": {"iandd": {"epsilon": 0.2}}}, ["[seed_params.iandd]", "'epsilon'", "eps, min_samples"]),
+    ({"seed_params": {"iandd": {"chiral_random_state": 3}}}, ["[seed_params.iandd]", "chiral_random_state",
+                                                              "set by the grid", "model_random_state"]),
+    ({"generator_params": {"adf": {"stepsize": 1}}}, ["[generator_params.adf]", "'stepsize'",
+                                                      "valid: max_iter, step_global", "axes.budgets"]),
+])
+def test_parameters_the_strategies_and_generators_would_not_use_are_refused(change, words):
+    from chiralfair.experiments.grid import check_implementations
+
+    with pytest.raises(GridError) as err:
+        check_implementations(load_grid(small_grid(**change)))
     for word in words:
         assert word in str(err.value)
 
@@ -325,6 +353,47 @@ def test_tables_and_ratios(tmp_path, data_home):
     assert "seconds_search" in set(table["figure"]) and "seconds_search" not in set(without_timings(table)["figure"])
 
 
+def budget_pairs_frame():
+    """A grid_frame of budgets [[10, 10], [20, 0]] (two pairs, not their cross product), 2 strategies x 2 repeats."""
+    from chiralfair.experiments.tables import AXIS_COLUMNS
+
+    rows = []
+    for (max_global, max_local), strategy, state in [(b, s, r) for b in ((10, 10), (20, 0))
+                                                     for s in ("random", "iandd") for r in (0, 1)]:
+        values = dict(zip(AXIS_COLUMNS, ("search", "german:sex", "german", "sex", "lr", strategy, "aequitas",
+                                         max_global, max_local), strict=True))
+        rows.append({"key": f"{max_global}-{strategy}-{state}", **values, "random_state": state,
+                     "model_random_state": state,
+                     "n_idis": float(max_global + max_local + (5 if strategy == "iandd" else 0) + state)})
+    return pd.DataFrame(rows)
+
+
+def test_median_and_ratio_tables_hold_only_the_grid_budget_pairs():
+    from chiralfair.experiments.tables import median_table
+
+    table = grid_table(budget_pairs_frame())
+    medians = median_table(table, "n_idis")
+    assert list(zip(medians["max_global"], medians["max_local"], strict=True)) == [(10, 10), (20, 0)]
+    assert list(medians.columns[-2:]) == ["random", "iandd"]
+    assert medians["iandd"].tolist() == [25.5, 25.5] and medians["random"].tolist() == [20.5, 20.5]
+    ratios = seed_ratios(table, "n_idis")
+    assert len(ratios) == 3 and ratios["n_groups"].iloc[-1] == 2
+    assert ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
+
+
+def test_tables_of_a_grid_whose_baseline_strategy_has_no_finished_cell_yet(tmp_path, data_home):
+    out = tmp_path / "out"
+    grid = small_grid(repeats=1, axes={"seeds": ["iandd", "random"], "generators": ["aequitas"]})
+    run(grid, out, tmp_path / "cache", data_home)
+    for key, cell in grid_status(out).cells.items():
+        if cell.seeds == ("iandd",):  # as if the grid were still running
+            (cell_folder(out, key) / "result.json").unlink()
+    write_tables(out)
+    ratios = (out / "tables" / "ratios.md").read_text()
+    assert "No ratio yet" in ratios and "iandd" in ratios and "finished so far: random" in ratios
+    assert "| random |" in (out / "tables" / "medians.md").read_text()
+
+
 def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home):
     from chiralfair.experiments.grid import check_implementations
 
@@ -481,6 +550,10 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
     syntax.write_text("name = \n")
     good = tmp_path / "good.toml"
     good.write_text(bad.read_text().replace("fairx", "aequitas"))
+    no_repeats = tmp_path / "no_repeats.toml"
+    no_repeats.write_text("repeats = 0\n" + good.read_text())
+    flat = tmp_path / "flat.toml"
+    flat.write_text(good.read_text().replace("[[10, 10]]", "[[10]]"))
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "x.txt").write_text("x")
@@ -490,7 +563,11 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
              ([str(syntax), "--out", new], "line 1, column"),
              ([str(good), "--out", new, "--workers", "0"], "--workers must be >= 1"),
              ([str(good), "--out", new, "--scheduler", "fast"], "unknown --scheduler 'fast'"),
-             ([str(good), "--out", str(taken)], "not an experiment grid folder")]
+             ([str(good), "--out", str(taken)], "not an experiment grid folder"),
+             # grid-file keys are not rewritten as command-line flags (--repeats, --max-global)
+             ([str(no_repeats), "--out", new], "': repeats = 0: must be an integer >= 1 (the random states 0 .. "
+                                               "repeats-1)"),
+             ([str(flat), "--out", new], "is not a [max_global, max_local] pair")]
     done = subprocess.run([sys.executable, "-c", PROBE, json.dumps([["experiment", "run", *a] for a, _ in cases])],
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=120)
     got = json.loads(done.stdout)
@@ -522,3 +599,58 @@ def test_cell_keys_do_not_depend_on_folders(tmp_path):
     cell = load_grid(small_grid()).cells()[0]
     assert cell_key(cell) == cell.key and len(cell.key) == 16
     assert "data_home" not in cell.to_dict() and "cache_dir" not in cell.to_dict()
+
+
+@pytest.mark.parametrize("address, words", [
+    ("http://host:8786", ["'http://host:8786'", "unknown scheme 'http'", "tcp"]),
+    ("tcp://", ["'tcp://'", "not valid", "port"]),
+    ("tcp://127.0.0.1:1", ["cannot reach the Dask scheduler at 'tcp://127.0.0.1:1'", "within 1 s"]),
+])
+def test_a_bad_or_unreachable_scheduler_address_is_a_clear_error(tmp_path, monkeypatch, address, words):
+    from chiralfair.exceptions import ConfigError
+    from chiralfair.experiments import execution
+
+    monkeypatch.setattr(execution, "CONNECT_TIMEOUT", 1.0)
+    with pytest.raises(ConfigError) as caught:
+        run_grid(small_grid(), tmp_path / "out", scheduler=address, progress=False)
+    for word in words:
+        assert word in str(caught.value)
+
+
+def test_a_local_cluster_logs_no_dask_info_and_its_cells_log_at_the_level_asked(caplog):
+    import logging
+
+    from chiralfair.experiments import execution, tasks
+
+    caplog.set_level(logging.INFO)
+    with execution._dask_client("local", 1) as client:
+        def level_inside_a_cell():
+            with tasks._library_log_level(logging.ERROR):
+                return logging.getLogger("chiralfair").level
+        assert client.submit(level_inside_a_cell, pure=False).result() == logging.ERROR
+    chatter = [r.getMessage() for r in caplog.records if r.name.startswith("distributed") and r.levelno < logging.ERROR]
+    assert chatter == []
+
+
+def test_a_second_runner_on_a_busy_grid_folder_is_refused(tmp_path):
+    from filelock import FileLock
+
+    from chiralfair.experiments import execution
+
+    out = execution.prepare_grid_folder(load_grid(small_grid()), tmp_path / "out")
+    with FileLock(out / execution.RUN_LOCK_NAME):  # another run holds the folder
+        with pytest.raises(RunFolderError, match="another run is using the grid folder"):
+            run_grid(small_grid(), out, scheduler="sync", progress=False)
+        assert not (out / "cells").exists()
+
+
+def test_cli_says_that_earlier_failures_are_kept_and_how_to_retry_them(tmp_path, data_home):
+    grid = tmp_path / "grid.toml"
+    grid.write_text('time_limit = 1e-9\n[axes]\nrows = ["german:sex"]\nmodels = ["lr"]\nseeds = ["random"]\n'
+                    'generators = ["aequitas"]\nbudgets = [[10, 10]]\n')
+    args = ["experiment", "run", str(grid), "--out", str(tmp_path / "out"), "--scheduler", "sync",
+            "--data-home", str(data_home), "--cache-dir", str(tmp_path / "cache")]
+    first, again = CliRunner().invoke(app, args), CliRunner().invoke(app, args)
+    assert first.exit_code == again.exit_code == 1
+    assert "--retry-failed" not in first.output
+    assert "1 cell(s) had failed before and were not run again; add --retry-failed" in again.output

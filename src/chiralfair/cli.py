@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import statistics
 import sys
@@ -55,10 +54,14 @@ _FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data
           "allow_checksum_mismatch", "workers")
 
 
-def _fail(err: Exception) -> None:
-    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names."""
+def _fail(err: Exception, flags: tuple[str, ...] = _FLAGS) -> None:
+    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names.
+
+    ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,
+    ``[max_global, max_local]``), which are not flags.
+    """
     text = str(err)
-    for name in _FLAGS:
+    for name in flags:
         text = re.sub(rf"\b{name}\b", "--" + name.replace("_", "-"), text)
     typer.secho(f"error: {text}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code=2)
@@ -74,23 +77,20 @@ def _grid_logging(verbose: bool):
     """Logging for a grid run; yields the level of the ``chiralfair`` logger inside the cells.
 
     Without ``--verbose`` the cells' own warnings (one per cell, in every worker process) would bury the progress
-    bar, and Dask logs its scheduler and workers at INFO: the cells log errors only (failures are listed at the
-    end anyway) and Dask warnings only, in this process and, through its config variable, in the workers.
+    bar: the cells log errors only (failures are listed at the end anyway). The local cluster keeps Dask's own
+    logs at errors (:mod:`chiralfair.experiments.execution`).
     """
     _setup_logging(verbose)
     if verbose:
         yield None
         return
-    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
-    library, dask_logs = logging.getLogger("chiralfair"), logging.getLogger("distributed")
-    levels = library.level, dask_logs.level
+    library = logging.getLogger("chiralfair")
+    level = library.level
     library.setLevel(logging.ERROR)
-    dask_logs.setLevel(logging.WARNING)
     try:
         yield logging.ERROR
     finally:
-        library.setLevel(levels[0])
-        dask_logs.setLevel(levels[1])
+        library.setLevel(level)
 
 
 @contextlib.contextmanager
@@ -959,7 +959,7 @@ def experiment_run(
                              "such as tcp://host:8786")
         check_grid_folder(loaded, out)
     except (ChiralfairError, ValueError) as err:
-        _fail(err)
+        _fail(err, flags=())
 
     from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -971,13 +971,17 @@ def experiment_run(
                               retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir,
                               log_level=cell_level)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     except KeyboardInterrupt:
         typer.secho(f"interrupted: finished cells are kept in {out}; run the same command again to resume",
                     err=True, fg=typer.colors.YELLOW)
         raise typer.Exit(code=130) from None
     _print_status(result.status)
     typer.echo(f"ran {len(result.ran)} cells in {result.seconds:.1f} s")
+    kept = [key for key in result.status.failed if key not in result.ran]
+    if kept:  # failed in an earlier run: not run again unless asked
+        typer.secho(f"{len(kept)} cell(s) had failed before and were not run again; add --retry-failed to retry them",
+                    err=True, fg=typer.colors.YELLOW)
     if result.status.failed:
         raise typer.Exit(code=1)
 
@@ -993,7 +997,7 @@ def experiment_status(
     try:
         status = grid_status(out)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     if json_out:
         typer.echo(json.dumps({"grid": status.grid.name, "n_cells": status.n_cells, "done": list(status.done),
                                "failed": list(status.failed), "missing": list(status.missing),
@@ -1021,10 +1025,13 @@ def experiment_table(
     try:
         grid_status(out)
     except ChiralfairError as err:
-        _fail(err)
+        _fail(err, flags=())
     from .experiments.tables import write_tables
 
-    paths = write_tables(out)
+    try:
+        paths = write_tables(out)
+    except ChiralfairError as err:
+        _fail(err, flags=())
     for path in paths:
         if path.name in ("medians.md", "ratios.md"):
             typer.echo(path.read_text(encoding="utf-8"))

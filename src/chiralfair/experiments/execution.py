@@ -33,7 +33,11 @@ from .grid import Grid, load_grid
 logger = logging.getLogger(__name__)
 
 GRID_NAME = "grid.toml"
+RUN_LOCK_NAME = ".run.lock"
 SCHEDULERS = ("local", "sync")
+# Seconds to reach a scheduler given by address: Dask retries a refused connection until its timeout (30 s by
+# default), which looks like a hang to someone who mistyped the address.
+CONNECT_TIMEOUT = 10.0
 
 
 class GridInterrupted(KeyboardInterrupt):
@@ -135,9 +139,10 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
     GridError
         For an invalid grid, including parameters that the generators or seed strategies refuse.
     RunFolderError
-        If ``out`` holds another grid or is not a grid folder.
+        If ``out`` holds another grid or is not a grid folder, or another run is using it.
     ConfigError
-        For an unknown scheduler, or ``workers`` / ``stop_after`` below 1.
+        For an unknown scheduler, a scheduler address with an unknown scheme or unreachable within
+        :data:`CONNECT_TIMEOUT` seconds, or ``workers`` / ``stop_after`` below 1.
     GridInterrupted
         After ``stop_after`` cells; cells still running are abandoned and stay missing.
     """
@@ -156,35 +161,58 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
                           "as tcp://host:8786")
     check_implementations(grid)
     out = prepare_grid_folder(grid, out)
-    before = grid_status(out, grid)
-    todo = [before.cells[k] for k in before.cells
-            if k in before.missing or (retry_failed and k in before.failed)]
-    options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir),
-               "log_level": log_level}
-    logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
-                len(before.done), len(before.failed), len(todo))
-    ran: list[str] = []
-    failed: list[str] = []
-    dashboard = None
-    if todo:
-        with _progress_bar(len(todo), grid.name, progress) as bar:
-            def finished(record: dict[str, Any]) -> None:
-                ran.append(record["key"])
-                if record["state"] == "failed":
-                    failed.append(record["key"])
-                    bar.set_postfix_str(f"{len(failed)} failed")
-                bar.update(1)
-                if stop_after is not None and len(ran) >= stop_after:
-                    raise GridInterrupted(f"stopped after {len(ran)} cells (stop_after={stop_after}); run the grid "
-                                          "again to resume")
+    with _sole_runner(out):
+        before = grid_status(out, grid)
+        todo = [before.cells[k] for k in before.cells
+                if k in before.missing or (retry_failed and k in before.failed)]
+        options = {"limit": grid.time_limit, "data_home": _text(data_home), "cache_dir": _text(cache_dir),
+                   "log_level": log_level}
+        logger.info("grid %r in %s: %d cells, %d done, %d failed, %d to run", grid.name, out, before.n_cells,
+                    len(before.done), len(before.failed), len(todo))
+        ran: list[str] = []
+        failed: list[str] = []
+        dashboard = None
+        if todo:
+            with _progress_bar(len(todo), grid.name, progress) as bar:
+                def finished(record: dict[str, Any]) -> None:
+                    ran.append(record["key"])
+                    if record["state"] == "failed":
+                        failed.append(record["key"])
+                        bar.set_postfix_str(f"{len(failed)} failed")
+                    bar.update(1)
+                    if stop_after is not None and len(ran) >= stop_after:
+                        raise GridInterrupted(f"stopped after {len(ran)} cells (stop_after={stop_after}); run the grid "
+                                              "again to resume")
 
-            if scheduler == "sync":
-                for cell in todo:
-                    finished(_run(cell, out, options))
-            else:
-                dashboard = _run_on_dask(todo, out, options, scheduler, workers, finished, bar if progress else None)
-    return GridRun(status=grid_status(out, grid), ran=tuple(ran), failed=tuple(failed),
-                   seconds=time.perf_counter() - start, dashboard=dashboard)
+                if scheduler == "sync":
+                    for cell in todo:
+                        finished(_run(cell, out, options))
+                else:
+                    dashboard = _run_on_dask(todo, out, options, scheduler, workers, finished,
+                                             bar if progress else None)
+        return GridRun(status=grid_status(out, grid), ran=tuple(ran), failed=tuple(failed),
+                       seconds=time.perf_counter() - start, dashboard=dashboard)
+
+
+@contextlib.contextmanager
+def _sole_runner(out: Path) -> Iterator[None]:
+    """Hold ``<out>/.run.lock`` while the grid runs, or refuse the folder if another run holds it.
+
+    A second runner on the same folder would run every missing cell again, and remove the other's half-written
+    files as leftovers. The lock goes with the process, even one killed with SIGKILL.
+    """
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(out / RUN_LOCK_NAME, timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RunFolderError(f"another run is using the grid folder {str(out)!r} (it holds {RUN_LOCK_NAME}); wait "
+                             "for it to finish, or watch it with chiralfair experiment status") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _run(cell: Cell, out: Path, options: dict[str, Any]) -> dict[str, Any]:
@@ -233,13 +261,62 @@ def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
     if scheduler != "local":
-        with Client(scheduler) as client:
+        with _connected(scheduler) as client:
             yield client
         return
     n_workers = workers or os.cpu_count() or 1
     # A free port: two grids on one machine must not fight over Dask's default 8787.
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+    with _quiet_dask(), LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@contextlib.contextmanager
+def _quiet_dask() -> Iterator[None]:
+    """Errors only from Dask's loggers while the local cluster lives.
+
+    ``silence_logs`` quiets only Dask's own handlers; its INFO records (scheduler and nanny start-up, closing
+    comms) would still reach the root logger's handlers, e.g. those of the command line, and bury the bar.
+    """
+    dask_logger = logging.getLogger("distributed")
+    level = dask_logger.level
+    dask_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        dask_logger.setLevel(level)
+
+
+@contextlib.contextmanager
+def _connected(address: str) -> Iterator[Any]:
+    """A client of the Dask scheduler at ``address``; a bad or unreachable address is a ConfigError."""
+    from dask.distributed import Client
+    from distributed.comm import parse_address
+    from distributed.comm.addressing import parse_host_port
+    from distributed.comm.registry import backends, get_backend
+
+    from ..exceptions import ConfigError
+
+    scheme, location = parse_address(address)
+    try:
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            # Checked before Client(): a client that fails on a bad address leaves its event-loop thread behind.
+            parse_host_port(location)
+    except ValueError as err:
+        if scheme not in backends:
+            raise ConfigError(f"scheduler address {address!r} has the unknown scheme {scheme!r}; valid schemes: "
+                              f"{', '.join(sorted(backends))} (e.g. tcp://host:8786)") from None
+        raise ConfigError(f"scheduler address {address!r} is not valid: {err} (e.g. tcp://host:8786)") from None
+    try:
+        client = Client(address, timeout=CONNECT_TIMEOUT)
+    except ValueError as err:  # e.g. "tcp://" without host and port
+        raise ConfigError(f"scheduler address {address!r} is not valid: {err} (e.g. tcp://host:8786)") from None
+    except OSError as err:
+        raise ConfigError(f"cannot reach the Dask scheduler at {address!r} within {CONNECT_TIMEOUT:g} s ({err}); "
+                          "start it (dask scheduler) or give --scheduler local") from None
+    with client:
         yield client
 
 

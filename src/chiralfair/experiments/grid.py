@@ -8,16 +8,16 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     repeats = 10                    # random_state = 0 .. repeats-1   (or: random_states = [0, 5, 7])
     model_random_state = 0          # optional: one model (and chiral model) for every repeat
     time_limit = 600                # optional, seconds per cell
-    save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet
-    verdict = false                 # estimate the test-split share affected in each cell
-    diversity = false               # measure the diversity of each cell's seeds and IDIs (issue 14)
+    save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet    (task "search")
+    verdict = false                 # estimate the test-split share affected in each cell  (task "search")
+    diversity = false               # measure the diversity of each cell's seeds and IDIs  ("search", "seeds")
 
     [axes]
     rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
     models = ["dnn"]
     seeds = ["random", "cluster", "iandd"]
     generators = ["aequitas", "adf"]           # absent for task = "seeds"
-    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": max_global seeds)
+    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": [n_seeds, 0])
 
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
@@ -50,6 +50,10 @@ TASKS = ("search", "seeds", "retrain")
 TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
             "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain")
 AXES = ("rows", "models", "seeds", "generators", "budgets")
+# Seed-strategy parameters a grid cell sets itself (chiralfair.seeds.names.chiral_params) or that TOML cannot hold.
+GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
+# Flags a task's cells would ignore (see chiralfair.experiments.tasks).
+IGNORED_FLAGS = {"seeds": ("verdict", "save_pairs"), "retrain": ("verdict", "save_pairs", "diversity")}
 RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
@@ -224,6 +228,13 @@ def _parse(data: Mapping[str, Any]) -> Grid:
         diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
         retrain=_retrain(data, task))
+    for key in IGNORED_FLAGS.get(task, ()):
+        if grid_flag := getattr(grid, key):
+            raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
+                            f"measure it; leave it out")
+    if task == "seeds" and any(max_local for _, max_local in grid.budgets):
+        raise GridError(f"axes.budgets {[list(b) for b in grid.budgets]!r}: a \"seeds\" grid selects max_global "
+                        "seeds and runs no local phase; give max_local 0, e.g. [[1000, 0]]")
     if task == "retrain" and len(seeds) < 2:
         raise GridError("axes.seeds of a retrain grid names the seed strategies compared (at least two, e.g. "
                         "[\"cluster\", \"iandd\"]); got " + repr(list(seeds)))
@@ -291,9 +302,12 @@ def _rows(axes: Mapping) -> tuple[tuple[str, tuple[str, ...]], ...]:
                 raise GridError(f"unknown protected attribute {name!r} for {dataset} in axes.rows; its protected "
                                 f"attributes are {', '.join(PUBLISHED[dataset]['protected'])} (any of its features "
                                 f"may be tested as one: {', '.join(PUBLISHED[dataset]['attributes'])})")
+        if len(set(names)) < len(names):
+            raise GridError(f"axes.rows item {text!r} lists a protected attribute twice")
         rows.append((dataset.strip(), names))
-    if len(set(rows)) < len(rows):
-        raise GridError(f"axes.rows lists a row twice: {_list(axes, 'rows')!r}")
+    # "compas:race,sex" and "compas:sex,race" test the same thing: one row, twice the cells.
+    if len({(dataset, frozenset(names)) for dataset, names in rows}) < len(rows):
+        raise GridError(f"axes.rows lists a row twice (protected attributes in any order): {_list(axes, 'rows')!r}")
     return tuple(rows)
 
 
@@ -311,11 +325,11 @@ def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> No
 
 
 def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
+    if isinstance(axes["budgets"], list):  # before the duplicate check: budgets = [100, 100] is one flat pair
+        for item in axes["budgets"]:
+            _check_pair(item)
     budgets = []
     for item in _list(axes, "budgets"):
-        if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
-            raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
-                            "e.g. [100, 100]")
         max_global, max_local = item
         if max_global < 1 or max_local < 0:
             raise GridError(f"axes.budgets item {item!r}: max_global must be >= 1 and max_local >= 0")
@@ -324,6 +338,13 @@ def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
             raise GridError(f"axes.budgets item {item!r}: {too_large}")
         budgets.append((max_global, max_local))
     return tuple(budgets)
+
+
+def _check_pair(item) -> None:
+    if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
+        hint = " (budgets is a list of pairs: [[100, 100]])" if _is_int(item) else ""
+        raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
+                        f"e.g. [100, 100]{hint}")
 
 
 def _random_states(data: Mapping) -> tuple[int, ...]:
@@ -421,20 +442,59 @@ def check_implementations(grid: Grid) -> None:
             ModelSpec(model, dict(params))
         except ChiralfairError as err:
             raise GridError(f"[model_params.{model}]: {err}") from None
+    from ..generators.base import GENERATORS
+    from ..seeds import _load_all  # noqa: F401  (registers the built-in seed strategies)
+    from ..seeds.base import SEED_STRATEGIES
+
     max_global, max_local = grid.budgets[0]
     for generator in grid.generators:
         try:
             make_generator(generator, max_global=max_global, max_local=max_local,
                            **grid.generator_params.get(generator, {}))
-        except (ChiralfairError, TypeError) as err:
+        except ChiralfairError as err:
             raise GridError(f"[generator_params.{generator}]: {err}") from None
+        except TypeError as err:  # an unknown or doubled keyword: name the ones the generator takes
+            valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local"))
+            raise GridError(f"[generator_params.{generator}]: {err}; valid: {valid} (the budget comes from "
+                            "axes.budgets)") from None
     for strategy in grid.seeds:
+        params = grid.seed_params.get(strategy, {})
+        set_by_grid = [name for name in params if name in GRID_SEED_PARAMS]
+        if set_by_grid:
+            raise GridError(f"[seed_params.{strategy}]: {set_by_grid[0]} is set by the grid, not by a seed "
+                            "parameter: the chiral model follows the model under test (model_random_state, the "
+                            "model cache); leave it out")
+        # Not left to the constructor: random, rows and i take **params and would keep a typo silently.
+        valid = _keywords(SEED_STRATEGIES[strategy], skip=GRID_SEED_PARAMS)
+        unknown = [name for name in params if name not in valid.split(", ")]
+        if unknown:
+            raise GridError(f"[seed_params.{strategy}]: unknown parameter {unknown[0]!r} of seed strategy "
+                            f"{strategy!r}; valid: {valid}")
         try:
-            make_seed_strategy(strategy, **grid.seed_params.get(strategy, {}))
-        except (ChiralfairError, TypeError) as err:
+            make_seed_strategy(strategy, **params)
+        except ChiralfairError as err:
             raise GridError(f"[seed_params.{strategy}]: {err}") from None
     if grid.task == "retrain":
         _check_retrain(grid.retrain)
+
+
+def _keywords(cls, skip: tuple[str, ...]) -> str:
+    """The named keyword parameters of ``cls`` and of the parents its ``**params`` reach, comma-separated.
+
+    ``"none"`` when there is none.
+    """
+    import inspect
+
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        parameters = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        names += [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.name not in skip and p.name not in names]
+        if not any(p.kind == p.VAR_KEYWORD for p in parameters):
+            break
+    return ", ".join(names) or "none"
 
 
 def _check_retrain(params: dict[str, Any]) -> None:

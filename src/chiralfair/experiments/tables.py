@@ -140,7 +140,7 @@ def seed_ratios(table: pd.DataFrame, figure: str = "n_idis", baseline: str | Non
     if baseline not in strategies:
         raise ConfigError(f"baseline seed strategy {baseline!r} is not in the table; valid: {', '.join(strategies)}")
     keys = [c for c in AXIS_COLUMNS if c not in ("seeds", "dataset", "protected")]
-    wide = part.pivot_table(index=keys, columns="seeds", values="median", sort=False, dropna=False)
+    wide = _by_strategy(part, keys)
     out = wide.index.to_frame(index=False)
     means = {}
     for strategy in strategies:
@@ -174,9 +174,20 @@ def median_table(table: pd.DataFrame, figure: str) -> pd.DataFrame:
     """
     keys = [c for c in AXIS_COLUMNS if c not in ("seeds", "dataset", "protected")]
     part = table[table["figure"] == figure]
-    wide = part.pivot_table(index=keys, columns="seeds", values="median", sort=False, dropna=False)
+    wide = _by_strategy(part, keys)
     wide.columns.name = None
     return wide.reset_index()
+
+
+def _by_strategy(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Medians with one row per group of ``keys`` that the table holds, one column per seed strategy, in order.
+
+    Not ``pivot_table(dropna=False)``: it crosses the values of every key, inventing groups the grid does not
+    have (budgets [[10, 10], [20, 0]] gave rows 10/0 and 20/10).
+    """
+    wide = part.set_index([*keys, "seeds"])["median"].unstack("seeds")
+    groups = pd.MultiIndex.from_frame(part[keys].drop_duplicates())
+    return wide.reindex(index=groups, columns=list(dict.fromkeys(part["seeds"])))
 
 
 def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
@@ -216,12 +227,17 @@ def write_tables(out: str | os.PathLike) -> list[Path]:
         medians = [title, "", f"Median of {figure} over the repeats, per seed strategy.", "",
                    markdown_table(median_table(table, figure))]
         written.append(_text(folder / "medians.md", "\n".join(medians)))
-    if len(status.grid.seeds) > 1 and not table.empty and figure in set(table["figure"]):
-        ratios += [f"Ratio of medians of {figure}, each seed strategy against {status.grid.seeds[0]}; last row: "
+    baseline = status.grid.seeds[0]
+    finished = set(table.loc[table["figure"] == figure, "seeds"]) if not table.empty else set()
+    if baseline in finished and len(finished) > 1:
+        ratios += [f"Ratio of medians of {figure}, each seed strategy against {baseline}; last row: "
                    "geometric mean over the groups where both are positive.", "",
-                   markdown_table(seed_ratios(table, figure, baseline=status.grid.seeds[0]))]
+                   markdown_table(seed_ratios(table, figure, baseline=baseline))]
+    elif len(status.grid.seeds) > 1:  # a grid still running: the baseline or every other strategy has no cell yet
+        ratios.append(f"No ratio yet: the ratios divide by the first seed strategy, {baseline}, and need a finished "
+                      f"cell of it and of another strategy; finished so far: {', '.join(sorted(finished)) or 'none'}.")
     else:
-        ratios.append("One seed strategy (or no finished cell): no ratio to compute.")
+        ratios.append("One seed strategy: no ratio to compute.")
     written.append(_text(folder / "ratios.md", "\n".join(ratios)))
     return written
 
