@@ -296,13 +296,25 @@ def test_an_output_folder_holding_another_grid_is_refused(tmp_path, data_home):
     out = tmp_path / "out"
     grid = small_grid(repeats=1, axes={"seeds": ["random"], "generators": ["aequitas"]})
     run(grid, out, tmp_path / "cache", data_home)
-    with pytest.raises(RunFolderError, match="holds another grid.*random_states"):
-        run({**grid, "repeats": 2}, out, tmp_path / "cache", data_home)
+    with pytest.raises(RunFolderError, match="holds another grid.*axes"):
+        run({**grid, "axes": {**grid["axes"], "generators": ["adf"]}}, out, tmp_path / "cache", data_home)
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(RunFolderError, match="not an experiment grid folder"):
         run(grid, other, tmp_path / "cache", data_home)
+
+
+def test_more_repeats_into_the_same_folder_run_only_the_new_random_states(tmp_path, data_home, attempts):
+    grid = small_grid(repeats=1, axes={"seeds": ["random", "iandd"], "generators": ["aequitas"]})
+    out = tmp_path / "out"
+    run(grid, out, tmp_path / "cache", data_home)
+    first = dict(attempts)
+    more = run({**grid, "repeats": 3}, out, tmp_path / "cache", data_home)
+    assert len(more.ran) == 4 and all(attempts[k] == 1 for k in first)  # 2 strategies x 2 new states, none again
+    assert sorted(grid_frame(out)["random_state"].unique()) == [0, 1, 2]
+    fewer = run({**grid, "repeats": 2}, out, tmp_path / "cache", data_home)
+    assert fewer.ran == () and sorted(grid_frame(out)["random_state"].unique()) == [0, 1]
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from .exceptions import ChiralfairError
+from .exceptions import ChiralfairError, ConfigError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Individual fairness testing of tabular classifiers: find IDIs with I&D seeds.")
@@ -609,7 +609,8 @@ def main() -> None:  # pragma: no cover - console entry point
 @app.command("reproduce")
 def reproduce_cmd(
     name: Annotated[str, typer.Argument(help="Preset: table2, table3, table4, fig6, fig7 or ablation.")],
-    repeats: Annotated[int, typer.Option(help="Random states 0..N-1 of the seed selection and search.")] = 10,
+    repeats: Annotated[int | None, typer.Option(
+        help="Random states 0..N-1 of the seed selection and search (default 10; --quick: 3).")] = None,
     quick: Annotated[bool, typer.Option(
         "--quick", help="Smoke test: 3 repeats and budgets divided by 10 (not a reproduction).")] = False,
     out: Annotated[Path | None, typer.Option(
@@ -626,7 +627,10 @@ def reproduce_cmd(
 
     try:
         check_preset_name(name)
-        check_int(repeats, "repeats", minimum=1)
+        if quick and repeats is not None:
+            raise ConfigError("--quick runs 3 repeats with budgets divided by 10; leave out --repeats, or leave out "
+                              "--quick to choose the repeats")
+        repeats = 10 if repeats is None else check_int(repeats, "repeats", minimum=1)
         if workers is not None:
             check_int(workers, "workers", minimum=1)
     except ChiralfairError as err:

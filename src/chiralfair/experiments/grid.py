@@ -153,12 +153,15 @@ class Grid:
         return tomli_w.dumps(self.to_dict())
 
     def identity(self) -> dict[str, Any]:
-        """What makes two grids the same for an output folder: everything but the time limit.
+        """What makes two grids the same for an output folder: everything but the time limit and the repeats.
 
-        A grid may be resumed with another time limit (e.g. to retry the cells that ran out of time).
+        A grid may be resumed with another time limit (e.g. to retry the cells that ran out of time), or with
+        more (or fewer) random states: a cell's key does not depend on the others, so going from 3 to 10 repeats
+        runs only the 7 new random states, and the tables hold the grid's random states only.
         """
         d = self.to_dict()
         d.pop("time_limit", None)
+        d.pop("random_states", None)
         return d
 
 
