@@ -116,7 +116,7 @@ def test_command_line_refuses_an_unknown_preset_and_bad_numbers_before_heavy_imp
                             ["reproduce", "fig7", "--quick", "--repeats", "5"],
                             ["reproduce", "fig7", "--quick", "--workers", "0"]], tmp_path)
     messages = ["unknown preset 'table9'; valid: ablation, fig6, fig7, table2, table3, table4",
-                "--repeats must be >= 1", "--quick runs 3 repeats", "--workers must be >= 1"]
+                "--repeats must be >= 1", "--quick and --repeats cannot be combined", "--workers must be >= 1"]
     for r, message in zip(results, messages, strict=True):
         assert r["code"] == 2 and message in r["stderr"] and "Traceback" not in r["stderr"], r
     assert not set(results[-1]["heavy"]) & set(HEAVY)

@@ -628,8 +628,8 @@ def reproduce_cmd(
     try:
         check_preset_name(name)
         if quick and repeats is not None:
-            raise ConfigError("--quick runs 3 repeats with budgets divided by 10; leave out --repeats, or leave out "
-                              "--quick to choose the repeats")
+            raise ConfigError("--quick and repeats cannot be combined: --quick runs 3 random states with budgets "
+                              "divided by 10")
         repeats = 10 if repeats is None else check_int(repeats, "repeats", minimum=1)
         if workers is not None:
             check_int(workers, "workers", minimum=1)
