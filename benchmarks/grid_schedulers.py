@@ -37,9 +37,8 @@ CLI = [sys.executable, "-m", "chiralfair"]
 
 
 def command(preset: str, out: Path, scheduler: str, args) -> list[str]:
-    cmd = [*CLI, "reproduce", preset, "--out", str(out), "--scheduler", scheduler, "--repeats", str(args.repeats)]
-    if args.quick:
-        cmd.append("--quick")
+    cmd = [*CLI, "reproduce", preset, "--out", str(out), "--scheduler", scheduler]
+    cmd += ["--quick"] if args.quick else ["--repeats", str(args.repeats)]
     if scheduler == "local":
         cmd += ["--workers", str(args.workers)]
     return cmd
@@ -72,7 +71,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="table2")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="ignored with --quick (3 repeats)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--root", type=Path, default=Path("/tmp/grids/schedulers"))
     parser.add_argument("--name", default="grid_schedulers")
@@ -98,7 +97,7 @@ def main(argv=None):
               "tables_equal_to_sync": same, "loadavg": load, "cpu_count": os.cpu_count(), "chiralfair": __version__,
               "date": datetime.now(UTC).isoformat(timespec="seconds")}
     total_resumed = wall["interrupted"] + wall["resumed"]
-    variant = f"{args.preset}{' --quick' if args.quick else ''} --repeats {args.repeats}"
+    variant = f"{args.preset} --quick" if args.quick else f"{args.preset} --repeats {args.repeats}"
     lines = [f"# `chiralfair reproduce {variant}`: sync vs LocalCluster, and resume", "",
              f"{record['date']}, chiralfair {__version__}, {os.cpu_count()} CPUs, {n_cells} cells, model cache warm; "
              f"load average {load['start'][0]:.2f} at start, {load['end'][0]:.2f} at end.", "",
