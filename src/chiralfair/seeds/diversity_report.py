@@ -24,6 +24,7 @@ every input.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -39,7 +40,16 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..models.threads import single_native_thread
 from .diversity import PAPER_EPS, PAPER_MIN_SAMPLES, cluster_explanations
-from .explainers import EXPLAINERS, choose_explainer, explain
+from .explainers import (
+    EXPLAINERS,
+    STABLE_BACKGROUND_SIZE,
+    DeepLIFTSummationError,
+    choose_stable_explainer,
+    explain,
+    explanation_background,
+)
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_EXPLAINED = 1000
 DEFAULT_MAX_DISTANCE_ROWS = 2000
@@ -47,6 +57,7 @@ DEFAULT_REFERENCE_ROWS = 1000
 DEFAULT_SURROGATE_DEPTH = 8
 # Models explained by permutation cost about 0.15 s per explained row (census SVC, seeds/iandd.py): lower caps.
 DEFAULT_REFERENCE_ROWS_BLACK_BOX = 200
+DEFAULT_BACKGROUND_ROWS = 100  # explainers without a stable-background default (linear, permutation)
 DEFAULT_MAX_EXPLAINED_BLACK_BOX = 100
 # Rows the surrogate tree is fitted on (a random sample beyond this); census has 32,561.
 MAX_SURROGATE_ROWS = 50_000
@@ -189,7 +200,8 @@ class DiversityReference:
 
 def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = None,
                         n_reference: int = DEFAULT_REFERENCE_ROWS,
-                        n_reference_black_box: int = DEFAULT_REFERENCE_ROWS_BLACK_BOX, background_size: int = 100,
+                        n_reference_black_box: int = DEFAULT_REFERENCE_ROWS_BLACK_BOX,
+                        background_size: int | None = None,
                         explainer: str = "auto", eps: float = PAPER_EPS, min_samples: int = PAPER_MIN_SAMPLES,
                         surrogate_depth: int = DEFAULT_SURROGATE_DEPTH,
                         random_state: RandomState = 0) -> DiversityReference:
@@ -208,10 +220,12 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         Most reference rows explained and clustered.
     n_reference_black_box : int
         The same for a model explained by permutation (about 0.15 s per row for the census SVC).
-    background_size : int
-        Data rows drawn as the SHAP background.
-    explainer : {"auto", "linear", "tree", "expected_gradients", "deep", "permutation"}
-        As in :func:`~chiralfair.seeds.explainers.explain`.
+    background_size : int, optional
+        Data rows of the SHAP background, drawn with a fixed seed (the same for every random state); default:
+        50 for DeepLIFT, 20 for integrated gradients, 100 otherwise.
+    explainer : {"auto", "linear", "tree", "expected_gradients", "integrated_gradients", "deep", "permutation"}
+        As in :func:`~chiralfair.seeds.explainers.explain`; ``"auto"`` is I&D's choice
+        (:func:`~chiralfair.seeds.explainers.choose_stable_explainer`), deterministic for models with a gradient.
     eps, min_samples : float, int
         DBSCAN parameters (the paper's 0.09 and 10); a degenerate clustering is repaired.
     surrogate_depth : int
@@ -236,13 +250,14 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         raise ConfigError(f"explainer must be one of {EXPLAINERS}, got {explainer!r}")
     n_reference = check_int(n_reference, "n_reference", minimum=1)
     n_reference_black_box = check_int(n_reference_black_box, "n_reference_black_box", minimum=1)
-    background_size = check_int(background_size, "background_size", minimum=1)
+    if background_size is not None:
+        background_size = check_int(background_size, "background_size", minimum=1)
     surrogate_depth = check_int(surrogate_depth, "surrogate_depth", minimum=1)
     model = as_model(model)
     rng, described = resolve_random_state(random_state)
     domain = dataset.domain
     X = dataset.X
-    name = choose_explainer(model) if explainer == "auto" else explainer
+    name = choose_stable_explainer(model) if explainer == "auto" else explainer
     if name == "permutation":
         n_reference = min(n_reference, n_reference_black_box)
     if rows is None:
@@ -252,8 +267,15 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         rows = domain.validate(rows, what="rows")
         rows = rows[rng.permutation(len(rows))[:n_reference]]
         source = "given rows"
-    background = X[rng.choice(len(X), size=min(background_size, len(X)), replace=False)].astype(np.float64)
-    values, used = explain(model, rows, background, rng, explainer=name)
+    background, weights = explanation_background(
+        X, "fixed", background_size or STABLE_BACKGROUND_SIZE.get(name, DEFAULT_BACKGROUND_ROWS), rng)
+    try:
+        values, used = explain(model, rows, background, rng, explainer=name, background_weights=weights)
+    except DeepLIFTSummationError as err:  # as I&D does: a module DeepLIFT cannot explain gets integrated gradients
+        logger.warning("%s; explaining by integrated gradients instead", err)
+        name = "integrated_gradients"
+        background, weights = explanation_background(X, "fixed", background_size or STABLE_BACKGROUND_SIZE[name], rng)
+        values, used = explain(model, rows, background, rng, explainer=name, background_weights=weights)
     labels, clustering = cluster_explanations(values, eps=eps, min_samples=min_samples)
     clustered = labels >= 0
     # Relabel 0..k-1 so that the number of clusters is the number of labels.

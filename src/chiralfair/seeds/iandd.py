@@ -8,15 +8,15 @@ import time
 import numpy as np
 
 from .._validation import check_choice, check_float, check_int
-from ..models._torch import is_torch_module
 from .base import register_seed_strategy
 from .cluster import round_robin
 from .diversity import PAPER_EPS, PAPER_MIN_SAMPLES, cluster_explanations
 from .explainers import (
     BACKGROUNDS,
     EXPLAINERS,
+    STABLE_BACKGROUND_SIZE,
     DeepLIFTSummationError,
-    choose_explainer,
+    choose_stable_explainer,
     explain,
     explanation_background,
 )
@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 # from it (benchmarks/results/explanation_noise.md). Integrated gradients costs n_steps gradients per row and
 # reference: on the census MLP, 20 rows x 8 steps were 0.099 from 100 rows x 32 steps (expected gradients with
 # 200 random samples: 0.079, but 0.082 between random states).
-DEFAULT_BACKGROUND_SIZE = {"kmeans": 10, "mean": 1, "deep": 50, "integrated_gradients": 20, "other": 100}
+DEFAULT_BACKGROUND_SIZE = {"kmeans": 10, "mean": 1, **STABLE_BACKGROUND_SIZE, "other": 100}
 
 
 @register_seed_strategy("iandd")
@@ -132,12 +132,7 @@ class IandDSeeds(InitialIDISeeds):
         self.n_steps, self.n_samples = int(n_steps), int(n_samples)
 
     def _explainer_for(self, model) -> str:
-        if self.explainer != "auto":
-            return self.explainer
-        name = choose_explainer(model)
-        if name != "expected_gradients":
-            return name
-        return "deep" if is_torch_module(model.estimator) else "integrated_gradients"
+        return self.explainer if self.explainer != "auto" else choose_stable_explainer(model)
 
     def _background_size(self, name: str) -> int:
         if self.background_size is not None:
