@@ -42,7 +42,8 @@ def run_preset(preset: str, args, overrides: dict, *, markdown=None):
     wall = time.perf_counter() - t0
     args.results.mkdir(parents=True, exist_ok=True)
     copies = []
-    for path in done.files if markdown is None else ():
+    # The Markdown and the plots only: the Parquet table stays in the grid folder (no data files in the repository).
+    for path in (p for p in done.files if p.suffix != ".parquet") if markdown is None else ():
         target = args.results / path.name.replace(preset, args.name, 1)
         shutil.copyfile(path, target)
         copies.append(target.name)

@@ -15,8 +15,8 @@ of each pair, labelled by the vote) are added to the training split and the DNN 
 - holdout protocol: the IDI rate over the test split's rows, before and after.
 
 The fresh search of the holdout protocol is skipped (``search = false``) to save CPU. The grid folder keeps one
-folder per cell, so a stopped run resumes without redoing finished cells. Copies ``<name>.md``, ``<name>.parquet``
-and ``<name>.json`` to ``benchmarks/results/``.
+folder per cell, so a stopped run resumes without redoing finished cells. Copies ``<name>.md`` and
+``<name>.json`` to ``benchmarks/results/`` (the Parquet table stays in the grid folder).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Timing (not part of the preset, kept here): I&D selection with an already traine
 (``chiral_model=``), median of ``--timing-repeats`` runs, split by phase; the chiral training is timed
 separately. The paper reports 2.692 s for I&D.
 
-Writes ``benchmarks/results/<name>.md`` (the Table 3 table and the timing table), ``<name>.parquet``,
+Writes ``benchmarks/results/<name>.md`` (the Table 3 table and the timing table),
 ``<name>.png`` and ``<name>.json`` (parameters, timing figures, versions, CPU count, date, load average).
 """
 

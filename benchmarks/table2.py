@@ -13,7 +13,7 @@ Counting rule (ours): unique non-protected projections, so an IDI and its counte
 local are disjoint and n_idis = n_global + n_local. I&D counts (counterpart vector, vote label) tuples
 (algorithms.md §8 "I&D counting"), so the paper's numbers are not directly comparable with ours.
 
-Copies ``<name>.md`` (medians with IQR, ratios, the paper's numbers, claims), ``<name>.parquet`` and
+Copies ``<name>.md`` (medians with IQR, ratios, the paper's numbers, claims) and
 ``<name>.png`` to ``benchmarks/results/``, with ``<name>.json`` (parameters, wall time, load average, CPU count).
 """
 
