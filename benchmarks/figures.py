@@ -7,8 +7,8 @@ Run by hand:  python benchmarks/figures.py fig6 [--rows census:sex ...] [--model
 
 The preset's grid (the model trained once with random_state 0, random states 0 .. repeats - 1 for the seeds and
 the search), narrowed by ``--rows`` and ``--models``. Copies ``<name>.md`` (medians with IQR, ratios, whether the
-paper's claim holds at each row, model and limit) and the plots to ``benchmarks/results/`` (``<name>.parquet`` stays in the grid folder), with ``<name>.json``
-(parameters, wall time, load average, CPU count).
+paper's claim holds at each row, model and limit) and the plots to ``benchmarks/results/`` (``<name>.parquet``
+stays in the grid folder), with ``<name>.json`` (parameters, wall time, load average, CPU count).
 """
 
 from __future__ import annotations
