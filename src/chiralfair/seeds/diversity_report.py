@@ -41,6 +41,7 @@ from ..models.protocol import CountingModel
 from ..models.threads import single_native_thread
 from .diversity import PAPER_EPS, PAPER_MIN_SAMPLES, cluster_explanations
 from .explainers import (
+    DEFAULT_BACKGROUND_ROWS,
     EXPLAINERS,
     STABLE_BACKGROUND_SIZE,
     DeepLIFTSummationError,
@@ -57,7 +58,6 @@ DEFAULT_REFERENCE_ROWS = 1000
 DEFAULT_SURROGATE_DEPTH = 8
 # Models explained by permutation cost about 0.15 s per explained row (census SVC, seeds/iandd.py): lower caps.
 DEFAULT_REFERENCE_ROWS_BLACK_BOX = 200
-DEFAULT_BACKGROUND_ROWS = 100  # explainers without a stable-background default (linear, permutation)
 DEFAULT_MAX_EXPLAINED_BLACK_BOX = 100
 # Rows the surrogate tree is fitted on (a random sample beyond this); census has 32,561.
 MAX_SURROGATE_ROWS = 50_000

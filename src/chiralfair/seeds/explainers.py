@@ -46,6 +46,8 @@ PERMUTATION_BACKGROUND = 25
 # Background rows of the stable explainers (fixed data rows): DeepLIFT on 50 rows is 0.04-0.07 from DeepLIFT over
 # 500 rows; integrated gradients on 20 rows x 8 steps costs about as much (benchmarks/results/explanation_noise.md).
 STABLE_BACKGROUND_SIZE = {"deep": 50, "integrated_gradients": 20}
+# Background rows of the other explainers (linear, permutation, expected gradients).
+DEFAULT_BACKGROUND_ROWS = 100
 EXPLAINERS = ("auto", "linear", "tree", "expected_gradients", "integrated_gradients", "deep", "permutation")
 BACKGROUNDS = ("fixed", "kmeans", "sample", "mean")
 # Seed of the "fixed" background: a sample of the data that does not change with the random state.

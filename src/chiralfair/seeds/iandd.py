@@ -13,6 +13,7 @@ from .cluster import round_robin
 from .diversity import PAPER_EPS, PAPER_MIN_SAMPLES, cluster_explanations
 from .explainers import (
     BACKGROUNDS,
+    DEFAULT_BACKGROUND_ROWS,
     EXPLAINERS,
     STABLE_BACKGROUND_SIZE,
     DeepLIFTSummationError,
@@ -30,7 +31,7 @@ logger = logging.getLogger(__name__)
 # from it (benchmarks/results/explanation_noise.md). Integrated gradients costs n_steps gradients per row and
 # reference: on the census MLP, 20 rows x 8 steps were 0.099 from 100 rows x 32 steps (expected gradients with
 # 200 random samples: 0.079, but 0.082 between random states).
-DEFAULT_BACKGROUND_SIZE = {"kmeans": 10, "mean": 1, **STABLE_BACKGROUND_SIZE, "other": 100}
+DEFAULT_BACKGROUND_SIZE = {"kmeans": 10, "mean": 1, **STABLE_BACKGROUND_SIZE, "other": DEFAULT_BACKGROUND_ROWS}
 
 
 @register_seed_strategy("iandd")
