@@ -1,4 +1,4 @@
-"""chiralfair.estimate: the share discriminated with its interval, who is harmed, how badly (issue 11)."""
+"""chiralfair.verdict.estimate: the share discriminated with its interval, who is harmed, how badly (issue 11)."""
 
 import json
 import math
@@ -9,7 +9,7 @@ import pytest
 from toys import fair_module, is_biased_idi, toy_dataset, toy_domain
 
 from chiralfair.datasets.base import Dataset
-from chiralfair.estimate import estimate
+from chiralfair.verdict import estimate
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
 from chiralfair.models import as_model
 from chiralfair.verdict import GROUP_COLUMNS, Verdict

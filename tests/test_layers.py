@@ -9,7 +9,7 @@ LAYERS = [
     {"chiralfair", "exceptions", "_validation", "_random", "_lazy", "_deadline"},
     {"domain", "datasets"},
     {"models"},
-    {"oracle", "results", "run_folder", "verdict", "estimate"},
+    {"oracle", "results", "run_folder", "verdict"},
     {"seeds"},
     {"generators"},
     {"retraining"},

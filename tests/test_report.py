@@ -68,7 +68,7 @@ def toy_outcome(sink=None, *, with_verdict=False):
     if with_verdict:
         from toys import toy_dataset
 
-        from chiralfair.estimate import estimate
+        from chiralfair.verdict import estimate
         verdict = estimate(as_model(biased_module()), toy_dataset(protected=("sex", "race")), population="rows",
                            favourable=1)
     return RunOutcome(config, result, SeedReport("random", seeds, np.zeros(30, dtype=bool)), domain,

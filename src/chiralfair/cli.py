@@ -681,7 +681,7 @@ def estimate_cmd(
     from dataclasses import replace
 
     from .datasets import load_dataset
-    from .estimate import estimate
+    from .verdict import estimate
     from .experiments import protected_list
     from .models.training import train_model
     from .models.zoo import as_spec

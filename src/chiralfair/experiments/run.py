@@ -17,7 +17,7 @@ from typing import Any
 from .. import __version__
 from .._deadline import check_deadline
 from .._validation import check_int
-from ..estimate import FAVOURABLE, estimate
+from ..verdict import FAVOURABLE, estimate
 from ..generators import make_generator
 from ..results import SearchResult, SeedReport, disfavoured_groups
 from ..run_folder import (
@@ -72,7 +72,7 @@ class RunConfig:
         Extra parameters for the seed strategy (e.g. ``explainer``).
     verdict : bool
         Also estimate the share of the test split that the model discriminates
-        (:func:`chiralfair.estimate.estimate`), with the benchmark's favourable label.
+        (:func:`chiralfair.verdict.estimate`), with the benchmark's favourable label.
     diversity : bool
         Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
         into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.

@@ -1,4 +1,4 @@
-"""The :class:`Verdict` of :func:`chiralfair.estimate.estimate`: how many are treated unfairly, whom, how badly.
+"""The :class:`Verdict` of :func:`chiralfair.verdict.estimate`: how many are treated unfairly, whom, how badly.
 
 A search result (:class:`~chiralfair.results.SearchResult`) says how well a generator did within its budget; a
 verdict speaks about a population: the share of its individuals that some counterpart (differing only in the

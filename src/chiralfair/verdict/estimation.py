@@ -29,16 +29,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import __version__
-from ._random import as_generator, derive_seed
-from ._validation import check_choice, check_float, check_int
-from .datasets.base import Dataset
-from .domain import Domain
-from .exceptions import ConfigError
-from .models.adapters import as_model
-from .models.training import TrainedModel
-from .oracle import DiscriminationCheck
-from .verdict import Verdict
+from .. import __version__
+from .._random import as_generator, derive_seed
+from .._validation import check_choice, check_float, check_int
+from ..datasets.base import Dataset
+from ..domain import Domain
+from ..exceptions import ConfigError
+from ..models.adapters import as_model
+from ..models.training import TrainedModel
+from ..oracle import DiscriminationCheck
+from .result import Verdict
 
 POPULATIONS = ("rows", "test", "domain")
 METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
