@@ -53,7 +53,7 @@ def toy_outcome(sink=None, *, with_verdict=False):
     from toys import biased_module, toy_domain
 
     import chiralfair.generators._load_all  # noqa: F401
-    from chiralfair.experiments import RunConfig, RunOutcome
+    from chiralfair.pipeline import RunConfig, RunOutcome
     from chiralfair.generators import make_generator
     from chiralfair.models import as_model
     from chiralfair.results import SeedReport

@@ -40,6 +40,7 @@ __all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clus
            "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
+NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
 SHARE_PLOT = "share_affected_by_group.png"
 GAP_PLOT = "probability_gap.png"
 SEARCH_PLOT = "idis_by_protected_value.png"
@@ -128,6 +129,39 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("seconds", f"{summary['seconds']:.3g} (search; whole run "
                     f"{summary.get('seconds_by_step', {}).get('total', summary['seconds']):.2f})"),
     ]
+
+
+def outcome_lines(summary: dict[str, Any]) -> list[str]:
+    """What ``chiralfair run`` prints (and ``AuditResult.summary()`` returns): the verdict, then the search.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    list of str
+    """
+    cfg = summary["meta"]["config"]
+    m = summary["model"]
+    title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
+             f"{m['f1']:.3f}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"max_local {cfg['max_local']}")
+    lines = [*verdict_lines(summary), title]
+    rows = summary_rows(summary)
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    if summary["seeds"].get("clustering"):
+        lines.append(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    if summary.get("diversity") is not None:
+        from .seeds.diversity_report import DiversityReport
+
+        lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
+    lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
+    if summary["n_idis"] == 0:
+        lines.append(f"  {NO_IDI_TEXT}")
+    return lines
 
 
 def summary_title(summary: dict[str, Any]) -> str:
@@ -224,8 +258,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
                   "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
                   " budget), not who is most discriminated; the verdict above says who is.*"]
     if summary["n_idis"] == 0:
-        lines += ["", "No IDI was found within this budget. That is not proof of fairness: try a larger budget,"
-                      " another generator or I&D seeds."]
+        lines += ["", NO_IDI_TEXT[0].upper() + NO_IDI_TEXT[1:] + " Try a larger budget, another generator or I&D"
+                      " seeds."]
     return "\n".join(lines) + "\n"
 
 
@@ -443,3 +477,94 @@ def _plain(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"cannot serialize {type(o).__name__}")
+
+
+# ------------------------------------------------------------------------------------------ the retrain folder
+RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.skops", "model.joblib")
+
+
+def check_retrain_folder(out: str | os.PathLike) -> bool:
+    """Whether ``out`` can receive a retrain folder: missing, empty, or an earlier retrain's; creates nothing.
+
+    Returns
+    -------
+    bool
+        True when it holds an earlier retrain (its files are replaced).
+
+    Raises
+    ------
+    RunFolderError
+        For a folder that holds something else, so nothing there is overwritten.
+    """
+    from .exceptions import RunFolderError
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"output {str(out)!r} is a file, not a folder; choose another --out")
+    if not (out.is_dir() and any(out.iterdir())):
+        return False
+    try:
+        previous = json.loads((out / "retrain.json").read_text())
+        ok = "chiralfair_version" in previous.get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise RunFolderError(f"output folder {str(out)!r} exists, is not empty and is not an earlier chiralfair "
+                             "retrain (no retrain.json); choose another --out so nothing there is overwritten")
+    return True
+
+
+def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
+    """Check ``out`` (:func:`check_retrain_folder`) and create it.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders created (removed again if the retraining fails).
+
+    Raises
+    ------
+    RunFolderError
+    """
+    if check_retrain_folder(out):
+        return []
+    return prepare_run_folder(out)
+
+
+def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> Path:
+    """Write ``retrain.json``, ``report.md`` with the trade-off plot, and the retrained model, each atomically.
+
+    Parameters
+    ----------
+    result : RetrainResult
+    out : str or path-like
+        Prepared with :func:`prepare_retrain_folder`.
+    like : str, optional
+        The model file the model came from: the retrained model is saved in its format
+        (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is
+        said in the report.
+
+    Returns
+    -------
+    pathlib.Path
+        The model file written, or None.
+    """
+    from .exceptions import ModelFileError
+    from .models.files import save_model_file
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        png = Path(tmp) / "tradeoff.png"
+        result.plot(png)
+        atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
+    for stale in RETRAIN_FILES[3:]:
+        (out / stale).unlink(missing_ok=True)
+    try:
+        path = save_model_file(result.model, out, like=like, meta={"retrain": result.meta})
+        saved = (f"\nThe retrained model (largest share) is in `{path.name}`; it loads back with "
+                 f"`--model {path.name}`.\n")
+    except ModelFileError as err:
+        path, saved = None, f"\nThe retrained model was not saved: {err}.\n"
+    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") + saved).encode())
+    atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+    return path
