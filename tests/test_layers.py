@@ -78,3 +78,34 @@ def test_imports_only_go_downward():
             if layer_of(top) > here:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {top} (layer {layer_of(top)} > {here})")
     assert not bad, "\n".join(bad)
+
+
+# What the command line may import: the pipeline (every command that runs something), the results and the report
+# (printing them), the grid front (experiment, reproduce), the data catalogue (``datasets``, ``schema infer``),
+# and the errors and checks of flags.
+CLI_MAY_IMPORT = {"cli", "chiralfair", "exceptions", "_validation", "pipeline", "results", "report", "run_folder",
+                  "experiments", "reproduce", "datasets"}
+
+
+def test_the_cli_imports_only_the_pipeline_and_the_result_and_report_modules():
+    bad = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        for top, line in imported_tops(path):
+            if top not in CLI_MAY_IMPORT and top != "__version__":
+                bad.append(f"{path.relative_to(ROOT)}:{line} imports {top}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_other_module_wires_the_steps_of_a_run():
+    # Selecting seeds and running a generator happen in the pipeline's steps only (design §10: one pipeline);
+    # the retraining's holdout protocol searches the model before and after inside its own evaluation.
+    wiring = []
+    for path in sorted(ROOT.rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in ("pipeline", "seeds", "generators", "retraining.py", "mitigation"):
+            continue  # the pipeline itself; the families (their own code and docstrings)
+        text = path.read_text()
+        for needle in (".select(", "generator.run(", "search.run("):
+            if needle in text:
+                wiring.append(f"{rel}: {needle}")
+    assert not wiring, "\n".join(wiring)

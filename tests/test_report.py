@@ -53,9 +53,9 @@ def toy_outcome(sink=None, *, with_verdict=False):
     from toys import biased_module, toy_domain
 
     import chiralfair.generators._load_all  # noqa: F401
-    from chiralfair.pipeline import RunConfig, RunOutcome
     from chiralfair.generators import make_generator
     from chiralfair.models import as_model
+    from chiralfair.pipeline import RunConfig, RunOutcome
     from chiralfair.results import SeedReport
 
     domain = toy_domain(("sex", "race"))
@@ -139,7 +139,7 @@ def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(t
     assert len(images) == 3, "share by group, probability gap, IDIs by protected value"
     assert all(src.startswith("data:image/png;base64,") for src in images)
     assert "<table>" in page and page.index("Verdict") < page.index("Search")
-    for name in ("share_affected_by_group.png", "probability_gap.png"):
+    for name in ("harm_by_group.png", "probability_gap.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "result.json").read_text())
     assert Verdict.from_json(json.dumps(summary["verdict"])) == outcome.verdict
@@ -172,5 +172,5 @@ def test_a_run_without_verdict_says_so_and_still_writes_the_html(tmp_path):
 
     write_run(toy_outcome(), tmp_path)
     assert "No verdict in this run" in (tmp_path / "report.md").read_text()
-    assert (tmp_path / "report.html").exists() and not (tmp_path / "share_affected_by_group.png").exists()
+    assert (tmp_path / "report.html").exists() and not (tmp_path / "harm_by_group.png").exists()
     assert json.loads((tmp_path / "result.json").read_text())["verdict"] is None

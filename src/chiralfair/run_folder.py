@@ -150,8 +150,8 @@ def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
         Must hold ``chiralfair_version``, so the folder is recognised as a run (:func:`is_previous_run`).
     """
     folder = Path(folder)
-    for name in ("report.md", "report.html", "idis_by_protected_value.png", "share_affected_by_group.png",
-                 "probability_gap.png"):
+    for name in ("report.md", "report.html", "idis_by_protected_value.png", "harm_by_group.png",
+                 "share_affected_by_group.png", "probability_gap.png"):
         (folder / name).unlink(missing_ok=True)
     remove_pairs(folder / PAIRS_NAME)
     text = json.dumps({"partial": True, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": meta}, indent=2)

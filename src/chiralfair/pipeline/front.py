@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .inputs import DEFAULT_TEST_SIZE, DataSettings, RunInputs, inputs_from_objects
-from .run import _run_folder, run_pipeline
+from .run import run_folder_guard, run_pipeline
 from .steps import SearchPlan
 
 logger = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
                       seed_params=dict(seed_params or {}))
     plan.check()
     t_all = time.perf_counter()
-    with _run_folder(out):
+    with run_folder_guard(out):
         inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
                                 protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
                                 random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
@@ -320,7 +320,7 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
                             protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, on_step=on_step)
-    from .retrain import retrain_inputs
+    from .retraining import retrain_inputs
 
     return retrain_inputs(inputs, idis=_idis_of(idis), plan=plan, random_state=seed, out=out, on_step=on_step,
                           **retrain_params)

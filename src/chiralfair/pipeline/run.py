@@ -63,7 +63,7 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     plan = SearchPlan(seeds=config.seeds, generator=config.generator, max_global=config.max_global,
                       max_local=config.max_local, random_state=config.random_state,
                       generator_params=dict(config.generator_params), seed_params=dict(config.seed_params))
-    with _run_folder(out):
+    with run_folder_guard(out):
         step = _checked_steps(on_step)
         t_all = time.perf_counter()
         inputs = inputs_from_names(config, step=step)
@@ -151,7 +151,7 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
                                                          "resolved_random_state": plan.random_state})
 
 
-class _run_folder:
+class run_folder_guard:
     """Check ``out`` before any work, and remove the folders it created if the run fails."""
 
     def __init__(self, out):

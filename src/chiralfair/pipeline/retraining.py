@@ -93,13 +93,14 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
 def _search_training_rows(inputs: RunInputs, plan: SearchPlan, out, cache_dir, on_step):
     """A search whose data seeds come from the training rows only; its run folder in ``out/search``."""
     from ..report import write_run
-    from .run import run_pipeline
+    from .run import run_folder_guard, run_pipeline
 
     folder = None if out is None else Path(out) / "search"
-    outcome = run_pipeline(inputs, plan, verdict=False, out=folder, on_step=on_step, cache_dir=cache_dir,
-                           seeds_from_training_rows=True)
-    if folder is not None:
-        write_run(outcome, folder)
+    with run_folder_guard(folder):
+        outcome = run_pipeline(inputs, plan, verdict=False, out=folder, on_step=on_step, cache_dir=cache_dir,
+                               seeds_from_training_rows=True)
+        if folder is not None:
+            write_run(outcome, folder)
     return outcome.result
 
 
