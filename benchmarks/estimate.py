@@ -27,8 +27,8 @@ from pathlib import Path
 
 from chiralfair import __version__
 from chiralfair.datasets import load_dataset
-from chiralfair.verdict import estimate
 from chiralfair.models.training import library_versions, train_model
+from chiralfair.verdict import estimate
 
 SEVEN_ROWS = ("census:age", "census:race", "census:sex", "compas:age", "compas:race", "compas:sex", "bank:age")
 RESULTS = Path(__file__).parent / "results"

@@ -80,3 +80,17 @@ def test_a_pipeline_that_is_neither_linear_nor_trees_keeps_permutation():
 
     model, _ = model_on(frame(300), MLPClassifier(max_iter=50, random_state=0))
     assert choose_stable_explainer(model) == "permutation"
+
+
+def test_a_category_no_probed_row_holds_is_found_through_the_domain():
+    df = frame()
+    df.loc[len(df) - 1, "job"] = "rare"  # one row of 600: not among the rows probed below
+    model, data = model_on(df, HistGradientBoostingClassifier(max_iter=15))
+    pre, probed = model.estimator[:-1], data.X[:100]
+    without = raw_column_map(pre, model.language.model_input, probed)
+    with_domain = raw_column_map(pre, model.language.model_input, probed, data.domain)
+    assert (without.sum(axis=1) == 0).sum() == 1  # the one-hot column of "rare" never moved
+    assert (with_domain.sum(axis=1) == 1).all()
+    values, name = explain(model, data.X[:50], data.X[100:150], np.random.default_rng(0), explainer="pipeline",
+                           domain=data.domain)
+    assert name == "pipeline-tree" and np.isfinite(values).all()

@@ -117,9 +117,10 @@ def test_report_says_on_which_rows_the_model_was_scored():
             "n_tested": 1, "n_queries": 2, "success_rate": 0.0, "seconds": 0.1, "seeds": {}, "notes": []}
     zoo = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8}}, None)
     assert "on the test split." in zoo
-    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8,
-                                             "evaluated_on": "all rows of the given data"}}, None)
-    assert "on all rows of the given data (may include the rows it was trained on" in own
+    held_out = ("a held-out split of the given data (120 rows, 40%, stratified, random_state 0) that may include "
+                "rows the model was fitted on")
+    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8, "evaluated_on": held_out}}, None)
+    assert f"on {held_out}." in own
 
 
 def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(tmp_path):

@@ -221,9 +221,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"# {summary_title(summary)}",
         "",
         f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
-        f"{model.get('evaluated_on', 'the test split')}"
-        + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
-           " each bin's representative value)." if "evaluated_on" in model else "."),
+        f"{model.get('evaluated_on', 'the test split')}.",
     ]
     if "verdict" in summary:
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
@@ -413,7 +411,7 @@ def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | 
     plt = _pyplot()
     harmed = np.array([g["share_harmed"] for g in groups])
     affected = np.array([g["share_affected"] for g in groups])
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(groups) + 1.8))
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(groups) + 2.2))
     y = np.arange(len(groups))[::-1]
     ax.barh(y, affected * 100, color="#dddddd", label="affected (either side of a pair)")
     ax.barh(y, harmed * 100, height=0.5, color="#cc6677", label="harmed (gets the unfavourable label)")
@@ -427,7 +425,7 @@ def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | 
     level = "exact" if verdict["exact"] else f"{verdict['group_confidence']:.1%} intervals"
     ax.set_title(f"Who is harmed: share of each group that gets the unfavourable label\nwhile a counterpart gets the "
                  f"favourable one ({level})", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8, frameon=False)
     return _save(fig, folder, SHARE_PLOT)
 
 

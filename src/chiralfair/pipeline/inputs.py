@@ -68,6 +68,8 @@ class RunInputs:
         For a zoo model: its training record (cache path, split, random state).
     random_state : int
         The resolved random state of the split and the model (the zoo model's training seed).
+    favourable_note : str or None
+        Where :attr:`favourable` comes from, when it is not a benchmark's (given, or the positive class by default).
     """
 
     dataset: Any
@@ -83,6 +85,7 @@ class RunInputs:
     seconds: dict[str, float] = field(default_factory=dict)
     trained: Any = None
     random_state: int = 0
+    favourable_note: str | None = None
 
     @property
     def domain(self):
@@ -299,12 +302,13 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     if "may include" in test_rows:
         notes.append(f"F1 and the verdict are measured on {test_rows}; pass test= (CLI: --test FILE) with rows the "
                      "model never saw")
-    favourable = _favourable(dataset, settings)
+    favourable, favourable_note = _favourable(dataset, settings)
     source = {**data_source, **model_source, "test_size": None if test is not None else test_size,
               "random_state": random_state}
     return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
-                     source=source, notes=tuple(notes), seconds=seconds, random_state=random_state)
+                     source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
+                     favourable_note=favourable_note)
 
 
 def _frame_rows(data, settings: DataSettings, test, test_size, random_state, name):
@@ -465,19 +469,36 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
             "train_seconds": 0.0, "from_cache": False}
 
 
-def _favourable(dataset, settings: DataSettings) -> int:
-    """The favourable label: given, else the benchmark's, else 1 (the positive class)."""
+def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:
+    """The favourable label (given, else the benchmark's, else 1: the positive class) and where it comes from.
+
+    Returns
+    -------
+    favourable : int
+    note : str or None
+        None for a benchmark's own (the verdict says it).
+
+    Raises
+    ------
+    ConfigError
+        For a Dataset's favourable label that is not 0 or 1, or a label value the data does not hold.
+    """
     from ..verdict import FAVOURABLE
 
     given = settings.favourable
+    positive = dataset.positive_class
     if given is not None:
         if dataset.codec is None:
             if isinstance(given, bool) or given not in (0, 1):
                 raise ConfigError(f"favourable must be the label 0 or 1 of the Dataset, got {given!r}")
-            return int(given)
-        return 1 if str(given) == str(dataset.positive_class) else 0
-    known = FAVOURABLE.get((dataset.name, dataset.positive_class))
-    return 1 if known is None else known[0]
+            return int(given), f"favourable label {int(given)}, as given"
+        label = 1 if str(given) == str(positive) else 0
+        return label, f"favourable outcome {given!r} (label {label}; positive class {positive!r}), as given"
+    known = FAVOURABLE.get((dataset.name, positive))
+    if known is not None:
+        return known[0], None
+    return 1, (f"favourable outcome: the positive class {positive!r} (label 1), by default; pass favourable= "
+               "(--favourable) if the other label is the favourable one")
 
 
 def _sha256(path) -> str:

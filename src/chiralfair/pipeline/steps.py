@@ -191,19 +191,25 @@ def estimate_verdict(inputs, *, random_state: int, population: str = "test", **p
     from ..verdict import estimate
 
     favourable = params.pop("favourable", None)
+    note = None
     if favourable is None:
-        favourable = inputs.favourable
+        favourable, note = inputs.favourable, inputs.favourable_note
     if favourable is None:
         raise ConfigError(f"the favourable label of {inputs.dataset.name!r} is not known: pass favourable= (the label "
                           "0 or 1 that is the favourable outcome)")
     inputs.model.reset_queries()
+    benchmark_default = favourable == inputs.favourable and inputs.favourable_note is None and note is None
     verdict = estimate(inputs.model, inputs.dataset, population=population, test_index=inputs.test_index,
-                       favourable=favourable, random_state=random_state, **params)
+                       favourable=None if benchmark_default else favourable, random_state=random_state, **params)
     rows = {"test": inputs.test_rows, "rows": f"every row of the data ({inputs.dataset.n_samples:,}), the model's "
             "training rows included", "domain": "uniform draws from the input domain"}[population]
-    return replace(verdict, meta={**verdict.meta, "population_rows": rows, "model_f1": inputs.quality["f1"],
-                                  "model_accuracy": inputs.quality["accuracy"],
-                                  "model_evaluated_on": inputs.quality["evaluated_on"]})
+    notes = verdict.notes
+    if note is not None:  # say where the favourable label came from, rather than "as given" to estimate()
+        notes = tuple(note if n.startswith("favourable label") else n for n in notes)
+    return replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
+                                               "model_f1": inputs.quality["f1"],
+                                               "model_accuracy": inputs.quality["accuracy"],
+                                               "model_evaluated_on": inputs.quality["evaluated_on"]})
 
 
 def diversities(inputs, result, seed_report, random_state: int) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -68,7 +68,7 @@ _kmeans_summaries: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np.random.Generator, *,
             explainer: str = "auto", n_samples: int = 50, n_steps: int = 16,
-            background_weights: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+            background_weights: np.ndarray | None = None, domain=None) -> tuple[np.ndarray, str]:
     """SHAP values of the model's positive-class output for the rows of ``X``.
 
     Parameters
@@ -95,6 +95,9 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
         Integrated and expected gradients and DeepLIFT weight by them, the linear explainer uses the weighted
         mean, and the permutation explainer gets the rows repeated in proportion to their weights
         (:func:`expand_weighted`).
+    domain : Domain, optional
+        The input domain; the pipeline explainer probes every code of every column with it
+        (:func:`~chiralfair.seeds.pipeline_explainer.raw_column_map`).
 
     Returns
     -------
@@ -125,11 +128,11 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
         explainer = choose_explainer(model)
     # One OpenMP/BLAS thread (and one torch thread for torch models), as for predictions: models/threads.py.
     with single_native_thread():
-        return _explain(model, X, background, weights, rng, explainer, n_samples, n_steps)
+        return _explain(model, X, background, weights, rng, explainer, n_samples, n_steps, domain)
 
 
 def _explain(model, X, background, weights, rng, explainer: str, n_samples: int,
-             n_steps: int) -> tuple[np.ndarray, str]:
+             n_steps: int, domain=None) -> tuple[np.ndarray, str]:
     if explainer == "linear":
         return _linear(model, X, background, weights), "linear"
     if explainer == "tree":
@@ -145,7 +148,7 @@ def _explain(model, X, background, weights, rng, explainer: str, n_samples: int,
         from .pipeline_explainer import PipelineMapError, explain_pipeline
 
         try:
-            return explain_pipeline(model, X, background)
+            return explain_pipeline(model, X, background, domain)
         except PipelineMapError as err:
             logger.warning("%s; explaining it by permutation instead", err)
     if weights is not None:

@@ -13,8 +13,9 @@ classifier, shap's exact explainers for that step apply to the *transformed* fea
    (the log-odds, relative to the background's mean);
 3. each transformed feature's value goes back to the raw column(s) it is computed from. Which raw columns feed which
    transformed features is *measured*, not parsed from feature names: the raw inputs are perturbed one column at
-   a time (each column's values rotated among the rows) in one batch through the preprocessing, and a transformed
-   feature that changes belongs to that column. A feature fed by several columns (an interaction) is shared
+   a time in one batch through the preprocessing (each column's values rotated among the rows, and, given the
+   domain, set to every code of the column in turn, so that a category no probed row holds is reached too), and a
+   transformed feature that changes belongs to that column. A feature fed by several columns (an interaction) is shared
    equally among them, so the sum over raw columns equals the sum over transformed features: the additivity of
    the step's explainer carries over (``sum_j phi_j(x) = f(x) - E f``).
 
@@ -88,7 +89,7 @@ def _is_tree_model(est) -> bool:
     return type(est).__module__.split(".")[0] in TREE_LIBRARIES and hasattr(est, "predict_proba")
 
 
-def explain_pipeline(model, X: np.ndarray, background: np.ndarray) -> tuple[np.ndarray, str]:
+def explain_pipeline(model, X: np.ndarray, background: np.ndarray, domain=None) -> tuple[np.ndarray, str]:
     """SHAP values of a Pipeline's positive-class output per raw column, through its last step.
 
     Parameters
@@ -99,6 +100,9 @@ def explain_pipeline(model, X: np.ndarray, background: np.ndarray) -> tuple[np.n
         Codes of the inputs to explain.
     background : numpy.ndarray, shape (n_background, n_features)
         Codes of the reference inputs (used by the linear explainer, and to measure the raw-column map).
+    domain : Domain, optional
+        The input domain: with it, the map is measured at every code of every column (a rare category that no
+        probed row holds is found too).
 
     Returns
     -------
@@ -129,7 +133,8 @@ def explain_pipeline(model, X: np.ndarray, background: np.ndarray) -> tuple[np.n
     else:
         values = shap.LinearExplainer(final, _dense(pre.transform(language.model_input(background)))).shap_values(Z)
     values = _positive_class(np.asarray(values, dtype=np.float64), Z.shape, model.positive_index)
-    parents = raw_column_map(pre, language.model_input, np.vstack([X[:MAP_ROWS], background])[:MAP_ROWS * 2])
+    parents = raw_column_map(pre, language.model_input, np.vstack([X[:MAP_ROWS], background])[:MAP_ROWS * 2],
+                             domain)
     orphans = parents.sum(axis=1) == 0
     if orphans.any() and np.abs(values[:, orphans]).max(initial=0.0) > 1e-12:
         raise PipelineMapError(f"{int(orphans.sum())} transformed feature(s) of {model.name!r} could not be traced "
@@ -139,7 +144,7 @@ def explain_pipeline(model, X: np.ndarray, background: np.ndarray) -> tuple[np.n
     return values @ shares, f"pipeline-{kind}"
 
 
-def raw_column_map(pre, model_input, rows: np.ndarray) -> np.ndarray:
+def raw_column_map(pre, model_input, rows: np.ndarray, domain=None) -> np.ndarray:
     """Which raw columns each transformed feature is computed from, measured by perturbing one column at a time.
 
     Parameters
@@ -150,25 +155,41 @@ def raw_column_map(pre, model_input, rows: np.ndarray) -> np.ndarray:
         Codes (n, d) -> the input ``pre`` takes (a frame, or the codes).
     rows : numpy.ndarray, shape (m, d)
         Codes of the rows to perturb.
+    domain : Domain, optional
+        With it, each column is also set to every one of its codes in turn (cycling over the rows).
 
     Returns
     -------
     numpy.ndarray of float64, shape (n_transformed, d)
-        1 where the transformed feature changed when the raw column's values were rotated among the rows.
+        1 where the transformed feature changed when the raw column's values were moved.
     """
     rows = np.asarray(rows, dtype=np.int64)
     m, d = rows.shape
     copies = [rows]
     for j in range(d):
-        for shift in (1, max(1, m // 2)):
+        for values in _moved_values(rows[:, j], None if domain is None else domain.features[j]):
             moved = rows.copy()
-            moved[:, j] = np.roll(rows[:, j], shift)
+            moved[:, j] = values
             copies.append(moved)
+    per_column = (len(copies) - 1) // d
     out = _dense(pre.transform(model_input(np.vstack(copies))))
     base = out[:m]
-    blocks = out[m:].reshape(d, 2, m, -1)
+    blocks = out[m:].reshape(d, per_column, m, -1)
     changed = ~np.isclose(blocks, base[None, None], rtol=0.0, atol=1e-12, equal_nan=True)
     return changed.any(axis=(1, 2)).T.astype(np.float64)
+
+
+def _moved_values(column: np.ndarray, feature) -> list[np.ndarray]:
+    """Other values for one column of the probed rows: rotated among the rows, and cycled over its codes."""
+    m = len(column)
+    moved = [np.roll(column, 1), np.roll(column, max(1, m // 2))]
+    if feature is not None:
+        codes = np.arange(feature.lo, feature.hi + 1, dtype=np.int64)
+        for start in range(0, len(codes), m):  # every code at least once, m codes per copy
+            moved.append(codes[(start + np.arange(m)) % len(codes)])
+            if len(codes) > 4 * m:  # a wide integer column: a numeric input, any change shows; no need for all
+                break
+    return moved
 
 
 def _dense(Z) -> np.ndarray:
