@@ -12,7 +12,7 @@ LAYERS = [
     {"oracle", "results", "run_folder", "verdict", "estimate"},
     {"seeds"},
     {"generators"},
-    {"retraining"},
+    {"mitigation"},
     {"experiments"},
     {"report", "auditing", "reproduce", "reproduce_tables"},
     {"cli", "__main__"},

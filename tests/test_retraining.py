@@ -15,9 +15,7 @@ from typer.testing import CliRunner
 from chiralfair.cli import app
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
 from chiralfair.generators import make_generator
-from chiralfair.models import ModelSpec, as_model
-from chiralfair.results import SearchResult
-from chiralfair.retraining import (
+from chiralfair.mitigation.retraining import (
     RetrainResult,
     check_shares,
     fit_ensemble,
@@ -25,6 +23,8 @@ from chiralfair.retraining import (
     retrain,
     vote_labels,
 )
+from chiralfair.models import ModelSpec, as_model
+from chiralfair.results import SearchResult
 from chiralfair.seeds import make_seed_strategy
 
 

@@ -753,7 +753,7 @@ def retrain_cmd(
     _check_protected_flag(protected)
     created: list[Path] = []
     try:
-        from .retraining import MODES, PAIRS, PROTOCOLS, check_shares
+        from .mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_shares
 
         shares = check_shares(_parse_shares(share))
         for name, value, valid in (("--protocol", protocol, PROTOCOLS), ("--pairs", pairs, PAIRS),
@@ -807,7 +807,7 @@ def _read_run_folder(folder: Path) -> dict:
 
     from .domain import Domain
     from .exceptions import ConfigError
-    from .retraining import idis_from_frame
+    from .mitigation.retraining import idis_from_frame
 
     try:
         summary = json.loads((folder / "result.json").read_text())
@@ -867,8 +867,8 @@ def _retrain_job(*, dataset, protected, model, seeds, generator, max_global, max
     """Search (or read the run's IDIs), retrain and evaluate."""
     from .datasets import load_dataset
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
+    from .mitigation.retraining import retrain
     from .models.training import train_model
-    from .retraining import retrain
 
     names = list(protected_list(protected or ""))
     if run_info is not None:

@@ -233,7 +233,8 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
 def with_retrain_details(frame, out: str | os.PathLike):
     """Add the retraining figures a retrain cell keeps only in its summary: intervals, domain rate, group metrics.
 
-    Reads ``<out>/cells/*/result.json`` (``summary[strategy]["rows"]``, :class:`~chiralfair.retraining.RetrainResult`
+    Reads ``<out>/cells/*/result.json`` (``summary[strategy]["rows"]``,
+    :class:`~chiralfair.mitigation.retraining.RetrainResult`
     rows: first before, last after) and adds ``<field>_before`` / ``<field>_after`` columns that ``frame`` lacks,
     matched on the cell's config and the seed strategy.
 

@@ -22,7 +22,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
     [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
-    [retrain]                       # task = "retrain": parameters of chiralfair.retraining.retrain
+    [retrain]                       # task = "retrain": parameters of chiralfair.mitigation.retraining.retrain
 
 A ``retrain`` cell runs the searches with every listed seed strategy, then retrains with each one's IDIs, so
 its seed strategies are one cell, not an axis.
@@ -81,7 +81,7 @@ class Grid:
     generator_params, seed_params : dict of str to dict
         Extra parameters per generator / seed strategy name.
     retrain : dict
-        Parameters of :func:`chiralfair.retraining.retrain` (``task = "retrain"``).
+        Parameters of :func:`chiralfair.mitigation.retraining.retrain` (``task = "retrain"``).
     """
 
     name: str
@@ -503,7 +503,7 @@ def _keywords(cls, skip: tuple[str, ...]) -> str:
 def _check_retrain(params: dict[str, Any]) -> None:
     from .._validation import check_choice, check_float
     from ..exceptions import ChiralfairError
-    from ..retraining import MODES, PAIRS, PROTOCOLS, check_shares
+    from ..mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_shares
 
     try:
         check_choice(params["protocol"], "retrain.protocol", PROTOCOLS)

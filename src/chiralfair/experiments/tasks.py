@@ -2,7 +2,8 @@
 
 - ``search``: :func:`~.run.run_experiment` (data, model, seeds, search, and the verdict if asked).
 - ``seeds``: seed selection only (initialization rate, initial IDIs, time).
-- ``retrain``: a search with each listed seed strategy, then :func:`chiralfair.retraining.retrain` with each
+- ``retrain``: a search with each listed seed strategy, then
+  :func:`chiralfair.mitigation.retraining.retrain` with each
   one's IDIs, the other strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as
   ``benchmarks/retrain.py``).
 
@@ -292,7 +293,7 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
     import numpy as np
 
     from ..generators import make_generator
-    from ..retraining import retrain
+    from ..mitigation.retraining import retrain
 
     t_all = time.perf_counter()
     dataset, trained = _model_and_data(cell, data_home, cache_dir)

@@ -52,17 +52,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from ._random import derive_seed, resolve_random_state
-from ._validation import check_choice, check_float
-from .datasets.base import Dataset
-from .domain import Domain
-from .exceptions import ConfigError, ModelCapabilityError
-from .models.adapters import as_model
-from .models.protocol import CountingModel
-from .models.training import TrainedModel
-from .oracle import DiscriminationCheck
-from .results import SearchResult
+from .. import __version__
+from .._random import derive_seed, resolve_random_state
+from .._validation import check_choice, check_float
+from ..datasets.base import Dataset
+from ..domain import Domain
+from ..exceptions import ConfigError, ModelCapabilityError
+from ..models.adapters import as_model
+from ..models.protocol import CountingModel
+from ..models.training import TrainedModel
+from ..oracle import DiscriminationCheck
+from ..results import SearchResult
 
 logger = logging.getLogger(__name__)
 
@@ -469,7 +469,7 @@ def fit_ensemble(dataset: Dataset, train, test, ensemble=None, *, random_state: 
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
 
-    from .models.threads import single_native_thread
+    from ..models.threads import single_native_thread
 
     if ensemble is None:
         ensemble = default_ensemble(random_state)
@@ -495,7 +495,7 @@ def vote_labels(voter, X, domain: Domain) -> np.ndarray:
 
     Rows that differ only in protected attributes get the same label by construction.
     """
-    from .models.threads import single_native_thread
+    from ..models.threads import single_native_thread
 
     if len(X) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -672,12 +672,12 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
         return _wrap_trained(trainer(X, y, int(random_state)), model, name), "trainer"
     spec = getattr(model, "spec", None)
     if spec is not None and mode == "fine-tune":
-        from .models.dnn import fine_tune_dnn
+        from ..models.dnn import fine_tune_dnn
         tuned = fine_tune_dnn(model.estimator, X, y, epochs=FINE_TUNE_EPOCHS, random_state=random_state,
                               batch_size=spec.params["batch_size"], lr=spec.params["lr"])
         return spec.wrap(tuned), "fine-tune"
     if spec is not None:
-        from .models.training import train_model
+        from ..models.training import train_model
         augmented = replace(dataset, X=np.vstack([dataset.X, X_new]), y=np.concatenate([dataset.y, y_new]),
                             name=f"{dataset.name}-retrained")
         rows = np.concatenate([train, np.arange(dataset.n_samples, dataset.n_samples + len(X_new))])
@@ -738,7 +738,7 @@ class _Evaluator:
         return row
 
     def _idi_rates(self, model: CountingModel) -> dict[str, Any]:
-        from .estimate import estimate
+        from ..estimate import estimate
 
         favourable = _favourable(self.dataset)
         on_test = estimate(model, self.dataset, population="test", test_index=self.test, exact=True,
@@ -752,8 +752,8 @@ class _Evaluator:
                 "domain_n": on_domain.n_individuals}
 
     def _fresh_search(self, model: CountingModel) -> dict[str, Any]:
-        from .generators import make_generator
-        from .seeds import make_seed_strategy
+        from ..generators import make_generator
+        from ..seeds import make_seed_strategy
 
         params = dict(self.source["params"])
         generator = make_generator(self.source["generator"], **params)
@@ -782,7 +782,7 @@ def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float
 
 def _favourable(dataset: Dataset) -> int:
     """The favourable label for the estimate; only its harm table depends on it, which retraining does not use."""
-    from .estimate import resolve_favourable
+    from ..estimate import resolve_favourable
     try:
         return resolve_favourable(dataset, None)[0]
     except ConfigError:
