@@ -712,7 +712,7 @@ def estimate_cmd(
 
 
 # ------------------------------------------------------------------------------------- retrain (issue 12)
-RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.joblib")
+RETRAIN_FILES = ("retrain.json", "report.md", "report.html", "tradeoff.png", "search.json")
 
 
 @app.command("retrain")
@@ -728,12 +728,18 @@ def retrain_cmd(
         "retrain"),
     share: Annotated[str, typer.Option(
         help="Share(s) of the IDI pairs added, in (0, 1], comma-separated for a sweep, e.g. 1.0,0.5,0.05.")] = "1.0",
+    method: Annotated[str, typer.Option(
+        help="Mitigation method(s), comma-separated: paper, counterfactual, unaware, consistency.")] = "paper",
     protocol: Annotated[str, typer.Option(
-        help="holdout (fresh search, IDI rates with 95% intervals), paper (remaining IDIs; leaks) or both.")
+        help="holdout (fresh search, IDI rates with 95% intervals), paper (adds remaining IDIs; leaks) or both.")
     ] = "holdout",
     pairs: Annotated[str, typer.Option(help="Add both rows of each IDI pair, or the IDI only: both, idi.")] = "both",
-    mode: Annotated[str, typer.Option(help="DNN: retrain (from scratch, the paper) or fine-tune (10 epochs).")
-    ] = "retrain",
+    mode: Annotated[str, typer.Option(
+        help="paper on the DNN: auto (fine-tune 10 epochs), fine-tune, or retrain (from scratch).")] = "auto",
+    max_f1_loss: Annotated[float, typer.Option(help="F1 a method may cost on the test rows and still improve.")
+    ] = 0.01,
+    require_improvement: Annotated[bool, typer.Option(
+        "--require-improvement", help="Exit with code 1 when a method does not improve (the guardrail).")] = False,
     from_run: Annotated[Path | None, typer.Option(
         help="Reuse the IDIs of an earlier 'chiralfair run --out' folder instead of searching.")] = None,
     random_state: RandomOpt = 0,
@@ -743,7 +749,7 @@ def retrain_cmd(
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Retrain a model with the IDIs of a search (labelled by a vote that ignores the protected attributes)."""
+    """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free."""
     _refuse_early(dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
                   minimums={"max_global": (max_global, 1), "max_local": (max_local, 0),
                             "random_state": (random_state, 0)})
@@ -753,13 +759,16 @@ def retrain_cmd(
     _check_protected_flag(protected)
     created: list[Path] = []
     try:
-        from .mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_shares
+        from .mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_methods, check_shares
 
+        methods = check_methods([m.strip() for m in method.split(",") if m.strip()])
         shares = check_shares(_parse_shares(share))
         for name, value, valid in (("--protocol", protocol, PROTOCOLS), ("--pairs", pairs, PAIRS),
                                    ("--mode", mode, MODES)):
             if value not in valid:
                 raise ConfigError(f"{name} must be one of {', '.join(valid)}, got {value!r}")
+        if not 0 <= max_f1_loss <= 1:
+            raise ConfigError(f"--max-f1-loss must lie in [0, 1], got {max_f1_loss}")
         if mode == "fine-tune" and model != "dnn":
             raise ConfigError(f"--mode fine-tune continues training the zoo DNN; model {model!r} is retrained "
                               "from scratch (use --mode retrain)")
@@ -771,8 +780,8 @@ def retrain_cmd(
         result, run_summary = _retrain_job(
             dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
             max_global=max_global, max_local=max_local, shares=shares, protocol=protocol, pairs=pairs, mode=mode,
-            run_info=run_info, random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-            allow_checksum_mismatch=allow_checksum_mismatch, out=out)
+            methods=methods, max_f1_loss=max_f1_loss, run_info=run_info, random_state=random_state,
+            data_home=data_home, cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch, out=out)
         _write_retrain_folder(result, out)
     except (ChiralfairError, RunFolderError) as err:
         from .report import remove_empty_folders
@@ -784,11 +793,14 @@ def retrain_cmd(
         raise
     if json_out:
         typer.echo(result.to_json())
-        return
-    typer.echo(result.to_markdown().split("\n\nRates are")[0])
-    for note in result.notes:
-        typer.echo(f"  note: {note}")
-    typer.echo(f"retrain folder: {out}")
+    else:
+        typer.echo(result.to_markdown().split("\n\nRates are")[0])
+        for note in result.notes:
+            typer.echo(f"  note: {note}")
+        typer.echo(f"retrain folder: {out}")
+    if require_improvement and not result.improved:
+        typer.secho("--require-improvement: " + " ".join(result.verdict_lines()), err=True, fg=typer.colors.RED)
+        raise typer.Exit(code=1)
 
 
 def _parse_shares(text: str) -> list[float]:
@@ -863,10 +875,12 @@ def _prepare_retrain_folder(out: Path) -> list[Path]:
 
 
 def _retrain_job(*, dataset, protected, model, seeds, generator, max_global, max_local, shares, protocol, pairs,
-                 mode, run_info, random_state, data_home, cache_dir, allow_checksum_mismatch, out):
-    """Search (or read the run's IDIs), retrain and evaluate."""
+                 mode, methods, max_f1_loss, run_info, random_state, data_home, cache_dir, allow_checksum_mismatch,
+                 out):
+    """Search the training rows (or read the run's IDIs), mitigate with each method and evaluate."""
     from .datasets import load_dataset
-    from .experiments import RunConfig, protected_list, run_experiment, validate_config
+    from .experiments import protected_list
+    from .mitigation.leakage import search_training_rows
     from .mitigation.retraining import retrain
     from .models.training import train_model
 
@@ -884,27 +898,27 @@ def _retrain_job(*, dataset, protected, model, seeds, generator, max_global, max
                          "random_state": config.get("random_state")}
         idis = (run_info["idis"], run_info["counterparts"])
         summary = None
-    else:
-        config = RunConfig(dataset=dataset, protected=tuple(names), model=model, seeds=seeds, generator=generator,
-                           max_global=max_global, max_local=max_local, random_state=random_state,
-                           data_home=data_home, cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch)
-        validate_config(config)
-        outcome = run_experiment(config)
-        summary = outcome.summary()
+    else:  # leak-free: the search draws its seeds from the model's training rows only
         data = load_dataset(dataset, protected=names or None, data_home=data_home,
                             allow_checksum_mismatch=allow_checksum_mismatch)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
-        idis, searched_with = outcome.result, None
-        from .report import write_run
-        write_run(outcome, out / "search")
-    result = retrain(trained, data, idis, protocol=protocol, share=list(shares), pairs=pairs, mode=mode,
-                     searched_with=searched_with, cache_dir=cache_dir, random_state=random_state)
+        idis, searched_with, summary = None, None, None
+        if "paper" in methods:
+            idis, info = search_training_rows(trained.model, data, trained.train_index, generator=generator,
+                                              seeds=seeds, max_global=max_global, max_local=max_local,
+                                              random_state=random_state, model_random_state=random_state,
+                                              cache_dir=cache_dir)
+            summary = {**idis.summary(), **info}
+            from .report import atomic_write_bytes
+            atomic_write_bytes(out / "search.json", json.dumps(summary, indent=2, default=str).encode())
+    result = retrain(trained, data, idis, method=list(methods), protocol=protocol, share=list(shares), pairs=pairs,
+                     mode=mode, max_f1_loss=max_f1_loss, searched_with=searched_with, cache_dir=cache_dir,
+                     random_state=random_state)
     return result, summary
 
 
 def _write_retrain_folder(result, out: Path) -> None:
     """retrain.json, report.md with the trade-off plot, and the retrained model, each written atomically."""
-    import io
     import tempfile
 
     from .report import atomic_write_bytes
@@ -913,7 +927,23 @@ def _write_retrain_folder(result, out: Path) -> None:
         png = Path(tmp) / "tradeoff.png"
         result.plot(png)
         atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
-    retrained = result.model
+    names = [_write_model(result, method, out) for method in result.methods]
+    text = result.to_markdown("tradeoff.png") + "\nThe models (largest share): " + ", ".join(
+        f"{method} in `{name}`" for method, name in zip(result.methods, names, strict=True)) + ".\n"
+    atomic_write_bytes(out / "report.md", text.encode())
+    from .report import render_html
+    atomic_write_bytes(out / "report.html", render_html(text, out, f"chiralfair retrain {out.name}",
+                                                          plots=("tradeoff.png",)).encode())
+    atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+
+
+def _write_model(result, method: str, out: Path) -> str:
+    """One method's model as ``model-<method>.pt`` (the zoo DNN's state dict) or ``.joblib``; its file name."""
+    import io
+
+    from .report import atomic_write_bytes
+
+    retrained = result.model_of(method)
     buffer = io.BytesIO()
     spec = getattr(retrained, "spec", None)
     if spec is not None and spec.is_torch:
@@ -921,15 +951,13 @@ def _write_retrain_folder(result, out: Path) -> None:
         state = {k: v.detach().cpu() for k, v in retrained.estimator.state_dict().items()}
         torch.save({"meta": {"spec": json.loads(spec.key()), "retrain": result.meta},
                     "n_features": retrained.estimator.n_features, "state_dict": state}, buffer)
-        name = "model.pt"
+        name = f"model-{method}.pt"
     else:
         import joblib
         joblib.dump({"meta": {"retrain": result.meta}, "estimator": retrained.estimator}, buffer)
-        name = "model.joblib"
+        name = f"model-{method}.joblib"
     atomic_write_bytes(out / name, buffer.getvalue())
-    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") +
-                                           f"\nThe retrained model (largest share) is in `{name}`.\n").encode())
-    atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+    return name
 
 
 experiment_app = typer.Typer(no_args_is_help=True,

@@ -298,7 +298,7 @@ def _quantile_name(level: str) -> str:
     return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
 
 
-def render_html(markdown_text: str, folder: Path, title: str) -> str:
+def render_html(markdown_text: str, folder: Path, title: str, plots=(SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)) -> str:
     """The report as one self-contained HTML page: the folder's PNG plots embedded as base64 data URIs.
 
     Parameters
@@ -308,6 +308,8 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     folder : pathlib.Path
         Holds the PNG files the text refers to.
     title : str
+    plots : sequence of str, optional
+        File names of the PNG plots to embed (default: a run folder's).
 
     Returns
     -------
@@ -317,7 +319,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    for name in (SEARCH_PLOT, SHARE_PLOT, GAP_PLOT):
+    for name in plots:
         png = folder / name
         if f'src="{name}"' in body and png.exists():
             data = base64.b64encode(png.read_bytes()).decode("ascii")

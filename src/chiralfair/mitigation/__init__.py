@@ -5,8 +5,10 @@ Names are imported on first use (PEP 562), so that importing the package stays l
 
 from .._lazy import lazy_attributes
 
-_MODULE_OF = {"RetrainResult": "retraining", "retrain": "retraining", "check_shares": "retraining",
-              "default_ensemble": "retraining", "fit_ensemble": "retraining", "vote_labels": "retraining",
+_MODULE_OF = {"RetrainResult": "retraining", "retrain": "retraining", "check_shares": "base",
+              "METHODS": "base", "make_method": "base", "register_method": "base", "MitigationMethod": "base",
+              "search_training_rows": "leakage", "check_methods": "retraining",
+              "default_ensemble": "labelling", "fit_ensemble": "labelling", "vote_labels": "labelling",
               "idis_from_frame": "retraining"}
 
 __all__ = sorted(_MODULE_OF)
