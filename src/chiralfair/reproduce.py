@@ -255,7 +255,7 @@ def with_retrain_details(frame, out: str | os.PathLike):
             continue
         config = result["config"]
         for strategy, summary in (result.get("summary") or {}).items():
-            if not summary or not summary.get("rows"):
+            if strategy not in config["seeds"] or not summary or not summary.get("rows"):
                 continue
             before, after = summary["rows"][0], summary["rows"][-1]
             record = {"dataset": config["dataset"], "protected": ",".join(config["protected"]),
