@@ -242,3 +242,15 @@ def test_dnn_classifier_without_weights_or_penalty_trains_the_zoo_dnn_bit_for_bi
                                                   strict=True))
     weighted = PaperDNNClassifier(epochs=2, random_state=7).fit(X, y, sample_weight=np.full(len(y), 0.5)).module_
     assert not torch.equal(weighted.layers[0].weight, zoo.layers[0].weight)
+
+
+def test_counterfactual_augmentation_keeps_the_data_weight_and_every_label():
+    from chiralfair.mitigation.counterfactual import augment
+
+    data = toy_dataset(n=50, protected=("sex", "race"))
+    rows, labels, weights = augment(data.X, data.y, data.domain)
+    assert rows.shape == (50 * 6, 5) and weights.sum() == pytest.approx(50)
+    assert np.array_equal(labels, np.repeat(data.y, 6))
+    # every row in every one of the 2 x 3 protected combinations, its other columns unchanged
+    assert len(np.unique(rows[:, :2], axis=0)) == 6
+    assert np.array_equal(rows[:, 2:], np.repeat(data.X[:, 2:], 6, axis=0))

@@ -205,6 +205,17 @@ def test_cli_refuses_a_share_outside_zero_one(share, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--method", "fairer"], "unknown mitigation method 'fairer'"),
+    (["--method", "consistency", "--model", "lr"], "consistency trains the zoo DNN"),
+    (["--max-f1-loss", "2"], "--max-f1-loss must lie in [0, 1]"),
+])
+def test_cli_refuses_a_bad_method_or_budget_before_any_work(args, message, tmp_path):
+    res = runner.invoke(app, ["retrain", *args, "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and message in res.output
+    assert not (tmp_path / "o").exists()
+
+
 def test_cli_refuses_a_run_of_another_dataset_or_without_idis(biased, tmp_path):
     data, _, _, found = biased
     other = _fake_run(tmp_path / "compas-run", found, data.domain, dataset="compas")

@@ -767,6 +767,9 @@ def retrain_cmd(
                                    ("--mode", mode, MODES)):
             if value not in valid:
                 raise ConfigError(f"{name} must be one of {', '.join(valid)}, got {value!r}")
+        if "consistency" in methods and model != "dnn":
+            raise ConfigError(f"--method consistency trains the zoo DNN with a logit penalty; model {model!r} is not "
+                              "it (use counterfactual or unaware)")
         if not 0 <= max_f1_loss <= 1:
             raise ConfigError(f"--max-f1-loss must lie in [0, 1], got {max_f1_loss}")
         if mode == "fine-tune" and model != "dnn":

@@ -493,11 +493,13 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
              "rows. `paper` adds the IDI pairs (labelled by the LR/SVC/DTC/MLP vote) and fine-tunes the DNN for 10 "
              "epochs; `counterfactual`, `unaware` and `consistency` do not use the IDIs, so they are the same for "
              "every generator and seed strategy of a row and repeat.", ""]
-    lines += _method_table(tidy, order, methods)
-    lines += _goal_lines(tidy, order, methods)
+    panels, panel_order = _row_and_model(tidy, order)
+    lines += _method_table(panels, panel_order, methods)
+    lines += _goal_lines(panels, panel_order, methods)
     lines += _iandd_against_cluster(tidy, strategies)
     claims: list[str] = []
-    by = ["row", "generator"] if "generator" in table.columns else ["row"]
+    by = ["row", *(["model"] if table["model"].nunique() > 1 else []),
+          *(["generator"] if "generator" in table.columns else [])]
     losers = [s for s in BASELINES if s in strategies]
     if "test_idi_rate_after_median" in table.columns:
         claims.append(claim(f"retraining (paper) with I&D-seeded IDIs leaves a lower held-out IDI rate than with "
@@ -505,13 +507,21 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
                             WINNER, losers, by, strategies, lower=True))
     lines += ["## Claims (held-out)", "", *claims, ""]
     lines += _paper_protocol_lines(table, tidy, order, strategies, paper, claims)
-    return PresetReport(table, "\n".join(lines), claims, [(name, _tradeoff(tidy, order, methods))])
+    return PresetReport(table, "\n".join(lines), claims, [(name, _tradeoff(panels, panel_order, methods))])
 
 
 METHOD_ORDER = ("paper", "counterfactual", "unaware", "consistency")
 GOAL_REDUCTION = 0.9
 GOAL_F1_LOSS = 0.01
 BOOTSTRAP = 2000
+
+
+def _row_and_model(tidy: pd.DataFrame, order) -> tuple[pd.DataFrame, dict[str, list]]:
+    """With several models, each row of the method tables is a row and a model (``census:sex / lr``)."""
+    if "model" not in tidy.columns or tidy["model"].nunique() < 2:
+        return tidy, order
+    panels = tidy.assign(row=[f"{r} / {m}" for r, m in zip(tidy["row"], tidy["model"], strict=True)])
+    return panels, {**order, "row": [f"{r} / {m}" for r in order["row"] for m in order["model"]]}
 
 
 def _total(tidy: pd.DataFrame, column: str) -> str:
@@ -637,7 +647,8 @@ def _paper_protocol_lines(table, tidy, order, strategies, paper, claims) -> list
                     body.append([row, str(generator), strategy_label(s),
                                  *(_cell(r, f, percent="rate" in f) for f in shown)])
     lines += ["", *_markdown_table(["row", "generator", "seeds", *shown], body)]
-    by = ["row", "generator"] if "generator" in table.columns else ["row"]
+    by = ["row", *(["model"] if table["model"].nunique() > 1 else []),
+          *(["generator"] if "generator" in table.columns else [])]
     losers = [s for s in BASELINES if s in strategies]
     if "remaining_idis_median" in table.columns:
         claims.append(claim(f"(paper protocol, leaks) retraining with I&D-seeded IDIs leaves fewer remaining IDIs "
