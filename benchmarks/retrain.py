@@ -5,6 +5,7 @@ Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA 
     python benchmarks/retrain.py --targets census:sex                    # all four generators
     python benchmarks/retrain.py --targets census:sex compas:race --generators aequitas adf --repeats 3
     python benchmarks/retrain.py --models lr hgb --targets census:sex compas:race --name retrain-sklearn
+    python benchmarks/retrain.py --methods counterfactual consistency --fine-tune-epochs 10 --name retrain-finetune
 
 A thin call of ``chiralfair reproduce table4`` (:func:`chiralfair.reproduce.reproduce`), leak-free (issue 21).
 Each cell (target, generator, random_state) searches the zoo model (``random_state=0``, cached) at max_global =
@@ -43,6 +44,9 @@ def main(argv=None):
     p.add_argument("--models", nargs="+", default=axes["models"], help="zoo models")
     p.add_argument("--methods", nargs="+", default=None, help="mitigation methods (default: the preset's; "
                    "consistency is left out for sklearn models)")
+    p.add_argument("--fine-tune-epochs", type=int, default=None,
+                   help="counterfactual and consistency fine-tune the DNN under test this many epochs instead of "
+                        "training from scratch")
     add_common_arguments(p, name="retrain")
     args = p.parse_args(argv)
     methods = args.methods or [m for m in preset_grid("table4")["retrain"]["methods"]
@@ -50,6 +54,9 @@ def main(argv=None):
     overrides = {"axes": {"rows": args.targets, "generators": args.generators, "models": args.models,
                           "budgets": [[args.budget, args.budget]]},
                  "retrain": {"mode": args.mode, "methods": methods}}
+    if args.fine_tune_epochs is not None:
+        overrides["retrain"]["method_params"] = {m: {"fine_tune_epochs": args.fine_tune_epochs}
+                                                 for m in methods if m in ("counterfactual", "consistency")}
     return run_preset("table4", args, overrides)
 
 

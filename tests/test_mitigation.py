@@ -254,3 +254,20 @@ def test_counterfactual_augmentation_keeps_the_data_weight_and_every_label():
     # every row in every one of the 2 x 3 protected combinations, its other columns unchanged
     assert len(np.unique(rows[:, :2], axis=0)) == 6
     assert np.array_equal(rows[:, 2:], np.repeat(data.X[:, 2:], 6, axis=0))
+
+
+def test_consistency_and_counterfactual_can_fine_tune_the_dnn_under_test_and_leave_it_unchanged(history):
+    data, train, _, _, _ = history
+    dnn = ModelSpec("dnn", {"epochs": 8}).fit(data.X[train], data.y[train], random_state=0)
+    weights = {k: v.clone() for k, v in dnn.estimator.state_dict().items()}
+    result = retrain(dnn, data, method=["consistency", "counterfactual"], train_index=train, random_state=0,
+                     method_params={"consistency": {"lams": (1.0, 3.0), "fine_tune_epochs": 3},
+                                    "counterfactual": {"fine_tune_epochs": 3}})
+    before, consistency, counterfactual = result.rows
+    assert consistency["test_idi_upper"] < before["test_idi_lower"]
+    assert counterfactual["test_idi_upper"] < before["test_idi_lower"]
+    assert consistency["choice"].endswith("fine-tuned 3 epochs from the model's weights")
+    assert all(torch.equal(v, dnn.estimator.state_dict()[k]) for k, v in weights.items())
+    with pytest.raises(ModelCapabilityError, match="not a PaperDNNClassifier"):
+        make_method("counterfactual", estimator=LogisticRegression(), domain=data.domain,
+                    fine_tune_epochs=2).fit(data.X[:60], data.y[:60])

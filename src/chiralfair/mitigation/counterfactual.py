@@ -54,6 +54,9 @@ class CounterfactualAugmentation(MitigationMethod):
         Names the protected attributes (``domain.protected``) whose values are combined.
     with_idis : bool, default=False
         Also add labelled IDI pairs, passed to :meth:`fit` as ``added=(rows, labels)``.
+    fine_tune_epochs : int, optional
+        For a :class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`: train it this many epochs on the augmented
+        rows from its fitted weights (from a fit on the same rows if it is not fitted) instead of from scratch.
 
     Attributes
     ----------
@@ -73,10 +76,11 @@ class CounterfactualAugmentation(MitigationMethod):
 
     uses_idis = False
 
-    def __init__(self, estimator=None, domain=None, *, with_idis: bool = False):
+    def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None):
         self.estimator = estimator
         self.domain = domain
         self.with_idis = with_idis
+        self.fine_tune_epochs = fine_tune_epochs
 
     def _fit(self, X, y, sample_weight=None, added=None) -> None:
         if self.estimator is None:
@@ -91,6 +95,29 @@ class CounterfactualAugmentation(MitigationMethod):
             rows, labels = np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels])
             weights = np.concatenate([weights, extra_weights])
             n_added = int(len(X_add))
-        self.estimator_ = fit_with_weights(clone(self.estimator), rows, labels, weights)
+        if self.fine_tune_epochs is None:
+            self.estimator_ = fit_with_weights(clone(self.estimator), rows, labels, weights)
+        else:
+            start = fitted_start(self.estimator, X, y)
+            self.estimator_ = start.fine_tune(rows, labels, epochs=self.fine_tune_epochs, sample_weight=weights,
+                                              random_state=start.random_state)
         self.info_ = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(self.domain.combinations)),
-                      "n_rows_added": n_added}
+                      "n_rows_added": n_added, "start": "scratch" if self.fine_tune_epochs is None else
+                      f"fine-tuned {self.fine_tune_epochs} epochs from the model's weights"}
+
+
+def fitted_start(estimator, X, y):
+    """The fitted PaperDNNClassifier to fine-tune from: ``estimator`` itself, or a fit of it on ``(X, y)``.
+
+    Raises
+    ------
+    ModelCapabilityError
+        If ``estimator`` is not a PaperDNNClassifier (only the DNN is fine-tuned).
+    """
+    from ..exceptions import ModelCapabilityError
+    from .dnn import PaperDNNClassifier
+
+    if not isinstance(estimator, PaperDNNClassifier):
+        raise ModelCapabilityError(f"fine_tune_epochs continues training the paper's DNN from its weights; "
+                                   f"{type(estimator).__name__} is not a PaperDNNClassifier")
+    return estimator if hasattr(estimator, "module_") else clone(estimator).fit(X, y)

@@ -601,6 +601,9 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
               method_seed: int):
     """Fit method ``name`` on the training rows (plus ``added`` rows); the wrapped model and what was done."""
     estimator = _base_estimator(name, model, train_seed, None)
+    from .dnn import PaperDNNClassifier
+    if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
+        estimator = PaperDNNClassifier.from_module(model.estimator, **estimator.get_params())  # start from its weights
     if name == "consistency":
         params = {"random_state": method_seed, **params}
     method = make_method(name, estimator=estimator, domain=dataset.domain, **params)
@@ -611,7 +614,7 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
         info["choice"] = (f"λ = {method.lam_:g}" + (f" ({info['why']}; candidates " + ", ".join(
             f"λ={c['lam']:g}: F1 {c['validation_f1']:.3f}, IDI rate {c['validation_idi_rate']:.2%}"
             for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
-            if info.get("how") == "validation" else " (given)"))
+            if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
     info["how"] = type(method).__name__
     return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
 
