@@ -347,7 +347,7 @@ def _quantile_name(level: str) -> str:
     return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
 
 
-def render_html(markdown_text: str, folder: Path, title: str) -> str:
+def render_html(markdown_text: str, folder: Path, title: str, plots=(SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)) -> str:
     """The report as one self-contained HTML page: the folder's PNG plots embedded as base64 data URIs.
 
     Parameters
@@ -357,6 +357,8 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     folder : pathlib.Path
         Holds the PNG files the text refers to.
     title : str
+    plots : sequence of str, optional
+        File names of the PNG plots to embed (default: a run folder's).
 
     Returns
     -------
@@ -366,7 +368,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    for name in (SEARCH_PLOT, SHARE_PLOT, GAP_PLOT):
+    for name in plots:
         png = folder / name
         if f'src="{name}"' in body and png.exists():
             data = base64.b64encode(png.read_bytes()).decode("ascii")
@@ -501,7 +503,7 @@ def _plain(o):
 
 
 # ------------------------------------------------------------------------------------------ the retrain folder
-RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.skops", "model.joblib")
+RETRAIN_FILES = ("retrain.json", "report.md", "report.html", "tradeoff.png")
 
 
 def check_retrain_folder(out: str | os.PathLike) -> bool:
@@ -552,8 +554,12 @@ def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
     return prepare_run_folder(out)
 
 
-def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> Path:
-    """Write ``retrain.json``, ``report.md`` with the trade-off plot, and the retrained model, each atomically.
+def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> list[Path]:
+    """Write ``retrain.json``, ``report.md`` and ``report.html`` with the trade-off plot, and each method's model.
+
+    Each method's model (its largest share) is saved in the format the model came in as ``model-<method>.<ext>``
+    (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is said in
+    the report. Every file is written atomically; model files of an earlier retrain in the folder are replaced.
 
     Parameters
     ----------
@@ -561,14 +567,12 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     out : str or path-like
         Prepared with :func:`prepare_retrain_folder`.
     like : str, optional
-        The model file the model came from: the retrained model is saved in its format
-        (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is
-        said in the report.
+        The model file the model came from.
 
     Returns
     -------
-    pathlib.Path
-        The model file written, or None.
+    list of pathlib.Path
+        The model files written.
     """
     from .exceptions import ModelFileError
     from .models.files import save_model_file
@@ -578,14 +582,20 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
         png = Path(tmp) / "tradeoff.png"
         result.plot(png)
         atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
-    for stale in RETRAIN_FILES[3:]:
-        (out / stale).unlink(missing_ok=True)
-    try:
-        path = save_model_file(result.model, out, like=like, meta={"retrain": result.meta})
-        saved = (f"\nThe retrained model (largest share) is in `{path.name}`; it loads back with "
-                 f"`--model {path.name}`.\n")
-    except ModelFileError as err:
-        path, saved = None, f"\nThe retrained model was not saved: {err}.\n"
-    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") + saved).encode())
+    for stale in out.glob("model*.*"):
+        stale.unlink()
+    saved, lines = [], []
+    for method in result.methods:
+        try:
+            path = save_model_file(result.model_of(method), out, like=like, stem=f"model-{method}",
+                                   meta={"retrain": result.meta, "method": method})
+            saved.append(path)
+            lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
+        except ModelFileError as err:
+            lines.append(f"- {method}: not saved: {err}")
+    text = result.to_markdown("tradeoff.png") + "\nThe models (largest share):\n\n" + "\n".join(lines) + "\n"
+    atomic_write_bytes(out / "report.md", text.encode())
+    atomic_write_bytes(out / "report.html", render_html(text, out, f"chiralfair retrain {out.name}",
+                                                          plots=("tradeoff.png",)).encode())
     atomic_write_bytes(out / "retrain.json", result.to_json().encode())
-    return path
+    return saved

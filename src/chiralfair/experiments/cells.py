@@ -51,7 +51,7 @@ class Cell:
     model_params : dict
         Zoo hyper-parameters of the model (:class:`~chiralfair.models.zoo.ModelSpec` params).
     retrain : dict
-        Parameters of :func:`chiralfair.retraining.retrain` (retrain cells).
+        Parameters of :func:`chiralfair.mitigation.retraining.retrain` (retrain cells).
     """
 
     task: str

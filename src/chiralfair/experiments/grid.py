@@ -22,7 +22,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
     [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
-    [retrain]                       # task = "retrain": parameters of chiralfair.retraining.retrain
+    [retrain]                       # task = "retrain": parameters of chiralfair.mitigation.retraining.retrain
 
 A ``retrain`` cell runs the searches with every listed seed strategy, then retrains with each one's IDIs, so
 its seed strategies are one cell, not an axis.
@@ -54,7 +54,7 @@ AXES = ("rows", "models", "seeds", "generators", "budgets")
 GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
 # Flags a task's cells would ignore (see chiralfair.experiments.tasks).
 IGNORED_FLAGS = {"seeds": ("verdict", "save_pairs"), "retrain": ("verdict", "save_pairs", "diversity")}
-RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
+RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin", "methods", "max_f1_loss", "method_params")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
 
@@ -81,7 +81,7 @@ class Grid:
     generator_params, seed_params : dict of str to dict
         Extra parameters per generator / seed strategy name.
     retrain : dict
-        Parameters of :func:`chiralfair.retraining.retrain` (``task = "retrain"``).
+        Parameters of :func:`chiralfair.mitigation.retraining.retrain` (``task = "retrain"``).
     """
 
     name: str
@@ -504,18 +504,23 @@ def _keywords(cls, skip: tuple[str, ...]) -> str:
 def _check_retrain(params: dict[str, Any]) -> None:
     from .._validation import check_choice, check_float
     from ..exceptions import ChiralfairError
-    from ..retraining import MODES, PAIRS, PROTOCOLS, check_shares
+    from ..mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_methods, check_shares
 
     try:
         check_choice(params["protocol"], "retrain.protocol", PROTOCOLS)
         check_choice(params.get("pairs", "both"), "retrain.pairs", PAIRS)
-        check_choice(params.get("mode", "retrain"), "retrain.mode", MODES)
+        check_choice(params.get("mode", "auto"), "retrain.mode", MODES)
         check_shares(params.get("share", 1.0))
         check_float(params.get("margin", 0.005), "retrain.margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
+        check_float(params.get("max_f1_loss", 0.01), "retrain.max_f1_loss", minimum=0.0)
+        methods = check_methods(params.get("methods", ["paper"]))
     except ChiralfairError as err:
         raise GridError(f"[retrain]: {err}") from None
-    if params["protocol"] == "holdout":
-        raise GridError("retrain.protocol = \"holdout\" gives no remaining IDIs; a retrain grid compares seed "
-                        "strategies by the paper protocol's remaining IDIs: use \"paper\" or \"both\"")
+    method_params = params.get("method_params", {})
+    if not isinstance(method_params, Mapping) or not all(isinstance(v, Mapping) for v in method_params.values()):
+        raise GridError("[retrain.method_params] must hold one table of parameters per method")
+    unknown = sorted(set(method_params) - set(methods))
+    if unknown:
+        raise GridError(f"[retrain.method_params] names {unknown}, which are not in retrain.methods {list(methods)}")
     if not isinstance(params.get("search", False), bool):
         raise GridError(f"retrain.search = {params['search']!r}: must be true or false")

@@ -296,7 +296,7 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     on_step : callable, optional
         Called with each step's name as it starts.
     **retrain_params
-        Of :func:`chiralfair.retraining.retrain` (``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
+        Of :func:`chiralfair.mitigation.retrain` (``method``, ``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
         ``ensemble``, ``margin``, ...).
 
     Returns

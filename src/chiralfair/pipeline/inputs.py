@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,14 @@ class RunInputs:
         return self.dataset.domain
 
     def training_rows(self):
-        """The dataset restricted to :attr:`train_index` (same domain): the rows seeds for retraining come from."""
-        return replace(self.dataset, X=self.dataset.X[self.train_index], y=self.dataset.y[self.train_index])
+        """The dataset restricted to :attr:`train_index` (same domain): the rows seeds for retraining come from.
+
+        Its name gains ``"[train]"`` (:func:`chiralfair.mitigation.leakage.training_rows`), so a chiral model
+        trained on it gets its own cache entry.
+        """
+        from ..mitigation.leakage import training_rows
+
+        return training_rows(self.dataset, self.train_index)
 
 
 # ------------------------------------------------------------------------------------------------- from names
