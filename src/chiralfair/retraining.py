@@ -478,11 +478,11 @@ def fit_ensemble(dataset: Dataset, train, test, ensemble=None, *, random_state: 
                           f"{type(ensemble).__name__}")
     else:
         ensemble = clone(ensemble)
-    keep = dataset.domain.non_protected
+    project = dataset.domain.projection  # the non-protected projection, coupled columns as roles (design §12)
     with warnings.catch_warnings(), single_native_thread():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted = ensemble.fit(dataset.X[train][:, keep], dataset.y[train])
-        predicted = np.asarray(fitted.predict(dataset.X[test][:, keep]))
+        fitted = ensemble.fit(project(dataset.X[train]), dataset.y[train])
+        predicted = np.asarray(fitted.predict(project(dataset.X[test])))
     if not np.isin(predicted, (0, 1)).all():
         raise ConfigError("the ensemble must predict the labels 0 and 1 it was fitted on")
     members = [name for name, _ in getattr(fitted, "estimators", [])] or [type(fitted).__name__]
@@ -493,14 +493,15 @@ def fit_ensemble(dataset: Dataset, train, test, ensemble=None, *, random_state: 
 def vote_labels(voter, X, domain: Domain) -> np.ndarray:
     """Labels of the non-protected projections of ``X`` (n_samples, n_features): int64 in {0, 1}, (n_samples,).
 
-    Rows that differ only in protected attributes get the same label by construction.
+    The projection is :meth:`Domain.projection <chiralfair.domain.Domain.projection>` (coupled columns read as
+    roles), so an input and each of its counterparts get the same label by construction.
     """
     from .models.threads import single_native_thread
 
     if len(X) == 0:
         return np.zeros(0, dtype=np.int64)
     with single_native_thread():
-        return np.asarray(voter.predict(np.asarray(X)[:, domain.non_protected]), dtype=np.int64)
+        return np.asarray(voter.predict(domain.projection(X)), dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------------------- inputs

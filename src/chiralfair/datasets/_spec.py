@@ -77,6 +77,9 @@ class DatasetSpec:
         One line on the source and the encoding.
     encode : callable
         ``encode(path, display) -> Encoded``; ``display`` names the file in error messages.
+    couple : mapping or None
+        The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form
+        of :func:`chiralfair.coupling.parse_couplings` (design §12); None for none.
     """
 
     name: str
@@ -86,3 +89,4 @@ class DatasetSpec:
     positive_class: str
     description: str
     encode: Callable[[Path, str], Encoded]
+    couple: Mapping | None = None
