@@ -36,7 +36,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
           model_input: str = "auto",
           name: str = "data", generator_params: Mapping[str, Any] | None = None,
           seed_params: Mapping[str, Any] | None = None,
-          on_step: Callable[[str], None] | None = None) -> AuditResult:
+          on_step: Callable[[str], None] | None = None, couple=None, constraints=None) -> AuditResult:
     """Find IDIs of a fitted model on a raw DataFrame (or a chiralfair Dataset) in one call.
 
     Steps: encode the data; load the model if it is a file; wrap it so that an sklearn estimator with string
@@ -88,6 +88,8 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         Extra parameters of the generator and of the seed strategy.
     on_step : callable, optional
         Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"`` as each step starts.
+    couple, constraints : optional
+        Coupled columns and constraints (design §12), as :func:`~chiralfair.datasets.from_frame` takes them.
 
     Returns
     -------
@@ -135,7 +137,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         step("data")
         t = time.perf_counter()
         dataset = _as_dataset(data, label=label, positive_class=positive_class, protected=protected, bins=bins,
-                              name=name)
+                              name=name, couple=couple, constraints=constraints)
         seconds["data"] = time.perf_counter() - t
 
         step("model")
@@ -205,7 +207,7 @@ def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
     return seed, {"random_state": described, "resolved_random_state": seed}
 
 
-def _as_dataset(data, *, label, positive_class, protected, bins, name):
+def _as_dataset(data, *, label, positive_class, protected, bins, name, couple=None, constraints=None):
     import pandas as pd
 
     from .datasets import Dataset, from_frame
@@ -213,7 +215,8 @@ def _as_dataset(data, *, label, positive_class, protected, bins, name):
     if isinstance(data, Dataset):
         if label is not None or bins:
             raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
-        return data.with_protected([protected] if isinstance(protected, str) else list(protected))
+        return data.with_protected([protected] if isinstance(protected, str) else list(protected), couple=couple,
+                                   constraints=constraints)
     if not isinstance(data, pd.DataFrame):
         raise DatasetError(f"data must be a pandas DataFrame or a chiralfair Dataset, got {type(data).__name__}")
     if label is None:
@@ -223,7 +226,8 @@ def _as_dataset(data, *, label, positive_class, protected, bins, name):
         raise DatasetError(f"label column {label!r} is not in the frame; columns: {', '.join(map(str, data.columns))}")
     if positive_class is None:
         positive_class = _binary_positive(data[label], label)
-    return from_frame(data, label=label, positive_class=positive_class, protected=protected, bins=bins, name=name)
+    return from_frame(data, label=label, positive_class=positive_class, protected=protected, bins=bins, name=name,
+                      couple=couple, constraints=constraints)
 
 
 def _binary_positive(series, label):

@@ -47,6 +47,21 @@ CacheOpt = Annotated[str | None, typer.Option(help="Model cache folder (default:
 ChecksumOpt = Annotated[bool, typer.Option("--allow-checksum-mismatch",
                                            help="Use raw files whose SHA-256 differs from the expected one.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to standard output instead of a table.")]
+CoupleOpt = Annotated[str | None, typer.Option(
+    help="Columns that change with a protected attribute: sex:relationship=Husband/Wife (';' between columns); "
+         "'none' turns off the dataset's default (census couples relationship to sex).")]
+ConstraintOpt = Annotated[list[str] | None, typer.Option(
+    "--constraint", help="A rule every input satisfies, e.g. 'sex=Female excludes relationship=Husband' or "
+                         "'age >= education + 1' (codes); repeatable.")]
+PlausibleOpt = Annotated[bool, typer.Option(
+    "--plausible-only", help="The verdict counts plausible counterparts only (their values occur in the data).")]
+
+
+def _counterpart_options(couple: str | None, constraint: list[str] | None) -> dict:
+    """``couple=`` and ``constraints=`` of the library from --couple and --constraint (design §12)."""
+    from .coupling import parse_couple_text
+
+    return {"couple": None if couple is None else parse_couple_text(couple), "constraints": tuple(constraint or ())}
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")]
 
 
@@ -228,8 +243,15 @@ def run(
     diversity: Annotated[bool, typer.Option(
         help="Also measure the diversity of the IDIs found: SHAP clusters, pairwise distance, decision paths "
              "(benchmark datasets).")] = False,
+    couple: CoupleOpt = None,
+    constraint: ConstraintOpt = None,
+    plausible_only: PlausibleOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
+    try:
+        counterparts = _counterpart_options(couple, constraint)
+    except ChiralfairError as err:
+        _fail(err)
     if data is not None:
         if dataset is not None:
             _fail(ValueError("--data and --dataset are two forms of run: give your own data file with a model file "
@@ -238,10 +260,12 @@ def run(
         if diversity:
             _fail(ValueError("--diversity measures runs on a benchmark dataset (--dataset NAME); it does not apply "
                              "to --data yet"))
+        if plausible_only:
+            _fail(ValueError("--plausible-only applies to the verdict, which a run on --data does not estimate yet"))
         return _run_data(data=data, model=model, label=label, positive_class=positive_class, protected=protected,
                          bins=bins, schema=schema, trust=trust_model_file, model_output=model_output, seeds=seeds,
                          generator=generator, max_global=max_global, max_local=max_local,
-                         random_state=random_state, out=out, json_out=json_out, verbose=verbose)
+                         random_state=random_state, out=out, json_out=json_out, verbose=verbose, **counterparts)
     only_with_data = [flag for flag, v in (("--label", label), ("--positive-class", positive_class),
                                            ("--bins", bins), ("--schema", schema), ("--model-output", model_output),
                                            ("--trust-model-file", trust_model_file or None)) if v is not None]
@@ -254,6 +278,7 @@ def run(
 
     from .experiments import RunConfig, protected_list, run_experiment, validate_config
     from .report import (
+        counterpart_lines,
         describe_clustering,
         prepare_run_folder,
         remove_empty_folders,
@@ -266,7 +291,8 @@ def run(
     config = RunConfig(dataset=dataset, protected=protected_list(protected or ""), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local,
                        random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                       allow_checksum_mismatch=allow_checksum_mismatch, diversity=diversity)
+                       allow_checksum_mismatch=allow_checksum_mismatch, diversity=diversity,
+                       plausible_only=plausible_only, **counterparts)
     created = []
     try:
         validate_config(config)
@@ -294,6 +320,8 @@ def run(
     _print_table(summary_rows(summary), title)
     if summary["seeds"].get("clustering"):
         typer.echo(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    for line in counterpart_lines(summary):
+        typer.echo(f"  {line}")
     if summary.get("diversity") is not None:
         from .seeds.diversity_report import DiversityReport
         for line in DiversityReport.from_dict(summary["diversity"]).describe():
@@ -454,7 +482,8 @@ DATA_SUFFIXES = (".csv", ".parquet")
 
 
 def _run_data(*, data: Path, model: str | None, label, positive_class, protected, bins, schema, trust, model_output,
-              seeds, generator, max_global, max_local, random_state, out, json_out, verbose) -> None:
+              seeds, generator, max_global, max_local, random_state, out, json_out, verbose, couple=None,
+              constraints=()) -> None:
     """``chiralfair run --data FILE --model FILE``: cheap refusals first, then :func:`chiralfair.audit`."""
     from .exceptions import ConfigError
 
@@ -474,7 +503,9 @@ def _run_data(*, data: Path, model: str | None, label, positive_class, protected
             result = audit(model, frame, label=settings["label"], positive_class=settings["positive_class"],
                            protected=settings["protected"], bins=settings["bins"], generator=generator, seeds=seeds,
                            max_global=max_global, max_local=max_local, random_state=random_state, out=out,
-                           trust_model_file=trust, model_output=model_output, name=data.stem, on_step=on_step)
+                           trust_model_file=trust, model_output=model_output, name=data.stem, on_step=on_step,
+                           couple=settings.get("couple") if couple is None else (couple or None),
+                           constraints=list(constraints) or settings.get("constraints") or None)
     except ChiralfairError as err:  # audit leaves no folder behind on failure
         _fail(err)
     if json_out:

@@ -76,6 +76,14 @@ class RunConfig:
     diversity : bool
         Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
         into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.
+    couple : mapping, bool or None
+        Coupled columns (design §12), as :func:`~chiralfair.datasets.load_dataset` takes them: None or True the
+        dataset's own (census: relationship Husband <-> Wife with sex), False none (the I&D paper's setting), a
+        mapping replaces them.
+    constraints : tuple of str
+        Rules every input satisfies (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`).
+    plausible_only : bool
+        The verdict counts plausible counterparts only (:func:`chiralfair.estimate.estimate`).
     """
 
     dataset: str = "census"
@@ -95,9 +103,14 @@ class RunConfig:
     seed_params: dict[str, Any] = field(default_factory=dict)
     verdict: bool = True
     diversity: bool = False
+    couple: Any = None
+    constraints: tuple[str, ...] = ()
+    plausible_only: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
+        object.__setattr__(self, "constraints", tuple([self.constraints] if isinstance(self.constraints, str)
+                                                      else self.constraints))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""
@@ -105,7 +118,13 @@ class RunConfig:
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
-                "seed_params": dict(self.seed_params), "model_params": dict(self.model_params)}
+                "seed_params": dict(self.seed_params), "model_params": dict(self.model_params),
+                "couple": self.couple, "constraints": list(self.constraints), "plausible_only": self.plausible_only}
+
+    @property
+    def dataset_couple(self):
+        """``couple`` as :func:`~chiralfair.datasets.load_dataset` takes it (True -> None, the dataset's own)."""
+        return None if self.couple is True else self.couple
 
     @property
     def model_spec(self):
@@ -177,6 +196,7 @@ class RunOutcome:
             "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
             "diversity": self.seed_diversity}
+        out["counterparts"] = counterpart_summary(self.domain, self.result)
         out["model"] = dict(self.model_info)
         out["seconds_by_step"] = dict(self.seconds)
         out["notes"] = list(self.notes) + list(self.result.notes)
@@ -303,7 +323,8 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
     step("data")
     t = time.perf_counter()
     dataset = load_dataset(config.dataset, protected=list(config.protected) or None, data_home=config.data_home,
-                           allow_checksum_mismatch=config.allow_checksum_mismatch)
+                           allow_checksum_mismatch=config.allow_checksum_mismatch, couple=config.dataset_couple,
+                           constraints=list(config.constraints) or None)
     seconds["data"] = time.perf_counter() - t
     notes = _data_notes(config, dataset)
 
@@ -358,7 +379,8 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
     if config.verdict and favourable is not None:
         step("verdict")
         t = time.perf_counter()
-        verdict = estimate(trained, dataset, population="test", random_state=config.random_state)
+        verdict = estimate(trained, dataset, population="test", random_state=config.random_state,
+                           plausible_only=config.plausible_only)
         seconds["verdict"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t_all
 
@@ -398,7 +420,38 @@ def _data_notes(config: RunConfig, dataset) -> list[str]:
     if others:
         notes.append(f"{', '.join(others)} tested as protected attribute(s); {spec.name}'s protected attributes "
                      f"are {', '.join(spec.protected)}")
+    if config.dataset_couple is None:
+        for text in dataset.domain.describe_couplings():
+            if "inactive" not in text:
+                notes.append(f"coupled ({spec.name}'s default, design §12): {text}; couple=False (--couple none) "
+                             "turns it off, as in the I&D paper")
     return notes
+
+
+# Rare (protected value, categorical value) pairs listed in result.json and the report.
+MAX_RULES_LISTED = 10
+
+
+def counterpart_summary(domain, result: SearchResult) -> dict[str, Any]:
+    """What the counterparts of a run were (design §12): couplings, constraints, plausibility, suggested rules.
+
+    Returns
+    -------
+    dict
+        ``couplings`` and ``constraints`` (text), ``n_plausible_idis`` and ``plausible_share`` (of ``n_idis``;
+        None when the domain has no support), ``rare_pairs`` (up to :data:`MAX_RULES_LISTED` rules the data
+        suggests, :meth:`Domain.rare_pairs`) and ``suggested_couplings`` (``--couple`` text not declared yet).
+    """
+    from ..plausibility import suggested_couplings
+
+    rare = domain.rare_pairs()
+    declared = {(c.attribute, c.column) for c in domain.couplings}
+    suggested = [s for s in suggested_couplings(rare, domain)
+                 if tuple(s.split("=", 1)[0].split(":", 1)) not in declared]
+    n = result.n_plausible_idis
+    return {"couplings": domain.describe_couplings(), "constraints": domain.describe_constraints(),
+            "n_plausible_idis": n, "plausible_share": None if n is None or not result.n_idis else n / result.n_idis,
+            "rare_pairs": rare[:MAX_RULES_LISTED], "n_rare_pairs": len(rare), "suggested_couplings": suggested}
 
 
 def protected_list(text: str | Sequence[str]) -> tuple[str, ...]:

@@ -143,7 +143,7 @@ class SeedStore:
         config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
                   "model_random_state": cell.model_random_state, "seeds": strategy,
                   "seed_params": cell.seed_params.get(strategy, {}), "n_seeds": cell.max_global,
-                  "random_state": cell.random_state}
+                  "random_state": cell.random_state, **({"couple": True} if cell.couple else {})}
         key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
         self.path = out / "shared" / "seeds" / f"{key}.json"
         self.reused = False
@@ -172,7 +172,7 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
                      random_state=cell.random_state, model_random_state=cell.model_random_state,
                      data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
                      seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict,
-                     diversity=cell.diversity, model_params=dict(cell.model_params))
+                     diversity=cell.diversity, model_params=dict(cell.model_params), couple=cell.couple)
 
 
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -235,7 +235,8 @@ def _model_and_data(cell: Cell, data_home, cache_dir):
     from ..datasets import load_dataset
     from ..models.training import train_model
 
-    dataset = load_dataset(cell.dataset, protected=list(cell.protected), data_home=data_home)
+    dataset = load_dataset(cell.dataset, protected=list(cell.protected), data_home=data_home,
+                           couple=None if cell.couple else False)
     check_deadline("the cell, after loading the data")
     from ..models.zoo import ModelSpec
 
