@@ -289,3 +289,15 @@ def test_bad_couple_and_constraint_flags_name_what_is_wrong(data_home, cache):
     res = invoke(*run_args(data_home, cache, "--dataset", "census", "--protected", "sex", "--model", "lr",
                            "--constraint", "sex=Woman excludes relationship=Husband"))
     assert res.exit_code == 2 and "has no value 'Woman'" in res.output
+
+
+def test_estimate_takes_the_counterpart_options(data_home, cache):
+    base = ("estimate", "--data-home", data_home, "--cache-dir", cache, "--dataset", "census", "--protected", "sex",
+            "--model", "lr", "--json")
+    coupled = json.loads(invoke(*base).output)
+    naive = json.loads(invoke(*base, "--couple", "none").output)
+    plausible = json.loads(invoke(*base, "--couple", "none", "--plausible-only").output)
+    assert coupled["couplings"] == ["sex -> relationship: Husband <-> Wife"] and naive["couplings"] == []
+    assert plausible["counterparts"] == "plausible"
+    assert plausible["share"] == naive["plausibility"]["share_plausible"] < naive["share"]
+    assert naive["plausibility"]["n_implausible_counterparts"] > coupled["plausibility"]["n_implausible_counterparts"]

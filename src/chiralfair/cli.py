@@ -706,6 +706,9 @@ def estimate_cmd(
     allow_checksum_mismatch: ChecksumOpt = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
+    couple: CoupleOpt = None,
+    constraint: ConstraintOpt = None,
+    plausible_only: PlausibleOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
     _refuse_early(dataset=dataset, protected=protected, model=model, minimums={"random_state": (random_state, 0)})
@@ -721,12 +724,14 @@ def estimate_cmd(
     _check_protected_flag(protected)
     try:
         as_spec(model)
+        counterparts = _counterpart_options(couple, constraint)
         data = load_dataset(dataset, protected=list(protected_list(protected or "")) or None, data_home=data_home,
-                            allow_checksum_mismatch=allow_checksum_mismatch)
+                            allow_checksum_mismatch=allow_checksum_mismatch, couple=counterparts["couple"],
+                            constraints=list(counterparts["constraints"]) or None)
         trained = train_model(data, model, random_state=random_state, cache_dir=cache_dir)
         verdict = estimate(trained, data, population=population, confidence=confidence, margin=margin,
                            max_queries=max_queries, method=method, gamma=gamma, favourable=favourable,
-                           random_state=random_state)
+                           random_state=random_state, plausible_only=plausible_only)
     except ChiralfairError as err:
         text = str(err)
         for name in _ESTIMATE_FLAGS + ("population", "confidence", "margin", "method", "gamma", "favourable"):

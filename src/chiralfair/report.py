@@ -182,7 +182,8 @@ def counterpart_lines(summary: dict[str, Any]) -> list[str]:
     declared = set(c["constraints"])
     rules = [r for r in c["rare_pairs"] if r["constraint"] not in declared]
     if rules:
-        shown = "; ".join(f"{r['constraint']} ({r['count']:,} rows, {r['expected']:,.0f} expected)" for r in rules[:3])
+        shown = "; ".join(f"{r['constraint']} ({r['count']:,} {'row' if r['count'] == 1 else 'rows'}, "
+                          f"{r['expected']:,.0f} expected)" for r in rules[:3])
         more = c["n_rare_pairs"] - min(3, len(rules))
         lines.append(f"the data suggests: {shown}" + (f"; {more} more in result.json" if more > 0 else "")
                      + " (--constraint)")

@@ -276,7 +276,7 @@ def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool)
     what = "through any possible counterpart" if kind == "possible" else "through plausible counterparts only"
     return (f"{what}: {share} ({plausibility[f'n_affected_{kind}']:,} individuals; "
             f"{plausibility['n_implausible_counterparts']:,} of {plausibility['n_counterparts']:,} counterparts "
-            "are implausible)")
+            f"{'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible)")
 
 
 def _method_text(method: str) -> str:
