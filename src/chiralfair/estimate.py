@@ -502,7 +502,8 @@ def _counterpart_notes(domain: Domain, plausibility: dict | None, plausible_only
     if plausibility is not None:
         notes.append(
             f"{plausibility['n_implausible_counterparts']:,} of the {plausibility['n_counterparts']:,} counterparts "
-            f"checked {'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible (a protected value with a categorical value the data hardly ever shows: "
+            f"checked {'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible (a protected "
+            "value with a categorical value the data hardly ever shows: "
             f"fewer than {plausibility['min_lift']:g} x the rows independence predicts, where it predicts at least "
             f"{plausibility['min_expected']:g}); "
             + ("the headline counts plausible counterparts only" if plausible_only else
