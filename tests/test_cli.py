@@ -141,6 +141,8 @@ def test_datasets_lists_all_with_protected_domains(data_home):
     assert info["census"]["protected"]["sex"] == {"0": "Female", "1": "Male"}
     text = invoke("datasets", "--data-home", data_home)
     assert "protected race" in text.output
+    assert info["census"]["couple"] == {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
+    assert "coupled by default: relationship changes with sex (Husband <-> Wife)" in text.output
 
 
 def test_seeds_command_reports_rate_and_time_split(data_home, cache):
