@@ -198,7 +198,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
         _write_pairs(outcome, folder)
     summary = json.loads(json.dumps(outcome.summary(), default=str))
     s = outcome.result
-    figures = {"n_idis": s.n_idis, "n_global": s.n_global, "n_local": s.n_local, "n_tested": s.n_tested,
+    figures = {"n_idis": s.n_idis, "n_plausible_idis": s.n_plausible_idis, "n_global": s.n_global,
+               "n_local": s.n_local, "n_tested": s.n_tested,
                "n_queries": s.n_queries, "n_seeds": outcome.seed_report.n_seeds, "n_seed_idis": s.n_seed_idis,
                "initialization_rate": outcome.seed_report.initialization_rate,
                "n_initial_idis": outcome.seed_report.n_initial_idis,
@@ -210,7 +211,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     figures.update(_diversity_figures("seed", outcome.seed_diversity))
     if outcome.verdict is not None:
         figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
-                       share_affected_upper=outcome.verdict.upper)
+                       share_affected_upper=outcome.verdict.upper,
+                       share_affected_plausible=(outcome.verdict.plausibility or {}).get("share_plausible"))
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seeds_reused": store.reused, "meta": _meta(cell, data_home)}
