@@ -42,11 +42,11 @@ import numpy as np
 
 from chiralfair import __version__
 from chiralfair.datasets import from_frame, load_dataset
-from chiralfair.estimate import estimate
 from chiralfair.generators import make_generator
 from chiralfair.models.training import library_versions, train_model
 from chiralfair.seeds import make_seed_strategy
 from chiralfair.seeds.names import chiral_params
+from chiralfair.verdict import estimate
 
 RESULTS = Path(__file__).parent / "results"
 MODEL_RANDOM_STATE = 0

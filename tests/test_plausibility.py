@@ -11,12 +11,12 @@ import pytest
 from toys import impossible_married, married_dataset, married_module
 
 from chiralfair.domain import Domain
-from chiralfair.estimate import estimate
 from chiralfair.exceptions import ConfigError
 from chiralfair.generators import make_generator
 from chiralfair.models import as_model
 from chiralfair.plausibility import Support, suggested_couplings
 from chiralfair.results import SearchResult
+from chiralfair.verdict import estimate
 
 COUPLE = {"sex": {"role": {"Husband": "Wife", "Wife": "Husband"}}}
 RULES = ["sex=Female excludes role=Husband", "sex=Male excludes role=Wife"]
