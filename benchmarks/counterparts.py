@@ -24,6 +24,10 @@ split (exact): share affected through any counterpart and through plausible ones
 husbands and wives and among everyone else (a direct forward pass over the coupled or uncoupled counterparts).
 Seconds are wall seconds on a shared machine.
 
+Overhead: the discrimination check plus the keys of 20,000 census rows (a batch of 40,000 model rows) with the
+LR model, coupled against uncoupled, and with the two rules (their repair and the possible-counterpart mask),
+median of ``--repeats`` in one run, as a ratio.
+
 Writes ``benchmarks/results/counterparts.json`` (figures, parameters, versions, CPU count, date, load average) and
 ``counterparts.md``.
 """
@@ -67,6 +71,7 @@ def parse_args(argv=None):
     p.add_argument("--models", nargs="+", default=["dnn", "lr"])
     p.add_argument("--configs", nargs="+", default=list(CONFIGS))
     p.add_argument("--name", default="counterparts")
+    p.add_argument("--repeats", type=int, default=40, help="repeats of the overhead measurement")
     return p.parse_args(argv)
 
 
@@ -151,6 +156,31 @@ def run_case(target, model_name, setting, config, cache_dir) -> dict:
     }
 
 
+def overhead(cache_dir, repeats: int) -> dict:
+    """Median seconds of check + repair + keys of 20,000 census rows, per setting, and the ratios to uncoupled.
+
+    The settings alternate within each repeat, so that a change of the machine's load hits them alike.
+    """
+    from chiralfair.oracle import DiscriminationCheck
+
+    cases = {}
+    for setting in ("uncoupled", "coupled", "coupled+rules"):
+        dataset = dataset_for("census", setting)
+        model = train_model(dataset, "lr", random_state=MODEL_RANDOM_STATE, cache_dir=cache_dir).model
+        cases[setting] = (dataset.domain, DiscriminationCheck(model, dataset.domain), dataset.X[:20000])
+    runs: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(repeats):
+        for setting, (domain, check, X) in cases.items():
+            t = time.perf_counter()
+            rows = domain.repair(X)
+            check.check(rows)
+            domain.keys(rows)
+            runs[setting].append(time.perf_counter() - t)
+    seconds = {k: float(np.median(v)) for k, v in runs.items()}
+    return {"rows": 20000, "repeats": repeats, "median_seconds": seconds,
+            "ratio_to_uncoupled": {k: v / seconds["uncoupled"] for k, v in seconds.items()}}
+
+
 def markdown(results: dict) -> str:
     lines = [
         "# Counterparts that could exist (issue 22)", "",
@@ -178,6 +208,11 @@ def markdown(results: dict) -> str:
             f"| {v['share']:.2%} | {plausible} | {v['affected_married']:.1%} / {v['affected_others']:.1%} "
             f"| {r['seconds_search']:.1f} |")
     lines += ["", "Rules the data suggests (census): " + "; ".join(results["runs"][0]["rare_pairs"]) + "."]
+    o = results.get("overhead")
+    if o:
+        lines += ["", f"Overhead (check + repair + keys of {o['rows']:,} census rows, LR, median of {o['repeats']}): "
+                  + ", ".join(f"{k} {v * 1000:.1f} ms ({o['ratio_to_uncoupled'][k]:.2f}x)"
+                              for k, v in o["median_seconds"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -200,7 +235,7 @@ def main(argv=None):
                "cpu_count": os.cpu_count(), "platform": platform.platform(), "versions": library_versions(),
                "loadavg_start": started, "loadavg_end": os.getloadavg(),
                "parameters": {"targets": args.targets, "models": args.models, "configs": args.configs},
-               "runs": runs}
+               "runs": runs, "overhead": overhead(cache_dir, args.repeats)}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=2, default=str))
     (RESULTS / f"{args.name}.md").write_text(markdown(results))
