@@ -7,6 +7,7 @@ import chiralfair
 
 LAYERS = [
     {"chiralfair", "exceptions", "_validation", "_random", "_lazy", "_deadline"},
+    {"coupling", "constraints", "plausibility"},
     {"domain", "datasets"},
     {"models"},
     {"oracle", "results", "run_folder", "verdict", "provenance"},

@@ -149,7 +149,7 @@ class SeedStore:
         config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
                   "model_random_state": cell.model_random_state, "seeds": strategy,
                   "seed_params": cell.seed_params.get(strategy, {}), "n_seeds": cell.max_global,
-                  "random_state": cell.random_state}
+                  "random_state": cell.random_state, **({"couple": True} if cell.couple else {})}
         if pool != "rows":  # seeds drawn from another pool (the training rows) are another selection
             config["pool"] = pool
         key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
@@ -180,7 +180,7 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
                      random_state=cell.random_state, model_random_state=cell.model_random_state,
                      data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
                      seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict,
-                     diversity=cell.diversity, model_params=dict(cell.model_params))
+                     diversity=cell.diversity, model_params=dict(cell.model_params), couple=cell.couple)
 
 
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -206,7 +206,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
         _write_pairs(outcome, folder)
     summary = json.loads(json.dumps(outcome.summary(), default=str))
     s = outcome.result
-    figures = {"n_idis": s.n_idis, "n_global": s.n_global, "n_local": s.n_local, "n_tested": s.n_tested,
+    figures = {"n_idis": s.n_idis, "n_plausible_idis": s.n_plausible_idis, "n_global": s.n_global,
+               "n_local": s.n_local, "n_tested": s.n_tested,
                "n_queries": s.n_queries, "n_seeds": outcome.seed_report.n_seeds, "n_seed_idis": s.n_seed_idis,
                "initialization_rate": outcome.seed_report.initialization_rate,
                "n_initial_idis": outcome.seed_report.n_initial_idis,
@@ -218,7 +219,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     figures.update(_diversity_figures("seed", outcome.seed_diversity))
     if outcome.verdict is not None:
         figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
-                       share_affected_upper=outcome.verdict.upper)
+                       share_affected_upper=outcome.verdict.upper,
+                       share_affected_plausible=(outcome.verdict.plausibility or {}).get("share_plausible"))
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seeds_reused": store.reused, "meta": _meta(cell, data_home)}

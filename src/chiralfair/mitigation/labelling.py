@@ -114,11 +114,10 @@ def fit_vote(X, y, domain: Domain, ensemble=None, *, random_state: int = 0):
                           f"{type(ensemble).__name__}")
     else:
         ensemble = clone(ensemble)
-    keep = domain.non_protected
     with warnings.catch_warnings(), single_native_thread():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        try:
-            fitted = ensemble.fit(np.asarray(X)[:, keep], y)
+        try:  # the non-protected projection, coupled columns as roles (design §12)
+            fitted = ensemble.fit(domain.projection(X), y)
         except ValueError as err:
             raise ConfigError(f"the labelling ensemble cannot be fitted on the {len(y)} training rows (label counts "
                               f"{counts}): {err}") from None
@@ -159,7 +158,8 @@ def fit_ensemble(dataset, train, test, ensemble=None, *, random_state: int = 0):
 def vote_labels(voter, X, domain: Domain, *, check: bool = False) -> np.ndarray:
     """Labels of the non-protected projections of ``X`` (n_samples, n_features): int64 in {0, 1}, (n_samples,).
 
-    Rows that differ only in protected attributes get the same label by construction.
+    The projection is :meth:`Domain.projection <chiralfair.domain.Domain.projection>` (coupled columns read as
+    roles), so an input and each of its counterparts get the same label by construction.
 
     Raises
     ------
@@ -171,7 +171,7 @@ def vote_labels(voter, X, domain: Domain, *, check: bool = False) -> np.ndarray:
     if len(X) == 0:
         return np.zeros(0, dtype=np.int64)
     with single_native_thread():
-        labels = np.asarray(voter.predict(np.asarray(X)[:, domain.non_protected]))
+        labels = np.asarray(voter.predict(domain.projection(X)))
     if check and not np.isin(labels, (0, 1)).all():
         raise ConfigError("the ensemble must predict the labels 0 and 1 it was fitted on")
     return labels.astype(np.int64)

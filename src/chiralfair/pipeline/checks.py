@@ -221,3 +221,25 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
             raise ConfigError(f"mode fine-tune continues training the zoo DNN; model {model!r} is retrained from "
                               "scratch (use mode retrain)")
     return methods
+
+
+def counterpart_options(couple: str | None, constraints=None) -> dict:
+    """``couple=`` and ``constraints=`` of the library from the command line's --couple and --constraint texts.
+
+    ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.coupling.parse_couple_text`), ``"none"``
+    for no coupling, None for the dataset's default. ``constraints``: rules as text (checked when the domain is
+    built).
+
+    Returns
+    -------
+    dict
+        ``{"couple": mapping, False or None, "constraints": tuple of str}``.
+
+    Raises
+    ------
+    ConfigError
+        For --couple text that is not attribute:column=a/b (or none).
+    """
+    from ..coupling import parse_couple_text
+
+    return {"couple": None if couple is None else parse_couple_text(couple), "constraints": tuple(constraints or ())}

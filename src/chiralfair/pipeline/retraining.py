@@ -66,8 +66,8 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
     RunFolderError
         If ``out`` cannot receive a retrain folder.
     """
-    from ..report import prepare_retrain_folder, remove_empty_folders, write_retrain_folder
     from ..mitigation.retraining import retrain
+    from ..report import prepare_retrain_folder, remove_empty_folders, write_retrain_folder
 
     created = prepare_retrain_folder(out) if out is not None else []
     try:
@@ -198,7 +198,8 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
                                random_state=int(config.get("random_state", 0)),
                                model_random_state=source.get("model_random_state", config.get("model_random_state")),
                                model_params=dict(config.get("model_params") or {}), data_home=data_home,
-                               cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch)
+                               cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch,
+                               couple=config.get("couple"), constraints=tuple(config.get("constraints") or ()))
         inputs = inputs_from_names(run_config)
     else:
         inputs = _inputs_from_files(source, where, data=data, model=model, test=test, trust=trust_model_file)
@@ -229,7 +230,8 @@ def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test,
                               "another model's or data's")
     settings = DataSettings(label=source.get("label"), positive_class=source.get("positive_class"),
                             favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
-                            bins=dict(source.get("bins") or {}))
+                            bins=dict(source.get("bins") or {}), couple=source.get("couple"),
+                            constraints=tuple(source.get("constraints") or ()))
     return inputs_from_objects(model_path, data_path, settings=settings, test=test_path,
                                test_size=source.get("test_size") or 0.4, random_state=int(source.get("random_state")
                                                                                            or 0),
