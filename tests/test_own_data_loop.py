@@ -132,3 +132,12 @@ def test_one_frame_and_a_fitted_model_say_the_held_out_rows_may_include_training
     assert "may include rows the model was fitted on" in res.to_dict()["model"]["evaluated_on"]
     assert any("pass test=" in n for n in res.notes)
     assert res.verdict is not None and res.verdict.n_individuals <= 160  # the 40% split of 400 rows
+
+
+def test_counterfactual_augmentation_fits_a_raw_frame_pipeline_and_removes_the_planted_dependence(files):
+    # The wrapped model is Pipeline(codes -> frame, the user's Pipeline(pre, lr)): the weights must reach lr.
+    data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
+    res = chiralfair.retrain(str(model), str(data), test=str(test), **KW, method="counterfactual", **SEARCH)
+    before, after = res.rows[0], res.rows[1]
+    assert before["test_idi_rate"] > 0.05  # y depends on sex: the model under test has IDIs
+    assert after["test_idi_rate"] < before["test_idi_rate"] / 2
