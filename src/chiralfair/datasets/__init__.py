@@ -6,6 +6,8 @@ Names are imported on first use (PEP 562), so that :mod:`chiralfair.datasets.pub
 importing pandas, e.g. to refuse a bad command-line flag at once.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"Dataset": "base", "DATASETS": "catalog", "dataset_names": "catalog", "dataset_spec": "catalog",
@@ -15,5 +17,11 @@ _MODULE_OF = {"Dataset": "base", "DATASETS": "catalog", "dataset_names": "catalo
 __all__ = ["DATASETS", "RAW_FILES", "Dataset", "dataset_names", "dataset_spec", "describe_datasets",
            "fetch_raw", "from_frame", "load_dataset", "read_frame", "resolve_data_home", "user_cache_dir"]
 
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .base import Dataset  # noqa: F401
+    from .catalog import DATASETS, dataset_names, dataset_spec, load_dataset  # noqa: F401
+    from .describe import describe_datasets  # noqa: F401
+    from .frame import from_frame, read_frame  # noqa: F401
+    from .home import RAW_FILES, fetch_raw, resolve_data_home, user_cache_dir  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -4,6 +4,8 @@ Names are imported on first use (PEP 562), so that a grid file can be read and r
 models, the seed strategies and the generators.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": "cells",
@@ -14,5 +16,10 @@ _MODULE_OF = {"Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": 
 
 __all__ = sorted(_MODULE_OF)
 
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .cells import Cell, cell_key  # noqa: F401
+    from .execution import GridInterrupted, GridRun, GridStatus, grid_status, run_grid  # noqa: F401
+    from .grid import Grid, load_grid  # noqa: F401
+    from .tables import grid_frame, grid_table, median_table, seed_ratios, without_timings, write_tables  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

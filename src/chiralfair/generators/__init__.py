@@ -4,6 +4,8 @@ Names are imported on first use (PEP 562), so that :mod:`chiralfair.generators.n
 importing the generators, e.g. to refuse a bad command-line flag at once.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"GENERATORS": "base", "Generator": "base", "make_generator": "base", "register_generator": "base",
@@ -11,5 +13,8 @@ _MODULE_OF = {"GENERATORS": "base", "Generator": "base", "make_generator": "base
 
 __all__ = ["GENERATORS", "Generator", "IDIRecorder", "make_generator", "register_generator"]
 
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .base import GENERATORS, Generator, make_generator, register_generator  # noqa: F401
+    from .recorder import IDIRecorder  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -3,6 +3,8 @@
 Names are imported on first use (PEP 562), so that importing the package stays light.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"RetrainResult": "retraining", "retrain": "retraining", "check_shares": "base",
@@ -13,5 +15,9 @@ _MODULE_OF = {"RetrainResult": "retraining", "retrain": "retraining", "check_sha
 
 __all__ = sorted(_MODULE_OF)
 
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .base import METHODS, MitigationMethod, check_shares, make_method, register_method  # noqa: F401
+    from .labelling import default_ensemble, fit_ensemble, vote_labels  # noqa: F401
+    from .retraining import RetrainResult, check_methods, idis_from_frame, retrain  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

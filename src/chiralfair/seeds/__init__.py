@@ -4,6 +4,8 @@ Names are imported on first use (PEP 562), so that :mod:`chiralfair.seeds.names`
 the strategies, e.g. to refuse a bad command-line flag at once.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"SEED_STRATEGIES": "base", "SeedStrategy": "base", "make_seed_strategy": "base",
@@ -11,5 +13,7 @@ _MODULE_OF = {"SEED_STRATEGIES": "base", "SeedStrategy": "base", "make_seed_stra
 
 __all__ = ["SEED_STRATEGIES", "SeedStrategy", "make_seed_strategy", "register_seed_strategy"]
 
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .base import SEED_STRATEGIES, SeedStrategy, make_seed_strategy, register_seed_strategy  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -6,6 +6,8 @@ the domain) in batches until the interval of the share is narrow enough; :class:
 Names are imported on first use (PEP 562), so that the command line can refuse a bad flag without pandas.
 """
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
@@ -13,5 +15,9 @@ _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAV
               "GROUP_COLUMNS": "result", "plausibility_line": "result"}
 
 __all__ = sorted(_MODULE_OF)
+
+if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
+    from .estimation import FAVOURABLE, METHODS, POPULATIONS, estimate, resolve_favourable  # noqa: F401
+    from .result import GROUP_COLUMNS, Verdict, plausibility_line  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
