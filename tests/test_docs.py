@@ -1,0 +1,63 @@
+"""The documentation runs: every Python and shell block of every page of ``docs/``, in order, in a fresh folder.
+
+A page tagged ``<!-- test: slow -->`` runs under the ``slow`` mark, one tagged ``<!-- test: needs-data -->`` is
+skipped (with the reason) when the benchmark data cannot be found (see :mod:`markdown_blocks`). The API
+reference lists every public name of its package, so a name added to a package's ``__all__`` cannot be left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+from markdown_blocks import RUN, code_blocks, page_tags, run_blocks
+from realdata import real_data_home_or_skip
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted(p for p in DOCS.rglob("*.md") if any(b.lang in RUN for b in code_blocks(p.read_text())))
+REFERENCE = ["pipeline", "datasets", "models", "seeds", "generators", "verdict", "mitigation", "experiments"]
+
+
+def page_param(path: Path):
+    tags = page_tags(path.read_text())
+    marks = [pytest.mark.slow] if "slow" in tags else []
+    return pytest.param(path, marks=marks, id=str(path.relative_to(DOCS)))
+
+
+@pytest.mark.parametrize("page", [page_param(p) for p in PAGES])
+def test_every_block_of_the_page_runs(page, tmp_path, monkeypatch):
+    text = page.read_text()
+    if "needs-data" in page_tags(text):
+        monkeypatch.setenv("CHIRALFAIR_DATA", str(real_data_home_or_skip()))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    run_blocks(code_blocks(text), tmp_path, where=str(page.relative_to(ROOT)))
+
+
+def test_the_pages_have_blocks_to_run_and_every_page_is_in_the_site():
+    tutorials = [p for p in PAGES if p.parent.name == "tutorials"]
+    assert len(tutorials) == 5, [p.name for p in tutorials]
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for page in DOCS.rglob("*.md"):
+        assert str(page.relative_to(DOCS)) in nav, f"{page} is not in mkdocs.yml's nav"
+
+
+def test_the_block_runner_fails_on_a_failing_block_and_keeps_the_order(tmp_path):
+    blocks = code_blocks("```python\nopen('a.txt', 'w').write('x')\n```\n\n```bash\ntest -f a.txt && echo found\n```\n"
+                         "\n```text\nnot run\n```\n")
+    assert [b.lang for b in blocks] == ["python", "bash", "text"]
+    assert run_blocks(blocks, tmp_path, where="toy").strip() == "found"
+    with pytest.raises(AssertionError, match="toy:1"):
+        run_blocks(code_blocks("```python\nraise ValueError('no')\n```\n"), tmp_path, where="toy")
+    with pytest.raises(AssertionError, match="exited 3"):
+        run_blocks(code_blocks("```bash\nexit 3\n```\n"), tmp_path, where="toy")
+
+
+@pytest.mark.parametrize("package", REFERENCE)
+def test_the_api_reference_lists_every_public_name_of_its_package(package):
+    page = (DOCS / "reference" / f"{package}.md").read_text()
+    listed = set(re.findall(rf"^::: chiralfair\.{package}\.(\w+)$", page, re.M))
+    public = set(importlib.import_module(f"chiralfair.{package}").__all__)
+    assert public <= listed, f"docs/reference/{package}.md lacks {sorted(public - listed)}"
