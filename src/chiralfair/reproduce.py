@@ -210,6 +210,14 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     RunFolderError
         If ``out`` holds a grid with another configuration.
 
+    Examples
+    --------
+    >>> from chiralfair.reproduce import reproduce
+    >>> done = reproduce("table3", "reproduce/table3-quick", quick=True, scheduler="sync", progress=False,
+    ...                  overrides={"axes": {"rows": ["census:sex"]}})   # the paper's DNN; 9 cells
+    >>> sorted(p.name for p in done.files if p.suffix == ".md")
+    ['table3.md']
+
     References
     ----------
     .. [1] Ma et al. arXiv:2209.08321, Tables 2-4, Figures 6-7.

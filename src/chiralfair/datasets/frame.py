@@ -93,6 +93,24 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         (also logged) for a feature with a distinct value on every row (an identifier, at least
         ``ID_MIN_ROWS`` rows), a label column with values that differ only in spelling (``">50K"`` and
         ``">50K."``; the message gives the counts), and one-hot-looking protected columns listed one by one.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from chiralfair.datasets import from_frame
+    >>> df = pd.DataFrame({"sex": ["f", "m", "f", "m", None], "hours": [30.5, 40.0, 50.2, 60.0, 45.0],
+    ...                    "y": ["no", "no", "yes", "yes", "no"]})
+    >>> data = from_frame(df, label="y", positive_class="yes", protected="sex", bins={"hours": [20, 40, 60, 80]})
+    >>> data.X.tolist(), data.y.tolist()
+    ([[0, 0], [1, 0], [0, 1], [1, 1], [2, 1]], [0, 0, 1, 1, 0])
+    >>> data.domain.features[0].labels, data.domain.features[1].labels
+    ({0: 'f', 1: 'm', 2: 'missing'}, {0: '20-40', 1: '40-60', 2: '60-80'})
+    >>> data.n_missing_protected          # a missing sex is never a counterpart
+    1
+    >>> data.to_frame(data.X[:2])         # what a model fitted on the frame is fed: each bin's lower median
+      sex  hours
+    0   f   30.5
+    1   m   30.5
     """
     if not isinstance(df, pd.DataFrame):
         raise DatasetError(f"df must be a pandas DataFrame, got {type(df).__name__}")

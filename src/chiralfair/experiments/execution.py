@@ -145,6 +145,21 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
         :data:`CONNECT_TIMEOUT` seconds, or ``workers`` / ``stop_after`` below 1.
     GridInterrupted
         After ``stop_after`` cells; cells still running are abandoned and stay missing.
+
+    Examples
+    --------
+    >>> from chiralfair.experiments import grid_table, load_grid, run_grid
+    >>> grid = load_grid({"name": "tiny", "task": "search", "repeats": 2,
+    ...                   "axes": {"rows": ["census:sex"], "models": ["lr"], "seeds": ["cluster", "iandd"],
+    ...                            "generators": ["aequitas"], "budgets": [[20, 10]]}})
+    >>> run = run_grid(grid, "grids/tiny", scheduler="sync", progress=False)
+    >>> len(run.ran), len(run.status.done)
+    (4, 4)
+    >>> len(run_grid(grid, "grids/tiny", scheduler="sync", progress=False).ran)   # resumes: nothing left
+    0
+    >>> table = grid_table("grids/tiny")
+    >>> sorted(table[table["figure"] == "n_idis"]["seeds"])
+    ['cluster', 'iandd']
     """
     from .._validation import check_int
     from ..exceptions import ConfigError

@@ -37,6 +37,28 @@ def make_generator(name: str, **params) -> Generator:
     ------
     ConfigError
         If ``name`` is not registered (the message lists the valid names) or a parameter is invalid.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.datasets import from_frame
+    >>> from chiralfair.generators import make_generator
+    >>> from chiralfair.models import as_model
+    >>> from chiralfair.seeds import make_seed_strategy
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+    >>> data = from_frame(people, label="y", positive_class="yes", protected="sex")
+    >>> model = as_model(LogisticRegression().fit(data.X, data.y))
+    >>> seeds = make_seed_strategy("iandd").select(model, data, 20, random_state=0)
+    >>> search = make_generator("aequitas", max_global=20, max_local=10)
+    >>> result = search.run(model, data.domain, seeds, random_state=0)
+    >>> result.n_idis == result.n_global + result.n_local, result.n_idis > 0
+    (True, True)
+    >>> list(result.to_frame(data.domain).columns[:4])
+    ['sex', 'hours', 'sex_counterpart', 'hours_counterpart']
     """
     from . import _load_all  # noqa: F401  (registers the built-in generators)
     if name not in GENERATORS:

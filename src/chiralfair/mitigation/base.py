@@ -54,6 +54,25 @@ def make_method(name: str, **params) -> MitigationMethod:
     ------
     ConfigError
         If ``name`` is not registered (the message lists the valid names).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.base import clone
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.datasets import from_frame
+    >>> from chiralfair.mitigation import make_method
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+    >>> data = from_frame(people, label="y", positive_class="yes", protected="sex")
+    >>> fairer = make_method("counterfactual", estimator=LogisticRegression(), domain=data.domain)
+    >>> fairer = clone(fairer).fit(data.X, data.y)       # a scikit-learn meta-estimator on codes
+    >>> women, men = data.X.copy(), data.X.copy()
+    >>> women[:, 0], men[:, 0] = 0, 1
+    >>> bool((fairer.predict(women) == fairer.predict(men)).mean() > 0.95)
+    True
     """
     from . import _load_all  # noqa: F401  (registers the built-in methods)
     if name not in METHODS:

@@ -424,6 +424,25 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         For a model a method cannot train again (the message says what to pass), or ``mode="fine-tune"`` on a
         model that is not the zoo DNN.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.datasets import from_frame
+    >>> from chiralfair.mitigation import retrain
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+    >>> data = from_frame(people, label="y", positive_class="yes", protected="sex")
+    >>> train, test = data.split(random_state=0)
+    >>> model = LogisticRegression().fit(data.X[train], data.y[train])
+    >>> result = retrain(model, data, method="unaware", train_index=train)
+    >>> print(result.to_frame()[["stage", "method", "test_idi_rate"]].to_string(index=False))
+     stage  method  test_idi_rate
+    before     NaN         0.2375
+     after unaware         0.0000
+
     References
     ----------
     .. [1] Ma et al. arXiv:2209.08321, §4.4.

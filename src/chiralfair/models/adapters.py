@@ -78,6 +78,21 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
     from a probability network: declare ``output="logit"`` for networks without a final sigmoid/softmax.
     A model fitted on a different number of columns than the domain (``n_features_in_``) is refused at its
     first call, naming both numbers.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.models import as_model
+    >>> X, y = np.array([[0, 1], [1, 1], [0, 5], [1, 5]]), np.array([0, 0, 1, 1])
+    >>> model = as_model(LogisticRegression().fit(X, y), name="lr")
+    >>> model.predict(X).tolist(), model.n_queries
+    ([0, 0, 1, 1], 4)
+    >>> model.predict_proba(X).shape      # positive-class probabilities, one column per class
+    (4, 2)
+    >>> labels = as_model(LogisticRegression().fit(X, np.array(["no", "no", "yes", "yes"])), positive_class="yes")
+    >>> labels.predict(X).tolist()        # generators see 1 for the positive class, whatever its label
+    [0, 0, 1, 1]
     """
     if isinstance(obj, CountingModel):
         if output != "auto" or positive_class is not None or classes is not None or to_frame is not None:

@@ -178,10 +178,28 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
 
     Examples
     --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder
     >>> import chiralfair
-    >>> result = chiralfair.audit(pipe, df, label="income", positive_class=">50K",
-    ...                           protected=["sex"])                            # doctest: +SKIP
-    >>> print(result.summary())                                                 # doctest: +SKIP
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")  # biased
+    >>> train, test = people.iloc[:400], people.iloc[400:]
+    >>> pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex"]), remainder="passthrough"),
+    ...                      LogisticRegression()).fit(train[["sex", "hours"]], train["y"])
+    >>> result = chiralfair.audit(pipe, train, test=test, label="y", positive_class="yes", protected="sex",
+    ...                           max_global=20, max_local=10)
+    >>> print(result.summary().splitlines()[0])
+    share of test individuals affected: 27.00% (exact)
+    >>> result.verdict.population, result.verdict.n_individuals
+    ('test', 200)
+    >>> pairs = result.idis()               # one row per IDI, beside its counterpart
+    >>> len(pairs) == result.n_idis
+    True
 
     References
     ----------
@@ -242,9 +260,24 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
 
     Examples
     --------
-    >>> verdict = chiralfair.estimate(pipe, df, label="income", positive_class=">50K",
-    ...                               protected="sex")                          # doctest: +SKIP
-    >>> print(verdict.summary())                                                # doctest: +SKIP
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder
+    >>> import chiralfair
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")  # biased
+    >>> train, test = people.iloc[:400], people.iloc[400:]
+    >>> pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex"]), remainder="passthrough"),
+    ...                      LogisticRegression()).fit(train[["sex", "hours"]], train["y"])
+    >>> verdict = chiralfair.estimate(pipe, train, test=test, label="y", positive_class="yes", protected="sex")
+    >>> f"{verdict.share:.2%} of {verdict.n_individuals} held-out individuals (exact: {verdict.exact})"
+    '27.00% of 200 held-out individuals (exact: True)'
+    >>> verdict.meta["population_rows"]
+    'the given test rows (200)'
     """
     from .steps import estimate_verdict
 
@@ -322,6 +355,31 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     ConfigError, DatasetError, DomainError, ModelFileError, ModelCapabilityError
         As :func:`audit`; also for a model chiralfair cannot train again (an ONNX file, a TorchScript module
         without ``trainer=``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.compose import make_column_transformer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import OneHotEncoder
+    >>> import chiralfair
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")  # biased
+    >>> train, test = people.iloc[:400], people.iloc[400:]
+    >>> pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex"]), remainder="passthrough"),
+    ...                      LogisticRegression()).fit(train[["sex", "hours"]], train["y"])
+    >>> fairer = chiralfair.retrain(pipe, train, test=test, label="y", positive_class="yes", protected="sex",
+    ...                             method="counterfactual", max_global=20, max_local=10)
+    >>> before, after = fairer.rows
+    >>> before["test_idi_rate"], after["test_idi_rate"]
+    (0.27, 0.0)
+    >>> fairer.improved                     # no IDI left, but more F1 lost than max_f1_loss allows
+    False
+    >>> fairer.leakage["n_test_projections_added"]
+    0
     """
     seed, random_state_meta = resolve_seed(random_state)
     plan = None

@@ -58,6 +58,14 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
         If ``out`` cannot receive a run; checked before any work.
     TimeLimitError
         Inside :func:`chiralfair._deadline.time_limit`, once the limit has passed.
+
+    Examples
+    --------
+    >>> from chiralfair.pipeline import RunConfig, run_experiment
+    >>> config = RunConfig(dataset="census", protected=("sex",), model="lr", max_global=20, max_local=10)
+    >>> outcome = run_experiment(config)            # trains (and caches) the zoo LR and its chiral model
+    >>> outcome.result.n_idis > 0, outcome.verdict.population
+    (True, 'test')
     """
     validate_config(config)
     plan = SearchPlan(seeds=config.seeds, generator=config.generator, max_global=config.max_global,

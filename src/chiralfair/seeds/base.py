@@ -38,6 +38,23 @@ def make_seed_strategy(name: str, **params) -> SeedStrategy:
     ------
     ConfigError
         If ``name`` is not registered (the message lists the valid names).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.datasets import from_frame
+    >>> from chiralfair.models import as_model
+    >>> from chiralfair.seeds import make_seed_strategy
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+    >>> data = from_frame(people, label="y", positive_class="yes", protected="sex")
+    >>> model = as_model(LogisticRegression().fit(data.X, data.y))
+    >>> seeds = make_seed_strategy("iandd").select(model, data, 20, random_state=0)  # trains the chiral model
+    >>> seeds.strategy, seeds.seeds.shape, seeds.initialization_rate
+    ('iandd', (20, 2), 0.45)
     """
     from . import _load_all  # noqa: F401  (registers the built-in strategies)
     if name not in SEED_STRATEGIES:

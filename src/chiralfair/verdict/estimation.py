@@ -170,6 +170,27 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     DomainError
         If the dataset's domain has no protected attribute.
 
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from chiralfair.datasets import from_frame
+    >>> from chiralfair.verdict import estimate
+    >>> rng = np.random.default_rng(0)
+    >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+    >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+    >>> data = from_frame(people, label="y", positive_class="yes", protected="sex")
+    >>> model = LogisticRegression().fit(data.X, data.y)
+    >>> verdict = estimate(model, data, population="rows", favourable=1)
+    >>> verdict.population, verdict.exact, verdict.n_individuals
+    ('rows', True, 600)
+    >>> [g["group"] for g in verdict.groups]
+    ['sex=f', 'sex=m']
+    >>> sampled = estimate(model, data, population="rows", favourable=1, exact=False, margin=0.05)
+    >>> sampled.exact, sampled.lower <= sampled.share <= sampled.upper
+    (False, True)
+
     References
     ----------
     .. [1] Galhotra, Brun, Meliou. "Fairness testing: testing software for discrimination." FSE 2017.
