@@ -55,7 +55,17 @@ class Excludes:
         return self.if_column, self.then_column
 
     def violated(self, X: np.ndarray) -> np.ndarray:
-        """Rows holding both sides, shape (n_samples,), bool."""
+        """Rows holding both sides, shape (n_samples,), bool.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         return np.isin(X[:, self.if_column], self.if_codes) & np.isin(X[:, self.then_column], self.then_codes)
 
     def repair(self, X: np.ndarray, movable: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
@@ -64,6 +74,15 @@ class Excludes:
         When that column may not move (it is protected, or every code is excluded), the ``if`` column moves
         instead; when neither may, the row is left (a rule over protected columns only, see
         :meth:`Domain.repair <chiralfair.domain.Domain.repair>`).
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes, changed in place.
+        movable : numpy.ndarray of bool, shape (n_features,)
+            Columns a repair may change (protected columns may not).
+        lower, upper : numpy.ndarray of int64, shape (n_features,)
+            The domain's bounds.
         """
         bad = self.violated(X)
         if not bad.any():
@@ -99,11 +118,31 @@ class AtLeast:
         return self.left, self.right
 
     def violated(self, X: np.ndarray) -> np.ndarray:
-        """Rows with ``x[left] < x[right] + offset``, shape (n_samples,), bool."""
+        """Rows with ``x[left] < x[right] + offset``, shape (n_samples,), bool.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         return X[:, self.left] < X[:, self.right] + self.offset
 
     def repair(self, X: np.ndarray, movable: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
-        """Raise ``left`` to ``right + offset`` (within its bounds), then lower ``right`` if still needed, in place."""
+        """Raise ``left`` to ``right + offset`` (within its bounds), then lower ``right`` if still needed, in place.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes, changed in place.
+        movable : numpy.ndarray of bool, shape (n_features,)
+            Columns a repair may change.
+        lower, upper : numpy.ndarray of int64, shape (n_features,)
+            The domain's bounds.
+        """
         bad = np.flatnonzero(self.violated(X))
         if not len(bad):
             return
@@ -153,6 +192,17 @@ def parse_constraints(rules, features) -> tuple[Constraint, ...]:
 
 def parse_constraint(text: str, features) -> Constraint:
     """Parse one rule (see the module docstring).
+
+    Parameters
+    ----------
+    text : str
+        One rule: ``"A=value excludes B=value"`` or ``"left >= right + offset"`` (codes).
+    features : sequence of Feature
+        The domain's features, to resolve names and labels.
+
+    Returns
+    -------
+    Excludes or AtLeast
 
     Raises
     ------

@@ -64,7 +64,17 @@ class Coupling:
     roles: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     def describe(self, labels: Mapping[int, str] | None = None) -> str:
-        """One line such as ``"sex -> relationship: Husband <-> Wife"`` (codes shown by their labels)."""
+        """One line such as ``"sex -> relationship: Husband <-> Wife"`` (codes shown by their labels).
+
+        Parameters
+        ----------
+        labels : mapping of int to str, optional
+            The coupled column's code labels; default: codes shown as numbers.
+
+        Returns
+        -------
+        str
+        """
         def show(code):
             return (labels or {}).get(int(code), str(int(code)))
 
@@ -77,7 +87,18 @@ class Coupling:
         return f"{self.attribute} -> {self.column}: {text}"
 
     def to_dict(self, labels: Mapping[int, str] | None = None) -> dict:
-        """The declaration in the form :func:`parse_couplings` reads (labels where the column has them)."""
+        """The declaration in the form :func:`parse_couplings` reads (labels where the column has them).
+
+        Parameters
+        ----------
+        labels : mapping of int to str, optional
+            The coupled column's code labels; default: codes.
+
+        Returns
+        -------
+        dict
+            ``{attribute: {column: {value: value, ...}}}`` or, for role classes, ``{attribute: {column: [{...}]}}``.
+        """
         def show(code):
             return (labels or {}).get(int(code), int(code))
 

@@ -88,7 +88,16 @@ class Feature:
         return int(self.hi - self.lo + 1)
 
     def label(self, code: int) -> str:
-        """Return the label of ``code``, or the code itself as text when it has none."""
+        """Return the label of ``code``, or the code itself as text when it has none.
+
+        Parameters
+        ----------
+        code : int
+
+        Returns
+        -------
+        str
+        """
         if self.labels and int(code) in self.labels:
             return self.labels[int(code)]
         return str(int(code))
@@ -139,7 +148,12 @@ class ProtectedAttribute:
         return len(self.values)
 
     def value_array(self) -> np.ndarray:
-        """The valid values, shape (size, n_columns), int64."""
+        """The valid values, shape (size, n_columns), int64.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (size, n_columns)
+        """
         return np.array(self.values, dtype=np.int64).reshape(len(self.values), len(self.columns))
 
 
@@ -580,6 +594,15 @@ class Domain:
 
         Names are matched by ``str()``, so a frame's integer column label ``1`` finds the feature ``"1"``.
 
+        Parameters
+        ----------
+        name : str or hashable
+            A feature name.
+
+        Returns
+        -------
+        int
+
         Raises
         ------
         DomainError
@@ -684,6 +707,11 @@ class Domain:
 
         A single column shows its code's label; a one-hot group shows the name of the column holding the 1;
         any other group row shows its columns' labels joined by ``"/"``.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
 
         Returns
         -------
@@ -792,6 +820,10 @@ class Domain:
         """One line per declared coupling, e.g. ``"sex -> relationship: Husband <-> Wife"``.
 
         A coupling that is not active says why: its attribute is not protected, or its column is.
+
+        Returns
+        -------
+        list of str
         """
         active = set(self.coupled_columns)
         out = []
@@ -806,7 +838,13 @@ class Domain:
         return out
 
     def couple_spec(self) -> dict:
-        """The couplings as the ``couple=`` mapping that declares them (labels where the columns have them)."""
+        """The couplings as the ``couple=`` mapping that declares them (labels where the columns have them).
+
+        Returns
+        -------
+        dict
+            ``{attribute: {column: {value: value}}}`` (role classes as lists), as :meth:`with_couplings` takes it.
+        """
         out: dict = {}
         for c in self.couplings:
             out.setdefault(c.attribute, {})[c.column] = c.to_dict(self.features[self.index(c.column)].labels)
@@ -826,7 +864,17 @@ class Domain:
 
     # ------------------------------------------------------------------ constraints
     def satisfies(self, X) -> np.ndarray:
-        """Whether each row satisfies every constraint, shape (n_samples,), bool (all True without constraints)."""
+        """Whether each row satisfies every constraint, shape (n_samples,), bool (all True without constraints).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         X = np.asarray(X, dtype=np.int64)
         ok = np.ones(len(X), dtype=bool)
         for rule in self.constraints:
@@ -911,7 +959,12 @@ class Domain:
         return rows
 
     def describe_constraints(self) -> list[str]:
-        """The constraints as text, one per rule."""
+        """The constraints as text, one per rule.
+
+        Returns
+        -------
+        list of str
+        """
         return [r.text for r in self.constraints]
 
     # ------------------------------------------------------------------ plausibility
@@ -1011,6 +1064,12 @@ class Domain:
 
         With constraints, rows that break one are drawn again (rejection), so the draws are uniform over the
         inputs that satisfy them; without, one draw per row (the same stream as before constraints existed).
+
+        Parameters
+        ----------
+        n : int
+            Number of inputs, >= 0.
+        rng : numpy.random.Generator
 
         Returns
         -------
@@ -1139,6 +1198,10 @@ class Domain:
         ``protected`` holds one display name per attribute, ``protected_columns`` each attribute's column
         names, and ``protected_values`` each attribute's values: codes for a single column, rows of codes for
         a group.
+
+        Returns
+        -------
+        dict
         """
         return {
             "features": [{"name": f.name, "lo": f.lo, "hi": f.hi, "kind": f.kind,
@@ -1158,6 +1221,15 @@ class Domain:
 
         Also reads older forms without ``protected_columns``, couplings or constraints. The support is not
         serialised: the rebuilt domain has none (:meth:`plausible` is None).
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned (or its JSON, parsed).
+
+        Returns
+        -------
+        Domain
         """
         feats = tuple(Feature(f["name"], f["lo"], f["hi"], f["kind"],
                               {int(k): v for k, v in f["labels"].items()} if f.get("labels") else None,
@@ -1177,6 +1249,15 @@ def group_name(columns: Sequence[str]) -> str:
     """Display name of a group of columns: their common prefix without a trailing separator.
 
     ``["race_A", "race_B", "race_C"]`` -> ``"race"``; without a common prefix the names joined by ``"+"``.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The group's column names.
+
+    Returns
+    -------
+    str
     """
     prefix = os.path.commonprefix([str(c) for c in columns])
     stripped = prefix.rstrip("_.=: ")
@@ -1199,6 +1280,15 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
       this is refused.
     - All columns of the group protected one by one: the check tries every 0/1 combination of them, most of
       which are impossible rows; this is warned about.
+
+    Parameters
+    ----------
+    domain : Domain
+        The domain whose features the attributes refer to.
+    attributes : sequence of ProtectedAttribute
+        The protected attributes being declared.
+    data : numpy.ndarray of int64, shape (n_samples, n_features)
+        The data rows, to tell one-hot columns.
 
     Raises
     ------

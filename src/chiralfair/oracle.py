@@ -68,6 +68,11 @@ class CheckResult:
 
         Built by :meth:`Domain.counterpart_rows <chiralfair.domain.Domain.counterpart_rows>`, couplings applied.
 
+        Parameters
+        ----------
+        domain : Domain
+            The domain the check ran on.
+
         Returns
         -------
         numpy.ndarray of int64, shape (n_samples, n_features)
@@ -130,6 +135,15 @@ class DiscriminationCheck:
         -1 when some PA value is outside its domain (a missing protected value, or a group's row that is
         none of its valid rows): such an input is checked against every valid combination, at one more
         query, and is never itself a counterpart.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,)
         """
         position = self.domain.protected_value_index(X)
         idx = np.maximum(position, 0) @ self._strides
@@ -239,5 +253,15 @@ class DiscriminationCheck:
                 possible, plausible)
 
     def is_idi(self, X) -> np.ndarray:
-        """Shortcut for ``check(X).is_idi``, shape (n_samples,)."""
+        """Shortcut for ``check(X).is_idi``, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         return self.check(X).is_idi

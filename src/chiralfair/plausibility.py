@@ -104,6 +104,11 @@ class Support:
     def pair_columns(self, domain) -> np.ndarray:
         """The column pairs ``(protected column, categorical column)`` a row's plausibility reads.
 
+        Parameters
+        ----------
+        domain : Domain
+            The domain the support was counted for.
+
         Returns
         -------
         numpy.ndarray of int64, shape (n_pairs, 2)
@@ -120,7 +125,19 @@ class Support:
         return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
     def plausible(self, X, pairs: np.ndarray) -> np.ndarray:
-        """Whether no pair of columns ``pairs`` of a row is rare, shape (n_samples,), bool."""
+        """Whether no pair of columns ``pairs`` of a row is rare, shape (n_samples,), bool.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+        pairs : numpy.ndarray of int64, shape (n_pairs, 2)
+            :meth:`pair_columns`.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         X = np.asarray(X, dtype=np.int64)
         if not len(pairs) or not len(X):
             return np.ones(len(X), dtype=bool)
@@ -134,6 +151,12 @@ class Support:
 
         Both values occur in the data, but hardly ever together: rules a user may declare as a constraint or a
         coupling.
+
+        Parameters
+        ----------
+        domain : Domain
+        pairs : numpy.ndarray of int64, shape (n_pairs, 2)
+            :meth:`pair_columns`.
 
         Returns
         -------
@@ -162,6 +185,12 @@ def suggested_couplings(rare: list[dict], domain) -> list[str]:
 
     A value ``a`` rarely seen with code ``p``, the other value ``b`` rarely seen with ``q``, while ``a`` is seen with
     ``q`` and ``b`` with ``p``: ``p`` and ``q`` are one role at the two values (census: Husband and Wife).
+
+    Parameters
+    ----------
+    rare : list of dict
+        :meth:`Support.rare_pairs`.
+    domain : Domain
 
     Returns
     -------

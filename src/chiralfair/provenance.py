@@ -40,7 +40,17 @@ def library_versions() -> dict[str, str]:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
-    """SHA-256 of a file, computed once per process while its size and modification time stay the same."""
+    """SHA-256 of a file, computed once per process while its size and modification time stay the same.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
     from .datasets.home import sha256_of
 
     st = Path(path).stat()

@@ -117,7 +117,17 @@ def write_pairs(result, domain, path: Path) -> Path:
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The headline figures as (name, formatted value) rows, for the CLI table and report.md."""
+    """The headline figures as (name, formatted value) rows, for the CLI table and report.md.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
+
+    Returns
+    -------
+    list of (str, str)
+    """
     plausible = summary.get("n_plausible_idis")
     return [
         ("seeds that are IDIs", f"{summary['n_seed_idis']} / {summary['n_seeds']}"
@@ -173,13 +183,28 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def summary_title(summary: dict[str, Any]) -> str:
-    """The report's title: dataset / protected attributes / model."""
+    """The report's title: dataset / protected attributes / model.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
+
+    Returns
+    -------
+    str
+    """
     cfg = summary["meta"]["config"]
     return f"chiralfair run: {cfg['dataset']} / {', '.join(summary['meta']['protected'])} / {cfg['model']}"
 
 
 def verdict_lines(summary: dict[str, Any]) -> list[str]:
     """The verdict in two lines for the CLI: the share of test individuals affected, and the most harmed group.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
 
     Returns
     -------
@@ -208,6 +233,11 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
     """What the counterparts were (design §12), for the CLI: couplings, constraints, rules the data suggests.
 
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
+
     Returns
     -------
     list of str
@@ -235,6 +265,16 @@ def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
     """The single-attribute group with the largest share of its individuals harmed (None if nobody is harmed).
 
     A harmed individual gets the unfavourable label while a counterpart gets the favourable one.
+
+    Parameters
+    ----------
+    verdict : dict
+        ``result.json["verdict"]`` (:meth:`Verdict.to_json <chiralfair.verdict.Verdict.to_json>` as an object).
+
+    Returns
+    -------
+    dict or None
+        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
     """
     singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]]
     return max(singles, key=lambda g: g["n_harmed"] / g["n"], default=None)
@@ -251,6 +291,10 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         File name of the plot of IDIs by protected value.
     verdict_plots : sequence of str
         File names of the verdict's plots (share affected by group, probability gap).
+
+    Returns
+    -------
+    str
     """
     cfg = summary["meta"]["config"]
     model = summary["model"]
@@ -387,7 +431,17 @@ def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
 
 
 def direction_line(summary: dict[str, Any]) -> str | None:
-    """One line: per protected value, in how many IDI pairs it gets the unfavourable label (None without it)."""
+    """One line: per protected value, in how many IDI pairs it gets the unfavourable label (None without it).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
+
+    Returns
+    -------
+    str or None
+    """
     d = summary.get("idi_directions")
     rows = [r for r in (d or {}).get("disfavoured", ()) if r["n_disfavoured"]]
     if not rows or not summary["n_idis"]:
@@ -445,7 +499,17 @@ def render_html(markdown_text: str, folder: Path, title: str, plots=(SEARCH_PLOT
 
 
 def describe_clustering(c: dict[str, Any]) -> str:
-    """One sentence saying how the seeds were clustered (KMeans, or I&D's DBSCAN and its repair)."""
+    """One sentence saying how the seeds were clustered (KMeans, or I&D's DBSCAN and its repair).
+
+    Parameters
+    ----------
+    c : dict
+        ``result.json["seeds"]["clustering"]``.
+
+    Returns
+    -------
+    str
+    """
     method = c.get("method")
     if method == "kmeans":
         return f"KMeans with {c.get('n_clusters')} clusters, seeds taken round robin."
@@ -576,6 +640,10 @@ RETRAIN_FILES = ("retrain.json", "report.md", "report.html", "tradeoff.png")
 def check_retrain_folder(out: str | os.PathLike) -> bool:
     """Whether ``out`` can receive a retrain folder: missing, empty, or an earlier retrain's; creates nothing.
 
+    Parameters
+    ----------
+    out : str or path-like
+
     Returns
     -------
     bool
@@ -606,6 +674,10 @@ def check_retrain_folder(out: str | os.PathLike) -> bool:
 
 def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
     """Check ``out`` (:func:`check_retrain_folder`) and create it.
+
+    Parameters
+    ----------
+    out : str or path-like
 
     Returns
     -------

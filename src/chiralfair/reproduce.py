@@ -89,12 +89,25 @@ class Reproduction:
 
 
 def preset_names() -> tuple[str, ...]:
-    """Names of the shipped presets (the grid files in ``experiments/presets``), sorted."""
+    """Names of the shipped presets (the grid files in ``experiments/presets``), sorted.
+
+    Returns
+    -------
+    tuple of str
+    """
     return tuple(sorted(p.stem for p in PRESET_DIR.glob("*.toml")))
 
 
 def check_preset_name(name: str) -> str:
     """Return ``name`` if it is a shipped preset.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
 
     Raises
     ------
@@ -146,6 +159,15 @@ def quick_grid(grid: Mapping[str, Any]) -> dict[str, Any]:
     """The smoke-test variant of a grid: 3 repeats, every budget divided by 10 (rounded up), duplicates dropped.
 
     ``max_global`` stays at least 1; ``max_local`` 0 stays 0. E.g. 100/100 -> 10/10, limits 10..400 -> 1..40.
+
+    Parameters
+    ----------
+    grid : Mapping
+        A grid mapping (:func:`preset_grid`).
+
+    Returns
+    -------
+    dict
     """
     out = copy.deepcopy(dict(grid))
     out.pop("random_states", None)
@@ -161,6 +183,15 @@ def quick_grid(grid: Mapping[str, Any]) -> dict[str, Any]:
 
 def paper_numbers(name: str) -> dict[str, Any]:
     """The paper's published numbers for a preset (``presets/paper/<name>.toml``); empty when our docs hold none.
+
+    Parameters
+    ----------
+    name : str
+        A preset name.
+
+    Returns
+    -------
+    dict
 
     Raises
     ------
@@ -245,6 +276,13 @@ def with_retrain_details(frame, out: str | os.PathLike):
     :class:`~chiralfair.mitigation.retraining.RetrainResult`
     rows: first before, last after) and adds ``<field>_before`` / ``<field>_after`` columns that ``frame`` lacks,
     matched on the cell's config and the seed strategy.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        The grid's frame (:func:`~chiralfair.experiments.tables.grid_frame`).
+    out : str or path-like
+        The grid folder.
 
     Returns
     -------
@@ -403,12 +441,33 @@ def _save_figure(figure, path: Path) -> None:
 
 
 def strategy_label(name: str) -> str:
-    """How a seed strategy is named in tables and plots (``iandd`` -> ``I&D``)."""
+    """How a seed strategy is named in tables and plots (``iandd`` -> ``I&D``).
+
+    Parameters
+    ----------
+    name : str
+        A seed strategy name.
+
+    Returns
+    -------
+    str
+    """
     return LABELS.get(name, name)
 
 
 def ordered(values: Sequence, order: Sequence | None) -> list:
-    """``values`` without duplicates, in the order of ``order`` first, then in their own order."""
+    """``values`` without duplicates, in the order of ``order`` first, then in their own order.
+
+    Parameters
+    ----------
+    values : sequence
+    order : sequence or None
+        The preferred order (None: ``values``' own).
+
+    Returns
+    -------
+    list
+    """
     seen = list(dict.fromkeys(values))
     first = [v for v in (order or ()) if v in seen]
     return first + [v for v in seen if v not in first]

@@ -92,7 +92,23 @@ def summarise(tidy: pd.DataFrame, figures: Sequence[str]) -> pd.DataFrame:
 
 
 def wide(table: pd.DataFrame, by: Sequence[str], value: str, strategies: Sequence[str]) -> pd.DataFrame:
-    """``value`` with one column per seed strategy (in ``strategies`` order), one row per group of ``by``."""
+    """``value`` with one column per seed strategy (in ``strategies`` order), one row per group of ``by``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Tidy medians, one row per group and strategy.
+    by : sequence of str
+        The grouping columns.
+    value : str
+        The column to spread.
+    strategies : sequence of str
+        Seed strategies, in column order.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
     out = table.set_index([*by, "seeds"])[value].unstack("seeds")
     return out[[s for s in strategies if s in out.columns]]
 
@@ -100,6 +116,25 @@ def wide(table: pd.DataFrame, by: Sequence[str], value: str, strategies: Sequenc
 def claim(text: str, table: pd.DataFrame, figure: str, winner: str, losers: Sequence[str],
           by: Sequence[str], strategies: Sequence[str], *, lower: bool = False) -> str:
     """One claim line: whether the median of ``winner`` is above (``lower``: below) each of ``losers``, per group.
+
+    Parameters
+    ----------
+    text : str
+        The paper's claim.
+    table : pandas.DataFrame
+        Tidy medians.
+    figure : str
+        The figure compared (e.g. ``n_idis``).
+    winner : str
+        The seed strategy the claim says wins.
+    losers : sequence of str
+        The strategies it must beat.
+    by : sequence of str
+        The grouping columns (one comparison per group and loser).
+    strategies : sequence of str
+        The strategies of the grid.
+    lower : bool, default=False
+        The winner must be lower (e.g. remaining IDIs).
 
     Returns
     -------
@@ -211,7 +246,23 @@ def _paper_idis(table: pd.DataFrame, paper) -> pd.DataFrame:
 
 
 def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Table 2: IDIs per generator, row and seed strategy; I&D against each generator's original seeds."""
+    """Table 2: IDIs per generator, row and seed strategy; I&D against each generator's original seeds.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
+    """
     table, order = _search_table(name, tidy, grid, paper)
     table = _paper_idis(table, paper)
     original = paper.get("original_seeds", {})
@@ -302,7 +353,23 @@ def _detail_rows(sub: pd.DataFrame, order) -> list[str]:
 
 
 def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row."""
+    """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
+    """
     table, order = _search_table(name, tidy, grid, paper)
     diversity = summarise(tidy, DIVERSITY_FIGURES)
     lines = [COUNTING_CAVEAT, ""]
@@ -347,7 +414,23 @@ def _diversity_rows(sub: pd.DataFrame, order) -> list[str]:
 
 
 def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Figure 6: global and local IDIs of AEQUITAS per sklearn model and seed strategy, on each row."""
+    """Figure 6: global and local IDIs of AEQUITAS per sklearn model and seed strategy, on each row.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
+    """
     table, order = _search_table(name, tidy, grid, paper)
     others = [s for s in BASELINES if s in order["seeds"]]
     lines = [COUNTING_CAVEAT, "", f"Paper's claim: {paper.get('claim', 'I&D gives more global and local IDIs')}.",
@@ -383,7 +466,23 @@ def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
 
 
 def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Figure 7: IDIs against the limit (number of seeds = max_global), one curve per seed strategy."""
+    """Figure 7: IDIs against the limit (number of seeds = max_global), one curve per seed strategy.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
+    """
     table, order = _search_table(name, tidy, grid, paper)
     others = [s for s in BASELINES if s in order["seeds"]]
     lines = [COUNTING_CAVEAT, "", "The limit is the number of seeds a selection returns (I&D's `limit`, "
@@ -422,7 +521,23 @@ def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
 
 
 def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Table 3: initialization rate (share of seeds that are IDIs) per row and seed strategy."""
+    """Table 3: initialization rate (share of seeds that are IDIs) per row and seed strategy.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
+    """
     if "initialization_rate" not in tidy.columns:
         raise ConfigError(f"preset {name}: the cells' frame has no initialization_rate figure")
     table = summarise(tidy, SEED_FIGURES)
@@ -476,6 +591,21 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     the rate by at least :data:`GOAL_REDUCTION` at an F1 loss of at most :data:`GOAL_F1_LOSS` on every row); I&D
     against cluster seeds for ``paper`` with a bootstrap interval over cells. The paper's own protocol (remaining
     IDIs, which leaks) follows, never as the headline.
+
+    Parameters
+    ----------
+    name : str
+        The preset's name.
+    tidy : pandas.DataFrame
+        One row per cell and seed strategy (the grid's figures).
+    grid : Mapping
+        The grid that was run.
+    paper : dict
+        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+
+    Returns
+    -------
+    PresetReport
     """
     figures = [f for f in RETRAIN_FIGURES if f in tidy.columns]
     methods = [m for m in METHOD_ORDER if f"{m}_test_idi_rate_after" in tidy.columns]

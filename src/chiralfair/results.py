@@ -24,7 +24,17 @@ SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_
 
 
 def base_meta(**extra) -> dict:
-    """Metadata common to every result: package version plus the given entries."""
+    """Metadata common to every result: package version plus the given entries.
+
+    Parameters
+    ----------
+    **extra
+        Entries to add (parameters, dataset, model, random state).
+
+    Returns
+    -------
+    dict
+    """
     return {"chiralfair_version": __version__, **extra}
 
 
@@ -187,6 +197,10 @@ class SearchResult:
         """The headline figures under their result.json names (with ``diversity`` when it was measured).
 
         ``n_plausible_idis`` is there when pairs were scored for plausibility.
+
+        Returns
+        -------
+        dict
         """
         out = {k: getattr(self, k) for k in SUMMARY_FIELDS}
         if self.n_plausible_idis is not None:
@@ -197,7 +211,17 @@ class SearchResult:
         return out
 
     def with_diversity(self, diversity: dict[str, Any] | None) -> SearchResult:
-        """A copy carrying ``diversity``; streamed pairs stay on disk (they are not read to copy them)."""
+        """A copy carrying ``diversity``; streamed pairs stay on disk (they are not read to copy them).
+
+        Parameters
+        ----------
+        diversity : dict or None
+            :func:`~chiralfair.pipeline.steps.diversities` of the IDIs.
+
+        Returns
+        -------
+        SearchResult
+        """
         kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*PAIR_ARRAYS, "plausible")}
         if self.pairs_path is None:
             kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
@@ -311,7 +335,12 @@ class SearchResult:
         return pd.DataFrame(frame)
 
     def to_json(self) -> str:
-        """Serialize everything (arrays as lists; streamed pairs are read back first)."""
+        """Serialize everything (arrays as lists; streamed pairs are read back first).
+
+        Returns
+        -------
+        str
+        """
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         for k in (*PAIR_ARRAYS, "plausible", "pa_pair_counts", "pa_label_counts"):
             d[k] = None if d[k] is None else np.asarray(d[k]).tolist()
@@ -323,7 +352,17 @@ class SearchResult:
 
     @classmethod
     def from_json(cls, text: str) -> SearchResult:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` returned.
+
+        Returns
+        -------
+        SearchResult
+        """
         d = json.loads(text)
         d.pop("success_rate", None)
         width = d.pop("n_features", None)
@@ -467,7 +506,12 @@ class SeedReport:
         return 1000.0 * self.n_initial_idis / spent if spent else None
 
     def to_json(self) -> str:
-        """Serialize everything (arrays as lists), with the derived rates."""
+        """Serialize everything (arrays as lists), with the derived rates.
+
+        Returns
+        -------
+        str
+        """
         d = asdict(self)
         d["seeds"] = np.asarray(self.seeds).tolist()
         d["is_idi"] = np.asarray(self.is_idi).tolist()
@@ -478,7 +522,17 @@ class SeedReport:
 
     @classmethod
     def from_json(cls, text: str) -> SeedReport:
-        """Inverse of :meth:`to_json` (also reads reports written before the later fields existed)."""
+        """Inverse of :meth:`to_json` (also reads reports written before the later fields existed).
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` returned.
+
+        Returns
+        -------
+        SeedReport
+        """
         d = json.loads(text)
         for name in SEED_RATES:
             d.pop(name, None)

@@ -49,6 +49,11 @@ PHASES = ("global", "local")
 def check_run_folder(path: str | os.PathLike) -> None:
     """Refuse a ``path`` that cannot receive a run, without creating anything.
 
+    Parameters
+    ----------
+    path : str or path-like
+        The run folder asked for.
+
     Raises
     ------
     RunFolderError
@@ -98,7 +103,12 @@ def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
 
 
 def remove_empty_folders(folders: list[Path]) -> None:
-    """Remove each folder of ``folders`` (deepest first) that is empty; leave the others."""
+    """Remove each folder of ``folders`` (deepest first) that is empty; leave the others.
+
+    Parameters
+    ----------
+    folders : list of pathlib.Path
+    """
     for folder in folders:
         try:
             folder.rmdir()
@@ -109,7 +119,16 @@ def remove_empty_folders(folders: list[Path]) -> None:
 
 
 def is_previous_run(path: Path) -> bool:
-    """Whether ``path`` holds a chiralfair run (a ``result.json`` with chiralfair metadata), finished or partial."""
+    """Whether ``path`` holds a chiralfair run (a ``result.json`` with chiralfair metadata), finished or partial.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+
+    Returns
+    -------
+    bool
+    """
     try:
         data = json.loads((path / "result.json").read_text())
     except (OSError, ValueError):
@@ -118,7 +137,13 @@ def is_previous_run(path: Path) -> bool:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    data : bytes
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -131,7 +156,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def make_shareable(path: str | os.PathLike) -> None:
-    """Give a temporary file the permissions of a normal new file (mkstemp makes 0600; a run folder is shared)."""
+    """Give a temporary file the permissions of a normal new file (mkstemp makes 0600; a run folder is shared).
+
+    Parameters
+    ----------
+    path : str or path-like
+    """
     mask = os.umask(0)
     os.umask(mask)
     os.chmod(path, 0o666 & ~mask)
@@ -194,6 +224,11 @@ def mark_interrupted(folder: str | os.PathLike, sink: PairSink | None) -> int:
 def remove_pairs(path: Path) -> None:
     """Remove an ``idis.parquet`` written by chiralfair: a single file (older versions) or a folder of parts.
 
+    Parameters
+    ----------
+    path : pathlib.Path
+        The ``idis.parquet`` path.
+
     Raises
     ------
     RunFolderError
@@ -252,7 +287,13 @@ class PairSink:
         self._with_plausible: bool | None = None
 
     def open(self, domain: Domain) -> None:
-        """Create the dataset folder for pairs over ``domain`` (removing a previous run's pairs there)."""
+        """Create the dataset folder for pairs over ``domain`` (removing a previous run's pairs there).
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain of the pairs (decoded column names).
+        """
         remove_pairs(self.path)
         self.path.mkdir(parents=True)
         self._encoder = _PairEncoder(domain)
@@ -296,7 +337,12 @@ class PairSink:
         return self._encoder is not None
 
     def close(self) -> Path:
-        """Write the buffered pairs (an empty part with the schema if there were none); return the folder."""
+        """Write the buffered pairs (an empty part with the schema if there were none); return the folder.
+
+        Returns
+        -------
+        pathlib.Path
+        """
         if self._encoder is None:
             raise RuntimeError("PairSink.open(domain) must be called before close()")
         if self._n_buffered or not self.n_parts:
@@ -389,7 +435,17 @@ def _dictionary(feature: Feature):
 
 
 def pair_parts(path: str | os.PathLike) -> list[Path]:
-    """The part files of an ``idis.parquet`` dataset folder, in write order (a single file: itself)."""
+    """The part files of an ``idis.parquet`` dataset folder, in write order (a single file: itself).
+
+    Parameters
+    ----------
+    path : str or path-like
+        An ``idis.parquet`` folder or file.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
     path = Path(path)
     if path.is_file():
         return [path]

@@ -23,6 +23,14 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS) -> None:
 
     ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,
     ``[max_global, max_local]``), which are not flags.
+
+    Parameters
+    ----------
+    err : Exception
+        The error to show; its text is printed after ``Error:``.
+    flags : tuple of str, default=FLAGS
+        Python parameter names to show as ``--flag-names`` (``max_global`` -> ``--max-global``); ``()`` keeps the
+        text as it is.
     """
     text = str(err)
     for name in flags:
@@ -33,7 +41,18 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS) -> None:
 
 @contextlib.contextmanager
 def refusals(flags: tuple[str, ...] = FLAGS):
-    """Turn chiralfair's errors (bad input) into :func:`fail`; everything else is a bug and propagates."""
+    """Turn chiralfair's errors (bad input) into :func:`fail`; everything else is a bug and propagates.
+
+    Parameters
+    ----------
+    flags : tuple of str, default=FLAGS
+        As :func:`fail`.
+
+    Yields
+    ------
+    None
+        The body runs inside; a :class:`~chiralfair.exceptions.ChiralfairError` it raises exits with code 2.
+    """
     try:
         yield
     except ChiralfairError as err:
@@ -45,6 +64,11 @@ def setup_logging(verbose: bool) -> None:
 
     Python warnings (a column that looks like an identifier, a rule the data breaks) go through logging too, as
     one line each, rather than with the source line that raised them.
+
+    Parameters
+    ----------
+    verbose : bool
+        Log every step at INFO (``--verbose``); otherwise warnings and errors only.
     """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -64,6 +88,16 @@ def grid_logging(verbose: bool):
 
     Without ``--verbose`` the cells' own warnings (one per cell, in every worker process) would bury the progress
     bar: the cells log errors only (failures are listed at the end anyway).
+
+    Parameters
+    ----------
+    verbose : bool
+        As :func:`setup_logging`.
+
+    Yields
+    ------
+    int
+        The level for the ``chiralfair`` logger inside the cells: INFO with ``verbose``, else ERROR.
     """
     setup_logging(verbose)
     if verbose:
@@ -87,6 +121,18 @@ def progress(steps: list[str], enabled: bool):
     """Yield an ``on_step(name)`` callback driving a tqdm bar over the steps of a run, on standard error.
 
     The bar is shown only on a terminal; log records are routed through tqdm so they do not break its line.
+
+    Parameters
+    ----------
+    steps : list of str
+        The step names the run will announce, in order (the bar's length).
+    enabled : bool
+        Show the bar (it is shown only on a terminal either way).
+
+    Yields
+    ------
+    callable
+        ``on_step(name)``: advance the bar to step ``name``.
     """
     from tqdm import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
@@ -110,7 +156,15 @@ def progress(steps: list[str], enabled: bool):
 
 
 def print_table(rows: list[tuple[str, str]], title: str) -> None:
-    """A title, then one indented ``name  value`` line per row."""
+    """A title, then one indented ``name  value`` line per row.
+
+    Parameters
+    ----------
+    rows : list of (str, str)
+        Name and value of each line.
+    title : str
+        The first line.
+    """
     width = max(len(k) for k, _ in rows)
     typer.echo(title)
     for k, v in rows:
@@ -119,6 +173,16 @@ def print_table(rows: list[tuple[str, str]], title: str) -> None:
 
 def parse_bins(text: str | None) -> dict[str, int | list[float]]:
     """Parse ``"age=0:25:45:65:120,hours=10"`` into ``{"age": [0, 25, 45, 65, 120], "hours": 10}``.
+
+    Parameters
+    ----------
+    text : str or None
+        The ``--bins`` value: comma-separated ``column=N`` (N equal-width bins) or ``column=e0:e1:...`` (edges).
+
+    Returns
+    -------
+    dict of str to int or list of float
+        Column -> bin count or edges; empty for None.
 
     Raises
     ------
@@ -142,6 +206,19 @@ def parse_bins(text: str | None) -> dict[str, int | list[float]]:
 def parse_numbers(text: str, flag: str, example: str) -> list[float]:
     """Parse a comma-separated list of numbers given to ``flag``.
 
+    Parameters
+    ----------
+    text : str
+        Comma-separated numbers, e.g. ``"1.0,0.5,0.05"``.
+    flag : str
+        The flag they were given to, for the message.
+    example : str
+        A valid value, for the message.
+
+    Returns
+    -------
+    list of float
+
     Raises
     ------
     ConfigError
@@ -155,6 +232,11 @@ def parse_numbers(text: str, flag: str, example: str) -> list[float]:
 
 def only_with_data(**given) -> None:
     """Refuse own-data flags (``label=...``) on a benchmark run: they would be ignored.
+
+    Parameters
+    ----------
+    **given
+        Own-data flags by Python name and their values; a value that is not None is refused.
 
     Raises
     ------

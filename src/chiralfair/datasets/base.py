@@ -75,7 +75,12 @@ class Dataset:
         return int(self.missing_protected.sum())
 
     def without_missing_protected(self) -> Dataset:
-        """Return a copy without the rows of :attr:`missing_protected` (``self`` when there are none)."""
+        """Return a copy without the rows of :attr:`missing_protected` (``self`` when there are none).
+
+        Returns
+        -------
+        Dataset
+        """
         keep = ~self.missing_protected
         if keep.all():
             return self
@@ -125,6 +130,26 @@ class Dataset:
         {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` replaces them; False or ``{}`` removes them
         (:meth:`~chiralfair.domain.Domain.with_couplings`). ``constraints``: None keeps the domain's; rules as
         text replace them; ``()`` removes them (:meth:`~chiralfair.domain.Domain.with_constraints`).
+
+        Parameters
+        ----------
+        names : str, sequence or mapping
+            Protected attributes (see :meth:`~chiralfair.domain.Domain.with_protected`).
+        values : mapping of str to sequence, optional
+            Declared values of an attribute (default: those observed in ``X``).
+        groups : mapping of str to sequence of str, optional
+            Named groups of columns that form one attribute each.
+        missing_protected : {"exclude", "value"}, default="exclude"
+            Whether a missing protected value is left out of the attribute's values or is one of them.
+        couple : mapping, bool or None, default=None
+            As described above.
+        constraints : str or sequence of str, optional
+            As described above.
+
+        Returns
+        -------
+        Dataset
+            The same rows, with the new domain.
 
         Raises
         ------

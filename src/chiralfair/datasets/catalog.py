@@ -27,12 +27,27 @@ DATASETS: dict[str, DatasetSpec] = {spec.name: spec for spec in (census.SPEC, co
 
 
 def dataset_names() -> list[str]:
-    """Names of the benchmark datasets, in the order of :data:`DATASETS`."""
+    """Names of the benchmark datasets, in the order of :data:`DATASETS`.
+
+    Returns
+    -------
+    list of str
+    """
     return list(DATASETS)
 
 
 def dataset_spec(name: str) -> DatasetSpec:
     """Return the :class:`DatasetSpec` of ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A benchmark dataset: ``census``, ``compas``, ``bank`` or ``german``.
+
+    Returns
+    -------
+    DatasetSpec
+        Its raw files, label, protected attributes and encoder.
 
     Raises
     ------
@@ -137,6 +152,16 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
 
 def default_couplings(name: str) -> dict:
     """The couplings a benchmark dataset declares by default (``{}`` for none), e.g. census sex -> relationship.
+
+    Parameters
+    ----------
+    name : str
+        A benchmark dataset.
+
+    Returns
+    -------
+    dict
+        As ``couple=`` takes it, e.g. ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``.
 
     Raises
     ------

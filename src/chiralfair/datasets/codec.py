@@ -55,7 +55,17 @@ class ColumnCodec:
     table: np.ndarray | None = None
 
     def decode(self, codes: np.ndarray) -> pd.Series | np.ndarray | pd.api.extensions.ExtensionArray:
-        """Values of ``codes`` (int64, shape (n_samples,)) in the original dtype."""
+        """Values of ``codes`` (int64, shape (n_samples,)) in the original dtype.
+
+        Parameters
+        ----------
+        codes : numpy.ndarray of int64, shape (n_samples,)
+
+        Returns
+        -------
+        pandas.Series, numpy.ndarray or ExtensionArray, shape (n_samples,)
+            The values, a missing code decoded as the dtype's missing value.
+        """
         if self.how == "integer":
             return _cast(codes, self.dtype)
         self._check_codes(codes)
@@ -132,7 +142,21 @@ def _as_codes(X, n_features: int) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- built by from_frame's encoders
 def category_codec(series: pd.Series, categories: list, has_missing: bool) -> ColumnCodec:
-    """Decoder of a categorical column whose code ``i`` is ``categories[i]`` and code ``len`` is missing."""
+    """Decoder of a categorical column whose code ``i`` is ``categories[i]`` and code ``len`` is missing.
+
+    Parameters
+    ----------
+    series : pandas.Series, shape (n_samples,)
+        The raw column (its dtype is restored on decoding).
+    categories : list
+        The distinct values, in code order.
+    has_missing : bool
+        Whether the column holds a missing value (then code ``len(categories)``).
+
+    Returns
+    -------
+    ColumnCodec
+    """
     missing = _missing_marker(series) if has_missing else None
     table = np.empty(len(categories) + has_missing, dtype=object)
     table[:len(categories)] = categories
@@ -144,7 +168,17 @@ def category_codec(series: pd.Series, categories: list, has_missing: bool) -> Co
 
 
 def integer_codec(series: pd.Series) -> ColumnCodec:
-    """Decoder of an integer-valued column: the code is the value."""
+    """Decoder of an integer-valued column: the code is the value.
+
+    Parameters
+    ----------
+    series : pandas.Series, shape (n_samples,)
+        The raw column.
+
+    Returns
+    -------
+    ColumnCodec
+    """
     return ColumnCodec(series.name, series.dtype, "integer")
 
 
@@ -159,6 +193,10 @@ def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missi
         Its bin codes; code ``len(edges) - 1`` is the missing bin.
     edges : numpy.ndarray of float, shape (n_bins + 1,)
     has_missing : bool
+
+    Returns
+    -------
+    ColumnCodec
     """
     n_bins = len(edges) - 1
     present = codes < n_bins

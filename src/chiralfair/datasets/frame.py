@@ -327,6 +327,15 @@ FRAME_SUFFIXES = (".csv", ".parquet")
 def read_frame(path) -> pd.DataFrame:
     """Read a data file (``.csv`` or ``.parquet``) into a DataFrame, as it is (no type guessing beyond pandas').
 
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv`` or ``.parquet`` file.
+
+    Returns
+    -------
+    pandas.DataFrame
+
     Raises
     ------
     DatasetError
@@ -348,6 +357,16 @@ def read_frame(path) -> pd.DataFrame:
 
 def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):
     """The value of ``frame[label]`` written as ``value`` (a command line gives ``"1"`` for the integer 1).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    label : hashable
+        The label column.
+    value : object
+        The value as given (``"1"`` matches the integer 1).
+    what : str, default="positive_class"
+        The parameter's name, for the message.
 
     Returns
     -------
@@ -373,7 +392,19 @@ def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positiv
 
 
 def binary_positive_class(frame: pd.DataFrame, label):
-    """The positive class of a label that holds only 0 and 1 (then 1); None when it cannot be told."""
+    """The positive class of a label that holds only 0 and 1 (then 1); None when it cannot be told.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    label : hashable
+        The label column.
+
+    Returns
+    -------
+    object or None
+        1 (in the column's own type) when the label holds exactly 0 and 1, else None.
+    """
     values = set(frame[label].dropna().unique().tolist())
     if values <= {0, 1} and 1 in values:
         return 1

@@ -89,6 +89,10 @@ def user_cache_dir() -> Path:
 
     ``$XDG_CACHE_HOME/chiralfair/data`` when ``XDG_CACHE_HOME`` is an absolute path, else
     ``~/.cache/chiralfair/data``.
+
+    Returns
+    -------
+    pathlib.Path
     """
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     # The XDG spec says relative values are invalid and must be ignored.
@@ -116,7 +120,17 @@ def resolve_data_home(data_home: str | os.PathLike | None = None) -> Path:
 
 
 def search_folders(data_home: str | os.PathLike | None = None) -> list[Path]:
-    """Folders searched for raw files, in order: the resolved data home, then the user cache folder."""
+    """Folders searched for raw files, in order: the resolved data home, then the user cache folder.
+
+    Parameters
+    ----------
+    data_home : str or path-like, optional
+        As :func:`resolve_data_home`: the argument, else ``$CHIRALFAIR_DATA``, else the user cache folder.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
     folders = [resolve_data_home(data_home)]
     cache = user_cache_dir()
     if cache not in folders:
@@ -126,6 +140,16 @@ def search_folders(data_home: str | os.PathLike | None = None) -> list[Path]:
 
 def raw_file(relpath: str) -> RawFile:
     """Return the :class:`RawFile` record of ``relpath``.
+
+    Parameters
+    ----------
+    relpath : str
+        The file's path inside a data home, e.g. ``"census/raw/adult.data"``.
+
+    Returns
+    -------
+    RawFile
+        Its download address and SHA-256.
 
     Raises
     ------
@@ -139,7 +163,19 @@ def raw_file(relpath: str) -> RawFile:
 
 
 def find_raw(relpath: str, data_home: str | os.PathLike | None = None) -> Path | None:
-    """Return where ``relpath`` lies in the searched folders, or None; never downloads."""
+    """Return where ``relpath`` lies in the searched folders, or None; never downloads.
+
+    Parameters
+    ----------
+    relpath : str
+        The file's path inside a data home.
+    data_home : str or path-like, optional
+        As :func:`search_folders`.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
     for folder in search_folders(data_home):
         path = folder / relpath
         if path.is_file():
@@ -149,7 +185,17 @@ def find_raw(relpath: str, data_home: str | os.PathLike | None = None) -> Path |
 
 # ---------------------------------------------------------------------- checksums
 def sha256_of(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file's bytes."""
+    """Hex SHA-256 of a file's bytes.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -158,13 +204,39 @@ def sha256_of(path: str | os.PathLike) -> str:
 
 
 def checksum_mismatch(path: str | os.PathLike, raw: RawFile) -> str | None:
-    """Return the actual digest of ``path`` if it differs from ``raw.sha256``, else None."""
+    """Return the actual digest of ``path`` if it differs from ``raw.sha256``, else None.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file found.
+    raw : RawFile
+        Its record, with the expected digest.
+
+    Returns
+    -------
+    str or None
+    """
     actual = sha256_of(path)
     return None if actual == raw.sha256 else actual
 
 
 def checksum_message(raw: RawFile, path: str | os.PathLike, actual: str) -> str:
-    """Text naming the file and both digests (shared by :class:`ChecksumError` and parse errors)."""
+    """Text naming the file and both digests (shared by :class:`ChecksumError` and parse errors).
+
+    Parameters
+    ----------
+    raw : RawFile
+        The record, with the expected digest.
+    path : str or path-like
+        The file found.
+    actual : str
+        Its digest.
+
+    Returns
+    -------
+    str
+    """
     return (f"SHA-256 of {raw.relpath} ({path}) is {actual}, expected {raw.sha256}: the file is not the "
             f"published one (truncated, edited or a different version)")
 
@@ -196,6 +268,12 @@ def verify(path: str | os.PathLike, raw: RawFile, *, allow_checksum_mismatch: bo
 # ---------------------------------------------------------------------- download
 def download(url: str, dest: Path) -> None:
     """Write the bytes at ``url`` to ``dest`` (standard-library urllib, 60 s timeout).
+
+    Parameters
+    ----------
+    url : str
+    dest : pathlib.Path
+        Written whole or not at all (a temporary file, then a rename).
 
     Raises
     ------

@@ -82,13 +82,36 @@ PUBLISHED: dict[str, dict] = {
 
 
 def dataset_attributes(name: str) -> tuple[str, ...] | None:
-    """Encoded feature names of benchmark dataset ``name`` in column order, or None if ``name`` is unknown."""
+    """Encoded feature names of benchmark dataset ``name`` in column order, or None if ``name`` is unknown.
+
+    Parameters
+    ----------
+    name : str
+        A benchmark dataset name.
+
+    Returns
+    -------
+    tuple of str or None
+    """
     facts = PUBLISHED.get(name)
     return None if facts is None else facts["attributes"]
 
 
 def unknown_protected_error(name: str, attribute: str) -> DomainError:
-    """The error for a protected attribute ``attribute`` that is not a feature of benchmark dataset ``name``."""
+    """The error for a protected attribute ``attribute`` that is not a feature of benchmark dataset ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The benchmark dataset.
+    attribute : str
+        The protected attribute asked for.
+
+    Returns
+    -------
+    DomainError
+        Its message lists the dataset's attributes.
+    """
     facts = PUBLISHED[name]
     return DomainError(
         f"unknown protected attribute {attribute!r} for {name}; its protected attributes are "

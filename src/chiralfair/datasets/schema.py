@@ -117,6 +117,11 @@ def _toml(value) -> str:
 def read_schema(path: str | os.PathLike) -> dict:
     """Read a schema file into the settings of a run.
 
+    Parameters
+    ----------
+    path : str or path-like
+        A schema TOML file (``chiralfair schema infer``).
+
     Returns
     -------
     dict
@@ -163,6 +168,26 @@ def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str
     """TOML text of a schema for the data file at ``path`` (``.csv`` or ``.parquet``); see :func:`infer_schema`.
 
     ``positive_class`` given as text (``"1"``) matches the label's own value (the integer 1).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A ``.csv`` or ``.parquet`` file.
+    label : hashable
+        The label column.
+    protected : sequence of str
+        The protected attributes.
+    positive_class : object, optional
+        The label value of the positive class (needed unless the label holds only 0/1).
+    bins : mapping of str to int or sequence of float, optional
+        Bins to write for numeric columns (edges or a count), as in :func:`~chiralfair.datasets.from_frame`.
+    n_bins : int, default=10
+        Equal-width bins proposed for numeric columns that are not integers and not in ``bins``.
+
+    Returns
+    -------
+    str
+        The TOML text (label, positive class, protected attributes, one table per column).
 
     Raises
     ------

@@ -83,7 +83,12 @@ class Cell:
         return f"{self.dataset}:{','.join(self.protected)}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The full config as JSON-ready values (what the key hashes)."""
+        """The full config as JSON-ready values (what the key hashes).
+
+        Returns
+        -------
+        dict
+        """
         return {"task": self.task, "dataset": self.dataset, "protected": list(self.protected), "model": self.model,
                 "seeds": list(self.seeds), "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
@@ -94,7 +99,17 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        Cell
+        """
         return cls(**{**d, "protected": tuple(d["protected"]), "seeds": tuple(d["seeds"])})
 
     @property
@@ -118,17 +133,49 @@ def cell_key(cell: Cell) -> str:
 
 
 def canonical_json(value) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal text."""
+    """JSON with sorted keys and no spaces: equal values give equal text.
+
+    Parameters
+    ----------
+    value : object
+        JSON-serialisable.
+
+    Returns
+    -------
+    str
+    """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def cell_folder(out: str | os.PathLike, key: str) -> Path:
-    """``<out>/cells/<key>``."""
+    """``<out>/cells/<key>``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The grid folder.
+    key : str
+        The cell's key (:func:`cell_key`).
+
+    Returns
+    -------
+    pathlib.Path
+    """
     return Path(out) / "cells" / key
 
 
 def cell_state(folder: Path) -> str:
-    """``"done"`` (result.json), ``"failed"`` (only error.json) or ``"missing"``."""
+    """``"done"`` (result.json), ``"failed"`` (only error.json) or ``"missing"``.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        A cell folder.
+
+    Returns
+    -------
+    {"done", "failed", "missing"}
+    """
     if (folder / RESULT_NAME).is_file():
         return "done"
     if (folder / ERROR_NAME).is_file():
@@ -137,7 +184,14 @@ def cell_state(folder: Path) -> str:
 
 
 def write_atomically(path: Path, data: bytes | str) -> None:
-    """Write ``path`` whole or not at all: a temporary file in the same folder, then ``os.replace``."""
+    """Write ``path`` whole or not at all: a temporary file in the same folder, then ``os.replace``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    data : bytes or str
+        Text is written as UTF-8.
+    """
     payload = data.encode() if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -151,12 +205,26 @@ def write_atomically(path: Path, data: bytes | str) -> None:
 
 
 def write_json(path: Path, value) -> None:
-    """:func:`write_atomically` of indented JSON."""
+    """:func:`write_atomically` of indented JSON.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+    value : object
+        JSON-serialisable.
+    """
     write_atomically(path, json.dumps(value, indent=2, allow_nan=True, default=_plain) + "\n")
 
 
 def start_cell(folder: Path, cell: Cell) -> None:
-    """Create the cell folder and write its ``cell.json``; leftovers of a killed attempt are removed."""
+    """Create the cell folder and write its ``cell.json``; leftovers of a killed attempt are removed.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The cell folder (:func:`cell_folder`).
+    cell : Cell
+    """
     folder.mkdir(parents=True, exist_ok=True)
     for leftover in folder.glob(".*.tmp"):
         leftover.unlink(missing_ok=True)
@@ -164,13 +232,36 @@ def start_cell(folder: Path, cell: Cell) -> None:
 
 
 def finish_cell(folder: Path, result: dict[str, Any]) -> None:
-    """Write ``result.json``, then drop the ``error.json`` of an earlier failed attempt."""
+    """Write ``result.json``, then drop the ``error.json`` of an earlier failed attempt.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The cell folder.
+    result : dict
+        The cell's figures, summary and manifest.
+    """
     write_json(folder / RESULT_NAME, result)
     (folder / ERROR_NAME).unlink(missing_ok=True)
 
 
 def fail_cell(folder: Path, err: BaseException, seconds: float) -> dict[str, Any]:
-    """Write ``error.json`` (type, message, traceback text, seconds) and return its content."""
+    """Write ``error.json`` (type, message, traceback text, seconds) and return its content.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The cell folder.
+    err : BaseException
+        What the cell raised.
+    seconds : float
+        Wall seconds until it failed.
+
+    Returns
+    -------
+    dict
+        ``type``, ``message``, ``traceback``, ``seconds``.
+    """
     record = {"type": type(err).__name__, "message": str(err),
               "traceback": "".join(traceback.format_exception(err)), "seconds": seconds}
     write_json(folder / ERROR_NAME, record)
@@ -178,7 +269,16 @@ def fail_cell(folder: Path, err: BaseException, seconds: float) -> dict[str, Any
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``."""
+    """The JSON object in ``path``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+
+    Returns
+    -------
+    dict
+    """
     return json.loads(path.read_text(encoding="utf-8"))
 
 

@@ -371,6 +371,12 @@ def _text(path) -> str | None:
 def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
     """Create ``out`` for ``grid`` (writing ``grid.toml``), or check that it holds the same grid.
 
+    Parameters
+    ----------
+    grid : Grid
+    out : str or path-like
+        The grid folder.
+
     Returns
     -------
     pathlib.Path
@@ -390,6 +396,12 @@ def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
 
 def check_grid_folder(grid: Grid, out: str | os.PathLike) -> None:
     """Refuse an output folder that cannot receive ``grid`` (see :func:`prepare_grid_folder`); writes nothing.
+
+    Parameters
+    ----------
+    grid : Grid
+    out : str or path-like
+        The grid folder.
 
     Raises
     ------
@@ -415,6 +427,15 @@ def load_held_grid(path: Path) -> Grid:
 
     A ``grid.toml`` written before couplings existed (no ``couple`` key) ran uncoupled, so it reads as
     ``couple = false`` (design §12), not as the default of a new grid file.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A grid folder's ``grid.toml``.
+
+    Returns
+    -------
+    Grid
     """
     import tomllib
     from dataclasses import replace

@@ -133,7 +133,12 @@ class Grid:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The normalised grid as a TOML-ready mapping (what :func:`load_grid` reads back to an equal grid)."""
+        """The normalised grid as a TOML-ready mapping (what :func:`load_grid` reads back to an equal grid).
+
+        Returns
+        -------
+        dict
+        """
         d: dict[str, Any] = {"name": self.name, "task": self.task, "random_states": list(self.random_states),
                              "save_pairs": self.save_pairs, "verdict": self.verdict,
                              "diversity": self.diversity, "couple": self.couple}
@@ -154,7 +159,12 @@ class Grid:
         return d
 
     def to_toml(self) -> str:
-        """The normalised grid as TOML text."""
+        """The normalised grid as TOML text.
+
+        Returns
+        -------
+        str
+        """
         import tomli_w
 
         return tomli_w.dumps(self.to_dict())
@@ -165,6 +175,10 @@ class Grid:
         A grid may be resumed with another time limit (e.g. to retry the cells that ran out of time), or with
         more (or fewer) random states: a cell's key does not depend on the others, so going from 3 to 10 repeats
         runs only the 7 new random states, and the tables hold the grid's random states only.
+
+        Returns
+        -------
+        dict
         """
         d = self.to_dict()
         d.pop("time_limit", None)
@@ -445,6 +459,10 @@ def check_implementations(grid: Grid) -> None:
     """Check what needs the implementations: generator and seed-strategy parameters, retrain parameters.
 
     Run once before a grid starts, so that a bad parameter fails at once instead of in every cell.
+
+    Parameters
+    ----------
+    grid : Grid
 
     Raises
     ------

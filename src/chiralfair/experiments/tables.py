@@ -71,7 +71,17 @@ def grid_frame(out: str | os.PathLike) -> pd.DataFrame:
 
 
 def figure_columns(frame: pd.DataFrame) -> list[str]:
-    """The figure columns of a :func:`grid_frame` (all but the key, the axes and the random states)."""
+    """The figure columns of a :func:`grid_frame` (all but the key, the axes and the random states).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per cell (:func:`grid_frame`).
+
+    Returns
+    -------
+    list of str
+    """
     skip = {"key", *AXIS_COLUMNS, *STATE_COLUMNS}
     return [c for c in frame.columns if c not in skip]
 
@@ -194,6 +204,15 @@ def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
     """A frame or table without its measured times: columns and ``figure`` rows named ``seconds*`` dropped.
 
     For comparing two runs of a grid, whose other figures are identical for the same random states.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A :func:`grid_frame` or :func:`grid_table`.
+
+    Returns
+    -------
+    pandas.DataFrame
     """
     kept = frame[[c for c in frame.columns if not str(c).startswith("seconds")]]
     if "figure" in kept.columns:
@@ -203,6 +222,11 @@ def without_timings(frame: pd.DataFrame) -> pd.DataFrame:
 
 def write_tables(out: str | os.PathLike) -> list[Path]:
     """Write ``<out>/tables/``: ``cells.parquet``, ``summary.parquet``, ``summary.md``, ``medians.md``, ``ratios.md``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The grid folder.
 
     Returns
     -------
@@ -243,7 +267,16 @@ def write_tables(out: str | os.PathLike) -> list[Path]:
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
-    """A frame as a Markdown table; numbers with 6 significant digits, NaN as an empty cell."""
+    """A frame as a Markdown table; numbers with 6 significant digits, NaN as an empty cell.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    str
+    """
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     lines = [head, "|" + "---|" * len(frame.columns)]
     for row in frame.itertuples(index=False):

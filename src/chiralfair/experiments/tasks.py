@@ -105,7 +105,16 @@ def _run_cell(cell: Cell, out, limit, data_home, cache_dir) -> dict[str, Any]:
 
 
 def describe(cell: Cell) -> str:
-    """One line naming the cell's axis values."""
+    """One line naming the cell's axis values.
+
+    Parameters
+    ----------
+    cell : Cell
+
+    Returns
+    -------
+    str
+    """
     parts = [cell.row, cell.model, "+".join(cell.seeds), cell.generator or "",
              f"{cell.max_global}/{cell.max_local}", f"random_state {cell.random_state}"]
     return " ".join(p for p in parts if p)
@@ -368,6 +377,14 @@ def retrain_figures(result) -> dict[str, Any]:
 
     ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
     ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
+
+    Parameters
+    ----------
+    result : RetrainResult
+
+    Returns
+    -------
+    dict of str to float
     """
     before = result.rows[0]
     out: dict[str, Any] = {f"{f}_before": _number(before[f]) for f in ROW_FIGURES

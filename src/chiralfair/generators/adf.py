@@ -95,6 +95,18 @@ class ADF(Generator):
 
         Per seed: ``max_iter + 1`` checks and ``2 max_iter`` gradient rows in the global phase; per global IDI
         (at most one per seed): ``max_local`` checks and ``2 max_local`` gradient rows in the local phase.
+
+        Parameters
+        ----------
+        n_seeds : int
+            Seeds of the global phase.
+        n_combinations : int
+            Protected-value combinations the discrimination check tries per input.
+
+        Returns
+        -------
+        int
+            Model queries (rows sent to the model).
         """
         per_check = check_cost(n_combinations)
         global_phase = (self.max_iter + 1) * per_check + 2 * self.max_iter

@@ -21,7 +21,21 @@ GENERATORS: dict[str, Callable[..., Generator]] = {}
 
 
 def register_generator(name: str, factory: Callable[..., Generator] | None = None):
-    """Register a generator class (or a preset factory) under ``name``; usable as a class decorator."""
+    """Register a generator class (or a preset factory) under ``name``; usable as a class decorator.
+
+    Parameters
+    ----------
+    name : str
+        The registry name (``make_generator(name)``); a name registered twice is refused.
+    factory : callable, optional
+        A class or a function returning a Generator (e.g. a preset such as ``eidig-5``); None: return a class
+        decorator.
+
+    Returns
+    -------
+    callable
+        The decorator, or ``factory`` itself when given.
+    """
     def deco(obj):
         if name in GENERATORS:
             raise ConfigError(f"generator {name!r} is already registered")
@@ -32,6 +46,18 @@ def register_generator(name: str, factory: Callable[..., Generator] | None = Non
 
 def make_generator(name: str, **params) -> Generator:
     """Build the registered generator ``name`` with hyper-parameters ``params``.
+
+    Parameters
+    ----------
+    name : str
+        A registered name: ``themis``, ``aequitas`` (``aequitas-fully``, ``aequitas-semi``, ``aequitas-random``),
+        ``sg``, ``adf``, ``eidig`` (= ``eidig-inf``), ``eidig-5``, ``expga``, ``kosei``.
+    **params
+        Hyper-parameters of the generator's class (``max_global``, ``max_local`` and those its class documents).
+
+    Returns
+    -------
+    Generator
 
     Raises
     ------

@@ -116,6 +116,14 @@ def gene_of_column(domain: Domain) -> np.ndarray:
     """Gene index of every column, shape (n_features,): a protected attribute's columns share one gene.
 
     Genes are numbered in the order of their first column.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_features,)
     """
     owner = np.arange(domain.n_features)
     for a in domain.attributes:
@@ -152,6 +160,17 @@ def crossover(population: np.ndarray, gene: np.ndarray, rate: float, rng: np.ran
 def mutate(population: np.ndarray, domain: Domain, gene: np.ndarray, rate: float,
            rng: np.random.Generator) -> np.ndarray:
     """Give each gene, with probability ``rate``, a uniform value of the domain (:meth:`Domain.sample`).
+
+    Parameters
+    ----------
+    population : numpy.ndarray of int64, shape (n, n_features)
+        The individuals (codes).
+    domain : Domain
+    gene : numpy.ndarray of int64, shape (n_features,)
+        :func:`gene_of_column`.
+    rate : float
+        Mutation probability per gene, in [0, 1].
+    rng : numpy.random.Generator
 
     Returns
     -------

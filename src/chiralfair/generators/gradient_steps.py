@@ -65,18 +65,48 @@ class ChainChecks:
 
     @classmethod
     def empty(cls, n: int, n_combinations: int) -> ChainChecks:
-        """Zero-filled records for ``n`` chains."""
+        """Zero-filled records for ``n`` chains.
+
+        Parameters
+        ----------
+        n : int
+            Number of chains.
+        n_combinations : int
+            Protected-value combinations per chain.
+
+        Returns
+        -------
+        ChainChecks
+        """
         return cls(np.zeros(n, np.int64), np.zeros((n, n_combinations), np.int64),
                    np.zeros((n, n_combinations)), np.zeros(n), np.ones((n, n_combinations), dtype=bool))
 
     @classmethod
     def from_result(cls, res: CheckResult) -> ChainChecks:
-        """Take the records of a check run with ``with_proba=True``."""
+        """Take the records of a check run with ``with_proba=True``.
+
+        Parameters
+        ----------
+        res : CheckResult
+            Of :meth:`DiscriminationCheck.check <chiralfair.oracle.DiscriminationCheck.check>` with ``with_proba=True``.
+
+        Returns
+        -------
+        ChainChecks
+        """
         possible = res.possible if res.possible is not None else np.ones(res.counterpart_labels.shape, dtype=bool)
         return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba, possible)
 
     def set_rows(self, rows, other: ChainChecks) -> None:
-        """Overwrite ``rows`` (indices or mask) with the records of ``other`` (aligned with ``rows``)."""
+        """Overwrite ``rows`` (indices or mask) with the records of ``other`` (aligned with ``rows``).
+
+        Parameters
+        ----------
+        rows : array-like of int or bool
+            Chains to overwrite.
+        other : ChainChecks
+            One record per selected chain.
+        """
         self.labels[rows] = other.labels
         self.counterpart_labels[rows] = other.counterpart_labels
         self.proba[rows] = other.proba
@@ -84,7 +114,17 @@ class ChainChecks:
         self.possible[rows] = other.possible
 
     def rows(self, rows) -> ChainChecks:
-        """A copy holding only ``rows`` (indices or mask)."""
+        """A copy holding only ``rows`` (indices or mask).
+
+        Parameters
+        ----------
+        rows : array-like of int or bool
+            Chains to keep.
+
+        Returns
+        -------
+        ChainChecks
+        """
         return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows],
                            self.possible[rows])
 
@@ -103,6 +143,11 @@ class ChainChecks:
 
         The first combination that flips the label, else the one whose P(y=1) differs most from x's (for a
         binary label, the largest |p_y(x) - p_y(x')|).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_chains,)
+            A combination index per chain.
         """
         flips = self.flips
         return np.where(flips.any(axis=1), flips.argmax(axis=1), self.max_difference())
@@ -111,6 +156,11 @@ class ChainChecks:
         """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,).
 
         Among the possible counterparts (an impossible one scores -1, below the input's own 0).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_chains,)
+            A combination index per chain.
         """
         return np.where(self.possible, np.abs(self.proba - self.own_proba[:, None]), -1.0).argmax(axis=1)
 
@@ -118,17 +168,46 @@ class ChainChecks:
         """EIDIG's ``find_pair``: a uniformly random combination that flips the label, shape (n_chains,).
 
         Chains that are not IDIs fall back to :meth:`max_difference`.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_chains,)
+            A combination index per chain.
         """
         flips = self.flips
         score = np.where(flips, rng.random(flips.shape), -1.0)
         return np.where(flips.any(axis=1), score.argmax(axis=1), self.max_difference())
 
     def counterpart_label(self, combo: np.ndarray) -> np.ndarray:
-        """Label of combination ``combo[i]`` for chain i, shape (n_chains,)."""
+        """Label of combination ``combo[i]`` for chain i, shape (n_chains,).
+
+        Parameters
+        ----------
+        combo : numpy.ndarray of int64, shape (n_chains,)
+            A combination index per chain.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_chains,)
+        """
         return self.counterpart_labels[np.arange(len(combo)), combo]
 
     def counterpart_proba(self, combo: np.ndarray) -> np.ndarray:
-        """P(y=1) of combination ``combo[i]`` for chain i, shape (n_chains,)."""
+        """P(y=1) of combination ``combo[i]`` for chain i, shape (n_chains,).
+
+        Parameters
+        ----------
+        combo : numpy.ndarray of int64, shape (n_chains,)
+            A combination index per chain.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_chains,)
+        """
         return self.proba[np.arange(len(combo)), combo]
 
 
@@ -285,7 +364,20 @@ def _sample_from_cumulative(cum: np.ndarray, rng: np.random.Generator) -> np.nda
 
 
 def random_non_protected(n: int, non_protected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One uniformly random non-protected feature index per row, shape (n,)."""
+    """One uniformly random non-protected feature index per row, shape (n,).
+
+    Parameters
+    ----------
+    n : int
+        Number of rows.
+    non_protected : numpy.ndarray of int64
+        Indices of the non-protected columns.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+    """
     idx = np.flatnonzero(non_protected)
     return idx[rng.integers(0, len(idx), size=n)]
 
@@ -377,6 +469,17 @@ def local_gradient_rows(max_local: int, update_interval: int | None) -> int:
 
     A refresh needs ``update_interval`` iterations without a return before it, so at most
     ``(max_local - 1) // update_interval`` happen.
+
+    Parameters
+    ----------
+    max_local : int
+        Local iterations per global IDI.
+    update_interval : int or None
+        Iterations between gradient refreshes (None: never refreshed).
+
+    Returns
+    -------
+    int
     """
     if max_local == 0:
         return 0
@@ -389,5 +492,14 @@ def check_cost(n_combinations: int) -> int:
 
     One per combination, plus one when the input's own PA values lie outside the PA domains (see
     :class:`~chiralfair.oracle.DiscriminationCheck`).
+
+    Parameters
+    ----------
+    n_combinations : int
+        Protected-value combinations.
+
+    Returns
+    -------
+    int
     """
     return n_combinations + 1

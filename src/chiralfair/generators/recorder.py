@@ -46,7 +46,16 @@ class SortedKeySet:
         return self._size
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
-        """Whether each key is in the set, shape (n_keys,)."""
+        """Whether each key is in the set, shape (n_keys,).
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of int64, shape (n_keys,)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_keys,)
+        """
         keys = np.asarray(keys, dtype=np.int64)
         found = np.zeros(len(keys), dtype=bool)
         for run in self._runs:
@@ -55,7 +64,16 @@ class SortedKeySet:
         return found
 
     def add(self, keys: np.ndarray) -> np.ndarray:
-        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,)."""
+        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,).
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of int64, shape (n_keys,)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_keys,)
+        """
         keys = np.asarray(keys, dtype=np.int64)
         new = np.zeros(len(keys), dtype=bool)
         if not len(keys):
@@ -87,11 +105,29 @@ class ObjectKeySet:
         return len(self._set)
 
     def contains(self, keys) -> np.ndarray:
-        """Whether each key is in the set, shape (n_keys,)."""
+        """Whether each key is in the set, shape (n_keys,).
+
+        Parameters
+        ----------
+        keys : sequence of bytes, length n_keys
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_keys,)
+        """
         return np.fromiter((k in self._set for k in keys), dtype=bool, count=len(keys))
 
     def add(self, keys) -> np.ndarray:
-        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,)."""
+        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,).
+
+        Parameters
+        ----------
+        keys : sequence of bytes, length n_keys
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_keys,)
+        """
         new = np.zeros(len(keys), dtype=bool)
         seen = self._set
         for i, k in enumerate(keys):
@@ -102,7 +138,16 @@ class ObjectKeySet:
 
 
 def key_set_for(domain: Domain) -> SortedKeySet | ObjectKeySet:
-    """The key set that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python set."""
+    """The key set that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python set.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    SortedKeySet or ObjectKeySet
+    """
     bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
     return ObjectKeySet() if bytes_keys else SortedKeySet()
 
@@ -198,6 +243,13 @@ class IDIRecorder:
     def pair_plausible(self, X: np.ndarray, C: np.ndarray) -> np.ndarray | None:
         """Whether each pair is plausible: the IDI and its counterpart both (:meth:`Domain.plausible`).
 
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_pairs, n_features)
+            IDIs.
+        C : numpy.ndarray of int64, shape (n_pairs, n_features)
+            Their counterparts.
+
         Returns
         -------
         numpy.ndarray of bool, shape (n_pairs,), or None
@@ -207,11 +259,31 @@ class IDIRecorder:
         return None if own is None else own & other
 
     def is_recorded(self, X) -> np.ndarray:
-        """Whether each row's key is already a recorded IDI, shape (n_samples,)."""
+        """Whether each row's key is already a recorded IDI, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         return self._idi_keys.contains(self.domain.keys(X))
 
     def is_tested(self, X) -> np.ndarray:
-        """Whether each row's key was already checked (in either phase), shape (n_samples,)."""
+        """Whether each row's key was already checked (in either phase), shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         return self._tested.contains(self.domain.keys(X))
 
     @property
@@ -236,7 +308,26 @@ class IDIRecorder:
 
     def result(self, *, generator: str, seed_strategy: str, n_seeds: int, n_seed_idis: int,
                notes=(), meta=None) -> SearchResult:
-        """Freeze what was recorded into a :class:`SearchResult` (closing the sink, if any)."""
+        """Freeze what was recorded into a :class:`SearchResult` (closing the sink, if any).
+
+        Parameters
+        ----------
+        generator : str
+            The generator's name, recorded in the result.
+        seed_strategy : str
+            The seed strategy's name.
+        n_seeds : int
+            Seeds the search started from.
+        n_seed_idis : int
+            Of those, the IDIs.
+        notes : sequence of str, default=()
+        meta : dict, optional
+            Parameters, random state, versions.
+
+        Returns
+        -------
+        SearchResult
+        """
         seconds = self.seconds
         counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
         k = len(self.domain.protected)

@@ -154,6 +154,22 @@ def solve(constraints: Sequence[Predicate], x: np.ndarray, domain: Domain, *, so
     ``"interval"`` always uses interval arithmetic, ``"z3"`` always z3, ``"auto"`` interval arithmetic when
     one feature is constrained and z3 otherwise.
 
+    Parameters
+    ----------
+    constraints : sequence of Predicate
+        The path constraints to satisfy.
+    x : numpy.ndarray of int64, shape (n_features,)
+        The input to move as little as possible (unconstrained features keep its values).
+    domain : Domain
+    solver : {"auto", "interval", "z3"}, default="auto"
+    timeout_ms : int, default=1000
+        z3's time limit in milliseconds.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_features,), or None
+        An input in the domain satisfying the constraints; None if there is none.
+
     Raises
     ------
     SolverTimeout
@@ -168,6 +184,11 @@ def solve(constraints: Sequence[Predicate], x: np.ndarray, domain: Domain, *, so
 # ---------------------------------------------------------------------------------------------- search
 def local_constraints(path: Sequence[PathStep]):
     """Yield, for each path predicate, the path with it negated and the constraint on its feature alone.
+
+    Parameters
+    ----------
+    path : sequence of PathStep
+        The decision path of an input in the surrogate tree.
 
     Yields
     ------
@@ -189,6 +210,13 @@ def local_constraints(path: Sequence[PathStep]):
 
 def global_constraint(path: Sequence[PathStep], threshold: float):
     """Negate the path's first predicate with confidence below ``threshold``, keeping the prefix before it.
+
+    Parameters
+    ----------
+    path : sequence of PathStep
+        The decision path of an input in the surrogate tree.
+    threshold : float
+        Confidence below which a predicate is negated.
 
     Returns
     -------
@@ -327,6 +355,18 @@ class SymbolicGeneration(Generator):
 
         At most ``limit`` unique inputs are tested (``n_combinations`` queries each, one more if its PA values
         lie outside the PA domains) and explained (``n_samples - 1`` queries each).
+
+        Parameters
+        ----------
+        n_seeds : int
+            Seeds of the global phase.
+        n_combinations : int
+            Protected-value combinations the discrimination check tries per input.
+
+        Returns
+        -------
+        int
+            Model queries.
         """
         return self.limit * (n_combinations + 1 + self.params["n_samples"] - 1)
 

@@ -45,11 +45,26 @@ class Predicate(NamedTuple):
     bound: int
 
     def negate(self) -> Predicate:
-        """Return the complement over the integers: ``not (x <= b)`` is ``x >= b + 1`` and vice versa."""
+        """Return the complement over the integers: ``not (x <= b)`` is ``x >= b + 1`` and vice versa.
+
+        Returns
+        -------
+        Predicate
+        """
         return Predicate(self.feature, not self.upper, self.bound + 1 if self.upper else self.bound - 1)
 
     def holds(self, X) -> np.ndarray:
-        """Whether each row satisfies the predicate, shape (n_samples,)."""
+        """Whether each row satisfies the predicate, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,)
+        """
         v = np.asarray(X)[:, self.feature]
         return v <= self.bound if self.upper else v >= self.bound
 

@@ -27,6 +27,16 @@ METHODS: dict[str, Callable[..., MitigationMethod]] = {}
 def register_method(name: str):
     """Class decorator registering a mitigation method under ``name``.
 
+    Parameters
+    ----------
+    name : str
+        The registry name (``make_method(name)``, ``--method name``).
+
+    Returns
+    -------
+    callable
+        The class decorator; it sets the class's ``name``.
+
     Raises
     ------
     ConfigError
@@ -49,6 +59,11 @@ def make_method(name: str, **params) -> MitigationMethod:
     name : str
     **params
         Constructor arguments of the method's class (see each class).
+
+    Returns
+    -------
+    MitigationMethod
+        Unfitted.
 
     Raises
     ------
@@ -97,6 +112,21 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``sample_weight`` (n_samples,), where the method takes it, weighs the rows; further keyword arguments are
         the method's (e.g. ``added=`` of ``counterfactual``).
 
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes of the method's ``domain``.
+        y : array-like, shape (n_samples,)
+            Two-class labels (any two values; the second in sorted order is the positive class).
+        sample_weight : array-like of float, shape (n_samples,), optional
+        **fit_params
+            The method's own fit arguments.
+
+        Returns
+        -------
+        MitigationMethod
+            ``self``, fitted.
+
         Raises
         ------
         ConfigError
@@ -123,13 +153,32 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Labels in ``classes_``, shape (n_samples,)."""
+        """Labels in ``classes_``, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_samples,)
+        """
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "estimator_")
         return self.classes_[np.asarray(self.estimator_.predict(self._model_input(self._codes(X))), dtype=np.int64)]
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities in the order of ``classes_``, shape (n_samples, 2).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples, 2)
 
         Raises
         ------
@@ -167,6 +216,19 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 def fit_with_weights(estimator, X, y, sample_weight):
     """Fit ``estimator`` with ``sample_weight`` (routed to a Pipeline's last step), returning it.
 
+    Parameters
+    ----------
+    estimator : sklearn estimator or Pipeline
+        Unfitted; fitted in place.
+    X : array-like, shape (n_samples, n_features)
+    y : array-like, shape (n_samples,)
+    sample_weight : numpy.ndarray of float, shape (n_samples,)
+
+    Returns
+    -------
+    estimator
+        The fitted ``estimator``.
+
     Raises
     ------
     ModelCapabilityError
@@ -192,7 +254,20 @@ def fit_with_weights(estimator, X, y, sample_weight):
 
 
 def fit_plain(estimator, X, y):
-    """Fit ``estimator`` on one native thread, returning it."""
+    """Fit ``estimator`` on one native thread, returning it.
+
+    Parameters
+    ----------
+    estimator : sklearn estimator
+        Unfitted; fitted in place.
+    X : array-like, shape (n_samples, n_features)
+    y : array-like, shape (n_samples,)
+
+    Returns
+    -------
+    estimator
+        The fitted ``estimator``.
+    """
     from ..models.threads import single_native_thread
 
     with single_native_thread():
@@ -201,6 +276,15 @@ def fit_plain(estimator, X, y):
 
 def check_shares(share) -> tuple[float, ...]:
     """Validate ``share`` (a number or a sequence) into a tuple of distinct values in (0, 1].
+
+    Parameters
+    ----------
+    share : float or sequence of float
+        Share(s) of the IDI pairs to add.
+
+    Returns
+    -------
+    tuple of float
 
     Raises
     ------
@@ -222,7 +306,19 @@ def check_shares(share) -> tuple[float, ...]:
 
 
 def unfitted_copy(est, seed: int):
-    """A clone with the same hyper-parameters; a ``random_state`` left at None gets ``seed`` (reproducible)."""
+    """A clone with the same hyper-parameters; a ``random_state`` left at None gets ``seed`` (reproducible).
+
+    Parameters
+    ----------
+    est : sklearn estimator
+    seed : int
+        The ``random_state`` given to every ``random_state`` parameter left at None.
+
+    Returns
+    -------
+    sklearn estimator
+        Unfitted.
+    """
     from sklearn.base import clone
     copy = clone(est)
     unset = {k: seed for k, v in copy.get_params(deep=True).items()

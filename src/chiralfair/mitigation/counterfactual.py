@@ -35,6 +35,12 @@ def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
     domain : Domain
     weight : numpy.ndarray of float, shape (n_samples,), optional
         Each row's weight (default 1), shared by its ``k`` copies.
+
+    Returns
+    -------
+    rows : numpy.ndarray of int64, shape (n_samples * k, n_features)
+    labels : numpy.ndarray, shape (n_samples * k,)
+    weights : numpy.ndarray of float64, shape (n_samples * k,)
     """
     k = len(domain.combinations)
     rows = domain.counterparts(X).reshape(-1, X.shape[1])
@@ -108,6 +114,19 @@ class CounterfactualAugmentation(MitigationMethod):
 
 def fitted_start(estimator, X, y):
     """The fitted PaperDNNClassifier to fine-tune from: ``estimator`` itself, or a fit of it on ``(X, y)``.
+
+    Parameters
+    ----------
+    estimator : PaperDNNClassifier
+        Fitted or not.
+    X : array-like of int, shape (n_samples, n_features)
+    y : array-like of int, shape (n_samples,)
+        Used only when ``estimator`` is not fitted.
+
+    Returns
+    -------
+    PaperDNNClassifier
+        Fitted.
 
     Raises
     ------

@@ -81,7 +81,20 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def from_module(cls, module, **params) -> PaperDNNClassifier:
-        """A fitted classifier around a trained :class:`PaperDNN` (e.g. the zoo DNN under test), to fine-tune."""
+        """A fitted classifier around a trained :class:`PaperDNN` (e.g. the zoo DNN under test), to fine-tune.
+
+        Parameters
+        ----------
+        module : PaperDNN
+            A trained network.
+        **params
+            Hyper-parameters of the classifier (as its constructor).
+
+        Returns
+        -------
+        PaperDNNClassifier
+            Fitted: ``module_`` is ``module``.
+        """
         out = cls(**params)
         out.module_ = module
         out.classes_ = np.array([0, 1])
@@ -90,6 +103,19 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
 
     def fit(self, X, y, sample_weight=None) -> PaperDNNClassifier:
         """Train a fresh network on int codes ``X`` (n_samples, n_features) and labels ``y`` in {0, 1}.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+        y : array-like of int, shape (n_samples,)
+            Labels in {0, 1}.
+        sample_weight : array-like of float, shape (n_samples,), optional
+            Non-negative weights of the rows in the loss.
+
+        Returns
+        -------
+        PaperDNNClassifier
+            ``self``, fitted.
 
         Raises
         ------
@@ -115,6 +141,21 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
     def fine_tune(self, X, y, *, epochs: int = 10, sample_weight=None, random_state=None) -> PaperDNNClassifier:
         """A copy trained ``epochs`` more passes on ``(X, y)`` from the fitted weights (a fresh Nadam).
 
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+        y : array-like of int, shape (n_samples,)
+            Labels in {0, 1}.
+        epochs : int, default=10
+        sample_weight : array-like of float, shape (n_samples,), optional
+        random_state : None, int or numpy.random.Generator, optional
+            Drives the batches; default: the classifier's ``random_state``.
+
+        Returns
+        -------
+        PaperDNNClassifier
+            A fitted copy; ``self`` is unchanged.
+
         Raises
         ------
         ConfigError
@@ -130,7 +171,17 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
         return tuned
 
     def predict_proba(self, X) -> np.ndarray:
-        """P(y = 0) and P(y = 1), shape (n_samples, 2)."""
+        """P(y = 0) and P(y = 1), shape (n_samples, 2).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples, 2)
+        """
         import torch
 
         from ..models.threads import single_intra_op_thread
@@ -141,7 +192,17 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """Labels in {0, 1}, shape (n_samples,): P(y = 1) > 0.5."""
+        """Labels in {0, 1}, shape (n_samples,): P(y = 1) > 0.5.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,)
+        """
         return (self.predict_proba(X)[:, 1] > 0.5).astype(np.int64)
 
     # ------------------------------------------------------------------------------------------ training

@@ -108,6 +108,15 @@ class Evaluator:
 def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson interval of a binomial share (statsmodels), treating the rows as a sample of the population.
 
+    Parameters
+    ----------
+    count : int
+        Successes.
+    nobs : int
+        Trials.
+    confidence : float, default=0.95
+        Confidence level.
+
     Returns
     -------
     lower, upper : float

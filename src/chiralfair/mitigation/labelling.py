@@ -161,6 +161,20 @@ def vote_labels(voter, X, domain: Domain, *, check: bool = False) -> np.ndarray:
     The projection is :meth:`Domain.projection <chiralfair.domain.Domain.projection>` (coupled columns read as
     roles), so an input and each of its counterparts get the same label by construction.
 
+    Parameters
+    ----------
+    voter : fitted classifier
+        Trained on the non-protected projections (:func:`fit_vote`).
+    X : array-like of int, shape (n_samples, n_features)
+        Codes.
+    domain : Domain
+    check : bool, default=False
+        Refuse labels other than 0 and 1.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_samples,)
+
     Raises
     ------
     ConfigError

@@ -55,20 +55,54 @@ class HeldOutProjections:
 
     @classmethod
     def of(cls, domain: Domain, X_train, X_test) -> HeldOutProjections:
-        """Build from the training rows (n_train, n_features) and the test rows (n_test, n_features)."""
+        """Build from the training rows (n_train, n_features) and the test rows (n_test, n_features).
+
+        Parameters
+        ----------
+        domain : Domain
+        X_train : array-like of int, shape (n_train, n_features)
+        X_test : array-like of int, shape (n_test, n_features)
+
+        Returns
+        -------
+        HeldOutProjections
+        """
         train_keys = np.unique(domain.keys(X_train))
         test_keys = domain.keys(X_test)
         seen = np.isin(test_keys, train_keys)
         return cls(keys=np.unique(test_keys[~seen]), n_test_rows_seen=int(seen.sum()), n_test=int(len(test_keys)))
 
     def hits(self, domain: Domain, X) -> np.ndarray:
-        """Whether each row of ``X`` (n, n_features) has a test projection, shape (n,), bool."""
+        """Whether each row of ``X`` (n, n_features) has a test projection, shape (n,), bool.
+
+        Parameters
+        ----------
+        domain : Domain
+        X : array-like of int, shape (n, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n,)
+        """
         if len(X) == 0:
             return np.zeros(0, dtype=bool)
         return np.isin(domain.keys(X), self.keys)
 
     def verify(self, domain: Domain, X_added, where: str) -> int:
         """Count the rows of ``X_added`` with a test projection, which must be 0 (returned for the report).
+
+        Parameters
+        ----------
+        domain : Domain
+        X_added : array-like of int, shape (n, n_features)
+            The rows a method added to training.
+        where : str
+            The method, for the message.
+
+        Returns
+        -------
+        int
+            0.
 
         Raises
         ------
@@ -87,13 +121,36 @@ def training_rows(dataset: Dataset, train) -> Dataset:
 
     Its domain is unchanged (the input space stays the same); its name gains ``"[train]"`` so that a chiral
     model trained on it gets its own cache entry.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    train : array-like of int
+        Row indices of the training split.
+
+    Returns
+    -------
+    Dataset
     """
     train = np.asarray(train, dtype=np.int64)
     return replace(dataset, X=dataset.X[train], y=dataset.y[train], name=f"{dataset.name}[train]")
 
 
 def without_test_projections(found, projections: HeldOutProjections, domain: Domain):
-    """The search result without the pairs whose key is a test projection, and how many were dropped."""
+    """The search result without the pairs whose key is a test projection, and how many were dropped.
+
+    Parameters
+    ----------
+    found : SearchResult
+    projections : HeldOutProjections
+    domain : Domain
+
+    Returns
+    -------
+    found : SearchResult
+        The same figures recounted without the excluded pairs (``found`` itself when none is excluded).
+    n_excluded : int
+    """
     from ..results import PAIR_ARRAYS, SearchResult
 
     hit = projections.hits(domain, found.idis)

@@ -31,14 +31,42 @@ PAIRS = ("both", "idi")
 
 
 def added_rows(X_idi, X_counterpart, labels, chosen, pairs: str):
-    """The rows and labels a share of the IDI pairs adds: both rows of each chosen pair, or the IDI only."""
+    """The rows and labels a share of the IDI pairs adds: both rows of each chosen pair, or the IDI only.
+
+    Parameters
+    ----------
+    X_idi : numpy.ndarray of int64, shape (n_pairs, n_features)
+    X_counterpart : numpy.ndarray of int64, shape (n_pairs, n_features), or None
+    labels : numpy.ndarray of int64, shape (n_pairs,)
+        The vote's label of each pair.
+    chosen : numpy.ndarray of int64
+        The pairs added.
+    pairs : {"both", "idi"}
+
+    Returns
+    -------
+    rows : numpy.ndarray of int64, shape (n_added, n_features)
+    labels : numpy.ndarray of int64, shape (n_added,)
+    """
     if pairs == "idi" or X_counterpart is None:
         return X_idi[chosen], labels[chosen]
     return np.vstack([X_idi[chosen], X_counterpart[chosen]]), np.concatenate([labels[chosen], labels[chosen]])
 
 
 def shared_count(share: float, n: int) -> int:
-    """Pairs a share of ``n`` adds: ``round(share * n)``, at least one."""
+    """Pairs a share of ``n`` adds: ``round(share * n)``, at least one.
+
+    Parameters
+    ----------
+    share : float
+        In (0, 1].
+    n : int
+        Pairs available.
+
+    Returns
+    -------
+    int
+    """
     return max(1, round(share * n))
 
 

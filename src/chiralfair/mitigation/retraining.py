@@ -186,6 +186,15 @@ class RetrainResult:
     def model_of(self, method: str) -> CountingModel:
         """The model retrained by ``method`` (its largest share).
 
+        Parameters
+        ----------
+        method : str
+            A method in :attr:`methods`.
+
+        Returns
+        -------
+        CountingModel
+
         Raises
         ------
         ConfigError
@@ -208,7 +217,12 @@ class RetrainResult:
         return pd.DataFrame(list(self.rows), columns=list(ROW_FIELDS))
 
     def to_json(self) -> str:
-        """Serialize everything but the models."""
+        """Serialize everything but the models.
+
+        Returns
+        -------
+        str
+        """
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "models"}
         d["rows"] = list(self.rows)
         d["notes"] = list(self.notes)
@@ -217,7 +231,18 @@ class RetrainResult:
 
     @classmethod
     def from_json(cls, text: str) -> RetrainResult:
-        """Inverse of :meth:`to_json` (without the models)."""
+        """Inverse of :meth:`to_json` (without the models).
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` returned.
+
+        Returns
+        -------
+        RetrainResult
+            Without models (:meth:`model_of` refuses).
+        """
         d = json.loads(text)
         d["rows"] = tuple(d["rows"])
         d["notes"] = tuple(d["notes"])
@@ -225,11 +250,26 @@ class RetrainResult:
         return cls(**d)
 
     def same_figures(self, other: RetrainResult) -> bool:
-        """Whether two results hold the same figures: their JSON without :attr:`seconds` is identical."""
+        """Whether two results hold the same figures: their JSON without :attr:`seconds` is identical.
+
+        Parameters
+        ----------
+        other : RetrainResult
+
+        Returns
+        -------
+        bool
+        """
         return replace(self, seconds={}).to_json() == replace(other, seconds={}).to_json()
 
     def verdict_lines(self) -> list[str]:
-        """The guardrail's words, first thing a reader sees: one line per method and share that did not improve."""
+        """The guardrail's words, first thing a reader sees: one line per method and share that did not improve.
+
+        Returns
+        -------
+        list of str
+            Markdown lines.
+        """
         if self.improved:
             return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
                     f"before one) at an F1 cost of at most {self.max_f1_loss:g}."]
@@ -237,7 +277,17 @@ class RetrainResult:
             f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
 
     def to_markdown(self, plot: str | None = None) -> str:
-        """The guardrail first, then the table, the leak check, the ensemble and the notes (``plot``: a PNG name)."""
+        """The guardrail first, then the table, the leak check, the ensemble and the notes (``plot``: a PNG name).
+
+        Parameters
+        ----------
+        plot : str, optional
+            File name of the trade-off plot, linked at the end.
+
+        Returns
+        -------
+        str
+        """
         frame = self.to_frame()
         columns = [c for c in _TABLE if c not in _OPTIONAL or frame[c].notna().any()]
         lines = [f"# Mitigation: {self.meta.get('dataset')} / {','.join(self.meta.get('protected', []))} / "
@@ -273,6 +323,11 @@ class RetrainResult:
         """Draw F1 against the held-out IDI rate (95% interval), one point per method and share, and the model before.
 
         The dashed line is the F1 budget (F1 before minus ``max_f1_loss``): a point below it costs too much.
+
+        Parameters
+        ----------
+        path : str or path-like
+            PNG file to write.
         """
         import matplotlib
         matplotlib.use("Agg")
@@ -337,6 +392,14 @@ def _cell(row, key: str) -> str:
 
 def check_methods(method) -> tuple[str, ...]:
     """Validate ``method`` (a name or a sequence of names) into a tuple of distinct registered method names.
+
+    Parameters
+    ----------
+    method : str or sequence of str
+
+    Returns
+    -------
+    tuple of str
 
     Raises
     ------

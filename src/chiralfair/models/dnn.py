@@ -85,15 +85,39 @@ class PaperDNN(torch.nn.Module):
         self.reset_parameters(torch.Generator().manual_seed(0))
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
-        """Pre-sigmoid output, shape (n_samples, 1), for float32 inputs of shape (n_samples, n_features)."""
+        """Pre-sigmoid output, shape (n_samples, 1), for float32 inputs of shape (n_samples, n_features).
+
+        Parameters
+        ----------
+        x : torch.Tensor of float32, shape (n_samples, n_features)
+
+        Returns
+        -------
+        torch.Tensor, shape (n_samples, 1)
+        """
         return self.layers((x - self.input_mean) / self.input_std)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """P(y = 1), shape (n_samples, 1)."""
+        """P(y = 1), shape (n_samples, 1).
+
+        Parameters
+        ----------
+        x : torch.Tensor of float32, shape (n_samples, n_features)
+
+        Returns
+        -------
+        torch.Tensor, shape (n_samples, 1)
+        """
         return torch.sigmoid(self.logit(x))
 
     def reset_parameters(self, generator: torch.Generator) -> None:
-        """Keras's default initialisation: Glorot-uniform weights, zero biases; draws from ``generator``."""
+        """Keras's default initialisation: Glorot-uniform weights, zero biases; draws from ``generator``.
+
+        Parameters
+        ----------
+        generator : torch.Generator
+            The only source of randomness (reproducible initialisation).
+        """
         with torch.no_grad():
             for layer in self.layers:
                 if isinstance(layer, torch.nn.Linear):

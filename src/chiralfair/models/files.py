@@ -336,7 +336,17 @@ class OnnxClassifier:
         return np.column_stack([1 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """Predicted labels, shape (n_samples,): the label output, else the likelier class of ``classes_``."""
+        """Predicted labels, shape (n_samples,): the label output, else the likelier class of ``classes_``.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_samples,)
+        """
         if self._label is not None:
             (out,) = self._run(X, [self._label])
             return np.asarray(out).reshape(-1)

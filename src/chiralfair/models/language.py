@@ -83,6 +83,16 @@ class ModelLanguage:
     def model_input(self, X: np.ndarray):
         """The input the model itself takes for codes ``X`` of shape (n_samples, n_features).
 
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray or pandas.DataFrame
+            ``X`` itself, or ``to_frame(X)[feature_names]``.
+
         Raises
         ------
         ConfigError
@@ -125,6 +135,15 @@ class ModelLanguage:
 
 def check_output(output: str) -> str:
     """Return ``output`` if it is one of :data:`OUTPUTS`.
+
+    Parameters
+    ----------
+    output : str
+        One of ``"auto"``, ``"label"``, ``"probability"``, ``"logit"``.
+
+    Returns
+    -------
+    str
 
     Raises
     ------
@@ -288,6 +307,10 @@ def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: 
     n_rows : int
     model_name : str
 
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_rows,)
+
     Raises
     ------
     ModelOutputError
@@ -316,6 +339,13 @@ def positive_probability(raw, language: ModelLanguage, n_rows: int, model_name: 
 def check_finite(out: np.ndarray, model_name: str) -> None:
     """Refuse NaN or infinite outputs: no label can be read from them.
 
+    Parameters
+    ----------
+    out : numpy.ndarray
+        The model's raw output.
+    model_name : str
+        For the message.
+
     Raises
     ------
     ModelOutputError
@@ -331,6 +361,13 @@ def check_finite(out: np.ndarray, model_name: str) -> None:
 
 def check_probabilities(out: np.ndarray, model_name: str) -> None:
     """Refuse outputs, shape (n, 1) or (n, 2), that cannot be probabilities (naming ``output="logit"``).
+
+    Parameters
+    ----------
+    out : numpy.ndarray, shape (n, 1) or (n, 2)
+        The model's raw output.
+    model_name : str
+        For the message.
 
     Raises
     ------
@@ -381,6 +418,20 @@ def _plain(value):
 def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) -> tuple | None:
     """The string ``feature_names_in_`` of a frame-fitted model, refusing it when no ``to_frame`` is given.
 
+    Parameters
+    ----------
+    names : sequence or None
+        The model's ``feature_names_in_``.
+    model_name : str
+        For the message.
+    to_frame : callable or None
+        Codes -> DataFrame (:meth:`Dataset.to_frame`).
+
+    Returns
+    -------
+    tuple of str or None
+        The names when they are all strings, else None.
+
     Raises
     ------
     ConfigError
@@ -404,6 +455,13 @@ def warn_extra_columns(frame_columns: list, names: tuple) -> None:
     """Warn that to_frame's frame has columns the model was not fitted on (they are not sent to it).
 
     Once per process for a given pair of column lists: the frame is built on every model call, from many places.
+
+    Parameters
+    ----------
+    frame_columns : list
+        The columns ``to_frame`` returns.
+    names : tuple of str
+        The model's ``feature_names_in_``.
     """
     extra = [c for c in frame_columns if c not in names]
     key = (tuple(frame_columns), tuple(names))

@@ -36,7 +36,18 @@ class PlattSVC(ClassifierMixin, BaseEstimator):
         self.svc = svc
 
     def fit(self, X, y):
-        """Fit the SVC and its Platt sigmoid on ``X`` (n_samples, n_features), ``y`` (n_samples,)."""
+        """Fit the SVC and its Platt sigmoid on ``X`` (n_samples, n_features), ``y`` (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+        y : array-like, shape (n_samples,)
+
+        Returns
+        -------
+        PlattSVC
+            ``self``, fitted.
+        """
         from sklearn.base import clone
         from sklearn.calibration import CalibratedClassifierCV
 
@@ -46,13 +57,40 @@ class PlattSVC(ClassifierMixin, BaseEstimator):
         return self
 
     def predict(self, X):
-        """SVC labels, shape (n_samples,)."""
+        """SVC labels, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_samples,)
+        """
         return self.svc_.predict(X)
 
     def decision_function(self, X):
-        """SVC decision values, shape (n_samples,)."""
+        """SVC decision values, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples,)
+        """
         return self.svc_.decision_function(X)
 
     def predict_proba(self, X):
-        """Platt-scaled class probabilities, shape (n_samples, n_classes)."""
+        """Platt-scaled class probabilities, shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples, n_classes)
+        """
         return self.calibrated_.predict_proba(X)

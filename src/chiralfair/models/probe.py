@@ -29,6 +29,18 @@ def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = No
     gets ``to_frame=dataset.to_frame``; a model with ``classes_`` gets ``positive_class=dataset.positive_class``
     (the label value of the raw data, matched by its text against the classes).
 
+    Parameters
+    ----------
+    obj : estimator, pipeline, torch module, callable or CountingModel
+    dataset : Dataset
+        The encoded data, whose ``to_frame`` and ``positive_class`` the wrapper takes.
+    name : str, optional
+        The model's name in reports.
+    output : {"probability", "logit"}, optional
+        For torch modules and one-column ONNX models.
+    model_input : {"auto", "frame", "codes"}, default="auto"
+        As :func:`~chiralfair.pipeline.audit`.
+
     Returns
     -------
     CountingModel
@@ -81,6 +93,11 @@ def check_model_columns(model, dataset) -> list[str]:
     protected attribute it does not take is returned as a note (it cannot have IDIs on it); a model without names
     must take as many features as the data has.
 
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+
     Returns
     -------
     list of str
@@ -121,6 +138,11 @@ def check_model_columns(model, dataset) -> list[str]:
 def check_model_accepts_rows(model, dataset) -> None:
     """Send the first five data rows to the model; refuse before the search if it fails on them.
 
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+
     Raises
     ------
     ModelCapabilityError
@@ -145,6 +167,11 @@ def restrict_to_accepted_values(model, dataset):
 
     One data row gets each value of each protected attribute in turn (one row per call, so a refused value
     is told apart from the others): ``sum(domain sizes)`` queries, not counted in the search.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
 
     Returns
     -------

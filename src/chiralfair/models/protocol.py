@@ -25,7 +25,13 @@ class Model(Protocol):
     """What chiralfair needs from a model under test: a batched ``predict``."""
 
     def predict(self, X: np.ndarray) -> np.ndarray:
-        """Return labels, shape (n_samples,), for encoded inputs of shape (n_samples, n_features)."""
+        """Return labels, shape (n_samples,), for encoded inputs of shape (n_samples, n_features).
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes.
+        """
 
 
 class CountingModel:
@@ -102,6 +108,12 @@ class CountingModel:
     def require(self, capability: str, *, by: str) -> None:
         """Raise unless the model has ``capability`` (``"predict_proba"`` or ``"input_gradient"``).
 
+        Parameters
+        ----------
+        capability : {"predict_proba", "input_gradient"}
+        by : str
+            The algorithm that needs it, for the message.
+
         Raises
         ------
         ModelCapabilityError
@@ -132,6 +144,15 @@ class CountingModel:
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, shape (n_samples, 2); costs n_samples queries.
 
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples, 2)
+
         Raises
         ------
         ModelCapabilityError
@@ -142,6 +163,11 @@ class CountingModel:
 
     def predict_with_proba(self, X) -> tuple[np.ndarray, np.ndarray]:
         """Labels and positive-class probabilities of the same rows, counted once per row.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
 
         Returns
         -------
@@ -163,6 +189,15 @@ class CountingModel:
         """Gradient of the positive-class probability w.r.t. the encoded input, shape (n_samples, n_features).
 
         Costs n_samples queries (also counted in :attr:`n_gradient_queries`).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of float64, shape (n_samples, n_features)
 
         Raises
         ------

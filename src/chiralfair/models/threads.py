@@ -33,6 +33,16 @@ def thread_limit(n: int):
 
     For measuring one thread against several (``benchmarks/threads.py``); not thread-safe, and the library never
     calls it. Blocks entered before this one keep their setting.
+
+    Parameters
+    ----------
+    n : int
+        Threads per block, >= 1.
+
+    Yields
+    ------
+    None
+        The block runs under the limit.
     """
     global _limit
     before, _limit = _limit, int(n)
@@ -48,6 +58,11 @@ def single_intra_op_thread():
 
     Re-entrant and safe across Python threads: the setting is restored when the last active block ends.
     Switching costs well under a microsecond.
+
+    Yields
+    ------
+    None
+        The block runs under the limit.
     """
     global _active, _threads_before
     import torch  # lazily: torch is needed only by torch models, which have imported it already
@@ -73,6 +88,11 @@ def single_native_thread():
     """Context manager limiting the OpenMP and BLAS pools (sklearn, numpy, scipy) to one thread.
 
     Uses one ``threadpoolctl.ThreadpoolController`` for the process, so entering costs microseconds.
+
+    Yields
+    ------
+    None
+        The block runs under the limit.
     """
     global _controller
     if _controller is None:

@@ -18,7 +18,16 @@ from .threads import single_intra_op_thread
 
 
 def input_dtype(module: torch.nn.Module) -> torch.dtype:
-    """The floating dtype of the module's first floating parameter or buffer (float32 if it has none)."""
+    """The floating dtype of the module's first floating parameter or buffer (float32 if it has none).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+
+    Returns
+    -------
+    torch.dtype
+    """
     for tensor in (*module.parameters(), *module.buffers()):
         if tensor.is_floating_point():
             return tensor.dtype
@@ -31,6 +40,21 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
 
     One column is the probability (or logit) of class 1 of the module's classes; two columns are one per
     class. ``positive_index`` 0 takes the other class.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    x : torch.Tensor, shape (n, n_features)
+    output : {"probability", "logit"}
+        What the module's output is.
+    positive_index : int, default=1
+        The output column of the positive class, for two columns.
+    name : str, default="module"
+        For the message.
+
+    Returns
+    -------
+    torch.Tensor, shape (n,)
 
     Raises
     ------
@@ -68,6 +92,10 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
         One of ``classes``; defaults to 1 for the default classes (0, 1).
     classes : sequence of two labels, optional
         The classes of the module's output columns (one column: the probability of ``classes[1]``).
+
+    Returns
+    -------
+    CountingModel
 
     Raises
     ------

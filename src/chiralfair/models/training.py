@@ -219,6 +219,15 @@ def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
     """Versions that a fitted model depends on: chiralfair, Python, numpy, and torch or sklearn.
 
     Read from the installed package metadata, so that loading a cached sklearn model does not import torch.
+
+    Parameters
+    ----------
+    spec : ModelSpec, optional
+        The model: torch's version for the DNN, scikit-learn's for the others; None: both.
+
+    Returns
+    -------
+    dict of str to str
     """
     from importlib.metadata import PackageNotFoundError, version
 

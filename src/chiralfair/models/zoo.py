@@ -89,12 +89,26 @@ MODEL_NAMES: tuple[str, ...] = ("dnn", *_SKLEARN)
 
 
 def model_names() -> list[str]:
-    """Names accepted by :class:`ModelSpec`, in the order of the module docstring's table."""
+    """Names accepted by :class:`ModelSpec`, in the order of the module docstring's table.
+
+    Returns
+    -------
+    list of str
+    """
     return list(MODEL_NAMES)
 
 
 def default_params(name: str) -> dict[str, Any]:
     """Return the hyper-parameters that ``ModelSpec(name)`` uses (not the library's full defaults).
+
+    Parameters
+    ----------
+    name : str
+        A zoo model: ``dnn``, ``lr``, ``svc``, ``dtc``, ``mlp``, ``rf``, ``hgb``.
+
+    Returns
+    -------
+    dict
 
     Raises
     ------
@@ -157,11 +171,26 @@ class ModelSpec:
         return hash(self.key())
 
     def key(self) -> str:
-        """Canonical JSON of name and params, the spec's part of a cache key."""
+        """Canonical JSON of name and params, the spec's part of a cache key.
+
+        Returns
+        -------
+        str
+        """
         return _canonical_json({"name": self.name, "params": self.params}, what="model spec")
 
     def with_params(self, **params) -> ModelSpec:
-        """Copy with some parameters replaced."""
+        """Copy with some parameters replaced.
+
+        Parameters
+        ----------
+        **params
+            Hyper-parameters to replace (validated as the constructor does).
+
+        Returns
+        -------
+        ModelSpec
+        """
         return ModelSpec(self.name, {**self.params, **params})
 
     @property
@@ -177,6 +206,16 @@ class ModelSpec:
     # ------------------------------------------------------------------ training
     def build(self, random_state: RandomState = 0):
         """Return an unfitted sklearn estimator (a ``Pipeline`` when ``standardize``) for this spec.
+
+        Parameters
+        ----------
+        random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
+            Given to the estimator's ``random_state``.
+
+        Returns
+        -------
+        sklearn estimator or Pipeline
+            Unfitted.
 
         Raises
         ------
@@ -241,7 +280,17 @@ class ModelSpec:
         return self.wrap(fitted)
 
     def wrap(self, fitted) -> CountingModel:
-        """Wrap a fitted model of this spec (a :class:`PaperDNN` or sklearn estimator) as a CountingModel."""
+        """Wrap a fitted model of this spec (a :class:`PaperDNN` or sklearn estimator) as a CountingModel.
+
+        Parameters
+        ----------
+        fitted : PaperDNN or sklearn estimator
+            A model of this spec, trained.
+
+        Returns
+        -------
+        CountingModel
+        """
         if self.is_torch:
             require_torch(f"model {self.name!r}")
             from .torch_adapter import torch_model
@@ -272,6 +321,14 @@ class ModelSpec:
 
 def as_spec(model: str | ModelSpec) -> ModelSpec:
     """Return ``model`` as a :class:`ModelSpec` (a name gets the zoo defaults).
+
+    Parameters
+    ----------
+    model : str or ModelSpec
+
+    Returns
+    -------
+    ModelSpec
 
     Raises
     ------

@@ -24,7 +24,17 @@ GRADIENT_HINT = ("gradient generators (adf, eidig) run on models with input_grad
 
 
 def protected_list(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of names; empty items are dropped."""
+    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of names; empty items are dropped.
+
+    Parameters
+    ----------
+    text : str, sequence of str or None
+        ``"race,sex"``, ``["race", "sex"]``, or None (no attribute given).
+
+    Returns
+    -------
+    tuple of str
+    """
     if text is None:
         return ()
     items = text.split(",") if isinstance(text, str) else list(text)
@@ -33,6 +43,13 @@ def protected_list(text: str | Sequence[str] | None) -> tuple[str, ...]:
 
 def check_protected_given(text: str | None, *, name: str = "protected") -> None:
     """Refuse a ``protected`` value that names no attribute (``" , "``); None means the dataset's default.
+
+    Parameters
+    ----------
+    text : str or None
+        The value given.
+    name : str, default="protected"
+        The parameter or flag, for the message.
 
     Raises
     ------
@@ -46,6 +63,13 @@ def check_protected_given(text: str | None, *, name: str = "protected") -> None:
 
 def check_budget(max_global, max_local) -> tuple[int, int]:
     """Check a search budget: ``max_global >= 1``, ``max_local >= 0``, and their product under :data:`MAX_BUDGET`.
+
+    Parameters
+    ----------
+    max_global : int
+        Seeds / global iterations, >= 1.
+    max_local : int
+        Local iterations per global IDI, >= 0.
 
     Returns
     -------
@@ -68,6 +92,13 @@ def check_budget(max_global, max_local) -> tuple[int, int]:
 def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
     """Check a benchmark dataset name and the protected attributes asked of it.
 
+    Parameters
+    ----------
+    dataset : str
+        A benchmark dataset name.
+    protected : sequence of str, default=()
+        Protected attributes asked of it (empty: the dataset's default).
+
     Raises
     ------
     DatasetError
@@ -85,6 +116,14 @@ def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
 def check_zoo_model(model):
     """Return the :class:`~chiralfair.models.zoo.ModelSpec` of a zoo model name (or spec).
 
+    Parameters
+    ----------
+    model : str or ModelSpec
+
+    Returns
+    -------
+    ModelSpec
+
     Raises
     ------
     ConfigError
@@ -97,6 +136,15 @@ def check_zoo_model(model):
 
 def generator_needs_gradient(name: str) -> bool:
     """Whether generator ``name`` needs the model's ``input_gradient``.
+
+    Parameters
+    ----------
+    name : str
+        A generator name.
+
+    Returns
+    -------
+    bool
 
     Raises
     ------
@@ -115,6 +163,11 @@ def generator_needs_gradient(name: str) -> bool:
 
 def check_seed_strategy(name: str) -> None:
     """Refuse a seed strategy that is neither built in nor registered.
+
+    Parameters
+    ----------
+    name : str
+        A seed strategy name.
 
     Raises
     ------
@@ -145,6 +198,15 @@ def _registry(package: str, name: str) -> dict:
 def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
     """Refuse a gradient generator for a model without ``input_gradient``.
 
+    Parameters
+    ----------
+    generator : str
+        The generator's name.
+    model_name : str
+        The model's name, for the message.
+    has_gradient : bool
+        Whether the model has ``input_gradient``.
+
     Raises
     ------
     ModelCapabilityError
@@ -157,6 +219,15 @@ def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
 
 def check_search_names(*, seeds: str, generator: str, max_global, max_local) -> None:
     """The checks of a search that do not depend on the model: seed strategy, generator, budget.
+
+    Parameters
+    ----------
+    seeds : str
+        A seed strategy name.
+    generator : str
+        A generator name.
+    max_global, max_local : int
+        The budget (:func:`check_budget`).
 
     Raises
     ------
@@ -229,6 +300,13 @@ def counterpart_options(couple: str | None, constraints=None) -> dict:
     ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.coupling.parse_couple_text`), ``"none"``
     for no coupling, None for the dataset's default. ``constraints``: rules as text (checked when the domain is
     built).
+
+    Parameters
+    ----------
+    couple : str or None
+        The ``--couple`` text.
+    constraints : sequence of str, optional
+        The ``--constraint`` texts.
 
     Returns
     -------

@@ -84,7 +84,12 @@ class RunConfig:
                                                       else self.constraints))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready parameters."""
+        """JSON-ready parameters.
+
+        Returns
+        -------
+        dict
+        """
         return {"dataset": self.dataset, "protected": list(self.protected), "model": self.model,
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,

@@ -62,6 +62,13 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
 
     See :func:`audit` for the parameters.
 
+    Parameters
+    ----------
+    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+        As in :func:`audit` (``random_state`` as an int here: :func:`resolve_seed` makes one).
+    trust_model_file, model_output, model_input, name, on_step, couple, constraints
+        As in :func:`audit`.
+
     Returns
     -------
     RunInputs
@@ -292,6 +299,16 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
 def estimate_benchmark(config, *, population: str = "test", **params):
     """The verdict on a zoo model trained on a benchmark (:class:`~.config.RunConfig` of names); see :func:`estimate`.
 
+    Parameters
+    ----------
+    config : RunConfig
+        The benchmark dataset, the zoo model, the protected attributes, the random state.
+    population : {"test", "rows", "domain"}, default="test"
+        As in :func:`estimate`.
+    **params
+        Of :func:`chiralfair.verdict.estimate` (``confidence``, ``margin``, ``max_queries``, ``method``, ``gamma``,
+        ``exact``, ``batch_size``, ``plausible_only``).
+
     Returns
     -------
     Verdict
@@ -312,7 +329,19 @@ def estimate_benchmark(config, *, population: str = "test", **params):
 
 
 def with_notes(verdict, notes: Sequence[str]):
-    """The verdict with the inputs' notes (refused values, held-out rows that may include training rows) first."""
+    """The verdict with the inputs' notes (refused values, held-out rows that may include training rows) first.
+
+    Parameters
+    ----------
+    verdict : Verdict
+    notes : sequence of str
+        The inputs' notes.
+
+    Returns
+    -------
+    Verdict
+        A copy (``verdict`` itself without notes).
+    """
     from dataclasses import replace
 
     return replace(verdict, notes=tuple(notes) + tuple(verdict.notes)) if notes else verdict
@@ -446,21 +475,47 @@ class AuditResult:
         return list(s["notes"]) + list(s["seeds"]["notes"])
 
     def to_dict(self) -> dict[str, Any]:
-        """The figures of ``result.json``."""
+        """The figures of ``result.json``.
+
+        Returns
+        -------
+        dict
+        """
         return self.outcome.summary()
 
     def idis(self):
-        """IDI pairs with decoded values, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``)."""
+        """IDI pairs with decoded values, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``).
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_idis, 2 * n_features + 4)
+        """
         return self.outcome.result.to_frame(self.outcome.domain)
 
     def summary(self) -> str:
-        """What ``chiralfair run`` prints: the verdict, then the search's figures, seed clustering and notes."""
+        """What ``chiralfair run`` prints: the verdict, then the search's figures, seed clustering and notes.
+
+        Returns
+        -------
+        str
+        """
         from ..report import outcome_lines
 
         return "\n".join(outcome_lines(self.to_dict()))
 
     def write(self, out: str | os.PathLike) -> Path:
-        """Write the run folder (``result.json``, ``idis.parquet``, ``report.md``, ``report.html``)."""
+        """Write the run folder (``result.json``, ``idis.parquet``, ``report.md``, ``report.html``).
+
+        Parameters
+        ----------
+        out : str or path-like
+            The run folder; refused if it holds files of something else.
+
+        Returns
+        -------
+        pathlib.Path
+            The folder.
+        """
         from ..report import write_run
 
         return write_run(self.outcome, out)

@@ -97,6 +97,10 @@ class RunInputs:
 
         Its name gains ``"[train]"`` (:func:`chiralfair.mitigation.leakage.training_rows`), so a chiral model
         trained on it gets its own cache entry.
+
+        Returns
+        -------
+        Dataset
         """
         from ..mitigation.leakage import training_rows
 
@@ -209,6 +213,17 @@ class DataSettings:
     def build(cls, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
               schema=None, couple=None, constraints=None) -> DataSettings:
         """Lay the given values over those of ``schema`` (a TOML path), if any.
+
+        Parameters
+        ----------
+        label, positive_class, favourable, protected, bins, couple, constraints : optional
+            As in :func:`~chiralfair.pipeline.audit`; None leaves the schema's value.
+        schema : str or path-like, optional
+            A schema TOML (``chiralfair schema infer``).
+
+        Returns
+        -------
+        DataSettings
 
         Raises
         ------

@@ -65,6 +65,10 @@ class RunOutcome:
         ``n_idis``), ``by_protected_value`` (:meth:`SearchResult.idi_directions` records) and ``disfavoured``
         (:func:`~chiralfair.results.disfavoured_groups` records). ``meta`` holds the version of chiralfair and of
         the libraries, the run's parameters, where the data and model came from, and the domain.
+
+        Returns
+        -------
+        dict
         """
         from ..provenance import library_versions
 
@@ -114,6 +118,12 @@ MAX_RULES_LISTED = 10
 
 def counterpart_summary(domain, result) -> dict[str, Any]:
     """What the counterparts of a run were (design §12): couplings, constraints, plausibility, suggested rules.
+
+    Parameters
+    ----------
+    domain : Domain
+        The domain the search ran on.
+    result : SearchResult
 
     Returns
     -------

@@ -71,6 +71,20 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
     The chiral model of ``i`` and ``iandd`` belongs to the model under test: it is seeded by the model's random
     state (``inputs.random_state``) and cached beside the zoo model (:func:`chiralfair.seeds.names.chiral_params`).
 
+    Parameters
+    ----------
+    plan : SearchPlan
+        Seed strategy, generator, budget, random state and their parameters.
+    inputs : RunInputs
+        The model and data.
+    cache_dir : str or path-like, optional
+        Model cache folder for the chiral model (default ``$CHIRALFAIR_CACHE``).
+
+    Returns
+    -------
+    PreparedSearch
+        The strategy, the generator and the plan, checked.
+
     Raises
     ------
     ConfigError
@@ -140,6 +154,18 @@ def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | Path
 
     ``out/result.json`` says ``"partial": true`` from the start of the search until the folder is finished. A
     Ctrl-C keeps the pairs found so far, readable, and marks the folder interrupted.
+
+    Parameters
+    ----------
+    prepared : PreparedSearch
+        Of :func:`prepare_search`.
+    inputs : RunInputs
+    seed_report : SeedReport
+        The seeds (:func:`select_seeds`).
+    out : str or path-like, optional
+        Run folder to stream the pairs to; None keeps them in memory.
+    meta : dict, optional
+        Recorded in the result's ``meta``.
 
     Returns
     -------
@@ -217,6 +243,21 @@ def diversities(inputs, result, seed_report, random_state: int) -> tuple[dict[st
 
     The reference is seeded by the model's random state, so every seed strategy and repeat of a fixed model is
     measured against the same clusters and surrogate tree; the sampling of the inputs by the run's random_state.
+
+    Parameters
+    ----------
+    inputs : RunInputs
+    result : SearchResult
+    seed_report : SeedReport
+    random_state : int
+        Drives the sampling of the inputs explained.
+
+    Returns
+    -------
+    idis : dict
+        The diversity of the IDIs found (:class:`~chiralfair.seeds.diversity_report.DiversityReport` as a dict).
+    seeds : dict
+        The diversity of the seeds.
     """
     from ..seeds.diversity_report import diversity_reference, seed_diversity
 

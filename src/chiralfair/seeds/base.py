@@ -22,7 +22,18 @@ SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
 
 
 def register_seed_strategy(name: str):
-    """Class decorator registering a seed strategy under ``name``."""
+    """Class decorator registering a seed strategy under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The registry name (``make_seed_strategy(name)``); a name registered twice is refused.
+
+    Returns
+    -------
+    callable
+        The class decorator.
+    """
     def deco(cls):
         if name in SEED_STRATEGIES:
             raise ConfigError(f"seed strategy {name!r} is already registered")
@@ -33,6 +44,17 @@ def register_seed_strategy(name: str):
 
 def make_seed_strategy(name: str, **params) -> SeedStrategy:
     """Build the registered seed strategy ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A registered name: ``random``, ``rows``, ``cluster``, ``data_rows``, ``i``, ``iandd``, ``expga``.
+    **params
+        Parameters of the strategy's class (e.g. ``explainer=`` of ``iandd``, ``n_clusters=`` of ``cluster``).
+
+    Returns
+    -------
+    SeedStrategy
 
     Raises
     ------

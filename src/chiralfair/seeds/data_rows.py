@@ -60,7 +60,18 @@ class DataRowSeeds(SeedStrategy):
         self.max_queries = max_queries
 
     def budget(self, dataset) -> int:
-        """The query budget for ``dataset``: ``max_queries``, or the default described in the class docstring."""
+        """The query budget for ``dataset``: ``max_queries``, or the default described in the class docstring.
+
+        Parameters
+        ----------
+        dataset : Dataset
+            The pool of data rows.
+
+        Returns
+        -------
+        int
+            Model queries.
+        """
         if self.max_queries is not None:
             return self.max_queries
         return dataset.n_samples + len(dataset.split(0)[0])

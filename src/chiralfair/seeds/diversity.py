@@ -119,6 +119,14 @@ def kmeans_by_silhouette(values: np.ndarray, *, random_state: int = 0, k_max: in
     The last repair: when no density-based clustering finds structure, a partition into the most separated
     groups still spreads the seeds over different explanations.
 
+    Parameters
+    ----------
+    values : numpy.ndarray of float, shape (n_samples, n_features)
+        The explanations.
+    random_state : int, default=0
+    k_max : int, default=8
+        Most clusters tried.
+
     Returns
     -------
     labels : numpy.ndarray of int64, shape (n_samples,)
@@ -140,7 +148,17 @@ def kmeans_by_silhouette(values: np.ndarray, *, random_state: int = 0, k_max: in
 
 
 def degeneracy(labels: np.ndarray) -> str | None:
-    """Why a clustering gives no diversity (one cluster or at least 90% noise), or None if it is usable."""
+    """Why a clustering gives no diversity (one cluster or at least 90% noise), or None if it is usable.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray of int64, shape (n_samples,)
+        Cluster labels, -1 for noise.
+
+    Returns
+    -------
+    str or None
+    """
     share = float(np.mean(labels < 0)) if len(labels) else 0.0
     if share >= MAX_NOISE_SHARE:
         return f"{share:.0%} of the rows are noise"

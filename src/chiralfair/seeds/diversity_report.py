@@ -124,7 +124,12 @@ class DiversityReport:
         return self.leaves_covered / self.n_leaves if self.n_leaves else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields, with ``leaf_share``."""
+        """JSON-ready fields, with ``leaf_share``.
+
+        Returns
+        -------
+        dict
+        """
         d = asdict(self)
         d["notes"] = list(self.notes)
         d["leaf_share"] = self.leaf_share
@@ -132,23 +137,53 @@ class DiversityReport:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DiversityReport:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        DiversityReport
+        """
         d = dict(d)
         d.pop("leaf_share", None)
         d["notes"] = tuple(d.get("notes", ()))
         return cls(**d)
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as JSON text."""
+        """:meth:`to_dict` as JSON text.
+
+        Returns
+        -------
+        str
+        """
         return json.dumps(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str) -> DiversityReport:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` returned.
+
+        Returns
+        -------
+        DiversityReport
+        """
         return cls.from_dict(json.loads(text))
 
     def describe(self) -> list[str]:
-        """The report as short lines for the command line."""
+        """The report as short lines for the command line.
+
+        Returns
+        -------
+        list of str
+        """
         distance = "-" if self.mean_pairwise_distance is None else f"{self.mean_pairwise_distance:.3f}"
         return [
             f"SHAP clusters covered: {self.clusters_covered} of {self.n_reference_clusters} "
@@ -404,7 +439,17 @@ def mean_gower_distance(X: np.ndarray, domain: Domain) -> float | None:
 
 
 def leaves_covered(X: np.ndarray, tree) -> int:
-    """Distinct leaves of a fitted sklearn decision tree that the rows of ``X`` (shape (n, n_features)) reach."""
+    """Distinct leaves of a fitted sklearn decision tree that the rows of ``X`` (shape (n, n_features)) reach.
+
+    Parameters
+    ----------
+    X : numpy.ndarray of int64, shape (n, n_features)
+    tree : fitted sklearn DecisionTreeClassifier
+
+    Returns
+    -------
+    int
+    """
     if not len(X):
         return 0
     return int(len(np.unique(tree.apply(np.asarray(X, dtype=np.float32)))))

@@ -113,7 +113,16 @@ class ExpGASeeds(SeedStrategy):
 
 
 def n_units(domain: Domain) -> int:
-    """Number of features with every protected attribute counted once."""
+    """Number of features with every protected attribute counted once.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    int
+    """
     return domain.n_features - len(domain.protected) + len(domain.attributes)
 
 

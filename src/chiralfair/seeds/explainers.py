@@ -235,6 +235,14 @@ def _kmeans_summary(X: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
 def expand_weighted(rows: np.ndarray, weights: np.ndarray, total: int = 100) -> np.ndarray:
     """Repeat each row about ``weights * total`` times (largest remainders), for explainers without weights.
 
+    Parameters
+    ----------
+    rows : numpy.ndarray, shape (n_rows, n_features)
+    weights : numpy.ndarray of float, shape (n_rows,)
+        Summing to 1.
+    total : int, default=100
+        Rows wanted.
+
     Returns
     -------
     numpy.ndarray, shape (total', n_features)
@@ -248,7 +256,16 @@ def expand_weighted(rows: np.ndarray, weights: np.ndarray, total: int = 100) -> 
 
 
 def choose_explainer(model: CountingModel) -> str:
-    """Name of the explainer :func:`explain` uses for ``model`` with ``explainer="auto"``."""
+    """Name of the explainer :func:`explain` uses for ``model`` with ``explainer="auto"``.
+
+    Parameters
+    ----------
+    model : CountingModel
+
+    Returns
+    -------
+    {"linear", "tree", "pipeline", "expected_gradients", "permutation"}
+    """
     est = None if model.takes_frame else model.estimator  # shap's linear/tree explainers would see codes
     if _linear_estimator(est) is not None:
         return "linear"
@@ -270,6 +287,14 @@ def choose_stable_explainer(model: CountingModel) -> str:
     integrated gradients (other models) instead of expected gradients, whose sampling noise (0.20 median L2 at
     50 samples on the census DNN) exceeds DBSCAN's eps of 0.09 (``benchmarks/results/explanation_noise.md``).
     Used with :func:`explanation_background` ``"fixed"`` and :data:`STABLE_BACKGROUND_SIZE` rows.
+
+    Parameters
+    ----------
+    model : CountingModel
+
+    Returns
+    -------
+    {"linear", "tree", "deep", "integrated_gradients", "permutation", "pipeline"}
     """
     name = choose_explainer(model)
     if name != "expected_gradients":
@@ -446,6 +471,16 @@ def tree_shap_cost(est, n_rows: int) -> float:
     Exact TreeSHAP costs O(T L D^2) per row (Lundberg et al. 2020). Measured here: a census random forest of 50
     fully grown trees (3,173 leaves, depth 40 on average) took 0.11 s per row, about 2.3e9 of these units per
     second, so 2,000 initial IDIs would take 4 minutes.
+
+    Parameters
+    ----------
+    est : fitted sklearn tree or tree ensemble
+    n_rows : int
+        Rows to explain.
+
+    Returns
+    -------
+    float
     """
     trees = [e for e in np.ravel(getattr(est, "estimators_", [est])) if hasattr(e, "tree_")]
     if not trees:  # HistGradientBoosting: at most 31 leaves per tree by default; exact is cheap

@@ -17,6 +17,15 @@ def chiral_params(strategy: str, model_random_state: int, cache_dir=None) -> dic
     mutation and training seed come from the model's ``random_state``, and it is cached in the model's cache
     folder; the selection's own ``random_state`` varies only the selection, and repeats share one chiral model.
 
+    Parameters
+    ----------
+    strategy : str
+        A seed strategy name.
+    model_random_state : int
+        The model under test's ``random_state``.
+    cache_dir : str or path-like, optional
+        The model cache folder.
+
     Returns
     -------
     dict

@@ -283,6 +283,17 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
 def resolve_favourable(dataset: Dataset, favourable: int | None) -> tuple[int, str]:
     """The favourable label (0 or 1) and a note that says where it comes from.
 
+    Parameters
+    ----------
+    dataset : Dataset
+    favourable : {0, 1} or None
+        The label given, or None for the dataset's default.
+
+    Returns
+    -------
+    favourable : int
+    note : str
+
     Raises
     ------
     ConfigError

@@ -170,7 +170,12 @@ class Verdict:
         return frame
 
     def to_json(self) -> str:
-        """Serialize everything; :meth:`from_json` gives back an equal verdict."""
+        """Serialize everything; :meth:`from_json` gives back an equal verdict.
+
+        Returns
+        -------
+        str
+        """
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["protected"] = list(self.protected)
         d["groups"] = list(self.groups)
@@ -183,7 +188,17 @@ class Verdict:
 
     @classmethod
     def from_json(cls, text: str) -> Verdict:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+            What :meth:`to_json` returned.
+
+        Returns
+        -------
+        Verdict
+        """
         d = json.loads(text)
         d.pop("half_width", None)
         for key in ("protected", "groups", "rules", "notes", "couplings", "constraints"):
@@ -192,7 +207,12 @@ class Verdict:
         return cls(**d)
 
     def summary(self) -> str:
-        """The verdict as a few readable lines: share affected, harm table, probability gap, rules, notes."""
+        """The verdict as a few readable lines: share affected, harm table, probability gap, rules, notes.
+
+        Returns
+        -------
+        str
+        """
         pa = ", ".join(self.protected)
         which = "a plausible counterpart" if self.counterparts == "plausible" else "a counterpart"
         lines = [f"Share of individuals affected ({which} differing only in {pa} gets another label"
