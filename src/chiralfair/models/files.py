@@ -126,7 +126,9 @@ def _load_skops(path: Path, trust: bool):
 
 
 def _load_torchscript(path: Path):
-    import torch
+    from ._torch import require_torch
+
+    torch = require_torch(f"model file {str(path)!r} (TorchScript)")
 
     try:
         return torch.jit.load(str(path), map_location="cpu")
