@@ -266,3 +266,22 @@ def test_cli_from_run_reuses_the_idis_and_refuses_another_protected_set(tmp_path
     args[args.index("--protected") + 1] = "age"
     res = runner.invoke(app, args)
     assert res.exit_code == 2 and "tested protected attribute(s) sex, not age" in res.output
+
+
+@pytest.mark.slow  # trains the DNN and its chiral model on german (a few seconds)
+def test_cli_fine_tune_after_iandd_writes_a_small_model_pt_that_a_fresh_paper_dnn_loads(tmp_path):
+    # Issue 20 A3: explaining by DeepLIFT left shap's saved tensors on the zoo DNN as nn.Parameters; the fine-tuned
+    # model.pt was 103 MB and a fresh PaperDNN refused it (unexpected keys).
+    from chiralfair.models.dnn import PaperDNN
+
+    args = _real_args(tmp_path, "--mode", "fine-tune", "--share", "1.0", "--out", str(tmp_path / "o"))
+    args[args.index("--model") + 1] = "dnn"
+    args[args.index("--seeds") + 1] = "iandd"
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "o" / "model.pt"
+    payload = torch.load(path, weights_only=True)
+    fresh = PaperDNN(payload["n_features"])
+    fresh.load_state_dict(payload["state_dict"])  # strict: no unexpected key
+    assert set(payload["state_dict"]) == set(fresh.state_dict())
+    assert path.stat().st_size < 100_000
