@@ -125,9 +125,22 @@ class Dataset:
         ------
         DomainError
             If a name is unknown (lists the valid names) or a protected attribute has one observed value.
+        DatasetError
+            For a dataset from :func:`~chiralfair.datasets.from_frame`: a protected attribute that is a number
+            with many values, neither binned nor given ``values`` (:mod:`chiralfair.datasets.protected`), or
+            that holds two spellings of one value.
+
+        Warns
+        -----
+        DataWarning
+            For a declared value that the data never holds (it is accepted, and the feature's bounds widened).
         """
-        return replace(self, domain=self.domain.with_protected(names, data=self.X, values=values, groups=groups,
-                                                               missing_protected=missing_protected))
+        from .protected import check_protected_columns
+
+        domain = self.domain.with_protected(names, data=self.X, values=values, groups=groups,
+                                            missing_protected=missing_protected)
+        check_protected_columns(domain, self.codec, self.X, declared=values)
+        return replace(self, domain=domain)
 
     def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
         """Stratified train/test split of the row indices (paper §4.4: 60/40).

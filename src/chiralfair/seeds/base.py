@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..oracle import DiscriminationCheck
 from ..results import SeedReport, base_meta
+
+logger = logging.getLogger(__name__)
 
 SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
 
@@ -93,6 +96,13 @@ class SeedStrategy(ABC):
         if pool is not dataset:
             info["notes"] = (*info.get("notes", ()), f"{dataset.n_samples - pool.n_samples} data rows with a "
                              "missing protected value are not drawn as seeds")
+        absent = dataset.domain.unobserved_protected_values(dataset.X)
+        if absent:  # a declared (or hand-built) protected domain with values the data never holds
+            note = ("protected values that no data row holds: " + "; ".join(
+                f"{name} = {', '.join(map(repr, values))}" for name, values in absent.items()) +
+                " (tried as counterparts only: no seed or group has them)")
+            logger.warning(note)
+            info["notes"] = (*info.get("notes", ()), note)
         seeds = dataset.domain.clip(seeds)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
