@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import ConfigError, DatasetError
-from .models.probe import check_model_accepts_rows, check_model_columns, restrict_to_accepted_values, wrap_model
+from .models.probe import (
+    check_model_accepts_rows,
+    check_model_accepts_values,
+    check_model_columns,
+    restrict_to_accepted_values,
+    wrap_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +150,8 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         wrapped = wrap_model(obj, dataset, name=model_name, output=model_output, model_input=model_input)
         column_notes = check_model_columns(wrapped, dataset)
         dataset, probe_notes = restrict_to_accepted_values(wrapped, dataset)
-        probe_notes = [*column_notes, *probe_notes]
+        wrapped, dataset, value_notes = check_model_accepts_values(wrapped, dataset)
+        probe_notes = [*column_notes, *probe_notes, *value_notes]
         check_model_accepts_rows(wrapped, dataset)
         if search.needs_gradient:
             wrapped.require("input_gradient", by=f"generator {generator!r}")

@@ -142,6 +142,47 @@ class Dataset:
         check_protected_columns(domain, self.codec, self.X, declared=values)
         return replace(self, domain=domain)
 
+    def with_observed_values_only(self, names) -> Dataset:
+        """Re-encode integer columns so that they take only the values the data holds.
+
+        For a dataset from :func:`~chiralfair.datasets.from_frame`, an integer column's code is its value, so a
+        generator may propose any integer between the column's smallest and largest value, also one the data
+        never holds (the gaps in 1, 3, ..., 15). Here each named column gets the codes 0..k-1 of its k sorted
+        distinct values instead, labelled and decoded to those values, so that no input outside them exists in
+        the domain. Only the codes change: the frame a model is fed (:meth:`to_frame`) is the same.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Non-protected features whose values are integers (codec ``"integer"``).
+
+        Returns
+        -------
+        Dataset
+
+        Raises
+        ------
+        DomainError
+            If a name is unknown, protected, or not an integer column of a dataset from ``from_frame``.
+        """
+        from .codec import ColumnCodec, FrameCodec
+
+        if self.codec is None:
+            raise DomainError(f"dataset {self.name!r} was not built by from_frame: its codes cannot be re-encoded")
+        X, features, columns = self.X.copy(), list(self.domain.features), list(self.codec.columns)
+        for name in names:
+            j = self.domain.index(name)
+            if j in self.domain.protected or columns[j].how != "integer":
+                what = "protected" if j in self.domain.protected else "not an integer column"
+                raise DomainError(f"feature {name!r} is {what}: only non-protected integer columns are re-encoded")
+            table, codes = np.unique(X[:, j], return_inverse=True)
+            X[:, j] = codes
+            features[j] = replace(features[j], lo=0, hi=len(table) - 1, labels={i: str(v) for i, v in
+                                                                               enumerate(table.tolist())})
+            columns[j] = ColumnCodec(columns[j].name, columns[j].dtype, "rank", table)
+        domain = replace(self.domain, features=tuple(features), _radix=None)
+        return replace(self, X=X, domain=domain, codec=FrameCodec(tuple(columns)))
+
     def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
         """Stratified train/test split of the row indices (paper §4.4: 60/40).
 

@@ -13,9 +13,9 @@ import numpy as np
 from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..datasets.base import Dataset
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, ModelInputError
 from ..models.adapters import as_model
-from ..models.protocol import CountingModel
+from ..models.protocol import CountingModel, in_domain_terms
 from ..oracle import DiscriminationCheck
 from ..results import SeedReport, base_meta
 
@@ -84,9 +84,21 @@ class SeedStrategy(ABC):
         ------
         ConfigError
             If ``n_seeds`` < 1.
+        ModelInputError
+            If the model fails on an input (a data row, a counterpart); the message names the feature, the value,
+            whether it is protected, and what to do.
         """
         n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
         model = as_model(model)
+        try:
+            return self._select(model, dataset, n_seeds, random_state)
+        except ModelInputError as err:  # name the feature as the domain does, and whether it is protected
+            clear = in_domain_terms(err, dataset.domain)
+            if clear is err:
+                raise
+            raise clear from err
+
+    def _select(self, model: CountingModel, dataset: Dataset, n_seeds: int, random_state) -> SeedReport:
         rng, random_state_described = resolve_random_state(random_state)
         q0 = model.n_queries
         t0 = time.perf_counter()
