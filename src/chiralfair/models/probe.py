@@ -21,7 +21,7 @@ import numpy as np
 
 from ..exceptions import ConfigError, ModelCapabilityError, ModelInputError
 from .adapters import as_model, rewrapped
-from .protocol import in_domain_terms
+from .protocol import in_domain_terms, with_column_named
 
 logger = logging.getLogger(__name__)
 
@@ -181,8 +181,8 @@ def restrict_to_accepted_values(model, dataset):
     """Probe the model with one counterpart per protected value; leave out the values it refuses.
 
     A data row the model accepts (:func:`accepted_data_row`) gets each value of each protected attribute in turn,
-    all in one batch (:meth:`~chiralfair.models.protocol.CountingModel.refused` splits a failing batch to find the
-    refused values): ``sum(domain sizes)`` rows, not counted in the search.
+    one batch per protected column (:meth:`~chiralfair.models.protocol.CountingModel.refused` splits a failing
+    batch to find the refused values): ``sum(domain sizes)`` rows, not counted in the search.
 
     Returns
     -------
@@ -198,28 +198,28 @@ def restrict_to_accepted_values(model, dataset):
     """
     domain = dataset.domain
     row = accepted_data_row(model, dataset)
-    pairs = [(col, v) for col, values in zip(domain.protected, domain.protected_values, strict=True) for v in values]
-    probes = np.repeat(row[None, :], len(pairs), axis=0)
-    probes[np.arange(len(pairs)), [c for c, _ in pairs]] = [v for _, v in pairs]
-    refused_rows, error = model.refused(probes)
     accepted: dict[str, list[int]] = {}
     notes = []
     keep = np.ones(dataset.n_samples, dtype=bool)
-    for col in domain.protected:
+    for col, values in zip(domain.protected, domain.protected_values, strict=True):
         feature = domain.features[col]
-        ok = [v for (c, v), no in zip(pairs, refused_rows, strict=True) if c == col and not no]
-        refused = [feature.label(v) for (c, v), no in zip(pairs, refused_rows, strict=True) if c == col and no]
+        probes = np.repeat(row[None, :], len(values), axis=0)
+        probes[:, col] = values
+        no, error = model.refused(probes)  # one batch per protected column, its error quoted for it
+        ok = [v for v, refused_value in zip(values, no, strict=True) if not refused_value]
+        refused = [feature.label(v) for v, refused_value in zip(values, no, strict=True) if refused_value]
         if refused:
             labels = ", ".join(map(repr, refused))
+            named = with_column_named(error or "", feature.name)
             if len(ok) < 2:
                 model.reset_queries()
                 raise ModelCapabilityError(
                     f"model {model.name!r} refuses protected attribute {feature.name!r} values {labels} "
-                    f"({error}); fewer than two values are left to test")
+                    f"({named}); fewer than two values are left to test")
             accepted[feature.name] = ok
             keep &= np.isin(dataset.X[:, col], ok)
             notes.append(f"model {model.name!r} refuses {feature.name}={labels} "
-                         f"({error}): left out of the protected domain, and "
+                         f"({named}): left out of the protected domain, and "
                          f"{int((~np.isin(dataset.X[:, col], ok)).sum())} data rows holding it left out of seed "
                          "selection")
     model.reset_queries()
@@ -290,6 +290,8 @@ def check_model_accepts_values(model, dataset):
         if (~in_data).any():
             gaps[j] = values[~in_data].tolist()
     if held:
+        names = {domain.features[j].name for j, _, _ in held}
+        error = with_column_named(error or "", names.pop() if len(names) == 1 else None)
         shown = "; ".join(f"{domain.features[j].name}={domain.features[j].label(v)!r} ({n} data rows)"
                           for j, v, n in held)
         raise ModelInputError(
@@ -301,6 +303,8 @@ def check_model_accepts_values(model, dataset):
     recodable = {j for j in gaps if dataset.codec is not None and model.takes_frame
                  and dataset.codec.columns[j].how == "integer"}
     if set(gaps) - recodable:
+        names = {domain.features[j].name for j in set(gaps) - recodable}
+        error = with_column_named(error or "", names.pop() if len(names) == 1 else None)
         shown = "; ".join(f"{domain.features[j].name}: codes {v[:10]}{' ...' if len(v) > 10 else ''} inside its "
                           f"bounds [{domain.features[j].lo}, {domain.features[j].hi}]"
                           for j, v in gaps.items() if j not in recodable)
@@ -310,6 +314,7 @@ def check_model_accepts_values(model, dataset):
             "(for a frame: make the column categorical, df[col] = df[col].astype('category'), so that only the "
             "values it holds become codes)", model_name=model.name, model_error=error or "")
     names = [domain.features[j].name for j in sorted(recodable)]
+    error = with_column_named(error or "", names[0] if len(names) == 1 else None)
     notes = [f"model {model.name!r} refuses values of {name!r} between the values the data holds (e.g. "
              f"{domain.features[j].label(gaps[j][0])}; {error}): {name!r} now takes only its "
              f"{len(np.unique(dataset.X[:, j]))} values in the data, so no generator proposes another"

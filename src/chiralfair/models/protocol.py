@@ -16,6 +16,7 @@ columns in which that row differs from a row it accepts), so the batched hot pat
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -258,6 +259,8 @@ class CountingModel:
         columns = [] if reference is None else _refused_columns(fn, X[row], reference)
         if len(columns) == 1:
             j = columns[0]
+            frame = self._decoded(X[row])
+            text = with_column_named(text, None if frame is None else str(frame.columns[j]))
             return ModelInputError(
                 f"model {self.name!r} fails on inputs whose {self._describe(X[row], j)} ({text}): it cannot decide "
                 "on such an input, most likely because it never saw that value when it was fitted (e.g. an encoder "
@@ -266,17 +269,21 @@ class CountingModel:
         return ModelInputError(f"model {self.name!r} fails on inputs such as {self._describe(X[row])} ({text}). "
                                f"{MODEL_INPUT_ADVICE}", model_name=self.name, model_error=text)
 
+    def _decoded(self, row: np.ndarray):
+        """The one-row frame a model fed a frame gets for ``row``, or None (a model fed codes, or no decoding)."""
+        if not self.language.takes_frame:
+            return None
+        try:
+            return self.language.to_frame(np.rint(row[None, :]).astype(np.int64))
+        except Exception:  # a row that does not decode is shown as codes
+            return None
+
     def _describe(self, row: np.ndarray, column: int | None = None) -> str:
         """``column 'race' is 'c'`` (decoded, for a model fed a frame) or ``column 3 is code 7``.
 
         Without ``column``, the whole row.
         """
-        frame = None
-        if self.language.takes_frame:
-            try:
-                frame = self.language.to_frame(np.rint(row[None, :]).astype(np.int64))
-            except Exception:  # a row that does not decode is shown as codes
-                frame = None
+        frame = self._decoded(row)
         if column is None:
             if frame is not None:
                 values = [v.item() if hasattr(v, "item") else v for v in frame.iloc[0]]
@@ -342,6 +349,18 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
 
 
+_COLUMN_INDEX = re.compile(r"\bin column \d+\b")
+
+
+def with_column_named(text: str, name: str | None) -> str:
+    """The model's error text with the data's column name for its column index.
+
+    sklearn's "in column 0" is an index into one encoder's columns, not the data's: it becomes ``in column
+    'workclass'``, or a neutral phrase when ``name`` is None (several columns).
+    """
+    return _COLUMN_INDEX.sub(f"in column {name!r}" if name is not None else "in one of its input columns", text)
+
+
 def _fails(fn, X: np.ndarray) -> bool:
     try:
         fn(X)
@@ -405,6 +424,7 @@ def in_domain_terms(err: ModelInputError, domain) -> ModelInputError:
         return err
     feature = domain.features[err.column]
     value = feature.label(err.code)
+    err.model_error = with_column_named(err.model_error, feature.name)
     attribute = next((a.name for a in domain.attributes if err.column in a.columns), None)
     if attribute is not None:
         message = (f"model {err.model_name!r} refuses protected attribute {attribute!r} value {value!r} "
