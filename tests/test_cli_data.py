@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from chiralfair.cli import app, parse_bins
+from chiralfair.cli import app
+from chiralfair.cli.console import parse_bins
 from chiralfair.exceptions import ConfigError
 
 runner = CliRunner()
@@ -109,10 +110,10 @@ def test_schema_with_unknown_category_refused(files, tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--dataset", "census"), "--data and --dataset are two forms of run"),
-    (("--protected", "sex"), "--data needs --label COLUMN"),
-    (("--label", "y"), "--data needs --protected"),
-    (("--label", "y", "--protected", "sex"), "--data needs --model FILE"),
-    (("--label", "nope", "--protected", "sex", "--model", "MODEL"), "--label 'nope' is not a column"),
+    (("--protected", "sex"), "command line: --label COLUMN"),
+    (("--label", "y"), "command line: --protected A[,B]"),
+    (("--label", "y", "--protected", "sex"), "command line: --model FILE"),
+    (("--label", "nope", "--protected", "sex", "--model", "MODEL"), "label column 'nope' is not in the data"),
     (("--label", "y", "--protected", "sex", "--positive-class", "yes", "--model", "MODEL"),
      "--positive-class 'yes' does not occur in label column 'y'"),
     (("--label", "y", "--protected", "sex", "--bins", "age", "--model", "MODEL"), "--bins item 'age'"),

@@ -122,7 +122,7 @@ def test_a_protected_value_the_encoder_never_saw_is_a_clear_error_on_the_step_by
     with pytest.raises(ModelInputError, match="refuses protected attribute 'race' value 'c'.*Found unknown "
                                               "categories.*restrict_to_accepted_values"):
         make_generator(generator, max_global=20, max_local=5).run(model, ds.domain, seeds, random_state=0)
-    restricted, notes = restrict_to_accepted_values(model, ds)
+    restricted, notes, _ = restrict_to_accepted_values(model, ds)
     assert restricted.domain.protected_values == ((0, 1),) and "refuses race='c'" in notes[0]
     result = make_generator(generator, max_global=20, max_local=5).run(model, restricted.domain, seeds,
                                                                         random_state=0)

@@ -40,7 +40,8 @@ __all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clus
            "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
-SHARE_PLOT = "share_affected_by_group.png"
+NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
+SHARE_PLOT = "harm_by_group.png"
 GAP_PLOT = "probability_gap.png"
 SEARCH_PLOT = "idis_by_protected_value.png"
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "report.html", SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)
@@ -130,6 +131,42 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def outcome_lines(summary: dict[str, Any]) -> list[str]:
+    """What ``chiralfair run`` prints (and ``AuditResult.summary()`` returns): the verdict, then the search.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    list of str
+    """
+    cfg = summary["meta"]["config"]
+    m = summary["model"]
+    title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
+             f"{m['f1']:.3f}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"max_local {cfg['max_local']}")
+    lines = [*verdict_lines(summary), title]
+    rows = summary_rows(summary)
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    direction = direction_line(summary)
+    if direction:
+        lines.append(f"  {direction}")
+    if summary["seeds"].get("clustering"):
+        lines.append(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    if summary.get("diversity") is not None:
+        from .seeds.diversity_report import DiversityReport
+
+        lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
+    lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
+    if summary["n_idis"] == 0:
+        lines.append(f"  {NO_IDI_TEXT}")
+    return lines
+
+
 def summary_title(summary: dict[str, Any]) -> str:
     """The report's title: dataset / protected attributes / model."""
     cfg = summary["meta"]["config"]
@@ -184,9 +221,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"# {summary_title(summary)}",
         "",
         f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
-        f"{model.get('evaluated_on', 'the test split')}"
-        + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
-           " each bin's representative value)." if "evaluated_on" in model else "."),
+        f"{model.get('evaluated_on', 'the test split')}.",
     ]
     if "verdict" in summary:
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
@@ -220,12 +255,14 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
     if plot:
+        who = ("the verdict above says who is harmed" if summary.get("verdict")
+               else "`chiralfair estimate` says who is harmed")
         lines += ["", f"![IDIs found by the search, by protected value]({plot})", "",
                   "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
-                  " budget), not who is most discriminated; the verdict above says who is.*"]
+                  f" budget), not who is most discriminated; {who}.*"]
     if summary["n_idis"] == 0:
-        lines += ["", "No IDI was found within this budget. That is not proof of fairness: try a larger budget,"
-                      " another generator or I&D seeds."]
+        lines += ["", NO_IDI_TEXT[0].upper() + NO_IDI_TEXT[1:] + " Try a larger budget, another generator or I&D"
+                      " seeds."]
     return "\n".join(lines) + "\n"
 
 
@@ -245,14 +282,16 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
                     f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
                     f" one (favourable label {v['favourable']})."]
     level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
-    out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label, among the group's affected:", "",
-            "| group | n | affected | harmed among affected |", "|---|---|---|---|"]
+    out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label while a counterpart gets the favourable"
+                " one; *affected* = either side of such a pair:", "",
+            "| group | n | harmed | affected | harmed among affected |", "|---|---|---|---|---|"]
     for g in v["groups"]:
-        harmed = ("-" if g["harmed_share"] is None else
-                  _share(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], v["exact"], say_exact=False)
-                  + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
+        harmed = (_share(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"), v["exact"],
+                         say_exact=False) + f" ({g['n_harmed']:,})")
+        among = ("-" if g["harmed_share"] is None else
+                 _share(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], v["exact"], say_exact=False))
         affected = _share(g["share_affected"], g["lower"], g["upper"], v["exact"], say_exact=False)
-        out.append(f"| {g['group']} | {g['n']:,} | {affected} | {harmed} |")
+        out.append(f"| {g['group']} | {g['n']:,} | {harmed} | {affected} | {among} |")
     if v.get("gap"):
         q = v["gap"]["quantiles"]
         out += ["", "How badly: the gap max |P(x) - P(x')| in positive-class probability between an individual and"
@@ -271,13 +310,23 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
 def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
     if not d or not n_idis:
         return []
-    out = ["", f"Direction of the IDI pairs (favourable label {d['favourable']}): the IDI gets it in"
-               f" {d['n_idi_favoured']:,}, its counterpart in {d['n_counterpart_favoured']:,} of {n_idis:,} pairs."]
     rows = [r for r in d["disfavoured"] if r["n_disfavoured"] or r["n_favoured"]]
-    if rows:
-        out += ["", "| protected value | pairs where it is disfavoured | pairs where it is favoured |", "|---|---|---|",
-                *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]
-    return out
+    if not rows:
+        return []
+    return ["", f"Who gets the unfavourable side of the {n_idis:,} IDI pairs (favourable label {d['favourable']}), "
+                "per protected value:", "",
+            "| protected value | pairs where it gets the unfavourable label | pairs where it gets the favourable one |",
+            "|---|---|---|", *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]
+
+
+def direction_line(summary: dict[str, Any]) -> str | None:
+    """One line: per protected value, in how many IDI pairs it gets the unfavourable label (None without it)."""
+    d = summary.get("idi_directions")
+    rows = [r for r in (d or {}).get("disfavoured", ()) if r["n_disfavoured"]]
+    if not rows or not summary["n_idis"]:
+        return None
+    parts = ", ".join(f"{r['group']} {r['n_disfavoured']:,}" for r in rows)
+    return f"IDI pairs whose unfavourable side is: {parts} (of {summary['n_idis']:,} pairs)"
 
 
 def _population_noun(v: dict[str, Any]) -> str:
@@ -351,26 +400,32 @@ def describe_clustering(c: dict[str, Any]) -> str:
 
 
 def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | None:
-    """Share affected per group with its interval (horizontal error bars); returns the file name or None."""
-    groups = [g for g in (verdict or {}).get("groups", ()) if g["n"]]
+    """Who is harmed: per group, the share getting the unfavourable label while a counterpart gets the favourable.
+
+    With its interval, beside the share affected (either side of a pair). Returns the file name or None.
+    """
+    groups = [g for g in (verdict or {}).get("groups", ()) if g["n"] and g.get("share_harmed") is not None]
     if not groups:
         (folder / SHARE_PLOT).unlink(missing_ok=True)
         return None
     plt = _pyplot()
-    share = np.array([g["share_affected"] for g in groups])
-    lower = np.array([g["lower"] for g in groups])
-    upper = np.array([g["upper"] for g in groups])
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.6))
+    harmed = np.array([g["share_harmed"] for g in groups])
+    affected = np.array([g["share_affected"] for g in groups])
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(groups) + 2.2))
     y = np.arange(len(groups))[::-1]
-    ax.barh(y, share * 100, color="#cc6677", alpha=0.8)
+    ax.barh(y, affected * 100, color="#dddddd", label="affected (either side of a pair)")
+    ax.barh(y, harmed * 100, height=0.5, color="#cc6677", label="harmed (gets the unfavourable label)")
     if not verdict["exact"]:
-        ax.errorbar(share * 100, y, xerr=np.vstack([share - lower, upper - share]) * 100, fmt="none",
+        lower = np.array([g["share_harmed_lower"] for g in groups])
+        upper = np.array([g["share_harmed_upper"] for g in groups])
+        ax.errorbar(harmed * 100, y, xerr=np.vstack([harmed - lower, upper - harmed]) * 100, fmt="none",
                     ecolor="black", capsize=3)
-    ax.axvline(verdict["share"] * 100, color="#4477aa", linestyle="--")
     ax.set_yticks(y, [g["group"] for g in groups])
-    ax.set_xlabel(f"% of {_population_noun(verdict)} affected")
+    ax.set_xlabel(f"% of the group's {_population_noun(verdict)}")
     level = "exact" if verdict["exact"] else f"{verdict['group_confidence']:.1%} intervals"
-    ax.set_title(f"Share affected per group ({level}); dashed line: all, {verdict['share']:.2%}")
+    ax.set_title(f"Who is harmed: share of each group that gets the unfavourable label\nwhile a counterpart gets the "
+                 f"favourable one ({level})", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8, frameon=False)
     return _save(fig, folder, SHARE_PLOT)
 
 
@@ -443,3 +498,94 @@ def _plain(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"cannot serialize {type(o).__name__}")
+
+
+# ------------------------------------------------------------------------------------------ the retrain folder
+RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.skops", "model.joblib")
+
+
+def check_retrain_folder(out: str | os.PathLike) -> bool:
+    """Whether ``out`` can receive a retrain folder: missing, empty, or an earlier retrain's; creates nothing.
+
+    Returns
+    -------
+    bool
+        True when it holds an earlier retrain (its files are replaced).
+
+    Raises
+    ------
+    RunFolderError
+        For a folder that holds something else, so nothing there is overwritten.
+    """
+    from .exceptions import RunFolderError
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"output {str(out)!r} is a file, not a folder; choose another --out")
+    if not (out.is_dir() and any(out.iterdir())):
+        return False
+    try:
+        previous = json.loads((out / "retrain.json").read_text())
+        ok = "chiralfair_version" in previous.get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise RunFolderError(f"output folder {str(out)!r} exists, is not empty and is not an earlier chiralfair "
+                             "retrain (no retrain.json); choose another --out so nothing there is overwritten")
+    return True
+
+
+def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
+    """Check ``out`` (:func:`check_retrain_folder`) and create it.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders created (removed again if the retraining fails).
+
+    Raises
+    ------
+    RunFolderError
+    """
+    if check_retrain_folder(out):
+        return []
+    return prepare_run_folder(out)
+
+
+def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> Path:
+    """Write ``retrain.json``, ``report.md`` with the trade-off plot, and the retrained model, each atomically.
+
+    Parameters
+    ----------
+    result : RetrainResult
+    out : str or path-like
+        Prepared with :func:`prepare_retrain_folder`.
+    like : str, optional
+        The model file the model came from: the retrained model is saved in its format
+        (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is
+        said in the report.
+
+    Returns
+    -------
+    pathlib.Path
+        The model file written, or None.
+    """
+    from .exceptions import ModelFileError
+    from .models.files import save_model_file
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        png = Path(tmp) / "tradeoff.png"
+        result.plot(png)
+        atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
+    for stale in RETRAIN_FILES[3:]:
+        (out / stale).unlink(missing_ok=True)
+    try:
+        path = save_model_file(result.model, out, like=like, meta={"retrain": result.meta})
+        saved = (f"\nThe retrained model (largest share) is in `{path.name}`; it loads back with "
+                 f"`--model {path.name}`.\n")
+    except ModelFileError as err:
+        path, saved = None, f"\nThe retrained model was not saved: {err}.\n"
+    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") + saved).encode())
+    atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+    return path

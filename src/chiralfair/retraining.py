@@ -17,7 +17,7 @@ model before and after are compared on accuracy, F1 and fairness.
   the IDIs found with the other seed strategy) against the retrained model; "remaining IDIs" are those still
   discriminatory (I&D Table 4). It leaks: the re-checked IDIs were used for training. ``holdout`` measures on
   inputs retraining never saw: the IDI rate over the test split's rows and over uniform draws from the domain
-  (:func:`chiralfair.estimate.estimate`, 95% Wilson intervals), and a fresh search with another
+  (:func:`chiralfair.verdict.estimate`, 95% Wilson intervals), and a fresh search with another
   ``random_state`` on the model before and after. Group metrics from ``fairlearn`` (demographic parity and
   equalized odds differences on the test split, first protected attribute) and accuracy/F1 on the test split
   are reported under both.
@@ -738,7 +738,7 @@ class _Evaluator:
         return row
 
     def _idi_rates(self, model: CountingModel) -> dict[str, Any]:
-        from .estimate import estimate
+        from .verdict import estimate
 
         favourable = _favourable(self.dataset)
         on_test = estimate(model, self.dataset, population="test", test_index=self.test, exact=True,
@@ -782,7 +782,7 @@ def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float
 
 def _favourable(dataset: Dataset) -> int:
     """The favourable label for the estimate; only its harm table depends on it, which retraining does not use."""
-    from .estimate import resolve_favourable
+    from .verdict import resolve_favourable
     try:
         return resolve_favourable(dataset, None)[0]
     except ConfigError:

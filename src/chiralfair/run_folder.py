@@ -150,8 +150,8 @@ def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
         Must hold ``chiralfair_version``, so the folder is recognised as a run (:func:`is_previous_run`).
     """
     folder = Path(folder)
-    for name in ("report.md", "report.html", "idis_by_protected_value.png", "share_affected_by_group.png",
-                 "probability_gap.png"):
+    for name in ("report.md", "report.html", "idis_by_protected_value.png", "harm_by_group.png",
+                 "share_affected_by_group.png", "probability_gap.png"):
         (folder / name).unlink(missing_ok=True)
     remove_pairs(folder / PAIRS_NAME)
     text = json.dumps({"partial": True, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": meta}, indent=2)
@@ -452,3 +452,39 @@ def _codes(column, feature: Feature, n: int) -> np.ndarray:
         out[start:start + len(chunk)] = lookup[chunk.indices.to_numpy(zero_copy_only=False)]
         start += len(chunk)
     return out
+
+
+def read_run(folder: str | os.PathLike) -> dict[str, Any]:
+    """What a ``chiralfair run`` folder's ``result.json`` says: its parameters, source and domain.
+
+    Parameters
+    ----------
+    folder : str or path-like
+
+    Returns
+    -------
+    dict
+        ``config`` (result.json's ``meta.config``), ``source`` (``meta.source``: where the data and the model came
+        from; None for folders written before it was recorded), ``domain`` (:class:`Domain`), ``idis`` and
+        ``counterparts`` (int64, shape (n_idis, n_features)), ``generator_params`` and ``folder``.
+
+    Raises
+    ------
+    RunFolderError
+        If the folder is not a finished chiralfair run (naming what is missing).
+    """
+    from .domain import Domain
+
+    folder = Path(folder)
+    try:
+        summary = json.loads((folder / "result.json").read_text())
+        meta = summary["meta"]
+        domain = Domain.from_dict(meta["domain"])
+        config = meta["config"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise RunFolderError(f"{str(folder)!r} is not a chiralfair run folder (cannot read result.json's meta.config "
+                             f"and meta.domain: {err})") from None
+    if summary.get("partial"):
+        raise RunFolderError(f"{str(folder)!r} holds a run that did not finish (result.json says partial)")
+    return {"config": config, "source": meta.get("source"), "domain": domain, "n_idis": int(summary.get("n_idis", 0)),
+            "generator_params": meta.get("generator_params") or {}, "folder": str(folder)}

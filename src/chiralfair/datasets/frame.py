@@ -359,3 +359,62 @@ def _warn_alike_values(df: pd.DataFrame, features: list, codec: FrameCodec, doma
 def _show(value) -> str:
     """``repr`` of a value, without the numpy type wrapper (``1.5``, not ``np.float64(1.5)``)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+FRAME_SUFFIXES = (".csv", ".parquet")
+
+
+def read_frame(path) -> pd.DataFrame:
+    """Read a data file (``.csv`` or ``.parquet``) into a DataFrame, as it is (no type guessing beyond pandas').
+
+    Raises
+    ------
+    DatasetError
+        Naming the file: a missing file, an unsupported suffix, or a file pandas cannot read.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix.lower() not in FRAME_SUFFIXES:
+        raise DatasetError(f"data file {str(path)!r}: unsupported suffix {path.suffix or '(none)'!r}; use a .csv or "
+                           ".parquet file")
+    if not path.is_file():
+        raise DatasetError(f"data file {str(path)!r} does not exist")
+    try:
+        return pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
+
+
+def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):
+    """The value of ``frame[label]`` written as ``value`` (a command line gives ``"1"`` for the integer 1).
+
+    Returns
+    -------
+    object
+        The frame's own value equal to ``value``, or equal to it as text.
+
+    Raises
+    ------
+    DatasetError
+        If ``label`` is not a column, or no value of it matches (the message lists some values).
+    """
+    if label not in frame.columns:
+        raise DatasetError(f"label column {label!r} is not in the frame; columns: {', '.join(map(str, frame.columns))}")
+    values = frame[label].dropna().unique().tolist()
+    for v in values:
+        if v == value and type(v) is type(value):
+            return v
+    matches = [v for v in values if str(v) == str(value)]
+    if not matches:
+        shown = ", ".join(map(repr, sorted(map(str, values))[:10]))
+        raise DatasetError(f"{what} {value!r} does not occur in label column {label!r}; its values include {shown}")
+    return matches[0]
+
+
+def binary_positive_class(frame: pd.DataFrame, label):
+    """The positive class of a label that holds only 0 and 1 (then 1); None when it cannot be told."""
+    values = set(frame[label].dropna().unique().tolist())
+    if values <= {0, 1} and 1 in values:
+        return 1
+    return None

@@ -136,3 +136,23 @@ def read_schema(path: str | os.PathLike) -> dict:
             "protected": [doc["protected"]] if isinstance(doc["protected"], str) else list(doc["protected"]),
             "bins": {c: spec["bins"] for c, spec in columns.items() if "bins" in spec},
             "categories": {c: spec["categories"] for c, spec in columns.items() if "categories" in spec}}
+
+
+def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str], positive_class=None,
+                      bins: Mapping[str, int | Sequence[float]] | None = None, n_bins: int = 10) -> str:
+    """TOML text of a schema for the data file at ``path`` (``.csv`` or ``.parquet``); see :func:`infer_schema`.
+
+    ``positive_class`` given as text (``"1"``) matches the label's own value (the integer 1).
+
+    Raises
+    ------
+    DatasetError
+        For a file that cannot be read, or a label, protected attribute or positive class not in it.
+    """
+    from .frame import match_label_value, read_frame
+
+    frame = read_frame(path)
+    if positive_class is not None:
+        positive_class = match_label_value(frame, label, positive_class)
+    return infer_schema(frame, label=label, positive_class=positive_class, protected=protected, bins=bins,
+                        n_bins=n_bins)

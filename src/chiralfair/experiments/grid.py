@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import GridError
-from .budget import budget_error
+from ..exceptions import ConfigError, GridError
+from ..pipeline.checks import check_budget
 from .cells import Cell
 
 TASKS = ("search", "seeds", "retrain")
@@ -336,9 +336,10 @@ def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
         max_global, max_local = item
         if max_global < 1 or max_local < 0:
             raise GridError(f"axes.budgets item {item!r}: max_global must be >= 1 and max_local >= 0")
-        too_large = budget_error(max_global, max_local)
-        if too_large:
-            raise GridError(f"axes.budgets item {item!r}: {too_large}")
+        try:
+            check_budget(max_global, max_local)
+        except ConfigError as err:
+            raise GridError(f"axes.budgets item {item!r}: {err}") from None
         budgets.append((max_global, max_local))
     return tuple(budgets)
 

@@ -1,8 +1,8 @@
 """What one grid cell runs, per task, and the seed selections its cells share.
 
-- ``search``: :func:`~.run.run_experiment` (data, model, seeds, search, and the verdict if asked).
+- ``search``: :func:`chiralfair.pipeline.run_experiment` (data, model, seeds, search, and the verdict if asked).
 - ``seeds``: seed selection only (initialization rate, initial IDIs, time).
-- ``retrain``: a search with each listed seed strategy, then :func:`chiralfair.retraining.retrain` with each
+- ``retrain``: a search with each listed seed strategy, then :func:`chiralfair.pipeline.retrain_inputs` with each
   one's IDIs, the other strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as
   ``benchmarks/retrain.py``).
 
@@ -176,7 +176,7 @@ class SeedStore:
 
 
 def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
-    from .run import RunConfig
+    from ..pipeline import RunConfig
 
     return RunConfig(dataset=cell.dataset, protected=cell.protected, model=cell.model, seeds=strategy,
                      generator=cell.generator or "aequitas", max_global=cell.max_global, max_local=cell.max_local,
@@ -189,7 +189,7 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..datasets.home import find_raw
     from ..datasets.published import PUBLISHED
-    from .manifest import manifest
+    from ..provenance import manifest
 
     rel = PUBLISHED[cell.dataset]["raw"]
     path = find_raw(rel, data_home)
@@ -201,7 +201,7 @@ def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> 
 def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
     import json
 
-    from .run import run_experiment
+    from ..pipeline import run_experiment
 
     store = SeedStore(out, cell, cell.seeds[0])
     outcome = run_experiment(_run_config(cell, cell.seeds[0], data_home, cache_dir), reuse_seeds=store)
@@ -242,48 +242,50 @@ def _write_pairs(outcome, folder: Path) -> None:
     os.replace(tmp, path)
 
 
-def _model_and_data(cell: Cell, data_home, cache_dir):
-    from ..datasets import load_dataset
-    from ..models.training import train_model
+def _inputs(cell: Cell, data_home, cache_dir):
+    """The cell's model on its data (:func:`chiralfair.pipeline.inputs_from_names`), within the time limit."""
+    from ..pipeline import inputs_from_names
 
-    dataset = load_dataset(cell.dataset, protected=list(cell.protected), data_home=data_home)
-    check_deadline("the cell, after loading the data")
-    from ..models.zoo import ModelSpec
-
-    trained = train_model(dataset, ModelSpec(cell.model, dict(cell.model_params)),
-                          random_state=cell.model_random_state, cache_dir=cache_dir)
+    config = _run_config(cell, cell.seeds[0], data_home, cache_dir)
+    inputs = inputs_from_names(config, step=lambda name: check_deadline(f"the cell, before step {name!r}"))
     check_deadline("the cell, after training or loading the model")
-    return dataset, trained
+    return inputs
 
 
-def _select(cell: Cell, out: Path, strategy: str, dataset, trained, cache_dir):
-    from ..seeds import make_seed_strategy
-    from ..seeds.names import chiral_params
+def _prepared(cell: Cell, strategy: str, inputs, cache_dir):
+    from ..pipeline import SearchPlan, prepare_search
 
-    store = SeedStore(out, cell, strategy)
-    selector = make_seed_strategy(strategy, **cell.seed_params.get(strategy, {}),
-                                  **chiral_params(strategy, cell.model_random_state, cache_dir))
-    report = store(lambda: selector.select(trained.model, dataset, cell.max_global, random_state=cell.random_state))
-    return report, store.reused
+    plan = SearchPlan(seeds=strategy, generator=cell.generator or "aequitas", max_global=cell.max_global,
+                      max_local=cell.max_local, random_state=cell.random_state,
+                      generator_params=dict(cell.generator_params),
+                      seed_params=dict(cell.seed_params.get(strategy, {})))
+    return prepare_search(plan, inputs, cache_dir=cache_dir)
+
+
+def _select(cell: Cell, out: Path, prepared, inputs):
+    from ..pipeline import select_seeds
+
+    store = SeedStore(out, cell, prepared.plan.seeds)
+    return select_seeds(prepared, inputs, reuse_seeds=store), store.reused
 
 
 def _seeds(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
     import json
 
     t = time.perf_counter()
-    dataset, trained = _model_and_data(cell, data_home, cache_dir)
+    inputs = _inputs(cell, data_home, cache_dir)
     t_seeds = time.perf_counter()
-    report, reused = _select(cell, out, cell.seeds[0], dataset, trained, cache_dir)
+    report, reused = _select(cell, out, _prepared(cell, cell.seeds[0], inputs, cache_dir), inputs)
     figures = {"initialization_rate": report.initialization_rate, "n_initial_idis": report.n_initial_idis,
                "n_candidates": report.n_candidates, "n_seeds": report.n_seeds,
-               "n_seed_idis": int(report.is_idi.sum()), "n_queries": report.n_queries, "f1": trained.f1,
+               "n_seed_idis": int(report.is_idi.sum()), "n_queries": report.n_queries, "f1": inputs.quality["f1"],
                "seconds_selection": float(report.seconds.get("total", float("nan"))),
                "seconds_seeds": time.perf_counter() - t_seeds}
     if cell.diversity:
         from ..seeds.diversity_report import diversity_reference, seed_diversity
 
         t_diversity = time.perf_counter()
-        reference = diversity_reference(trained.model, dataset, random_state=cell.model_random_state)
+        reference = diversity_reference(inputs.model, inputs.dataset, random_state=cell.model_random_state)
         figures.update(_diversity_figures("seed", seed_diversity(report.seeds, reference,
                                                                  random_state=cell.random_state).to_dict()))
         figures["seconds_diversity"] = time.perf_counter() - t_diversity
@@ -302,19 +304,17 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
 
     import numpy as np
 
-    from ..generators import make_generator
-    from ..retraining import retrain
+    from ..pipeline import retrain_inputs, run_search
 
     t_all = time.perf_counter()
-    dataset, trained = _model_and_data(cell, data_home, cache_dir)
+    inputs = _inputs(cell, data_home, cache_dir)
     found, figures, summary = {}, {}, {}
     for strategy in cell.seeds:
         t = time.perf_counter()
-        report, _ = _select(cell, out, strategy, dataset, trained, cache_dir)
+        prepared = _prepared(cell, strategy, inputs, cache_dir)
+        report, _ = _select(cell, out, prepared, inputs)
         check_deadline(f"the cell, after selecting {strategy} seeds")
-        generator = make_generator(cell.generator, max_global=cell.max_global, max_local=cell.max_local,
-                                   **cell.generator_params)
-        found[strategy] = generator.run(trained.model, dataset.domain, report, random_state=cell.random_state)
+        found[strategy] = run_search(prepared, inputs, report)
         figures[strategy] = {"n_idis": found[strategy].n_idis, "seconds_search": time.perf_counter() - t}
     for strategy in cell.seeds:
         check_deadline(f"the cell, before retraining with the {strategy} IDIs")
@@ -323,8 +323,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             summary[strategy] = {"note": f"the {strategy} search found no IDI: nothing to retrain with"}
             continue
         t = time.perf_counter()
-        result = retrain(trained, dataset, found[strategy], recheck=np.vstack(others), cache_dir=cache_dir,
-                         random_state=cell.random_state, **cell.retrain)
+        result = retrain_inputs(inputs, idis=found[strategy], recheck=np.vstack(others), cache_dir=cache_dir,
+                                random_state=cell.random_state, **cell.retrain)
         before, after = result.rows[0], result.rows[-1]
         figures[strategy].update(
             remaining_idis=after["remaining_idis"], n_rechecked=after["n_rechecked"], f1_before=before["f1"],

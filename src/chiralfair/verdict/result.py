@@ -1,4 +1,4 @@
-"""The :class:`Verdict` of :func:`chiralfair.estimate.estimate`: how many are treated unfairly, whom, how badly.
+"""The :class:`Verdict` of :func:`chiralfair.verdict.estimate`: how many are treated unfairly, whom, how badly.
 
 A search result (:class:`~chiralfair.results.SearchResult`) says how well a generator did within its budget; a
 verdict speaks about a population: the share of its individuals that some counterpart (differing only in the
@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 GROUP_COLUMNS = ("attribute", "group", "n", "n_affected", "share_affected", "lower", "upper", "n_harmed",
-                 "harmed_share", "harmed_lower", "harmed_upper")
+                 "share_harmed", "share_harmed_lower", "share_harmed_upper", "harmed_share", "harmed_lower",
+                 "harmed_upper")
 
 POPULATION_TEXT = {"rows": "the dataset's rows", "test": "the test split's rows",
                    "domain": "uniform draws from the input domain"}
@@ -70,11 +71,12 @@ class Verdict:
     groups : tuple of dict
         One record per protected value and, for several protected attributes, per combination of values:
         keys as in :data:`GROUP_COLUMNS`. ``share_affected`` is the share affected among the group's
-        individuals; ``harmed_share`` the share, among the group's affected individuals, that get the
-        unfavourable label while a counterpart gets the favourable one (None when none is affected).
+        individuals; ``share_harmed`` the share of the group's individuals that get the unfavourable label while a
+        counterpart gets the favourable one (who is harmed); ``harmed_share`` that share among the group's
+        affected individuals (None when none is affected).
     group_confidence : float
         Confidence level of each group interval: ``1 - (1 - confidence) / n_intervals`` (Bonferroni over the
-        ``2 * len(groups)`` group intervals), so that all hold at once with probability at least ``confidence``.
+        ``3 * len(groups)`` group intervals), so that all hold at once with probability at least ``confidence``.
     gap : dict or None
         The probability gap ``max over counterparts x' of |P(x) - P(x')|`` (P = positive-class probability):
         ``quantiles`` and ``quantiles_affected`` (str quantile level -> gap), and ``histogram`` with ``edges``
@@ -132,17 +134,19 @@ class Verdict:
 
         Returns
         -------
-        pandas.DataFrame, shape (1 + len(groups), 12)
+        pandas.DataFrame, shape (1 + len(groups), 15)
             Columns :data:`GROUP_COLUMNS` and ``confidence`` (of each row's intervals).
         """
         overall = {"attribute": "all", "group": "all", "n": self.n_individuals, "n_affected": self.n_affected,
                    "share_affected": self.share, "lower": self.lower, "upper": self.upper,
-                   "n_harmed": self.n_harmed,
+                   "n_harmed": self.n_harmed, "share_harmed": self.n_harmed / self.n_individuals
+                   if self.n_individuals else None, "share_harmed_lower": None, "share_harmed_upper": None,
                    "harmed_share": self.n_harmed / self.n_affected if self.n_affected else None,
                    "harmed_lower": None, "harmed_upper": None, "confidence": self.confidence}
         rows = [overall] + [{**g, "confidence": self.group_confidence} for g in self.groups]
         frame = pd.DataFrame(rows, columns=[*GROUP_COLUMNS, "confidence"])
-        for col in ("share_affected", "lower", "upper", "harmed_share", "harmed_lower", "harmed_upper"):
+        for col in ("share_affected", "lower", "upper", "share_harmed", "share_harmed_lower", "share_harmed_upper",
+                    "harmed_share", "harmed_lower", "harmed_upper"):
             frame[col] = frame[col].astype("float64")
         frame["n_harmed"] = frame["n_harmed"].astype("Int64")
         return frame
@@ -194,16 +198,16 @@ class Verdict:
             return []
         level = "exact" if self.exact else (f"{self.group_confidence:.2%} {_method_text(self.method)} intervals "
                                             f"(Bonferroni: {self.confidence:.0%} for all "
-                                            f"{2 * len(self.groups)} at once)")
-        lines = [f"Who is harmed (favourable label {self.favourable}); per group, {level}:"]
+                                            f"{3 * len(self.groups)} at once)")
+        lines = [f"Who is harmed (favourable label {self.favourable}): per group, the share that gets the unfavourable "
+                 f"label while a counterpart gets the favourable one; {level}:"]
         width = max(len(g["group"]) for g in self.groups)
-        lines.append(f"  {'group':<{width}}  {'n':>8}  {'affected':<28}  gets the unfavourable label, among affected")
+        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}")
         for g in self.groups:
+            harmed = _share_text(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"),
+                                 self.exact) + f" ({g['n_harmed']:,})"
             affected = _share_text(g["share_affected"], g["lower"], g["upper"], self.exact)
-            harmed = ("-" if g["harmed_share"] is None else
-                      _share_text(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], self.exact)
-                      + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
-            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {affected:<28}  {harmed}")
+            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {harmed:<28}  {affected:<28}")
         return lines
 
     def _gap_lines(self) -> list[str]:

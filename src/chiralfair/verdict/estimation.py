@@ -29,16 +29,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import __version__
-from ._random import as_generator, derive_seed
-from ._validation import check_choice, check_float, check_int
-from .datasets.base import Dataset
-from .domain import Domain
-from .exceptions import ConfigError
-from .models.adapters import as_model
-from .models.training import TrainedModel
-from .oracle import DiscriminationCheck
-from .verdict import Verdict
+from .. import __version__
+from .._random import as_generator, derive_seed
+from .._validation import check_choice, check_float, check_int
+from ..datasets.base import Dataset
+from ..domain import Domain
+from ..exceptions import ConfigError
+from ..models.adapters import as_model
+from ..models.training import TrainedModel
+from ..oracle import DiscriminationCheck
+from .result import Verdict
 
 POPULATIONS = ("rows", "test", "domain")
 METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
@@ -431,19 +431,20 @@ def _group_masks(domain: Domain, X: np.ndarray, combination: np.ndarray):
 
 
 def _group_table(domain, X, combination, affected, harmed, confidence, method, exact):
-    """Share affected and share harmed among affected per group, Bonferroni-corrected over all group intervals."""
+    """Per group: share affected, share harmed, share harmed among affected; Bonferroni over all group intervals."""
     masks = _group_masks(domain, X, combination)
-    group_confidence = 1 - (1 - confidence) / (2 * len(masks))
+    group_confidence = 1 - (1 - confidence) / (3 * len(masks))
     groups = []
     for attribute, text, mask in masks:
         n, n_aff, n_harm = int(mask.sum()), int(affected[mask].sum()), int(harmed[mask].sum())
-        share = n_aff / n if n else None
         lo, hi = _bounds(n_aff, n, group_confidence, method, exact)
-        h_share = n_harm / n_aff if n_aff else None
+        harmed_lo, harmed_hi = _bounds(n_harm, n, group_confidence, method, exact)
         h_lo, h_hi = _bounds(n_harm, n_aff, group_confidence, method, exact)
         groups.append({"attribute": attribute, "group": text, "n": n, "n_affected": n_aff,
-                       "share_affected": share, "lower": lo, "upper": hi, "n_harmed": n_harm,
-                       "harmed_share": h_share, "harmed_lower": h_lo, "harmed_upper": h_hi})
+                       "share_affected": n_aff / n if n else None, "lower": lo, "upper": hi, "n_harmed": n_harm,
+                       "share_harmed": n_harm / n if n else None, "share_harmed_lower": harmed_lo,
+                       "share_harmed_upper": harmed_hi,
+                       "harmed_share": n_harm / n_aff if n_aff else None, "harmed_lower": h_lo, "harmed_upper": h_hi})
     return tuple(groups), float(group_confidence)
 
 
@@ -523,6 +524,8 @@ def _rule_text(domain: Domain, cols, bounds) -> str:
             outside = [f.label(v) for v in range(f.lo, f.hi + 1) if not lo <= v <= hi]
             parts.append(f"{f.name} in {{{', '.join(inside)}}}" if len(inside) <= len(outside)
                          else f"{f.name} not in {{{', '.join(outside)}}}")
+        elif _names_ranges(f):  # labels such as "40-49" (a bin): "age <= 40-49" would not read as a rule
+            parts.append(_range_rule(f, lo, hi))
         elif lo == hi:
             parts.append(f"{f.name} = {f.label(lo)}")
         elif lo == f.lo:
@@ -532,6 +535,28 @@ def _rule_text(domain: Domain, cols, bounds) -> str:
         else:
             parts.append(f"{f.name} in {f.label(lo)} .. {f.label(hi)}")
     return " and ".join(parts) or "every individual"
+
+
+def _names_ranges(feature) -> bool:
+    """Whether an ordinal feature's codes carry labels that are not plain numbers (bins such as ``"40-49"``)."""
+    if not feature.labels:
+        return False
+    try:
+        [float(text) for text in feature.labels.values()]
+    except ValueError:
+        return True
+    return False
+
+
+def _range_rule(feature, lo: int, hi: int) -> str:
+    """A rule over a binned ordinal feature in the bins' own words: ``age 40-49 or above``."""
+    if lo == hi:
+        return f"{feature.name} in {feature.label(lo)}"
+    if lo == feature.lo:
+        return f"{feature.name} {feature.label(hi)} or below"
+    if hi == feature.hi:
+        return f"{feature.name} {feature.label(lo)} or above"
+    return f"{feature.name} from {feature.label(lo)} to {feature.label(hi)}"
 
 
 def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, gamma, has_proba,

@@ -1,0 +1,167 @@
+"""Every check a run makes before it spends anything, written once: names, budgets, protected attributes, gradients.
+
+These checks import nothing heavy (only name tables: :mod:`chiralfair.datasets.published`,
+:mod:`chiralfair.generators.names`, :mod:`chiralfair.seeds.names`, :mod:`chiralfair.models.zoo`), so a refused
+flag answers before torch, scikit-learn, shap or z3 is imported. A name that is not built in (a generator or seed
+strategy registered by the user) is looked up in its registry, which costs that import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._validation import check_int
+from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
+
+# Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
+# but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
+# rule. Measured at the cap (census / sex / dnn / eidig-inf, 99,999 x 999): 12.0 M tested keys, 10.5 M IDIs,
+# peak memory 995-1027 MiB in two runs (benchmarks/results/whole_command.md); a larger budget passes 1 GB.
+MAX_BUDGET = 10**8
+
+GRADIENT_HINT = ("gradient generators (adf, eidig) run on models with input_gradient(): dnn, lr and mlp among the "
+                 "zoo models; black-box generators (aequitas, sg, expga, kosei, themis) run on any model")
+
+
+def protected_list(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of names; empty items are dropped."""
+    if text is None:
+        return ()
+    items = text.split(",") if isinstance(text, str) else list(text)
+    return tuple(s.strip() if isinstance(s, str) else s for s in items if not isinstance(s, str) or s.strip())
+
+
+def check_protected_given(text: str | None, *, name: str = "protected") -> None:
+    """Refuse a ``protected`` value that names no attribute (``" , "``); None means the dataset's default.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``name`` (the CLI passes ``"--protected"``).
+    """
+    if text is not None and not protected_list(text):
+        raise ConfigError(f"{name} {text!r} names no attribute; give one or several, e.g. race,sex, or leave it "
+                          "out for the dataset's first protected attribute")
+
+
+def check_budget(max_global, max_local) -> tuple[int, int]:
+    """Check a search budget: ``max_global >= 1``, ``max_local >= 0``, and their product under :data:`MAX_BUDGET`.
+
+    Returns
+    -------
+    max_global, max_local : int
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter and the bound.
+    """
+    max_global = check_int(max_global, "max_global", minimum=1)
+    max_local = check_int(max_local, "max_local", minimum=0)
+    size = max_global * (max_local + 1)
+    if size > MAX_BUDGET:
+        raise ConfigError(f"max_global x (max_local + 1) = {size:,} exceeds {MAX_BUDGET:,}: a run keeps the key of "
+                          "every input it tests in memory (about 1 GB at that bound); split it into several runs")
+    return max_global, max_local
+
+
+def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
+    """Check a benchmark dataset name and the protected attributes asked of it.
+
+    Raises
+    ------
+    DatasetError
+        For an unknown dataset (lists the valid ones) or a protected attribute the dataset does not have.
+    """
+    from ..datasets.published import PUBLISHED, unknown_protected_error
+
+    if dataset not in PUBLISHED:
+        raise DatasetError(f"unknown dataset {dataset!r}; valid: {', '.join(PUBLISHED)}")
+    for name in protected:
+        if name not in PUBLISHED[dataset]["attributes"]:
+            raise unknown_protected_error(dataset, name)
+
+
+def check_zoo_model(model):
+    """Return the :class:`~chiralfair.models.zoo.ModelSpec` of a zoo model name (or spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name.
+    """
+    from ..models.zoo import as_spec
+
+    return as_spec(model)
+
+
+def generator_needs_gradient(name: str) -> bool:
+    """Whether generator ``name`` needs the model's ``input_gradient``.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither built in nor registered (lists the valid names).
+    """
+    from ..generators.names import BUILTIN_GENERATORS
+
+    if name in BUILTIN_GENERATORS:
+        return BUILTIN_GENERATORS[name]
+    GENERATORS = _registry("generators", "GENERATORS")
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown generator {name!r}; valid: {', '.join(sorted({*BUILTIN_GENERATORS, *GENERATORS}))}")
+    return bool(getattr(GENERATORS[name], "needs_gradient", False))
+
+
+def check_seed_strategy(name: str) -> None:
+    """Refuse a seed strategy that is neither built in nor registered.
+
+    Raises
+    ------
+    ConfigError
+        Listing the valid names.
+    """
+    from ..seeds.names import BUILTIN_SEED_STRATEGIES
+
+    if name in BUILTIN_SEED_STRATEGIES:
+        return
+    SEED_STRATEGIES = _registry("seeds", "SEED_STRATEGIES")
+    if name not in SEED_STRATEGIES:
+        raise ConfigError(f"unknown seed strategy {name!r}; valid: "
+                          f"{', '.join(sorted({*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES}))}")
+
+
+def _registry(package: str, name: str) -> dict:
+    """A registry of names, if its module was imported (a user who registered a name imported it); else empty.
+
+    Not importing it keeps a refused typo light: the registry module imports numpy, pandas and the models.
+    """
+    import sys
+
+    module = sys.modules.get(f"chiralfair.{package}.base")
+    return dict(getattr(module, name, {})) if module is not None else {}
+
+
+def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
+    """Refuse a gradient generator for a model without ``input_gradient``.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming the generator, the model and where gradient generators run.
+    """
+    if generator_needs_gradient(generator) and not has_gradient:
+        raise ModelCapabilityError(f"generator {generator!r} needs input_gradient() but model {model_name!r} does not "
+                                   f"provide it; {GRADIENT_HINT}")
+
+
+def check_search_names(*, seeds: str, generator: str, max_global, max_local) -> None:
+    """The checks of a search that do not depend on the model: seed strategy, generator, budget.
+
+    Raises
+    ------
+    ConfigError
+    """
+    check_budget(max_global, max_local)
+    check_seed_strategy(seeds)
+    generator_needs_gradient(generator)
