@@ -172,3 +172,24 @@ def test_refused_finds_exactly_the_rows_the_model_fails_on(refused):
 
     mask, error = as_model(model, batch_size=64).refused(X)
     assert set(np.flatnonzero(mask)) == refused and (error == "ValueError: no") == bool(refused)
+
+
+def test_a_wide_integer_column_is_probed_at_its_values_and_a_spread_of_its_gaps():
+    rng = np.random.default_rng(1)
+    df = census_like()
+    df["fnlwgt"] = rng.integers(12_285, 1_484_705, len(df)) // 7 * 7  # wide, with gaps everywhere
+    ds = from_frame(df, label="y", positive_class=">50K", protected=["sex"])
+    sent = []
+
+    def multiples_of_seven(frame):
+        sent.append(len(frame))
+        if (frame["fnlwgt"] % 7 != 0).any():
+            raise ValueError("unknown fnlwgt")
+        return np.zeros(len(frame), dtype=int)
+
+    model, recoded, notes = check_model_accepts_values(
+        as_model(multiples_of_seven, to_frame=ds.to_frame), ds)
+    assert max(sent) < 5_000  # not the 1.47 million codes between the smallest and largest value
+    fnlwgt = recoded.domain.features[recoded.domain.index("fnlwgt")]
+    assert fnlwgt.size == df["fnlwgt"].nunique() and "'fnlwgt' now takes only" in " ".join(notes)
+    assert (model.predict(recoded.X) == 0).all()

@@ -233,11 +233,28 @@ def restrict_to_accepted_values(model, dataset):
     return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes, keep
 
 
+# A feature with at most this many codes has every code probed; a wider one (an integer column such as fnlwgt,
+# 12,285..1,484,705) has every value the data holds probed, and this many of the codes between them.
+MAX_PROBED_CODES = 4096
+PROBED_GAP_CODES = 1024
+
+
+def _probed_codes(feature, column: np.ndarray) -> np.ndarray:
+    """The codes of one feature that :func:`check_model_accepts_values` sends (sorted, unique)."""
+    if feature.size <= MAX_PROBED_CODES:
+        return np.arange(feature.lo, feature.hi + 1)
+    spread = np.unique(np.linspace(feature.lo, feature.hi, PROBED_GAP_CODES).round().astype(np.int64))
+    return np.union1d(np.unique(column), spread)
+
+
 def check_model_accepts_values(model, dataset):
     """Probe every value a generator may give a non-protected feature; refuse, or keep to the values the data holds.
 
     A data row the model accepts (:func:`accepted_data_row`) gets, one feature at a time, every code in that
-    feature's bounds: one batch of ``sum(feature sizes)`` rows (not counted in the search). A refused value is:
+    feature's bounds: one batch of ``sum(feature sizes)`` rows (not counted in the search). A feature with more
+    than :data:`MAX_PROBED_CODES` codes (a wide integer column) gets every value the data holds and
+    :data:`PROBED_GAP_CODES` codes spread between them: every value of the data is still checked, and a refused gap
+    re-encodes the column, after which only checked values remain. A refused value is:
 
     - **held by the data** (a category the model never saw when fitted, e.g. ``workclass='Never-worked'`` and an
       ``OneHotEncoder(handle_unknown='error')``): refused, naming the column, the values and their data rows;
@@ -274,8 +291,9 @@ def check_model_accepts_values(model, dataset):
     if not columns:
         return model, dataset, []
     row = accepted_data_row(model, dataset)
-    feature_of = np.concatenate([np.full(domain.features[j].size, j) for j in columns])
-    codes = np.concatenate([np.arange(domain.features[j].lo, domain.features[j].hi + 1) for j in columns])
+    probed = [_probed_codes(domain.features[j], dataset.X[:, j]) for j in columns]
+    feature_of = np.concatenate([np.full(len(c), j) for j, c in zip(columns, probed, strict=True)])
+    codes = np.concatenate(probed)
     probes = np.repeat(row[None, :], len(codes), axis=0)
     probes[np.arange(len(codes)), feature_of] = codes
     refused, error = model.refused(probes)
