@@ -320,8 +320,11 @@ def check_model_accepts_values(model, dataset):
             "search would send such inputs and fail, and those data rows cannot be decided. Leave those rows out "
             "of the data, or refit the model so that it accepts them (e.g. OneHotEncoder(handle_unknown='ignore'))",
             model_name=model.name, column=held[0][0], code=held[0][1], model_error=error or "")
+    from ..datasets.base import columns_in_rules
+
+    in_rules = columns_in_rules(domain)
     recodable = {j for j in gaps if dataset.codec is not None and model.takes_frame
-                 and dataset.codec.columns[j].how == "integer"}
+                 and dataset.codec.columns[j].how == "integer" and j not in in_rules}
     if set(gaps) - recodable:
         names = {domain.features[j].name for j in set(gaps) - recodable}
         error = with_column_named(error or "", names.pop() if len(names) == 1 else None)

@@ -10,7 +10,7 @@ from .._lazy import lazy_attributes
 
 _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
               "POPULATIONS": "estimation", "METHODS": "estimation", "Verdict": "result",
-              "GROUP_COLUMNS": "result"}
+              "GROUP_COLUMNS": "result", "plausibility_line": "result"}
 
 __all__ = sorted(_MODULE_OF)
 
