@@ -299,7 +299,7 @@ def test_cli_fine_tune_after_iandd_writes_a_small_model_pt_that_a_fresh_paper_dn
     args[args.index("--seeds") + 1] = "iandd"
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
-    path = tmp_path / "o" / "model.pt"  # TorchScript (models.files.save_model_file)
+    (path,) = (tmp_path / "o").glob("model*.pt")  # TorchScript (models.files.save_model_file), one per method
     state = torch.jit.load(str(path)).state_dict()
     fresh = PaperDNN(state["input_mean"].shape[0])
     fresh.load_state_dict(state)  # strict: no unexpected key
