@@ -1,12 +1,17 @@
-"""Gradient and saliency steps shared by the white-box generators ADF and EIDIG.
+"""Gradient and saliency steps shared by the gradient-guided generators ADF, EIDIG and MAFT.
 
 Everything here works on a whole batch of chains (one row per chain), so that a generator advances all its
-chains with one discrimination check and one ``input_gradient`` call per step:
+chains with one discrimination check and one gradient batch per step:
 
 - :class:`ChainChecks` keeps, per chain, the outcome of the discrimination check of its current input;
-- :func:`pair_gradients` differentiates the model at the inputs and at their counterparts in one call;
+- a gradient source gives d P(y=1)/dx at the inputs and at their counterparts in one batch:
+  :class:`InputGradient` asks the model's ``input_gradient`` (ADF, EIDIG);
+  :class:`~chiralfair.generators.finite_differences.FiniteDifferences` estimates it from ``predict_proba``
+  (MAFT);
 - :func:`cross_entropy_gradient` (ADF) and :func:`confidence_gradient` (EIDIG) turn d P(y=1)/dx into the
   gradient each paper uses;
+- :func:`global_walk` is the global phase: check every chain, end the chains that reached an IDI, step the
+  others along a direction computed from their gradients;
 - :func:`inverse_saliency`, :func:`sample_features` and :func:`local_walk` make the local phase: pick a
   feature with probability inversely proportional to its saliency, move it one step, keep the move if the new
   input is an IDI, return to the global IDI otherwise.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -159,6 +165,39 @@ def pair_gradients(model: CountingModel, X: np.ndarray, C: np.ndarray) -> tuple[
     return G[:n], G[n:]
 
 
+class GradientSource(Protocol):
+    """Where a gradient generator takes d P(y=1)/dx from: the model's gradient, or an estimate of it."""
+
+    #: The model method the source needs (``"input_gradient"`` or ``"predict_proba"``).
+    capability: ClassVar[str]
+
+    def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
+             p_counterpart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradients d P(y=1)/dx at ``X`` and at ``C``, each of shape (n, n_features), from one model batch.
+
+        ``p`` and ``p_counterpart``, shape (n,), are P(y=1) at ``X`` and ``C``, known from their checks.
+        """
+
+    def rows_per_pair(self, n_features: int) -> int:
+        """Upper bound on model queries of one :meth:`pair` row (an input and its counterpart)."""
+
+
+@dataclass(frozen=True)
+class InputGradient:
+    """The model's own ``input_gradient``: 2 gradient rows per input and counterpart (ADF, EIDIG)."""
+
+    capability: ClassVar[str] = "input_gradient"
+
+    def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
+             p_counterpart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`pair_gradients`; the probabilities are not needed."""
+        return pair_gradients(model, X, C)
+
+    def rows_per_pair(self, n_features: int) -> int:
+        """2: the input and its counterpart."""
+        return 2
+
+
 def cross_entropy_gradient(g: np.ndarray, p1: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Gradient of the cross-entropy loss against the model's own label (ADF's ``gradient_graph``).
 
@@ -200,6 +239,83 @@ def confidence_gradient(g: np.ndarray, labels: np.ndarray) -> np.ndarray:
     numpy.ndarray of float64, shape (n, n_features)
     """
     return np.where((labels == 1)[:, None], g, -g)
+
+
+# Gradients (g at x, g' at its counterpart), shape (m, n_features) each, of the chains given by their inputs
+# and check records.
+ChainGradients = Callable[[np.ndarray, ChainChecks], tuple[np.ndarray, np.ndarray]]
+# The global step direction in {-1, 0, 1}, shape (m, n_features), of the chains ``rows`` (indices) from their
+# gradients g and g', each of shape (m, n_features).
+StepDirection = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step: float,
+                gradients: ChainGradients, direction: StepDirection,
+                walk_past_known_idis: bool) -> tuple[np.ndarray, ChainChecks]:
+    """The global phase of ADF, EIDIG and MAFT for every seed at once: walk each chain toward an IDI.
+
+    Each of ``max_iter + 1`` iterations checks the chains' inputs in one batch (the input left by the last
+    step is checked too, algorithms.md §12.5). An IDI with a new key ends its chain and becomes a global IDI.
+    An IDI whose key another chain recorded first ends its chain too (EIDIG), or walks on
+    (``walk_past_known_idis``, ADF). Every other chain takes ``gradients`` at its input and moves to
+    ``clip(x + step * direction)``. Chains whose input did not change since the last iteration (stuck at a
+    bound) are neither re-checked nor re-differentiated, since the model is deterministic: their previous
+    gradients are passed to ``direction`` again.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+        Checks go through it with phase ``"global"``; it receives ``n_seed_idis``.
+    seeds : numpy.ndarray of int64, shape (n_seeds, n_features)
+    max_iter : int
+        Steps per chain.
+    step : float
+        Step size s_g, in encoded units.
+    gradients : callable
+        ``gradients(X, checks) -> (g, g_counterpart)`` for the chains due.
+    direction : callable
+        ``direction(rows, g, g_counterpart) -> (len(rows), n_features)`` in {-1, 0, 1}, for the chains that
+        move (``rows`` indexes the seeds, so that a direction may keep per-chain state such as momentum).
+    walk_past_known_idis : bool
+        Whether a chain on an IDI already recorded goes on walking.
+
+    Returns
+    -------
+    x_global : numpy.ndarray of int64, shape (n_global, n_features)
+        The global IDIs, in seed order.
+    checks_global : ChainChecks
+        Their check records.
+    """
+    domain = recorder.domain
+    n = len(seeds)
+    x = seeds.copy()
+    checks = ChainChecks.empty(n, len(domain.combinations))
+    grad = np.zeros(x.shape)
+    grad_cf = np.zeros(x.shape)
+    active = np.ones(n, dtype=bool)
+    changed = np.ones(n, dtype=bool)
+    is_global = np.zeros(n, dtype=bool)
+    for it in range(max_iter + 1):
+        todo = np.flatnonzero(active & changed)
+        if len(todo):
+            res, new = recorder.check(x[todo], "global", with_proba=True)
+            checks.set_rows(todo, ChainChecks.from_result(res))
+            if it == 0:
+                recorder.n_seed_idis = int(res.is_idi.sum())
+            is_global[todo[new]] = True
+            active[todo[new if walk_past_known_idis else res.is_idi]] = False
+        if it == max_iter or not active.any():
+            break
+        fresh = np.flatnonzero(active & changed)
+        if len(fresh):
+            grad[fresh], grad_cf[fresh] = gradients(x[fresh], checks.rows(fresh))
+        moving = np.flatnonzero(active)
+        stepped = domain.clip(x[moving] + step * direction(moving, grad[moving], grad_cf[moving]))
+        changed[:] = False
+        changed[moving] = (stepped != x[moving]).any(axis=1)
+        x[moving] = stepped
+    idx = np.flatnonzero(is_global)
+    return x[idx], checks.rows(idx)
 
 
 def inverse_saliency(g: np.ndarray, g_counterpart: np.ndarray, non_protected: np.ndarray,
@@ -332,16 +448,17 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
             since_return[back] = 0
 
 
-def local_gradient_rows(max_local: int, update_interval: int | None) -> int:
-    """Upper bound on gradient rows per global IDI in :func:`local_walk`: 2 at the global IDI plus 2 per refresh.
+def local_gradient_rows(max_local: int, update_interval: int | None, rows_per_pair: int = 2) -> int:
+    """Upper bound on gradient queries per global IDI in :func:`local_walk`: one pair at the IDI, one per refresh.
 
     A refresh needs ``update_interval`` iterations without a return before it, so at most
-    ``(max_local - 1) // update_interval`` happen.
+    ``(max_local - 1) // update_interval`` happen. A pair (input and counterpart) costs ``rows_per_pair``
+    queries (:meth:`GradientSource.rows_per_pair`; 2 for the model's own gradient).
     """
     if max_local == 0:
         return 0
     refreshes = 0 if update_interval is None else (max_local - 1) // update_interval
-    return 2 * (1 + refreshes)
+    return rows_per_pair * (1 + refreshes)
 
 
 def check_cost(n_combinations: int) -> int:
