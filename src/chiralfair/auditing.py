@@ -146,8 +146,7 @@ def audit(model, data, *, label=None, positive_class=None, protected: str | Sequ
         dataset, probe_notes = restrict_to_accepted_values(wrapped, dataset)
         probe_notes = [*column_notes, *probe_notes]
         check_model_accepts_rows(wrapped, dataset)
-        if search.needs_gradient:
-            wrapped.require("input_gradient", by=f"generator {generator!r}")
+        search.require_capabilities(wrapped)
         strategy = make_seed_strategy(seeds, **_seed_params(seeds, seed_params, wrapped))
         quality = _quality(wrapped, dataset)
         seconds["model"] = time.perf_counter() - t

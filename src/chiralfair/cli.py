@@ -149,7 +149,7 @@ def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str
     from ._validation import check_int
     from .datasets.published import PUBLISHED, unknown_protected_error
     from .exceptions import ConfigError, DatasetError, ModelCapabilityError
-    from .generators.names import BUILTIN_GENERATORS
+    from .generators.names import BUILTIN_GENERATORS, NEEDS_PROBABILITIES
     from .models.zoo import as_spec
     from .run_folder import check_run_folder
     from .seeds.names import BUILTIN_SEED_STRATEGIES
@@ -173,6 +173,9 @@ def _refuse_early(*, dataset: str, protected: str | None, model: str, seeds: str
                 f"generator {generator!r} needs input_gradient() but model {model!r} does not provide it; "
                 "gradient generators run on dnn, lr and mlp, black-box generators (aequitas, sg, themis) on any "
                 "model")
+        if generator in NEEDS_PROBABILITIES and not spec.has_predict_proba:
+            raise ModelCapabilityError(f"generator {generator!r} needs predict_proba() but model {model!r} answers "
+                                       "labels only; use a labels-only generator (aequitas, aft, expga, kosei, sg)")
         if out is not None:
             check_run_folder(out)
     except ChiralfairError as err:

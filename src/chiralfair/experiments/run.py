@@ -236,6 +236,10 @@ def validate_config(config: RunConfig) -> None:
         raise ModelCapabilityError(
             f"generator {config.generator!r} needs input_gradient() but model {config.model!r} does not provide "
             "it; gradient generators run on dnn, lr and mlp, black-box generators (aequitas, sg, themis) on any model")
+    if generator.needs_proba and not spec.has_predict_proba:
+        raise ModelCapabilityError(
+            f"generator {config.generator!r} needs predict_proba() but model {config.model!r} answers labels only; "
+            "use a labels-only generator (aequitas, aft, expga, kosei, sg)")
 
 
 def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None,
@@ -315,8 +319,7 @@ def _run_steps(config: RunConfig, step: Callable[[str], None], out, reuse_seeds)
     model = trained.model
     generator = make_generator(config.generator, max_global=config.max_global, max_local=config.max_local,
                                **config.generator_params)
-    if generator.needs_gradient:
-        model.require("input_gradient", by=f"generator {config.generator!r}")
+    generator.require_capabilities(model)
     logger.info("model %s: test F1 %.3f (%s)", config.model, trained.f1,
                 "from cache" if trained.from_cache else f"trained in {trained.train_seconds:.1f} s")
 

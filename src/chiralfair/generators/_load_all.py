@@ -7,5 +7,6 @@ from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
 from . import expga  # noqa: F401
 from . import kosei  # noqa: F401
+from . import maft  # noqa: F401
 from . import sg  # noqa: F401
 from . import themis  # noqa: F401

@@ -54,7 +54,9 @@ class ADF(Generator):
     - All global phases run before all local phases (in the reference code each seed's local phase runs
       before the next seed's global phase), so an IDI that both find counts as global here.
     - Chains whose input did not change since the last iteration (stuck at a bound) are not re-checked or
-      re-differentiated: the model is deterministic, so the outcome is known.
+      re-differentiated, and a local move to a key the walk has already checked is not checked again
+      (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic, so the outcome is
+      known. The IDIs found are the same; only the queries are fewer.
 
     Parameters
     ----------

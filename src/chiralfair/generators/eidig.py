@@ -54,7 +54,9 @@ class EIDIG(Generator):
       ``numpy.random.Generator`` (the reference uses ``np.random.seed(42)`` and per-row draws), so runs are
       reproducible but not draw-for-draw identical to the reference.
     - Chains whose input did not change since the last iteration are not re-checked or re-differentiated, and a
-      local move that clipping turns into no move costs no query: the model is deterministic.
+      local move that clipping turns into no move, or that reaches a key the walk has already checked, costs no
+      query (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic. The IDIs
+      found are the same; only the queries are fewer.
 
     Parameters
     ----------

@@ -33,7 +33,7 @@ import numpy as np
 from ..domain import Domain
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult
-from .recorder import IDIRecorder
+from .recorder import IDIRecorder, key_set_for
 
 # Smallest probability of the own label used as a divisor; the own label's probability is >= 0.5 whenever
 # labels and probabilities agree, so this only guards models whose predict and predict_proba disagree.
@@ -80,8 +80,13 @@ class ChainChecks:
         self.own_proba[rows] = other.own_proba
 
     def rows(self, rows) -> ChainChecks:
-        """A copy holding only ``rows`` (indices or mask)."""
+        """The records of ``rows`` (indices or mask: a copy; a slice gives views, use :meth:`copy` instead)."""
         return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows])
+
+    def copy(self) -> ChainChecks:
+        """A copy of every record, independent of this one."""
+        return ChainChecks(self.labels.copy(), self.counterpart_labels.copy(), self.proba.copy(),
+                           self.own_proba.copy())
 
     @property
     def flips(self) -> np.ndarray:
@@ -378,7 +383,7 @@ Saliency = Callable[[np.ndarray, ChainChecks, np.random.Generator], np.ndarray]
 def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
                max_local: int, step: float, update_interval: int | None, refresh: Saliency,
                rng: np.random.Generator) -> None:
-    """The local phase of ADF and EIDIG for every global IDI at once: a walk that stays on IDIs.
+    """The local phase of ADF, EIDIG and MAFT for every global IDI at once: a walk that stays on IDIs.
 
     Each iteration, every chain picks a non-protected feature from its probabilities, moves it by ``± step``
     (fair coin) and clips. A move to an IDI is kept and the walk continues from there; any other move returns
@@ -386,8 +391,13 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     ``update_interval`` consecutive iterations without a return, the probabilities are recomputed at the
     current IDI by ``refresh``; ``None`` never recomputes them (EIDIG-INF).
 
-    All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. A move
-    that clipping turns into no move keeps the chain on its current input, an IDI, without a model query.
+    All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. Two kinds
+    of move cost no model query, since the model is deterministic: a move that clipping turns into no move
+    (the chain stays on its IDI), and a move to a key this walk has already checked (or started from), whose
+    outcome is known (the check of an input whose PA values lie in the PA domains depends only on its key;
+    inputs outside them are always checked). A chain that moved onto a known IDI without a check is checked
+    when its probabilities are next refreshed, since ``refresh`` needs that input's check records. The walk, and
+    so every IDI found, is the same as with every move checked; only the queries differ.
 
     Parameters
     ----------
@@ -413,7 +423,12 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         return
     lower, upper = recorder.domain.lower, recorder.domain.upper
     x = x0.copy()
-    checks = checks0.rows(slice(None))
+    # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
+    checks = checks0.copy()
+    known = KnownOutcomes(recorder)
+    known.add(x0, np.ones(n, dtype=bool))
+    # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
+    stale = np.zeros(n, dtype=bool)
     # Cumulative feature probabilities, kept between iterations: a row changes only on a refresh or a return.
     cum0 = np.cumsum(prob0, axis=1)
     cum = cum0.copy()
@@ -423,6 +438,11 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         if update_interval is not None:
             due = np.flatnonzero(since_return >= update_interval)
             if len(due):
+                recheck = due[stale[due]]
+                if len(recheck):
+                    res, _ = recorder.check(x[recheck], "local", with_proba=True)
+                    checks.set_rows(recheck, ChainChecks.from_result(res))
+                    stale[recheck] = False
                 cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
                 since_return[due] = 0
         since_return += 1
@@ -435,17 +455,59 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         if len(moved):
             cand = x[moved]
             cand[np.arange(len(moved)), feature[moved]] = value[moved]
-            res, _ = recorder.check(cand, "local", with_proba=True)
-            kept[moved] = res.is_idi
-            hit = moved[res.is_idi]
-            x[hit] = cand[res.is_idi]
-            checks.set_rows(hit, ChainChecks.from_result(res).rows(res.is_idi))
+            is_known, outcome = known.lookup(cand)
+            ask = np.flatnonzero(~is_known)
+            if len(ask):
+                res, _ = recorder.check(cand[ask], "local", with_proba=True)
+                outcome[ask] = res.is_idi
+                known.add(cand[ask], res.is_idi)
+                checked_hit = moved[ask[res.is_idi]]
+                checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
+                stale[checked_hit] = False
+            kept[moved] = outcome
+            x[moved[outcome]] = cand[outcome]
+            stale[moved[is_known & outcome]] = True
         back = np.flatnonzero(~kept)
         if len(back):
             x[back] = x0[back]
             checks.set_rows(back, checks0.rows(back))
             cum[back] = cum0[back]
             since_return[back] = 0
+            stale[back] = False
+
+
+class KnownOutcomes:
+    """Discrimination-check outcomes of the keys checked so far, for inputs whose PA values lie in the PA domains.
+
+    Such an input's check tries every combination and compares with its own, so its outcome depends on its key
+    only (design §2); an input outside the PA domains (a missing protected value) is never looked up or stored.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+        Gives the domain and its discrimination check.
+    """
+
+    def __init__(self, recorder: IDIRecorder):
+        self.domain = recorder.domain
+        self.checker = recorder.checker
+        self._idi = key_set_for(recorder.domain)
+        self._non_idi = key_set_for(recorder.domain)
+
+    def _keys(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.domain.keys(X), self.checker.own_combination(X) >= 0
+
+    def lookup(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each."""
+        keys, inside = self._keys(X)
+        idi = inside & self._idi.contains(keys)
+        return idi | (inside & self._non_idi.contains(keys)), idi
+
+    def add(self, X: np.ndarray, is_idi: np.ndarray) -> None:
+        """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains."""
+        keys, inside = self._keys(X)
+        self._idi.add(keys[inside & is_idi])
+        self._non_idi.add(keys[inside & ~is_idi])
 
 
 def local_gradient_rows(max_local: int, update_interval: int | None, rows_per_pair: int = 2) -> int:
