@@ -3,6 +3,7 @@
 # One line per module, so that branches adding generators merge cleanly.
 # ruff: noqa: I001
 from . import adf  # noqa: F401
+from . import aft  # noqa: F401
 from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
 from . import expga  # noqa: F401

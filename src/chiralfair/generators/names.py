@@ -13,6 +13,7 @@ BUILTIN_GENERATORS: dict[str, bool] = {
     "aequitas-fully": False,
     "aequitas-random": False,
     "aequitas-semi": False,
+    "aft": False,
     "eidig": True,
     "eidig-5": True,
     "eidig-inf": True,
