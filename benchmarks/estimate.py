@@ -6,7 +6,7 @@ Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA 
     python benchmarks/estimate.py --targets census:sex --models lr --populations domain
 
 For every dataset:protected-attribute target and zoo model (trained once with ``random_state=0``, cached by
-``train_model``), :func:`chiralfair.estimate.estimate` checks the model's test split (enumerated exactly when
+``train_model``), :func:`chiralfair.verdict.estimate` checks the model's test split (enumerated exactly when
 that costs no more queries than the worst-case sample, which it does for every row here) and uniform draws from
 the input domain (sampled until the Wilson interval lies within ``--margin`` of the estimate). Seconds are the
 wall seconds of the estimate alone (model training or loading excluded) on a shared machine.
@@ -27,8 +27,8 @@ from pathlib import Path
 
 from chiralfair import __version__
 from chiralfair.datasets import load_dataset
-from chiralfair.estimate import estimate
 from chiralfair.models.training import library_versions, train_model
+from chiralfair.verdict import estimate
 
 SEVEN_ROWS = ("census:age", "census:race", "census:sex", "compas:age", "compas:race", "compas:sex", "bank:age")
 RESULTS = Path(__file__).parent / "results"

@@ -54,7 +54,7 @@ def test_same_random_state_same_result_and_meta_records_its_type():
     a = chiralfair.audit(pipe, df, **KW, random_state=np.random.RandomState(3))
     b = chiralfair.audit(pipe, df, **KW, random_state=np.random.RandomState(3))
     assert (a.outcome.result.idis == b.outcome.result.idis).all() and a.n_idis == b.n_idis
-    meta = a.to_dict()["model"]["random_state"]
+    meta = a.to_dict()["meta"]["random_state"]
     assert "RandomState" in meta["random_state"] and isinstance(meta["resolved_random_state"], int)
     c = chiralfair.audit(pipe, df, **KW, random_state=meta["resolved_random_state"])
     assert (c.outcome.result.idis == a.outcome.result.idis).all()

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from chiralfair.cli import app, parse_bins
+from chiralfair.cli import app
+from chiralfair.cli.console import parse_bins
 from chiralfair.exceptions import ConfigError
 
 runner = CliRunner()
@@ -109,10 +110,10 @@ def test_schema_with_unknown_category_refused(files, tmp_path):
 
 @pytest.mark.parametrize(("args", "message"), [
     (("--dataset", "census"), "--data and --dataset are two forms of run"),
-    (("--protected", "sex"), "--data needs --label COLUMN"),
-    (("--label", "y"), "--data needs --protected"),
-    (("--label", "y", "--protected", "sex"), "--data needs --model FILE"),
-    (("--label", "nope", "--protected", "sex", "--model", "MODEL"), "--label 'nope' is not a column"),
+    (("--protected", "sex"), "command line: --label COLUMN"),
+    (("--label", "y"), "command line: --protected A[,B]"),
+    (("--label", "y", "--protected", "sex"), "command line: --model FILE"),
+    (("--label", "nope", "--protected", "sex", "--model", "MODEL"), "label column 'nope' is not in the data"),
     (("--label", "y", "--protected", "sex", "--positive-class", "yes", "--model", "MODEL"),
      "--positive-class 'yes' does not occur in label column 'y'"),
     (("--label", "y", "--protected", "sex", "--bins", "age", "--model", "MODEL"), "--bins item 'age'"),
@@ -178,3 +179,21 @@ def test_schema_infer_bins_an_integer_column_with_missing_values():
     frame = pd.DataFrame({"age": [20.0, 35.0, None, 61.0] * 5, "y": ["a", "b"] * 10})
     doc = tomllib.loads(infer_schema(frame, label="y", positive_class="b", protected=[], n_bins=4))
     assert doc["columns"]["age"]["missing"] == 5 and len(doc["columns"]["age"]["bins"]) == 5
+
+
+def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(files, tmp_path):
+    csv, model = files
+    res = invoke("run", "--data", csv, "--model", model, *BASE, "--seeds", "cluster", "--max-global", 20,
+                 "--max-local", 5, "--json", "--couple", "sex:race=a/b", "--constraint", "sex=f excludes race=c")
+    assert res.exit_code == 0, res.output
+    counterparts = json.loads(res.stdout)["counterparts"]
+    assert counterparts["couplings"] == ["sex -> race: a <-> b"]
+    assert counterparts["constraints"] == ["sex=f excludes race=c"]
+    schema = tmp_path / "schema.toml"
+    schema.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n'
+                      'constraints = ["sex=f excludes race=c"]\n[couple.sex]\nrace = {a = "b", b = "a"}\n'
+                      '[columns.age]\nbins = [0, 30, 50, 90]\n[columns.hours]\nbins = 10\n')
+    run = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--seeds", "cluster", "--trust-model-file",
+                 "--max-global", 10, "--max-local", 2, "--json")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["counterparts"]["couplings"] == ["sex -> race: a <-> b"]

@@ -1,4 +1,4 @@
-"""chiralfair.estimate: the share discriminated with its interval, who is harmed, how badly (issue 11)."""
+"""chiralfair.verdict.estimate: the share discriminated with its interval, who is harmed, how badly (issue 11)."""
 
 import json
 import math
@@ -9,10 +9,9 @@ import pytest
 from toys import fair_module, is_biased_idi, toy_dataset, toy_domain
 
 from chiralfair.datasets.base import Dataset
-from chiralfair.estimate import estimate
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
 from chiralfair.models import as_model
-from chiralfair.verdict import GROUP_COLUMNS, Verdict
+from chiralfair.verdict import GROUP_COLUMNS, Verdict, estimate
 
 # The biased toy discriminates on sex exactly when 8 <= a + b <= 10: 9 + 10 + 9 of the 100 (a, b) pairs.
 BIASED_SHARE = 28 / 100
@@ -212,7 +211,7 @@ def test_verdict_json_round_trip_and_frame(biased_model):
     assert list(frame.columns) == [*GROUP_COLUMNS, "confidence"]
     assert len(frame) == 1 + 2 + 3 + 6  # all, sex values, race values, combinations
     assert frame.iloc[0]["share_affected"] == v.share
-    assert math.isclose(frame.iloc[1]["confidence"], 1 - 0.05 / (2 * 11))
+    assert math.isclose(frame.iloc[1]["confidence"], 1 - 0.05 / (3 * 11))
     assert "Bonferroni" in v.summary()
 
 
@@ -259,3 +258,22 @@ def test_a_one_hot_group_is_one_attribute_in_the_harm_table():
     assert groups["race=race_B"]["harmed_share"] == 0.0
     assert groups["race=race_A"]["harmed_share"] == 1.0 and groups["race=race_C"]["harmed_share"] == 1.0
     assert sum(g["n"] for g in v.groups) == len(X)
+
+
+def test_rules_over_binned_ordinal_features_read_as_rules():
+    from chiralfair.domain import Feature
+    from chiralfair.verdict.estimation import _range_rule
+
+    age = Feature("age", 1, 9, kind="ordinal", labels={v: f"{10 * v}-{10 * v + 9}" for v in range(1, 10)})
+    assert _range_rule(age, 1, 4) == "age 40-49 or below"
+    assert _range_rule(age, 4, 9) == "age 40-49 or above"
+    assert _range_rule(age, 3, 5) == "age from 30-39 to 50-59"
+    assert _range_rule(age, 4, 4) == "age in 40-49"
+
+
+def test_every_group_says_the_share_of_its_individuals_harmed(dataset, biased_model):
+    v = estimate(biased_model, dataset, population="rows", favourable=1)
+    for g in v.groups:
+        assert g["share_harmed"] == g["n_harmed"] / g["n"]
+        assert g["share_harmed"] <= g["share_affected"]
+    assert sum(g["n_harmed"] for g in v.groups if g["attribute"] == v.protected[0]) == v.n_harmed

@@ -180,3 +180,23 @@ def test_maft_on_a_raw_frame_pipeline_probes_whole_codes_and_refuses_a_fractiona
     np.testing.assert_array_equal(pipe.predict(_frame(res.idis)), res.idi_labels)
     with pytest.raises(ConfigError, match=r"perturbation_size=0\.5.*'frame-pipe'.*whole number"):
         MAFT(perturbation_size=0.5).run(model, domain, seeds_of(domain))
+
+
+def test_probes_that_would_break_a_constraint_are_not_sent():
+    from toys import breaks_toy_rules, coupled_toy_domain
+
+    domain = coupled_toy_domain()
+    sent = []
+
+    def proba(X):
+        sent.append(np.array(X))
+        return 1 / (1 + np.exp(-(X[:, 2] - X[:, 3] + X[:, 4])))
+
+    model = as_model(proba, output="probability", name="recording")
+    X = domain.sample(200, np.random.default_rng(5))
+    assert not breaks_toy_rules(X).any()
+    g = finite_difference_gradient(model, domain, X, proba(X.astype(float)))
+    sent = np.concatenate(sent[1:])
+    assert len(sent) < 200 * len(probed_features(domain))  # some probes would break a rule (a < c, sex/c)
+    assert not breaks_toy_rules(sent).any()
+    assert np.isfinite(g).all()

@@ -53,9 +53,9 @@ def toy_outcome(sink=None, *, with_verdict=False):
     from toys import biased_module, toy_domain
 
     import chiralfair.generators._load_all  # noqa: F401
-    from chiralfair.experiments import RunConfig, RunOutcome
     from chiralfair.generators import make_generator
     from chiralfair.models import as_model
+    from chiralfair.pipeline import RunConfig, RunOutcome
     from chiralfair.results import SeedReport
 
     domain = toy_domain(("sex", "race"))
@@ -68,7 +68,7 @@ def toy_outcome(sink=None, *, with_verdict=False):
     if with_verdict:
         from toys import toy_dataset
 
-        from chiralfair.estimate import estimate
+        from chiralfair.verdict import estimate
         verdict = estimate(as_model(biased_module()), toy_dataset(protected=("sex", "race")), population="rows",
                            favourable=1)
     return RunOutcome(config, result, SeedReport("random", seeds, np.zeros(30, dtype=bool)), domain,
@@ -117,9 +117,10 @@ def test_report_says_on_which_rows_the_model_was_scored():
             "n_tested": 1, "n_queries": 2, "success_rate": 0.0, "seconds": 0.1, "seeds": {}, "notes": []}
     zoo = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8}}, None)
     assert "on the test split." in zoo
-    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8,
-                                             "evaluated_on": "all rows of the given data"}}, None)
-    assert "on all rows of the given data (may include the rows it was trained on" in own
+    held_out = ("a held-out split of the given data (120 rows, 40%, stratified, random_state 0) that may include "
+                "rows the model was fitted on")
+    own = render_markdown({**base, "model": {"f1": 0.5, "accuracy": 0.8, "evaluated_on": held_out}}, None)
+    assert f"on {held_out}." in own
 
 
 def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(tmp_path):
@@ -139,7 +140,7 @@ def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(t
     assert len(images) == 3, "share by group, probability gap, IDIs by protected value"
     assert all(src.startswith("data:image/png;base64,") for src in images)
     assert "<table>" in page and page.index("Verdict") < page.index("Search")
-    for name in ("share_affected_by_group.png", "probability_gap.png"):
+    for name in ("harm_by_group.png", "probability_gap.png"):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "result.json").read_text())
     assert Verdict.from_json(json.dumps(summary["verdict"])) == outcome.verdict
@@ -172,5 +173,5 @@ def test_a_run_without_verdict_says_so_and_still_writes_the_html(tmp_path):
 
     write_run(toy_outcome(), tmp_path)
     assert "No verdict in this run" in (tmp_path / "report.md").read_text()
-    assert (tmp_path / "report.html").exists() and not (tmp_path / "share_affected_by_group.png").exists()
+    assert (tmp_path / "report.html").exists() and not (tmp_path / "harm_by_group.png").exists()
     assert json.loads((tmp_path / "result.json").read_text())["verdict"] is None

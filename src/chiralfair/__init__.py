@@ -1,15 +1,22 @@
 """chiralfair: individual fairness testing of tabular classifiers.
 
 Finds individual discriminatory instances (IDIs) with I&D seed selection and the generators AEQUITAS, SG,
-ADF and EIDIG.
+ADF and EIDIG; says how many people a model affects and whom it harms (:func:`estimate`); and makes it fairer
+(:func:`retrain`). :func:`audit` does the search and the verdict in one call.
 """
+
+from typing import TYPE_CHECKING
 
 from ._lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
-__all__ = ["AuditResult", "__version__", "audit"]
+__all__ = ["AuditResult", "__version__", "audit", "estimate", "retrain"]
 
+if TYPE_CHECKING:
+    from .pipeline.front import AuditResult, audit, estimate, retrain
 
 # Lazy, so that ``import chiralfair`` stays light (audit pulls in sklearn, pandas and torch).
-__getattr__, __dir__ = lazy_attributes(__name__, {"audit": "auditing", "AuditResult": "auditing"}, globals())
+__getattr__, __dir__ = lazy_attributes(__name__, {"audit": "pipeline.front", "AuditResult": "pipeline.front",
+                                                  "estimate": "pipeline.front", "retrain": "pipeline.front"},
+                                       globals())

@@ -35,12 +35,13 @@ from .run_folder import (
     remove_empty_folders,
 )
 
-__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clustering", "is_previous_run",
-           "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown", "summary_rows",
-           "verdict_lines", "write_pairs", "write_run"]
+__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "counterpart_lines", "describe_clustering",
+           "is_previous_run", "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown",
+           "summary_rows", "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
-SHARE_PLOT = "share_affected_by_group.png"
+NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
+SHARE_PLOT = "harm_by_group.png"
 GAP_PLOT = "probability_gap.png"
 SEARCH_PLOT = "idis_by_protected_value.png"
 RUN_FILES = ("result.json", "idis.parquet", "report.md", "report.html", SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)
@@ -110,16 +111,20 @@ def write_pairs(result, domain, path: Path) -> Path:
     """
     sink = PairSink(path)
     sink.open(domain)
-    sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase)
+    sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase,
+               plausible=result.plausible)
     return sink.close()
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The headline figures as (name, formatted value) rows, for the CLI table and report.md."""
+    plausible = summary.get("n_plausible_idis")
     return [
         ("seeds that are IDIs", f"{summary['n_seed_idis']} / {summary['n_seeds']}"
                                 f" ({summary['initialization_rate']:.1%})"),
         ("n_idis", f"{summary['n_idis']:,}"),
+        *([("n_plausible_idis", f"{plausible:,}" + (f" ({plausible / summary['n_idis']:.1%})"
+                                                    if summary["n_idis"] else ""))] if plausible is not None else []),
         ("n_global", f"{summary['n_global']:,}"),
         ("n_local", f"{summary['n_local']:,}"),
         ("n_tested", f"{summary['n_tested']:,}"),
@@ -128,6 +133,43 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("seconds", f"{summary['seconds']:.3g} (search; whole run "
                     f"{summary.get('seconds_by_step', {}).get('total', summary['seconds']):.2f})"),
     ]
+
+
+def outcome_lines(summary: dict[str, Any]) -> list[str]:
+    """What ``chiralfair run`` prints (and ``AuditResult.summary()`` returns): the verdict, then the search.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    list of str
+    """
+    cfg = summary["meta"]["config"]
+    m = summary["model"]
+    title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
+             f"{m['f1']:.3f}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"max_local {cfg['max_local']}")
+    lines = [*verdict_lines(summary), title]
+    rows = summary_rows(summary)
+    width = max(len(k) for k, _ in rows)
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    direction = direction_line(summary)
+    if direction:
+        lines.append(f"  {direction}")
+    if summary["seeds"].get("clustering"):
+        lines.append(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    lines += [f"  {line}" for line in counterpart_lines(summary)]
+    if summary.get("diversity") is not None:
+        from .seeds.diversity_report import DiversityReport
+
+        lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
+    lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
+    if summary["n_idis"] == 0:
+        lines.append(f"  {NO_IDI_TEXT}")
+    return lines
 
 
 def summary_title(summary: dict[str, Any]) -> str:
@@ -149,11 +191,43 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
+    from .verdict.result import plausibility_line
+
+    other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
+    if other:
+        lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
+        lines.append(f"  {other}")
     group = most_harmed_group(v)
     if group is not None:
         lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
                      f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
                      "favourable one)")
+    return lines
+
+
+def counterpart_lines(summary: dict[str, Any]) -> list[str]:
+    """What the counterparts were (design §12), for the CLI: couplings, constraints, rules the data suggests.
+
+    Returns
+    -------
+    list of str
+        Empty for a summary without the ``counterparts`` section.
+    """
+    c = summary.get("counterparts")
+    if not c:
+        return []
+    lines = [f"coupled: {text}" for text in c["couplings"]]
+    lines += [f"constraint: {text}" for text in c["constraints"]]
+    declared = set(c["constraints"])
+    rules = [r for r in c["rare_pairs"] if r["constraint"] not in declared]
+    if rules:
+        shown = "; ".join(f"{r['constraint']} ({r['count']:,} {'row' if r['count'] == 1 else 'rows'}, "
+                          f"{r['expected']:,.0f} expected)" for r in rules[:3])
+        more = c["n_rare_pairs"] - min(3, len(rules))
+        lines.append(f"the data suggests: {shown}" + (f"; {more} more in result.json" if more > 0 else "")
+                     + " (--constraint)")
+    for text in c["suggested_couplings"]:
+        lines.append(f"the data suggests a coupling: --couple {text}")
     return lines
 
 
@@ -184,12 +258,11 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"# {summary_title(summary)}",
         "",
         f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
-        f"{model.get('evaluated_on', 'the test split')}"
-        + (" (may include the rows it was trained on; codes decoded to the frame it takes, binned columns to"
-           " each bin's representative value)." if "evaluated_on" in model else "."),
+        f"{model.get('evaluated_on', 'the test split')}.",
     ]
     if "verdict" in summary:
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
+    lines += _counterparts_markdown(summary.get("counterparts"), summary["n_idis"])
     lines += [
         "",
         "## Search",
@@ -220,12 +293,14 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
     if plot:
+        who = ("the verdict above says who is harmed" if summary.get("verdict")
+               else "`chiralfair estimate` says who is harmed")
         lines += ["", f"![IDIs found by the search, by protected value]({plot})", "",
                   "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
-                  " budget), not who is most discriminated; the verdict above says who is.*"]
+                  f" budget), not who is most discriminated; {who}.*"]
     if summary["n_idis"] == 0:
-        lines += ["", "No IDI was found within this budget. That is not proof of fairness: try a larger budget,"
-                      " another generator or I&D seeds."]
+        lines += ["", NO_IDI_TEXT[0].upper() + NO_IDI_TEXT[1:] + " Try a larger budget, another generator or I&D"
+                      " seeds."]
     return "\n".join(lines) + "\n"
 
 
@@ -235,24 +310,32 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
                 " known): `chiralfair estimate` or `chiralfair.estimate(..., favourable=...)` computes it."]
     how = ("every individual checked" if v["exact"] else
            f"{v['confidence']:.0%} {v['method']} interval, {v['n_individuals']:,} individuals checked")
+    which = "a plausible counterpart" if v.get("counterparts") == "plausible" else "a counterpart"
     out = [f"**Share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}**"
-           f" ({how}). An individual is affected when a counterpart differing only in"
+           f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
+    from .verdict.result import plausibility_line
+
+    other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
+    if other:
+        out += ["", other[0].upper() + other[1:] + "."]
     group = most_harmed_group(v)
     if group is not None:
         out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
                     f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
                     f" one (favourable label {v['favourable']})."]
     level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
-    out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label, among the group's affected:", "",
-            "| group | n | affected | harmed among affected |", "|---|---|---|---|"]
+    out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label while a counterpart gets the favourable"
+                " one; *affected* = either side of such a pair:", "",
+            "| group | n | harmed | affected | harmed among affected |", "|---|---|---|---|---|"]
     for g in v["groups"]:
-        harmed = ("-" if g["harmed_share"] is None else
-                  _share(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], v["exact"], say_exact=False)
-                  + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
+        harmed = (_share(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"), v["exact"],
+                         say_exact=False) + f" ({g['n_harmed']:,})")
+        among = ("-" if g["harmed_share"] is None else
+                 _share(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], v["exact"], say_exact=False))
         affected = _share(g["share_affected"], g["lower"], g["upper"], v["exact"], say_exact=False)
-        out.append(f"| {g['group']} | {g['n']:,} | {affected} | {harmed} |")
+        out.append(f"| {g['group']} | {g['n']:,} | {harmed} | {affected} | {among} |")
     if v.get("gap"):
         q = v["gap"]["quantiles"]
         out += ["", "How badly: the gap max |P(x) - P(x')| in positive-class probability between an individual and"
@@ -268,16 +351,49 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
     return out
 
 
+def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
+    """The counterparts section (design §12): couplings, constraints, plausible IDIs, rules the data suggests."""
+    if not c:
+        return []
+    out = ["", "## Counterparts", ""]
+    out += ([f"- coupled: {t}" for t in c["couplings"]] or ["- no coupled column: counterparts change the protected "
+                                                             "attributes only"])
+    out += [f"- constraint: {t}" for t in c["constraints"]]
+    if c.get("n_plausible_idis") is not None:
+        share = f" ({c['plausible_share']:.1%})" if n_idis else ""
+        out += ["", f"{c['n_plausible_idis']:,} of the {n_idis:,} IDI pairs are plausible{share}: the IDI and its"
+                    " counterpart hold only (protected value, categorical value) pairs the data shows (column"
+                    " `plausible` of the pairs)."]
+    if c.get("rare_pairs"):
+        out += ["", "Rules the data suggests (a protected value hardly ever seen with a category; declare them with"
+                    " `constraints=` / `--constraint`, or as a coupling):", "",
+                "| rule | rows | expected under independence |", "|---|---|---|",
+                *[f"| `{r['constraint']}` | {r['count']:,} | {r['expected']:,.1f} |" for r in c["rare_pairs"]]]
+    for text in c.get("suggested_couplings", ()):
+        out += ["", f"Suggested coupling: `--couple {text}`."]
+    return out
+
+
 def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
     if not d or not n_idis:
         return []
-    out = ["", f"Direction of the IDI pairs (favourable label {d['favourable']}): the IDI gets it in"
-               f" {d['n_idi_favoured']:,}, its counterpart in {d['n_counterpart_favoured']:,} of {n_idis:,} pairs."]
     rows = [r for r in d["disfavoured"] if r["n_disfavoured"] or r["n_favoured"]]
-    if rows:
-        out += ["", "| protected value | pairs where it is disfavoured | pairs where it is favoured |", "|---|---|---|",
-                *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]
-    return out
+    if not rows:
+        return []
+    return ["", f"Who gets the unfavourable side of the {n_idis:,} IDI pairs (favourable label {d['favourable']}), "
+                "per protected value:", "",
+            "| protected value | pairs where it gets the unfavourable label | pairs where it gets the favourable one |",
+            "|---|---|---|", *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]
+
+
+def direction_line(summary: dict[str, Any]) -> str | None:
+    """One line: per protected value, in how many IDI pairs it gets the unfavourable label (None without it)."""
+    d = summary.get("idi_directions")
+    rows = [r for r in (d or {}).get("disfavoured", ()) if r["n_disfavoured"]]
+    if not rows or not summary["n_idis"]:
+        return None
+    parts = ", ".join(f"{r['group']} {r['n_disfavoured']:,}" for r in rows)
+    return f"IDI pairs whose unfavourable side is: {parts} (of {summary['n_idis']:,} pairs)"
 
 
 def _population_noun(v: dict[str, Any]) -> str:
@@ -298,7 +414,7 @@ def _quantile_name(level: str) -> str:
     return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
 
 
-def render_html(markdown_text: str, folder: Path, title: str) -> str:
+def render_html(markdown_text: str, folder: Path, title: str, plots=(SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)) -> str:
     """The report as one self-contained HTML page: the folder's PNG plots embedded as base64 data URIs.
 
     Parameters
@@ -308,6 +424,8 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     folder : pathlib.Path
         Holds the PNG files the text refers to.
     title : str
+    plots : sequence of str, optional
+        File names of the PNG plots to embed (default: a run folder's).
 
     Returns
     -------
@@ -317,7 +435,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    for name in (SEARCH_PLOT, SHARE_PLOT, GAP_PLOT):
+    for name in plots:
         png = folder / name
         if f'src="{name}"' in body and png.exists():
             data = base64.b64encode(png.read_bytes()).decode("ascii")
@@ -351,26 +469,32 @@ def describe_clustering(c: dict[str, Any]) -> str:
 
 
 def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | None:
-    """Share affected per group with its interval (horizontal error bars); returns the file name or None."""
-    groups = [g for g in (verdict or {}).get("groups", ()) if g["n"]]
+    """Who is harmed: per group, the share getting the unfavourable label while a counterpart gets the favourable.
+
+    With its interval, beside the share affected (either side of a pair). Returns the file name or None.
+    """
+    groups = [g for g in (verdict or {}).get("groups", ()) if g["n"] and g.get("share_harmed") is not None]
     if not groups:
         (folder / SHARE_PLOT).unlink(missing_ok=True)
         return None
     plt = _pyplot()
-    share = np.array([g["share_affected"] for g in groups])
-    lower = np.array([g["lower"] for g in groups])
-    upper = np.array([g["upper"] for g in groups])
-    fig, ax = plt.subplots(figsize=(7, 0.4 * len(groups) + 1.6))
+    harmed = np.array([g["share_harmed"] for g in groups])
+    affected = np.array([g["share_affected"] for g in groups])
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(groups) + 2.2))
     y = np.arange(len(groups))[::-1]
-    ax.barh(y, share * 100, color="#cc6677", alpha=0.8)
+    ax.barh(y, affected * 100, color="#dddddd", label="affected (either side of a pair)")
+    ax.barh(y, harmed * 100, height=0.5, color="#cc6677", label="harmed (gets the unfavourable label)")
     if not verdict["exact"]:
-        ax.errorbar(share * 100, y, xerr=np.vstack([share - lower, upper - share]) * 100, fmt="none",
+        lower = np.array([g["share_harmed_lower"] for g in groups])
+        upper = np.array([g["share_harmed_upper"] for g in groups])
+        ax.errorbar(harmed * 100, y, xerr=np.vstack([harmed - lower, upper - harmed]) * 100, fmt="none",
                     ecolor="black", capsize=3)
-    ax.axvline(verdict["share"] * 100, color="#4477aa", linestyle="--")
     ax.set_yticks(y, [g["group"] for g in groups])
-    ax.set_xlabel(f"% of {_population_noun(verdict)} affected")
+    ax.set_xlabel(f"% of the group's {_population_noun(verdict)}")
     level = "exact" if verdict["exact"] else f"{verdict['group_confidence']:.1%} intervals"
-    ax.set_title(f"Share affected per group ({level}); dashed line: all, {verdict['share']:.2%}")
+    ax.set_title(f"Who is harmed: share of each group that gets the unfavourable label\nwhile a counterpart gets the "
+                 f"favourable one ({level})", fontsize=10)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.28), ncol=2, fontsize=8, frameon=False)
     return _save(fig, folder, SHARE_PLOT)
 
 
@@ -443,3 +567,102 @@ def _plain(o):
     if isinstance(o, np.ndarray):
         return o.tolist()
     raise TypeError(f"cannot serialize {type(o).__name__}")
+
+
+# ------------------------------------------------------------------------------------------ the retrain folder
+RETRAIN_FILES = ("retrain.json", "report.md", "report.html", "tradeoff.png")
+
+
+def check_retrain_folder(out: str | os.PathLike) -> bool:
+    """Whether ``out`` can receive a retrain folder: missing, empty, or an earlier retrain's; creates nothing.
+
+    Returns
+    -------
+    bool
+        True when it holds an earlier retrain (its files are replaced).
+
+    Raises
+    ------
+    RunFolderError
+        For a folder that holds something else, so nothing there is overwritten.
+    """
+    from .exceptions import RunFolderError
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise RunFolderError(f"output {str(out)!r} is a file, not a folder; choose another --out")
+    if not (out.is_dir() and any(out.iterdir())):
+        return False
+    try:
+        previous = json.loads((out / "retrain.json").read_text())
+        ok = "chiralfair_version" in previous.get("meta", {})
+    except (OSError, ValueError, AttributeError):
+        ok = False
+    if not ok:
+        raise RunFolderError(f"output folder {str(out)!r} exists, is not empty and is not an earlier chiralfair "
+                             "retrain (no retrain.json); choose another --out so nothing there is overwritten")
+    return True
+
+
+def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
+    """Check ``out`` (:func:`check_retrain_folder`) and create it.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The folders created (removed again if the retraining fails).
+
+    Raises
+    ------
+    RunFolderError
+    """
+    if check_retrain_folder(out):
+        return []
+    return prepare_run_folder(out)
+
+
+def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> list[Path]:
+    """Write ``retrain.json``, ``report.md`` and ``report.html`` with the trade-off plot, and each method's model.
+
+    Each method's model (its largest share) is saved in the format the model came in as ``model-<method>.<ext>``
+    (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is said in
+    the report. Every file is written atomically; model files of an earlier retrain in the folder are replaced.
+
+    Parameters
+    ----------
+    result : RetrainResult
+    out : str or path-like
+        Prepared with :func:`prepare_retrain_folder`.
+    like : str, optional
+        The model file the model came from.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The model files written.
+    """
+    from .exceptions import ModelFileError
+    from .models.files import save_model_file
+
+    out = Path(out)
+    with tempfile.TemporaryDirectory(dir=out) as tmp:
+        png = Path(tmp) / "tradeoff.png"
+        result.plot(png)
+        atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
+    for stale in out.glob("model*.*"):
+        stale.unlink()
+    saved, lines = [], []
+    for method in result.methods:
+        try:
+            path = save_model_file(result.model_of(method), out, like=like, stem=f"model-{method}",
+                                   meta={"retrain": result.meta, "method": method})
+            saved.append(path)
+            lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
+        except ModelFileError as err:
+            lines.append(f"- {method}: not saved: {err}")
+    text = result.to_markdown("tradeoff.png") + "\nThe models (largest share):\n\n" + "\n".join(lines) + "\n"
+    atomic_write_bytes(out / "report.md", text.encode())
+    atomic_write_bytes(out / "report.html", render_html(text, out, f"chiralfair retrain {out.name}",
+                                                          plots=("tradeoff.png",)).encode())
+    atomic_write_bytes(out / "retrain.json", result.to_json().encode())
+    return saved

@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
                name: str = "custom", bins: Mapping[object, int | Sequence[float]] | None = None,
                protected_groups: Mapping[str, Sequence] | None = None,
-               missing_protected: str = "exclude") -> Dataset:
+               missing_protected: str = "exclude", couple=None, constraints=None) -> Dataset:
     """Encode a DataFrame as a :class:`Dataset`: every column but ``label`` becomes an integer feature.
 
     - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
@@ -62,6 +62,14 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         never a counterpart; rows holding it are reported apart (:attr:`Dataset.missing_protected`), still
         checkable, and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value
         like the others (the behaviour before this option).
+    couple : mapping, optional
+        Columns that change with a protected attribute (design §12), e.g. ``{"sex": {"relationship":
+        {"Husband": "Wife", "Wife": "Husband"}}}`` (labels are the frame's values as text);
+        see :meth:`Domain.with_couplings <chiralfair.domain.Domain.with_couplings>`. None: no coupling.
+    constraints : str or sequence of str, optional
+        Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"`` or
+        ``"age >= education_num + 1"`` (codes); see :meth:`Domain.with_constraints
+        <chiralfair.domain.Domain.with_constraints>`.
 
     Returns
     -------
@@ -113,6 +121,9 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
+    domain = domain.with_couplings(couple)
+    if constraints:
+        domain = domain.with_constraints(constraints, data=encoded.X)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
                    positive_class=str(positive_class), sources={}, codec=FrameCodec(tuple(codecs)))
 
@@ -290,3 +301,62 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
 def _show(value) -> str:
     """``repr`` of a value, without the numpy type wrapper (``1.5``, not ``np.float64(1.5)``)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+FRAME_SUFFIXES = (".csv", ".parquet")
+
+
+def read_frame(path) -> pd.DataFrame:
+    """Read a data file (``.csv`` or ``.parquet``) into a DataFrame, as it is (no type guessing beyond pandas').
+
+    Raises
+    ------
+    DatasetError
+        Naming the file: a missing file, an unsupported suffix, or a file pandas cannot read.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix.lower() not in FRAME_SUFFIXES:
+        raise DatasetError(f"data file {str(path)!r}: unsupported suffix {path.suffix or '(none)'!r}; use a .csv or "
+                           ".parquet file")
+    if not path.is_file():
+        raise DatasetError(f"data file {str(path)!r} does not exist")
+    try:
+        return pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
+
+
+def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):
+    """The value of ``frame[label]`` written as ``value`` (a command line gives ``"1"`` for the integer 1).
+
+    Returns
+    -------
+    object
+        The frame's own value equal to ``value``, or equal to it as text.
+
+    Raises
+    ------
+    DatasetError
+        If ``label`` is not a column, or no value of it matches (the message lists some values).
+    """
+    if label not in frame.columns:
+        raise DatasetError(f"label column {label!r} is not in the frame; columns: {', '.join(map(str, frame.columns))}")
+    values = frame[label].dropna().unique().tolist()
+    for v in values:
+        if v == value and type(v) is type(value):
+            return v
+    matches = [v for v in values if str(v) == str(value)]
+    if not matches:
+        shown = ", ".join(map(repr, sorted(map(str, values))[:10]))
+        raise DatasetError(f"{what} {value!r} does not occur in label column {label!r}; its values include {shown}")
+    return matches[0]
+
+
+def binary_positive_class(frame: pd.DataFrame, label):
+    """The positive class of a label that holds only 0 and 1 (then 1); None when it cannot be told."""
+    values = set(frame[label].dropna().unique().tolist())
+    if values <= {0, 1} and 1 in values:
+        return 1
+    return None

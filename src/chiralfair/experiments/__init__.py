@@ -1,4 +1,4 @@
-"""Experiments: one run from names (:mod:`.run`) and grids of runs that resume and scale out on Dask.
+"""Experiments: grids of runs (of :func:`chiralfair.pipeline.run_experiment`) that resume and scale out on Dask.
 
 Names are imported on first use (PEP 562), so that a grid file can be read and refused without importing the
 models, the seed strategies and the generators.
@@ -6,9 +6,7 @@ models, the seed strategies and the generators.
 
 from .._lazy import lazy_attributes
 
-_MODULE_OF = {"MAX_BUDGET": "budget", "RunConfig": "run", "RunOutcome": "run", "protected_list": "run",
-              "run_experiment": "run", "validate_config": "run",
-              "Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": "cells",
+_MODULE_OF = {"Grid": "grid", "load_grid": "grid", "Cell": "cells", "cell_key": "cells",
               "run_grid": "execution", "grid_status": "execution", "GridRun": "execution", "GridStatus": "execution",
               "GridInterrupted": "execution", "grid_frame": "tables", "grid_table": "tables",
               "seed_ratios": "tables", "write_tables": "tables", "without_timings": "tables",

@@ -17,6 +17,7 @@ from .gradient_steps import (
     local_walk,
     pair_gradients,
     random_non_protected,
+    steppable,
 )
 from .recorder import IDIRecorder
 
@@ -57,6 +58,9 @@ class ADF(Generator):
       re-differentiated, and a local move to a key the walk has already checked is not checked again
       (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic, so the outcome is
       known. The IDIs found are the same; only the queries are fewer.
+    - With coupled columns (design §12), the mask also leaves out a coupled column on which x' holds another
+      code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two different
+      points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------
@@ -113,43 +117,59 @@ class ADF(Generator):
                       rng: np.random.Generator) -> tuple[np.ndarray, ChainChecks]:
         """Advance every seed's chain; return the global IDIs that start a local walk and their check records."""
         domain, model = recorder.domain, recorder.model
-        non_protected = domain.non_protected_mask
         # An IDI whose key was already recorded by another chain goes on walking, as in ADF.
         return global_walk(recorder, seeds, max_iter=self.max_iter, step=self.step_global,
                            gradients=lambda X, checks: self._loss_gradients(model, domain, X, checks),
-                           direction=lambda rows, g, g_cf: _adf_direction(g, g_cf, non_protected, rng),
+                           direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng),
                            walk_past_known_idis=True)
 
     @staticmethod
-    def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks) -> tuple[np.ndarray, np.ndarray]:
-        """Cross-entropy gradients at X and at its first flipping (else most different) counterpart."""
+    def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks):
+        """Cross-entropy gradients at X and at its first flipping (else most different) counterpart.
+
+        Also the features a global step may move (:func:`~.gradient_steps.steppable`), shape (n, n_features).
+        """
         combo = checks.first_flip()
-        g, g_cf = pair_gradients(model, X, counterpart_rows(domain, X, combo))
+        C = counterpart_rows(domain, X, combo)
+        g, g_cf = pair_gradients(model, X, C)
         return (cross_entropy_gradient(g, checks.own_proba, checks.labels),
-                cross_entropy_gradient(g_cf, checks.counterpart_proba(combo), checks.counterpart_label(combo)))
+                cross_entropy_gradient(g_cf, checks.counterpart_proba(combo), checks.counterpart_label(combo)),
+                steppable(domain, X, C))
 
     def _saliency(self, recorder: IDIRecorder, X: np.ndarray, checks: ChainChecks,
                   rng: np.random.Generator) -> np.ndarray:
-        g, g_cf = self._loss_gradients(recorder.model, recorder.domain, X, checks)
+        g, g_cf, _ = self._loss_gradients(recorder.model, recorder.domain, X, checks)
         return inverse_saliency(g, g_cf, recorder.domain.non_protected_mask, self.epsilon)
 
 
-def _adf_direction(g: np.ndarray, g_cf: np.ndarray, non_protected: np.ndarray,
+def _adf_direction(g: np.ndarray, g_cf: np.ndarray, movable: np.ndarray,
                    rng: np.random.Generator) -> np.ndarray:
-    """ADF's global step direction in {-1, 0, 1}, shape (n, n_features) (see the :class:`ADF` docstring)."""
-    s = np.where(non_protected, np.sign(g), 0.0)
-    s_cf = np.where(non_protected, np.sign(g_cf), 0.0)
+    """ADF's global step direction in {-1, 0, 1}, shape (n, n_features) (see the :class:`ADF` docstring).
+
+    ``movable`` (n, n_features) marks the features a step may move (:func:`~.gradient_steps.steppable`); the
+    random fallback feature is drawn among the movable features of its row.
+    """
+    s = np.where(movable, np.sign(g), 0.0)
+    s_cf = np.where(movable, np.sign(g_cf), 0.0)
     direction = np.where(s == s_cf, s, 0.0)
     g_zero = ~s.any(axis=1)
     cf_zero = ~s_cf.any(axis=1)
     direction[g_zero] = s_cf[g_zero]
     direction[cf_zero & ~g_zero] = s[cf_zero & ~g_zero]
     empty = np.flatnonzero(~direction.any(axis=1))
+    movable = np.broadcast_to(movable, g.shape)
     # Draw for every row so that the random stream does not depend on which rows are empty.
-    feature = random_non_protected(len(g), non_protected, rng)
+    feature = random_non_protected(len(g), movable.any(axis=0), rng)
     coin = rng.integers(0, 2, size=len(g)) * 2 - 1
     if len(empty):
-        f = feature[empty]
+        f = _next_movable(movable[empty], feature[empty])
         fallback = np.where(s[empty, f] != 0, s[empty, f], np.where(s_cf[empty, f] != 0, s_cf[empty, f], coin[empty]))
         direction[empty, f] = fallback
     return direction
+
+
+def _next_movable(movable: np.ndarray, feature: np.ndarray) -> np.ndarray:
+    """``feature[i]`` if row i may move it, else the next feature (cyclically) that row may move, shape (n,)."""
+    d = movable.shape[1]
+    distance = (np.arange(d)[None, :] - feature[:, None]) % d
+    return np.where(movable, distance, d).argmin(axis=1)

@@ -221,6 +221,7 @@ class Aft(Generator):
     - **Leaves are read as integer boxes** (``floor`` of the threshold, inside the domain's bounds) and a
       protected value is valid only if it is one of the attribute's values (a one-hot group's valid rows), so
       every sample lies in the domain; the code truncates thresholds with ``int()`` and samples any integer.
+      Samples are repaired onto the domain's constraints (design §12).
     - **Defaults scaled to the budgets here**: ``n_train`` 1000 (the code: 5000 per start, for an hour-long
       run); ``max_leaf_nodes`` 1000, ``max_pairs`` 100, ``max_samples_per_pair`` 100 and
       ``max_failures_per_pair`` 10 as the code.
@@ -350,7 +351,7 @@ class _AftRun:
             per_pair = np.minimum(gen.samples_per_step, gen.max_samples_per_pair - drawn[open_])
             region = np.repeat(open_, per_pair)
             drawn[open_] += per_pair
-            X = regions.sample(region, domain, self.rng)
+            X = domain.repair(regions.sample(region, domain, self.rng))  # onto the constraints (design §12)
             ask = self._untested(X)[: self.budget - self.checked]
             if not len(ask):
                 continue

@@ -21,6 +21,7 @@ from .gradient_steps import (
     inverse_saliency,
     local_gradient_rows,
     local_walk,
+    steppable,
 )
 from .recorder import IDIRecorder
 
@@ -57,6 +58,9 @@ class EIDIG(Generator):
       local move that clipping turns into no move, or that reaches a key the walk has already checked, costs no
       query (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic. The IDIs
       found are the same; only the queries are fewer.
+    - With coupled columns (design §12), the global step also leaves a coupled column on which x2 holds another
+      code than x (:func:`~.gradient_steps.steppable`): the two momenta are then taken at two different points
+      of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------
@@ -132,19 +136,21 @@ class EIDIG(Generator):
     def _global_phase(self, recorder: IDIRecorder, seeds: np.ndarray,
                       gradients: GradientSource) -> tuple[np.ndarray, ChainChecks]:
         """Advance every seed's chain with momentum; return the new global IDIs and their check records."""
-        momentum = _Momentum(len(seeds), recorder.domain.n_features, self.decay, recorder.domain.non_protected_mask)
+        momentum = _Momentum(len(seeds), recorder.domain.n_features, self.decay)
         return global_walk(recorder, seeds, max_iter=self.max_iter, step=self.step_global,
                            gradients=lambda X, checks: self._confidence_gradients(recorder, gradients, X, checks),
                            direction=momentum.direction, walk_past_known_idis=False)
 
     @staticmethod
     def _confidence_gradients(recorder: IDIRecorder, gradients: GradientSource, X: np.ndarray,
-                              checks: ChainChecks) -> tuple[np.ndarray, np.ndarray]:
-        """EIDIG's ``compute_grad`` at X and at its ``max_diff`` counterpart."""
+                              checks: ChainChecks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """EIDIG's ``compute_grad`` at X and at its ``max_diff`` counterpart, and the features a step may move."""
         combo = checks.max_difference()
-        g, g_cf = gradients.pair(recorder.model, recorder.domain, X, counterpart_rows(recorder.domain, X, combo),
-                                 checks.own_proba, checks.counterpart_proba(combo))
-        return confidence_gradient(g, checks.labels), confidence_gradient(g_cf, checks.counterpart_label(combo))
+        C = counterpart_rows(recorder.domain, X, combo)
+        g, g_cf = gradients.pair(recorder.model, recorder.domain, X, C, checks.own_proba,
+                                 checks.counterpart_proba(combo))
+        return (confidence_gradient(g, checks.labels), confidence_gradient(g_cf, checks.counterpart_label(combo)),
+                steppable(recorder.domain, X, C))
 
     def _saliency(self, recorder: IDIRecorder, gradients: GradientSource, X: np.ndarray, checks: ChainChecks,
                   combo: np.ndarray) -> np.ndarray:
@@ -160,21 +166,24 @@ class _Momentum:
     ----------
     n_chains, n_features : int
     decay : float
-    non_protected : numpy.ndarray of bool, shape (n_features,)
     """
 
-    def __init__(self, n_chains: int, n_features: int, decay: float, non_protected: np.ndarray):
+    def __init__(self, n_chains: int, n_features: int, decay: float):
         self.decay = decay
-        self.non_protected = non_protected
         self.g = np.zeros((n_chains, n_features))
         self.g_counterpart = np.zeros((n_chains, n_features))
 
-    def direction(self, rows: np.ndarray, grad: np.ndarray, grad_counterpart: np.ndarray) -> np.ndarray:
-        """Update the momenta of the chains ``rows`` and return their step direction, shape (len(rows), n_features)."""
+    def direction(self, rows: np.ndarray, grad: np.ndarray, grad_counterpart: np.ndarray,
+                  movable: np.ndarray) -> np.ndarray:
+        """Update the momenta of the chains ``rows``; return their step direction, shape (len(rows), n_features).
+
+        ``movable`` (len(rows), n_features) marks the features a step may move
+        (:func:`~.gradient_steps.steppable`).
+        """
         self.g[rows] = self.decay * self.g[rows] + grad
         self.g_counterpart[rows] = self.decay * self.g_counterpart[rows] + grad_counterpart
         s, s_cf = np.sign(self.g[rows]), np.sign(self.g_counterpart[rows])
-        return np.where(self.non_protected & (s == s_cf), -s, 0.0)
+        return np.where(movable & (s == s_cf), -s, 0.0)
 
 
 class _FixedInterval(EIDIG):

@@ -5,7 +5,9 @@ one probe row per input and feature, all inputs' probes in one ``predict_proba``
 from the discrimination check of x, so an input costs exactly one query per movable non-protected feature.
 Probes stay inside the domain: δ_j is ``+step`` where x_j + step fits the feature's bounds, else ``-step``,
 else the longer of the two moves that reach a bound. Protected attributes and single-valued features get 0: the
-gradient generators never step along them. A change of P smaller than :data:`MIN_CHANGE` counts as none.
+gradient generators never step along them. A change of P smaller than :data:`MIN_CHANGE` counts as none. With
+constraints over the domain (design §12), a probe that breaks one is not sent: the opposite step is tried, else
+that feature's estimate is 0.
 
 References
 ----------
@@ -70,7 +72,7 @@ def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, st
     -------
     numpy.ndarray of float64, shape (n, n_features)
         0 on the protected attributes and on single-valued features. Costs ``n * m`` model queries, m =
-        ``len(probed_features(domain))``.
+        ``len(probed_features(domain))`` (fewer where a probe would break a constraint).
 
     Raises
     ------
@@ -89,12 +91,43 @@ def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, st
     per_chunk = max(1, CHUNK_ROWS // m)
     for start in range(0, n, per_chunk):
         rows = slice(start, start + per_chunk)
-        chunk, dchunk = X[rows], delta[rows]
+        chunk, dchunk = X[rows], _allowed_steps(X[rows], domain, columns, delta[rows])
         probes = np.repeat(chunk, m, axis=0)
         probes[np.arange(len(probes)), np.tile(columns, len(chunk))] += dchunk.ravel()
-        change = model.predict_proba(probes)[:, 1].reshape(len(chunk), m) - p[rows, None]
-        out[rows, columns] = np.where(np.abs(change) > MIN_CHANGE, change, 0.0) / dchunk
+        sent = dchunk.ravel() != 0
+        change = np.zeros(len(probes))
+        if sent.any():
+            change[sent] = model.predict_proba(probes[sent])[:, 1] - np.repeat(p[rows], m)[sent]
+        change = change.reshape(len(chunk), m)
+        out[rows, columns] = np.where(np.abs(change) > MIN_CHANGE, change, 0.0) / np.where(dchunk != 0, dchunk, 1.0)
     return out
+
+
+def _probe_allowed(X, domain: Domain, cols, step, lo, hi) -> np.ndarray:
+    """Whether each probe (row of ``X`` repeated per probed feature, ``cols`` moved by ``step``) is a valid input."""
+    probes = np.repeat(X, len(cols) // max(len(X), 1), axis=0)
+    value = probes[np.arange(len(cols)), cols] + step
+    inside = (value >= lo) & (value <= hi)
+    probes[np.arange(len(cols)), cols] = np.clip(value, lo, hi)
+    return inside & domain.satisfies(probes)
+
+
+def _allowed_steps(X: np.ndarray, domain: Domain, columns: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """``delta`` where the probe satisfies the domain's constraints, else the opposite step, else 0 (no probe).
+
+    A probe that breaks a constraint (design §12) is an input that cannot occur: it is not sent, and the
+    feature's estimate there is 0, so the gradient steps never lean on it.
+    """
+    if not domain.constraints:
+        return delta
+    n, m = delta.shape
+    cols = np.tile(columns, n)
+    lo, hi = domain.lower[cols], domain.upper[cols]
+    forward = delta.reshape(-1)
+    ok_forward = _probe_allowed(X, domain, cols, forward, lo, hi)
+    ok_backward = _probe_allowed(X, domain, cols, -forward, lo, hi)
+    out = np.where(ok_forward, forward, np.where(ok_backward, -forward, 0.0))
+    return out.reshape(n, m)
 
 
 @dataclass(frozen=True)

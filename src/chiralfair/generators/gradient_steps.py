@@ -54,23 +54,32 @@ class ChainChecks:
         P(y=1 | x') for every combination.
     own_proba : numpy.ndarray of float64, shape (n_chains,)
         P(y=1 | x).
+    possible : numpy.ndarray of bool, shape (n_chains, n_combinations), optional
+        Which counterparts satisfy the domain's constraints (:attr:`CheckResult.possible`; default all True, as
+        without constraints). An impossible counterpart is never chosen, so no gradient is taken at it.
     """
 
     labels: np.ndarray
     counterpart_labels: np.ndarray
     proba: np.ndarray
     own_proba: np.ndarray
+    possible: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.possible is None:
+            self.possible = np.ones(np.shape(self.counterpart_labels), dtype=bool)
 
     @classmethod
     def empty(cls, n: int, n_combinations: int) -> ChainChecks:
         """Zero-filled records for ``n`` chains."""
         return cls(np.zeros(n, np.int64), np.zeros((n, n_combinations), np.int64),
-                   np.zeros((n, n_combinations)), np.zeros(n))
+                   np.zeros((n, n_combinations)), np.zeros(n), np.ones((n, n_combinations), dtype=bool))
 
     @classmethod
     def from_result(cls, res: CheckResult) -> ChainChecks:
         """Take the records of a check run with ``with_proba=True``."""
-        return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba)
+        possible = res.possible if res.possible is not None else np.ones(res.counterpart_labels.shape, dtype=bool)
+        return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba, possible)
 
     def set_rows(self, rows, other: ChainChecks) -> None:
         """Overwrite ``rows`` (indices or mask) with the records of ``other`` (aligned with ``rows``)."""
@@ -78,15 +87,17 @@ class ChainChecks:
         self.counterpart_labels[rows] = other.counterpart_labels
         self.proba[rows] = other.proba
         self.own_proba[rows] = other.own_proba
+        self.possible[rows] = other.possible
 
     def rows(self, rows) -> ChainChecks:
         """The records of ``rows`` (indices or mask: a copy; a slice gives views, use :meth:`copy` instead)."""
-        return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows])
+        return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows],
+                           self.possible[rows])
 
     def copy(self) -> ChainChecks:
         """A copy of every record, independent of this one."""
         return ChainChecks(self.labels.copy(), self.counterpart_labels.copy(), self.proba.copy(),
-                           self.own_proba.copy())
+                           self.own_proba.copy(), self.possible.copy())
 
     @property
     def flips(self) -> np.ndarray:
@@ -108,8 +119,11 @@ class ChainChecks:
         return np.where(flips.any(axis=1), flips.argmax(axis=1), self.max_difference())
 
     def max_difference(self) -> np.ndarray:
-        """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,)."""
-        return np.abs(self.proba - self.own_proba[:, None]).argmax(axis=1)
+        """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,).
+
+        Among the possible counterparts (an impossible one scores -1, below the input's own 0).
+        """
+        return np.where(self.possible, np.abs(self.proba - self.own_proba[:, None]), -1.0).argmax(axis=1)
 
     def random_flip(self, rng: np.random.Generator) -> np.ndarray:
         """EIDIG's ``find_pair``: a uniformly random combination that flips the label, shape (n_chains,).
@@ -130,7 +144,9 @@ class ChainChecks:
 
 
 def counterpart_rows(domain: Domain, X: np.ndarray, combo: np.ndarray) -> np.ndarray:
-    """``X`` with its protected attributes set to combination ``combo[i]`` in row i.
+    """``X`` with its protected attributes set to combination ``combo[i]`` in row i, coupled columns changed.
+
+    :meth:`Domain.counterpart_rows`, the one place counterparts are built.
 
     Parameters
     ----------
@@ -143,9 +159,28 @@ def counterpart_rows(domain: Domain, X: np.ndarray, combo: np.ndarray) -> np.nda
     -------
     numpy.ndarray of int64, shape (n, n_features)
     """
-    out = np.array(X, dtype=np.int64, copy=True)
-    out[:, list(domain.protected)] = domain.combinations[combo]
-    return out
+    return domain.counterpart_rows(X, combo)
+
+
+def steppable(domain: Domain, X: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Features a global gradient step may move: non-protected ones on which ``x`` and its counterpart agree.
+
+    ADF and EIDIG move a feature where the gradients at ``x`` and at its counterpart ``x'`` point the same way,
+    which compares the two along one axis at one point. A coupled column where ``x'`` holds another code (a
+    husband's counterpart is a wife) is at two different points of that axis, so the comparison means nothing
+    there and the step leaves it; elsewhere (and without couplings) this is every non-protected feature.
+
+    Parameters
+    ----------
+    domain : Domain
+    X, C : numpy.ndarray of int64, shape (n, n_features)
+        Inputs and the counterparts whose gradients are compared.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n, n_features)
+    """
+    return domain.non_protected_mask[None, :] & (np.asarray(X) == np.asarray(C))
 
 
 def pair_gradients(model: CountingModel, X: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -246,12 +281,12 @@ def confidence_gradient(g: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.where((labels == 1)[:, None], g, -g)
 
 
-# Gradients (g at x, g' at its counterpart), shape (m, n_features) each, of the chains given by their inputs
-# and check records.
-ChainGradients = Callable[[np.ndarray, ChainChecks], tuple[np.ndarray, np.ndarray]]
+# Gradients (g at x, g' at its counterpart) and the features a step may move (:func:`steppable`), shape
+# (m, n_features) each, of the chains given by their inputs and check records.
+ChainGradients = Callable[[np.ndarray, ChainChecks], tuple[np.ndarray, np.ndarray, np.ndarray]]
 # The global step direction in {-1, 0, 1}, shape (m, n_features), of the chains ``rows`` (indices) from their
-# gradients g and g', each of shape (m, n_features).
-StepDirection = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+# gradients g and g' and movable features, each of shape (m, n_features).
+StepDirection = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step: float,
@@ -263,8 +298,9 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
     step is checked too, algorithms.md §12.5). An IDI with a new key ends its chain and becomes a global IDI.
     An IDI whose key another chain recorded first ends its chain too (EIDIG), or walks on
     (``walk_past_known_idis``, ADF). Every other chain takes ``gradients`` at its input and moves to
-    ``clip(x + step * direction)``. Chains whose input did not change since the last iteration (stuck at a
-    bound) are neither re-checked nor re-differentiated, since the model is deterministic: their previous
+    ``repair(clip(x + step * direction))`` (onto the domain's constraints, :meth:`Domain.repair`). Chains whose
+    input did not change since the last iteration (stuck at a bound) are neither re-checked nor
+    re-differentiated, since the model is deterministic: their previous
     gradients are passed to ``direction`` again.
 
     Parameters
@@ -277,10 +313,10 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
     step : float
         Step size s_g, in encoded units.
     gradients : callable
-        ``gradients(X, checks) -> (g, g_counterpart)`` for the chains due.
+        ``gradients(X, checks) -> (g, g_counterpart, movable)`` for the chains due.
     direction : callable
-        ``direction(rows, g, g_counterpart) -> (len(rows), n_features)`` in {-1, 0, 1}, for the chains that
-        move (``rows`` indexes the seeds, so that a direction may keep per-chain state such as momentum).
+        ``direction(rows, g, g_counterpart, movable) -> (len(rows), n_features)`` in {-1, 0, 1}, for the chains
+        that move (``rows`` indexes the seeds, so that a direction may keep per-chain state such as momentum).
     walk_past_known_idis : bool
         Whether a chain on an IDI already recorded goes on walking.
 
@@ -297,6 +333,7 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
     checks = ChainChecks.empty(n, len(domain.combinations))
     grad = np.zeros(x.shape)
     grad_cf = np.zeros(x.shape)
+    movable = np.zeros(x.shape, dtype=bool)
     active = np.ones(n, dtype=bool)
     changed = np.ones(n, dtype=bool)
     is_global = np.zeros(n, dtype=bool)
@@ -313,9 +350,10 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
             break
         fresh = np.flatnonzero(active & changed)
         if len(fresh):
-            grad[fresh], grad_cf[fresh] = gradients(x[fresh], checks.rows(fresh))
+            grad[fresh], grad_cf[fresh], movable[fresh] = gradients(x[fresh], checks.rows(fresh))
         moving = np.flatnonzero(active)
-        stepped = domain.clip(x[moving] + step * direction(moving, grad[moving], grad_cf[moving]))
+        d = direction(moving, grad[moving], grad_cf[moving], movable[moving])
+        stepped = domain.repair(domain.clip(x[moving] + step * d))
         changed[:] = False
         changed[moving] = (stepped != x[moving]).any(axis=1)
         x[moving] = stepped
@@ -392,12 +430,13 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     current IDI by ``refresh``; ``None`` never recomputes them (EIDIG-INF).
 
     All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. Two kinds
-    of move cost no model query, since the model is deterministic: a move that clipping turns into no move
-    (the chain stays on its IDI), and a move to a key this walk has already checked (or started from), whose
-    outcome is known (the check of an input whose PA values lie in the PA domains depends only on its key;
-    inputs outside them are always checked). A chain that moved onto a known IDI without a check is checked
-    when its probabilities are next refreshed, since ``refresh`` needs that input's check records. The walk, and
-    so every IDI found, is the same as with every move checked; only the queries differ.
+    of move cost no model query, since the model is deterministic: a move that clipping (or the repair onto the
+    domain's constraints) turns into no move (the chain stays on its IDI), and a move to a key this walk has
+    already checked (or started from), whose outcome is known (the check of an input whose PA values lie in the
+    PA domains depends only on its key; inputs outside them are always checked). A chain that moved onto a known
+    IDI without a check is checked when its probabilities are next refreshed, since ``refresh`` needs that
+    input's check records. The walk, and so every IDI found, is the same as with every move checked; only the
+    queries differ.
 
     Parameters
     ----------
@@ -451,10 +490,14 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         old = x[rows, feature]
         value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
         moved = np.flatnonzero(value != old)
+        cand = x[moved]
+        cand[np.arange(len(moved)), feature[moved]] = value[moved]
+        # Onto the domain's constraints (design §12); a move the repair undoes is no move.
+        cand = recorder.domain.repair(cand)
+        real = (cand != x[moved]).any(axis=1)
+        moved, cand = moved[real], cand[real]
         kept = np.ones(n, dtype=bool)
         if len(moved):
-            cand = x[moved]
-            cand[np.arange(len(moved)), feature[moved]] = value[moved]
             is_known, outcome = known.lookup(cand)
             ask = np.flatnonzero(~is_known)
             if len(ask):

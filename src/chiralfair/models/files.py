@@ -101,6 +101,99 @@ def load_model_file(path: str | os.PathLike, *, trust: bool = False, output: str
     return _load_pickle(path)
 
 
+def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike | None = None,
+                    meta: dict | None = None, stem: str = "model") -> Path:
+    """Save a (retrained) model under test in ``folder``, in the format it came in, so ``--model FILE`` loads it.
+
+    ==============================  ==============================================================================
+    model                           file
+    ==============================  ==============================================================================
+    a torch module (the zoo DNN, a  ``<stem>.pt``, TorchScript (``torch.jit.script``, else ``torch.jit.trace`` on
+    trained torch model)            one input row of zeros); loads back with ``--model FILE``
+    an sklearn estimator/pipeline   ``<stem>.skops`` (``skops.io.dump``), or ``<stem>.joblib`` when ``like`` is a
+                                    joblib/pickle file
+    ==============================  ==============================================================================
+
+    The file is written under a temporary name and renamed when whole.
+
+    Parameters
+    ----------
+    model : CountingModel
+        Its ``estimator`` is saved.
+    folder : str or path-like
+    like : str or path-like, optional
+        The file the original model came from; its kind decides the format.
+    meta : dict, optional
+        Stored beside a TorchScript module (``extra_files["meta.json"]``).
+    stem : str
+        The file's name without its suffix.
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ModelFileError
+        For a model that came from an ONNX file (an exported graph cannot be retrained and exported back here:
+        retrain the source model and export it again), or an estimator of no known kind.
+    """
+    import json
+    import tempfile
+
+    folder = Path(folder)
+    suffix = Path(like).suffix.lower() if like is not None else None
+    if suffix in ONNX_SUFFIXES:
+        raise ModelFileError(f"model file {str(like)!r} is an ONNX graph: chiralfair cannot save a retrained model "
+                             "back to ONNX; retrain the model it was exported from and export it again")
+    est = getattr(model, "estimator", model)
+    if _is_torch_module(est):
+        import torch
+
+        path = folder / f"{stem}.pt"
+        try:
+            scripted = torch.jit.script(est)
+        except Exception:  # modules with Python-only control flow: trace them on one row
+            n_features = getattr(est, "n_features", None)
+            if n_features is None:
+                raise ModelFileError(f"cannot save torch module {type(est).__name__} as TorchScript: "
+                                     "torch.jit.script failed and its input width is unknown") from None
+            scripted = torch.jit.trace(est, torch.zeros(1, int(n_features)))
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".pt", delete=False) as tmp:
+            pass
+        scripted.save(tmp.name, _extra_files={"meta.json": json.dumps(meta or {}, default=str)})
+        os.replace(tmp.name, path)
+        return path
+    from sklearn.base import BaseEstimator
+
+    if not isinstance(est, BaseEstimator):
+        raise ModelFileError(f"cannot save model {getattr(model, 'name', type(est).__name__)!r}: it is neither an "
+                             f"sklearn estimator nor a torch module ({type(est).__name__})")
+    if suffix in PICKLE_SUFFIXES:
+        import joblib
+
+        path = folder / f"{stem}.joblib"
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".joblib", delete=False) as tmp:
+            joblib.dump(est, tmp)
+    else:
+        import skops.io as sio
+
+        path = folder / f"{stem}.skops"
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=".skops", delete=False) as tmp:
+            pass
+        sio.dump(est, tmp.name)
+    os.replace(tmp.name, path)
+    return path
+
+
+def _is_torch_module(obj) -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(obj, torch.nn.Module)
+
+
 def _load_pickle(path: Path):
     import joblib
 

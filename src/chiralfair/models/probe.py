@@ -152,6 +152,8 @@ def restrict_to_accepted_values(model, dataset):
         With the refused values out of each protected domain, and the data rows holding them left out.
     notes : list of str
         One per protected attribute with refused values: the values and the model's error.
+    keep : numpy.ndarray of bool, shape (n_samples,), or None
+        The rows of ``dataset`` that are kept; None when every value is accepted (nothing left out).
 
     Raises
     ------
@@ -185,12 +187,12 @@ def restrict_to_accepted_values(model, dataset):
             keep &= np.isin(dataset.X[:, col], ok)
             notes.append(f"model {model.name!r} refuses {feature.name}={labels} "
                          f"({next(iter(refused.values()))}): left out of the protected domain, and "
-                         f"{int((~np.isin(dataset.X[:, col], ok)).sum())} data rows holding it left out of seed "
-                         "selection")
+                         f"{int((~np.isin(dataset.X[:, col], ok)).sum())} data rows holding it left out (of the "
+                         "seeds and of the verdict's population: the model cannot decide on them)")
     model.reset_queries()
     if not accepted:
-        return dataset, notes
+        return dataset, notes, None
     kept = replace(dataset, X=dataset.X[keep], y=dataset.y[keep])
     values = {n: accepted.get(n, list(v)) for n, v in zip(domain.protected_names, domain.protected_values,
                                                           strict=True)}
-    return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes
+    return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes, keep

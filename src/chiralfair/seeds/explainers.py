@@ -9,6 +9,10 @@ gradient boosting         approximate for very deep forests)
 model with a gradient     expected gradients, vectorised (below);       P(y=1)
 (torch, sklearn MLP, or   I&D uses DeepLIFT (torch) or integrated
 LR/MLP behind scalers)    gradients over a fixed background instead
+sklearn Pipeline ending    ``shap.TreeExplainer`` / ``LinearExplainer``  the last step's output (log-odds,
+in a tree or linear       of the last step on the transformed           or P(y=1) for forests)
+model (frame or codes)    features, summed onto the raw columns
+                          (:mod:`.pipeline_explainer`)
 any other model           ``shap.PermutationExplainer``, one            P(y=1), or the label for a model
                           permutation, 25 background rows               without ``predict_proba``
 ========================  ============================================  ====================================
@@ -29,6 +33,8 @@ as a whole, by expected gradients when it has an analytic gradient, else by perm
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from .._random import derive_seed
@@ -37,6 +43,8 @@ from ..exceptions import ConfigError
 from ..models._torch import is_torch_module
 from ..models.protocol import CountingModel
 from ..models.threads import single_intra_op_thread, single_native_thread
+
+logger = logging.getLogger(__name__)
 
 # Above this many units of tree_shap_cost (about 2 s here), tree models get Saabas's approximate attributions
 # (shap's approximate=True, O(T D) per row) instead of exact TreeSHAP.
@@ -48,7 +56,8 @@ PERMUTATION_BACKGROUND = 25
 STABLE_BACKGROUND_SIZE = {"deep": 50, "integrated_gradients": 20}
 # Background rows of the other explainers (linear, permutation, expected gradients).
 DEFAULT_BACKGROUND_ROWS = 100
-EXPLAINERS = ("auto", "linear", "tree", "expected_gradients", "integrated_gradients", "deep", "permutation")
+EXPLAINERS = ("auto", "linear", "tree", "pipeline", "expected_gradients", "integrated_gradients", "deep",
+              "permutation")
 BACKGROUNDS = ("fixed", "kmeans", "sample", "mean")
 # Seed of the "fixed" background: a sample of the data that does not change with the random state.
 FIXED_BACKGROUND_SEED = 0
@@ -59,7 +68,7 @@ _kmeans_summaries: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
 def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np.random.Generator, *,
             explainer: str = "auto", n_samples: int = 50, n_steps: int = 16,
-            background_weights: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+            background_weights: np.ndarray | None = None, domain=None) -> tuple[np.ndarray, str]:
     """SHAP values of the model's positive-class output for the rows of ``X``.
 
     Parameters
@@ -86,6 +95,9 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
         Integrated and expected gradients and DeepLIFT weight by them, the linear explainer uses the weighted
         mean, and the permutation explainer gets the rows repeated in proportion to their weights
         (:func:`expand_weighted`).
+    domain : Domain, optional
+        The input domain; the pipeline explainer probes every code of every column with it
+        (:func:`~chiralfair.seeds.pipeline_explainer.raw_column_map`).
 
     Returns
     -------
@@ -116,11 +128,11 @@ def explain(model: CountingModel, X: np.ndarray, background: np.ndarray, rng: np
         explainer = choose_explainer(model)
     # One OpenMP/BLAS thread (and one torch thread for torch models), as for predictions: models/threads.py.
     with single_native_thread():
-        return _explain(model, X, background, weights, rng, explainer, n_samples, n_steps)
+        return _explain(model, X, background, weights, rng, explainer, n_samples, n_steps, domain)
 
 
 def _explain(model, X, background, weights, rng, explainer: str, n_samples: int,
-             n_steps: int) -> tuple[np.ndarray, str]:
+             n_steps: int, domain=None) -> tuple[np.ndarray, str]:
     if explainer == "linear":
         return _linear(model, X, background, weights), "linear"
     if explainer == "tree":
@@ -132,6 +144,13 @@ def _explain(model, X, background, weights, rng, explainer: str, n_samples: int,
         return expected_gradients(model, X, background, rng, n_samples=n_samples, weights=weights), explainer
     if explainer == "deep":
         return _deep(model, X, background, weights), "deep"
+    if explainer == "pipeline":
+        from .pipeline_explainer import PipelineMapError, explain_pipeline
+
+        try:
+            return explain_pipeline(model, X, background, domain)
+        except PipelineMapError as err:
+            logger.warning("%s; explaining it by permutation instead", err)
     if weights is not None:
         background = expand_weighted(background, weights)
     return _permutation(model, X, background, rng), "permutation"
@@ -235,6 +254,10 @@ def choose_explainer(model: CountingModel) -> str:
         return "linear"
     if _tree_estimator(est) is not None:
         return "tree"
+    from .pipeline_explainer import pipeline_parts
+
+    if pipeline_parts(model.estimator) is not None:
+        return "pipeline"
     if model.has_gradient:
         return "expected_gradients"
     return "permutation"

@@ -154,7 +154,8 @@ class IandDSeeds(InitialIDISeeds):
 
     def _explain(self, model, X, dataset, rng, name):
         background, weights = explanation_background(dataset.X, self.background, self._background_size(name), rng)
-        kwargs = {"n_steps": self.n_steps, "n_samples": self.n_samples, "background_weights": weights}
+        kwargs = {"n_steps": self.n_steps, "n_samples": self.n_samples, "background_weights": weights,
+                  "domain": dataset.domain}
         try:
             values, used = explain(model, X, background, rng, explainer=name, **kwargs)
         except DeepLIFTSummationError as e:

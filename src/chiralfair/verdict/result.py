@@ -1,4 +1,4 @@
-"""The :class:`Verdict` of :func:`chiralfair.estimate.estimate`: how many are treated unfairly, whom, how badly.
+"""The :class:`Verdict` of :func:`chiralfair.verdict.estimate`: how many are treated unfairly, whom, how badly.
 
 A search result (:class:`~chiralfair.results.SearchResult`) says how well a generator did within its budget; a
 verdict speaks about a population: the share of its individuals that some counterpart (differing only in the
@@ -16,7 +16,8 @@ from typing import Any
 import pandas as pd
 
 GROUP_COLUMNS = ("attribute", "group", "n", "n_affected", "share_affected", "lower", "upper", "n_harmed",
-                 "harmed_share", "harmed_lower", "harmed_upper")
+                 "share_harmed", "share_harmed_lower", "share_harmed_upper", "harmed_share", "harmed_lower",
+                 "harmed_upper")
 
 POPULATION_TEXT = {"rows": "the dataset's rows", "test": "the test split's rows",
                    "domain": "uniform draws from the input domain"}
@@ -31,9 +32,11 @@ class Verdict:
     """Share of a population that is discriminated, with intervals, harm table, probability gap and rules.
 
     An individual is *affected* when some counterpart (the same individual with other protected-attribute
-    values, every combination of the protected domains) gets another label, and, when ``gamma`` is set, the
-    gap between their positive-class probabilities is at least ``gamma``. An affected individual is *harmed*
-    when it gets the unfavourable label (its counterpart then gets the favourable one).
+    values, every combination of the protected domains, coupled columns changed with them; one that breaks a
+    constraint of the domain cannot exist and does not count) gets another label, and, when ``gamma`` is set,
+    the gap between their positive-class probabilities is at least ``gamma``. With ``counterparts ==
+    "plausible"`` only plausible counterparts count (design §12). An affected individual is *harmed* when it
+    gets the unfavourable label (its counterpart then gets the favourable one).
 
     Attributes
     ----------
@@ -70,11 +73,12 @@ class Verdict:
     groups : tuple of dict
         One record per protected value and, for several protected attributes, per combination of values:
         keys as in :data:`GROUP_COLUMNS`. ``share_affected`` is the share affected among the group's
-        individuals; ``harmed_share`` the share, among the group's affected individuals, that get the
-        unfavourable label while a counterpart gets the favourable one (None when none is affected).
+        individuals; ``share_harmed`` the share of the group's individuals that get the unfavourable label while a
+        counterpart gets the favourable one (who is harmed); ``harmed_share`` that share among the group's
+        affected individuals (None when none is affected).
     group_confidence : float
         Confidence level of each group interval: ``1 - (1 - confidence) / n_intervals`` (Bonferroni over the
-        ``2 * len(groups)`` group intervals), so that all hold at once with probability at least ``confidence``.
+        ``3 * len(groups)`` group intervals), so that all hold at once with probability at least ``confidence``.
     gap : dict or None
         The probability gap ``max over counterparts x' of |P(x) - P(x')|`` (P = positive-class probability):
         ``quantiles`` and ``quantiles_affected`` (str quantile level -> gap), and ``histogram`` with ``edges``
@@ -93,6 +97,18 @@ class Verdict:
         groups, an unreached margin).
     meta : dict
         Package and statsmodels versions, parameters, dataset and model names.
+    counterparts : {"possible", "plausible"}
+        Which counterparts the headline figures (share, groups, gap, rules) count: every possible one, or only
+        the plausible ones (``estimate(plausible_only=True)``).
+    plausibility : dict or None
+        Both shares, whatever the headline: ``n_affected_possible``, ``share_possible``, ``lower_possible``,
+        ``upper_possible`` and the same with ``_plausible`` (affected through a plausible counterpart), with
+        ``n_counterparts`` (possible counterparts checked), ``n_implausible_counterparts``,
+        ``n_with_implausible_counterpart`` (individuals with at least one) and the rule's ``min_lift`` and
+        ``min_expected`` (:mod:`chiralfair.plausibility`). None when the domain has no support.
+    couplings, constraints : tuple of str
+        The domain's couplings and constraints, as text (:meth:`Domain.describe_couplings`,
+        :meth:`Domain.describe_constraints`).
     """
 
     population: str
@@ -119,6 +135,10 @@ class Verdict:
     seconds: float
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    counterparts: str = "possible"
+    plausibility: dict[str, Any] | None = None
+    couplings: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
 
     @property
     def half_width(self) -> float:
@@ -132,17 +152,19 @@ class Verdict:
 
         Returns
         -------
-        pandas.DataFrame, shape (1 + len(groups), 12)
+        pandas.DataFrame, shape (1 + len(groups), 15)
             Columns :data:`GROUP_COLUMNS` and ``confidence`` (of each row's intervals).
         """
         overall = {"attribute": "all", "group": "all", "n": self.n_individuals, "n_affected": self.n_affected,
                    "share_affected": self.share, "lower": self.lower, "upper": self.upper,
-                   "n_harmed": self.n_harmed,
+                   "n_harmed": self.n_harmed, "share_harmed": self.n_harmed / self.n_individuals
+                   if self.n_individuals else None, "share_harmed_lower": None, "share_harmed_upper": None,
                    "harmed_share": self.n_harmed / self.n_affected if self.n_affected else None,
                    "harmed_lower": None, "harmed_upper": None, "confidence": self.confidence}
         rows = [overall] + [{**g, "confidence": self.group_confidence} for g in self.groups]
         frame = pd.DataFrame(rows, columns=[*GROUP_COLUMNS, "confidence"])
-        for col in ("share_affected", "lower", "upper", "harmed_share", "harmed_lower", "harmed_upper"):
+        for col in ("share_affected", "lower", "upper", "share_harmed", "share_harmed_lower", "share_harmed_upper",
+                    "harmed_share", "harmed_lower", "harmed_upper"):
             frame[col] = frame[col].astype("float64")
         frame["n_harmed"] = frame["n_harmed"].astype("Int64")
         return frame
@@ -154,6 +176,8 @@ class Verdict:
         d["groups"] = list(self.groups)
         d["rules"] = list(self.rules)
         d["notes"] = list(self.notes)
+        d["couplings"] = list(self.couplings)
+        d["constraints"] = list(self.constraints)
         d["half_width"] = self.half_width
         return json.dumps(d)
 
@@ -162,16 +186,22 @@ class Verdict:
         """Inverse of :meth:`to_json`."""
         d = json.loads(text)
         d.pop("half_width", None)
-        for key in ("protected", "groups", "rules", "notes"):
-            d[key] = tuple(d[key])
+        for key in ("protected", "groups", "rules", "notes", "couplings", "constraints"):
+            if key in d:
+                d[key] = tuple(d[key])
         return cls(**d)
 
     def summary(self) -> str:
         """The verdict as a few readable lines: share affected, harm table, probability gap, rules, notes."""
         pa = ", ".join(self.protected)
-        lines = [f"Share of individuals affected (a counterpart differing only in {pa} gets another label"
+        which = "a plausible counterpart" if self.counterparts == "plausible" else "a counterpart"
+        lines = [f"Share of individuals affected ({which} differing only in {pa} gets another label"
                  + (f" with a probability gap >= {self.gamma:g}" if self.gamma is not None else "") + "): "
                  + _share_text(self.share, self.lower, self.upper, self.exact)]
+        other = plausibility_line(self.plausibility, self.counterparts, self.exact)
+        if other:
+            lines.append(f"  {other}")
+        lines += [f"  coupled: {c}" for c in self.couplings]
         how = ("exact: every individual checked" if self.exact else
                f"{self.confidence:.0%} {_method_text(self.method)} interval")
         if self.population_size is None:
@@ -194,16 +224,16 @@ class Verdict:
             return []
         level = "exact" if self.exact else (f"{self.group_confidence:.2%} {_method_text(self.method)} intervals "
                                             f"(Bonferroni: {self.confidence:.0%} for all "
-                                            f"{2 * len(self.groups)} at once)")
-        lines = [f"Who is harmed (favourable label {self.favourable}); per group, {level}:"]
+                                            f"{3 * len(self.groups)} at once)")
+        lines = [f"Who is harmed (favourable label {self.favourable}): per group, the share that gets the unfavourable "
+                 f"label while a counterpart gets the favourable one; {level}:"]
         width = max(len(g["group"]) for g in self.groups)
-        lines.append(f"  {'group':<{width}}  {'n':>8}  {'affected':<28}  gets the unfavourable label, among affected")
+        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}")
         for g in self.groups:
+            harmed = _share_text(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"),
+                                 self.exact) + f" ({g['n_harmed']:,})"
             affected = _share_text(g["share_affected"], g["lower"], g["upper"], self.exact)
-            harmed = ("-" if g["harmed_share"] is None else
-                      _share_text(g["harmed_share"], g["harmed_lower"], g["harmed_upper"], self.exact)
-                      + f" ({g['n_harmed']:,} of {g['n_affected']:,})")
-            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {affected:<28}  {harmed}")
+            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {harmed:<28}  {affected:<28}")
         return lines
 
     def _gap_lines(self) -> list[str]:
@@ -225,6 +255,32 @@ class Verdict:
             out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
                        f"{r['coverage']:.1%} of all affected")
         return out
+
+
+def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool) -> str | None:
+    """The share not in the headline: through plausible counterparts (or, for a plausible headline, any).
+
+    Parameters
+    ----------
+    plausibility : dict or None
+        :attr:`Verdict.plausibility`.
+    counterparts : {"possible", "plausible"}
+        :attr:`Verdict.counterparts`.
+    exact : bool
+
+    Returns
+    -------
+    str or None
+    """
+    if not plausibility:
+        return None
+    kind = "possible" if counterparts == "plausible" else "plausible"
+    share = _share_text(plausibility[f"share_{kind}"], plausibility[f"lower_{kind}"], plausibility[f"upper_{kind}"],
+                        exact)
+    what = "through any possible counterpart" if kind == "possible" else "through plausible counterparts only"
+    return (f"{what}: {share} ({plausibility[f'n_affected_{kind}']:,} individuals; "
+            f"{plausibility['n_implausible_counterparts']:,} of {plausibility['n_counterparts']:,} counterparts "
+            f"{'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible)")
 
 
 def _method_text(method: str) -> str:

@@ -1,7 +1,7 @@
-"""What produced a cell's result: library versions, the data files' SHA-256 and the resolved random states.
+"""What produced a result: library versions, the data files' SHA-256 and the resolved random states.
 
-Stored in each cell's ``result.json["meta"]``, so a table can say exactly what produced it. The versions come
-from the installed packages' metadata (nothing is imported for them); the digests are computed once per
+Stored in a run's and in each grid cell's ``result.json["meta"]``, so a table can say exactly what produced it. The
+versions come from the installed packages' metadata (nothing is imported for them); the digests are computed once per
 process and file (keyed by path, size and modification time) and reused by the process's later cells.
 """
 
@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from . import __version__
 
 # Distribution name -> key in the manifest.
 LIBRARIES = {"numpy": "numpy", "pandas": "pandas", "scikit-learn": "scikit-learn", "torch": "torch",
@@ -41,7 +41,7 @@ def library_versions() -> dict[str, str]:
 
 def file_sha256(path: str | os.PathLike) -> str:
     """SHA-256 of a file, computed once per process while its size and modification time stay the same."""
-    from ..datasets.home import sha256_of
+    from .datasets.home import sha256_of
 
     st = Path(path).stat()
     key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)

@@ -1,0 +1,165 @@
+"""What every command shares on the terminal: one-line errors that name flags, logging, progress, tables."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import sys
+
+import typer
+
+from ..exceptions import ChiralfairError, ConfigError
+
+# Python parameter names that a command-line user knows as flags.
+FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_home", "cache_dir",
+         "allow_checksum_mismatch", "workers", "positive_class", "test_size", "max_queries", "batch_size",
+         "trust_model_file", "model_output", "max_f1_loss")
+ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable")
+
+
+def fail(err: Exception, flags: tuple[str, ...] = FLAGS) -> None:
+    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names; exit 2.
+
+    ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,
+    ``[max_global, max_local]``), which are not flags.
+    """
+    text = str(err)
+    for name in flags:
+        text = re.sub(rf"\b{name}\b(?!\.)", "--" + name.replace("_", "-"), text)
+    typer.secho(f"error: {text}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(code=2)
+
+
+@contextlib.contextmanager
+def refusals(flags: tuple[str, ...] = FLAGS):
+    """Turn chiralfair's errors (bad input) into :func:`fail`; everything else is a bug and propagates."""
+    try:
+        yield
+    except ChiralfairError as err:
+        fail(err, flags)
+
+
+def setup_logging(verbose: bool) -> None:
+    """Log to standard error: each step with ``--verbose``, warnings otherwise.
+
+    Python warnings (a column that looks like an identifier, a rule the data breaks) go through logging too, as
+    one line each, rather than with the source line that raised them.
+    """
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.captureWarnings(True)
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"{category.__name__}: {message}"
+
+
+@contextlib.contextmanager
+def grid_logging(verbose: bool):
+    """Logging for a grid run; yields the level of the ``chiralfair`` logger inside the cells.
+
+    Without ``--verbose`` the cells' own warnings (one per cell, in every worker process) would bury the progress
+    bar: the cells log errors only (failures are listed at the end anyway).
+    """
+    setup_logging(verbose)
+    if verbose:
+        yield None
+        return
+    library = logging.getLogger("chiralfair")
+    level = library.level
+    library.setLevel(logging.ERROR)
+    try:
+        yield logging.ERROR
+    finally:
+        library.setLevel(level)
+
+
+STEP_LABELS = {"data": "loading data", "model": "training or loading the model", "seeds": "selecting seeds",
+               "search": "searching for IDIs", "verdict": "estimating the share affected", "retrain": "retraining"}
+
+
+@contextlib.contextmanager
+def progress(steps: list[str], enabled: bool):
+    """Yield an ``on_step(name)`` callback driving a tqdm bar over the steps of a run, on standard error.
+
+    The bar is shown only on a terminal; log records are routed through tqdm so they do not break its line.
+    """
+    from tqdm import tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    bar = tqdm(total=len(steps), disable=not (enabled and sys.stderr.isatty()), file=sys.stderr, leave=False,
+               bar_format="{desc:<32} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]")
+    seen: list[str] = []
+
+    def on_step(name: str) -> None:
+        if seen:
+            bar.update(1)
+        seen.append(name)
+        bar.set_description_str(STEP_LABELS.get(name, name))
+
+    try:
+        with logging_redirect_tqdm():
+            yield on_step
+        bar.update(bar.total - bar.n)
+    finally:
+        bar.close()
+
+
+def print_table(rows: list[tuple[str, str]], title: str) -> None:
+    """A title, then one indented ``name  value`` line per row."""
+    width = max(len(k) for k, _ in rows)
+    typer.echo(title)
+    for k, v in rows:
+        typer.echo(f"  {k:<{width}}  {v}")
+
+
+def parse_bins(text: str | None) -> dict[str, int | list[float]]:
+    """Parse ``"age=0:25:45:65:120,hours=10"`` into ``{"age": [0, 25, 45, 65, 120], "hours": 10}``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the item that is not ``column=N`` or ``column=e0:e1:...``.
+    """
+    out: dict[str, int | list[float]] = {}
+    for item in filter(None, (t.strip() for t in (text or "").split(","))):
+        column, sep, spec = item.partition("=")
+        try:
+            if not sep or not column.strip():
+                raise ValueError
+            parts = spec.split(":")
+            out[column.strip()] = int(parts[0]) if len(parts) == 1 else [float(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"--bins item {item!r} is not column=N (N equal-width bins) or column=e0:e1:... "
+                              "(edges), e.g. --bins age=0:25:45:65:120,hours=10") from None
+    return out
+
+
+def parse_numbers(text: str, flag: str, example: str) -> list[float]:
+    """Parse a comma-separated list of numbers given to ``flag``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the flag and an example.
+    """
+    try:
+        return [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers, e.g. {example}") from None
+
+
+def only_with_data(**given) -> None:
+    """Refuse own-data flags (``label=...``) on a benchmark run: they would be ignored.
+
+    Raises
+    ------
+    ConfigError
+    """
+    flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value not in (None, False)]
+    if flags:
+        raise ConfigError(f"{', '.join(flags)} apply to your own data: use them with --data FILE --model FILE")

@@ -1,0 +1,275 @@
+"""Every check a run makes before it spends anything, written once: names, budgets, protected attributes, gradients.
+
+These checks import nothing heavy (only name tables: :mod:`chiralfair.datasets.published`,
+:mod:`chiralfair.generators.names`, :mod:`chiralfair.seeds.names`, :mod:`chiralfair.models.zoo`), so a refused
+flag answers before torch, scikit-learn, shap or z3 is imported. A name that is not built in (a generator or seed
+strategy registered by the user) is looked up in its registry, which costs that import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._validation import check_int
+from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
+
+# Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
+# but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
+# rule. Measured at the cap (census / sex / dnn / eidig-inf, 99,999 x 999): 12.0 M tested keys, 10.5 M IDIs,
+# peak memory 995-1027 MiB in two runs (benchmarks/results/whole_command.md); a larger budget passes 1 GB.
+MAX_BUDGET = 10**8
+
+GRADIENT_HINT = ("gradient generators (adf, eidig) run on models with input_gradient(): dnn, lr and mlp among the "
+                 "zoo models; black-box generators (aequitas, sg, expga, kosei, themis) run on any model")
+
+
+def protected_list(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of names; empty items are dropped."""
+    if text is None:
+        return ()
+    items = text.split(",") if isinstance(text, str) else list(text)
+    return tuple(s.strip() if isinstance(s, str) else s for s in items if not isinstance(s, str) or s.strip())
+
+
+def check_protected_given(text: str | None, *, name: str = "protected") -> None:
+    """Refuse a ``protected`` value that names no attribute (``" , "``); None means the dataset's default.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``name`` (the CLI passes ``"--protected"``).
+    """
+    if text is not None and not protected_list(text):
+        raise ConfigError(f"{name} {text!r} names no attribute; give one or several, e.g. race,sex, or leave it "
+                          "out for the dataset's first protected attribute")
+
+
+def check_budget(max_global, max_local) -> tuple[int, int]:
+    """Check a search budget: ``max_global >= 1``, ``max_local >= 0``, and their product under :data:`MAX_BUDGET`.
+
+    Returns
+    -------
+    max_global, max_local : int
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter and the bound.
+    """
+    max_global = check_int(max_global, "max_global", minimum=1)
+    max_local = check_int(max_local, "max_local", minimum=0)
+    size = max_global * (max_local + 1)
+    if size > MAX_BUDGET:
+        raise ConfigError(f"max_global x (max_local + 1) = {size:,} exceeds {MAX_BUDGET:,}: a run keeps the key of "
+                          "every input it tests in memory (about 1 GB at that bound); split it into several runs")
+    return max_global, max_local
+
+
+def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
+    """Check a benchmark dataset name and the protected attributes asked of it.
+
+    Raises
+    ------
+    DatasetError
+        For an unknown dataset (lists the valid ones) or a protected attribute the dataset does not have.
+    """
+    from ..datasets.published import PUBLISHED, unknown_protected_error
+
+    if dataset not in PUBLISHED:
+        raise DatasetError(f"unknown dataset {dataset!r}; valid: {', '.join(PUBLISHED)}")
+    for name in protected:
+        if name not in PUBLISHED[dataset]["attributes"]:
+            raise unknown_protected_error(dataset, name)
+
+
+def check_zoo_model(model):
+    """Return the :class:`~chiralfair.models.zoo.ModelSpec` of a zoo model name (or spec).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name.
+    """
+    from ..models.zoo import as_spec
+
+    return as_spec(model)
+
+
+def generator_needs_gradient(name: str) -> bool:
+    """Whether generator ``name`` needs the model's ``input_gradient``.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither built in nor registered (lists the valid names).
+    """
+    from ..generators.names import BUILTIN_GENERATORS
+
+    if name in BUILTIN_GENERATORS:
+        return BUILTIN_GENERATORS[name]
+    GENERATORS = _registry("generators", "GENERATORS")
+    if name not in GENERATORS:
+        raise ConfigError(f"unknown generator {name!r}; valid: {', '.join(sorted({*BUILTIN_GENERATORS, *GENERATORS}))}")
+    return bool(getattr(GENERATORS[name], "needs_gradient", False))
+
+
+def generator_needs_proba(name: str) -> bool:
+    """Whether generator ``name`` needs the model's ``predict_proba`` (refused on a labels-only model).
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither built in nor registered (lists the valid names).
+    """
+    from ..generators.names import NEEDS_PROBABILITIES
+
+    generator_needs_gradient(name)  # refuses an unknown name
+    if name in NEEDS_PROBABILITIES:
+        return True
+    GENERATORS = _registry("generators", "GENERATORS")
+    return bool(getattr(GENERATORS.get(name), "needs_proba", False))
+
+
+def check_seed_strategy(name: str) -> None:
+    """Refuse a seed strategy that is neither built in nor registered.
+
+    Raises
+    ------
+    ConfigError
+        Listing the valid names.
+    """
+    from ..seeds.names import BUILTIN_SEED_STRATEGIES
+
+    if name in BUILTIN_SEED_STRATEGIES:
+        return
+    SEED_STRATEGIES = _registry("seeds", "SEED_STRATEGIES")
+    if name not in SEED_STRATEGIES:
+        raise ConfigError(f"unknown seed strategy {name!r}; valid: "
+                          f"{', '.join(sorted({*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES}))}")
+
+
+def _registry(package: str, name: str) -> dict:
+    """A registry of names, if its module was imported (a user who registered a name imported it); else empty.
+
+    Not importing it keeps a refused typo light: the registry module imports numpy, pandas and the models.
+    """
+    import sys
+
+    module = sys.modules.get(f"chiralfair.{package}.base")
+    return dict(getattr(module, name, {})) if module is not None else {}
+
+
+def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
+    """Refuse a gradient generator for a model without ``input_gradient``.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming the generator, the model and where gradient generators run.
+    """
+    if generator_needs_gradient(generator) and not has_gradient:
+        raise ModelCapabilityError(f"generator {generator!r} needs input_gradient() but model {model_name!r} does not "
+                                   f"provide it; {GRADIENT_HINT}")
+
+
+def check_probabilities(generator: str, model_name: str, has_proba: bool) -> None:
+    """Refuse a generator that needs probabilities (MAFT, ADF, EIDIG) for a model that answers labels only.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming the generator, the model and the generators that need labels only.
+    """
+    if generator_needs_proba(generator) and not has_proba:
+        raise ModelCapabilityError(f"generator {generator!r} needs predict_proba() but model {model_name!r} answers "
+                                   "labels only; labels-only generators: aequitas, aft, expga, kosei, sg, themis")
+
+
+def check_search_names(*, seeds: str, generator: str, max_global, max_local) -> None:
+    """The checks of a search that do not depend on the model: seed strategy, generator, budget.
+
+    Raises
+    ------
+    ConfigError
+    """
+    check_budget(max_global, max_local)
+    check_seed_strategy(seeds)
+    generator_needs_gradient(generator)
+
+
+RETRAIN_CHOICES = {"protocol": ("holdout", "paper", "both"), "pairs": ("both", "idi"),
+                   "mode": ("auto", "retrain", "fine-tune")}
+
+
+def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mode="auto", max_f1_loss=0.01,
+                          model: str | None = None) -> tuple[str, ...]:
+    """Check a retraining's options before any work (light: name tables only).
+
+    Parameters
+    ----------
+    method : str or sequence of str
+        Mitigation methods (:data:`chiralfair.mitigation.names.BUILTIN_METHODS`, or registered ones).
+    share : sequence of float
+        Shares of the IDI pairs added, each in (0, 1].
+    protocol, pairs, mode : str
+    max_f1_loss : float
+        In [0, 1].
+    model : str, optional
+        A zoo model's name: ``consistency`` and ``mode="fine-tune"`` need the DNN.
+
+    Returns
+    -------
+    tuple of str
+        The methods.
+
+    Raises
+    ------
+    ConfigError
+        Naming the option and its valid values.
+    """
+    from ..mitigation.names import BUILTIN_METHODS
+
+    methods = (method,) if isinstance(method, str) else tuple(method)
+    registered = _registry("mitigation", "METHODS")
+    unknown = [m for m in methods if m not in BUILTIN_METHODS and m not in registered]
+    if unknown or not methods:
+        raise ConfigError(f"unknown mitigation method {unknown[0] if unknown else '(none)'!r}; valid: "
+                          f"{', '.join(sorted({*BUILTIN_METHODS, *registered}))}")
+    for name, value in (("protocol", protocol), ("pairs", pairs), ("mode", mode)):
+        if value not in RETRAIN_CHOICES[name]:
+            raise ConfigError(f"{name} must be one of {', '.join(RETRAIN_CHOICES[name])}, got {value!r}")
+    bad = [s for s in share if not 0 < s <= 1]
+    if bad or not share:
+        raise ConfigError(f"share values must lie in (0, 1], got {bad or 'none'}")
+    if not 0 <= max_f1_loss <= 1:
+        raise ConfigError(f"max_f1_loss must lie in [0, 1], got {max_f1_loss}")
+    if model is not None and model != "dnn":
+        if "consistency" in methods:
+            raise ConfigError(f"method consistency trains the zoo DNN with a logit penalty; model {model!r} is not it "
+                              "(use counterfactual or unaware)")
+        if mode == "fine-tune":
+            raise ConfigError(f"mode fine-tune continues training the zoo DNN; model {model!r} is retrained from "
+                              "scratch (use mode retrain)")
+    return methods
+
+
+def counterpart_options(couple: str | None, constraints=None) -> dict:
+    """``couple=`` and ``constraints=`` of the library from the command line's --couple and --constraint texts.
+
+    ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.coupling.parse_couple_text`), ``"none"``
+    for no coupling, None for the dataset's default. ``constraints``: rules as text (checked when the domain is
+    built).
+
+    Returns
+    -------
+    dict
+        ``{"couple": mapping, False or None, "constraints": tuple of str}``.
+
+    Raises
+    ------
+    ConfigError
+        For --couple text that is not attribute:column=a/b (or none).
+    """
+    from ..coupling import parse_couple_text
+
+    return {"couple": None if couple is None else parse_couple_text(couple), "constraints": tuple(constraints or ())}

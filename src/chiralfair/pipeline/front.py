@@ -1,0 +1,427 @@
+"""The front doors from Python: :func:`audit`, :func:`estimate` and :func:`retrain` (``chiralfair.audit``, ...).
+
+All three take the same objects: your fitted model (an estimator, pipeline, torch module, callable, or a model
+file) and your data (a raw DataFrame, a ``.csv``/``.parquet`` file, or an encoded Dataset), with ``label=``,
+``positive_class=`` and ``protected=``; the held-out rows are ``test=`` or a ``test_size`` split. They resolve
+the inputs once (:func:`~.inputs.inputs_from_objects`) and run the steps of the pipeline
+(:mod:`chiralfair.pipeline.run`): ``audit`` searches for IDIs and gives the verdict, ``estimate`` gives the
+verdict alone, ``retrain`` makes a fairer model with the IDIs and measures it on the held-out rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from .inputs import DEFAULT_TEST_SIZE, DataSettings, RunInputs, inputs_from_objects
+from .run import run_folder_guard, run_pipeline
+from .steps import SearchPlan
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
+    """One int seed for every step, and what to record in ``meta``.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+
+    Returns
+    -------
+    seed : int
+        The int itself, else an int drawn from the generator :func:`chiralfair._random.resolve_random_state`
+        makes of ``random_state``.
+    meta : dict
+        ``random_state`` (its readable description) and ``resolved_random_state`` (the int seed:
+        ``random_state=<it>`` reproduces the run).
+
+    Raises
+    ------
+    ConfigError
+        For a negative int or another type.
+    """
+    from .._random import derive_seed, resolve_random_state
+
+    rng, described = resolve_random_state(random_state)
+    seed = described if isinstance(described, int) else derive_seed(rng)
+    return seed, {"random_state": described, "resolved_random_state": seed}
+
+
+def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
+                   schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0,
+                   trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
+                   name: str | None = None, on_step: Callable[[str], None] | None = None, couple=None,
+                   constraints=None) -> RunInputs:
+    """The inputs of a run on your model and data: the first step of :func:`audit`, :func:`estimate`, :func:`retrain`.
+
+    See :func:`audit` for the parameters.
+
+    Returns
+    -------
+    RunInputs
+    """
+    settings = DataSettings.build(label=label, positive_class=positive_class, favourable=favourable,
+                                  protected=protected, bins=bins, schema=schema, couple=couple,
+                                  constraints=constraints)
+    return inputs_from_objects(model, data, settings=settings, test=test, test_size=test_size,
+                               random_state=random_state, trust_model_file=trust_model_file,
+                               model_output=model_output, model_input=model_input, name=name,
+                               step=on_step or (lambda s: None))
+
+
+def audit(model, data, *, label=None, positive_class=None, favourable=None, protected: str | Sequence | None = None,
+          bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
+          test=None, test_size: float = DEFAULT_TEST_SIZE, generator: str = "aequitas", seeds: str = "iandd",
+          max_global: int = 100, max_local: int = 100, random_state=0, verdict: bool = True,
+          verdict_params: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None,
+          trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
+          name: str | None = None, generator_params: Mapping[str, Any] | None = None,
+          seed_params: Mapping[str, Any] | None = None, diversity: bool = False,
+          on_step: Callable[[str], None] | None = None, couple=None, constraints=None) -> AuditResult:
+    """Find IDIs of your fitted model on your data, and say how many people it affects and whom it harms.
+
+    Steps: encode the data (with the held-out rows); load the model if it is a file; wrap it so that an sklearn
+    estimator with string ``feature_names_in_`` gets ``dataset.to_frame(X)[feature_names_in_]``; check that it
+    takes the data and probe it with one counterpart per protected value; select seeds; run the generator;
+    estimate the verdict over the held-out rows.
+
+    A protected value the model refuses (e.g. a category its ``OneHotEncoder`` never saw) is **left out of the
+    protected domain**, and the rows holding it are left out, with a note in the result: the model cannot decide
+    on such an input. With fewer than two accepted values the run is refused before the search.
+
+    Parameters
+    ----------
+    model : estimator, pipeline, torch module, callable, CountingModel, or path
+        A fitted model, or a model file (``.skops``, TorchScript, ``.onnx``, or joblib/pickle with
+        ``trust_model_file``; see :mod:`chiralfair.models.files`).
+    data : pandas.DataFrame, path, or Dataset
+        A raw frame (or a ``.csv``/``.parquet`` file) holding the feature columns and the ``label`` column, or an
+        encoded Dataset.
+    label : column name
+        Label column of ``data`` (a frame or file only).
+    positive_class : object, optional
+        Label value encoded as 1, the model's positive class. Required unless the label holds only 0/1 (then 1).
+    favourable : object, optional
+        Label value of the favourable outcome; default: the positive class (a benchmark Dataset: its own).
+    protected : str or sequence
+        Protected attributes under test; a tuple of columns is one attribute over several (one-hot) columns.
+    bins : mapping, optional
+        Binning of numeric columns (see :func:`~chiralfair.datasets.from_frame`); binned columns are fed to the
+        model as each bin's representative value.
+    schema : path, optional
+        A schema TOML (``chiralfair schema infer``) giving label, positive class, protected attributes and bins;
+        the keyword arguments override it.
+    test : pandas.DataFrame, path, or array-like of int, optional
+        Held-out rows the model was not fitted on (a frame/file with the data's columns; row numbers for a
+        Dataset). F1 and the verdict are measured on them. Default: a stratified ``test_size`` split of ``data``,
+        which may include rows the model was fitted on (the result says so).
+    test_size : float, default=0.4
+        Share of ``data`` held out when ``test`` is not given.
+    generator, seeds : str, default="aequitas", "iandd"
+        Registered generator and seed strategy names.
+    max_global, max_local : int, default=100
+        Budget (global seeds, local iterations per global IDI).
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
+        Resolved once to an int seed that drives the split, the seeds and the search; both the given value and the
+        int are recorded in ``meta``.
+    verdict : bool, default=True
+        Estimate the share of the held-out rows affected (:func:`chiralfair.verdict.estimate`).
+    verdict_params : mapping, optional
+        Parameters of the estimate (``confidence``, ``margin``, ``max_queries``, ``method``, ``gamma``).
+    out : path, optional
+        Run folder to write (``result.json``, ``idis.parquet``, ``report.md``, ``report.html``).
+    trust_model_file : bool, default=False
+        Load pickles and skops files with untrusted types.
+    model_output : {"probability", "logit"}, optional
+        For torch modules and one-column ONNX models: what the output is.
+    model_input : {"auto", "frame", "codes"}, default="auto"
+        What the model takes: ``"frame"`` the raw frame's columns, ``"codes"`` the integer codes. ``"auto"``: the
+        frame for an estimator with string ``feature_names_in_``, codes otherwise.
+    name : str, optional
+        Dataset name in reports (default: the file's stem, or ``"data"``).
+    generator_params, seed_params : mapping, optional
+        Extra parameters of the generator and of the seed strategy.
+    diversity : bool, default=False
+        Measure the diversity of the seeds and of the IDIs found.
+    on_step : callable, optional
+        Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"``, ``"verdict"`` as each step starts.
+    couple : mapping, optional
+        Columns that change with a protected attribute (design §12), e.g. ``{"sex": {"relationship":
+        {"Husband": "Wife", "Wife": "Husband"}}}`` in the data's own values (:func:`~chiralfair.datasets.from_frame`);
+        default: the schema's ``[couple]`` table, else none.
+    constraints : str or sequence of str, optional
+        Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``; default: the schema's.
+
+    Returns
+    -------
+    AuditResult
+        ``verdict`` (when the favourable label is known), the search figures, the IDI pairs (:meth:`idis`).
+
+    Raises
+    ------
+    ConfigError
+        Unknown generator/seed strategy, a bad budget or ``random_state``, or a seed strategy that needs a
+        chiral model for a model that cannot be retrained.
+    DatasetError, DomainError
+        From encoding the frame (naming the column at fault).
+    ModelFileError
+        For a model file that cannot (or may not) be loaded.
+    ModelCapabilityError
+        When the model does not take the data (naming both column lists), refuses all but one value of a
+        protected attribute, or lacks the gradient a gradient generator needs.
+
+    Examples
+    --------
+    >>> import chiralfair
+    >>> result = chiralfair.audit(pipe, df, label="income", positive_class=">50K",
+    ...                           protected=["sex"])                            # doctest: +SKIP
+    >>> print(result.summary())                                                 # doctest: +SKIP
+
+    References
+    ----------
+    .. [1] Ma et al. "Enhanced Fairness Testing via Generating Effective Initial Individual Discriminatory
+       Instances." arXiv:2209.08321.
+    """
+    seed, random_state_meta = resolve_seed(random_state)
+    plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
+                      random_state=seed, generator_params=dict(generator_params or {}),
+                      seed_params=dict(seed_params or {}))
+    plan.check()
+    t_all = time.perf_counter()
+    with run_folder_guard(out):
+        inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
+                                protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+                                random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
+                                model_input=model_input, name=name, on_step=on_step, couple=couple,
+                                constraints=constraints)
+        outcome = run_pipeline(inputs, plan, verdict=verdict, verdict_params=dict(verdict_params or {}),
+                               diversity=diversity, out=out, on_step=on_step, random_state_meta=random_state_meta,
+                               started=t_all)
+        audited = AuditResult(outcome, inputs)
+        if out is not None:
+            audited.write(out)
+    return audited
+
+
+def estimate(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
+             schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, population: str = "test",
+             random_state=0, trust_model_file: bool = False, model_output: str | None = None,
+             model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
+    """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
+
+    An individual is affected when a counterpart differing only in protected attributes gets another label. Takes
+    the model and data as :func:`audit` does (same parameters), and checks the individuals of ``population``
+    (default: the held-out rows).
+
+    Parameters
+    ----------
+    population : {"test", "rows", "domain"}, default="test"
+        The held-out rows, every row of the data, or uniform draws from the input domain.
+    couple, constraints : optional
+        As in :func:`audit` (design §12).
+    **params
+        Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
+        ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``, ``plausible_only``.
+
+    Returns
+    -------
+    Verdict
+        ``meta["population_rows"]`` says which rows were checked, ``meta["model_f1"]`` the model's F1 on the
+        held-out rows.
+
+    Raises
+    ------
+    ConfigError, DatasetError, DomainError, ModelFileError, ModelCapabilityError
+        As :func:`audit`.
+
+    Examples
+    --------
+    >>> verdict = chiralfair.estimate(pipe, df, label="income", positive_class=">50K",
+    ...                               protected="sex")                          # doctest: +SKIP
+    >>> print(verdict.summary())                                                # doctest: +SKIP
+    """
+    from .steps import estimate_verdict
+
+    seed, _ = resolve_seed(random_state)
+    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
+                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+                            random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
+                            model_input=model_input, name=name, couple=couple, constraints=constraints)
+    return with_notes(estimate_verdict(inputs, random_state=seed, population=population, **params), inputs.notes)
+
+
+def estimate_benchmark(config, *, population: str = "test", **params):
+    """The verdict on a zoo model trained on a benchmark (:class:`~.config.RunConfig` of names); see :func:`estimate`.
+
+    Returns
+    -------
+    Verdict
+
+    Raises
+    ------
+    ConfigError, DatasetError
+        For a bad name, random state or estimate parameter.
+    """
+    from .config import validate_config
+    from .inputs import inputs_from_names
+    from .steps import estimate_verdict
+
+    validate_config(config, search=False)
+    inputs = inputs_from_names(config)
+    return with_notes(estimate_verdict(inputs, random_state=config.random_state, population=population, **params),
+                      inputs.notes)
+
+
+def with_notes(verdict, notes: Sequence[str]):
+    """The verdict with the inputs' notes (refused values, held-out rows that may include training rows) first."""
+    from dataclasses import replace
+
+    return replace(verdict, notes=tuple(notes) + tuple(verdict.notes)) if notes else verdict
+
+
+def retrain(model, data, *, idis=None, label=None, positive_class=None, favourable=None, protected=None,
+            bins=None, schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, generator: str = "aequitas",
+            seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
+            trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
+            name: str | None = None, out: str | os.PathLike | None = None,
+            on_step: Callable[[str], None] | None = None, couple=None, constraints=None, **retrain_params):
+    """Make your model fairer with the IDIs found, and measure it before and after on the held-out rows.
+
+    Takes the model and data as :func:`audit` does. The IDIs are ``idis`` (an :class:`AuditResult`, a
+    ``SearchResult``, or a pair of arrays ``(idis, counterparts)`` of codes), or, by default, those of a fresh
+    search (``generator``, ``seeds``, budget) whose seeds come from the training rows only, so that no held-out
+    individual enters training.
+
+    Parameters
+    ----------
+    idis : AuditResult, SearchResult or (numpy.ndarray, numpy.ndarray), optional
+    out : path, optional
+        Retrain folder (``retrain.json``, ``report.md``, the trade-off plot, and the retrained model saved in the
+        format the model came in: ``.skops`` for sklearn models, ``.pt`` TorchScript for torch).
+    on_step : callable, optional
+        Called with each step's name as it starts.
+    couple, constraints : optional
+        As in :func:`audit` (design §12).
+    **retrain_params
+        Of :func:`chiralfair.mitigation.retrain` (``method``, ``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
+        ``ensemble``, ``margin``, ...).
+
+    Returns
+    -------
+    RetrainResult
+        Row 0 is the model before, the others after; every F1 and IDI rate on the held-out rows.
+
+    Raises
+    ------
+    ConfigError, DatasetError, DomainError, ModelFileError, ModelCapabilityError
+        As :func:`audit`; also for a model chiralfair cannot train again (an ONNX file, a TorchScript module
+        without ``trainer=``).
+    """
+    seed, random_state_meta = resolve_seed(random_state)
+    plan = None
+    if idis is None:
+        plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
+                          random_state=seed)
+        plan.check()
+    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
+                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+                            random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
+                            model_input=model_input, name=name, on_step=on_step, couple=couple,
+                            constraints=constraints)
+    from .retraining import retrain_inputs
+
+    return retrain_inputs(inputs, idis=_idis_of(idis), plan=plan, random_state=seed, out=out, on_step=on_step,
+                          **retrain_params)
+
+
+def _idis_of(idis):
+    """The search result inside an :class:`AuditResult`; anything else as it is."""
+    return idis.outcome.result if isinstance(idis, AuditResult) else idis
+
+
+class AuditResult:
+    """What :func:`audit` found: the verdict, the figures of ``chiralfair run``, the IDI pairs, and the notes.
+
+    Attributes
+    ----------
+    outcome : chiralfair.pipeline.RunOutcome
+        Verdict, search result, seed report, model quality and timings.
+    inputs : chiralfair.pipeline.RunInputs
+        The model and data as tested (protected domain restricted to the values the model accepts), with the
+        held-out rows.
+    """
+
+    def __init__(self, outcome, inputs: RunInputs):
+        self.outcome = outcome
+        self.inputs = inputs
+
+    @property
+    def dataset(self):
+        """The encoded data (:class:`~chiralfair.datasets.Dataset`)."""
+        return self.inputs.dataset
+
+    @property
+    def verdict(self):
+        """The :class:`~chiralfair.verdict.Verdict` over the held-out rows (None when not estimated)."""
+        return self.outcome.verdict
+
+    @property
+    def result(self):
+        """The :class:`~chiralfair.results.SearchResult` of the search."""
+        return self.outcome.result
+
+    @property
+    def n_idis(self) -> int:
+        """Unique IDIs found (global ∪ local)."""
+        return int(self.outcome.result.n_idis)
+
+    @property
+    def notes(self) -> list[str]:
+        """Everything a reader must know about this run (refused protected values, seed notes, ...)."""
+        s = self.to_dict()
+        return list(s["notes"]) + list(s["seeds"]["notes"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures of ``result.json``."""
+        return self.outcome.summary()
+
+    def idis(self):
+        """IDI pairs with decoded values, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``)."""
+        return self.outcome.result.to_frame(self.outcome.domain)
+
+    def summary(self) -> str:
+        """What ``chiralfair run`` prints: the verdict, then the search's figures, seed clustering and notes."""
+        from ..report import outcome_lines
+
+        return "\n".join(outcome_lines(self.to_dict()))
+
+    def write(self, out: str | os.PathLike) -> Path:
+        """Write the run folder (``result.json``, ``idis.parquet``, ``report.md``, ``report.html``)."""
+        from ..report import write_run
+
+        return write_run(self.outcome, out)
+
+    def _repr_html_(self) -> str:
+        from ..report import NO_IDI_TEXT, summary_rows, verdict_lines
+
+        summary = self.to_dict()
+        verdict = "".join(f"<p><b>{escape(line)}</b></p>" for line in verdict_lines(summary))
+        rows = "".join(f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in summary_rows(summary))
+        notes = "".join(f"<li>{escape(n)}</li>" for n in self.notes)
+        pairs = self.idis().head(10)
+        return (f"<div>{verdict}<p>{escape(self.summary().splitlines()[len(verdict_lines(summary))])}</p>"
+                f"<table>{rows}</table>" + (f"<p>Notes:</p><ul>{notes}</ul>" if notes else "")
+                + (f"<p>First IDI pairs:</p>{pairs.to_html(index=False)}" if len(pairs) else
+                   f"<p>{escape(NO_IDI_TEXT)}</p>") + "</div>")
+
+    def __repr__(self) -> str:
+        return self.summary()
+
+
+__all__ = ["AuditResult", "audit", "estimate", "estimate_benchmark", "resolve_inputs", "resolve_seed", "retrain"]

@@ -1,0 +1,542 @@
+"""The model under test on its data, resolved once: from names (a benchmark and a zoo model) or from objects/files.
+
+Both resolvers return a :class:`RunInputs`: the encoded dataset (protected attributes set), the wrapped model,
+the rows it was trained on and the **held-out rows** every F1 and every verdict is measured on, the favourable
+label, the model's quality on the held-out rows, and a record of where everything came from (``source``, written
+to ``result.json["meta"]["source"]`` so that ``chiralfair retrain --from-run`` can rebuild the inputs).
+
+- :func:`inputs_from_names`: a benchmark dataset built from its raw files and a zoo model trained (or loaded from
+  the cache) on the paper's 60/40 stratified split; the held-out rows are its 40% test split.
+- :func:`inputs_from_objects`: your data (a DataFrame, a ``.csv``/``.parquet`` file, or an encoded
+  :class:`~chiralfair.datasets.Dataset`) and your fitted model (an estimator, pipeline, torch module, callable
+  or a model file). The held-out rows are ``test=`` (a frame or file of rows the model never saw, encoded
+  together with the data so both share one domain), or else a stratified ``test_size`` split of the data with
+  ``random_state`` — and then the output says plainly that those rows may include rows the model was fitted on,
+  because chiralfair cannot know which rows those were.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import ConfigError, DatasetError
+from .checks import protected_list
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TEST_SIZE = 0.4
+
+
+@dataclass(frozen=True, eq=False)  # holds arrays and a model: compared by identity
+class RunInputs:
+    """The model under test on its data, with the rows each figure is measured on.
+
+    Attributes
+    ----------
+    dataset : Dataset
+        Encoded data, protected attributes set (their domains restricted to the values the model accepts).
+    model : CountingModel
+        The model under test, speaking codes in and {0, 1} positive-class labels out.
+    model_name : str
+    train_index, test_index : numpy.ndarray of int64
+        Rows of ``dataset``: those the model was (or is taken to be) trained on, and the held-out rows that F1
+        and the verdict are measured on.
+    test_rows : str
+        What the held-out rows are, in words (printed beside every F1 and verdict).
+    favourable : int or None
+        The favourable label (0 or 1); None when it is not known (the verdict is then not computed).
+    quality : dict
+        ``f1`` and ``accuracy`` on the held-out rows, ``evaluated_on`` (= ``test_rows``), ``train_seconds`` and
+        ``from_cache`` (zoo models).
+    source : dict
+        Where the data and the model came from (``kind`` ``"benchmark"``, ``"files"`` or ``"objects"``, with
+        names, paths and SHA-256 digests); recorded in ``result.json``.
+    notes : tuple of str
+        What a reader must know: refused protected values, a model not taking a protected attribute, a raw file
+        that is not the published one, held-out rows that may include training rows.
+    seconds : dict of str to float
+        Wall seconds of the ``data`` and ``model`` steps.
+    trained : TrainedModel or None
+        For a zoo model: its training record (cache path, split, random state).
+    random_state : int
+        The resolved random state of the split and the model (the zoo model's training seed).
+    favourable_note : str or None
+        Where :attr:`favourable` comes from, when it is not a benchmark's (given, or the positive class by default).
+    """
+
+    dataset: Any
+    model: Any
+    model_name: str
+    train_index: np.ndarray
+    test_index: np.ndarray
+    test_rows: str
+    favourable: int | None
+    quality: dict[str, Any]
+    source: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)
+    trained: Any = None
+    random_state: int = 0
+    favourable_note: str | None = None
+
+    @property
+    def domain(self):
+        """The dataset's :class:`~chiralfair.domain.Domain`."""
+        return self.dataset.domain
+
+    def training_rows(self):
+        """The dataset restricted to :attr:`train_index` (same domain): the rows seeds for retraining come from.
+
+        Its name gains ``"[train]"`` (:func:`chiralfair.mitigation.leakage.training_rows`), so a chiral model
+        trained on it gets its own cache entry.
+        """
+        from ..mitigation.leakage import training_rows
+
+        return training_rows(self.dataset, self.train_index)
+
+
+# ------------------------------------------------------------------------------------------------- from names
+def inputs_from_names(config, *, step: Callable[[str], None] = lambda name: None) -> RunInputs:
+    """Load a benchmark dataset and train (or load) a zoo model on its 60/40 split.
+
+    Parameters
+    ----------
+    config : RunConfig
+        ``dataset``, ``protected``, ``model``, ``model_params``, ``resolved_model_random_state``, ``data_home``,
+        ``cache_dir``, ``allow_checksum_mismatch`` are used.
+    step : callable
+        Called with ``"data"`` and ``"model"`` as each step starts.
+
+    Returns
+    -------
+    RunInputs
+
+    Raises
+    ------
+    DatasetError, DataHomeError, ChecksumError, DomainError
+        From loading the data.
+    MissingDependencyError
+        For the DNN without torch.
+    """
+    from ..datasets import load_dataset
+    from ..models.training import train_model
+    from ..verdict import FAVOURABLE
+
+    seconds = {}
+    step("data")
+    t = time.perf_counter()
+    dataset = load_dataset(config.dataset, protected=list(config.protected) or None, data_home=config.data_home,
+                           allow_checksum_mismatch=config.allow_checksum_mismatch, couple=config.dataset_couple,
+                           constraints=list(config.constraints) or None)
+    seconds["data"] = time.perf_counter() - t
+    notes = _benchmark_notes(config, dataset)
+
+    step("model")
+    t = time.perf_counter()
+    state = config.resolved_model_random_state
+    trained = train_model(dataset, config.model_spec, random_state=state, cache_dir=config.cache_dir)
+    seconds["model"] = time.perf_counter() - t
+    logger.info("model %s: test F1 %.3f (%s)", config.model, trained.f1,
+                "from cache" if trained.from_cache else f"trained in {trained.train_seconds:.1f} s")
+    test_rows = (f"the test split of {dataset.name} ({len(trained.test_index):,} rows, 40%, stratified, "
+                 f"random_state {state}), never used to train the model")
+    known = FAVOURABLE.get((dataset.name, dataset.positive_class))
+    quality = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy, "evaluated_on": test_rows,
+               "n_test": int(len(trained.test_index)), "train_seconds": trained.train_seconds,
+               "from_cache": trained.from_cache}
+    source = {"kind": "benchmark", "dataset": config.dataset, "protected": list(dataset.domain.protected_names),
+              "model": config.model, "model_params": dict(config.model_params), "model_random_state": state,
+              "raw_files": {rel: _sha256(path) for rel, path in dataset.sources.items()}}
+    return RunInputs(dataset=dataset, model=trained.model, model_name=config.model, train_index=trained.train_index,
+                     test_index=trained.test_index, test_rows=test_rows,
+                     favourable=None if known is None else known[0], quality=quality, source=source,
+                     notes=tuple(notes), seconds=seconds, trained=trained, random_state=state)
+
+
+def _benchmark_notes(config, dataset) -> list[str]:
+    """Notes a reader of the results must see: a raw file that is not the published one, an unusual PA."""
+    from ..datasets import dataset_spec
+    from ..datasets.home import checksum_mismatch, raw_file
+
+    notes = []
+    spec = dataset_spec(config.dataset)
+    for rel, path in dataset.sources.items():
+        actual = checksum_mismatch(path, raw_file(rel))
+        if actual is not None:
+            notes.append(f"raw file {path} is not the published {rel} (SHA-256 {actual}); results are not "
+                         "comparable with the benchmark")
+    others = [p for p in dataset.domain.protected_names if p not in spec.protected]
+    if others:
+        notes.append(f"{', '.join(others)} tested as protected attribute(s); {spec.name}'s protected attributes "
+                     f"are {', '.join(spec.protected)}")
+    if config.dataset_couple is None:
+        for text in dataset.domain.describe_couplings():
+            if "inactive" not in text:
+                notes.append(f"coupled ({spec.name}'s default, design §12): {text}; couple=False (--couple none) "
+                             "turns it off, as in the I&D paper")
+    return notes
+
+
+# ----------------------------------------------------------------------------------------------- from objects
+@dataclass(frozen=True)
+class DataSettings:
+    """How to read a user's data: label, positive and favourable class, protected attributes, bins, categories.
+
+    Built from keyword arguments, a schema TOML (``chiralfair schema infer``) and command-line flags (flags win).
+    ``couple`` and ``constraints`` (design §12) are those of :func:`~chiralfair.datasets.from_frame`; the schema's
+    ``[couple]`` table and ``constraints`` list apply when none are given.
+    """
+
+    label: Any = None
+    positive_class: Any = None
+    favourable: Any = None
+    protected: tuple = ()
+    bins: Mapping[str, Any] = field(default_factory=dict)
+    categories: Mapping[str, Sequence] = field(default_factory=dict)
+    schema: str | None = None
+    couple: Any = None
+    constraints: tuple = ()
+
+    @classmethod
+    def build(cls, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
+              schema=None, couple=None, constraints=None) -> DataSettings:
+        """Lay the given values over those of ``schema`` (a TOML path), if any.
+
+        Raises
+        ------
+        DatasetError
+            For a schema that cannot be read.
+        """
+        base: dict[str, Any] = {}
+        if schema is not None:
+            from ..datasets.schema import read_schema
+
+            base = read_schema(schema)
+        merged_bins = {**base.get("bins", {}), **dict(bins or {})}
+        return cls(label=base.get("label") if label is None else label,
+                   positive_class=base.get("positive_class") if positive_class is None else positive_class,
+                   favourable=favourable,
+                   protected=protected_list(base.get("protected") if protected is None else protected),
+                   bins=merged_bins, categories=base.get("categories", {}),
+                   schema=None if schema is None else str(schema),
+                   couple=base.get("couple") if couple is None else couple,
+                   constraints=tuple(base.get("constraints") or () if constraints is None else
+                                     ([constraints] if isinstance(constraints, str) else constraints)))
+
+    def check(self) -> None:
+        """Refuse settings that cannot describe a frame: no label, no protected attribute.
+
+        Raises
+        ------
+        DatasetError
+        """
+        if self.label is None:
+            raise DatasetError("label= is needed to tell the label column of the data (command line: --label COLUMN, "
+                               "or a --schema that names it)")
+        if not self.protected:
+            raise DatasetError("protected= is needed: the protected attribute(s) to test (command line: --protected "
+                               "A[,B], or a --schema that names them)")
+
+
+def inputs_from_objects(model, data, *, settings: DataSettings | None = None, test=None,
+                        test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0, trust_model_file: bool = False,
+                        model_output: str | None = None, model_input: str = "auto", name: str | None = None,
+                        step: Callable[[str], None] = lambda name: None) -> RunInputs:
+    """Encode your data, load and wrap your model, check that it takes the data, and set the held-out rows.
+
+    Parameters
+    ----------
+    model : estimator, pipeline, torch module, callable, CountingModel, or path
+        A fitted model, or a model file (``.skops``, TorchScript, ``.onnx``, or joblib/pickle with
+        ``trust_model_file``; see :mod:`chiralfair.models.files`).
+    data : pandas.DataFrame, path, or Dataset
+        A raw frame (or ``.csv``/``.parquet`` file) holding the features and the label column, or an encoded
+        Dataset.
+    settings : DataSettings
+        Label, positive/favourable class, protected attributes and bins (a Dataset takes only ``protected`` and
+        ``favourable``, the favourable label 0 or 1).
+    test : pandas.DataFrame, path, or array-like of int, optional
+        Held-out rows the model was not fitted on: a frame or file with the same columns as ``data`` (encoded with
+        it), or, with a Dataset, row numbers of it. Default: a stratified ``test_size`` split of ``data``.
+    test_size : float
+        Share of ``data`` held out when ``test`` is not given, in (0, 1).
+    random_state : int
+        Seeds that split.
+    trust_model_file, model_output, model_input, name
+        As in :func:`chiralfair.audit`.
+    step : callable
+        Called with ``"data"`` and ``"model"`` as each step starts.
+
+    Returns
+    -------
+    RunInputs
+
+    Raises
+    ------
+    ConfigError, DatasetError, DomainError, ModelFileError, ModelCapabilityError
+        Naming the column, value, file or parameter at fault.
+    """
+    from ..datasets import Dataset
+
+    settings = settings or DataSettings()
+    if not isinstance(data, Dataset):
+        settings.check()
+    if model is None:
+        raise ConfigError("model= is needed: the fitted model to test (command line: --model FILE, a .skops, "
+                          "TorchScript, .onnx, or .joblib/.pkl file with --trust-model-file)")
+    if isinstance(model, str | os.PathLike):  # refused before the data is read
+        from ..models.files import check_model_file
+
+        check_model_file(model, trust=trust_model_file)
+    seconds = {}
+    step("data")
+    t = time.perf_counter()
+    if isinstance(data, Dataset):
+        dataset, train_index, test_index, test_rows, data_source = _dataset_rows(data, settings, test, test_size,
+                                                                                  random_state)
+    else:
+        dataset, train_index, test_index, test_rows, data_source = _frame_rows(data, settings, test, test_size,
+                                                                                random_state, name)
+    seconds["data"] = time.perf_counter() - t
+
+    step("model")
+    t = time.perf_counter()
+    counting, model_name, model_source = _load_model(model, dataset, trust_model_file, model_output, model_input)
+    dataset, keep, probe_notes = _check_model(counting, dataset)
+    train_index, test_index = _kept_rows(keep, train_index, test_index)
+    if len(test_index) == 0:
+        raise DatasetError("no held-out row is left once the rows holding protected values the model refuses are "
+                           "left out; give more test rows")
+    quality = _quality(counting, dataset, test_index, test_rows)
+    seconds["model"] = time.perf_counter() - t
+    notes = list(probe_notes)
+    if "may include" in test_rows:
+        notes.append(f"F1 and the verdict are measured on {test_rows}; pass test= (CLI: --test FILE) with rows the "
+                     "model never saw")
+    favourable, favourable_note = _favourable(dataset, settings)
+    source = {**data_source, **model_source, "test_size": None if test is not None else test_size,
+              "random_state": random_state}
+    return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
+                     test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
+                     source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
+                     favourable_note=favourable_note)
+
+
+def _frame_rows(data, settings: DataSettings, test, test_size, random_state, name):
+    """Encode a frame (and its test frame, jointly); the rows of each."""
+    import pandas as pd
+
+    from ..datasets.frame import binary_positive_class, from_frame, match_label_value, read_frame
+
+    source: dict[str, Any] = {"kind": "objects"}
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        frame = read_frame(path)
+        source = {"kind": "files", "data": str(path.resolve()), "data_sha256": _sha256(path)}
+        name = name or path.stem
+    elif isinstance(data, pd.DataFrame):
+        frame = data
+    else:
+        raise DatasetError(f"data must be a pandas DataFrame, a .csv/.parquet path or a chiralfair Dataset, got "
+                           f"{type(data).__name__}")
+    settings.check()
+    label = settings.label
+    if label not in frame.columns:
+        raise DatasetError(f"label column {label!r} is not in the data; columns: {', '.join(map(str, frame.columns))}")
+    positive = settings.positive_class
+    if positive is None:
+        positive = binary_positive_class(frame, label)
+        if positive is None:
+            shown = ", ".join(map(repr, sorted(frame[label].dropna().unique().tolist(), key=str)[:10]))
+            raise DatasetError(f"positive_class= is needed: label column {label!r} holds {shown}; say which value is "
+                               "the positive class (command line: --positive-class VALUE)")
+    else:
+        positive = match_label_value(frame, label, positive)
+    _check_schema_categories(frame, settings)
+    test_frame = _test_frame(test, frame, label)
+    if test_frame is not None and isinstance(test, str | os.PathLike):
+        source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
+    whole = frame if test_frame is None else pd.concat([frame, test_frame], ignore_index=True)
+    dataset = from_frame(whole, label=label, positive_class=positive, protected=list(settings.protected),
+                         bins=dict(settings.bins), name=name or "data", couple=settings.couple,
+                         constraints=list(settings.constraints) or None)
+    source.update(label=str(label), positive_class=_plain(positive), protected=_plain(list(settings.protected)),
+                  bins=_plain(dict(settings.bins)), schema=settings.schema, favourable=_plain(settings.favourable),
+                  couple=_plain(settings.couple), constraints=list(settings.constraints))
+    if test_frame is None:
+        train_index, test_index = _split(dataset, test_size, random_state)
+        test_rows = (f"a held-out split of the given data ({len(test_index):,} rows, {test_size:.0%}, stratified, "
+                     f"random_state {random_state}) that may include rows the model was fitted on")
+    else:
+        train_index = np.arange(len(frame), dtype=np.int64)
+        test_index = np.arange(len(frame), len(whole), dtype=np.int64)
+        test_rows = f"the given test rows ({len(test_index):,})"
+    return dataset, train_index, test_index, test_rows, source
+
+
+def _test_frame(test, frame, label):
+    import pandas as pd
+
+    from ..datasets.frame import read_frame
+
+    if test is None:
+        return None
+    test_frame = read_frame(test) if isinstance(test, str | os.PathLike) else test
+    if not isinstance(test_frame, pd.DataFrame):
+        raise DatasetError(f"test must be a DataFrame or a .csv/.parquet path with the data's columns, got "
+                           f"{type(test).__name__}")
+    missing = [c for c in frame.columns if c not in test_frame.columns]
+    extra = [c for c in test_frame.columns if c not in frame.columns]
+    if missing or extra:
+        raise DatasetError(f"the test rows must have the data's columns: missing {missing or 'none'}, extra "
+                           f"{extra or 'none'}")
+    if len(test_frame) == 0:
+        raise DatasetError("the test rows are empty")
+    return test_frame[list(frame.columns)]
+
+
+def _check_schema_categories(frame, settings: DataSettings) -> None:
+    for column, categories in settings.categories.items():
+        if column in frame.columns:
+            unknown = sorted(set(map(str, frame[column].dropna().unique())) - set(map(str, categories)))
+            if unknown:
+                raise DatasetError(f"column {column!r} holds values the schema does not list: {unknown[:10]}; re-run "
+                                   "'chiralfair schema infer' or edit the schema")
+
+
+def _dataset_rows(data, settings: DataSettings, test, test_size, random_state):
+    """A Dataset's protected attributes and rows."""
+    if settings.label is not None or settings.bins:
+        raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
+    dataset = data.with_protected(list(settings.protected)) if settings.protected else data
+    if settings.couple is not None or settings.constraints:
+        dataset = dataset.with_protected(dataset.domain.protected_names, couple=settings.couple,
+                                         constraints=list(settings.constraints) or None)
+    if test is None:
+        train_index, test_index = _split(dataset, test_size, random_state)
+        test_rows = (f"a held-out split of {dataset.name} ({len(test_index):,} rows, {test_size:.0%}, stratified, "
+                     f"random_state {random_state}) that may include rows the model was fitted on")
+    else:
+        test_index = np.unique(np.asarray(test, dtype=np.int64))
+        if test_index.size == 0 or test_index.min() < 0 or test_index.max() >= dataset.n_samples:
+            raise ConfigError(f"test must hold row numbers in [0, {dataset.n_samples - 1}] of the Dataset")
+        train_index = np.setdiff1d(np.arange(dataset.n_samples), test_index)
+        test_rows = f"the given test rows of {dataset.name} ({len(test_index):,})"
+    return dataset, train_index, test_index, test_rows, {"kind": "objects", "dataset": dataset.name}
+
+
+def _split(dataset, test_size, random_state):
+    from .._validation import check_float
+
+    test_size = check_float(test_size, "test_size", minimum=0.0, maximum=1.0, exclusive_minimum=True)
+    if test_size >= 1.0:
+        raise ConfigError(f"test_size must be < 1, got {test_size}")
+    return dataset.split(random_state, test_size=test_size)
+
+
+def _load_model(model, dataset, trust: bool, output: str | None, model_input: str):
+    from ..models.probe import wrap_model
+    from ..models.protocol import CountingModel
+
+    if isinstance(model, str | os.PathLike):
+        from ..models.files import load_model_file
+
+        path = Path(model)
+        obj = load_model_file(path, trust=trust, output=output)
+        model_name = path.name
+        source = {"model_file": str(path.resolve()), "model_sha256": _sha256(path), "model_output": output,
+                  "trust_model_file": bool(trust), "model_input": model_input}
+    else:
+        obj = model
+        model_name = getattr(model, "name", None) or type(model).__name__
+        source = {"model_object": type(model).__name__, "model_output": output, "model_input": model_input}
+    if isinstance(obj, CountingModel):
+        return obj, model_name, source
+    return wrap_model(obj, dataset, name=model_name, output=output, model_input=model_input), model_name, source
+
+
+def _check_model(model, dataset):
+    """Columns, protected values, first rows: the probes of :mod:`chiralfair.models.probe`, in that order."""
+    from ..models.probe import check_model_accepts_rows, check_model_columns, restrict_to_accepted_values
+
+    column_notes = check_model_columns(model, dataset)
+    restricted, probe_notes, keep = restrict_to_accepted_values(model, dataset)
+    check_model_accepts_rows(model, restricted)
+    return restricted, keep, [*column_notes, *probe_notes]
+
+
+def _kept_rows(keep: np.ndarray | None, train_index: np.ndarray, test_index: np.ndarray):
+    """Row numbers after the rows ``keep`` leaves out are dropped (None: all rows kept)."""
+    if keep is None:
+        return train_index, test_index
+    new_number = np.cumsum(keep) - 1
+    return new_number[train_index[keep[train_index]]], new_number[test_index[keep[test_index]]]
+
+
+def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str, Any]:
+    """F1 and accuracy of the model on the held-out rows (queries not counted in the search)."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    pred = model.predict(dataset.X[test_index])
+    model.reset_queries()
+    y = dataset.y[test_index]
+    return {"name": model.name, "f1": float(f1_score(y, pred, zero_division=0.0)),
+            "accuracy": float(accuracy_score(y, pred)), "evaluated_on": test_rows, "n_test": int(len(test_index)),
+            "train_seconds": 0.0, "from_cache": False}
+
+
+def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:
+    """The favourable label (given, else the benchmark's, else 1: the positive class) and where it comes from.
+
+    Returns
+    -------
+    favourable : int
+    note : str or None
+        None for a benchmark's own (the verdict says it).
+
+    Raises
+    ------
+    ConfigError
+        For a Dataset's favourable label that is not 0 or 1, or a label value the data does not hold.
+    """
+    from ..verdict import FAVOURABLE
+
+    given = settings.favourable
+    positive = dataset.positive_class
+    if given is not None:
+        if dataset.codec is None:
+            if isinstance(given, bool) or given not in (0, 1):
+                raise ConfigError(f"favourable must be the label 0 or 1 of the Dataset, got {given!r}")
+            return int(given), f"favourable label {int(given)}, as given"
+        label = 1 if str(given) == str(positive) else 0
+        return label, f"favourable outcome {given!r} (label {label}; positive class {positive!r}), as given"
+    known = FAVOURABLE.get((dataset.name, positive))
+    if known is not None:
+        return known[0], None
+    return 1, (f"favourable outcome: the positive class {positive!r} (label 1), by default; pass favourable= "
+               "(--favourable) if the other label is the favourable one")
+
+
+def _sha256(path) -> str:
+    from ..provenance import file_sha256
+
+    return file_sha256(path)
+
+
+def _plain(value):
+    """A value as JSON can hold it (numpy scalars as Python ones, tuples as lists)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value

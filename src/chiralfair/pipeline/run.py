@@ -1,0 +1,183 @@
+"""The run pipeline: inputs → seeds → search → verdict → write, the one place a run is wired (design §10).
+
+:func:`run_pipeline` takes resolved :class:`~.inputs.RunInputs` (from names or from objects) and a
+:class:`~.steps.SearchPlan`; :func:`run_experiment` is the same from a :class:`~.config.RunConfig` of names.
+Every front door (``chiralfair run``, ``chiralfair.audit``, grid cells) calls one of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from .._deadline import check_deadline
+from .config import RunConfig, validate_config
+from .inputs import RunInputs, inputs_from_names
+from .outcome import RunOutcome
+from .steps import SearchPlan, diversities, estimate_verdict, prepare_search, run_search, select_seeds
+
+logger = logging.getLogger(__name__)
+
+STEPS = ("data", "model", "seeds", "search", "verdict")
+
+
+def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None = None,
+                   out: str | os.PathLike | None = None,
+                   reuse_seeds: Callable[[Callable[[], Any]], Any] | None = None) -> RunOutcome:
+    """Run one configuration of names end to end: benchmark data, zoo model, seeds, search, verdict.
+
+    Parameters
+    ----------
+    config : RunConfig
+    on_step : callable, optional
+        Called with the name of each step as it starts (``"data"``, ``"model"``, ``"seeds"``, ``"search"``,
+        ``"verdict"``), e.g. to drive a progress display.
+    out : str or path-like, optional
+        Run folder. When given, the search streams its IDI pairs to ``out/idis.parquet`` with bounded memory,
+        ``out/result.json`` says ``"partial": true`` until :func:`chiralfair.report.write_run` finishes the
+        folder, and the result reads the pairs back lazily. Without it the pairs are kept in memory.
+    reuse_seeds : callable, optional
+        Called with the function that selects the seeds; returns the :class:`SeedReport` to use (an experiment
+        grid returns the report an earlier cell stored). Default: select the seeds.
+
+    Returns
+    -------
+    RunOutcome
+
+    Raises
+    ------
+    ConfigError, DatasetError, DomainError, DataHomeError, ChecksumError, ModelCapabilityError
+        Names, budgets and random states are checked first (:func:`validate_config`), before any import of
+        torch, scikit-learn, shap or z3.
+    RunFolderError
+        If ``out`` cannot receive a run; checked before any work.
+    TimeLimitError
+        Inside :func:`chiralfair._deadline.time_limit`, once the limit has passed.
+    """
+    validate_config(config)
+    plan = SearchPlan(seeds=config.seeds, generator=config.generator, max_global=config.max_global,
+                      max_local=config.max_local, random_state=config.random_state,
+                      generator_params=dict(config.generator_params), seed_params=dict(config.seed_params))
+    with run_folder_guard(out):
+        step = _checked_steps(on_step)
+        t_all = time.perf_counter()
+        inputs = inputs_from_names(config, step=step)
+        return run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
+                            out=out, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
+                            started=t_all,
+                            verdict_params={"plausible_only": True} if config.plausible_only else None)
+
+
+def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | None = None, verdict: bool = True,
+                 verdict_params: dict[str, Any] | None = None, diversity: bool = False,
+                 out: str | os.PathLike | None = None, on_step: Callable[[str], None] | None = None,
+                 reuse_seeds=None, cache_dir=None, random_state_meta: dict[str, Any] | None = None,
+                 started: float | None = None, seeds_from_training_rows: bool = False) -> RunOutcome:
+    """Seeds, search and verdict for resolved inputs.
+
+    Parameters
+    ----------
+    inputs : RunInputs
+    plan : SearchPlan
+    config : RunConfig, optional
+        The parameters recorded in the outcome; default: made from ``inputs`` and ``plan``.
+    verdict : bool
+        Estimate the verdict over the held-out rows (when the favourable label is known).
+    verdict_params : dict, optional
+        Passed to :func:`chiralfair.verdict.estimate` (``confidence``, ``margin``, ...).
+    diversity : bool
+        Measure the diversity of the seeds and the IDIs found.
+    out, on_step, reuse_seeds
+        As in :func:`run_experiment`.
+    cache_dir : path, optional
+        Cache of the chiral model.
+    random_state_meta : dict, optional
+        How the random state was given (recorded in ``meta``).
+    started : float, optional
+        ``time.perf_counter()`` at the start of the run (default: now), for ``seconds["total"]``.
+    seeds_from_training_rows : bool
+        Draw data seeds from the training rows only (retraining: no held-out individual may enter training);
+        default: from every row, as the paper does.
+
+    Returns
+    -------
+    RunOutcome
+    """
+    step = on_step or (lambda name: None)
+    t_all = time.perf_counter() if started is None else started
+    seconds = dict(inputs.seconds)
+    if config is None:
+        config = RunConfig(dataset=inputs.dataset.name, protected=tuple(inputs.domain.protected_names),
+                           model=inputs.model_name, seeds=plan.seeds, generator=plan.generator,
+                           max_global=plan.max_global, max_local=plan.max_local, random_state=plan.random_state,
+                           generator_params=dict(plan.generator_params), seed_params=dict(plan.seed_params),
+                           verdict=verdict, diversity=diversity)
+    prepared = prepare_search(plan, inputs, cache_dir=cache_dir)
+
+    step("seeds")
+    t = time.perf_counter()
+    seed_report = select_seeds(prepared, inputs, reuse_seeds=reuse_seeds,
+                               dataset=inputs.training_rows() if seeds_from_training_rows else None)
+    seconds["seeds"] = time.perf_counter() - t
+
+    step("search")
+    t = time.perf_counter()
+    meta = {"chiralfair_version": __version__, "config": config.to_dict(), "source": inputs.source,
+            "protected": inputs.domain.protected_names, "domain": inputs.domain.to_dict()}
+    result = run_search(prepared, inputs, seed_report, out=out, meta=meta)
+    seconds["search"] = time.perf_counter() - t
+    seed_diversity = None
+    if diversity:
+        t = time.perf_counter()
+        idi_diversity, seed_diversity = diversities(inputs, result, seed_report, plan.random_state)
+        result = result.with_diversity(idi_diversity)
+        seconds["diversity"] = time.perf_counter() - t
+
+    found_verdict = None
+    if verdict and inputs.favourable is not None:
+        step("verdict")
+        t = time.perf_counter()
+        found_verdict = estimate_verdict(inputs, random_state=plan.random_state, **dict(verdict_params or {}))
+        seconds["verdict"] = time.perf_counter() - t
+    seconds["total"] = time.perf_counter() - t_all
+    return RunOutcome(config, result, seed_report, inputs.domain, dict(inputs.quality), seconds, inputs.notes,
+                      verdict=found_verdict, favourable=inputs.favourable, seed_diversity=seed_diversity,
+                      source=inputs.source,
+                      random_state=random_state_meta or {"random_state": plan.random_state,
+                                                         "resolved_random_state": plan.random_state})
+
+
+class run_folder_guard:
+    """Check ``out`` before any work, and remove the folders it created if the run fails."""
+
+    def __init__(self, out):
+        self.out = out
+        self.created: list[Path] = []
+
+    def __enter__(self):
+        if self.out is not None:
+            from ..run_folder import prepare_run_folder
+
+            self.created = prepare_run_folder(self.out)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and self.created:
+            from ..run_folder import remove_empty_folders
+
+            remove_empty_folders(self.created)
+        return False
+
+
+def _checked_steps(on_step: Callable[[str], None] | None) -> Callable[[str], None]:
+    """``on_step`` preceded by a check of the time limit (:func:`chiralfair._deadline.time_limit`), if any."""
+    def step(name: str) -> None:
+        check_deadline(f"the run, before step {name!r}")
+        if on_step is not None:
+            on_step(name)
+    return step

@@ -1,0 +1,226 @@
+"""The steps after the inputs: seeds, search, verdict; each a function of :class:`~.inputs.RunInputs`.
+
+A :class:`SearchPlan` names the seed strategy, the generator and the budget; :func:`prepare_search` builds
+both (validating their parameters) and checks them against the model once, before any seed is selected.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import ConfigError
+from .checks import check_budget, check_gradient, check_probabilities, check_seed_strategy, generator_needs_gradient
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How to search: seed strategy, generator, budget, their parameters and the random state.
+
+    Attributes
+    ----------
+    seeds : str
+        Seed strategy name (``iandd``, ``i``, ``data_rows``, ``cluster``, ``random``, ``rows``, ``expga``).
+    generator : str
+        Generator name.
+    max_global, max_local : int
+        Budget: seeds of the global phase, local iterations per global IDI.
+    random_state : int
+        Drives the seeds and the search.
+    generator_params, seed_params : dict
+        Extra parameters of the generator and of the seed strategy.
+    """
+
+    seeds: str = "iandd"
+    generator: str = "aequitas"
+    max_global: int = 100
+    max_local: int = 100
+    random_state: int = 0
+    generator_params: Mapping[str, Any] = field(default_factory=dict)
+    seed_params: Mapping[str, Any] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Names and budget (light: no heavy import).
+
+        Raises
+        ------
+        ConfigError
+        """
+        check_budget(self.max_global, self.max_local)
+        check_seed_strategy(self.seeds)
+        generator_needs_gradient(self.generator)  # the name; the model is checked in prepare_search
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedSearch:
+    """A search ready to run: the seed strategy and the generator, built and checked against the model."""
+
+    plan: SearchPlan
+    strategy: Any
+    generator: Any
+
+
+def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearch:
+    """Build the seed strategy and the generator of ``plan`` and check them against the model under test.
+
+    The chiral model of ``i`` and ``iandd`` belongs to the model under test: it is seeded by the model's random
+    state (``inputs.random_state``) and cached beside the zoo model (:func:`chiralfair.seeds.names.chiral_params`).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown name or parameter, or a chiral seed strategy for a model that cannot be retrained.
+    ModelCapabilityError
+        For a gradient generator on a model without ``input_gradient``.
+    """
+    from ..generators import make_generator
+    from ..seeds import make_seed_strategy
+    from ..seeds.names import CHIRAL_SEED_STRATEGIES, chiral_params
+
+    generator = make_generator(plan.generator, max_global=plan.max_global, max_local=plan.max_local,
+                               **dict(plan.generator_params))
+    check_gradient(plan.generator, inputs.model_name, inputs.model.has_gradient)
+    check_probabilities(plan.generator, inputs.model_name, inputs.model.has_proba)
+    seed_params = dict(plan.seed_params)
+    if plan.seeds in CHIRAL_SEED_STRATEGIES:
+        _check_chiral_trainable(plan.seeds, seed_params, inputs.model)
+        for key, value in chiral_params(plan.seeds, inputs.random_state, cache_dir).items():
+            seed_params.setdefault(key, value)
+    strategy = make_seed_strategy(plan.seeds, **seed_params)
+    return PreparedSearch(plan, strategy, generator)
+
+
+def _check_chiral_trainable(seeds: str, seed_params: dict, model) -> None:
+    if "chiral_model" in seed_params or "chiral_trainer" in seed_params:
+        return
+    from sklearn.base import BaseEstimator
+
+    if getattr(model, "spec", None) is None and not isinstance(model.estimator, BaseEstimator):
+        raise ConfigError(
+            f"seed strategy {seeds!r} retrains the model under test on mutated data (the chiral model), and "
+            f"{model.name!r} ({type(model.estimator).__name__}) cannot be retrained here; use seeds='cluster' or "
+            "'random' (CLI: --seeds cluster), or pass seed_params={'chiral_trainer': ...}")
+
+
+def select_seeds(prepared: PreparedSearch, inputs, *, dataset=None,
+                 reuse_seeds: Callable[[Callable[[], Any]], Any] | None = None):
+    """Select ``max_global`` seeds for the model under test.
+
+    Parameters
+    ----------
+    prepared : PreparedSearch
+    inputs : RunInputs
+    dataset : Dataset, optional
+        The rows to draw data seeds from; default ``inputs.dataset`` (all rows). Retraining passes the training
+        rows only (:meth:`RunInputs.training_rows`), so that no held-out individual enters training.
+    reuse_seeds : callable, optional
+        Called with the function that selects the seeds; returns the :class:`~chiralfair.results.SeedReport` to
+        use (an experiment grid returns a stored one). Default: select.
+
+    Returns
+    -------
+    SeedReport
+    """
+    plan = prepared.plan
+    inputs.model.reset_queries()
+
+    def select():
+        return prepared.strategy.select(inputs.model, inputs.dataset if dataset is None else dataset,
+                                        plan.max_global, random_state=plan.random_state)
+
+    return (reuse_seeds or (lambda pick: pick()))(select)
+
+
+def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | Path | None = None, meta=None):
+    """Run the generator from the seeds; with ``out``, stream the IDI pairs to ``out/idis.parquet``.
+
+    ``out/result.json`` says ``"partial": true`` from the start of the search until the folder is finished. A
+    Ctrl-C keeps the pairs found so far, readable, and marks the folder interrupted.
+
+    Returns
+    -------
+    SearchResult
+    """
+    from ..run_folder import PAIRS_NAME, PairSink, mark_interrupted, mark_partial
+
+    sink = None
+    if out is not None:
+        mark_partial(out, meta or {})
+        sink = PairSink(Path(out) / PAIRS_NAME)
+    try:
+        return prepared.generator.run(inputs.model, inputs.domain, seed_report,
+                                      random_state=prepared.plan.random_state, sink=sink)
+    except KeyboardInterrupt:
+        if out is not None:
+            n_pairs = mark_interrupted(out, sink)
+            logger.warning("search interrupted: %d IDI pairs kept in %s (result.json marked partial)", n_pairs,
+                           Path(out) / PAIRS_NAME)
+        raise
+
+
+def estimate_verdict(inputs, *, random_state: int, population: str = "test", **params):
+    """The verdict over the held-out rows (or ``population``), with the inputs' favourable label.
+
+    Parameters
+    ----------
+    inputs : RunInputs
+    random_state : int
+    population : {"test", "rows", "domain"}
+        ``"test"``: the held-out rows (``inputs.test_index``); ``"rows"``: every row of the data (the model's
+        training rows included); ``"domain"``: uniform draws from the input domain.
+    **params
+        Passed to :func:`chiralfair.verdict.estimate` (``confidence``, ``margin``, ``max_queries``, ``method``,
+        ``gamma``, ``favourable``, ``exact``, ``batch_size``).
+
+    Returns
+    -------
+    Verdict
+        ``meta["population_rows"]`` says which rows were checked.
+
+    Raises
+    ------
+    ConfigError
+        When the favourable label is not known and not given.
+    """
+    from dataclasses import replace
+
+    from ..verdict import estimate
+
+    favourable = params.pop("favourable", None)
+    note = None
+    if favourable is None:
+        favourable, note = inputs.favourable, inputs.favourable_note
+    if favourable is None:
+        raise ConfigError(f"the favourable label of {inputs.dataset.name!r} is not known: pass favourable= (the label "
+                          "0 or 1 that is the favourable outcome)")
+    inputs.model.reset_queries()
+    benchmark_default = favourable == inputs.favourable and inputs.favourable_note is None and note is None
+    verdict = estimate(inputs.model, inputs.dataset, population=population, test_index=inputs.test_index,
+                       favourable=None if benchmark_default else favourable, random_state=random_state, **params)
+    rows = {"test": inputs.test_rows, "rows": f"every row of the data ({inputs.dataset.n_samples:,}), the model's "
+            "training rows included", "domain": "uniform draws from the input domain"}[population]
+    notes = verdict.notes
+    if note is not None:  # say where the favourable label came from, rather than "as given" to estimate()
+        notes = tuple(note if n.startswith("favourable label") else n for n in notes)
+    return replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
+                                               "model_f1": inputs.quality["f1"],
+                                               "model_accuracy": inputs.quality["accuracy"],
+                                               "model_evaluated_on": inputs.quality["evaluated_on"]})
+
+
+def diversities(inputs, result, seed_report, random_state: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Diversity of the IDIs found and of the seeds, against one reference per model.
+
+    The reference is seeded by the model's random state, so every seed strategy and repeat of a fixed model is
+    measured against the same clusters and surrogate tree; the sampling of the inputs by the run's random_state.
+    """
+    from ..seeds.diversity_report import diversity_reference, seed_diversity
+
+    reference = diversity_reference(inputs.model, inputs.dataset, random_state=inputs.random_state)
+    return (seed_diversity(result.idis, reference, random_state=random_state).to_dict(),
+            seed_diversity(seed_report.seeds, reference, random_state=random_state).to_dict())

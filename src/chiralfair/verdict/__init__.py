@@ -1,0 +1,17 @@
+"""The verdict: the share of a population whose decision changes with its protected attributes, and who is harmed.
+
+:func:`estimate` checks individuals of a population (the test split, the dataset's rows, or uniform draws from
+the domain) in batches until the interval of the share is narrow enough; :class:`Verdict` holds what it found.
+
+Names are imported on first use (PEP 562), so that the command line can refuse a bad flag without pandas.
+"""
+
+from .._lazy import lazy_attributes
+
+_MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
+              "POPULATIONS": "estimation", "METHODS": "estimation", "Verdict": "result",
+              "GROUP_COLUMNS": "result", "plausibility_line": "result"}
+
+__all__ = sorted(_MODULE_OF)
+
+__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
