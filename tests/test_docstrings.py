@@ -17,6 +17,8 @@ from chiralfair.cli import app
 
 ROOT = Path(chiralfair.__file__).parent
 SECTION = re.compile(r"^\s*(Parameters|Returns|Yields)\s*\n\s*-{3,}\s*$", re.M)
+NEXT_SECTION = (r"^\s*(?:Returns|Yields|Raises|Warns|Warnings|See Also|Notes|References|Examples|Attributes)"
+                r"\s*\n\s*-{3,}")
 SKIP_DECORATORS = {"property", "cached_property", "functools.cached_property", "overload", "typing.overload"}
 
 
@@ -65,17 +67,32 @@ def public_functions():
         yield from visit(ast.parse(path.read_text()).body)
 
 
+def parameter_names(doc: str) -> set[str]:
+    """The names a Parameters section documents (``a, b : int`` documents both; ``**params`` as ``params``)."""
+    match = re.search(rf"^\s*Parameters\s*\n\s*-{{3,}}\s*\n(.*?)(?={NEXT_SECTION}|\Z)", doc, re.S | re.M)
+    if match is None:
+        return set()
+    lines = [line for line in match.group(1).split("\n") if line.strip()]
+    indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    heads = [line.strip().split(" : ")[0] for line in lines if len(line) - len(line.lstrip()) == indent]
+    return {name.strip().lstrip("*") for head in heads for name in head.split(",")}
+
+
+def parameters_of(node: ast.FunctionDef, is_method: bool) -> list[str]:
+    args = node.args
+    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    if is_method and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    return params + [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+
+
 def missing_sections() -> tuple[list[str], list[str], int, int]:
     commands = cli_commands()
     no_parameters, no_returns, n_with_parameters, n_returning = [], [], 0, 0
     for name, node, is_method in public_functions():
         if name in commands:
             continue
-        args = node.args
-        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-        if is_method and params and params[0] in ("self", "cls"):
-            params = params[1:]
-        params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+        params = parameters_of(node, is_method)
         sections = set(SECTION.findall(ast.get_docstring(node) or ""))
         if params:
             n_with_parameters += 1
@@ -93,6 +110,21 @@ def test_every_public_function_with_parameters_has_a_parameters_section():
     no_parameters, _, n, _ = missing_sections()
     assert n > 300  # the scan found the code base
     assert not no_parameters, f"{len(no_parameters)} of {n} lack a Parameters section: {no_parameters}"
+
+
+def test_every_parameter_is_named_in_its_parameters_section():
+    commands = cli_commands()
+    undocumented = {}
+    for name, node, is_method in public_functions():
+        doc = ast.get_docstring(node) or ""
+        if name in commands or not SECTION.search(doc):
+            continue
+        lacking = [p for p in parameters_of(node, is_method) if p not in parameter_names(doc)]
+        if lacking:
+            undocumented[name] = lacking
+    assert not undocumented, f"parameters missing from their Parameters section: {undocumented}"
+    assert parameter_names("Say.\n\nParameters\n----------\na, b : int\n    Two.\n**params\n\nReturns\n-------\n"
+                           "c : int\n") == {"a", "b", "params"}
 
 
 def test_every_public_function_that_returns_a_value_has_a_returns_section():

@@ -1405,6 +1405,11 @@ def warn_unobserved_values(domain: Domain, data, *, only: Sequence[str] | None =
     only : sequence of str, optional
         Attribute names to check (default: all).
 
+    Returns
+    -------
+    dict of str to list of str
+        Attribute -> the labels of its values no row holds (attributes without such values left out).
+
     Warns
     -----
     DataWarning

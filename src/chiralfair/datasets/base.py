@@ -247,7 +247,16 @@ class Dataset:
 
 
 def columns_in_rules(domain: Domain) -> set[int]:
-    """Indices of the features that the domain's constraints or couplings name."""
+    """Indices of the features that the domain's constraints or couplings name.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    set of int
+    """
     out = set()
     for rule in domain.constraints:
         out |= {int(c) for c in rule.columns()}

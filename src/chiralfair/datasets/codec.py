@@ -185,7 +185,19 @@ def integer_codec(series: pd.Series) -> ColumnCodec:
 
 
 def rank_codec(series: pd.Series, values: np.ndarray) -> ColumnCodec:
-    """Decoder of an integer column coded by rank: code ``i`` is ``values[i]`` (sorted distinct values, exact)."""
+    """Decoder of an integer column coded by rank: code ``i`` is ``values[i]`` (sorted distinct values, exact).
+
+    Parameters
+    ----------
+    series : pandas.Series, shape (n_samples,)
+        The raw column.
+    values : numpy.ndarray, shape (n_values,)
+        Its sorted distinct values.
+
+    Returns
+    -------
+    ColumnCodec
+    """
     return ColumnCodec(series.name, series.dtype, "rank", np.asarray(values))
 
 

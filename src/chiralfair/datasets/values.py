@@ -21,6 +21,10 @@ MISSING_TOKENS = ("?",)
 def spelling_key(value) -> str | None:
     """The text two spellings of one value share: Unicode NFC, outer whitespace stripped, inner runs as one space.
 
+    Parameters
+    ----------
+    value : object
+
     Returns
     -------
     str or None
@@ -58,6 +62,14 @@ def show_spelling(value) -> str:
 
     ``'Zürich'`` composed shows as ``'Zürich' ('Zürich')`` and decomposed as ``'Zürich' ('Zürich')``, so
     that two values printed side by side can be told apart.
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    str
     """
     if isinstance(value, str) and not value.isascii():
         return f"{value!r} ({ascii(value)})"
@@ -65,5 +77,14 @@ def show_spelling(value) -> str:
 
 
 def is_missing_token(value) -> bool:
-    """Whether ``value`` is text that stands for a missing value (``"?"``, ``" ?"``, ...; :data:`MISSING_TOKENS`)."""
+    """Whether ``value`` is text that stands for a missing value (``"?"``, ``" ?"``, ...; :data:`MISSING_TOKENS`).
+
+    Parameters
+    ----------
+    value : object
+
+    Returns
+    -------
+    bool
+    """
     return isinstance(value, str) and value.strip() in MISSING_TOKENS

@@ -194,6 +194,11 @@ def cell_state(folder: Path) -> str:
 def cell_damage(folder: Path) -> str | None:
     """Why the cell in ``folder`` counts as missing although it holds a result or an error, else None.
 
+    Parameters
+    ----------
+    folder : pathlib.Path
+        A cell folder.
+
     Returns
     -------
     str or None
@@ -208,6 +213,10 @@ def cell_damage(folder: Path) -> str | None:
 
 def json_damage(path: Path) -> str | None:
     """What is wrong with the JSON object file ``path``, or None when it reads as a JSON object.
+
+    Parameters
+    ----------
+    path : pathlib.Path
 
     Returns
     -------

@@ -106,6 +106,8 @@ class ADF(Generator):
             Seeds of the global phase.
         n_combinations : int
             Protected-value combinations the discrimination check tries per input.
+        n_features : int, optional
+            Features of the domain (unused here).
 
         Returns
         -------

@@ -132,7 +132,17 @@ class PairedRegions:
         return len(self.lower)
 
     def take(self, rows: np.ndarray) -> PairedRegions:
-        """The regions ``rows`` (indices)."""
+        """The regions ``rows`` (indices).
+
+        Parameters
+        ----------
+        rows : numpy.ndarray of int64
+            Indices of the regions to keep.
+
+        Returns
+        -------
+        PairedRegions
+        """
         return PairedRegions(self.lower[rows], self.upper[rows], self.combinations[rows])
 
     def sample(self, region: np.ndarray, domain: Domain, rng: np.random.Generator) -> np.ndarray:
@@ -140,6 +150,17 @@ class PairedRegions:
 
         Non-protected features are uniform in the region's bounds; the protected attributes take a uniform
         combination among the first leaf's.
+
+        Parameters
+        ----------
+        region : numpy.ndarray of int64, shape (n,)
+            A region index per input to draw.
+        domain : Domain
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n, n_features)
         """
         lo, hi = self.lower[region], self.upper[region]
         X = lo + np.floor(rng.random(lo.shape) * (hi - lo + 1)).astype(np.int64)
@@ -278,6 +299,20 @@ class Aft(Generator):
 
         The seeds' checks, ``n_train`` labelled inputs per start (``1 + max_restarts`` starts at most) and
         ``max_local * n`` local checks, ``n = min(n_seeds, max_global)``.
+
+        Parameters
+        ----------
+        n_seeds : int
+            Seeds of the global phase.
+        n_combinations : int
+            Protected-value combinations the discrimination check tries per input.
+        n_features : int, optional
+            Features of the domain (unused here; MAFT's estimate needs it).
+
+        Returns
+        -------
+        int
+            Model queries.
         """
         n = min(int(n_seeds), self.max_global)
         per_check = check_cost(n_combinations)

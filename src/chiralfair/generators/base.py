@@ -189,6 +189,10 @@ class Generator(ABC):
 
         Called by :meth:`run` before anything is queried; front doors call it to refuse before seed selection.
 
+        Parameters
+        ----------
+        model : CountingModel
+
         Raises
         ------
         ModelCapabilityError

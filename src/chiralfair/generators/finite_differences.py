@@ -36,7 +36,16 @@ MIN_CHANGE = 1e-14
 
 
 def probed_features(domain: Domain) -> np.ndarray:
-    """Column indices that the estimate probes: non-protected features with more than one value, shape (m,)."""
+    """Column indices that the estimate probes: non-protected features with more than one value, shape (m,).
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (m,)
+    """
     idx = domain.non_protected
     return idx[domain.upper[idx] > domain.lower[idx]]
 
@@ -46,6 +55,20 @@ def probe_steps(X: np.ndarray, domain: Domain, columns: np.ndarray, step: float)
 
     ``+step`` where x + step <= hi, else ``-step`` where x - step >= lo, else the longer of hi - x and lo - x
     (a feature narrower than ``step``).
+
+    Parameters
+    ----------
+    X : numpy.ndarray of int64, shape (n, n_features)
+        Inputs.
+    domain : Domain
+    columns : numpy.ndarray of int64, shape (m,)
+        :func:`probed_features`.
+    step : float
+        The probe's size, in codes.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n, m)
     """
     x = np.asarray(X, dtype=np.float64)[:, columns]
     lo, hi = domain.lower[columns], domain.upper[columns]
@@ -148,6 +171,26 @@ class FiniteDifferences:
         """Estimates at the inputs ``X`` and their counterparts ``C``, shape (n, n_features) each, in one batch.
 
         Costs ``2 n m`` queries (m probed features).
+
+        Parameters
+        ----------
+        model : CountingModel
+        domain : Domain
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Inputs.
+        C : numpy.ndarray of int64, shape (n, n_features)
+            Their counterparts.
+        p : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``X``.
+        p_counterpart : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``C``.
+
+        Returns
+        -------
+        gradient : numpy.ndarray of float64, shape (n, n_features)
+            At ``X``.
+        gradient_counterpart : numpy.ndarray of float64, shape (n, n_features)
+            At ``C``.
         """
         n = len(X)
         g = finite_difference_gradient(model, domain, np.concatenate([X, C]), np.concatenate([p, p_counterpart]),
@@ -155,5 +198,14 @@ class FiniteDifferences:
         return g[:n], g[n:]
 
     def rows_per_pair(self, n_features: int) -> int:
-        """Upper bound on queries per input and counterpart: ``2 (n_features - 1)`` (at least one PA column)."""
+        """Upper bound on queries per input and counterpart: ``2 (n_features - 1)`` (at least one PA column).
+
+        Parameters
+        ----------
+        n_features : int
+
+        Returns
+        -------
+        int
+        """
         return 2 * max(int(n_features) - 1, 0)

@@ -135,7 +135,12 @@ class ChainChecks:
                            self.possible[rows])
 
     def copy(self) -> ChainChecks:
-        """A copy of every record, independent of this one."""
+        """A copy of every record, independent of this one.
+
+        Returns
+        -------
+        ChainChecks
+        """
         return ChainChecks(self.labels.copy(), self.counterpart_labels.copy(), self.proba.copy(),
                            self.own_proba.copy(), self.possible.copy())
 
@@ -295,10 +300,40 @@ class GradientSource(Protocol):
         """The gradients d P(y=1)/dx at ``X`` and at ``C``, each of shape (n, n_features), from one model batch.
 
         ``p`` and ``p_counterpart``, shape (n,), are P(y=1) at ``X`` and ``C``, known from their checks.
+
+        Parameters
+        ----------
+        model : CountingModel
+        domain : Domain
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Inputs.
+        C : numpy.ndarray of int64, shape (n, n_features)
+            Their counterparts.
+        p : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``X``.
+        p_counterpart : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``C``.
+
+        Returns
+        -------
+        gradient : numpy.ndarray of float64, shape (n, n_features)
+            At ``X``.
+        gradient_counterpart : numpy.ndarray of float64, shape (n, n_features)
+            At ``C``.
         """
 
     def rows_per_pair(self, n_features: int) -> int:
-        """Upper bound on model queries of one :meth:`pair` row (an input and its counterpart)."""
+        """Upper bound on model queries of one :meth:`pair` row (an input and its counterpart).
+
+        Parameters
+        ----------
+        n_features : int
+            Features of the domain.
+
+        Returns
+        -------
+        int
+        """
 
 
 @dataclass(frozen=True)
@@ -309,11 +344,42 @@ class InputGradient:
 
     def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
              p_counterpart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`pair_gradients`; the probabilities are not needed."""
+        """:func:`pair_gradients`; the probabilities are not needed.
+
+        Parameters
+        ----------
+        model : CountingModel
+        domain : Domain
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Inputs.
+        C : numpy.ndarray of int64, shape (n, n_features)
+            Their counterparts.
+        p : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``X``.
+        p_counterpart : numpy.ndarray of float64, shape (n,)
+            P(y=1) at ``C``.
+
+        Returns
+        -------
+        gradient : numpy.ndarray of float64, shape (n, n_features)
+            At ``X``.
+        gradient_counterpart : numpy.ndarray of float64, shape (n, n_features)
+            At ``C``.
+        """
         return pair_gradients(model, X, C)
 
     def rows_per_pair(self, n_features: int) -> int:
-        """2: the input and its counterpart."""
+        """2: the input and its counterpart.
+
+        Parameters
+        ----------
+        n_features : int
+            Unused.
+
+        Returns
+        -------
+        int
+        """
         return 2
 
 
@@ -633,13 +699,31 @@ class KnownOutcomes:
         return self.domain.keys(X), self.checker.own_combination(X) >= 0
 
     def lookup(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each."""
+        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Codes.
+
+        Returns
+        -------
+        known : numpy.ndarray of bool, shape (n,)
+        is_idi : numpy.ndarray of bool, shape (n,)
+        """
         keys, inside = self._keys(X)
         idi = inside & self._idi.contains(keys)
         return idi | (inside & self._non_idi.contains(keys)), idi
 
     def add(self, X: np.ndarray, is_idi: np.ndarray) -> None:
-        """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains."""
+        """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Codes.
+        is_idi : numpy.ndarray of bool, shape (n,)
+        """
         keys, inside = self._keys(X)
         self._idi.add(keys[inside & is_idi])
         self._non_idi.add(keys[inside & ~is_idi])

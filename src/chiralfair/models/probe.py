@@ -175,6 +175,11 @@ BASE_ROWS = 64
 def accepted_data_row(model, dataset) -> np.ndarray:
     """The first data row (of the first :data:`BASE_ROWS`, missing protected values aside) that the model accepts.
 
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+
     Returns
     -------
     numpy.ndarray of int64, shape (n_features,)

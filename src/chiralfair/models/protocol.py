@@ -392,6 +392,17 @@ def with_column_named(text: str, name: str | None) -> str:
 
     sklearn's "in column 0" is an index into one encoder's columns, not the data's: it becomes ``in column
     'workclass'``, or a neutral phrase when ``name`` is None (several columns).
+
+    Parameters
+    ----------
+    text : str
+        The model's error message.
+    name : str or None
+        The data's column the error is about, if known.
+
+    Returns
+    -------
+    str
     """
     return _COLUMN_INDEX.sub(f"in column {name!r}" if name is not None else "in one of its input columns", text)
 

@@ -164,6 +164,15 @@ def generator_needs_gradient(name: str) -> bool:
 def generator_needs_proba(name: str) -> bool:
     """Whether generator ``name`` needs the model's ``predict_proba`` (refused on a labels-only model).
 
+    Parameters
+    ----------
+    name : str
+        A generator name.
+
+    Returns
+    -------
+    bool
+
     Raises
     ------
     ConfigError
@@ -236,6 +245,15 @@ def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
 
 def check_probabilities(generator: str, model_name: str, has_proba: bool) -> None:
     """Refuse a generator that needs probabilities (MAFT, ADF, EIDIG) for a model that answers labels only.
+
+    Parameters
+    ----------
+    generator : str
+        The generator's name.
+    model_name : str
+        The model's name, for the message.
+    has_proba : bool
+        Whether the model has ``predict_proba``.
 
     Raises
     ------

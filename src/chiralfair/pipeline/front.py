@@ -246,6 +246,10 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
 
     Parameters
     ----------
+    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+        As in :func:`audit`.
+    trust_model_file, model_output, model_input, name
+        As in :func:`audit`.
     population : {"test", "rows", "domain"}, default="test"
         The held-out rows, every row of the data, or uniform draws from the input domain.
     couple, constraints : optional
@@ -362,7 +366,15 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
 
     Parameters
     ----------
+    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+        As in :func:`audit`.
+    generator, seeds, max_global, max_local
+        The search that finds the IDIs when ``idis`` is not given, as in :func:`audit` (defaults ``"aequitas"``,
+        ``"iandd"``, 100, 100).
+    trust_model_file, model_output, model_input, name
+        As in :func:`audit`.
     idis : AuditResult, SearchResult or (numpy.ndarray, numpy.ndarray), optional
+        The IDIs to retrain with; default: a fresh search whose seeds come from the training rows.
     out : path, optional
         Retrain folder (``retrain.json``, ``report.md``, the trade-off plot, and the retrained model saved in the
         format the model came in: ``.skops`` for sklearn models, ``.pt`` TorchScript for torch).

@@ -23,7 +23,16 @@ class RowsAsOneInput(torch.nn.Module):
         self.net = net
 
     def forward(self, z):
-        """(batch, n, d) -> (batch, 1): the sum of the net's output over the n rows."""
+        """(batch, n, d) -> (batch, 1): the sum of the net's output over the n rows.
+
+        Parameters
+        ----------
+        z : torch.Tensor, shape (batch, n, d)
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, 1)
+        """
         batch, n, d = z.shape
         return self.net(z.reshape(batch * n, d)).reshape(batch, n).sum(dim=1, keepdim=True)
 
@@ -45,7 +54,16 @@ class SigmoidOfLogit(torch.nn.Module):
                 self.difference.weight.copy_(torch.tensor([[-1.0, 1.0]], dtype=dtype))
 
     def forward(self, x):
-        """(n, d) -> (n, 1): P(``classes[1]``)."""
+        """(n, d) -> (n, 1): P(``classes[1]``).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d)
+
+        Returns
+        -------
+        torch.Tensor, shape (n, 1)
+        """
         z = (self.net.logit(x) if self.logit_method else self.net(x)).reshape(len(x), -1)
         return self.sigmoid(z if self.difference is None else self.difference(z))
 
@@ -58,7 +76,16 @@ class ColumnOne(torch.nn.Module):
         self.net = net
 
     def forward(self, x):
-        """(n, d) -> (n, 1): the net's column 1."""
+        """(n, d) -> (n, 1): the net's column 1.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n, d)
+
+        Returns
+        -------
+        torch.Tensor, shape (n, 1)
+        """
         return self.net(x)[:, 1:2]
 
 
