@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .console import ESTIMATE_FLAGS, FLAGS, fail, only_with_data, parse_bins, refusals, setup_logging
+from .console import ESTIMATE_FLAGS, FLAGS, fail, hand_over, only_with_data, parse_bins, refusals, setup_logging
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -15,6 +15,8 @@ from .options import (
     DataHomeOpt,
     DataOpt,
     LabelOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PositiveOpt,
     ProtectedOpt,
@@ -60,14 +62,18 @@ def estimate(
     test_size: TestSizeOpt = 0.4,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
     from ..pipeline.checks import check_protected_given
+    from ..pipeline.exports import check_model_card_path
 
     params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, bins=bins, schema=schema, test=test,
                            model_output=model_output, trust_model_file=trust_model_file)
@@ -88,6 +94,8 @@ def estimate(
                                        bins=parse_bins(bins) if bins else None, schema=schema, test=test,
                                        test_size=test_size, population=population, random_state=random_state,
                                        trust_model_file=trust_model_file, model_output=model_output, **params)
+        hand_over(verdict, model_card=model_card, mlflow=mlflow, model=model if data is not None else None,
+                  trust_model_file=trust_model_file)
     if json_out:
         typer.echo(verdict.to_json())
         return

@@ -51,3 +51,11 @@ TrustOpt = Annotated[bool, typer.Option(
     "--trust-model-file", help="Load joblib/pickle files and skops files with untrusted types (runs their code).")]
 ModelOutputOpt = Annotated[str | None, typer.Option(
     help="For torch and one-column ONNX models: whether the output is a 'probability' or a 'logit'.")]
+
+# The team's tools (run, estimate, check, retrain).
+ModelCardOpt = Annotated[Path | None, typer.Option(
+    "--model-card", help="Write the verdict as a model card: FILE.json a CycloneDX 1.6 modelCard, FILE.md a skops "
+                         "model card (an sklearn --model FILE).")]
+MlflowOpt = Annotated[bool, typer.Option(
+    "--mlflow", help="Log parameters, figures (fair_*) and the run folder into the active MLflow run, or a new one "
+                     "(needs the mlflow extra).")]

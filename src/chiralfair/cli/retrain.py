@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .console import fail, only_with_data, parse_bins, parse_numbers, progress, refusals, setup_logging
+from .console import fail, hand_over, only_with_data, parse_bins, parse_numbers, progress, refusals, setup_logging
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -20,6 +20,8 @@ from .options import (
     LabelOpt,
     MaxGlobalOpt,
     MaxLocalOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PositiveOpt,
     ProtectedOpt,
@@ -72,12 +74,16 @@ def retrain(
     test_size: TestSizeOpt = 0.4,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Retrain a model with the IDIs of a search (labelled by a vote that ignores the protected attributes)."""
     from ..pipeline.checks import check_protected_given
+    from ..pipeline.exports import check_model_card_path
 
     with refusals():
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card)
         params = {"share": parse_numbers(share, "--share", "1.0,0.5,0.05"), "protocol": protocol, "pairs": pairs,
                   "mode": mode}
         _check_params(params)
@@ -87,6 +93,8 @@ def retrain(
                               random_state, data_home, cache_dir, allow_checksum_mismatch, data, label,
                               positive_class, favourable, bins, schema, test, test_size, trust_model_file,
                               model_output, on_step, params)
+        retrained = _retrained_model(result, model_card)
+        hand_over(result, model_card=model_card, mlflow=mlflow, folder=out, model=retrained)
     if json_out:
         typer.echo(result.to_json())
         return
@@ -94,6 +102,13 @@ def retrain(
     for note in result.notes:
         typer.echo(f"  note: {note}")
     typer.echo(f"retrain folder: {out}")
+
+
+def _retrained_model(result, model_card):
+    """The retrained sklearn model a skops card (``--model-card FILE.md``) describes, when there is one."""
+    if model_card is None or Path(model_card).suffix.lower() != ".md" or not result.models:
+        return None
+    return getattr(result.model, "estimator", None)
 
 
 def _check_params(params: dict) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .console import fail, only_with_data, parse_bins, progress, refusals, setup_logging
+from .console import fail, hand_over, only_with_data, parse_bins, progress, refusals, setup_logging
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -21,6 +21,8 @@ from .options import (
     LabelOpt,
     MaxGlobalOpt,
     MaxLocalOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PositiveOpt,
     ProtectedOpt,
@@ -66,12 +68,16 @@ def run(
     diversity: Annotated[bool, typer.Option(
         help="Also measure the diversity of the IDIs found: SHAP clusters, pairwise distance, decision "
              "paths.")] = False,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
     from ..pipeline.checks import check_protected_given
+    from ..pipeline.exports import check_model_card_path
 
     with refusals():
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, favourable=favourable, bins=bins,
                            schema=schema, test=test, model_output=model_output, trust_model_file=trust_model_file)
@@ -79,6 +85,7 @@ def run(
                                      max_local, random_state, out, data_home, cache_dir, allow_checksum_mismatch,
                                      diversity, json_out, verbose)
             summary = outcome.summary()
+            done = outcome
         else:
             if dataset is not None:
                 fail(ValueError("--data and --dataset are two forms of run: give your own data file with a model "
@@ -95,6 +102,9 @@ def run(
                                trust_model_file=trust_model_file, model_output=model_output, diversity=diversity,
                                on_step=on_step)
             summary = result.to_dict()
+            done = result
+        hand_over(done, model_card=model_card, mlflow=mlflow, folder=out, model=model if data is not None else None,
+                  trust_model_file=trust_model_file)
     _print(summary, json_out, out)
 
 

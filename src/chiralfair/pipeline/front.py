@@ -358,6 +358,33 @@ class AuditResult:
         return self.outcome.verdict
 
     @property
+    def group_metrics(self):
+        """Selection rate, TPR, FPR and IDI rate per protected group on the held-out rows (None without a verdict).
+
+        A :class:`~chiralfair.verdict.group_metrics.GroupMetrics`; ``.to_frame()`` gives the table.
+        """
+        return self.outcome.group_metrics
+
+    def held_out_rows(self):
+        """Each held-out row's ``y_true``, ``y_pred``, ``is_idi`` and protected values, for your own ``MetricFrame``.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_held_out, 4 + n_protected)
+            See :func:`chiralfair.verdict.group_metrics.held_out_rows`; one batch of the discrimination check
+            (``n_held_out × n_combinations`` model queries).
+
+        Examples
+        --------
+        >>> rows = result.held_out_rows()                                              # doctest: +SKIP
+        >>> MetricFrame(metrics=selection_rate, y_true=rows.y_true, y_pred=rows.is_idi,
+        ...             sensitive_features=rows["sex"])                                # doctest: +SKIP
+        """
+        from .held_out import held_out_frame
+
+        return held_out_frame(self.inputs)
+
+    @property
     def result(self):
         """The :class:`~chiralfair.results.SearchResult` of the search."""
         return self.outcome.result
