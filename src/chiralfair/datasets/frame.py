@@ -14,6 +14,7 @@ from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
 from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec
+from .native import as_pandas
 
 MISSING_LABEL = "missing"
 
@@ -41,6 +42,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     Parameters
     ----------
     df : pandas.DataFrame, shape (n_samples, n_features + 1)
+        Or a polars (or other narwhals) frame, encoded as the same data in pandas would be
+        (:func:`chiralfair.datasets.native.as_pandas`).
     label : hashable
         Label column.
     positive_class : object
@@ -86,8 +89,7 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         ``ID_MIN_ROWS`` rows), a label column with values that differ only in spelling (``">50K"`` and
         ``">50K."``; the message gives the counts), and one-hot-looking protected columns listed one by one.
     """
-    if not isinstance(df, pd.DataFrame):
-        raise DatasetError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    df = as_pandas(df, what="df")
     if df.shape[0] == 0:
         raise DatasetError("df has no rows")
     columns = _columns_by_text(df)
