@@ -141,6 +141,8 @@ def test_datasets_lists_all_with_protected_domains(data_home):
     assert info["census"]["protected"]["sex"] == {"0": "Female", "1": "Male"}
     text = invoke("datasets", "--data-home", data_home)
     assert "protected race" in text.output
+    assert info["census"]["couple"] == {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
+    assert "coupled by default: relationship changes with sex (Husband <-> Wife)" in text.output
 
 
 def test_seeds_command_reports_rate_and_time_split(data_home, cache):
@@ -254,3 +256,50 @@ def test_non_benchmark_protected_attribute_is_tested_with_a_note(data_home, cach
 def test_version():
     res = invoke("--version")
     assert res.exit_code == 0 and res.stdout.startswith("chiralfair ")
+
+
+def test_census_runs_coupled_by_default_and_says_so(data_home, cache):
+    # design §12: relationship changes with sex (Husband <-> Wife), stated in the output; --couple none is the paper's
+    args = ("--dataset", "census", "--protected", "sex", "--model", "lr", "--seeds", "random", "--max-global", 30,
+            "--max-local", 10)
+    res = invoke(*run_args(data_home, cache, *args))
+    assert res.exit_code == 0, res.output
+    assert "coupled: sex -> relationship: Husband <-> Wife" in res.output
+    assert "n_plausible_idis" in res.output and "through plausible counterparts only" in res.output
+    summary = json.loads(invoke(*run_args(data_home, cache, *args, "--json")).output)
+    assert summary["counterparts"]["couplings"] == ["sex -> relationship: Husband <-> Wife"]
+    assert summary["meta"]["domain"]["couple"] == {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
+    assert summary["n_plausible_idis"] <= summary["n_idis"]
+    off = json.loads(invoke(*run_args(data_home, cache, *args, "--json", "--couple", "none")).output)
+    assert off["counterparts"]["couplings"] == [] and off["meta"]["config"]["couple"] is False
+    assert "sex=Female excludes relationship=Husband" in [r["constraint"] for r in off["counterparts"]["rare_pairs"]]
+    assert off["counterparts"]["suggested_couplings"] == ["sex:relationship=Husband/Wife"]
+    ruled = json.loads(invoke(*run_args(data_home, cache, *args, "--json", "--plausible-only", "--constraint",
+                                        "sex=Female excludes relationship=Husband")).output)
+    assert ruled["counterparts"]["constraints"] == ["sex=Female excludes relationship=Husband"]
+    assert ruled["verdict"]["counterparts"] == "plausible"
+    assert ruled["verdict"]["share"] == ruled["verdict"]["plausibility"]["share_plausible"]
+
+
+def test_bad_couple_and_constraint_flags_name_what_is_wrong(data_home, cache):
+    res = invoke(*run_args(data_home, cache, "--dataset", "census", "--protected", "sex", "--model", "lr",
+                           "--couple", "sex=Husband/Wife"))
+    assert res.exit_code == 2 and "attribute:column=a/b" in res.output
+    res = invoke(*run_args(data_home, cache, "--dataset", "census", "--protected", "sex", "--model", "lr",
+                           "--couple", "sex:relation=Husband/Wife"))
+    assert res.exit_code == 2 and "unknown column 'relation'" in res.output
+    res = invoke(*run_args(data_home, cache, "--dataset", "census", "--protected", "sex", "--model", "lr",
+                           "--constraint", "sex=Woman excludes relationship=Husband"))
+    assert res.exit_code == 2 and "has no value 'Woman'" in res.output
+
+
+def test_estimate_takes_the_counterpart_options(data_home, cache):
+    base = ("estimate", "--data-home", data_home, "--cache-dir", cache, "--dataset", "census", "--protected", "sex",
+            "--model", "lr", "--json")
+    coupled = json.loads(invoke(*base).output)
+    naive = json.loads(invoke(*base, "--couple", "none").output)
+    plausible = json.loads(invoke(*base, "--couple", "none", "--plausible-only").output)
+    assert coupled["couplings"] == ["sex -> relationship: Husband <-> Wife"] and naive["couplings"] == []
+    assert plausible["counterparts"] == "plausible"
+    assert plausible["share"] == naive["plausibility"]["share_plausible"] < naive["share"]
+    assert naive["plausibility"]["n_implausible_counterparts"] > coupled["plausibility"]["n_implausible_counterparts"]

@@ -179,3 +179,21 @@ def test_schema_infer_bins_an_integer_column_with_missing_values():
     frame = pd.DataFrame({"age": [20.0, 35.0, None, 61.0] * 5, "y": ["a", "b"] * 10})
     doc = tomllib.loads(infer_schema(frame, label="y", positive_class="b", protected=[], n_bins=4))
     assert doc["columns"]["age"]["missing"] == 5 and len(doc["columns"]["age"]["bins"]) == 5
+
+
+def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(files, tmp_path):
+    csv, model = files
+    res = invoke("run", "--data", csv, "--model", model, *BASE, "--seeds", "cluster", "--max-global", 20,
+                 "--max-local", 5, "--json", "--couple", "sex:race=a/b", "--constraint", "sex=f excludes race=c")
+    assert res.exit_code == 0, res.output
+    counterparts = json.loads(res.stdout)["counterparts"]
+    assert counterparts["couplings"] == ["sex -> race: a <-> b"]
+    assert counterparts["constraints"] == ["sex=f excludes race=c"]
+    schema = tmp_path / "schema.toml"
+    schema.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n'
+                      'constraints = ["sex=f excludes race=c"]\n[couple.sex]\nrace = {a = "b", b = "a"}\n'
+                      '[columns.age]\nbins = [0, 30, 50, 90]\n[columns.hours]\nbins = 10\n')
+    run = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--seeds", "cluster", "--trust-model-file",
+                 "--max-global", 10, "--max-local", 2, "--json")
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.stdout)["counterparts"]["couplings"] == ["sex -> race: a <-> b"]

@@ -198,6 +198,7 @@ def test_published_facts_match_the_parsed_file(real_home, name):
     spec = DATASETS[name]
     assert (facts["raw"], facts["label"], facts["positive_class"], facts["description"]) == (
         spec.raw, spec.label, spec.positive_class, spec.description)
+    assert facts.get("couple") == spec.couple  # grids read the default couplings from this table
     ds = load_dataset(name, protected=list(DATASETS[name].protected), data_home=real_home)
     assert facts["attributes"] == tuple(ds.domain.names)
     assert (facts["rows"], facts["positive_rows"]) == (ds.n_samples, int(ds.y.sum()))

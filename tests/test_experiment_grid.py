@@ -152,6 +152,38 @@ def test_cells_come_in_a_fixed_order_with_distinct_keys():
     assert cells[0].key != load_grid(small_grid()).cells()[0].key  # model_random_state is in the key
 
 
+def test_couplings_enter_the_key_only_of_the_cells_they_change(tmp_path):
+    # The default couples census relationship to sex (design §12): census:sex cells change, the others keep the
+    # keys they had before couplings existed; couple = false gives every cell its old key.
+    rows = {"axes": {"rows": ["census:sex", "census:age", "german:sex"]}}
+    default, off = load_grid(small_grid(**rows)), load_grid(small_grid(couple=False, **rows))
+    assert default.couple and not off.couple
+    coupled = {c.key for c in default.cells() if c.couple}
+    assert coupled and all(c.row == "census:sex" for c in default.cells() if c.couple)
+    assert {c.key for c in default.cells()} - coupled == {c.key for c in off.cells() if c.row != "census:sex"}
+    assert not any(c.couple for c in off.cells())
+    old = dict(default.cells()[0].to_dict())
+    old.pop("couple")  # a cell written before couplings existed
+    assert cell_key(type(default.cells()[0]).from_dict(old)) == [c for c in off.cells()][0].key
+    # a grid folder whose grid.toml predates couplings ran uncoupled, and resumes as couple = false
+    from chiralfair.experiments.execution import check_grid_folder
+    folder = tmp_path / "old"
+    folder.mkdir()
+    text = off.to_toml().replace("couple = false\n", "")
+    assert "couple" not in text
+    (folder / "grid.toml").write_text(text)
+    check_grid_folder(off, folder)
+    with pytest.raises(RunFolderError, match="couple differs"):
+        check_grid_folder(default, folder)
+
+
+def test_the_presets_reproduce_the_papers_uncoupled_setting():
+    from chiralfair.reproduce import preset_grid, preset_names
+
+    for name in preset_names():
+        assert load_grid(preset_grid(name)).couple is False, name
+
+
 def test_a_normalised_grid_reads_back_equal():
     grid = load_grid(small_grid(generator_params={"adf": {"step_size": 2.0}}, time_limit=30, verdict=True))
     import tomllib

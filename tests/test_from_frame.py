@@ -247,3 +247,41 @@ def test_label_spellings_warn_with_counts():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
         from_frame(frame(), label="outcome", positive_class="yes", protected=["sex"], bins={"income": 2})
+
+
+def _married_frame():
+    return pd.DataFrame({"sex": ["Male", "Female", "Male", "Female", "Male", "Female"],
+                         "relationship": ["Husband", "Wife", "Own-child", "Own-child", "Husband", "Wife"],
+                         "age": [40, 38, 19, 21, 50, 47], "y": [1, 0, 0, 0, 1, 1]})
+
+
+def test_a_frame_takes_couplings_and_constraints_in_its_own_values():
+    ds = from_frame(_married_frame(), label="y", positive_class=1, protected=["sex"],
+                    couple={"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}},
+                    constraints=["sex=Female excludes relationship=Husband", "age >= sex"])
+    dom = ds.domain
+    assert dom.describe_couplings() == ["sex -> relationship: Husband <-> Wife"]
+    C = dom.counterparts(ds.X)
+    rel = dom.features[1]
+    assert [rel.label(c) for c in C[0, :, 1]] == ["Wife", "Husband"]  # a husband's counterparts: wife, himself
+    assert dom.describe_constraints()[0] == "sex=Female excludes relationship=Husband"
+    with pytest.raises(DomainError, match="has no value 'husband'"):
+        from_frame(_married_frame(), label="y", positive_class=1, protected=["sex"],
+                   couple={"sex": {"relationship": {"husband": "wife", "wife": "husband"}}})
+
+
+def test_a_schema_declares_couplings_and_constraints(tmp_path):
+    from chiralfair.datasets.schema import read_schema
+
+    path = tmp_path / "schema.toml"
+    path.write_text('label = "y"\nprotected = ["sex"]\nconstraints = ["sex=Female excludes relationship=Husband"]\n'
+                    '\n[couple.sex]\nrelationship = {Husband = "Wife", Wife = "Husband"}\n')
+    settings = read_schema(path)
+    assert settings["couple"] == {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
+    assert settings["constraints"] == ["sex=Female excludes relationship=Husband"]
+    ds = from_frame(_married_frame(), label="y", positive_class=1, protected=["sex"], couple=settings["couple"],
+                    constraints=settings["constraints"])
+    assert ds.domain.coupled_columns == (1,)
+    path.write_text('label = "y"\nprotected = ["sex"]\ncouple = "sex:relationship"\n')
+    with pytest.raises(DatasetError, match="couple must be a table"):
+        read_schema(path)

@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
-from toys import biased_module, fair_module, is_biased_idi, toy_dataset, toy_domain
+from toys import (
+    TOY_COUPLE,
+    LinearToy,
+    biased_module,
+    breaks_toy_rules,
+    coupled_toy_domain,
+    fair_module,
+    is_biased_idi,
+    toy_dataset,
+    toy_domain,
+)
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
 from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError
@@ -134,6 +144,89 @@ def test_search_result_json_round_trip_and_frame(name):
     assert list(frame["phase"]) == list(res.phase)
     assert set(frame["sex"]) <= {"Female", "Male"}
     assert (frame["prediction"] != frame["prediction_counterpart"]).all()
+
+
+# ------------------------------------------------------------------ couplings and constraints (design §12)
+# c changes with sex (0 <-> 1, a wife and a husband), and three rules say who can exist (toys.TOY_RULES).
+
+def test_pairs_respect_the_coupling_and_the_constraints(name, protected):
+    domain = coupled_toy_domain(protected)
+    model = as_model(biased_module())
+    gen = make_generator(name, **BUDGET)
+    res = gen.run(model, domain, seeds_for(domain), random_state=0)
+    assert res.n_idis > 0
+    # every reported pair is a possible person and a possible counterpart
+    assert not breaks_toy_rules(res.idis).any()
+    assert not breaks_toy_rules(res.counterparts).any()
+    # the counterpart is the coupled one: c swaps 0 <-> 1 exactly where sex changed, every other column stays
+    sex_changed = res.idis[:, 0] != res.counterparts[:, 0]
+    c, c_cf = res.idis[:, 4], res.counterparts[:, 4]
+    swapped = np.where(sex_changed & (c < 2), 1 - c, c)
+    np.testing.assert_array_equal(c_cf, swapped)
+    np.testing.assert_array_equal(res.idis[:, 2:4], res.counterparts[:, 2:4])
+    # re-checked against the model, one key per pair, budget kept
+    np.testing.assert_array_equal(model.predict(res.counterparts), res.counterpart_labels)
+    assert (res.idi_labels != res.counterpart_labels).all()
+    assert is_biased_idi(res.idis).all()
+    np.testing.assert_array_equal(domain.keys(res.idis), domain.keys(res.counterparts))
+    assert len(np.unique(domain.keys(res.idis))) == res.n_idis
+    assert 0 < res.n_queries <= gen.query_budget(30, len(domain.combinations))
+
+
+def test_coupled_search_is_deterministic(name):
+    domain = coupled_toy_domain()
+    a = make_generator(name, **BUDGET).run(as_model(biased_module()), domain, seeds_for(domain), random_state=4)
+    b = make_generator(name, **BUDGET).run(as_model(biased_module()), domain, seeds_for(domain), random_state=4)
+    np.testing.assert_array_equal(a.idis, b.idis)
+    np.testing.assert_array_equal(a.counterparts, b.counterparts)
+    assert (a.n_tested, a.n_queries) == (b.n_tested, b.n_queries)
+
+
+def test_seeds_that_break_a_constraint_are_repaired_before_the_search(name):
+    domain = coupled_toy_domain()
+    seeds = toy_domain().sample(30, np.random.default_rng(0))  # drawn without the rules: some break them
+    assert breaks_toy_rules(seeds).any()
+    res = make_generator(name, **BUDGET).run(as_model(biased_module()), domain, seeds, random_state=0)
+    assert res.n_idis > 0
+    assert not breaks_toy_rules(res.idis).any() and not breaks_toy_rules(res.counterparts).any()
+
+
+class _Recording(torch.nn.Module):
+    """A toy module that keeps every row it is asked about (predictions and gradients alike)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append(torch.round(x.detach()).numpy().astype(np.int64))
+        return self.inner(x)
+
+
+def test_no_query_is_spent_on_an_impossible_person(name, protected):
+    domain = coupled_toy_domain(protected)
+    module = _Recording(biased_module())
+    seeds = toy_domain(protected).sample(30, np.random.default_rng(0))  # some seeds break the rules
+    res = make_generator(name, **BUDGET).run(as_model(module), domain, seeds, random_state=0)
+    rows = np.concatenate(module.seen)
+    assert res.n_idis > 0 and len(rows) >= res.n_queries > 0
+    assert not breaks_toy_rules(rows).any()
+
+
+def test_coupled_counterparts_are_what_the_model_sees(name):
+    # A model that reads c: the coupled counterpart (c swapped with sex) and the uncoupled one get other labels.
+    domain = toy_domain().with_couplings(TOY_COUPLE)
+    module = LinearToy([3, 0, 1, 1, 2], -11.5)
+    model = as_model(module)
+    res = make_generator(name, **BUDGET).run(model, domain, seeds_for(domain), random_state=0)
+    assert res.n_idis > 0
+    np.testing.assert_array_equal(model.predict(res.counterparts), res.counterpart_labels)
+    assert (res.idi_labels != res.counterpart_labels).all()
+    married = res.idis[:, 4] < 2
+    assert married.any()
+    np.testing.assert_array_equal(res.counterparts[married, 4], 1 - res.idis[married, 4])
+    np.testing.assert_array_equal(domain.keys(res.idis), domain.keys(res.counterparts))
 
 
 def test_empty_result_round_trips(name):

@@ -157,7 +157,7 @@ def test_iandd_order_is_round_robin_over_clusters_with_noise_as_a_bucket(data, t
 
 def test_linear_model_log_odds_shap_is_repaired_and_logged(data, caplog):
     lr = LogisticRegression(max_iter=1000).fit(data.X, data.y)
-    with caplog.at_level(logging.WARNING, logger="chiralfair.seeds.diversity"):
+    with caplog.at_level(logging.INFO, logger="chiralfair.seeds.diversity"):
         report = make_seed_strategy("iandd").select(lr, data, 100, random_state=0)
     c = report.clustering
     assert c["explainer"] == "linear"
@@ -254,7 +254,7 @@ def test_far_apart_shap_rows_are_repaired_by_the_k_distance_knee(caplog):
     rng = np.random.default_rng(0)
     centers = np.array([[0.0, 0.0], [50.0, 0.0], [0.0, 50.0]])
     values = np.concatenate([c + rng.normal(size=(40, 2)) for c in centers])
-    with caplog.at_level(logging.WARNING, logger="chiralfair.seeds.diversity"):
+    with caplog.at_level(logging.INFO, logger="chiralfair.seeds.diversity"):
         labels, info = cluster_explanations(values)
     assert info["degenerate"].endswith("noise")
     assert info["repaired"] and info["method"] in ("dbscan-kdist", "hdbscan")
@@ -359,7 +359,8 @@ def test_permutation_explainer_for_a_black_box(data):
 def test_structureless_explanations_fall_back_to_kmeans_by_silhouette(caplog):
     # A single Gaussian blob in 5-D: DBSCAN and HDBSCAN see no density structure (all noise or one cluster).
     values = np.random.default_rng(0).normal(size=(400, 5))
-    labels, info = cluster_explanations(values)
+    with caplog.at_level(logging.INFO, logger="chiralfair.seeds.diversity"):
+        labels, info = cluster_explanations(values)
     assert info["method"] == "kmeans-silhouette" and info["repaired"]
     assert info["n_clusters"] >= 2 and len(np.unique(labels)) == info["n_clusters"]
     assert "KMeans" in caplog.text

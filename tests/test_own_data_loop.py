@@ -102,7 +102,7 @@ def test_a_retrained_own_model_loads_back_with_the_figures_retrain_printed(files
     out = tmp_path / "retrain"
     result = json.loads(invoke("retrain", "--data", data, "--test", test, "--model", model, *FLAGS, "--seeds",
                                "cluster", "--max-global", 20, "--max-local", 5, "--out", out, "--json").stdout)
-    saved = out / "model.skops"
+    saved = out / "model-paper.skops"
     assert saved.is_file() and (out / "search" / "result.json").is_file()
     after = result["rows"][-1]
     again = json.loads(invoke("estimate", "--data", data, "--test", test, "--model", saved, *FLAGS, "--json").stdout)
@@ -112,8 +112,9 @@ def test_a_retrained_own_model_loads_back_with_the_figures_retrain_printed(files
 
 def test_the_search_of_a_retraining_takes_seeds_from_training_rows_only(files):
     data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
-    inputs = chiralfair.pipeline.resolve_inputs(str(model), str(data), test=str(test), **KW)
-    from chiralfair.pipeline import SearchPlan, prepare_search, select_seeds
+    from chiralfair.pipeline import SearchPlan, prepare_search, resolve_inputs, select_seeds
+
+    inputs = resolve_inputs(str(model), str(data), test=str(test), **KW)
 
     prepared = prepare_search(SearchPlan(seeds="rows", max_global=150, random_state=0), inputs)
     seeds = select_seeds(prepared, inputs, dataset=inputs.training_rows()).seeds

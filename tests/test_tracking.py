@@ -95,7 +95,7 @@ def test_estimate_logs_the_verdict_into_the_run_named_by_mlflow_run_id(files, st
 
 
 def test_retrain_logs_before_and_after(files, store, tmp_path):
-    invoke(own(files, "retrain", "--seeds", "cluster", "--max-global", 20, "--max-local", 5, "--out",
+    invoke(own(files, "retrain", "--seeds", "cluster", "--max-global", 10, "--max-local", 2, "--out",
                tmp_path / "retrain", "--mlflow"))
     run = only_run(store)
     metrics = run.data.metrics

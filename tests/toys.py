@@ -59,3 +59,62 @@ def toy_dataset(n=600, protected=("sex",), biased=True, seed=0) -> Dataset:
     b = -10.5 if biased else -9.5
     y = (X @ w + b > 0).astype(np.int64)
     return Dataset("toy", X, y, dom, label="y", positive_class="1")
+
+
+# ------------------------------------------------------------------ couplings and constraints (design §12)
+# On the toy domain, c plays a role that changes with sex: code 0 belongs to Female, code 1 to Male (a wife and a
+# husband), 2..4 to neither. The coupling swaps 0 and 1 with sex; the rules say who can exist.
+TOY_COUPLE = {"sex": {"c": {0: 1, 1: 0}}}
+TOY_RULES = ("sex=Female excludes c=1", "sex=Male excludes c=0", "a >= c")
+
+
+def coupled_toy_domain(protected=("sex",)) -> Domain:
+    """:func:`toy_domain` with :data:`TOY_COUPLE` and :data:`TOY_RULES`."""
+    return toy_domain(protected).with_couplings(TOY_COUPLE).with_constraints(TOY_RULES)
+
+
+def breaks_toy_rules(X) -> np.ndarray:
+    """Ground truth for :data:`TOY_RULES`, written out independently of the constraint parser."""
+    X = np.asarray(X)
+    sex, a, c = X[:, 0], X[:, 2], X[:, 4]
+    return ((sex == 0) & (c == 1)) | ((sex == 1) & (c == 0)) | (a < c)
+
+
+MARRIED_FEATURES = ("sex", "role", "a", "b", "c")
+
+
+def married_dataset(n=600, seed=0, couple=None) -> Dataset:
+    """Half the rows married: a woman's role is Wife, a man's Husband; the other half Single.
+
+    sex {0: Female, 1: Male} is protected; role {0: Wife, 1: Husband, 2: Single}; a, b in [0, 9]; c in [0, 4].
+    Labels follow the biased toy rule (a + b + 3 sex > 10.5). Flipping sex alone makes every married row's
+    counterpart impossible (a female husband, a male wife): exactly n / 2 of the naive counterparts.
+    The domain is measured on the rows (so it carries their support for plausibility).
+    """
+    rng = np.random.default_rng(seed)
+    sex = rng.integers(0, 2, n)
+    married = np.zeros(n, dtype=bool)
+    married[rng.permutation(n)[: n // 2]] = True
+    role = np.where(married, np.where(sex == 0, 0, 1), 2)
+    a, b, c = rng.integers(0, 10, n), rng.integers(0, 10, n), rng.integers(0, 5, n)
+    X = np.column_stack([sex, role, a, b, c]).astype(np.int64)
+    y = (a + b + 3 * sex - 10.5 > 0).astype(np.int64)
+    from chiralfair.domain import Domain as _Domain
+
+    dom = _Domain.from_data(X, MARRIED_FEATURES, kinds=["categorical", "categorical", "ordinal", "ordinal", "ordinal"],
+                            labels={"sex": {0: "Female", 1: "Male"}, "role": {0: "Wife", 1: "Husband", 2: "Single"}},
+                            protected=["sex"])
+    if couple is not None:
+        dom = dom.with_couplings(couple)
+    return Dataset("married", X, y, dom, label="y", positive_class="1")
+
+
+def impossible_married(X) -> np.ndarray:
+    """A female husband or a male wife."""
+    X = np.asarray(X)
+    return ((X[:, 0] == 0) & (X[:, 1] == 1)) | ((X[:, 0] == 1) & (X[:, 1] == 0))
+
+
+def married_module() -> LinearToy:
+    """The biased toy's rule on the married features (role and c ignored)."""
+    return LinearToy([3, 0, 1, 1, 0], -10.5)

@@ -2,6 +2,13 @@
 
 Every generator clips and rounds into a :class:`Domain`; the discrimination check takes the protected
 attributes' value sets from it; an IDI's key (its identity for counting, design §2) is computed here.
+
+Counterparts are built here and only here (:meth:`Domain.counterparts`, :meth:`Domain.counterpart_rows`), with
+the domain's couplings applied (:mod:`chiralfair.coupling`: columns that change with a protected attribute, such
+as census ``relationship`` Husband/Wife with ``sex``). Its constraints (:mod:`chiralfair.constraints`) say which
+inputs can exist: :meth:`Domain.repair` moves proposals onto them, :meth:`Domain.satisfies` tells a possible
+counterpart from an impossible one. Its support (:mod:`chiralfair.plausibility`, measured on the data) says
+whether an input's protected and categorical values occur together in the data (:meth:`Domain.plausible`).
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .constraints import Constraint, parse_constraints
+from .coupling import Coupling, compile_frames, parse_couplings
 from .exceptions import ConfigError, DataWarning, DomainError
+from .plausibility import Support
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +35,12 @@ Kind = Literal["categorical", "ordinal"]
 
 # Largest product of protected-attribute domain sizes: each checked input costs this many model queries.
 MAX_COMBINATIONS = 4096
+# Passes of Domain.repair over the constraints before a row that still breaks one is refused.
+MAX_REPAIR_PASSES = 8
+# Rounds of redrawing in Domain.sample before constraints that exclude almost every point are refused.
+MAX_SAMPLE_ROUNDS = 200
+# Uniform draws that Domain.with_constraints repairs to check that its rules can be met together.
+FEASIBILITY_DRAWS = 512
 
 
 @dataclass(frozen=True)
@@ -153,23 +169,39 @@ class Domain:
         is derived: for each protected column, the codes it takes in the attribute's valid rows.
     attributes : sequence of ProtectedAttribute, optional
         The protected attributes, single columns or groups.
+    couplings : sequence of Coupling, optional
+        Columns that change with a protected attribute (:func:`chiralfair.coupling.parse_couplings`; see
+        :meth:`with_couplings`). A coupling is *active* while its attribute is protected and its column is not.
+    constraints : sequence of Constraint, optional
+        Rules every input satisfies (:mod:`chiralfair.constraints`; see :meth:`with_constraints`).
+    support : Support, optional
+        Co-occurrence counts of the data (:mod:`chiralfair.plausibility`), set by :meth:`from_data`; without it
+        :meth:`plausible` returns None.
 
     Raises
     ------
     DomainError
         On duplicate names, a protected index out of range or listed twice, a protected attribute with fewer
-        than two values, a protected value outside its feature's bounds, or more than ``MAX_COMBINATIONS``
-        value combinations.
+        than two values, a protected value outside its feature's bounds, more than ``MAX_COMBINATIONS`` value
+        combinations, an active coupling that cannot be compiled, or a constraint on a column of a protected
+        attribute that spans several columns.
     """
 
     features: tuple[Feature, ...]
     protected: tuple[int, ...] = ()
     protected_values: tuple[tuple[int, ...], ...] = ()
     attributes: tuple[ProtectedAttribute, ...] = ()
-    _radix: tuple = field(default=None, repr=False, compare=False)
+    couplings: tuple[Coupling, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
+    support: Support | None = field(default=None, repr=False, compare=False)
+    # Derived tables (key radix, combinations, compiled couplings), filled on first use; fresh for every copy.
+    _derived: dict = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "_derived", {})
         object.__setattr__(self, "features", tuple(self.features))
+        object.__setattr__(self, "couplings", tuple(self.couplings))
+        object.__setattr__(self, "constraints", tuple(self.constraints))
         names = [f.name for f in self.features]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -199,6 +231,8 @@ class Domain:
                 f"the protected attributes have {n_combinations:,} value combinations ({sizes}); the discrimination "
                 f"check would cost that many model queries per input. At most {MAX_COMBINATIONS:,} are allowed: "
                 "test fewer protected attributes at once, or declare fewer values")
+        self._check_constraints()
+        self._compiled_couplings()  # refuse a coupling that cannot be applied now, not in the middle of a search
 
     def _attributes_from_fields(self) -> tuple[ProtectedAttribute, ...]:
         protected = tuple(int(i) for i in self.protected)
@@ -216,6 +250,18 @@ class Domain:
                 raise DomainError(f"protected index {idx} is outside 0..{len(self.features) - 1}")
         return tuple(ProtectedAttribute(self.features[i].name, (i,), tuple((v,) for v in vals))
                      for i, vals in zip(protected, values, strict=True))
+
+    def _check_constraints(self) -> None:
+        grouped = {c: a.name for a in self.attributes if a.is_group for c in a.columns}
+        for rule in self.constraints:
+            for c in rule.columns:
+                if not 0 <= c < len(self.features):
+                    raise DomainError(f"constraint {rule.text!r}: column index {c} is outside "
+                                      f"0..{len(self.features) - 1}")
+                if c in grouped:
+                    raise DomainError(f"constraint {rule.text!r} reads column {self.features[c].name!r} of the "
+                                      f"protected attribute {grouped[c]!r}, which spans several columns; constraints "
+                                      "over one column of such an attribute are not supported")
 
     def _check_attribute(self, a: ProtectedAttribute) -> None:
         if a.size < 2:
@@ -261,6 +307,8 @@ class Domain:
         Returns
         -------
         Domain
+            With its :attr:`support` measured on ``X`` (:meth:`Support.from_data
+            <chiralfair.plausibility.Support.from_data>`, default thresholds).
 
         Raises
         ------
@@ -283,7 +331,7 @@ class Domain:
         lo, hi = X.min(axis=0), X.max(axis=0)
         feats = tuple(Feature(n, int(a), int(b), k, labels.get(n), missing.get(n))
                       for n, a, b, k in zip(names, lo, hi, kinds, strict=True))
-        domain = cls(feats)
+        domain = cls(feats, support=Support.from_data(X, feats))
         if protected or groups:
             domain = domain.with_protected(protected if protected else list(groups), data=X, groups=groups,
                                            missing_protected=missing_protected)
@@ -323,6 +371,8 @@ class Domain:
         Returns
         -------
         Domain
+            Couplings, constraints and support are kept; a coupling is active while its attribute is protected
+            and its column is not.
 
         Raises
         ------
@@ -350,7 +400,7 @@ class Domain:
             for name, cols in specs)
         if data is not None:
             warn_one_hot_columns(self, attributes, data)
-        return replace(self, protected=(), protected_values=(), attributes=attributes, _radix=None)
+        return replace(self, protected=(), protected_values=(), attributes=attributes)
 
     def _attribute_specs(self, names, groups) -> list[tuple[str, tuple[int, ...]]]:
         """(display name, column indices) of each protected attribute named in ``names``."""
@@ -396,6 +446,89 @@ class Domain:
             return tuple(map(tuple, np.eye(len(cols), dtype=np.int64).tolist()))
         raise DomainError(f"protected attribute {name!r} groups the columns {[f.name for f in feats]}, which are "
                           "not all 0/1: give its valid rows as values={name: [[...], ...]} or pass data=")
+
+    def with_couplings(self, couple) -> Domain:
+        """Return a copy whose couplings are ``couple`` (replacing the ones declared before).
+
+        Parameters
+        ----------
+        couple : mapping, None or False
+            ``{attribute: {column: map}}`` as :func:`chiralfair.coupling.parse_couplings` reads it, e.g.
+            ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``; None, False or ``{}`` remove
+            every coupling.
+
+        Returns
+        -------
+        Domain
+
+        Raises
+        ------
+        DomainError, ConfigError
+            As :func:`~chiralfair.coupling.parse_couplings`, or when an active coupling cannot be compiled (a
+            swap map on an attribute with more than two values, a role naming a value the attribute lacks).
+        """
+        return replace(self, couplings=parse_couplings(couple, self.features))
+
+    def with_constraints(self, rules, *, data=None) -> Domain:
+        """Return a copy whose constraints are ``rules`` (replacing the ones declared before).
+
+        Parameters
+        ----------
+        rules : str, Constraint, sequence of them, or None
+            Text such as ``"sex=Female excludes relationship=Husband"`` or ``"age >= education + 1"``
+            (:mod:`chiralfair.constraints`); None or ``()`` remove every constraint.
+        data : array-like, shape (n_samples, n_features), optional
+            Encoded data: rules its rows break are warned about (the rows are real, so the rule may be too
+            strict; seeds drawn from them are repaired).
+
+        Returns
+        -------
+        Domain
+
+        Raises
+        ------
+        DomainError
+            As :func:`~chiralfair.constraints.parse_constraints`, or when the rules cannot be met together:
+            :data:`FEASIBILITY_DRAWS` uniform draws are repaired, and a row that no repair satisfies, or a rule
+            over protected columns that excludes every combination of their values, is refused.
+
+        Warns
+        -----
+        DataWarning
+            For each rule that rows of ``data`` break.
+        """
+        domain = replace(self, constraints=parse_constraints(rules, self.features))
+        if domain.constraints:
+            if domain.protected and not domain._allowed_combinations().any():
+                raise DomainError(f"the constraints {[r.text for r in domain.constraints]} exclude every combination "
+                                  f"of the protected attributes' values: no input could exist")
+            domain.repair(self._draw(FEASIBILITY_DRAWS, np.random.default_rng(0)))
+        if data is not None and domain.constraints:
+            data = np.asarray(data, dtype=np.int64)
+            for rule in domain.constraints:
+                n_bad = int(rule.violated(data).sum())
+                if n_bad:
+                    message = (f"constraint {rule.text!r} is broken by {n_bad:,} of the {len(data):,} data rows: they "
+                               "exist, so the rule may be too strict; seeds drawn from them are repaired")
+                    logger.info(message)
+                    warnings.warn(message, DataWarning, stacklevel=2)
+        return domain
+
+    def with_support(self, data, *, min_lift: float = 0.01, min_expected: float = 5.0) -> Domain:
+        """Return a copy whose :attr:`support` (for :meth:`plausible`) is measured on ``data``.
+
+        Parameters
+        ----------
+        data : array-like of int, shape (n_samples, n_features)
+        min_lift, min_expected : float
+            The rarity rule of :mod:`chiralfair.plausibility` (defaults 0.01 and 5).
+
+        Returns
+        -------
+        Domain
+        """
+        return replace(self, support=Support.from_data(self.validate(data, what="data"), self.features,
+                                                       min_lift=min_lift, min_expected=min_expected))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -478,9 +611,20 @@ class Domain:
             If no protected attribute is set.
         """
         self._require_protected()
-        width = len(self.protected)
-        rows = [sum(parts, ()) for parts in itertools.product(*(a.values for a in self.attributes))]
-        return np.array(rows, dtype=np.int64).reshape(len(rows), width)
+        if "combinations" not in self._derived:
+            width = len(self.protected)
+            rows = [sum(parts, ()) for parts in itertools.product(*(a.values for a in self.attributes))]
+            combos = np.array(rows, dtype=np.int64).reshape(len(rows), width)
+            combos.setflags(write=False)
+            self._derived["combinations"] = combos
+        return self._derived["combinations"]
+
+    def _combination_positions(self) -> np.ndarray:
+        """Position of each attribute's value in each combination, shape (n_combinations, n_attributes)."""
+        if "positions" not in self._derived:
+            grid = np.indices([a.size for a in self.attributes]).reshape(len(self.attributes), -1).T
+            self._derived["positions"] = grid.astype(np.int64)
+        return self._derived["positions"]
 
     def protected_value_index(self, X) -> np.ndarray:
         """Position of each input's value of each PA among that attribute's values, -1 where it is none of them.
@@ -559,9 +703,13 @@ class Domain:
         return pd.DataFrame(cols)
 
     def counterparts(self, X) -> np.ndarray:
-        """Every PA-value combination applied to each input.
+        """Every PA-value combination applied to each input, coupled columns changed with it.
 
-        The input itself is among them when its PA values lie in the PA domains.
+        The one place (with :meth:`counterpart_rows`) where counterparts are built: the discrimination check,
+        the generators, the chiral mutation and the verdict all take theirs from here. A coupled column moves
+        from the input's value to the combination's by the coupling's frames (:mod:`chiralfair.coupling`); an
+        input whose protected value lies outside its domain (a missing value) is read at the attribute's first
+        value. The input itself is among the counterparts when its PA values lie in the PA domains.
 
         Parameters
         ----------
@@ -575,7 +723,233 @@ class Domain:
         combos = self.combinations
         out = np.repeat(X[:, None, :], len(combos), axis=1)
         out[:, :, list(self.protected)] = combos[None, :, :]
+        couplings = self._compiled_couplings()
+        if couplings:
+            position = self.protected_value_index(X)
+            target = self._combination_positions()
+            for j, column, frames, inverse in couplings:
+                lo = self.features[column].lo
+                role = inverse[np.maximum(position[:, j], 0), X[:, column] - lo]
+                out[:, :, column] = frames[target[None, :, j], role[:, None]] + lo
         return out
+
+    def counterpart_rows(self, X, combination) -> np.ndarray:
+        """``X`` with its protected attributes set to combination ``combination[i]`` in row i, couplings applied.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+        combination : array-like of int, shape (n_samples,)
+            Indices into :attr:`combinations`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples, n_features)
+            Row i equals ``counterparts(X)[i, combination[i]]``.
+        """
+        X = np.asarray(X, dtype=np.int64)
+        combination = np.asarray(combination, dtype=np.int64)
+        out = X.copy()
+        out[:, list(self.protected)] = self.combinations[combination]
+        couplings = self._compiled_couplings()
+        if couplings:
+            position = self.protected_value_index(X)
+            target = self._combination_positions()[combination]
+            for j, column, frames, inverse in couplings:
+                lo = self.features[column].lo
+                role = inverse[np.maximum(position[:, j], 0), X[:, column] - lo]
+                out[:, column] = frames[target[:, j], role] + lo
+        return out
+
+    # ------------------------------------------------------------------ couplings
+    def _compiled_couplings(self) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+        """The active couplings as ``(attribute index, column, frames, inverse frames)``.
+
+        ``frames`` has shape (n_values, n_codes) (:func:`chiralfair.coupling.compile_frames`); ``inverse[v]`` is
+        the inverse permutation of ``frames[v]``, so ``inverse[v, code - lo]`` is a code's role at value ``v``.
+        """
+        if "couplings" not in self._derived:
+            compiled = []
+            names = {a.name: j for j, a in enumerate(self.attributes)}
+            labels = None
+            for coupling in self.couplings:
+                column = self.index(coupling.column)
+                if coupling.attribute not in names or column in self.protected:
+                    continue
+                j = names[coupling.attribute]
+                labels = labels if labels is not None else self.protected_value_labels()
+                frames = compile_frames(coupling, self.features[column], labels[j], self.attributes[j].values)
+                compiled.append((j, column, frames, np.argsort(frames, axis=1)))
+            self._derived["couplings"] = compiled
+        return self._derived["couplings"]
+
+    @property
+    def coupled_columns(self) -> tuple[int, ...]:
+        """Column indices of the active couplings (columns that change with a protected attribute)."""
+        return tuple(column for _, column, _, _ in self._compiled_couplings())
+
+    def describe_couplings(self) -> list[str]:
+        """One line per declared coupling, e.g. ``"sex -> relationship: Husband <-> Wife"``.
+
+        A coupling that is not active says why: its attribute is not protected, or its column is.
+        """
+        active = set(self.coupled_columns)
+        out = []
+        for c in self.couplings:
+            column = self.index(c.column)
+            text = c.describe(self.features[column].labels)
+            if column in self.protected:
+                text += f" (inactive: {c.column!r} is itself protected)"
+            elif column not in active:
+                text += f" (inactive: {c.attribute!r} is not protected)"
+            out.append(text)
+        return out
+
+    def couple_spec(self) -> dict:
+        """The couplings as the ``couple=`` mapping that declares them (labels where the columns have them)."""
+        out: dict = {}
+        for c in self.couplings:
+            out.setdefault(c.attribute, {})[c.column] = c.to_dict(self.features[self.index(c.column)].labels)
+        return out
+
+    def _roles(self, X: np.ndarray) -> np.ndarray:
+        """``X`` with every actively coupled column replaced by its role code (its code at the first value)."""
+        couplings = self._compiled_couplings()
+        if not couplings:
+            return X
+        X = X.copy()
+        position = self.protected_value_index(X)
+        for j, column, _, inverse in couplings:
+            lo = self.features[column].lo
+            X[:, column] = inverse[np.maximum(position[:, j], 0), X[:, column] - lo] + lo
+        return X
+
+    # ------------------------------------------------------------------ constraints
+    def satisfies(self, X) -> np.ndarray:
+        """Whether each row satisfies every constraint, shape (n_samples,), bool (all True without constraints)."""
+        X = np.asarray(X, dtype=np.int64)
+        ok = np.ones(len(X), dtype=bool)
+        for rule in self.constraints:
+            ok &= ~rule.violated(X)
+        return ok
+
+    def repair(self, X) -> np.ndarray:
+        """Move every row that breaks a constraint to a nearby row that satisfies them all (vectorised).
+
+        Rows that satisfy the constraints are returned unchanged, so ``repair`` is idempotent. Each pass lets
+        every rule repair its violating rows by moving a non-protected column (:mod:`chiralfair.constraints`);
+        a rule over protected columns only moves the protected attributes to the nearest allowed combination
+        of their values (L1 over codes; ties: the first in :attr:`combinations`). Passes repeat until every row
+        satisfies every rule.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Inside the bounds.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples, n_features)
+            A new array when a row was moved; ``X`` itself (as int64) otherwise.
+
+        Raises
+        ------
+        DomainError
+            If some row still breaks a rule after :data:`MAX_REPAIR_PASSES` passes (the rules conflict); the
+            message names the rules and the row.
+        """
+        X = np.asarray(X, dtype=np.int64)
+        if not self.constraints or not len(X):
+            return X
+        bad = ~self.satisfies(X)
+        if not bad.any():
+            return X
+        X = X.copy()
+        movable, lower, upper = self.non_protected_mask, self.lower, self.upper
+        for _ in range(MAX_REPAIR_PASSES):
+            rows = X[bad]
+            for rule in self.constraints:
+                rule.repair(rows, movable, lower, upper)
+            rows = self._nearest_allowed_combination(rows)
+            X[bad] = rows
+            bad = ~self.satisfies(X)
+            if not bad.any():
+                return X
+        row = X[np.argmax(bad)]
+        broken = [r.text for r in self.constraints if r.violated(row[None, :])[0]]
+        raise DomainError(f"the constraints cannot all be met: row {dict(zip(self.names, row.tolist(), strict=True))} "
+                          f"still breaks {broken} after {MAX_REPAIR_PASSES} repair passes; the rules conflict")
+
+    def _allowed_combinations(self) -> np.ndarray:
+        """Which combinations the rules over protected columns only allow, shape (n_combinations,), bool."""
+        if "allowed" not in self._derived:
+            protected = set(self.protected)
+            pure = [r for r in self.constraints if set(r.columns) <= protected]
+            rows = np.tile(self.lower, (len(self.combinations), 1))
+            rows[:, list(self.protected)] = self.combinations
+            allowed = np.ones(len(rows), dtype=bool)
+            for rule in pure:
+                allowed &= ~rule.violated(rows)
+            self._derived["allowed"] = (allowed, pure)
+        return self._derived["allowed"][0]
+
+    def _nearest_allowed_combination(self, rows: np.ndarray) -> np.ndarray:
+        if not self.protected:
+            return rows
+        allowed = self._allowed_combinations()
+        pure = self._derived["allowed"][1]
+        if not pure:
+            return rows
+        bad = np.zeros(len(rows), dtype=bool)
+        for rule in pure:
+            bad |= rule.violated(rows)
+        if bad.any():
+            options = self.combinations[allowed]
+            pa = list(self.protected)
+            nearest = np.abs(rows[bad][:, None, pa] - options[None, :, :]).sum(axis=2).argmin(axis=1)
+            rows[np.ix_(np.flatnonzero(bad), pa)] = options[nearest]
+        return rows
+
+    def describe_constraints(self) -> list[str]:
+        """The constraints as text, one per rule."""
+        return [r.text for r in self.constraints]
+
+    # ------------------------------------------------------------------ plausibility
+    def plausible(self, X) -> np.ndarray | None:
+        """Whether each row's (protected value, categorical value) pairs all occur in the data (design §12).
+
+        See :mod:`chiralfair.plausibility` for the rule. Reads the protected attributes under test.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples,), or None
+            None when the domain has no :attr:`support` (it was not built from data).
+        """
+        if self.support is None:
+            return None
+        return self.support.plausible(X, self._plausibility_pairs())
+
+    def _plausibility_pairs(self) -> np.ndarray:
+        if "pairs" not in self._derived:
+            self._derived["pairs"] = self.support.pair_columns(self)
+        return self._derived["pairs"]
+
+    def rare_pairs(self) -> list[dict]:
+        """Rules the data suggests: protected values (hardly) never seen with a categorical value of another column.
+
+        Returns
+        -------
+        list of dict
+            :meth:`Support.rare_pairs <chiralfair.plausibility.Support.rare_pairs>` (each with its rule as
+            ``constraint`` text), most expected first; empty without :attr:`support` or protected attributes.
+        """
+        if self.support is None or not self.protected:
+            return []
+        return self.support.rare_pairs(self, self._plausibility_pairs())
 
     def _require_protected(self):
         if not self.protected:
@@ -635,10 +1009,31 @@ class Domain:
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``n`` inputs uniformly from the domain (each PA uniformly from its values; a group's valid rows).
 
+        With constraints, rows that break one are drawn again (rejection), so the draws are uniform over the
+        inputs that satisfy them; without, one draw per row (the same stream as before constraints existed).
+
         Returns
         -------
         numpy.ndarray of int64, shape (n, n_features)
+
+        Raises
+        ------
+        DomainError
+            If the constraints reject rows :data:`MAX_SAMPLE_ROUNDS` times in a row (they leave almost no input).
         """
+        X = self._draw(n, rng)
+        if not self.constraints:
+            return X
+        bad = np.flatnonzero(~self.satisfies(X))
+        for _ in range(MAX_SAMPLE_ROUNDS):
+            if not len(bad):
+                return X
+            X[bad] = self._draw(len(bad), rng)
+            bad = bad[~self.satisfies(X[bad])]
+        raise DomainError(f"the constraints {self.describe_constraints()} reject almost every uniform draw "
+                          f"({len(bad)} of {n} rows still rejected after {MAX_SAMPLE_ROUNDS} rounds)")
+
+    def _draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
         X = rng.integers(self.lower, self.upper + 1, size=(n, self.n_features), dtype=np.int64)
         for a in self.attributes:
             X[:, list(a.columns)] = a.value_array()[rng.integers(0, a.size, size=n)]
@@ -646,10 +1041,11 @@ class Domain:
 
     # ------------------------------------------------------------------ identity (design §2)
     def keys(self, X) -> np.ndarray:
-        """IDI keys: the non-protected projection of each input, as one comparable value per row.
+        """IDI keys: the non-protected projection of each input (:meth:`projection`), one comparable value per row.
 
         The key is a mixed-radix int64 when the non-protected part of the domain has fewer than 2**63 points,
-        else a bytes object per row. Two inputs that differ only in PAs have the same key.
+        else a bytes object per row. An input and each of its counterparts (:meth:`counterparts`) have the same
+        key, and two inputs have the same key only if one is a counterpart of the other.
 
         Parameters
         ----------
@@ -662,25 +1058,56 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         idx = self.non_protected
+        proj = self.projection(X)
         radix = self._key_radix()
         if radix is not None:
-            return (X[:, idx] - self.lower[idx]) @ radix
-        proj = np.ascontiguousarray(X[:, idx])
+            return (proj - self.lower[idx]) @ radix
+        proj = np.ascontiguousarray(proj)
         return np.array([r.tobytes() for r in proj], dtype=object)
 
+    def projection(self, X) -> np.ndarray:
+        """The non-protected projection of each input, with coupled columns read as roles: what a key encodes.
+
+        Without couplings this is ``X[:, non_protected]``. A coupled column is part of the protected side: it
+        changes with its attribute, so it is replaced by its **role**, the code it takes when the attribute is
+        moved to its first value (:mod:`chiralfair.coupling`). Census with sex coupled to relationship
+        Husband <-> Wife: a married man (Male, Husband) and his counterpart (Female, Wife) both project to
+        ``relationship=Wife`` (the role's code at Female); (Male, Wife), an input of its own whose counterpart
+        is (Female, Husband), projects to ``Husband``; every other relationship projects to itself.
+
+        Why roles and not the coupled column dropped, or its class {Husband, Wife}: dropping the column would
+        merge (Husband, rest) with (Own-child, rest), two people the check tells apart; the class would make an
+        IDI and its counterpart one key but also merge (Male, Husband) with (Male, Wife), whose counterpart sets
+        are different (the verdict's enumeration reads one key's labels for all of its rows, which would then
+        be wrong). Roles make the keys exactly the orbits of the counterpart map: ``keys(x) == keys(x')`` for
+        every counterpart ``x'``, and different orbits have different keys. The number of keys is unchanged
+        (a role is a permutation of the codes).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples, n_features - n_protected)
+            Columns follow :attr:`non_protected`.
+        """
+        X = np.asarray(X, dtype=np.int64)
+        return self._roles(X)[:, self.non_protected]
+
     def _key_radix(self):
-        if self._radix is None:
+        if "radix" not in self._derived:
             sizes = [self.features[i].size for i in self.non_protected]
             total = 1
             for s in sizes:
                 total *= s
             if total >= 2**63:
-                radix = (None,)
+                radix = None
             else:
                 mult = np.cumprod([1] + sizes[:-1], dtype=object)
-                radix = (np.array([int(m) for m in mult], dtype=np.int64),)
-            object.__setattr__(self, "_radix", radix)
-        return self._radix[0]
+                radix = np.array([int(m) for m in mult], dtype=np.int64)
+            self._derived["radix"] = radix
+        return self._derived["radix"]
 
     # ------------------------------------------------------------------ presentation and serialization
     def decode(self, X, *, suffix: str = "") -> pd.DataFrame:
@@ -721,16 +1148,23 @@ class Domain:
             "protected": self.protected_names,
             "protected_columns": [[self.features[c].name for c in a.columns] for a in self.attributes],
             "protected_values": [[list(r) if a.is_group else r[0] for r in a.values] for a in self.attributes],
+            "couple": self.couple_spec(),
+            "constraints": self.describe_constraints(),
         }
 
     @classmethod
     def from_dict(cls, d: dict) -> Domain:
-        """Rebuild a domain from :meth:`to_dict` output (also the older form without ``protected_columns``)."""
+        """Rebuild a domain from :meth:`to_dict` output.
+
+        Also reads older forms without ``protected_columns``, couplings or constraints. The support is not
+        serialised: the rebuilt domain has none (:meth:`plausible` is None).
+        """
         feats = tuple(Feature(f["name"], f["lo"], f["hi"], f["kind"],
                               {int(k): v for k, v in f["labels"].items()} if f.get("labels") else None,
                               f.get("missing"))
                       for f in d["features"])
-        dom = cls(feats)
+        dom = cls(feats, couplings=parse_couplings(d.get("couple"), feats),
+                  constraints=parse_constraints(d.get("constraints") or None, feats))
         if not d.get("protected"):
             return dom
         names = d["protected"]

@@ -3,8 +3,13 @@
 Every combination of the protected attributes' domain values is tried, for a whole batch of inputs in one
 model call; a protected attribute that spans several columns (one-hot) contributes only its valid rows. The
 combination equal to the input's own PA values is the input itself, so its prediction comes for free: a
-candidate costs exactly ``n_combinations`` model queries (one more if its PA values lie outside the PA domains:
+candidate costs at most ``n_combinations`` model queries (one more if its PA values lie outside the PA domains:
 a missing protected value, or a group row that is none of the valid ones).
+
+Counterparts come from :meth:`Domain.counterparts <chiralfair.domain.Domain.counterparts>`, so coupled columns
+change with their attribute (design §12). A counterpart that breaks one of the domain's constraints cannot exist:
+it is not sent to the model (no query), carries the input's own label and probability, and never makes the input
+an IDI (``CheckResult.possible``).
 """
 
 from __future__ import annotations
@@ -39,6 +44,13 @@ class CheckResult:
         Positive-class probability of every counterpart, when asked for.
     own_proba : numpy.ndarray of float64, shape (n_samples,), or None
         Positive-class probability of x itself, when asked for.
+    possible : numpy.ndarray of bool, shape (n_samples, n_combinations), or None
+        Whether each counterpart satisfies the domain's constraints (the input's own combination: whether x
+        does); None when the domain has none (every counterpart is possible). An impossible counterpart was not
+        sent to the model: its ``counterpart_labels`` and ``proba`` entries are x's own.
+    plausible : numpy.ndarray of bool, shape (n_samples, n_combinations), or None
+        Whether each counterpart is plausible (:meth:`Domain.plausible <chiralfair.domain.Domain.plausible>`),
+        when asked for and the domain has a support.
     """
 
     X: np.ndarray
@@ -48,9 +60,13 @@ class CheckResult:
     counterpart_index: np.ndarray
     proba: np.ndarray | None = None
     own_proba: np.ndarray | None = None
+    possible: np.ndarray | None = None
+    plausible: np.ndarray | None = None
 
     def counterparts(self, domain: Domain) -> np.ndarray:
         """The reported counterpart of each input (the input itself where ``counterpart_index`` is -1).
+
+        Built by :meth:`Domain.counterpart_rows <chiralfair.domain.Domain.counterpart_rows>`, couplings applied.
 
         Returns
         -------
@@ -58,7 +74,7 @@ class CheckResult:
         """
         out = self.X.copy()
         has = self.counterpart_index >= 0
-        out[np.ix_(has, list(domain.protected))] = domain.combinations[self.counterpart_index[has]]
+        out[has] = domain.counterpart_rows(self.X[has], self.counterpart_index[has])
         return out
 
     @property
@@ -119,7 +135,7 @@ class DiscriminationCheck:
         idx = np.maximum(position, 0) @ self._strides
         return np.where((position >= 0).all(axis=1), idx, -1)
 
-    def check(self, X, *, with_proba: bool = False) -> CheckResult:
+    def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
 
         Parameters
@@ -129,12 +145,15 @@ class DiscriminationCheck:
         with_proba : bool
             Also return positive-class probabilities (needs ``predict_proba``; labels still come from
             ``predict``; each row counts as one query all the same).
+        with_plausibility : bool
+            Also say which counterparts are plausible (``CheckResult.plausible``; needs the domain's support,
+            else it stays None). Costs no query.
 
         Returns
         -------
         CheckResult
             Costs n_samples × n_combinations model queries (plus one per input whose PA values are outside
-            the PA domains).
+            the PA domains), less one per impossible counterpart.
         """
         X = np.asarray(X, dtype=np.int64)
         n, k = len(X), self.n_combinations
@@ -143,50 +162,81 @@ class DiscriminationCheck:
             return CheckResult(X.reshape(0, self.domain.n_features), np.zeros(0, np.int64), empty,
                                np.zeros(0, bool), np.zeros(0, np.int64),
                                np.zeros((0, k)) if with_proba else None,
-                               np.zeros(0) if with_proba else None)
+                               np.zeros(0) if with_proba else None,
+                               np.zeros((0, k), bool) if self.domain.constraints else None,
+                               np.zeros((0, k), bool) if with_plausibility and self.domain.support else None)
         own = self.own_combination(X)
         inside = own >= 0
-        cf_labels, outside_labels, proba, outside_proba = self._predict_counterparts(X, inside, with_proba)
+        cf_labels, outside_labels, proba, outside_proba, possible, plausible = self._predict_counterparts(
+            X, own, with_proba, with_plausibility)
         labels = np.empty(n, dtype=np.int64)
         labels[inside] = cf_labels[inside, own[inside]]
         labels[~inside] = outside_labels
-        differs = cf_labels != labels[:, None]
-        is_idi = differs.any(axis=1)
-        cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
         own_proba = None
         if with_proba:
             own_proba = np.empty(n)
             own_proba[inside] = proba[inside, own[inside]]
             own_proba[~inside] = outside_proba
-            far = np.abs(proba - own_proba[:, None]).argmax(axis=1)
-            cf_index = np.where(is_idi, cf_index, far)
-        return CheckResult(X, labels, cf_labels, is_idi, cf_index.astype(np.int64), proba, own_proba)
+        if possible is not None:  # impossible counterparts were not queried: they take x's own outcome
+            cf_labels = np.where(possible, cf_labels, labels[:, None])
+            if with_proba:
+                proba = np.where(possible, proba, own_proba[:, None])
+        differs = cf_labels != labels[:, None]
+        is_idi = differs.any(axis=1)
+        cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
+        if with_proba:
+            gap = np.abs(proba - own_proba[:, None])
+            if possible is not None:
+                gap = np.where(possible, gap, -1.0)
+            cf_index = np.where(is_idi, cf_index, gap.argmax(axis=1))
+        return CheckResult(X, labels, cf_labels, is_idi, cf_index.astype(np.int64), proba, own_proba, possible,
+                           plausible)
 
-    def _predict_counterparts(self, X: np.ndarray, inside: np.ndarray, with_proba: bool):
+    def _predict_counterparts(self, X: np.ndarray, own: np.ndarray, with_proba: bool, with_plausibility: bool):
         """Labels (and P(y=1)) of every counterpart, shape (n, K), and of the inputs outside the PA domains.
 
         Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
-        never has to exist at once for a large batch.
+        never has to exist at once for a large batch. With constraints, only the possible counterparts and the
+        input itself are sent; the others' entries are left at -1 (labels) and NaN (probabilities), and
+        ``possible`` (n, K) says which they are (None without constraints). ``plausible`` (n, K) when asked.
         """
         n, k = len(X), self.n_combinations
+        domain = self.domain
+        constrained = bool(domain.constraints)
         step = max(1, CHUNK_ROWS // k)
-        parts = []
+        cf = np.full((n, k), -1, dtype=np.int64)
+        pcf = np.full((n, k), np.nan) if with_proba else None
+        possible = np.ones((n, k), dtype=bool) if constrained else None
+        plausible = np.ones((n, k), dtype=bool) if with_plausibility and domain.support is not None else None
+        out, pout = [], []
         for start in range(0, n, step):
-            chunk, chunk_inside = X[start:start + step], inside[start:start + step]
-            rows = self.domain.counterparts(chunk).reshape(len(chunk) * k, -1)
-            rows = np.concatenate([rows, chunk[~chunk_inside]])
+            chunk, chunk_own = X[start:start + step], own[start:start + step]
+            m = len(chunk)
+            rows = domain.counterparts(chunk).reshape(m * k, -1)
+            send = np.ones(m * k, dtype=bool)
+            if constrained:
+                ok = domain.satisfies(rows).reshape(m, k)
+                possible[start:start + m] = ok
+                itself = np.zeros((m, k), dtype=bool)
+                itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
+                send = (ok | itself).ravel()
+            if plausible is not None:
+                plausible[start:start + m] = domain.plausible(rows).reshape(m, k)
+            outside = chunk[chunk_own < 0]
+            batch = np.concatenate([rows[send], outside])
+            lab, prob = self.model.predict_with_proba(batch) if with_proba else (self.model.predict(batch), None)
+            n_sent = int(send.sum())
+            block = cf[start:start + m].reshape(-1)
+            block[send] = lab[:n_sent]
+            cf[start:start + m] = block.reshape(m, k)
+            out.append(lab[n_sent:])
             if with_proba:
-                parts.append(self.model.predict_with_proba(rows))
-            else:
-                parts.append((self.model.predict(rows), None))
-        cut = [len(X[s:s + step]) * k for s in range(0, n, step)]
-        cf = np.concatenate([lab[:c] for (lab, _), c in zip(parts, cut, strict=True)]).reshape(n, k)
-        out = np.concatenate([lab[c:] for (lab, _), c in zip(parts, cut, strict=True)])
-        if not with_proba:
-            return cf, out, None, None
-        pcf = np.concatenate([p[:c] for (_, p), c in zip(parts, cut, strict=True)]).reshape(n, k)
-        pout = np.concatenate([p[c:] for (_, p), c in zip(parts, cut, strict=True)])
-        return cf, out, pcf, pout
+                pblock = pcf[start:start + m].reshape(-1)
+                pblock[send] = prob[:n_sent]
+                pcf[start:start + m] = pblock.reshape(m, k)
+                pout.append(prob[n_sent:])
+        return (cf, np.concatenate(out).astype(np.int64), pcf, np.concatenate(pout) if with_proba else None,
+                possible, plausible)
 
     def is_idi(self, X) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,)."""

@@ -35,9 +35,9 @@ from .run_folder import (
     remove_empty_folders,
 )
 
-__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "describe_clustering", "is_previous_run",
-           "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown", "summary_rows",
-           "verdict_lines", "write_pairs", "write_run"]
+__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "counterpart_lines", "describe_clustering",
+           "is_previous_run", "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown",
+           "summary_rows", "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
@@ -111,16 +111,20 @@ def write_pairs(result, domain, path: Path) -> Path:
     """
     sink = PairSink(path)
     sink.open(domain)
-    sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase)
+    sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase,
+               plausible=result.plausible)
     return sink.close()
 
 
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The headline figures as (name, formatted value) rows, for the CLI table and report.md."""
+    plausible = summary.get("n_plausible_idis")
     return [
         ("seeds that are IDIs", f"{summary['n_seed_idis']} / {summary['n_seeds']}"
                                 f" ({summary['initialization_rate']:.1%})"),
         ("n_idis", f"{summary['n_idis']:,}"),
+        *([("n_plausible_idis", f"{plausible:,}" + (f" ({plausible / summary['n_idis']:.1%})"
+                                                    if summary["n_idis"] else ""))] if plausible is not None else []),
         ("n_global", f"{summary['n_global']:,}"),
         ("n_local", f"{summary['n_local']:,}"),
         ("n_tested", f"{summary['n_tested']:,}"),
@@ -157,6 +161,7 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  {direction}")
     if summary["seeds"].get("clustering"):
         lines.append(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
+    lines += [f"  {line}" for line in counterpart_lines(summary)]
     if summary.get("diversity") is not None:
         from .seeds.diversity_report import DiversityReport
 
@@ -186,11 +191,43 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
+    from .verdict.result import plausibility_line
+
+    other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
+    if other:
+        lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
+        lines.append(f"  {other}")
     group = most_harmed_group(v)
     if group is not None:
         lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
                      f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
                      "favourable one)")
+    return lines
+
+
+def counterpart_lines(summary: dict[str, Any]) -> list[str]:
+    """What the counterparts were (design §12), for the CLI: couplings, constraints, rules the data suggests.
+
+    Returns
+    -------
+    list of str
+        Empty for a summary without the ``counterparts`` section.
+    """
+    c = summary.get("counterparts")
+    if not c:
+        return []
+    lines = [f"coupled: {text}" for text in c["couplings"]]
+    lines += [f"constraint: {text}" for text in c["constraints"]]
+    declared = set(c["constraints"])
+    rules = [r for r in c["rare_pairs"] if r["constraint"] not in declared]
+    if rules:
+        shown = "; ".join(f"{r['constraint']} ({r['count']:,} {'row' if r['count'] == 1 else 'rows'}, "
+                          f"{r['expected']:,.0f} expected)" for r in rules[:3])
+        more = c["n_rare_pairs"] - min(3, len(rules))
+        lines.append(f"the data suggests: {shown}" + (f"; {more} more in result.json" if more > 0 else "")
+                     + " (--constraint)")
+    for text in c["suggested_couplings"]:
+        lines.append(f"the data suggests a coupling: --couple {text}")
     return lines
 
 
@@ -227,6 +264,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
     if summary.get("group_metrics"):
         lines += ["", "## Group metrics", "", *group_metrics_markdown(summary["group_metrics"])]
+    lines += _counterparts_markdown(summary.get("counterparts"), summary["n_idis"])
     lines += [
         "",
         "## Search",
@@ -274,10 +312,16 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
                 " known): `chiralfair estimate` or `chiralfair.estimate(..., favourable=...)` computes it."]
     how = ("every individual checked" if v["exact"] else
            f"{v['confidence']:.0%} {v['method']} interval, {v['n_individuals']:,} individuals checked")
+    which = "a plausible counterpart" if v.get("counterparts") == "plausible" else "a counterpart"
     out = [f"**Share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}**"
-           f" ({how}). An individual is affected when a counterpart differing only in"
+           f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
+    from .verdict.result import plausibility_line
+
+    other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
+    if other:
+        out += ["", other[0].upper() + other[1:] + "."]
     group = most_harmed_group(v)
     if group is not None:
         out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
@@ -336,6 +380,29 @@ def _rate(record: dict[str, Any], metric: str) -> str:
     return f"{value:.2%}" if lo is None else f"{value:.2%} [{lo:.2%}, {hi:.2%}]"
 
 
+def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
+    """The counterparts section (design §12): couplings, constraints, plausible IDIs, rules the data suggests."""
+    if not c:
+        return []
+    out = ["", "## Counterparts", ""]
+    out += ([f"- coupled: {t}" for t in c["couplings"]] or ["- no coupled column: counterparts change the protected "
+                                                             "attributes only"])
+    out += [f"- constraint: {t}" for t in c["constraints"]]
+    if c.get("n_plausible_idis") is not None:
+        share = f" ({c['plausible_share']:.1%})" if n_idis else ""
+        out += ["", f"{c['n_plausible_idis']:,} of the {n_idis:,} IDI pairs are plausible{share}: the IDI and its"
+                    " counterpart hold only (protected value, categorical value) pairs the data shows (column"
+                    " `plausible` of the pairs)."]
+    if c.get("rare_pairs"):
+        out += ["", "Rules the data suggests (a protected value hardly ever seen with a category; declare them with"
+                    " `constraints=` / `--constraint`, or as a coupling):", "",
+                "| rule | rows | expected under independence |", "|---|---|---|",
+                *[f"| `{r['constraint']}` | {r['count']:,} | {r['expected']:,.1f} |" for r in c["rare_pairs"]]]
+    for text in c.get("suggested_couplings", ()):
+        out += ["", f"Suggested coupling: `--couple {text}`."]
+    return out
+
+
 def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
     if not d or not n_idis:
         return []
@@ -376,7 +443,7 @@ def _quantile_name(level: str) -> str:
     return "max" if value == 1.0 else ("median" if value == 0.5 else f"p{value * 100:g}")
 
 
-def render_html(markdown_text: str, folder: Path, title: str) -> str:
+def render_html(markdown_text: str, folder: Path, title: str, plots=(SEARCH_PLOT, SHARE_PLOT, GAP_PLOT)) -> str:
     """The report as one self-contained HTML page: the folder's PNG plots embedded as base64 data URIs.
 
     Parameters
@@ -386,6 +453,8 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     folder : pathlib.Path
         Holds the PNG files the text refers to.
     title : str
+    plots : sequence of str, optional
+        File names of the PNG plots to embed (default: a run folder's).
 
     Returns
     -------
@@ -395,7 +464,7 @@ def render_html(markdown_text: str, folder: Path, title: str) -> str:
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    for name in (SEARCH_PLOT, SHARE_PLOT, GAP_PLOT):
+    for name in plots:
         png = folder / name
         if f'src="{name}"' in body and png.exists():
             data = base64.b64encode(png.read_bytes()).decode("ascii")
@@ -530,7 +599,7 @@ def _plain(o):
 
 
 # ------------------------------------------------------------------------------------------ the retrain folder
-RETRAIN_FILES = ("retrain.json", "report.md", "tradeoff.png", "model.pt", "model.skops", "model.joblib")
+RETRAIN_FILES = ("retrain.json", "report.md", "report.html", "tradeoff.png")
 
 
 def check_retrain_folder(out: str | os.PathLike) -> bool:
@@ -581,8 +650,12 @@ def prepare_retrain_folder(out: str | os.PathLike) -> list[Path]:
     return prepare_run_folder(out)
 
 
-def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> Path:
-    """Write ``retrain.json``, ``report.md`` with the trade-off plot, and the retrained model, each atomically.
+def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = None) -> list[Path]:
+    """Write ``retrain.json``, ``report.md`` and ``report.html`` with the trade-off plot, and each method's model.
+
+    Each method's model (its largest share) is saved in the format the model came in as ``model-<method>.<ext>``
+    (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is said in
+    the report. Every file is written atomically; model files of an earlier retrain in the folder are replaced.
 
     Parameters
     ----------
@@ -590,14 +663,12 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     out : str or path-like
         Prepared with :func:`prepare_retrain_folder`.
     like : str, optional
-        The model file the model came from: the retrained model is saved in its format
-        (:func:`chiralfair.models.files.save_model_file`); a model that cannot be saved (an ONNX graph) is
-        said in the report.
+        The model file the model came from.
 
     Returns
     -------
-    pathlib.Path
-        The model file written, or None.
+    list of pathlib.Path
+        The model files written.
     """
     from .exceptions import ModelFileError
     from .models.files import save_model_file
@@ -607,14 +678,20 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
         png = Path(tmp) / "tradeoff.png"
         result.plot(png)
         atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
-    for stale in RETRAIN_FILES[3:]:
-        (out / stale).unlink(missing_ok=True)
-    try:
-        path = save_model_file(result.model, out, like=like, meta={"retrain": result.meta})
-        saved = (f"\nThe retrained model (largest share) is in `{path.name}`; it loads back with "
-                 f"`--model {path.name}`.\n")
-    except ModelFileError as err:
-        path, saved = None, f"\nThe retrained model was not saved: {err}.\n"
-    atomic_write_bytes(out / "report.md", (result.to_markdown("tradeoff.png") + saved).encode())
+    for stale in out.glob("model*.*"):
+        stale.unlink()
+    saved, lines = [], []
+    for method in result.methods:
+        try:
+            path = save_model_file(result.model_of(method), out, like=like, stem=f"model-{method}",
+                                   meta={"retrain": result.meta, "method": method})
+            saved.append(path)
+            lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
+        except ModelFileError as err:
+            lines.append(f"- {method}: not saved: {err}")
+    text = result.to_markdown("tradeoff.png") + "\nThe models (largest share):\n\n" + "\n".join(lines) + "\n"
+    atomic_write_bytes(out / "report.md", text.encode())
+    atomic_write_bytes(out / "report.html", render_html(text, out, f"chiralfair retrain {out.name}",
+                                                          plots=("tradeoff.png",)).encode())
     atomic_write_bytes(out / "retrain.json", result.to_json().encode())
-    return path
+    return saved

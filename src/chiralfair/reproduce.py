@@ -233,7 +233,8 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
 def with_retrain_details(frame, out: str | os.PathLike):
     """Add the retraining figures a retrain cell keeps only in its summary: intervals, domain rate, group metrics.
 
-    Reads ``<out>/cells/*/result.json`` (``summary[strategy]["rows"]``, :class:`~chiralfair.retraining.RetrainResult`
+    Reads ``<out>/cells/*/result.json`` (``summary[strategy]["rows"]``,
+    :class:`~chiralfair.mitigation.retraining.RetrainResult`
     rows: first before, last after) and adds ``<field>_before`` / ``<field>_after`` columns that ``frame`` lacks,
     matched on the cell's config and the seed strategy.
 
@@ -254,7 +255,7 @@ def with_retrain_details(frame, out: str | os.PathLike):
             continue
         config = result["config"]
         for strategy, summary in (result.get("summary") or {}).items():
-            if not summary or not summary.get("rows"):
+            if strategy not in config["seeds"] or not summary or not summary.get("rows"):
                 continue
             before, after = summary["rows"][0], summary["rows"][-1]
             record = {"dataset": config["dataset"], "protected": ",".join(config["protected"]),

@@ -48,11 +48,9 @@ class _LazyPairs:
         if obj is None:
             return None  # the dataclass default
         store = obj.__dict__.setdefault("_pairs", {})
-        if store.get(self.name) is None:
-            if obj.pairs_path is None:
-                return None
-            store.update(read_pairs(obj.pairs_path))
-        return store[self.name]
+        if store.get(self.name) is None and obj.pairs_path is not None and not store.get("_read"):
+            store.update(read_pairs(obj.pairs_path), _read=True)
+        return store.get(self.name)
 
     def __set__(self, obj, value):
         obj.__dict__.setdefault("_pairs", {})[self.name] = value
@@ -110,8 +108,9 @@ class SearchResult:
     seconds : float
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
-        Each IDI and one counterpart that gets a different label. Read from ``pairs_path`` on first access when
-        the pairs were streamed there (pass ``pairs_path`` instead of the five arrays).
+        Each IDI and one counterpart that gets a different label (coupled columns changed with the protected
+        attributes, design §12). Read from ``pairs_path`` on first access when the pairs were streamed there
+        (pass ``pairs_path`` instead of the five arrays).
     idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
     phase : numpy.ndarray of str, shape (n_idis,)
         ``"global"`` or ``"local"``.
@@ -130,6 +129,12 @@ class SearchResult:
     diversity : dict or None
         Diversity of the IDIs found (:meth:`chiralfair.seeds.diversity_report.DiversityReport.to_dict`), when
         measured (``RunConfig(diversity=True)``, ``chiralfair run --diversity``); None otherwise.
+    n_plausible_idis : int or None
+        IDIs whose pair is plausible: the IDI and its counterpart both hold only (protected value, categorical
+        value) pairs that the data shows (:meth:`Domain.plausible <chiralfair.domain.Domain.plausible>`); None
+        when the domain has no support (not built from data).
+    plausible : numpy.ndarray of bool, shape (n_idis,), or None
+        Each pair's plausibility (``n_plausible_idis`` counts the True ones); None when not scored.
 
     Raises
     ------
@@ -158,6 +163,8 @@ class SearchResult:
     pa_label_counts: np.ndarray | None = None
     pairs_path: str | None = None
     diversity: dict[str, Any] | None = None
+    n_plausible_idis: int | None = None
+    plausible: np.ndarray | None = _LazyPairs("plausible")
 
     def __post_init__(self):
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
@@ -177,8 +184,13 @@ class SearchResult:
         return self.n_idis / self.n_tested if self.n_tested else 0.0
 
     def summary(self) -> dict[str, Any]:
-        """The headline figures under their result.json names (with ``diversity`` when it was measured)."""
+        """The headline figures under their result.json names (with ``diversity`` when it was measured).
+
+        ``n_plausible_idis`` is there when pairs were scored for plausibility.
+        """
         out = {k: getattr(self, k) for k in SUMMARY_FIELDS}
+        if self.n_plausible_idis is not None:
+            out["n_plausible_idis"] = self.n_plausible_idis
         out.update(generator=self.generator, seed_strategy=self.seed_strategy)
         if self.diversity is not None:
             out["diversity"] = self.diversity
@@ -186,9 +198,9 @@ class SearchResult:
 
     def with_diversity(self, diversity: dict[str, Any] | None) -> SearchResult:
         """A copy carrying ``diversity``; streamed pairs stay on disk (they are not read to copy them)."""
-        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in PAIR_ARRAYS}
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*PAIR_ARRAYS, "plausible")}
         if self.pairs_path is None:
-            kept.update({k: getattr(self, k) for k in PAIR_ARRAYS})
+            kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
         return SearchResult(**{**kept, "diversity": diversity})
 
     def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
@@ -201,7 +213,8 @@ class SearchResult:
 
         Returns
         -------
-        pandas.DataFrame, shape (n_idis, 2 * n_features + 3)
+        pandas.DataFrame, shape (n_idis, 2 * n_features + 3), or + 4 with a ``plausible`` column
+            ``plausible`` when the pairs were scored for plausibility.
         """
         if domain is not None:
             left = domain.decode(self.idis)
@@ -214,6 +227,8 @@ class SearchResult:
         frame["prediction"] = self.idi_labels
         frame["prediction_counterpart"] = self.counterpart_labels
         frame["phase"] = pd.Series(self.phase, dtype="string")
+        if self.plausible is not None:
+            frame["plausible"] = np.asarray(self.plausible, dtype=bool)
         return frame
 
     def protected_value_counts(self, domain: Domain) -> pd.DataFrame:
@@ -298,7 +313,7 @@ class SearchResult:
     def to_json(self) -> str:
         """Serialize everything (arrays as lists; streamed pairs are read back first)."""
         d = {f.name: getattr(self, f.name) for f in fields(self)}
-        for k in (*PAIR_ARRAYS, "pa_pair_counts", "pa_label_counts"):
+        for k in (*PAIR_ARRAYS, "plausible", "pa_pair_counts", "pa_label_counts"):
             d[k] = None if d[k] is None else np.asarray(d[k]).tolist()
         d["notes"] = list(self.notes)
         d["success_rate"] = self.success_rate
@@ -319,6 +334,8 @@ class SearchResult:
         d["idi_labels"] = _arr(d["idi_labels"], np.int64)
         d["counterpart_labels"] = _arr(d["counterpart_labels"], np.int64)
         d["phase"] = np.asarray(d["phase"], dtype=str)
+        if d.get("plausible") is not None:
+            d["plausible"] = np.asarray(d["plausible"], dtype=bool)
         d["notes"] = tuple(d["notes"])
         for k in ("pa_pair_counts", "pa_label_counts"):
             if d.get(k) is not None:

@@ -10,7 +10,8 @@ and its ``result.json`` still says ``"partial": true``. Readers skip the hidden 
 ``.``).
 
 Columns: every feature under its name, then again with suffix ``_counterpart``, ``prediction``,
-``prediction_counterpart`` and ``phase``. A feature with labels is a dictionary-encoded string column (pandas
+``prediction_counterpart``, ``phase``, and ``plausible`` (bool: the IDI and its counterpart are both plausible,
+design §12) when the search scored plausibility. A feature with labels is a dictionary-encoded string column (pandas
 reads it as a categorical of labels); a feature without labels is an int64 column of codes. The domain is kept
 in the schema metadata (key ``chiralfair.domain``), so the codes can be read back without it (:func:`read_pairs`).
 """
@@ -248,6 +249,7 @@ class PairSink:
         self._n_buffered = 0
         self._last_flush = time.monotonic()
         self._encoder: _PairEncoder | None = None
+        self._with_plausible: bool | None = None
 
     def open(self, domain: Domain) -> None:
         """Create the dataset folder for pairs over ``domain`` (removing a previous run's pairs there)."""
@@ -256,7 +258,7 @@ class PairSink:
         self._encoder = _PairEncoder(domain)
         self._last_flush = time.monotonic()
 
-    def write(self, X, C, y, yc, phase) -> None:
+    def write(self, X, C, y, yc, phase, *, plausible=None) -> None:
         """Buffer a batch of pairs; write full parts (and a due part) to disk.
 
         Parameters
@@ -267,6 +269,9 @@ class PairSink:
             Their predictions.
         phase : {"global", "local"} or numpy.ndarray of str, shape (n_pairs,)
             The phase of every pair.
+        plausible : numpy.ndarray of bool, shape (n_pairs,), optional
+            Whether each pair is plausible; given for every batch or for none (the column is written when the
+            first batch has it).
         """
         if self._encoder is None:
             raise RuntimeError("PairSink.open(domain) must be called before write()")
@@ -274,7 +279,12 @@ class PairSink:
             codes = np.full(len(X), PHASES.index(phase), dtype=np.int8)
         else:
             codes = (np.asarray(phase) == "local").astype(np.int8)
-        self._buffer.append((X, C, y, yc, codes))
+        if self._with_plausible is None:
+            self._with_plausible = plausible is not None
+        if self._with_plausible != (plausible is not None):
+            raise ValueError("plausible must be given for every batch of a PairSink or for none")
+        flags = np.asarray(plausible, dtype=bool) if plausible is not None else np.zeros(len(X), dtype=bool)
+        self._buffer.append((X, C, y, yc, codes, flags))
         self._n_buffered += len(X)
         due = time.monotonic() - self._last_flush >= self.flush_seconds
         if self._n_buffered >= self.rows_per_part or due:
@@ -300,7 +310,7 @@ class PairSink:
         else:
             d = self._encoder.domain.n_features
             arrays = [np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0, np.int64),
-                      np.zeros(0, np.int64), np.zeros(0, np.int8)]
+                      np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, bool)]
         n, start = len(arrays[0]), 0
         while n - start >= self.rows_per_part:
             self._write_part([a[start:start + self.rows_per_part] for a in arrays])
@@ -315,7 +325,7 @@ class PairSink:
     def _write_part(self, arrays: list[np.ndarray]) -> None:
         import pyarrow.parquet as pq
 
-        table = self._encoder.table(*arrays)
+        table = self._encoder.table(*arrays[:5], plausible=arrays[5] if self._with_plausible else None)
         name = f"part-{self.n_parts:06d}.parquet"
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
         os.close(fd)
@@ -341,7 +351,7 @@ class _PairEncoder:
         self._phases = pa.array(PHASES, type=pa.string())
         self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
 
-    def table(self, X, C, y, yc, phase_codes):
+    def table(self, X, C, y, yc, phase_codes, plausible=None):
         import pyarrow as pa
 
         columns, names = [], []
@@ -352,6 +362,9 @@ class _PairEncoder:
         columns += [pa.array(y, type=pa.int64()), pa.array(yc, type=pa.int64()),
                     pa.DictionaryArray.from_arrays(pa.array(phase_codes, type=pa.int8()), self._phases)]
         names += ["prediction", "prediction_counterpart", "phase"]
+        if plausible is not None:
+            columns.append(pa.array(plausible, type=pa.bool_()))
+            names.append("plausible")
         return pa.Table.from_arrays(columns, names=names).replace_schema_metadata(self._metadata)
 
     @staticmethod
@@ -395,7 +408,8 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
     -------
     dict
         ``idis`` and ``counterparts`` (int64, shape (n_idis, n_features)), ``idi_labels`` and
-        ``counterpart_labels`` (int64, shape (n_idis,)) and ``phase`` (str, shape (n_idis,)).
+        ``counterpart_labels`` (int64, shape (n_idis,)), ``phase`` (str, shape (n_idis,)) and ``plausible``
+        (bool, shape (n_idis,), or None when the pairs were not scored).
 
     Raises
     ------
@@ -424,7 +438,9 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
     return {"idis": idis, "counterparts": cf,
             "idi_labels": table.column("prediction").to_numpy().astype(np.int64),
             "counterpart_labels": table.column("prediction_counterpart").to_numpy().astype(np.int64),
-            "phase": phase}
+            "phase": phase,
+            "plausible": (table.column("plausible").to_numpy().astype(bool) if "plausible" in table.column_names
+                          else None)}
 
 
 def _codes(column, feature: Feature, n: int) -> np.ndarray:

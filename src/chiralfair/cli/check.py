@@ -23,11 +23,14 @@ from .options import (
     BinsOpt,
     CacheOpt,
     ChecksumOpt,
+    ConstraintOpt,
+    CoupleOpt,
     DataHomeOpt,
     DataOpt,
     LabelOpt,
     ModelCardOpt,
     ModelOutputOpt,
+    PlausibleOpt,
     PositiveOpt,
     ProtectedOpt,
     RandomOpt,
@@ -95,6 +98,9 @@ def check(
     test_size: TestSizeOpt = 0.4,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    couple: CoupleOpt = None,
+    constraint: ConstraintOpt = None,
+    plausible_only: PlausibleOpt = False,
     model_card: ModelCardOpt = None,
 ) -> None:
     """Fairness gate: exit 0 if the share affected is at most --max-share, 1 if above, 2 if undecided, 3 if refused.
@@ -108,7 +114,7 @@ def check(
         decision = _decide(max_share, dataset, protected, model, confidence, population, margin, max_queries, method,
                            gamma, favourable, random_state, data_home, cache_dir, allow_checksum_mismatch, verbose,
                            data, label, positive_class, bins, schema, test, test_size, trust_model_file,
-                           model_output, model_card)
+                           model_output, model_card, couple, constraint, plausible_only)
     except (typer.Exit, typer.Abort, CLICK_EXCEPTION, KeyboardInterrupt):
         raise
     except Exception as err:  # a bug must not read as a decision (1 would say "unfair")
@@ -125,15 +131,17 @@ def check(
 
 def _decide(max_share, dataset, protected, model, confidence, population, margin, max_queries, method, gamma,
             favourable, random_state, data_home, cache_dir, allow_checksum_mismatch, verbose, data, label,
-            positive_class, bins, schema, test, test_size, trust_model_file, model_output, model_card: Path | None):
-    from ..pipeline.checks import check_protected_given
+            positive_class, bins, schema, test, test_size, trust_model_file, model_output, model_card: Path | None,
+            couple, constraint, plausible_only):
+    from ..pipeline.checks import check_protected_given, counterpart_options
     from ..pipeline.exports import check_model_card_path
 
     params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
-              "gamma": gamma}
+              "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold"), code=REFUSED):
         check_protected_given(protected, name="--protected")
         check_model_card_path(model_card)
+        counterparts = counterpart_options(couple, constraint)
         if not 0 <= max_share <= 1:
             raise ConfigError(f"--max-share must lie in [0, 1], got {max_share}")
         if data is None:
@@ -143,7 +151,7 @@ def _decide(max_share, dataset, protected, model, confidence, population, margin
 
             config = RunConfig(dataset=dataset or "census", protected=protected_list(protected), model=model or "dnn",
                                random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                               allow_checksum_mismatch=allow_checksum_mismatch)
+                               allow_checksum_mismatch=allow_checksum_mismatch, **counterparts)
             setup_logging(verbose)
             decision = check_fairness_benchmark(config, max_share=max_share, population=population,
                                                 favourable=_label(favourable), **params)
@@ -158,7 +166,9 @@ def _decide(max_share, dataset, protected, model, confidence, population, margin
                                       favourable=favourable, protected=protected,
                                       bins=parse_bins(bins) if bins else None, schema=schema, test=test,
                                       test_size=test_size, population=population, random_state=random_state,
-                                      trust_model_file=trust_model_file, model_output=model_output, **params)
+                                      trust_model_file=trust_model_file, model_output=model_output,
+                                      couple=counterparts["couple"],
+                                      constraints=list(counterparts["constraints"]) or None, **params)
         if model_card is not None:
             from ..pipeline import write_model_card
 

@@ -41,9 +41,21 @@ def refusals(flags: tuple[str, ...] = FLAGS, *, code: int = 2):
 
 
 def setup_logging(verbose: bool) -> None:
-    """Log to standard error: each step with ``--verbose``, warnings otherwise."""
+    """Log to standard error: each step with ``--verbose``, warnings otherwise.
+
+    Python warnings (a column that looks like an identifier, a rule the data breaks) go through logging too, as
+    one line each, rather than with the source line that raised them.
+    """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.captureWarnings(True)
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"{category.__name__}: {message}"
 
 
 @contextlib.contextmanager

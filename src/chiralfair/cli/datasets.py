@@ -36,6 +36,11 @@ def _dataset_text(d: dict) -> str:
     for name, codes in (d.get("protected") or {}).items():
         values = ", ".join(f"{k}={v}" for k, v in codes.items()) if codes else "(domain unknown: raw file missing)"
         lines.append(f"  protected {name}: {values}")
+    for attribute, columns in (d.get("couple") or {}).items():
+        for column, swaps in columns.items():
+            pairs = sorted({" <-> ".join(sorted((a, b))) for a, b in swaps.items()})
+            lines.append(f"  coupled by default: {column} changes with {attribute} ({', '.join(pairs)}); "
+                         "--couple none turns it off")
     lines.append(f"  raw file: {d.get('path') or d.get('raw_file')} [{d.get('status')}]")
     return "\n".join(lines)
 

@@ -12,12 +12,15 @@ from .options import (
     BinsOpt,
     CacheOpt,
     ChecksumOpt,
+    ConstraintOpt,
+    CoupleOpt,
     DataHomeOpt,
     DataOpt,
     LabelOpt,
     MlflowOpt,
     ModelCardOpt,
     ModelOutputOpt,
+    PlausibleOpt,
     PositiveOpt,
     ProtectedOpt,
     RandomOpt,
@@ -62,18 +65,22 @@ def estimate(
     test_size: TestSizeOpt = 0.4,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    couple: CoupleOpt = None,
+    constraint: ConstraintOpt = None,
+    plausible_only: PlausibleOpt = False,
     model_card: ModelCardOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
-    from ..pipeline.checks import check_protected_given
+    from ..pipeline.checks import check_protected_given, counterpart_options
     from ..pipeline.exports import check_model_card_path
 
     params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
-              "gamma": gamma}
+              "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         check_protected_given(protected, name="--protected")
         check_model_card_path(model_card)
+        counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, bins=bins, schema=schema, test=test,
                            model_output=model_output, trust_model_file=trust_model_file)
@@ -81,7 +88,7 @@ def estimate(
 
             config = RunConfig(dataset=dataset or "census", protected=protected_list(protected), model=model or "dnn",
                                random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                               allow_checksum_mismatch=allow_checksum_mismatch)
+                               allow_checksum_mismatch=allow_checksum_mismatch, **counterparts)
             setup_logging(verbose)
             verdict = estimate_benchmark(config, population=population, favourable=_label(favourable), **params)
         else:
@@ -93,7 +100,9 @@ def estimate(
                                        favourable=favourable, protected=protected,
                                        bins=parse_bins(bins) if bins else None, schema=schema, test=test,
                                        test_size=test_size, population=population, random_state=random_state,
-                                       trust_model_file=trust_model_file, model_output=model_output, **params)
+                                       trust_model_file=trust_model_file, model_output=model_output,
+                                       couple=counterparts["couple"],
+                                       constraints=list(counterparts["constraints"]) or None, **params)
         hand_over(verdict, model_card=model_card, mlflow=mlflow, model=model if data is not None else None,
                   trust_model_file=trust_model_file)
     if json_out:

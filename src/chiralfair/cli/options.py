@@ -52,6 +52,16 @@ TrustOpt = Annotated[bool, typer.Option(
 ModelOutputOpt = Annotated[str | None, typer.Option(
     help="For torch and one-column ONNX models: whether the output is a 'probability' or a 'logit'.")]
 
+# Counterparts that could exist (design §12): run, estimate, retrain.
+CoupleOpt = Annotated[str | None, typer.Option(
+    help="Columns that change with a protected attribute: sex:relationship=Husband/Wife (';' between columns); "
+         "'none' turns off the dataset's default (census couples relationship to sex).")]
+ConstraintOpt = Annotated[list[str] | None, typer.Option(
+    "--constraint", help="A rule every input satisfies, e.g. 'sex=Female excludes relationship=Husband' or "
+                         "'age >= education + 1' (codes); repeatable.")]
+PlausibleOpt = Annotated[bool, typer.Option(
+    "--plausible-only", help="The verdict counts plausible counterparts only (their values occur in the data).")]
+
 # The team's tools (run, estimate, check, retrain).
 ModelCardOpt = Annotated[Path | None, typer.Option(
     "--model-card", help="Write the verdict as a model card: FILE.json a CycloneDX 1.6 modelCard, FILE.md a skops "

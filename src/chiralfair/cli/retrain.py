@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from .console import fail, hand_over, only_with_data, parse_bins, parse_numbers, progress, refusals, setup_logging
+from .console import (
+    FLAGS,
+    fail,
+    hand_over,
+    only_with_data,
+    parse_bins,
+    parse_numbers,
+    progress,
+    refusals,
+    setup_logging,
+)
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -49,12 +59,18 @@ def retrain(
         "retrain"),
     share: Annotated[str, typer.Option(
         help="Share(s) of the IDI pairs added, in (0, 1], comma-separated for a sweep, e.g. 1.0,0.5,0.05.")] = "1.0",
+    method: Annotated[str, typer.Option(
+        help="Mitigation method(s), comma-separated: paper, counterfactual, unaware, consistency.")] = "paper",
     protocol: Annotated[str, typer.Option(
-        help="holdout (fresh search, IDI rates with 95% intervals), paper (remaining IDIs; leaks) or both.")
+        help="holdout (fresh search, IDI rates with 95% intervals), paper (adds remaining IDIs; leaks) or both.")
     ] = "holdout",
     pairs: Annotated[str, typer.Option(help="Add both rows of each IDI pair, or the IDI only: both, idi.")] = "both",
-    mode: Annotated[str, typer.Option(help="DNN: retrain (from scratch, the paper) or fine-tune (10 epochs).")
-    ] = "retrain",
+    mode: Annotated[str, typer.Option(
+        help="paper on the DNN: auto (fine-tune 10 epochs), fine-tune, or retrain (from scratch).")] = "auto",
+    max_f1_loss: Annotated[float, typer.Option(help="F1 a method may cost on the test rows and still improve.")
+    ] = 0.01,
+    require_improvement: Annotated[bool, typer.Option(
+        "--require-improvement", help="Exit with code 1 when a method does not improve (the guardrail).")] = False,
     from_run: Annotated[Path | None, typer.Option(
         help="Reuse the IDIs of an earlier 'chiralfair run --out' folder (benchmark or your own data) instead of "
              "searching.")] = None,
@@ -77,16 +93,19 @@ def retrain(
     model_card: ModelCardOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
-    """Retrain a model with the IDIs of a search (labelled by a vote that ignores the protected attributes)."""
-    from ..pipeline.checks import check_protected_given
+    """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free."""
+    from ..pipeline.checks import check_protected_given, check_retrain_options
     from ..pipeline.exports import check_model_card_path
 
-    with refusals():
+    with refusals(FLAGS + ("protocol", "pairs", "mode", "share")):
         check_protected_given(protected, name="--protected")
         check_model_card_path(model_card)
-        params = {"share": parse_numbers(share, "--share", "1.0,0.5,0.05"), "protocol": protocol, "pairs": pairs,
-                  "mode": mode}
-        _check_params(params)
+        shares = parse_numbers(share, "--share", "1.0,0.5,0.05")
+        methods = check_retrain_options(method=[m.strip() for m in method.split(",") if m.strip()], share=shares,
+                                        protocol=protocol, pairs=pairs, mode=mode, max_f1_loss=max_f1_loss,
+                                        model=(model or "dnn") if data is None and from_run is None else None)
+        params = {"share": shares, "protocol": protocol, "pairs": pairs, "mode": mode, "method": list(methods),
+                  "max_f1_loss": max_f1_loss}
         setup_logging(verbose)
         with progress(["data", "model", "seeds", "search", "retrain"], enabled=not json_out) as on_step:
             result = _retrain(dataset, protected, model, seeds, generator, max_global, max_local, out, from_run,
@@ -97,11 +116,14 @@ def retrain(
         hand_over(result, model_card=model_card, mlflow=mlflow, folder=out, model=retrained)
     if json_out:
         typer.echo(result.to_json())
-        return
-    typer.echo(result.to_markdown().split("\n\nRates are")[0])
-    for note in result.notes:
-        typer.echo(f"  note: {note}")
-    typer.echo(f"retrain folder: {out}")
+    else:
+        typer.echo(result.to_markdown().split("\n\nRates are")[0])
+        for note in result.notes:
+            typer.echo(f"  note: {note}")
+        typer.echo(f"retrain folder: {out}")
+    if require_improvement and not result.improved:
+        typer.secho("--require-improvement: " + " ".join(result.verdict_lines()), err=True, fg=typer.colors.RED)
+        raise typer.Exit(code=1)
 
 
 def _retrained_model(result, model_card):
@@ -109,19 +131,6 @@ def _retrained_model(result, model_card):
     if model_card is None or Path(model_card).suffix.lower() != ".md" or not result.models:
         return None
     return getattr(result.model, "estimator", None)
-
-
-def _check_params(params: dict) -> None:
-    """The retraining's own flags, before anything is loaded (light: no heavy import)."""
-    from ..exceptions import ConfigError
-
-    valid = {"protocol": ("holdout", "paper", "both"), "pairs": ("both", "idi"), "mode": ("retrain", "fine-tune")}
-    for name, choices in valid.items():
-        if params[name] not in choices:
-            raise ConfigError(f"--{name} must be one of {', '.join(choices)}, got {params[name]!r}")
-    bad = [s for s in params["share"] if not 0 < s <= 1]
-    if bad or not params["share"]:
-        raise ConfigError(f"--share values must lie in (0, 1], got {bad or 'none'}")
 
 
 def _retrain(dataset, protected, model, seeds, generator, max_global, max_local, out, from_run, random_state,

@@ -13,6 +13,8 @@ from .options import (
     BinsOpt,
     CacheOpt,
     ChecksumOpt,
+    ConstraintOpt,
+    CoupleOpt,
     DataHomeOpt,
     DataOpt,
     FavourableOpt,
@@ -24,6 +26,7 @@ from .options import (
     MlflowOpt,
     ModelCardOpt,
     ModelOutputOpt,
+    PlausibleOpt,
     PositiveOpt,
     ProtectedOpt,
     RandomOpt,
@@ -68,22 +71,26 @@ def run(
     diversity: Annotated[bool, typer.Option(
         help="Also measure the diversity of the IDIs found: SHAP clusters, pairwise distance, decision "
              "paths.")] = False,
+    couple: CoupleOpt = None,
+    constraint: ConstraintOpt = None,
+    plausible_only: PlausibleOpt = False,
     model_card: ModelCardOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
-    from ..pipeline.checks import check_protected_given
+    from ..pipeline.checks import check_protected_given, counterpart_options
     from ..pipeline.exports import check_model_card_path
 
     with refusals():
         check_protected_given(protected, name="--protected")
         check_model_card_path(model_card)
+        counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, favourable=favourable, bins=bins,
                            schema=schema, test=test, model_output=model_output, trust_model_file=trust_model_file)
             outcome = _run_benchmark(dataset or "census", protected, model or "dnn", seeds, generator, max_global,
                                      max_local, random_state, out, data_home, cache_dir, allow_checksum_mismatch,
-                                     diversity, json_out, verbose)
+                                     diversity, json_out, verbose, plausible_only=plausible_only, **counterparts)
             summary = outcome.summary()
             done = outcome
         else:
@@ -100,7 +107,9 @@ def run(
                                test=test, test_size=test_size, generator=generator, seeds=seeds,
                                max_global=max_global, max_local=max_local, random_state=random_state, out=out,
                                trust_model_file=trust_model_file, model_output=model_output, diversity=diversity,
-                               on_step=on_step)
+                               on_step=on_step, couple=counterparts["couple"],
+                               constraints=list(counterparts["constraints"]) or None,
+                               verdict_params={"plausible_only": True} if plausible_only else None)
             summary = result.to_dict()
             done = result
         hand_over(done, model_card=model_card, mlflow=mlflow, folder=out, model=model if data is not None else None,
@@ -109,14 +118,15 @@ def run(
 
 
 def _run_benchmark(dataset, protected, model, seeds, generator, max_global, max_local, random_state, out, data_home,
-                   cache_dir, allow_checksum_mismatch, diversity, json_out, verbose):
+                   cache_dir, allow_checksum_mismatch, diversity, json_out, verbose, *, couple=None, constraints=(),
+                   plausible_only=False):
     from ..pipeline import RunConfig, protected_list, run_experiment
     from ..report import write_run
 
     config = RunConfig(dataset=dataset, protected=protected_list(protected), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local, random_state=random_state,
                        data_home=data_home, cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch,
-                       diversity=diversity)
+                       diversity=diversity, couple=couple, constraints=constraints, plausible_only=plausible_only)
     setup_logging(verbose)
 
     with progress(STEPS, enabled=not json_out) as on_step:

@@ -77,6 +77,12 @@ class DatasetSpec:
         One line on the source and the encoding.
     encode : callable
         ``encode(path, display) -> Encoded``; ``display`` names the file in error messages.
+    couple : mapping or None
+        The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form
+        of :func:`chiralfair.coupling.parse_couplings` (design §12); None for none.
+    couple_constraints : tuple of str
+        Rules that come with the default couplings and hold while one is active (:mod:`chiralfair.constraints`
+        text): without them a search still proposes inputs whose coupled side cannot exist.
     """
 
     name: str
@@ -86,3 +92,5 @@ class DatasetSpec:
     positive_class: str
     description: str
     encode: Callable[[Path, str], Encoded]
+    couple: Mapping | None = None
+    couple_constraints: tuple[str, ...] = ()

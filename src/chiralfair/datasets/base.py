@@ -113,7 +113,7 @@ class Dataset:
 
     def with_protected(self, names, *, values: Mapping[str, Sequence] | None = None,
                        groups: Mapping[str, Sequence[str]] | None = None,
-                       missing_protected: str = "exclude") -> Dataset:
+                       missing_protected: str = "exclude", couple=None, constraints=None) -> Dataset:
         """Return a copy whose domain tests the protected attributes ``names`` (domains observed in ``X``).
 
         ``names``, ``values``, ``groups`` and ``missing_protected`` are those of
@@ -121,13 +121,24 @@ class Dataset:
         one attribute spanning those columns, e.g. ``with_protected(["sex", ("race_A", "race_B",
         "race_C")])``.
 
+        ``couple`` (design §12): None keeps the domain's couplings; a mapping such as ``{"sex":
+        {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` replaces them; False or ``{}`` removes them
+        (:meth:`~chiralfair.domain.Domain.with_couplings`). ``constraints``: None keeps the domain's; rules as
+        text replace them; ``()`` removes them (:meth:`~chiralfair.domain.Domain.with_constraints`).
+
         Raises
         ------
         DomainError
-            If a name is unknown (lists the valid names) or a protected attribute has one observed value.
+            If a name is unknown (lists the valid names) or a protected attribute has one observed value, or a
+            coupling or constraint names an unknown column or value.
         """
-        return replace(self, domain=self.domain.with_protected(names, data=self.X, values=values, groups=groups,
-                                                               missing_protected=missing_protected))
+        domain = self.domain.with_protected(names, data=self.X, values=values, groups=groups,
+                                            missing_protected=missing_protected)
+        if couple is not None:
+            domain = domain.with_couplings(couple)
+        if constraints is not None:
+            domain = domain.with_constraints(constraints, data=self.X)
+        return replace(self, domain=domain)
 
     def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
         """Stratified train/test split of the row indices (paper §4.4: 60/40).

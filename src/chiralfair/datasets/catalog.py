@@ -47,7 +47,7 @@ def dataset_spec(name: str) -> DatasetSpec:
 
 def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
                  data_home: str | os.PathLike | None = None,
-                 allow_checksum_mismatch: bool = False) -> Dataset:
+                 allow_checksum_mismatch: bool = False, couple=None, constraints=None) -> Dataset:
     """Load a benchmark dataset, encoded from its raw file, with its protected attributes set.
 
     Parameters
@@ -62,12 +62,23 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
         else the user cache folder (where a missing file is downloaded).
     allow_checksum_mismatch : bool
         Use a raw file whose SHA-256 differs from the published one (a warning is logged).
+    couple : mapping, None or False
+        Columns that change with a protected attribute (design §12; :meth:`Domain.with_couplings
+        <chiralfair.domain.Domain.with_couplings>`). None (default): the dataset's own couplings, on census
+        ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` (active when sex is protected);
+        False or ``{}``: none, as in the I&D paper and its reference tools; a mapping replaces the default.
+    constraints : str or sequence of str, optional
+        Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``
+        (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`). Default: the rules that
+        come with the dataset's default couplings while one is active (census with sex protected: no female
+        husband, no male wife), none otherwise; given rules replace them.
 
     Returns
     -------
     Dataset
         ``X`` of shape (n_rows, n_features), int64: census (32561, 13), compas (10577, 14), bank (45211, 16),
-        german (1000, 20). ``sources`` maps the raw file to the path read.
+        german (1000, 20). ``sources`` maps the raw file to the path read. Its domain carries the data's
+        support (for plausibility) and the couplings and constraints.
 
     Raises
     ------
@@ -79,7 +90,8 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
     ChecksumError
         If the raw file's SHA-256 differs and ``allow_checksum_mismatch`` is False.
     DomainError
-        If a protected attribute is unknown (lists the valid names) or has one observed value.
+        If a protected attribute is unknown (lists the valid names) or has one observed value, or a coupling or
+        constraint names an unknown column or value.
     """
     spec = dataset_spec(name)
     raw = home.raw_file(spec.raw)
@@ -101,8 +113,25 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
     if unknown:
         raise unknown_protected_error(spec.name, unknown[0])
     X = encoded.X.copy()
-    return Dataset(name=spec.name, X=X, y=encoded.y.copy(), domain=domain.with_protected(protected, data=X),
+    domain = domain.with_protected(protected, data=X).with_couplings(spec.couple if couple is None else couple)
+    if constraints is None and couple is None and domain.coupled_columns:
+        # the dataset's own rules: the rows that break them are known and said in its docstring, not warned about
+        domain = domain.with_constraints(spec.couple_constraints)
+    elif constraints:
+        domain = domain.with_constraints(constraints, data=X)
+    return Dataset(name=spec.name, X=X, y=encoded.y.copy(), domain=domain,
                    label=spec.label, positive_class=spec.positive_class, sources={spec.raw: str(path)})
+
+
+def default_couplings(name: str) -> dict:
+    """The couplings a benchmark dataset declares by default (``{}`` for none), e.g. census sex -> relationship.
+
+    Raises
+    ------
+    DatasetError
+        If ``name`` is not a benchmark dataset.
+    """
+    return dict(dataset_spec(name).couple or {})
 
 
 @functools.lru_cache(maxsize=8)

@@ -29,7 +29,8 @@ def describe_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:
         (where the raw file was found, or None), ``status`` ("found", "missing: …" or "error: …"), ``rows``,
         ``n_attributes``, ``attributes`` (names), ``label``, ``positive_class``, ``positive_rows``,
         ``protected`` (each protected attribute → {code: label} of its observed values, or None when the file
-        is missing or unreadable) and ``default_protected``.
+        is missing or unreadable), ``default_protected`` and ``couple`` (the dataset's default couplings,
+        design §12; ``{}`` for none).
     """
     return [_describe(name, facts, data_home) for name, facts in PUBLISHED.items()]
 
@@ -43,7 +44,7 @@ def _describe(name: str, facts: dict, data_home) -> dict:
         "path": str(path) if path is not None else None, "label": facts["label"],
         "positive_class": facts["positive_class"], "default_protected": protected[0],
         "rows": None, "n_attributes": None, "attributes": None, "positive_rows": None,
-        "protected": dict.fromkeys(protected),
+        "protected": dict.fromkeys(protected), "couple": dict(facts.get("couple") or {}),
     }
     if path is None:
         folders = ", ".join(str(f) for f in home.search_folders(data_home))

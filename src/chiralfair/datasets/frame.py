@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
                name: str = "custom", bins: Mapping[object, int | Sequence[float]] | None = None,
                protected_groups: Mapping[str, Sequence] | None = None,
-               missing_protected: str = "exclude") -> Dataset:
+               missing_protected: str = "exclude", couple=None, constraints=None) -> Dataset:
     """Encode a DataFrame as a :class:`Dataset`: every column but ``label`` becomes an integer feature.
 
     - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
@@ -65,6 +65,14 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         never a counterpart; rows holding it are reported apart (:attr:`Dataset.missing_protected`), still
         checkable, and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value
         like the others (the behaviour before this option).
+    couple : mapping, optional
+        Columns that change with a protected attribute (design §12), e.g. ``{"sex": {"relationship":
+        {"Husband": "Wife", "Wife": "Husband"}}}`` (labels are the frame's values as text);
+        see :meth:`Domain.with_couplings <chiralfair.domain.Domain.with_couplings>`. None: no coupling.
+    constraints : str or sequence of str, optional
+        Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"`` or
+        ``"age >= education_num + 1"`` (codes); see :meth:`Domain.with_constraints
+        <chiralfair.domain.Domain.with_constraints>`.
 
     Returns
     -------
@@ -115,6 +123,9 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
+    domain = domain.with_couplings(couple)
+    if constraints:
+        domain = domain.with_constraints(constraints, data=encoded.X)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
                    positive_class=str(positive_class), sources={}, codec=FrameCodec(tuple(codecs)))
 

@@ -25,6 +25,8 @@ PUBLISHED: dict[str, dict] = {
             "race": {0: "White", 1: "Asian-Pac-Islander", 2: "Amer-Indian-Eskimo", 3: "Other", 4: "Black"},
             "sex": {0: "Female", 1: "Male"},
         },
+        # The dataset's default couplings (DatasetSpec.couple, design §12).
+        "couple": {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}},
     },
     "compas": {
         "raw": "compas/raw/compas-scores.csv", "label": "decile_score", "positive_class": "> 5",

@@ -17,6 +17,13 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
 
 Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` equal-width bins between their
 minimum and maximum, written as edges so that later runs on other files cut them the same way.
+
+Couplings and constraints (design §12) are written by hand::
+
+    constraints = ["sex=Female excludes relationship=Husband", "age >= education_num + 1"]
+
+    [couple.sex]                      # relationship changes with sex
+    relationship = {Husband = "Wife", Wife = "Husband"}
 """
 
 from __future__ import annotations
@@ -113,13 +120,15 @@ def read_schema(path: str | os.PathLike) -> dict:
     Returns
     -------
     dict
-        ``label``, ``positive_class`` (None if absent), ``protected`` (list), ``bins`` (column → edges or count)
-        and ``categories`` (column → list of values).
+        ``label``, ``positive_class`` (None if absent), ``protected`` (list), ``bins`` (column → edges or count),
+        ``categories`` (column → list of values), ``couple`` (the ``[couple]`` table as
+        ``{attribute: {column: map}}``, None if absent) and ``constraints`` (list of rules, empty if absent).
 
     Raises
     ------
     DatasetError
-        If the file is missing, is not TOML, or lacks ``label`` / ``protected``.
+        If the file is missing, is not TOML, or lacks ``label`` / ``protected``, or ``couple`` is not a table or
+        ``constraints`` not a list of strings.
     """
     path = Path(path)
     try:
@@ -132,7 +141,18 @@ def read_schema(path: str | os.PathLike) -> dict:
         if key not in doc:
             raise DatasetError(f"schema {str(path)!r} has no {key!r}")
     columns = doc.get("columns", {})
-    return {"label": doc["label"], "positive_class": doc.get("positive_class"),
+    couple = doc.get("couple")
+    if couple is not None and not isinstance(couple, dict):
+        raise DatasetError(f"schema {str(path)!r}: couple must be a table [couple.<attribute>] mapping columns to "
+                           "maps, e.g. relationship = {Husband = \"Wife\", Wife = \"Husband\"}")
+    constraints = doc.get("constraints", [])
+    if isinstance(constraints, str):
+        constraints = [constraints]
+    if not isinstance(constraints, list) or not all(isinstance(c, str) for c in constraints):
+        raise DatasetError(f"schema {str(path)!r}: constraints must be a list of rules as text, e.g. "
+                           "[\"sex=Female excludes relationship=Husband\"]")
+    return {"couple": couple, "constraints": list(constraints), "label": doc["label"],
+            "positive_class": doc.get("positive_class"),
             "protected": [doc["protected"]] if isinstance(doc["protected"], str) else list(doc["protected"]),
             "bins": {c: spec["bins"] for c, spec in columns.items() if "bins" in spec},
             "categories": {c: spec["categories"] for c, spec in columns.items() if "categories" in spec}}

@@ -51,7 +51,11 @@ class Cell:
     model_params : dict
         Zoo hyper-parameters of the model (:class:`~chiralfair.models.zoo.ModelSpec` params).
     retrain : dict
-        Parameters of :func:`chiralfair.retraining.retrain` (retrain cells).
+        Parameters of :func:`chiralfair.mitigation.retraining.retrain` (retrain cells).
+    couple : bool
+        The dataset's default couplings are on (design §12). False (the default, and every cell written before
+        couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it is True, so the
+        keys of uncoupled cells are those they always had.
     """
 
     task: str
@@ -71,6 +75,7 @@ class Cell:
     diversity: bool = False
     model_params: dict[str, Any] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
+    couple: bool = False
 
     @property
     def row(self) -> str:
@@ -84,7 +89,8 @@ class Cell:
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": self.generator_params,
                 "seed_params": self.seed_params, "verdict": self.verdict, "save_pairs": self.save_pairs,
-                "retrain": self.retrain, "diversity": self.diversity, "model_params": self.model_params}
+                "retrain": self.retrain, "diversity": self.diversity, "model_params": self.model_params,
+                **({"couple": True} if self.couple else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:

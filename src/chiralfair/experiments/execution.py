@@ -385,7 +385,7 @@ def check_grid_folder(grid: Grid, out: str | os.PathLike) -> None:
         raise RunFolderError(f"output folder {str(out)!r} is a file")
     grid_file = out / GRID_NAME
     if grid_file.is_file():
-        held = load_grid(grid_file)
+        held = load_held_grid(grid_file)
         if held.identity() != grid.identity():
             raise RunFolderError(
                 f"output folder {str(out)!r} holds another grid ({held.name!r}; {_first_difference(held, grid)}); "
@@ -393,6 +393,21 @@ def check_grid_folder(grid: Grid, out: str | os.PathLike) -> None:
     elif out.is_dir() and any(out.iterdir()):
         raise RunFolderError(f"output folder {str(out)!r} is not empty and holds no {GRID_NAME}: it is not an "
                              "experiment grid folder; give a new or empty folder")
+
+
+def load_held_grid(path: Path) -> Grid:
+    """The grid of a grid folder's ``grid.toml``, as it was run.
+
+    A ``grid.toml`` written before couplings existed (no ``couple`` key) ran uncoupled, so it reads as
+    ``couple = false`` (design §12), not as the default of a new grid file.
+    """
+    import tomllib
+    from dataclasses import replace
+
+    grid = load_grid(path)
+    if "couple" not in tomllib.loads(Path(path).read_text(encoding="utf-8")):
+        grid = replace(grid, couple=False)
+    return grid
 
 
 def _first_difference(held: Grid, new: Grid) -> str:
@@ -426,7 +441,7 @@ def grid_status(out: str | os.PathLike, grid: Grid | None = None) -> GridStatus:
     if grid is None:
         if not (out / GRID_NAME).is_file():
             raise RunFolderError(f"{str(out)!r} is not an experiment grid folder: it has no {GRID_NAME}")
-        grid = load_grid(out / GRID_NAME)
+        grid = load_held_grid(out / GRID_NAME)
     cells = {cell.key: cell for cell in grid.cells()}
     states: dict[str, list[str]] = {"done": [], "failed": [], "missing": []}
     errors = {}

@@ -11,6 +11,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet    (task "search")
     verdict = false                 # estimate the test-split share affected in each cell  (task "search")
     diversity = false               # measure the diversity of each cell's seeds and IDIs  ("search", "seeds")
+    couple = true                   # the datasets' default couplings (census: relationship with sex; design §12)
 
     [axes]
     rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
@@ -22,7 +23,7 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [generator_params.sg]           # optional extra parameters per generator
     [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
-    [retrain]                       # task = "retrain": parameters of chiralfair.retraining.retrain
+    [retrain]                       # task = "retrain": parameters of chiralfair.mitigation.retraining.retrain
 
 A ``retrain`` cell runs the searches with every listed seed strategy, then retrains with each one's IDIs, so
 its seed strategies are one cell, not an axis.
@@ -48,13 +49,13 @@ from .cells import Cell
 
 TASKS = ("search", "seeds", "retrain")
 TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
-            "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain")
+            "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain", "couple")
 AXES = ("rows", "models", "seeds", "generators", "budgets")
 # Seed-strategy parameters a grid cell sets itself (chiralfair.seeds.names.chiral_params) or that TOML cannot hold.
 GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
 # Flags a task's cells would ignore (see chiralfair.experiments.tasks).
 IGNORED_FLAGS = {"seeds": ("verdict", "save_pairs"), "retrain": ("verdict", "save_pairs", "diversity")}
-RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin")
+RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin", "methods", "max_f1_loss", "method_params")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
 
@@ -81,7 +82,11 @@ class Grid:
     generator_params, seed_params : dict of str to dict
         Extra parameters per generator / seed strategy name.
     retrain : dict
-        Parameters of :func:`chiralfair.retraining.retrain` (``task = "retrain"``).
+        Parameters of :func:`chiralfair.mitigation.retraining.retrain` (``task = "retrain"``).
+    couple : bool
+        The datasets' default couplings are on (design §12; default True, as :func:`~chiralfair.datasets.
+        load_dataset`). A cell is coupled only where a default coupling is active: its row protects the
+        coupling's attribute (census:sex, not census:age), so the other cells keep their keys.
     """
 
     name: str
@@ -101,6 +106,7 @@ class Grid:
     generator_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     seed_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
+    couple: bool = True
 
     def cells(self) -> list[Cell]:
         """Every cell of the grid, in a deterministic order (rows, models, seeds, generators, budgets, states).
@@ -122,14 +128,15 @@ class Grid:
                 seed_params={s: dict(self.seed_params[s]) for s in seeds if self.seed_params.get(s)},
                 verdict=self.verdict, save_pairs=self.save_pairs, diversity=self.diversity,
                 model_params=dict(self.model_params.get(model, {})),
-                retrain=dict(self.retrain) if self.task == "retrain" else {}))
+                retrain=dict(self.retrain) if self.task == "retrain" else {},
+                couple=self.couple and _coupled(dataset, protected)))
         return out
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised grid as a TOML-ready mapping (what :func:`load_grid` reads back to an equal grid)."""
         d: dict[str, Any] = {"name": self.name, "task": self.task, "random_states": list(self.random_states),
                              "save_pairs": self.save_pairs, "verdict": self.verdict,
-                             "diversity": self.diversity}
+                             "diversity": self.diversity, "couple": self.couple}
         if self.model_random_state is not None:
             d["model_random_state"] = self.model_random_state
         if self.time_limit is not None:
@@ -230,7 +237,7 @@ def _parse(data: Mapping[str, Any]) -> Grid:
         time_limit=_time_limit(data), save_pairs=_flag(data, "save_pairs"), verdict=_flag(data, "verdict"),
         diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
-        retrain=_retrain(data, task))
+        retrain=_retrain(data, task), couple=_flag(data, "couple", default=True))
     for key in IGNORED_FLAGS.get(task, ()):
         if grid_flag := getattr(grid, key):
             raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
@@ -383,8 +390,16 @@ def _time_limit(data: Mapping) -> float | None:
     return float(value)
 
 
-def _flag(data: Mapping, key: str) -> bool:
-    value = data.get(key, False)
+def _coupled(dataset: str, protected: tuple[str, ...]) -> bool:
+    """Whether a default coupling of ``dataset`` is active when ``protected`` are tested."""
+    from ..datasets.published import PUBLISHED
+
+    couple = PUBLISHED.get(dataset, {}).get("couple") or {}
+    return any(attribute in protected and not set(columns) & set(protected) for attribute, columns in couple.items())
+
+
+def _flag(data: Mapping, key: str, *, default: bool = False) -> bool:
+    value = data.get(key, default)
     if not isinstance(value, bool):
         raise GridError(f"{key} = {value!r}: must be true or false")
     return value
@@ -504,18 +519,23 @@ def _keywords(cls, skip: tuple[str, ...]) -> str:
 def _check_retrain(params: dict[str, Any]) -> None:
     from .._validation import check_choice, check_float
     from ..exceptions import ChiralfairError
-    from ..retraining import MODES, PAIRS, PROTOCOLS, check_shares
+    from ..mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_methods, check_shares
 
     try:
         check_choice(params["protocol"], "retrain.protocol", PROTOCOLS)
         check_choice(params.get("pairs", "both"), "retrain.pairs", PAIRS)
-        check_choice(params.get("mode", "retrain"), "retrain.mode", MODES)
+        check_choice(params.get("mode", "auto"), "retrain.mode", MODES)
         check_shares(params.get("share", 1.0))
         check_float(params.get("margin", 0.005), "retrain.margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
+        check_float(params.get("max_f1_loss", 0.01), "retrain.max_f1_loss", minimum=0.0)
+        methods = check_methods(params.get("methods", ["paper"]))
     except ChiralfairError as err:
         raise GridError(f"[retrain]: {err}") from None
-    if params["protocol"] == "holdout":
-        raise GridError("retrain.protocol = \"holdout\" gives no remaining IDIs; a retrain grid compares seed "
-                        "strategies by the paper protocol's remaining IDIs: use \"paper\" or \"both\"")
+    method_params = params.get("method_params", {})
+    if not isinstance(method_params, Mapping) or not all(isinstance(v, Mapping) for v in method_params.values()):
+        raise GridError("[retrain.method_params] must hold one table of parameters per method")
+    unknown = sorted(set(method_params) - set(methods))
+    if unknown:
+        raise GridError(f"[retrain.method_params] names {unknown}, which are not in retrain.methods {list(methods)}")
     if not isinstance(params.get("search", False), bool):
         raise GridError(f"retrain.search = {params['search']!r}: must be true or false")

@@ -2,9 +2,13 @@
 
 - ``search``: :func:`chiralfair.pipeline.run_experiment` (data, model, seeds, search, and the verdict if asked).
 - ``seeds``: seed selection only (initialization rate, initial IDIs, time).
-- ``retrain``: a search with each listed seed strategy, then :func:`chiralfair.pipeline.retrain_inputs` with each
-  one's IDIs, the other strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as
-  ``benchmarks/retrain.py``).
+- ``retrain``: leak-free mitigation (design §8). A search with each listed seed strategy, its seeds drawn from the
+  model's training rows only (:func:`chiralfair.pipeline.search_training_rows`), then
+  :func:`chiralfair.mitigation.retrain` with each one's IDIs for the methods that add IDIs (``paper``), the other
+  strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as ``benchmarks/retrain.py``); the methods
+  that add no IDIs (``counterfactual``, ``unaware``, ``consistency``) do not depend on the search and run once per
+  dataset, protected attributes, model and random state, shared by the cells of every generator
+  (``<out>/shared/mitigation/``).
 
 :func:`run_cell` writes the cell's folder (:mod:`.cells`) and never raises for a failing cell: the error goes to
 ``error.json`` and the grid goes on. Models and chiral models are trained once through the model cache (under
@@ -135,15 +139,19 @@ class SeedStore:
     cell : Cell
     strategy : str
         The seed strategy (one of the cell's).
+    pool : str
+        ``"rows"`` (every data row, the default) or ``"train"`` (the model's training rows only).
     """
 
-    def __init__(self, out: Path, cell: Cell, strategy: str):
+    def __init__(self, out: Path, cell: Cell, strategy: str, *, pool: str = "rows"):
         import hashlib
 
         config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
                   "model_random_state": cell.model_random_state, "seeds": strategy,
                   "seed_params": cell.seed_params.get(strategy, {}), "n_seeds": cell.max_global,
-                  "random_state": cell.random_state}
+                  "random_state": cell.random_state, **({"couple": True} if cell.couple else {})}
+        if pool != "rows":  # seeds drawn from another pool (the training rows) are another selection
+            config["pool"] = pool
         key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
         self.path = out / "shared" / "seeds" / f"{key}.json"
         self.reused = False
@@ -172,7 +180,7 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
                      random_state=cell.random_state, model_random_state=cell.model_random_state,
                      data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
                      seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict,
-                     diversity=cell.diversity, model_params=dict(cell.model_params))
+                     diversity=cell.diversity, model_params=dict(cell.model_params), couple=cell.couple)
 
 
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -198,7 +206,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
         _write_pairs(outcome, folder)
     summary = json.loads(json.dumps(outcome.summary(), default=str))
     s = outcome.result
-    figures = {"n_idis": s.n_idis, "n_global": s.n_global, "n_local": s.n_local, "n_tested": s.n_tested,
+    figures = {"n_idis": s.n_idis, "n_plausible_idis": s.n_plausible_idis, "n_global": s.n_global,
+               "n_local": s.n_local, "n_tested": s.n_tested,
                "n_queries": s.n_queries, "n_seeds": outcome.seed_report.n_seeds, "n_seed_idis": s.n_seed_idis,
                "initialization_rate": outcome.seed_report.initialization_rate,
                "n_initial_idis": outcome.seed_report.n_initial_idis,
@@ -210,7 +219,8 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     figures.update(_diversity_figures("seed", outcome.seed_diversity))
     if outcome.verdict is not None:
         figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
-                       share_affected_upper=outcome.verdict.upper)
+                       share_affected_upper=outcome.verdict.upper,
+                       share_affected_plausible=(outcome.verdict.plausibility or {}).get("share_plausible"))
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seeds_reused": store.reused, "meta": _meta(cell, data_home)}
@@ -241,14 +251,19 @@ def _inputs(cell: Cell, data_home, cache_dir):
     return inputs
 
 
-def _prepared(cell: Cell, strategy: str, inputs, cache_dir):
-    from ..pipeline import SearchPlan, prepare_search
+def _plan(cell: Cell, strategy: str):
+    from ..pipeline import SearchPlan
 
-    plan = SearchPlan(seeds=strategy, generator=cell.generator or "aequitas", max_global=cell.max_global,
+    return SearchPlan(seeds=strategy, generator=cell.generator or "aequitas", max_global=cell.max_global,
                       max_local=cell.max_local, random_state=cell.random_state,
                       generator_params=dict(cell.generator_params),
                       seed_params=dict(cell.seed_params.get(strategy, {})))
-    return prepare_search(plan, inputs, cache_dir=cache_dir)
+
+
+def _prepared(cell: Cell, strategy: str, inputs, cache_dir):
+    from ..pipeline import prepare_search
+
+    return prepare_search(_plan(cell, strategy), inputs, cache_dir=cache_dir)
 
 
 def _select(cell: Cell, out: Path, prepared, inputs):
@@ -293,37 +308,120 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
 
     import numpy as np
 
-    from ..pipeline import retrain_inputs, run_search
+    from ..mitigation.retraining import retrain
+    from ..pipeline import search_training_rows
 
     t_all = time.perf_counter()
     inputs = _inputs(cell, data_home, cache_dir)
-    found, figures, summary = {}, {}, {}
-    for strategy in cell.seeds:
+    params = dict(cell.retrain)
+    methods = list(params.pop("methods", ["paper"]))
+    method_params = dict(params.pop("method_params", {}))
+    with_idis = [m for m in methods if m == "paper" or method_params.get(m, {}).get("with_idis")]
+    without = [m for m in methods if m not in with_idis]
+    trained = inputs.trained
+    found, figures, summary = {}, {s: {} for s in cell.seeds}, {}
+    for strategy in (cell.seeds if with_idis else ()):
         t = time.perf_counter()
-        prepared = _prepared(cell, strategy, inputs, cache_dir)
-        report, _ = _select(cell, out, prepared, inputs)
-        check_deadline(f"the cell, after selecting {strategy} seeds")
-        found[strategy] = run_search(prepared, inputs, report)
-        figures[strategy] = {"n_idis": found[strategy].n_idis, "seconds_search": time.perf_counter() - t}
+        found[strategy], info = search_training_rows(
+            inputs, _plan(cell, strategy), cache_dir=cache_dir,
+            reuse_seeds=SeedStore(out, cell, strategy, pool="train"))
+        check_deadline(f"the cell, after the {strategy} search")
+        figures[strategy] = {"n_idis": found[strategy].n_idis, "n_seeds_excluded": info["n_seeds_excluded"],
+                             "n_idis_excluded": info["n_idis_excluded"], "seconds_search": time.perf_counter() - t}
+    shared = None
+    if without:
+        check_deadline("the cell, before the methods that add no IDIs")
+        shared = MitigationStore(out, cell, without, method_params, params)(lambda: retrain(
+            trained, inputs.dataset, method=without, method_params={m: method_params[m] for m in without
+                                                                    if m in method_params},
+            cache_dir=cache_dir, random_state=cell.random_state, **params))
+        summary["shared"] = json.loads(shared.to_json())
     for strategy in cell.seeds:
-        check_deadline(f"the cell, before retraining with the {strategy} IDIs")
-        others = [found[o].idis for o in cell.seeds if o != strategy]
-        if found[strategy].n_idis == 0:  # nothing to add: the strategy's figures stay empty, the cell goes on
+        result = None
+        if with_idis and found[strategy].n_idis == 0:  # nothing to add: the strategy's IDI figures stay empty
             summary[strategy] = {"note": f"the {strategy} search found no IDI: nothing to retrain with"}
-            continue
-        t = time.perf_counter()
-        result = retrain_inputs(inputs, idis=found[strategy], recheck=np.vstack(others), cache_dir=cache_dir,
-                                random_state=cell.random_state, **cell.retrain)
-        before, after = result.rows[0], result.rows[-1]
-        figures[strategy].update(
-            remaining_idis=after["remaining_idis"], n_rechecked=after["n_rechecked"], f1_before=before["f1"],
-            f1_after=after["f1"], accuracy_before=before["accuracy"], accuracy_after=after["accuracy"],
-            test_idi_rate_before=before["test_idi_rate"], test_idi_rate_after=after["test_idi_rate"],
-            n_rows_added=after["n_rows_added"], seconds_retrain=time.perf_counter() - t)
-        summary[strategy] = json.loads(result.to_json())
+        elif with_idis:
+            check_deadline(f"the cell, before retraining with the {strategy} IDIs")
+            others = [found[o].idis for o in cell.seeds if o != strategy]
+            t = time.perf_counter()
+            result = retrain(trained, inputs.dataset, found[strategy], method=with_idis,
+                             method_params={m: method_params[m] for m in with_idis if m in method_params},
+                             recheck=np.vstack(others) if others else None, cache_dir=cache_dir,
+                             random_state=cell.random_state, **params)
+            figures[strategy]["seconds_retrain"] = time.perf_counter() - t
+            summary[strategy] = json.loads(result.to_json())
+        for part in (result, shared):
+            if part is not None:
+                figures[strategy].update(retrain_figures(part))
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seconds_total": time.perf_counter() - t_all,
             "meta": _meta(cell, data_home, {"retrain_random_state": cell.random_state})}
+
+
+# Figures of a row kept in a retrain cell, before and after each method (``<method>_<field>_after``).
+ROW_FIGURES = ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
+               "demographic_parity_difference", "equalized_odds_difference", "n_rows_added", "improved")
+
+
+def retrain_figures(result) -> dict[str, Any]:
+    """A :class:`~chiralfair.mitigation.RetrainResult` as flat figures for the grid's tables.
+
+    ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
+    ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
+    """
+    before = result.rows[0]
+    out: dict[str, Any] = {f"{f}_before": _number(before[f]) for f in ROW_FIGURES
+                           if f not in ("improved", "n_rows_added")}
+    out["n_test_projections_added"] = result.leakage["n_test_projections_added"]
+    for method in result.methods:
+        rows = [r for r in result.after if r["method"] == method]
+        row = max(rows, key=lambda r: r["share"] or 0.0)
+        out.update({f"{method}_{f}_after": _number(row[f]) for f in ROW_FIGURES})
+        out[f"{method}_seconds"] = float(sum(s for r, s in zip(result.after, result.seconds["train"], strict=True)
+                                            if r["method"] == method))
+        if method == "paper":
+            out.update({f"{f}_after": _number(row[f]) for f in ROW_FIGURES if f != "improved"})
+            out.update(remaining_idis=row["remaining_idis"], n_rechecked=row["n_rechecked"])
+    return out
+
+
+def _number(value):
+    """A figure as a number for the tables: True/False as 1/0, None (undefined) as NaN."""
+    if value is None:
+        return float("nan")
+    return float(value) if isinstance(value, bool) else value
+
+
+class MitigationStore:
+    """The result of the methods that add no IDIs, shared by the cells that differ only in generator or budget.
+
+    Stored in ``<out>/shared/mitigation/<key>.json`` under a file lock, keyed by dataset, protected attributes,
+    model, model random state, methods, their parameters, the retrain parameters and the random state.
+    """
+
+    def __init__(self, out: Path, cell: Cell, methods, method_params: dict, params: dict):
+        import hashlib
+
+        config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
+                  "model_params": dict(cell.model_params), "model_random_state": cell.model_random_state,
+                  "methods": list(methods), "method_params": {m: method_params.get(m, {}) for m in methods},
+                  "params": params, "random_state": cell.random_state}
+        key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
+        self.path = out / "shared" / "mitigation" / f"{key}.json"
+
+    def __call__(self, run: Callable[[], Any]):
+        """The stored result, or the one ``run()`` returns (then stored)."""
+        from filelock import FileLock
+
+        from ..mitigation.retraining import RetrainResult
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(self.path.parent / f".{self.path.name}.lock"):
+            if self.path.is_file():
+                return RetrainResult.from_json(self.path.read_text(encoding="utf-8"))
+            text = run().to_json()
+            write_atomically(self.path, text)
+        return RetrainResult.from_json(text)
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {"search": _search, "seeds": _seeds, "retrain": _retrain}

@@ -16,6 +16,7 @@ from .gradient_steps import (
     local_walk,
     pair_gradients,
     random_non_protected,
+    steppable,
 )
 from .recorder import IDIRecorder
 
@@ -54,6 +55,9 @@ class ADF(Generator):
       before the next seed's global phase), so an IDI that both find counts as global here.
     - Chains whose input did not change since the last iteration (stuck at a bound) are not re-checked or
       re-differentiated: the model is deterministic, so the outcome is known.
+    - With coupled columns (design §12), the mask also leaves out a coupled column on which x' holds another
+      code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two different
+      points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------
@@ -115,10 +119,10 @@ class ADF(Generator):
         checks = ChainChecks.empty(n, len(domain.combinations))
         grad = np.zeros(x.shape)
         grad_cf = np.zeros(x.shape)
+        movable = np.zeros(x.shape, dtype=bool)
         active = np.ones(n, dtype=bool)
         changed = np.ones(n, dtype=bool)
         is_global = np.zeros(n, dtype=bool)
-        non_protected = domain.non_protected_mask
         for it in range(self.max_iter + 1):
             todo = np.flatnonzero(active & changed)
             if len(todo):
@@ -134,10 +138,11 @@ class ADF(Generator):
             # Gradients only where the input changed; a stuck chain reuses its previous ones.
             fresh = np.flatnonzero(active & changed)
             if len(fresh):
-                grad[fresh], grad_cf[fresh] = self._loss_gradients(model, domain, x[fresh], checks.rows(fresh))
+                grad[fresh], grad_cf[fresh], movable[fresh] = self._loss_gradients(model, domain, x[fresh],
+                                                                                   checks.rows(fresh))
             moving = np.flatnonzero(active)
-            direction = _adf_direction(grad[moving], grad_cf[moving], non_protected, rng)
-            stepped = domain.clip(x[moving] + self.step_global * direction)
+            direction = _adf_direction(grad[moving], grad_cf[moving], movable[moving], rng)
+            stepped = domain.repair(domain.clip(x[moving] + self.step_global * direction))
             changed[:] = False
             changed[moving] = (stepped != x[moving]).any(axis=1)
             x[moving] = stepped
@@ -145,35 +150,52 @@ class ADF(Generator):
         return x[idx], checks.rows(idx)
 
     @staticmethod
-    def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks) -> tuple[np.ndarray, np.ndarray]:
-        """Cross-entropy gradients at X and at its first flipping (else most different) counterpart."""
+    def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks):
+        """Cross-entropy gradients at X and at its first flipping (else most different) counterpart.
+
+        Also the features a global step may move (:func:`~.gradient_steps.steppable`), shape (n, n_features).
+        """
         combo = checks.first_flip()
-        g, g_cf = pair_gradients(model, X, counterpart_rows(domain, X, combo))
+        C = counterpart_rows(domain, X, combo)
+        g, g_cf = pair_gradients(model, X, C)
         return (cross_entropy_gradient(g, checks.own_proba, checks.labels),
-                cross_entropy_gradient(g_cf, checks.counterpart_proba(combo), checks.counterpart_label(combo)))
+                cross_entropy_gradient(g_cf, checks.counterpart_proba(combo), checks.counterpart_label(combo)),
+                steppable(domain, X, C))
 
     def _saliency(self, recorder: IDIRecorder, X: np.ndarray, checks: ChainChecks,
                   rng: np.random.Generator) -> np.ndarray:
-        g, g_cf = self._loss_gradients(recorder.model, recorder.domain, X, checks)
+        g, g_cf, _ = self._loss_gradients(recorder.model, recorder.domain, X, checks)
         return inverse_saliency(g, g_cf, recorder.domain.non_protected_mask, self.epsilon)
 
 
-def _adf_direction(g: np.ndarray, g_cf: np.ndarray, non_protected: np.ndarray,
+def _adf_direction(g: np.ndarray, g_cf: np.ndarray, movable: np.ndarray,
                    rng: np.random.Generator) -> np.ndarray:
-    """ADF's global step direction in {-1, 0, 1}, shape (n, n_features) (see the :class:`ADF` docstring)."""
-    s = np.where(non_protected, np.sign(g), 0.0)
-    s_cf = np.where(non_protected, np.sign(g_cf), 0.0)
+    """ADF's global step direction in {-1, 0, 1}, shape (n, n_features) (see the :class:`ADF` docstring).
+
+    ``movable`` (n, n_features) marks the features a step may move (:func:`~.gradient_steps.steppable`); the
+    random fallback feature is drawn among the movable features of its row.
+    """
+    s = np.where(movable, np.sign(g), 0.0)
+    s_cf = np.where(movable, np.sign(g_cf), 0.0)
     direction = np.where(s == s_cf, s, 0.0)
     g_zero = ~s.any(axis=1)
     cf_zero = ~s_cf.any(axis=1)
     direction[g_zero] = s_cf[g_zero]
     direction[cf_zero & ~g_zero] = s[cf_zero & ~g_zero]
     empty = np.flatnonzero(~direction.any(axis=1))
+    movable = np.broadcast_to(movable, g.shape)
     # Draw for every row so that the random stream does not depend on which rows are empty.
-    feature = random_non_protected(len(g), non_protected, rng)
+    feature = random_non_protected(len(g), movable.any(axis=0), rng)
     coin = rng.integers(0, 2, size=len(g)) * 2 - 1
     if len(empty):
-        f = feature[empty]
+        f = _next_movable(movable[empty], feature[empty])
         fallback = np.where(s[empty, f] != 0, s[empty, f], np.where(s_cf[empty, f] != 0, s_cf[empty, f], coin[empty]))
         direction[empty, f] = fallback
     return direction
+
+
+def _next_movable(movable: np.ndarray, feature: np.ndarray) -> np.ndarray:
+    """``feature[i]`` if row i may move it, else the next feature (cyclically) that row may move, shape (n,)."""
+    d = movable.shape[1]
+    distance = (np.arange(d)[None, :] - feature[:, None]) % d
+    return np.where(movable, distance, d).argmin(axis=1)

@@ -65,7 +65,8 @@ class Aequitas(Generator):
     - **σ_v and σ_pr are per chain**, so that chains are independent and advance together in one batch; the
       code shares them across the local searches, which run one after another.
     - **A step clipped back onto its own IDI is not checked** (at a bound the direction is a fair coin, so
-      half of those steps are no-ops): it costs no query and updates neither σ_v nor σ_pr. The code
+      half of those steps are no-ops): it costs no query and updates neither σ_v nor σ_pr. Likewise a step
+      that the domain's constraints repair back onto the IDI (design §12). The code
       re-evaluated the unchanged IDI and rewarded the no-op, which drifts σ_pr towards features that sit at a
       bound (binary features always do). The step still counts towards ``max_local``.
     - **No wall-clock reseeding**: every draw comes from the ``random_state``'s generator.
@@ -159,10 +160,14 @@ class _LocalWalk:
         rows = np.flatnonzero(moved != values)
         proposal = self.X[rows].copy()
         proposal[np.arange(len(rows)), cols[rows]] = moved[rows]
+        # Onto the domain's constraints; a step the repair undoes is a no-op, like a step against a bound.
+        proposal = recorder.domain.repair(proposal)
+        real = (proposal != self.X[rows]).any(axis=1)
+        rows, proposal = rows[real], proposal[real]
         res, _ = recorder.check(proposal, "local")
         idi = res.is_idi
         self._update(rows, p[rows], direction[rows], idi)
-        self.X[rows[idi]] = proposal[idi]
+        self.X[rows[idi]] = res.X[idi]
         out = np.zeros(len(p), dtype=bool)
         out[rows] = idi
         return out

@@ -73,7 +73,9 @@ class Generator(ABC):
         ----------
         model : CountingModel or anything :func:`~chiralfair.models.as_model` accepts
         domain : Domain
-            With the protected attributes under test.
+            With the protected attributes under test, and the couplings and constraints the search respects
+            (design §12): counterparts change coupled columns, and every seed and proposal that breaks a
+            constraint is repaired before it is checked (:meth:`Domain.repair`), in the shared recorder.
         seeds : SeedReport or array-like of int, shape (n_seeds, n_features)
             Inputs inside the domain; the global phase takes the first ``max_global``.
         random_state : None, int, numpy.random.RandomState or numpy.random.Generator
@@ -105,7 +107,7 @@ class Generator(ABC):
         X = domain.validate(seeds, what="seeds")
         if len(X) == 0:
             raise DomainError("no seeds: the global phase needs at least one seed")
-        X = X[: self.max_global]
+        X = domain.repair(X[: self.max_global])  # onto the domain's constraints, as every proposal (design §12)
         rng, random_state_described = resolve_random_state(random_state)
         recorder = IDIRecorder(model, domain, sink=sink)
         notes = self._search(recorder, X, rng) or ()

@@ -19,6 +19,7 @@ from .gradient_steps import (
     local_gradient_rows,
     local_walk,
     pair_gradients,
+    steppable,
 )
 from .recorder import IDIRecorder
 
@@ -53,6 +54,9 @@ class EIDIG(Generator):
       reproducible but not draw-for-draw identical to the reference.
     - Chains whose input did not change since the last iteration are not re-checked or re-differentiated, and a
       local move that clipping turns into no move costs no query: the model is deterministic.
+    - With coupled columns (design §12), the global step also leaves a coupled column on which x2 holds another
+      code than x (:func:`~.gradient_steps.steppable`): the two momenta are then taken at two different points
+      of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------
@@ -124,10 +128,10 @@ class EIDIG(Generator):
         grad_cf = np.zeros(x.shape)
         momentum = np.zeros(x.shape)
         momentum_cf = np.zeros(x.shape)
+        movable = np.zeros(x.shape, dtype=bool)
         active = np.ones(n, dtype=bool)
         changed = np.ones(n, dtype=bool)
         is_global = np.zeros(n, dtype=bool)
-        non_protected = domain.non_protected_mask
         for it in range(self.max_iter + 1):
             todo = np.flatnonzero(active & changed)
             if len(todo):
@@ -141,14 +145,14 @@ class EIDIG(Generator):
                 break
             fresh = np.flatnonzero(active & changed)
             if len(fresh):
-                grad[fresh], grad_cf[fresh] = self._confidence_gradients(model, domain, x[fresh],
-                                                                         checks.rows(fresh))
+                grad[fresh], grad_cf[fresh], movable[fresh] = self._confidence_gradients(model, domain, x[fresh],
+                                                                                         checks.rows(fresh))
             moving = np.flatnonzero(active)
             momentum[moving] = self.decay * momentum[moving] + grad[moving]
             momentum_cf[moving] = self.decay * momentum_cf[moving] + grad_cf[moving]
             s, s_cf = np.sign(momentum[moving]), np.sign(momentum_cf[moving])
-            direction = np.where(non_protected & (s == s_cf), -s, 0.0)
-            stepped = domain.clip(x[moving] + self.step_global * direction)
+            direction = np.where(movable[moving] & (s == s_cf), -s, 0.0)
+            stepped = domain.repair(domain.clip(x[moving] + self.step_global * direction))
             changed[:] = False
             changed[moving] = (stepped != x[moving]).any(axis=1)
             x[moving] = stepped
@@ -156,11 +160,13 @@ class EIDIG(Generator):
         return x[idx], checks.rows(idx)
 
     @staticmethod
-    def _confidence_gradients(model, domain, X: np.ndarray, checks: ChainChecks) -> tuple[np.ndarray, np.ndarray]:
-        """EIDIG's ``compute_grad`` at X and at its ``max_diff`` counterpart."""
+    def _confidence_gradients(model, domain, X: np.ndarray, checks: ChainChecks):
+        """EIDIG's ``compute_grad`` at X and at its ``max_diff`` counterpart, and the features a step may move."""
         combo = checks.max_difference()
-        g, g_cf = pair_gradients(model, X, counterpart_rows(domain, X, combo))
-        return confidence_gradient(g, checks.labels), confidence_gradient(g_cf, checks.counterpart_label(combo))
+        C = counterpart_rows(domain, X, combo)
+        g, g_cf = pair_gradients(model, X, C)
+        return (confidence_gradient(g, checks.labels), confidence_gradient(g_cf, checks.counterpart_label(combo)),
+                steppable(domain, X, C))
 
     def _saliency(self, recorder: IDIRecorder, X: np.ndarray, checks: ChainChecks, combo: np.ndarray) -> np.ndarray:
         g, g_cf = pair_gradients(recorder.model, X, counterpart_rows(recorder.domain, X, combo))

@@ -32,7 +32,8 @@ class ExpGA(Generator):
 
     Genes are the non-protected features and the protected attributes, in column order; an attribute over
     several columns (one-hot) is one gene, so crossover and mutation never split it into an invalid row.
-    The population therefore stays inside the domain with valid protected values.
+    The population therefore stays inside the domain with valid protected values; after mutation it is repaired
+    onto the domain's constraints (:meth:`Domain.repair`, design §12).
 
     Parameters
     ----------
@@ -106,6 +107,7 @@ class ExpGA(Generator):
             population = population[rng.choice(len(population), size=len(population), p=fitness / fitness.sum())]
             population = crossover(population, gene, self.cross_rate, rng)
             population = mutate(population, recorder.domain, gene, self.mutation_rate, rng)
+            population = recorder.domain.repair(population)  # onto the domain's constraints (design §12)
             fitness = _evaluate(population, recorder)
         return ()
 

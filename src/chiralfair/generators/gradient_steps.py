@@ -48,23 +48,32 @@ class ChainChecks:
         P(y=1 | x') for every combination.
     own_proba : numpy.ndarray of float64, shape (n_chains,)
         P(y=1 | x).
+    possible : numpy.ndarray of bool, shape (n_chains, n_combinations), optional
+        Which counterparts satisfy the domain's constraints (:attr:`CheckResult.possible`; default all True, as
+        without constraints). An impossible counterpart is never chosen, so no gradient is taken at it.
     """
 
     labels: np.ndarray
     counterpart_labels: np.ndarray
     proba: np.ndarray
     own_proba: np.ndarray
+    possible: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.possible is None:
+            self.possible = np.ones(np.shape(self.counterpart_labels), dtype=bool)
 
     @classmethod
     def empty(cls, n: int, n_combinations: int) -> ChainChecks:
         """Zero-filled records for ``n`` chains."""
         return cls(np.zeros(n, np.int64), np.zeros((n, n_combinations), np.int64),
-                   np.zeros((n, n_combinations)), np.zeros(n))
+                   np.zeros((n, n_combinations)), np.zeros(n), np.ones((n, n_combinations), dtype=bool))
 
     @classmethod
     def from_result(cls, res: CheckResult) -> ChainChecks:
         """Take the records of a check run with ``with_proba=True``."""
-        return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba)
+        possible = res.possible if res.possible is not None else np.ones(res.counterpart_labels.shape, dtype=bool)
+        return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba, possible)
 
     def set_rows(self, rows, other: ChainChecks) -> None:
         """Overwrite ``rows`` (indices or mask) with the records of ``other`` (aligned with ``rows``)."""
@@ -72,10 +81,12 @@ class ChainChecks:
         self.counterpart_labels[rows] = other.counterpart_labels
         self.proba[rows] = other.proba
         self.own_proba[rows] = other.own_proba
+        self.possible[rows] = other.possible
 
     def rows(self, rows) -> ChainChecks:
         """A copy holding only ``rows`` (indices or mask)."""
-        return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows])
+        return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows],
+                           self.possible[rows])
 
     @property
     def flips(self) -> np.ndarray:
@@ -97,8 +108,11 @@ class ChainChecks:
         return np.where(flips.any(axis=1), flips.argmax(axis=1), self.max_difference())
 
     def max_difference(self) -> np.ndarray:
-        """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,)."""
-        return np.abs(self.proba - self.own_proba[:, None]).argmax(axis=1)
+        """EIDIG's ``max_diff`` counterpart: the combination whose P(y=1) differs most from x's, shape (n_chains,).
+
+        Among the possible counterparts (an impossible one scores -1, below the input's own 0).
+        """
+        return np.where(self.possible, np.abs(self.proba - self.own_proba[:, None]), -1.0).argmax(axis=1)
 
     def random_flip(self, rng: np.random.Generator) -> np.ndarray:
         """EIDIG's ``find_pair``: a uniformly random combination that flips the label, shape (n_chains,).
@@ -119,7 +133,9 @@ class ChainChecks:
 
 
 def counterpart_rows(domain: Domain, X: np.ndarray, combo: np.ndarray) -> np.ndarray:
-    """``X`` with its protected attributes set to combination ``combo[i]`` in row i.
+    """``X`` with its protected attributes set to combination ``combo[i]`` in row i, coupled columns changed.
+
+    :meth:`Domain.counterpart_rows`, the one place counterparts are built.
 
     Parameters
     ----------
@@ -132,9 +148,28 @@ def counterpart_rows(domain: Domain, X: np.ndarray, combo: np.ndarray) -> np.nda
     -------
     numpy.ndarray of int64, shape (n, n_features)
     """
-    out = np.array(X, dtype=np.int64, copy=True)
-    out[:, list(domain.protected)] = domain.combinations[combo]
-    return out
+    return domain.counterpart_rows(X, combo)
+
+
+def steppable(domain: Domain, X: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Features a global gradient step may move: non-protected ones on which ``x`` and its counterpart agree.
+
+    ADF and EIDIG move a feature where the gradients at ``x`` and at its counterpart ``x'`` point the same way,
+    which compares the two along one axis at one point. A coupled column where ``x'`` holds another code (a
+    husband's counterpart is a wife) is at two different points of that axis, so the comparison means nothing
+    there and the step leaves it; elsewhere (and without couplings) this is every non-protected feature.
+
+    Parameters
+    ----------
+    domain : Domain
+    X, C : numpy.ndarray of int64, shape (n, n_features)
+        Inputs and the counterparts whose gradients are compared.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n, n_features)
+    """
+    return domain.non_protected_mask[None, :] & (np.asarray(X) == np.asarray(C))
 
 
 def pair_gradients(model: CountingModel, X: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -271,7 +306,8 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     current IDI by ``refresh``; ``None`` never recomputes them (EIDIG-INF).
 
     All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. A move
-    that clipping turns into no move keeps the chain on its current input, an IDI, without a model query.
+    that clipping (or the repair onto the domain's constraints) turns into no move keeps the chain on its current
+    input, an IDI, without a model query.
 
     Parameters
     ----------
@@ -315,14 +351,18 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         old = x[rows, feature]
         value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
         moved = np.flatnonzero(value != old)
+        cand = x[moved]
+        cand[np.arange(len(moved)), feature[moved]] = value[moved]
+        # Onto the domain's constraints (design §12); a move the repair undoes is no move.
+        cand = recorder.domain.repair(cand)
+        real = (cand != x[moved]).any(axis=1)
+        moved, cand = moved[real], cand[real]
         kept = np.ones(n, dtype=bool)
         if len(moved):
-            cand = x[moved]
-            cand[np.arange(len(moved)), feature[moved]] = value[moved]
             res, _ = recorder.check(cand, "local", with_proba=True)
             kept[moved] = res.is_idi
             hit = moved[res.is_idi]
-            x[hit] = cand[res.is_idi]
+            x[hit] = res.X[res.is_idi]
             checks.set_rows(hit, ChainChecks.from_result(res).rows(res.is_idi))
         back = np.flatnonzero(~kept)
         if len(back):

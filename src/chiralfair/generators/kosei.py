@@ -59,7 +59,9 @@ class Kosei(Generator):
     - **Global phase = the given seeds**, checked once; the paper's global phase is AEQUITAS's random
       sampling (the ``random`` seed strategy here).
     - The paper's line 10 reads "if d'[p] ∈ Dom(p) then continue"; its text says invalid values are
-      skipped, which is what is done. Features with a single value are never perturbed.
+      skipped, which is what is done. Features with a single value are never perturbed. A neighbour that
+      breaks one of the domain's constraints is repaired onto them (:meth:`Domain.repair`, design §12) before
+      it is compared with the tested keys.
     - Multi-valued and several PAs: the discrimination check tries every combination of PA values, as in the
       paper's Alg. 2 (``γ = 0``: any change of the predicted label).
 
@@ -101,7 +103,7 @@ class Kosei(Generator):
             res, _ = recorder.check(children, "local")
             checked += len(children)
             # The queue holds checked IDIs only, so it never outgrows the budget.
-            queue = np.concatenate([queue, children[res.is_idi]])
+            queue = np.concatenate([queue, res.X[res.is_idi]])
         if checked >= budget:
             return (f"stopped: local budget of {budget} checks (max_local x {budget // self.max_local} global "
                     "IDIs) spent",)
@@ -134,6 +136,8 @@ def _untested_neighbours(parents: np.ndarray, moves: np.ndarray, recorder: IDIRe
     children[rows, cols] += np.tile(moves[:, 1], n)
     moved = children[rows, cols]
     children = children[(moved >= domain.lower[cols]) & (moved <= domain.upper[cols])]
+    # Onto the domain's constraints (design §12) before the keys are compared, so a repaired child is one key.
+    children = domain.repair(children)
     _, first = np.unique(domain.keys(children), return_index=True)
     children = children[np.sort(first)]
     return children[~recorder.is_tested(children)]

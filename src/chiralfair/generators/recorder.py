@@ -1,7 +1,10 @@
 """Counting IDIs by the one rule of design §2, shared by every generator.
 
 Every generator sends its candidates through :meth:`IDIRecorder.check`, so that ``n_idis``, ``n_global``,
-``n_local``, ``n_tested`` and ``n_queries`` mean the same thing for all of them.
+``n_local``, ``n_tested`` and ``n_queries`` mean the same thing for all of them. The recorder is also where the
+domain's rules (design §12) hold for every generator alike: candidates are moved onto the constraints
+(:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's counterparts carry
+the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
 Keys (design §2) are kept as int64 in a few sorted numpy arrays (:class:`SortedKeySet`): 8 bytes per key,
 against about 70 bytes per key in a Python set of ints. IDI pairs go to a :class:`~chiralfair.run_folder.PairSink`
@@ -131,6 +134,7 @@ class IDIRecorder:
         self._pair_counts: dict[tuple, int] = {}
         self._label_counts: dict[tuple, int] = {}
         self._n_phase = dict.fromkeys(PHASES, 0)
+        self._n_plausible = 0 if domain.support is not None else None
         self.n_checked = dict.fromkeys(PHASES, 0)
         self.n_seed_idis = 0
         self._queries0 = model.n_queries
@@ -144,7 +148,9 @@ class IDIRecorder:
         Parameters
         ----------
         X : numpy.ndarray of int64, shape (n_samples, n_features)
-            Candidates inside the domain (callers clip first).
+            Candidates inside the bounds (callers clip first). A candidate that breaks one of the domain's
+            constraints is repaired first (:meth:`Domain.repair`): ``result.X`` holds what was checked, and a
+            generator continues from ``result.X``, not from its own proposal.
         phase : {"global", "local"}
         with_proba : bool
             Also return probabilities (see :meth:`DiscriminationCheck.check`).
@@ -158,7 +164,7 @@ class IDIRecorder:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
-        res = self.checker.check(X, with_proba=with_proba)
+        res = self.checker.check(self.domain.repair(X), with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         keys = self.domain.keys(res.X)
         self._tested.add(keys)
@@ -181,10 +187,24 @@ class IDIRecorder:
         # with the IDI's label, so a report can tell which side is favoured without reading the pairs back
         for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
             self._label_counts[values] = self._label_counts.get(values, 0) + count
+        plausible = self.pair_plausible(X, C)
+        if plausible is not None:
+            self._n_plausible += int(plausible.sum())
         if self.sink is not None:
-            self.sink.write(X, C, y, yc, phase)
+            self.sink.write(X, C, y, yc, phase, plausible=plausible)
         else:
-            self._parts.append((X, C, y, yc, np.full(len(X), phase)))
+            self._parts.append((X, C, y, yc, np.full(len(X), phase), plausible))
+
+    def pair_plausible(self, X: np.ndarray, C: np.ndarray) -> np.ndarray | None:
+        """Whether each pair is plausible: the IDI and its counterpart both (:meth:`Domain.plausible`).
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_pairs,), or None
+            None when the domain has no support (it was not built from data).
+        """
+        own, other = self.domain.plausible(X), self.domain.plausible(C)
+        return None if own is None else own & other
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,)."""
@@ -224,7 +244,7 @@ class IDIRecorder:
             generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
             n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
             n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,
-            seconds=seconds, notes=tuple(notes), meta=dict(meta or {}),
+            seconds=seconds, notes=tuple(notes), meta=dict(meta or {}), n_plausible_idis=self._n_plausible,
             pa_pair_counts=np.array([[*values, n] for values, n in counts], dtype=np.int64).reshape(
                 len(counts), 2 * k + 1),
             pa_label_counts=np.array([[*values, n] for values, n in sorted(self._label_counts.items())],
@@ -233,10 +253,12 @@ class IDIRecorder:
             return SearchResult(**common, pairs_path=str(self.sink.close()))
         d = self.domain.n_features
         if self._parts:
-            X, C, y, yc, ph = (np.concatenate(p) for p in zip(*self._parts, strict=True))
+            X, C, y, yc, ph = (np.concatenate(p) for p in list(zip(*self._parts, strict=True))[:5])
+            plausible = None if self._n_plausible is None else np.concatenate([p[5] for p in self._parts])
         else:
             X = C = np.zeros((0, d), dtype=np.int64)
             y = yc = np.zeros(0, dtype=np.int64)
             ph = np.zeros(0, dtype="<U6")
+            plausible = None if self._n_plausible is None else np.zeros(0, dtype=bool)
         return SearchResult(**common, idis=X, counterparts=C, idi_labels=y, counterpart_labels=yc,
-                            phase=ph.astype(str))
+                            phase=ph.astype(str), plausible=plausible)

@@ -281,6 +281,8 @@ class SymbolicGeneration(Generator):
     - The ``max_local`` cap per global IDI (``cap_local``) is ours; the reference has only ``limit``.
     - Seeds are tested when popped, as in the reference; seeds never reached before the run stops are not
       tested, so ``n_seed_idis`` counts only the tested seeds (the notes say how many were not reached).
+    - Solutions and surrogate samples are repaired onto the domain's constraints (:meth:`Domain.repair`,
+      design §12), so no query is spent on an input that cannot exist.
 
     References
     ----------
@@ -453,6 +455,8 @@ class _SGRun:
         """
         n, d = self.p["n_samples"] - 1, self.domain.n_features
         S = local_samples(X, self.domain, n, self.p["perturb_prob"], self.rng)
+        # No query on an input that breaks the domain's constraints, samples included (design §12).
+        S = self.domain.repair(S.reshape(-1, d)).reshape(S.shape)
         L = self.recorder.model.predict(S.reshape(-1, d)).reshape(len(X), n)
         paths = []
         for x, y, s, lab in zip(X, labels, S, L, strict=True):
@@ -472,7 +476,10 @@ class _SGRun:
             return None
 
     def _push_candidate(self, priority: float, phase: str, x_new: np.ndarray | None, root: int = -1) -> None:
-        if x_new is not None and self.domain.keys(x_new[None, :])[0] not in self.tested:
+        if x_new is None:
+            return
+        x_new = self.domain.repair(x_new[None, :])[0]  # onto the domain's constraints (design §12)
+        if self.domain.keys(x_new[None, :])[0] not in self.tested:
             self._push(priority, phase, x_new, root=root)
 
     def _local_search(self, x: np.ndarray, path: list[PathStep], root: int) -> None:

@@ -102,15 +102,15 @@ def load_model_file(path: str | os.PathLike, *, trust: bool = False, output: str
 
 
 def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike | None = None,
-                    meta: dict | None = None) -> Path:
+                    meta: dict | None = None, stem: str = "model") -> Path:
     """Save a (retrained) model under test in ``folder``, in the format it came in, so ``--model FILE`` loads it.
 
     ==============================  ==============================================================================
     model                           file
     ==============================  ==============================================================================
-    a torch module (the zoo DNN, a  ``model.pt``, TorchScript (``torch.jit.script``, else ``torch.jit.trace`` on
-    trained torch model)            one input row of zeros); loads back with ``--model model.pt``
-    an sklearn estimator/pipeline   ``model.skops`` (``skops.io.dump``), or ``model.joblib`` when ``like`` is a
+    a torch module (the zoo DNN, a  ``<stem>.pt``, TorchScript (``torch.jit.script``, else ``torch.jit.trace`` on
+    trained torch model)            one input row of zeros); loads back with ``--model FILE``
+    an sklearn estimator/pipeline   ``<stem>.skops`` (``skops.io.dump``), or ``<stem>.joblib`` when ``like`` is a
                                     joblib/pickle file
     ==============================  ==============================================================================
 
@@ -125,6 +125,8 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
         The file the original model came from; its kind decides the format.
     meta : dict, optional
         Stored beside a TorchScript module (``extra_files["meta.json"]``).
+    stem : str
+        The file's name without its suffix.
 
     Returns
     -------
@@ -149,7 +151,7 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
     if _is_torch_module(est):
         import torch
 
-        path = folder / "model.pt"
+        path = folder / f"{stem}.pt"
         try:
             scripted = torch.jit.script(est)
         except Exception:  # modules with Python-only control flow: trace them on one row
@@ -171,13 +173,13 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
     if suffix in PICKLE_SUFFIXES:
         import joblib
 
-        path = folder / "model.joblib"
+        path = folder / f"{stem}.joblib"
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".joblib", delete=False) as tmp:
             joblib.dump(est, tmp)
     else:
         import skops.io as sio
 
-        path = folder / "model.skops"
+        path = folder / f"{stem}.skops"
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".skops", delete=False) as tmp:
             pass
         sio.dump(est, tmp.name)

@@ -23,7 +23,7 @@ _MODULE_OF = {
     "RunOutcome": "outcome",
     "run_experiment": "run", "run_pipeline": "run",
     "retrain_inputs": "retraining", "inputs_from_run": "retraining", "retrain_benchmark": "retraining",
-    "retrain_from_run": "retraining", "select_repeatedly": "selections",
+    "retrain_from_run": "retraining", "search_training_rows": "retraining", "select_repeatedly": "selections",
     "audit": "front", "estimate": "front", "estimate_benchmark": "front", "retrain": "front",
     "AuditResult": "front", "resolve_inputs": "front",
     "resolve_seed": "front",
@@ -43,7 +43,13 @@ if TYPE_CHECKING:
     from .held_out import held_out_frame, measure_group_metrics  # noqa: F401
     from .inputs import DataSettings, RunInputs, inputs_from_names, inputs_from_objects  # noqa: F401
     from .outcome import RunOutcome  # noqa: F401
-    from .retraining import inputs_from_run, retrain_benchmark, retrain_from_run, retrain_inputs  # noqa: F401
+    from .retraining import (  # noqa: F401
+        inputs_from_run,
+        retrain_benchmark,
+        retrain_from_run,
+        retrain_inputs,
+        search_training_rows,  # noqa: F401
+    )
     from .run import run_experiment, run_pipeline  # noqa: F401
     from .selections import select_repeatedly  # noqa: F401
     from .steps import SearchPlan, estimate_verdict, prepare_search, run_search, select_seeds  # noqa: F401

@@ -165,3 +165,81 @@ def check_search_names(*, seeds: str, generator: str, max_global, max_local) -> 
     check_budget(max_global, max_local)
     check_seed_strategy(seeds)
     generator_needs_gradient(generator)
+
+
+RETRAIN_CHOICES = {"protocol": ("holdout", "paper", "both"), "pairs": ("both", "idi"),
+                   "mode": ("auto", "retrain", "fine-tune")}
+
+
+def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mode="auto", max_f1_loss=0.01,
+                          model: str | None = None) -> tuple[str, ...]:
+    """Check a retraining's options before any work (light: name tables only).
+
+    Parameters
+    ----------
+    method : str or sequence of str
+        Mitigation methods (:data:`chiralfair.mitigation.names.BUILTIN_METHODS`, or registered ones).
+    share : sequence of float
+        Shares of the IDI pairs added, each in (0, 1].
+    protocol, pairs, mode : str
+    max_f1_loss : float
+        In [0, 1].
+    model : str, optional
+        A zoo model's name: ``consistency`` and ``mode="fine-tune"`` need the DNN.
+
+    Returns
+    -------
+    tuple of str
+        The methods.
+
+    Raises
+    ------
+    ConfigError
+        Naming the option and its valid values.
+    """
+    from ..mitigation.names import BUILTIN_METHODS
+
+    methods = (method,) if isinstance(method, str) else tuple(method)
+    registered = _registry("mitigation", "METHODS")
+    unknown = [m for m in methods if m not in BUILTIN_METHODS and m not in registered]
+    if unknown or not methods:
+        raise ConfigError(f"unknown mitigation method {unknown[0] if unknown else '(none)'!r}; valid: "
+                          f"{', '.join(sorted({*BUILTIN_METHODS, *registered}))}")
+    for name, value in (("protocol", protocol), ("pairs", pairs), ("mode", mode)):
+        if value not in RETRAIN_CHOICES[name]:
+            raise ConfigError(f"{name} must be one of {', '.join(RETRAIN_CHOICES[name])}, got {value!r}")
+    bad = [s for s in share if not 0 < s <= 1]
+    if bad or not share:
+        raise ConfigError(f"share values must lie in (0, 1], got {bad or 'none'}")
+    if not 0 <= max_f1_loss <= 1:
+        raise ConfigError(f"max_f1_loss must lie in [0, 1], got {max_f1_loss}")
+    if model is not None and model != "dnn":
+        if "consistency" in methods:
+            raise ConfigError(f"method consistency trains the zoo DNN with a logit penalty; model {model!r} is not it "
+                              "(use counterfactual or unaware)")
+        if mode == "fine-tune":
+            raise ConfigError(f"mode fine-tune continues training the zoo DNN; model {model!r} is retrained from "
+                              "scratch (use mode retrain)")
+    return methods
+
+
+def counterpart_options(couple: str | None, constraints=None) -> dict:
+    """``couple=`` and ``constraints=`` of the library from the command line's --couple and --constraint texts.
+
+    ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.coupling.parse_couple_text`), ``"none"``
+    for no coupling, None for the dataset's default. ``constraints``: rules as text (checked when the domain is
+    built).
+
+    Returns
+    -------
+    dict
+        ``{"couple": mapping, False or None, "constraints": tuple of str}``.
+
+    Raises
+    ------
+    ConfigError
+        For --couple text that is not attribute:column=a/b (or none).
+    """
+    from ..coupling import parse_couple_text
+
+    return {"couple": None if couple is None else parse_couple_text(couple), "constraints": tuple(constraints or ())}

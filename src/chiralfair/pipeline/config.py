@@ -47,6 +47,14 @@ class RunConfig:
     diversity : bool
         Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
         into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.
+    couple : mapping, bool or None
+        Coupled columns (design §12), as :func:`~chiralfair.datasets.load_dataset` takes them: None or True the
+        dataset's own (census: relationship Husband <-> Wife with sex), False none (the I&D paper's setting), a
+        mapping replaces them.
+    constraints : tuple of str
+        Rules every input satisfies (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`).
+    plausible_only : bool
+        The verdict counts plausible counterparts only (:func:`chiralfair.verdict.estimate`).
     """
 
     dataset: str = "census"
@@ -66,9 +74,14 @@ class RunConfig:
     seed_params: dict[str, Any] = field(default_factory=dict)
     verdict: bool = True
     diversity: bool = False
+    couple: Any = None
+    constraints: tuple[str, ...] = ()
+    plausible_only: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
+        object.__setattr__(self, "constraints", tuple([self.constraints] if isinstance(self.constraints, str)
+                                                      else self.constraints))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready parameters."""
@@ -76,7 +89,13 @@ class RunConfig:
                 "seeds": self.seeds, "generator": self.generator, "max_global": self.max_global,
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
-                "seed_params": dict(self.seed_params), "model_params": dict(self.model_params)}
+                "seed_params": dict(self.seed_params), "model_params": dict(self.model_params),
+                "couple": self.couple, "constraints": list(self.constraints), "plausible_only": self.plausible_only}
+
+    @property
+    def dataset_couple(self):
+        """``couple`` as :func:`~chiralfair.datasets.load_dataset` takes it (True -> None, the dataset's own)."""
+        return None if self.couple is True else self.couple
 
     @property
     def model_spec(self):

@@ -56,7 +56,8 @@ def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
 def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
                    schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0,
                    trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
-                   name: str | None = None, on_step: Callable[[str], None] | None = None) -> RunInputs:
+                   name: str | None = None, on_step: Callable[[str], None] | None = None, couple=None,
+                   constraints=None) -> RunInputs:
     """The inputs of a run on your model and data: the first step of :func:`audit`, :func:`estimate`, :func:`retrain`.
 
     See :func:`audit` for the parameters.
@@ -66,7 +67,8 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
     RunInputs
     """
     settings = DataSettings.build(label=label, positive_class=positive_class, favourable=favourable,
-                                  protected=protected, bins=bins, schema=schema)
+                                  protected=protected, bins=bins, schema=schema, couple=couple,
+                                  constraints=constraints)
     return inputs_from_objects(model, data, settings=settings, test=test, test_size=test_size,
                                random_state=random_state, trust_model_file=trust_model_file,
                                model_output=model_output, model_input=model_input, name=name,
@@ -81,7 +83,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
           trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
           name: str | None = None, generator_params: Mapping[str, Any] | None = None,
           seed_params: Mapping[str, Any] | None = None, diversity: bool = False,
-          on_step: Callable[[str], None] | None = None) -> AuditResult:
+          on_step: Callable[[str], None] | None = None, couple=None, constraints=None) -> AuditResult:
     """Find IDIs of your fitted model on your data, and say how many people it affects and whom it harms.
 
     Steps: encode the data (with the held-out rows); load the model if it is a file; wrap it so that an sklearn
@@ -149,6 +151,12 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         Measure the diversity of the seeds and of the IDIs found.
     on_step : callable, optional
         Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"``, ``"verdict"`` as each step starts.
+    couple : mapping, optional
+        Columns that change with a protected attribute (design §12), e.g. ``{"sex": {"relationship":
+        {"Husband": "Wife", "Wife": "Husband"}}}`` in the data's own values (:func:`~chiralfair.datasets.from_frame`);
+        default: the schema's ``[couple]`` table, else none.
+    constraints : str or sequence of str, optional
+        Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``; default: the schema's.
 
     Returns
     -------
@@ -190,7 +198,8 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
                                 protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
                                 random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
-                                model_input=model_input, name=name, on_step=on_step)
+                                model_input=model_input, name=name, on_step=on_step, couple=couple,
+                                constraints=constraints)
         outcome = run_pipeline(inputs, plan, verdict=verdict, verdict_params=dict(verdict_params or {}),
                                diversity=diversity, out=out, on_step=on_step, random_state_meta=random_state_meta,
                                started=t_all)
@@ -203,7 +212,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
 def estimate(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
              schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
-             model_input: str = "auto", name: str | None = None, **params):
+             model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
 
     An individual is affected when a counterpart differing only in protected attributes gets another label. Takes
@@ -214,9 +223,11 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     ----------
     population : {"test", "rows", "domain"}, default="test"
         The held-out rows, every row of the data, or uniform draws from the input domain.
+    couple, constraints : optional
+        As in :func:`audit` (design §12).
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
-        ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``.
+        ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``, ``plausible_only``.
 
     Returns
     -------
@@ -241,7 +252,7 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
                             protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
-                            model_input=model_input, name=name)
+                            model_input=model_input, name=name, couple=couple, constraints=constraints)
     return with_notes(estimate_verdict(inputs, random_state=seed, population=population, **params), inputs.notes)
 
 
@@ -279,7 +290,7 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
             seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
             trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
             name: str | None = None, out: str | os.PathLike | None = None,
-            on_step: Callable[[str], None] | None = None, **retrain_params):
+            on_step: Callable[[str], None] | None = None, couple=None, constraints=None, **retrain_params):
     """Make your model fairer with the IDIs found, and measure it before and after on the held-out rows.
 
     Takes the model and data as :func:`audit` does. The IDIs are ``idis`` (an :class:`AuditResult`, a
@@ -295,8 +306,10 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
         format the model came in: ``.skops`` for sklearn models, ``.pt`` TorchScript for torch).
     on_step : callable, optional
         Called with each step's name as it starts.
+    couple, constraints : optional
+        As in :func:`audit` (design §12).
     **retrain_params
-        Of :func:`chiralfair.retraining.retrain` (``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
+        Of :func:`chiralfair.mitigation.retrain` (``method``, ``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
         ``ensemble``, ``margin``, ...).
 
     Returns
@@ -319,7 +332,8 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
                             protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
-                            model_input=model_input, name=name, on_step=on_step)
+                            model_input=model_input, name=name, on_step=on_step, couple=couple,
+                            constraints=constraints)
     from .retraining import retrain_inputs
 
     return retrain_inputs(inputs, idis=_idis_of(idis), plan=plan, random_state=seed, out=out, on_step=on_step,

@@ -21,7 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,14 @@ class RunInputs:
         return self.dataset.domain
 
     def training_rows(self):
-        """The dataset restricted to :attr:`train_index` (same domain): the rows seeds for retraining come from."""
-        return replace(self.dataset, X=self.dataset.X[self.train_index], y=self.dataset.y[self.train_index])
+        """The dataset restricted to :attr:`train_index` (same domain): the rows seeds for retraining come from.
+
+        Its name gains ``"[train]"`` (:func:`chiralfair.mitigation.leakage.training_rows`), so a chiral model
+        trained on it gets its own cache entry.
+        """
+        from ..mitigation.leakage import training_rows
+
+        return training_rows(self.dataset, self.train_index)
 
 
 # ------------------------------------------------------------------------------------------------- from names
@@ -128,7 +134,8 @@ def inputs_from_names(config, *, step: Callable[[str], None] = lambda name: None
     step("data")
     t = time.perf_counter()
     dataset = load_dataset(config.dataset, protected=list(config.protected) or None, data_home=config.data_home,
-                           allow_checksum_mismatch=config.allow_checksum_mismatch)
+                           allow_checksum_mismatch=config.allow_checksum_mismatch, couple=config.dataset_couple,
+                           constraints=list(config.constraints) or None)
     seconds["data"] = time.perf_counter() - t
     notes = _benchmark_notes(config, dataset)
 
@@ -170,6 +177,11 @@ def _benchmark_notes(config, dataset) -> list[str]:
     if others:
         notes.append(f"{', '.join(others)} tested as protected attribute(s); {spec.name}'s protected attributes "
                      f"are {', '.join(spec.protected)}")
+    if config.dataset_couple is None:
+        for text in dataset.domain.describe_couplings():
+            if "inactive" not in text:
+                notes.append(f"coupled ({spec.name}'s default, design §12): {text}; couple=False (--couple none) "
+                             "turns it off, as in the I&D paper")
     return notes
 
 
@@ -179,6 +191,8 @@ class DataSettings:
     """How to read a user's data: label, positive and favourable class, protected attributes, bins, categories.
 
     Built from keyword arguments, a schema TOML (``chiralfair schema infer``) and command-line flags (flags win).
+    ``couple`` and ``constraints`` (design §12) are those of :func:`~chiralfair.datasets.from_frame`; the schema's
+    ``[couple]`` table and ``constraints`` list apply when none are given.
     """
 
     label: Any = None
@@ -188,10 +202,12 @@ class DataSettings:
     bins: Mapping[str, Any] = field(default_factory=dict)
     categories: Mapping[str, Sequence] = field(default_factory=dict)
     schema: str | None = None
+    couple: Any = None
+    constraints: tuple = ()
 
     @classmethod
     def build(cls, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-              schema=None) -> DataSettings:
+              schema=None, couple=None, constraints=None) -> DataSettings:
         """Lay the given values over those of ``schema`` (a TOML path), if any.
 
         Raises
@@ -210,7 +226,10 @@ class DataSettings:
                    favourable=favourable,
                    protected=protected_list(base.get("protected") if protected is None else protected),
                    bins=merged_bins, categories=base.get("categories", {}),
-                   schema=None if schema is None else str(schema))
+                   schema=None if schema is None else str(schema),
+                   couple=base.get("couple") if couple is None else couple,
+                   constraints=tuple(base.get("constraints") or () if constraints is None else
+                                     ([constraints] if isinstance(constraints, str) else constraints)))
 
     def check(self) -> None:
         """Refuse settings that cannot describe a frame: no label, no protected attribute.
@@ -345,9 +364,11 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
     whole = frame if test_frame is None else pd.concat([frame, test_frame], ignore_index=True)
     dataset = from_frame(whole, label=label, positive_class=positive, protected=list(settings.protected),
-                         bins=dict(settings.bins), name=name or "data")
+                         bins=dict(settings.bins), name=name or "data", couple=settings.couple,
+                         constraints=list(settings.constraints) or None)
     source.update(label=str(label), positive_class=_plain(positive), protected=_plain(list(settings.protected)),
-                  bins=_plain(dict(settings.bins)), schema=settings.schema, favourable=_plain(settings.favourable))
+                  bins=_plain(dict(settings.bins)), schema=settings.schema, favourable=_plain(settings.favourable),
+                  couple=_plain(settings.couple), constraints=list(settings.constraints))
     if test_frame is None:
         train_index, test_index = _split(dataset, test_size, random_state)
         test_rows = (f"a held-out split of the given data ({len(test_index):,} rows, {test_size:.0%}, stratified, "
@@ -390,6 +411,9 @@ def _dataset_rows(data, settings: DataSettings, test, test_size, random_state):
     if settings.label is not None or settings.bins:
         raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
     dataset = data.with_protected(list(settings.protected)) if settings.protected else data
+    if settings.couple is not None or settings.constraints:
+        dataset = dataset.with_protected(dataset.domain.protected_names, couple=settings.couple,
+                                         constraints=list(settings.constraints) or None)
     if test is None:
         train_index, test_index = _split(dataset, test_size, random_state)
         test_rows = (f"a held-out split of {dataset.name} ({len(test_index):,} rows, {test_size:.0%}, stratified, "

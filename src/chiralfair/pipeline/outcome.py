@@ -84,6 +84,7 @@ class RunOutcome:
             "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
             "diversity": self.seed_diversity}
+        out["counterparts"] = counterpart_summary(self.domain, self.result)
         out["model"] = dict(self.model_info)
         out["seconds_by_step"] = dict(self.seconds)
         out["notes"] = list(self.notes) + list(self.result.notes)
@@ -110,3 +111,30 @@ class RunOutcome:
                 "n_counterpart_favoured": int(table["n_counterpart_favoured"].sum()),
                 "by_protected_value": table.to_dict(orient="records"),
                 "disfavoured": disfavoured_groups(table, self.domain.protected_names).to_dict(orient="records")}
+
+
+# Rare (protected value, categorical value) pairs listed in result.json and the report.
+MAX_RULES_LISTED = 10
+
+
+def counterpart_summary(domain, result) -> dict[str, Any]:
+    """What the counterparts of a run were (design §12): couplings, constraints, plausibility, suggested rules.
+
+    Returns
+    -------
+    dict
+        ``couplings`` and ``constraints`` (text), ``n_plausible_idis`` and ``plausible_share`` (of ``n_idis``;
+        None when the domain has no support), ``rare_pairs`` (up to :data:`MAX_RULES_LISTED` rules the data
+        suggests, :meth:`Domain.rare_pairs <chiralfair.domain.Domain.rare_pairs>`), ``n_rare_pairs`` and
+        ``suggested_couplings`` (``--couple`` text not declared yet).
+    """
+    from ..plausibility import suggested_couplings
+
+    rare = domain.rare_pairs()
+    declared = {(c.attribute, c.column) for c in domain.couplings}
+    suggested = [s for s in suggested_couplings(rare, domain)
+                 if tuple(s.split("=", 1)[0].split(":", 1)) not in declared]
+    n = result.n_plausible_idis
+    return {"couplings": domain.describe_couplings(), "constraints": domain.describe_constraints(),
+            "n_plausible_idis": n, "plausible_share": None if n is None or not result.n_idis else n / result.n_idis,
+            "rare_pairs": rare[:MAX_RULES_LISTED], "n_rare_pairs": len(rare), "suggested_couplings": suggested}

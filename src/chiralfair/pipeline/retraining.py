@@ -4,7 +4,7 @@
 
 1. the IDIs: given (a search result or arrays), or found by a fresh search whose seeds come from the **training
    rows only** (so no held-out individual enters training), written as a run folder under ``out/search``;
-2. :func:`chiralfair.retraining.retrain` labels them, adds them to the training rows and trains the model again;
+2. :func:`chiralfair.mitigation.retrain` labels them, adds them to the training rows and trains the model again;
    every F1 and IDI rate is measured on the held-out rows (``inputs.test_index``);
 3. with ``out``: ``retrain.json``, ``report.md`` with the trade-off plot, and the retrained model saved in the
    format the model came in (:func:`chiralfair.models.files.save_model_file`).
@@ -51,7 +51,7 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
     on_step : callable, optional
         Called with each step's name.
     **params
-        Of :func:`chiralfair.retraining.retrain`.
+        Of :func:`chiralfair.mitigation.retrain`.
 
     Returns
     -------
@@ -66,22 +66,29 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
     RunFolderError
         If ``out`` cannot receive a retrain folder.
     """
+    from ..mitigation.retraining import retrain
     from ..report import prepare_retrain_folder, remove_empty_folders, write_retrain_folder
-    from ..retraining import retrain
 
     created = prepare_retrain_folder(out) if out is not None else []
+    searched = False
     try:
-        if idis is None:
+        if idis is None and _adds_idis(params):
             if plan is None:
                 raise ConfigError("retraining needs IDIs: pass idis= or a search plan")
-            idis = _search_training_rows(inputs, plan, out, cache_dir, on_step)
+            idis, _ = search_training_rows(inputs, plan, out=None if out is None else Path(out) / "search",
+                                           cache_dir=cache_dir, on_step=on_step)
+            searched = True
         if on_step is not None:
             on_step("retrain")
         trained = inputs.trained if inputs.trained is not None else inputs.model
         result = retrain(trained, inputs.dataset, idis, train_index=inputs.train_index, searched_with=searched_with,
                          cache_dir=cache_dir, random_state=random_state, **params)
+        notes = [n for n in result.notes if not (searched and n.startswith("leak-free only if"))]
+        if searched:
+            notes.append("leak-free: the search drew its seeds from the training rows only, and IDI pairs with a "
+                         "held-out row's projection were excluded")
         result = replace(result, meta={**result.meta, "test_rows": inputs.test_rows, "source": inputs.source},
-                         notes=tuple(inputs.notes) + tuple(result.notes))
+                         notes=tuple(inputs.notes) + tuple(notes))
         if out is not None:
             write_retrain_folder(result, out, like=inputs.source.get("model_file"))
         return result
@@ -90,18 +97,74 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         raise
 
 
-def _search_training_rows(inputs: RunInputs, plan: SearchPlan, out, cache_dir, on_step):
-    """A search whose data seeds come from the training rows only; its run folder in ``out/search``."""
-    from ..report import write_run
-    from .run import run_folder_guard, run_pipeline
+def _adds_idis(params: dict[str, Any]) -> bool:
+    """Whether a method of ``params`` adds IDI pairs (``paper``, or one with ``with_idis``), so a search is needed."""
+    methods = params.get("method", "paper")
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    method_params = params.get("method_params") or {}
+    return any(m == "paper" or (method_params.get(m) or {}).get("with_idis") for m in methods)
 
-    folder = None if out is None else Path(out) / "search"
-    with run_folder_guard(folder):
-        outcome = run_pipeline(inputs, plan, verdict=False, out=folder, on_step=on_step, cache_dir=cache_dir,
-                               seeds_from_training_rows=True)
-        if folder is not None:
-            write_run(outcome, folder)
-    return outcome.result
+
+def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out=None, cache_dir=None,
+                         reuse_seeds=None, on_step=None):
+    """Search for IDIs to retrain with, leak-free (design §8): seeds from the training rows only.
+
+    The seed strategy (its chiral model, clusters and SHAP background included) sees the training rows alone
+    (:meth:`RunInputs.training_rows`); given seeds with a held-out row's non-protected projection are excluded;
+    and IDI pairs whose key is a held-out projection (a local phase that walked onto a test individual) are
+    removed from the result (:func:`chiralfair.mitigation.leakage.without_test_projections`).
+
+    Parameters
+    ----------
+    inputs : RunInputs
+    plan : SearchPlan
+    seeds : SeedReport or array-like of shape (n_seeds, n_features), optional
+        Seeds to use instead of selecting them with ``plan.seeds``.
+    out : path, optional
+        The search's run folder (written whole).
+    cache_dir, reuse_seeds, on_step
+        As :func:`~chiralfair.pipeline.run_pipeline`.
+
+    Returns
+    -------
+    result : SearchResult
+        The pairs with a held-out projection removed (``n_idis`` counts those kept).
+    info : dict
+        ``n_seeds``, ``n_seeds_excluded``, ``n_idis_excluded``, ``seed_strategy``.
+
+    Raises
+    ------
+    ConfigError
+        When every given seed is a held-out row's projection.
+    """
+    from ..mitigation.leakage import HeldOutProjections, without_test_projections
+    from ..report import write_run
+    from ..results import SeedReport
+    from .run import run_folder_guard, run_pipeline
+    from .steps import prepare_search, run_search
+
+    domain, X = inputs.domain, inputs.dataset.X
+    projections = HeldOutProjections.of(domain, X[inputs.train_index], X[inputs.test_index])
+    n_excluded = 0
+    if seeds is None:
+        with run_folder_guard(out):
+            outcome = run_pipeline(inputs, plan, verdict=False, out=out, on_step=on_step, cache_dir=cache_dir,
+                                   reuse_seeds=reuse_seeds, seeds_from_training_rows=True)
+            if out is not None:
+                write_run(outcome, out)
+        found, n_seeds, strategy = outcome.result, outcome.seed_report.n_seeds, plan.seeds
+    else:
+        strategy = seeds.strategy if isinstance(seeds, SeedReport) else "given"
+        X_seeds = seeds.seeds if isinstance(seeds, SeedReport) else domain.validate(seeds, what="seeds")
+        planted = projections.hits(domain, X_seeds)
+        n_excluded, X_seeds = int(planted.sum()), X_seeds[~planted]
+        if len(X_seeds) == 0:
+            raise ConfigError(f"every one of the {n_excluded} seeds is a held-out row's projection: no seed is left "
+                              "to search from training rows")
+        found, n_seeds = run_search(prepare_search(plan, inputs, cache_dir=cache_dir), inputs, X_seeds), len(X_seeds)
+    kept, n_idis_excluded = without_test_projections(found, projections, domain)
+    return kept, {"n_seeds": int(n_seeds), "n_seeds_excluded": n_excluded, "n_idis_excluded": n_idis_excluded,
+                  "seed_strategy": strategy}
 
 
 def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None, trust_model_file: bool = False,
@@ -141,7 +204,8 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
                                random_state=int(config.get("random_state", 0)),
                                model_random_state=source.get("model_random_state", config.get("model_random_state")),
                                model_params=dict(config.get("model_params") or {}), data_home=data_home,
-                               cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch)
+                               cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch,
+                               couple=config.get("couple"), constraints=tuple(config.get("constraints") or ()))
         inputs = inputs_from_names(run_config)
     else:
         inputs = _inputs_from_files(source, where, data=data, model=model, test=test, trust=trust_model_file)
@@ -172,7 +236,8 @@ def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test,
                               "another model's or data's")
     settings = DataSettings(label=source.get("label"), positive_class=source.get("positive_class"),
                             favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
-                            bins=dict(source.get("bins") or {}))
+                            bins=dict(source.get("bins") or {}), couple=source.get("couple"),
+                            constraints=tuple(source.get("constraints") or ()))
     return inputs_from_objects(model_path, data_path, settings=settings, test=test_path,
                                test_size=source.get("test_size") or 0.4, random_state=int(source.get("random_state")
                                                                                            or 0),
@@ -195,7 +260,7 @@ def retrain_benchmark(config, *, out=None, on_step=None, **params):
         Retrain folder (the search's run folder in ``out/search``).
     on_step : callable, optional
     **params
-        Of :func:`chiralfair.retraining.retrain`.
+        Of :func:`chiralfair.mitigation.retrain`.
 
     Returns
     -------
@@ -281,7 +346,7 @@ def _run_pairs(record: dict[str, Any]):
     import pandas as pd
 
     from ..exceptions import RunFolderError
-    from ..retraining import idis_from_frame
+    from ..mitigation.retraining import idis_from_frame
     from ..run_folder import PAIRS_NAME
 
     folder = Path(record["folder"])

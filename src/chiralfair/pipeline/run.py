@@ -70,7 +70,8 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
         inputs = inputs_from_names(config, step=step)
         return run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
                             out=out, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
-                            started=t_all)
+                            started=t_all,
+                            verdict_params={"plausible_only": True} if config.plausible_only else None)
 
 
 def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | None = None, verdict: bool = True,

@@ -93,9 +93,19 @@ class SeedStrategy(ABC):
         if pool is not dataset:
             info["notes"] = (*info.get("notes", ()), f"{dataset.n_samples - pool.n_samples} data rows with a "
                              "missing protected value are not drawn as seeds")
-        seeds = dataset.domain.clip(seeds)
+        clipped = dataset.domain.clip(seeds)
+        # Seeds satisfy the domain's constraints like every input a generator proposes; a moved seed is rechecked.
+        seeds = dataset.domain.repair(clipped)
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
+        moved = (seeds != clipped).any(axis=1)
+        if is_idi is not None and moved.any():
+            t1 = time.perf_counter()
+            is_idi = np.array(is_idi, dtype=bool, copy=True)
+            is_idi[moved] = DiscriminationCheck(model, dataset.domain).check(seeds[moved]).is_idi
+            seconds["seed_check"] = seconds.get("seed_check", 0.0) + time.perf_counter() - t1
+            info["notes"] = (*info.get("notes", ()), f"{int(moved.sum())} seeds broke a constraint of the domain "
+                             "and were repaired (Domain.repair), then checked again")
         extra_meta = info.pop("meta", {})  # e.g. how I/I&D trained the chiral model
         if is_idi is None:
             t1 = time.perf_counter()

@@ -31,7 +31,9 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
     A binary protected attribute is flipped; otherwise the new value is drawn uniformly among the other values
     of the domain. A group of columns (one-hot) moves to another of its valid rows, all its columns at once. A
     value outside the domain (a missing protected value, or a group row that is none of the valid ones) becomes
-    any domain value.
+    any domain value. Each mutated row is a counterpart of its row (:meth:`Domain.counterpart_rows
+    <chiralfair.domain.Domain.counterpart_rows>`), so coupled columns change with their attribute: the chiral
+    model of census with sex coupled to relationship learns from married women who are wives, not husbands.
 
     Parameters
     ----------
@@ -56,18 +58,17 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
        Instances." arXiv:2209.08321, §3.1.
     """
     X = np.asarray(X, dtype=np.int64)
-    out = X.copy()
     position = domain.protected_value_index(X)
+    combination = np.zeros(len(X), dtype=np.int64)
     for j, attribute in enumerate(domain.attributes):
-        values = attribute.value_array()
         k = attribute.size
         pos = position[:, j]
         inside = pos >= 0
         # Draw among the k-1 other positions by skipping the current one; outside values draw among all k.
         r = rng.integers(0, np.where(inside, k - 1, k))
         new_pos = np.where(inside & (r >= pos), r + 1, r)
-        out[:, list(attribute.columns)] = values[new_pos]
-    return out
+        combination = combination * k + new_pos  # the last attribute varies fastest, as in Domain.combinations
+    return domain.counterpart_rows(X, combination)
 
 
 def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Generator, *,

@@ -85,7 +85,8 @@ def _cluster(values: np.ndarray, eps: float, min_samples: int, repair: bool) -> 
         return labels, info
     if not repair:
         return labels, info
-    logger.warning("DBSCAN(eps=%g, min_samples=%d) on %d SHAP rows is degenerate (%s); repairing",
+    # logged at INFO: the repair is recorded in the result and every report says which clustering was used
+    logger.info("DBSCAN(eps=%g, min_samples=%d) on %d SHAP rows is degenerate (%s); repairing",
                    eps, min_samples, n, why)
     attempts = [(labels, info)]
     knee_eps = kdistance_knee(values, min_samples)
@@ -101,8 +102,8 @@ def _cluster(values: np.ndarray, eps: float, min_samples: int, repair: bool) -> 
         return hl, {**attempts[-1][1], "repaired": True}
     kl, k = kmeans_by_silhouette(values, random_state=0)
     if k >= 2:
-        logger.warning("density-based clusterings of the SHAP rows are degenerate; using KMeans with %d clusters "
-                       "(best silhouette)", k)
+        logger.info("density-based clusterings of the SHAP rows are degenerate; using KMeans with %d clusters "
+                    "(best silhouette)", k)
         return kl, {**info, "method": "kmeans-silhouette", "eps": None, **_shape(kl), "repaired": True}
     labels, best = max(attempts, key=lambda a: _n_buckets(a[0]))
     best = {**best, "repaired": best["method"] != "dbscan",

@@ -6,6 +6,12 @@ protected attributes' values) in batches, and checking stops when the confidence
 within ``margin`` of the estimate, or when the query budget is spent. A population whose enumeration costs no
 more queries than the worst-case sample is enumerated instead, and its shares are exact.
 
+Counterparts are those of the domain (design §12): coupled columns change with their protected attribute, and a
+counterpart that breaks one of the domain's constraints is impossible and not counted. Each counterpart is also
+scored for plausibility (:meth:`Domain.plausible <chiralfair.domain.Domain.plausible>`); the verdict reports
+the share affected through a plausible counterpart beside the share affected through any possible one, and
+``plausible_only=True`` makes the first the headline.
+
 With a ``threshold`` (the fairness gate, :mod:`chiralfair.verdict.gate`), checking also stops as soon as the
 interval lies wholly on one side of it: a sequential decision. Looking at the interval after every batch and
 stopping on what it shows would make a fixed-level interval miss more often than ``1 - confidence`` (repeated
@@ -76,35 +82,51 @@ MAX_RULES = 3
 
 @dataclass
 class _Tally:
-    """Per-individual outcomes of the checked individuals, batch after batch."""
+    """Per-individual outcomes of the checked individuals, batch after batch.
+
+    ``affected`` is the headline (through a possible, or with ``plausible_only`` a plausible, counterpart);
+    ``affected_possible`` and ``affected_plausible`` are both kinds, ``n_counterparts`` and ``n_implausible`` the
+    possible counterparts of each individual and how many of them are implausible (None without a support).
+    """
 
     X: list
     combination: list
     affected: list
     harmed: list
     gap: list
+    affected_possible: list
+    affected_plausible: list
+    n_counterparts: list
+    n_implausible: list
+    n_population: int | None = None
 
     @classmethod
     def empty(cls) -> _Tally:
-        return cls([], [], [], [], [])
+        return cls([], [], [], [], [], [], [], [], [])
 
-    def add(self, X, combination, affected, harmed, gap) -> None:
-        self.X.append(X)
-        self.combination.append(combination)
-        self.affected.append(affected)
-        self.harmed.append(harmed)
-        self.gap.append(gap)
+    def add(self, X, combination, affected, harmed, gap, affected_possible, affected_plausible, n_counterparts,
+            n_implausible) -> None:
+        for name, value in (("X", X), ("combination", combination), ("affected", affected), ("harmed", harmed),
+                            ("gap", gap), ("affected_possible", affected_possible),
+                            ("affected_plausible", affected_plausible), ("n_counterparts", n_counterparts),
+                            ("n_implausible", n_implausible)):
+            getattr(self, name).append(value)
 
     def arrays(self):
         gap = None if self.gap[0] is None else np.concatenate(self.gap)
         return (np.concatenate(self.X), np.concatenate(self.combination), np.concatenate(self.affected),
                 np.concatenate(self.harmed), gap)
 
+    def total(self, name: str) -> int | None:
+        """Sum of a per-individual count or flag over every individual, None when it was not scored."""
+        parts = getattr(self, name)
+        return None if parts[0] is None else int(sum(int(np.sum(p)) for p in parts))
+
 
 def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: float = 0.95,
              margin: float = 0.005, max_queries: int | None = None, method: str = "wilson",
              gamma: float | None = None, favourable: int | None = None, exact: bool | None = None,
-             test_index=None, random_state=0, batch_size: int = 8192,
+             test_index=None, random_state=0, batch_size: int = 8192, plausible_only: bool = False,
              threshold: float | None = None) -> Verdict:
     """Estimate the share of a population discriminated by ``model``, whom it harms and how badly.
 
@@ -140,6 +162,10 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         Drives the sampling and the rule tree.
     batch_size : int
         Most individuals checked per batch (each costs one model query per protected-value combination).
+    plausible_only : bool, default False
+        Count an individual as affected only through a plausible counterpart (one whose protected and
+        categorical values occur together in the data), and make that the headline share, groups, gap and
+        rules. Either way ``Verdict.plausibility`` holds both shares (when the dataset's domain has a support).
     threshold : float, optional
         A share in [0, 1) to decide against (the gate's ``max_share``): sampling also stops once the interval
         lies wholly at or below it or wholly above it (``stopped_by="threshold"``), with the confidence spent
@@ -155,6 +181,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     ConfigError
         For a parameter outside its bounds, ``population="test"`` without test rows, an unknown favourable
         label, a budget below the cost of one individual, or an enumeration that is too large.
+        ``plausible_only=True`` on a dataset whose domain has no support (not built from data) is refused too.
     ModelCapabilityError
         If ``gamma`` is given and the model has no ``predict_proba``.
     DomainError
@@ -181,6 +208,12 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         threshold = check_float(threshold, "threshold", minimum=0.0, maximum=1.0)
     if exact not in (None, True, False):
         raise ConfigError(f"exact must be True, False or None, got {exact!r}")
+    if not isinstance(plausible_only, bool):
+        raise ConfigError(f"plausible_only must be True or False, got {plausible_only!r}")
+    if plausible_only and dataset.domain.support is None:
+        raise ConfigError("plausible_only=True needs the data's support of (protected value, categorical value) "
+                          "pairs, which a domain built from data carries (Domain.from_data, Domain.with_support); "
+                          f"the domain of dataset {dataset.name!r} has none")
     favourable, favourable_note = resolve_favourable(dataset, favourable)
 
     test_rows = test_index
@@ -194,7 +227,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     check = DiscriminationCheck(counting, domain)
     rows = _population_rows(dataset, population, test_rows)
     rng = as_generator(random_state)
-    judge = _Judge(check, favourable, gamma, counting.has_proba)
+    judge = _Judge(check, favourable, gamma, counting.has_proba, plausible_only)
 
     start_queries, start = counting.n_queries, time.perf_counter()
     n_worst = _worst_case_sample_size(confidence, margin)
@@ -219,12 +252,14 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     share = n_affected / n
     level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
     lower, upper = (share, share) if is_exact else _interval(n_affected, n, level, method)
+    plausibility = _plausibility_summary(tally, domain, is_exact, level, method)
     groups, group_confidence = _group_table(domain, X, combination, affected, harmed, level, method, is_exact)
     rules, rule_notes = _rules(domain, X, affected, derive_seed(rng))
     seconds = time.perf_counter() - start
 
     notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
                    len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
+    notes += _counterpart_notes(domain, plausibility, plausible_only)
     if threshold is not None and not is_exact:
         notes.append(f"sequential decision against the threshold {threshold:g}: the interval was looked at after "
                      f"each of {looks} batches, with the confidence spent over the looks (look k at level "
@@ -236,18 +271,21 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
             if isinstance(random_state, int) else None,
             "params": {"population": population, "confidence": confidence, "margin": margin,
                        "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
-                       "exact": exact, "batch_size": batch_size},
+                       "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
             "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
             "positive_class": dataset.positive_class}
     if threshold is not None:
         meta["sequential"] = {"threshold": threshold, "looks": looks, "look_confidence": level}
-    return Verdict(population=population, population_size=_population_size(domain, rows),
+    population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
+    return Verdict(population=population, population_size=population_size,
                    protected=tuple(domain.protected_names), favourable=favourable, n_individuals=n,
                    n_affected=n_affected, n_harmed=int(harmed.sum()), share=float(share), lower=float(lower),
                    upper=float(upper), confidence=confidence, method=method, margin=margin, exact=is_exact,
                    stopped_by=stopped_by, gamma=gamma, groups=groups, group_confidence=group_confidence,
                    gap=_gap_summary(gap, affected), rules=rules, n_queries=int(n_queries), seconds=float(seconds),
-                   notes=tuple(notes), meta=meta)
+                   notes=tuple(notes), meta=meta, counterparts="plausible" if plausible_only else "possible",
+                   plausibility=plausibility, couplings=tuple(domain.describe_couplings()),
+                   constraints=tuple(domain.describe_constraints()))
 
 
 def resolve_favourable(dataset: Dataset, favourable: int | None) -> tuple[int, str]:
@@ -277,33 +315,49 @@ def resolve_favourable(dataset: Dataset, favourable: int | None) -> tuple[int, s
 class _Judge:
     """Checks a batch and reduces it to per-individual outcomes: affected, harmed, probability gap."""
 
-    def __init__(self, check: DiscriminationCheck, favourable: int, gamma: float | None, with_proba: bool):
+    def __init__(self, check: DiscriminationCheck, favourable: int, gamma: float | None, with_proba: bool,
+                 plausible_only: bool = False):
         self.check = check
         self.favourable = favourable
         self.gamma = gamma
         self.with_proba = with_proba
+        self.plausible_only = plausible_only
+        self.with_plausibility = check.domain.support is not None
 
-    def outcomes(self, labels, own_label, proba, own_proba):
-        """Affected, harmed and gap (None without probabilities) of individuals, each shape (n,).
+    def outcomes(self, labels, own_label, proba, own_proba, own, possible, plausible):
+        """Per-individual outcomes, each of shape (n,) (see :meth:`_Tally.add` for their order).
 
-        ``labels`` and ``proba`` are every counterpart's label and P(y=1), shape (n, n_combinations).
+        ``labels`` and ``proba`` are every combination's label and P(y=1), shape (n, n_combinations); ``own`` each
+        individual's own combination (-1 outside the PA domains); ``possible`` and ``plausible`` (n,
+        n_combinations) or None. Only possible counterparts other than the individual itself are read.
         """
-        differs = labels != own_label[:, None]
-        gap = None
+        n, k = labels.shape
+        others = np.ones((n, k), dtype=bool)
+        inside = np.flatnonzero(own >= 0)
+        others[inside, own[inside]] = False
+        if possible is not None:
+            others &= possible
+        differs = (labels != own_label[:, None]) & others
+        distance = None
         if proba is not None:
-            distance = np.abs(proba - own_proba[:, None])
-            gap = distance.max(axis=1)
+            distance = np.where(others, np.abs(proba - own_proba[:, None]), 0.0)
             if self.gamma is not None:
                 differs &= distance >= self.gamma
-        affected = differs.any(axis=1)
+        affected_possible = differs.any(axis=1)
+        affected_plausible = None if plausible is None else (differs & plausible).any(axis=1)
+        affected = affected_plausible if self.plausible_only else affected_possible
+        counted = others & plausible if self.plausible_only else others
+        gap = None if distance is None else np.where(counted, distance, 0.0).max(axis=1)
         harmed = affected & (own_label != self.favourable)
-        return affected, harmed, gap
+        n_implausible = None if plausible is None else (others & ~plausible).sum(axis=1)
+        return affected, harmed, gap, affected_possible, affected_plausible, others.sum(axis=1), n_implausible
 
     def check_rows(self, X):
-        """Check ``X`` in one batch: (combination index, affected, harmed, gap), each shape (n,)."""
-        res = self.check.check(X, with_proba=self.with_proba)
-        return (self.check.own_combination(X),
-                *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba))
+        """Check ``X`` in one batch: its combination indices, then the outcomes of :meth:`outcomes`."""
+        res = self.check.check(X, with_proba=self.with_proba, with_plausibility=self.with_plausibility)
+        own = self.check.own_combination(X)
+        return (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
+                                    res.possible, res.plausible))
 
 
 def _population_rows(dataset: Dataset, population: str, test_rows) -> np.ndarray | None:
@@ -354,9 +408,16 @@ def _enumeration_cost(domain: Domain, rows, check: DiscriminationCheck) -> int:
 
 
 def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
-    """Check every individual of the population, each key once (its counterparts cover the other rows)."""
+    """Check every individual of the population, each key once (its counterparts cover the other rows).
+
+    The rows of one key are one orbit of the counterpart map (:meth:`Domain.keys`), so the row whose own
+    combination is ``c`` is the key's counterpart ``c``: its outcome is read from the key's check. The domain
+    population keeps only the points that satisfy the constraints; a data row that breaks one (its own
+    combination was then not queried) is checked on its own, like a row outside the PA domains.
+    """
     check = judge.check
     k = check.n_combinations
+    n_population = None
     if rows is None:
         sizes = [domain.features[i].size for i in domain.non_protected]
         codes = np.unravel_index(np.arange(_n_keys(domain)), sizes)
@@ -366,23 +427,33 @@ def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
         keys_X[:, list(domain.protected)] = domain.combinations[0]
         rows = domain.counterparts(keys_X).reshape(-1, domain.n_features)
         key_of_row = np.repeat(np.arange(len(keys_X)), k)
+        if domain.constraints:
+            keep = domain.satisfies(rows)
+            rows, key_of_row = rows[keep], key_of_row[keep]
+            n_population = int(len(rows))
     else:
         _, first, key_of_row = np.unique(domain.keys(rows), return_index=True, return_inverse=True)
         keys_X = rows[first]
     combination = check.own_combination(rows)
     tally = _Tally.empty()
-    res = check.check(keys_X, with_proba=judge.with_proba)
+    tally.n_population = n_population
+    res = check.check(keys_X, with_proba=judge.with_proba, with_plausibility=judge.with_plausibility)
+    readable = combination >= 0
+    if res.possible is not None:
+        readable &= res.possible[key_of_row, np.maximum(combination, 0)]
     step = max(1, MAX_BATCH_ROWS // k)
-    inside = np.flatnonzero(combination >= 0)
+    inside = np.flatnonzero(readable)
     for s in range(0, len(inside), step):
         idx = inside[s:s + step]
         key, own = key_of_row[idx], combination[idx]
         labels = res.counterpart_labels[key]
         proba = None if res.proba is None else res.proba[key]
         own_proba = None if proba is None else proba[np.arange(len(idx)), own]
-        outcome = judge.outcomes(labels, labels[np.arange(len(idx)), own], proba, own_proba)
+        outcome = judge.outcomes(labels, labels[np.arange(len(idx)), own], proba, own_proba, own,
+                                 None if res.possible is None else res.possible[key],
+                                 None if res.plausible is None else res.plausible[key])
         tally.add(rows[idx], own, *outcome)
-    outside = np.flatnonzero(combination < 0)
+    outside = np.flatnonzero(~readable)
     if len(outside):
         tally.add(rows[outside], *judge.check_rows(rows[outside]))
     return tally
@@ -433,8 +504,9 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
         if want <= 0:
             return tally, "budget", looks
         X = rows[order[n:n + want]] if rows is not None else domain.sample(want, rng)
-        combination, affected, harmed, gap = judge.check_rows(X)
-        tally.add(X, combination, affected, harmed, gap)
+        outcome = judge.check_rows(X)
+        tally.add(X, *outcome)
+        affected = outcome[1]
         n += want
         n_affected += int(affected.sum())
         if rows is not None and n == len(rows):
@@ -446,6 +518,44 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
             return tally, "threshold", looks
         if max(n_affected / n - lower, upper - n_affected / n) <= margin:
             return tally, "margin", looks
+
+
+def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence: float,
+                          method: str) -> dict | None:
+    """Both shares (through any possible counterpart, through a plausible one), with intervals; None without support."""
+    n = int(sum(len(a) for a in tally.affected))
+    if tally.affected_plausible[0] is None or n == 0:
+        return None
+    out: dict = {}
+    for kind in ("possible", "plausible"):
+        count = tally.total(f"affected_{kind}")
+        lower, upper = _bounds(count, n, confidence, method, exact)
+        out.update({f"n_affected_{kind}": count, f"share_{kind}": count / n, f"lower_{kind}": lower,
+                    f"upper_{kind}": upper})
+    with_implausible = int(sum(int((p > 0).sum()) for p in tally.n_implausible))
+    out.update(n_counterparts=tally.total("n_counterparts"), n_implausible_counterparts=tally.total("n_implausible"),
+               n_with_implausible_counterpart=with_implausible, min_lift=domain.support.min_lift,
+               min_expected=domain.support.min_expected)
+    return out
+
+
+def _counterpart_notes(domain: Domain, plausibility: dict | None, plausible_only: bool) -> list[str]:
+    """What the counterparts were: couplings, constraints, and how many were implausible."""
+    notes = [f"counterparts change coupled columns with their protected attribute: {text}"
+             for text in domain.describe_couplings() if "inactive" not in text]
+    if domain.constraints:
+        notes.append(f"counterparts that break a constraint cannot exist and are not counted: "
+                     f"{'; '.join(domain.describe_constraints())}")
+    if plausibility is not None:
+        notes.append(
+            f"{plausibility['n_implausible_counterparts']:,} of the {plausibility['n_counterparts']:,} counterparts "
+            f"checked {'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible (a protected "
+            "value with a categorical value the data hardly ever shows: "
+            f"fewer than {plausibility['min_lift']:g} x the rows independence predicts, where it predicts at least "
+            f"{plausibility['min_expected']:g}); "
+            + ("the headline counts plausible counterparts only" if plausible_only else
+               f"through plausible counterparts only, {plausibility['share_plausible']:.2%} are affected"))
+    return notes
 
 
 def _interval(count: int, nobs: int, confidence: float, method: str) -> tuple[float, float]:

@@ -33,9 +33,11 @@ class Verdict:
     """Share of a population that is discriminated, with intervals, harm table, probability gap and rules.
 
     An individual is *affected* when some counterpart (the same individual with other protected-attribute
-    values, every combination of the protected domains) gets another label, and, when ``gamma`` is set, the
-    gap between their positive-class probabilities is at least ``gamma``. An affected individual is *harmed*
-    when it gets the unfavourable label (its counterpart then gets the favourable one).
+    values, every combination of the protected domains, coupled columns changed with them; one that breaks a
+    constraint of the domain cannot exist and does not count) gets another label, and, when ``gamma`` is set,
+    the gap between their positive-class probabilities is at least ``gamma``. With ``counterparts ==
+    "plausible"`` only plausible counterparts count (design §12). An affected individual is *harmed* when it
+    gets the unfavourable label (its counterpart then gets the favourable one).
 
     Attributes
     ----------
@@ -97,6 +99,18 @@ class Verdict:
         groups, an unreached margin).
     meta : dict
         Package and statsmodels versions, parameters, dataset and model names.
+    counterparts : {"possible", "plausible"}
+        Which counterparts the headline figures (share, groups, gap, rules) count: every possible one, or only
+        the plausible ones (``estimate(plausible_only=True)``).
+    plausibility : dict or None
+        Both shares, whatever the headline: ``n_affected_possible``, ``share_possible``, ``lower_possible``,
+        ``upper_possible`` and the same with ``_plausible`` (affected through a plausible counterpart), with
+        ``n_counterparts`` (possible counterparts checked), ``n_implausible_counterparts``,
+        ``n_with_implausible_counterpart`` (individuals with at least one) and the rule's ``min_lift`` and
+        ``min_expected`` (:mod:`chiralfair.plausibility`). None when the domain has no support.
+    couplings, constraints : tuple of str
+        The domain's couplings and constraints, as text (:meth:`Domain.describe_couplings`,
+        :meth:`Domain.describe_constraints`).
     """
 
     population: str
@@ -123,6 +137,10 @@ class Verdict:
     seconds: float
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    counterparts: str = "possible"
+    plausibility: dict[str, Any] | None = None
+    couplings: tuple[str, ...] = ()
+    constraints: tuple[str, ...] = ()
 
     @property
     def half_width(self) -> float:
@@ -160,6 +178,8 @@ class Verdict:
         d["groups"] = list(self.groups)
         d["rules"] = list(self.rules)
         d["notes"] = list(self.notes)
+        d["couplings"] = list(self.couplings)
+        d["constraints"] = list(self.constraints)
         d["half_width"] = self.half_width
         return json.dumps(d)
 
@@ -168,16 +188,22 @@ class Verdict:
         """Inverse of :meth:`to_json`."""
         d = json.loads(text)
         d.pop("half_width", None)
-        for key in ("protected", "groups", "rules", "notes"):
-            d[key] = tuple(d[key])
+        for key in ("protected", "groups", "rules", "notes", "couplings", "constraints"):
+            if key in d:
+                d[key] = tuple(d[key])
         return cls(**d)
 
     def summary(self) -> str:
         """The verdict as a few readable lines: share affected, harm table, probability gap, rules, notes."""
         pa = ", ".join(self.protected)
-        lines = [f"Share of individuals affected (a counterpart differing only in {pa} gets another label"
+        which = "a plausible counterpart" if self.counterparts == "plausible" else "a counterpart"
+        lines = [f"Share of individuals affected ({which} differing only in {pa} gets another label"
                  + (f" with a probability gap >= {self.gamma:g}" if self.gamma is not None else "") + "): "
                  + _share_text(self.share, self.lower, self.upper, self.exact)]
+        other = plausibility_line(self.plausibility, self.counterparts, self.exact)
+        if other:
+            lines.append(f"  {other}")
+        lines += [f"  coupled: {c}" for c in self.couplings]
         how = ("exact: every individual checked" if self.exact else
                f"{self.confidence:.0%} {_method_text(self.method)} interval")
         if self.population_size is None:
@@ -231,6 +257,32 @@ class Verdict:
             out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
                        f"{r['coverage']:.1%} of all affected")
         return out
+
+
+def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool) -> str | None:
+    """The share not in the headline: through plausible counterparts (or, for a plausible headline, any).
+
+    Parameters
+    ----------
+    plausibility : dict or None
+        :attr:`Verdict.plausibility`.
+    counterparts : {"possible", "plausible"}
+        :attr:`Verdict.counterparts`.
+    exact : bool
+
+    Returns
+    -------
+    str or None
+    """
+    if not plausibility:
+        return None
+    kind = "possible" if counterparts == "plausible" else "plausible"
+    share = _share_text(plausibility[f"share_{kind}"], plausibility[f"lower_{kind}"], plausibility[f"upper_{kind}"],
+                        exact)
+    what = "through any possible counterpart" if kind == "possible" else "through plausible counterparts only"
+    return (f"{what}: {share} ({plausibility[f'n_affected_{kind}']:,} individuals; "
+            f"{plausibility['n_implausible_counterparts']:,} of {plausibility['n_counterparts']:,} counterparts "
+            f"{'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible)")
 
 
 def _method_text(method: str) -> str:

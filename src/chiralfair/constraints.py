@@ -1,0 +1,229 @@
+"""Constraints over the domain (design §12): simple rules that every input and every counterpart satisfies.
+
+Two kinds of rule, written as text and parsed against the domain's features (labels or codes):
+
+- **exclusion** ``"sex=Female excludes relationship=Husband"`` (several values with ``|``:
+  ``"relationship=Husband|Wife excludes marital_status=Never-married"``): no input holds both;
+- **ordering** ``"age >= education + 1"`` over codes (``>=``, ``>``, ``<=``, ``<``; an integer offset with ``+``
+  or ``-``), normalised to ``left >= right + offset``.
+
+Generators never spend queries on an input that breaks a rule: every proposal goes through
+:meth:`~chiralfair.domain.Domain.repair`, which moves a violating row to a nearby row that satisfies every rule
+by changing non-protected columns (an exclusion moves the excluded column to its nearest allowed code, an ordering
+raises the smaller side, else lowers the larger). Counterparts are never repaired: one that breaks a rule is
+impossible, is not sent to the model and cannot make an input an IDI (:class:`~chiralfair.oracle.CheckResult`
+``possible``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .exceptions import DomainError
+
+_ORDER = re.compile(r"^\s*(?P<left>[^<>=]+?)\s*(?P<op>>=|<=|>|<)\s*(?P<right>[^<>=+]+?)\s*"
+                    r"(?:(?P<sign>[+-])\s*(?P<offset>\d+))?\s*$")
+
+
+@dataclass(frozen=True)
+class Excludes:
+    """No input has ``if_column`` in ``if_codes`` and ``then_column`` in ``then_codes``.
+
+    Attributes
+    ----------
+    if_column, then_column : int
+        Column indices.
+    if_codes, then_codes : tuple of int
+        Codes of each side, sorted.
+    text : str
+        The rule as written (normalised: labels, single spaces).
+    """
+
+    if_column: int
+    if_codes: tuple[int, ...]
+    then_column: int
+    then_codes: tuple[int, ...]
+    text: str
+
+    @property
+    def columns(self) -> tuple[int, int]:
+        """The two columns the rule reads."""
+        return self.if_column, self.then_column
+
+    def violated(self, X: np.ndarray) -> np.ndarray:
+        """Rows holding both sides, shape (n_samples,), bool."""
+        return np.isin(X[:, self.if_column], self.if_codes) & np.isin(X[:, self.then_column], self.then_codes)
+
+    def repair(self, X: np.ndarray, movable: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Move violating rows in place: the excluded column to its nearest allowed code (ties: the lower code).
+
+        When that column may not move (it is protected, or every code is excluded), the ``if`` column moves
+        instead; when neither may, the row is left (a rule over protected columns only, see
+        :meth:`Domain.repair <chiralfair.domain.Domain.repair>`).
+        """
+        bad = self.violated(X)
+        if not bad.any():
+            return
+        for column, codes in ((self.then_column, self.then_codes), (self.if_column, self.if_codes)):
+            nearest = _nearest_allowed(codes, lower[column], upper[column])
+            if movable[column] and nearest is not None:
+                X[bad, column] = nearest[X[bad, column] - lower[column]]
+                return
+
+
+@dataclass(frozen=True)
+class AtLeast:
+    """Every input has ``x[left] >= x[right] + offset`` (codes).
+
+    Attributes
+    ----------
+    left, right : int
+        Column indices.
+    offset : int
+    text : str
+        The rule as written (normalised).
+    """
+
+    left: int
+    right: int
+    offset: int
+    text: str
+
+    @property
+    def columns(self) -> tuple[int, int]:
+        """The two columns the rule reads."""
+        return self.left, self.right
+
+    def violated(self, X: np.ndarray) -> np.ndarray:
+        """Rows with ``x[left] < x[right] + offset``, shape (n_samples,), bool."""
+        return X[:, self.left] < X[:, self.right] + self.offset
+
+    def repair(self, X: np.ndarray, movable: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Raise ``left`` to ``right + offset`` (within its bounds), then lower ``right`` if still needed, in place."""
+        bad = np.flatnonzero(self.violated(X))
+        if not len(bad):
+            return
+        if movable[self.left]:
+            X[bad, self.left] = np.minimum(X[bad, self.right] + self.offset, upper[self.left])
+        if movable[self.right]:
+            still = bad[X[bad, self.left] < X[bad, self.right] + self.offset]
+            X[still, self.right] = np.maximum(X[still, self.left] - self.offset, lower[self.right])
+
+
+Constraint = Excludes | AtLeast
+
+
+def parse_constraints(rules, features) -> tuple[Constraint, ...]:
+    """Parse rules written as text (or already parsed) against the domain's features.
+
+    Parameters
+    ----------
+    rules : str, Constraint or sequence of them, or None
+    features : sequence of Feature
+
+    Returns
+    -------
+    tuple of Constraint
+
+    Raises
+    ------
+    DomainError
+        Naming the rule and what is wrong: an unknown column (with the valid names), a value the column does
+        not have, a rule of neither form, or an ordering no value pair inside the bounds satisfies.
+    """
+    if rules is None:
+        return ()
+    if isinstance(rules, str | Excludes | AtLeast):
+        rules = [rules]
+    out = []
+    for rule in rules:
+        if isinstance(rule, Excludes | AtLeast):
+            out.append(rule)
+        elif isinstance(rule, str):
+            out.append(parse_constraint(rule, features))
+        else:
+            raise DomainError(f"a constraint must be text such as 'sex=Female excludes relationship=Husband' or "
+                              f"'age >= education + 1', got {rule!r}")
+    return tuple(out)
+
+
+def parse_constraint(text: str, features) -> Constraint:
+    """Parse one rule (see the module docstring).
+
+    Raises
+    ------
+    DomainError
+        As :func:`parse_constraints`.
+    """
+    names = [f.name for f in features]
+    if " excludes " in text:
+        left, right = (part.strip() for part in text.split(" excludes ", 1))
+        (c1, codes1), (c2, codes2) = (_condition(side, text, features, names) for side in (left, right))
+        if c1 == c2:
+            raise DomainError(f"constraint {text!r}: both sides name column {names[c1]!r}; an exclusion relates "
+                              "two columns")
+        shown = " excludes ".join(_condition_text(features[c], codes) for c, codes in ((c1, codes1), (c2, codes2)))
+        return Excludes(c1, codes1, c2, codes2, shown)
+    match = _ORDER.match(text)
+    if match is None:
+        raise DomainError(f"constraint {text!r} is neither 'column=value excludes column=value' nor an ordering "
+                          "'column >= column + k' (also >, <=, <)")
+    left, right = (_column(match[k], text, names) for k in ("left", "right"))
+    offset = int(match["offset"] or 0) * (-1 if match["sign"] == "-" else 1)
+    op = match["op"]
+    if op in ("<=", "<"):  # a <= b + k  is  b >= a - k
+        left, right, offset = right, left, -offset
+    if op in (">", "<"):
+        offset += 1
+    if left == right:
+        raise DomainError(f"constraint {text!r}: both sides name column {names[left]!r}")
+    fl, fr = features[left], features[right]
+    if fl.hi < fr.lo + offset:
+        raise DomainError(f"constraint {text!r} holds for no input: {fl.name!r} is at most {fl.hi} and "
+                          f"{fr.name!r} + {offset} at least {fr.lo + offset}")
+    sign = f" + {offset}" if offset > 0 else (f" - {-offset}" if offset < 0 else "")
+    return AtLeast(left, right, offset, f"{fl.name} >= {fr.name}{sign}")
+
+
+def _column(name: str, text: str, names: Sequence[str]) -> int:
+    name = name.strip()
+    if name not in names:
+        raise DomainError(f"constraint {text!r}: unknown column {name!r}; valid names: "
+                          f"{', '.join(map(repr, names))}")
+    return names.index(name)
+
+
+def _condition(side: str, text: str, features, names) -> tuple[int, tuple[int, ...]]:
+    column, sep, values = side.partition("=")
+    if not sep or not values.strip():
+        raise DomainError(f"constraint {text!r}: {side!r} is not column=value (several values: column=a|b)")
+    c = _column(column, text, names)
+    f = features[c]
+    codes = []
+    for value in (v.strip() for v in values.split("|")):
+        code = next((int(k) for k, label in (f.labels or {}).items() if label == value), None)
+        if code is None and value.lstrip("-").isdigit() and f.lo <= int(value) <= f.hi:
+            code = int(value)
+        if code is None:
+            valid = (", ".join(map(repr, f.labels.values())) if f.labels else f"codes {f.lo}..{f.hi}")
+            raise DomainError(f"constraint {text!r}: column {f.name!r} has no value {value!r}; valid: {valid}")
+        codes.append(code)
+    return c, tuple(sorted(set(codes)))
+
+
+def _condition_text(feature, codes) -> str:
+    return f"{feature.name}=" + "|".join(feature.label(c) for c in codes)
+
+
+def _nearest_allowed(excluded: Sequence[int], lo: int, hi: int) -> np.ndarray | None:
+    """For each code lo..hi, the nearest code not in ``excluded`` (ties: the lower), or None if all are excluded."""
+    codes = np.arange(lo, hi + 1)
+    allowed = codes[~np.isin(codes, excluded)]
+    if not len(allowed):
+        return None
+    distance = np.abs(codes[:, None] - allowed[None, :])
+    return allowed[distance.argmin(axis=1)]

@@ -1,0 +1,281 @@
+"""Coupled attributes (design §12): columns that change with a protected attribute, so counterparts can exist.
+
+Changing only ``sex`` turns a married man (``relationship=Husband``) into a female husband, a person the data
+never holds. A **coupling** belongs to a protected attribute and says how another column changes with it:
+``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``. Every counterpart of the code base is built
+by :meth:`chiralfair.domain.Domain.counterparts` / :meth:`~chiralfair.domain.Domain.counterpart_rows`, which apply
+the couplings compiled here; the discrimination check, the generators' pair recording, the chiral mutation of
+I&D and the verdict all go through them.
+
+How a coupling is compiled
+--------------------------
+For each value ``v`` of the protected attribute a permutation ``frame[v]`` of the coupled column's codes is built
+(an int64 table of shape ``(n_values, n_codes)``); moving an input from value ``a`` to value ``b`` maps code ``c`` to
+``frame[b][inverse(frame[a])[c]]``. The code ``inverse(frame[a])[c]`` is the input's **role**: the code it would
+have at the attribute's first value. Moving from ``a`` to ``a`` is the identity, and moving ``a -> b -> c`` equals
+moving ``a -> c`` for every input, so an input and all its counterparts form one orbit that shares one role (the
+IDI key rests on that, see :meth:`~chiralfair.domain.Domain.keys`).
+
+Two declarations are accepted for each coupled column:
+
+- a **swap map** ``{"Husband": "Wife", "Wife": "Husband"}`` (labels or codes), for an attribute with two values:
+  when the value changes, the codes are swapped; codes not named stay. It must be an involution (every code
+  it moves is moved back), else moving there and back would not return the input;
+- **roles** ``[{"Male": "Husband", "Female": "Wife"}, ...]``, for any number of values: each class names the
+  code a role takes at each value of the attribute (values left out keep the first value's code). Classes must
+  not share codes. Moving a code of a class from one value to another gives that class's code at the other value.
+
+References
+----------
+.. [1] Xiao, Y. et al. "LIMI: Latent imitator: generating natural individual discriminatory instances for
+   black-box fairness testing." ISSTA 2023 (naturalness of generated instances, the problem this answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .exceptions import ConfigError, DomainError
+
+
+@dataclass(frozen=True)
+class Coupling:
+    """One column that changes with a protected attribute (a declaration; compiled by :func:`compile_frames`).
+
+    Parameters
+    ----------
+    attribute : str
+        Display name of the protected attribute (a feature name, or a group's name).
+    column : str
+        Name of the coupled column (a feature that is not protected).
+    swaps : tuple of (int, int)
+        Swap-map form: code pairs ``(c, m(c))`` of the column, one per moved code; empty for the roles form.
+    roles : tuple of tuple of (str, int)
+        Roles form: one class per role, as ``(attribute value, code)`` pairs; the value is a label (or a code as
+        text) resolved against the attribute's values when the attribute is protected.
+    """
+
+    attribute: str
+    column: str
+    swaps: tuple[tuple[int, int], ...] = ()
+    roles: tuple[tuple[tuple[str, int], ...], ...] = ()
+
+    def describe(self, labels: Mapping[int, str] | None = None) -> str:
+        """One line such as ``"sex -> relationship: Husband <-> Wife"`` (codes shown by their labels)."""
+        def show(code):
+            return (labels or {}).get(int(code), str(int(code)))
+
+        if self.swaps:
+            seen: set = set()
+            pairs = [p for p in self.swaps if frozenset(p) not in seen and not seen.add(frozenset(p))]
+            text = ", ".join(f"{show(a)} <-> {show(b)}" for a, b in pairs)
+        else:
+            text = "; ".join(", ".join(f"{v}: {show(c)}" for v, c in role) for role in self.roles)
+        return f"{self.attribute} -> {self.column}: {text}"
+
+    def to_dict(self, labels: Mapping[int, str] | None = None) -> dict:
+        """The declaration in the form :func:`parse_couplings` reads (labels where the column has them)."""
+        def show(code):
+            return (labels or {}).get(int(code), int(code))
+
+        if self.swaps:
+            return {show(a): show(b) for a, b in self.swaps}
+        return [{v: show(c) for v, c in role} for role in self.roles]
+
+
+def parse_couplings(spec, features) -> tuple[Coupling, ...]:
+    """Turn a ``couple=`` argument into :class:`Coupling` declarations, checking columns and codes.
+
+    Parameters
+    ----------
+    spec : mapping, None or False
+        ``{attribute: {column: swap map or list of role classes}}`` (see the module docstring); None, False or
+        an empty mapping declare no coupling.
+    features : sequence of Feature
+        The domain's features: coupled columns must be among them; labels are matched first, then integers
+        as codes.
+
+    Returns
+    -------
+    tuple of Coupling
+
+    Raises
+    ------
+    DomainError
+        For an unknown column (the message lists the valid names), a label or code the column does not have,
+        a column coupled twice, or a swap map that is not an involution.
+    ConfigError
+        If ``spec`` is not a mapping of mappings.
+    """
+    if spec is None or spec is False or (isinstance(spec, Mapping) and not spec):
+        return ()
+    if not isinstance(spec, Mapping):
+        raise ConfigError(f"couple must be a mapping {{attribute: {{column: {{code: code}}}}}}, None or False; "
+                          f"got {type(spec).__name__}")
+    by_name = {f.name: f for f in features}
+    out, seen = [], {}
+    for attribute, columns in spec.items():
+        if not isinstance(columns, Mapping) or not columns:
+            raise ConfigError(f"couple[{attribute!r}] must map coupled columns to their maps, e.g. "
+                              "{'relationship': {'Husband': 'Wife', 'Wife': 'Husband'}}")
+        for column, mapping in columns.items():
+            column = str(column)
+            if column not in by_name:
+                raise DomainError(f"couple[{attribute!r}]: unknown column {column!r}; valid names: "
+                                  f"{', '.join(map(repr, by_name))}")
+            if column in seen:
+                raise DomainError(f"column {column!r} is coupled to both {seen[column]!r} and {str(attribute)!r}; a "
+                                  "column can change with one protected attribute only")
+            seen[column] = str(attribute)
+            out.append(_parse_one(str(attribute), by_name[column], mapping))
+    return tuple(out)
+
+
+def _parse_one(attribute: str, feature, mapping) -> Coupling:
+    where = f"couple[{attribute!r}][{feature.name!r}]"
+    if isinstance(mapping, Mapping):
+        swaps = tuple((_code(feature, k, where), _code(feature, v, where)) for k, v in mapping.items())
+        moved = dict(swaps)
+        for a, b in swaps:
+            if moved.get(b, b) != a:
+                raise DomainError(
+                    f"{where}: the map sends {feature.label(a)!r} to {feature.label(b)!r} but "
+                    f"{feature.label(b)!r} to {feature.label(moved.get(b, b))!r}; a swap map must send every "
+                    f"code it moves back (add {feature.label(b)!r}: {feature.label(a)!r}), so that changing the "
+                    "attribute twice gives back the input")
+        return Coupling(attribute, feature.name, swaps=tuple((a, b) for a, b in swaps if a != b))
+    if isinstance(mapping, Sequence) and not isinstance(mapping, str) and mapping:
+        roles, used = [], {}
+        for role in mapping:
+            if not isinstance(role, Mapping) or not role:
+                raise ConfigError(f"{where}: each role class must map attribute values to codes, e.g. "
+                                  "{'Male': 'Husband', 'Female': 'Wife'}")
+            pairs = tuple((str(v), _code(feature, c, where)) for v, c in role.items())
+            for _, code in pairs:
+                if used.get(code, len(roles)) != len(roles):
+                    raise DomainError(f"{where}: code {feature.label(code)!r} is in two role classes; classes "
+                                      "must not share codes")
+                used[code] = len(roles)
+            roles.append(pairs)
+        return Coupling(attribute, feature.name, roles=tuple(roles))
+    raise ConfigError(f"{where} must be a swap map {{code: code}} or a list of role classes "
+                      f"[{{value: code}}, ...]; got {mapping!r}")
+
+
+def _code(feature, value, where: str) -> int:
+    """The code of ``value`` in ``feature``: a label, else an integer code inside the bounds."""
+    if feature.labels:
+        for code, label in feature.labels.items():
+            if label == str(value):
+                return int(code)
+    try:
+        code = int(value)
+    except (TypeError, ValueError):
+        code = None
+    if code is not None and str(code) == str(value).strip() and feature.lo <= code <= feature.hi:
+        return code
+    valid = (", ".join(repr(v) for v in feature.labels.values()) if feature.labels
+             else f"codes {feature.lo}..{feature.hi}")
+    raise DomainError(f"{where}: column {feature.name!r} has no value {value!r}; valid: {valid}")
+
+
+def compile_frames(coupling: Coupling, feature, value_labels: Sequence[str],
+                   value_codes: Sequence[tuple[int, ...]]) -> np.ndarray:
+    """The permutation of the column's codes at each value of the attribute (see the module docstring).
+
+    Parameters
+    ----------
+    coupling : Coupling
+    feature : Feature
+        The coupled column.
+    value_labels : sequence of str
+        Text of each value of the protected attribute (:meth:`Domain.protected_value_labels`).
+    value_codes : sequence of tuple of int
+        Codes of each value (the attribute's value rows), also accepted as value names in role classes.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_values, n_codes)
+        ``frames[v, i]``: the code offset (code - ``feature.lo``) at value ``v`` of role offset ``i``; row 0 is the
+        identity.
+
+    Raises
+    ------
+    DomainError
+        For a swap map on an attribute with more than two values, or a role naming a value the attribute lacks.
+    """
+    n_values, size = len(value_labels), feature.size
+    frames = np.tile(np.arange(size, dtype=np.int64), (n_values, 1))
+    where = f"couple[{coupling.attribute!r}][{coupling.column!r}]"
+    if coupling.swaps:
+        if n_values != 2:
+            raise DomainError(
+                f"{where}: a swap map says what happens when the attribute changes, which is one change only for "
+                f"an attribute with two values; {coupling.attribute!r} has {n_values}. Give role classes instead, "
+                "e.g. [{'value A': 'code at A', 'value B': 'code at B', ...}]")
+        for a, b in coupling.swaps:
+            frames[1, a - feature.lo] = b - feature.lo
+        return frames
+    index = {}
+    for v, (text, codes) in enumerate(zip(value_labels, value_codes, strict=True)):
+        index[str(text)] = v
+        index.setdefault(" ".join(map(str, codes)) if len(codes) > 1 else str(codes[0]), v)
+    for role in coupling.roles:
+        at = {}
+        for value, code in role:
+            if value not in index:
+                raise DomainError(f"{where}: the protected attribute {coupling.attribute!r} has no value {value!r}; "
+                                  f"valid: {', '.join(map(repr, value_labels))}")
+            at[index[value]] = code - feature.lo
+        base = at.get(0)
+        if base is None:
+            raise DomainError(f"{where}: each role class must name the code at the attribute's first value "
+                              f"{value_labels[0]!r} (the role's own code); {dict(role)!r} does not")
+        for v, offset in at.items():
+            if v and offset != base:
+                # a transposition of the role's first-value code and its code at v; classes use disjoint codes
+                frames[v, base], frames[v, offset] = offset, base
+    return frames
+
+
+def parse_couple_text(text: str):
+    """Parse the command line's ``--couple`` text into a ``couple=`` argument.
+
+    ``"sex:relationship=Husband/Wife"`` gives ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``;
+    several swaps of one column are separated by ``,`` (``sex:relationship=Husband/Wife,A/B``), several columns
+    by ``;``. ``"none"`` gives False (no coupling, e.g. to reproduce the I&D paper on census).
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    dict or False
+
+    Raises
+    ------
+    ConfigError
+        Naming the item that is not ``attribute:column=a/b``.
+    """
+    if text.strip().lower() == "none":
+        return False
+    out: dict = {}
+    for item in filter(None, (t.strip() for t in text.split(";"))):
+        head, sep, swaps = item.partition("=")
+        attribute, colon, column = head.partition(":")
+        pairs = [p.split("/") for p in swaps.split(",")] if sep else []
+        if not (sep and colon and attribute.strip() and column.strip() and pairs
+                and all(len(p) == 2 and p[0].strip() and p[1].strip() for p in pairs)):
+            raise ConfigError(f"--couple item {item!r} is not attribute:column=a/b (swap a and b of column when the "
+                              "attribute changes), e.g. --couple sex:relationship=Husband/Wife; 'none' turns "
+                              "couplings off")
+        mapping = out.setdefault(attribute.strip(), {}).setdefault(column.strip(), {})
+        for a, b in pairs:
+            mapping[a.strip()], mapping[b.strip()] = b.strip(), a.strip()
+    if not out:
+        raise ConfigError("--couple names no coupling; give attribute:column=a/b, or 'none'")
+    return out

@@ -1,0 +1,123 @@
+"""Method ``counterfactual``: counterfactual data augmentation (every training row with every protected value).
+
+Each training row appears once per combination of the protected attributes' values (its own included), with its
+own label and weight ``1/k`` for ``k`` combinations, so the data's total weight, and therefore the balance between
+data and regularisation, does not change. A model fitted on it cannot gain from a protected value: every value
+comes with the same label. With ``with_idis=True`` the labelled IDI pairs that :func:`~chiralfair.mitigation.retrain`
+hands over (``added=``) join the augmented rows, each pair also in every combination, weight 1 per pair.
+
+A row whose protected value is missing appears with the valid combinations only (design §4: a missing value is
+never a counterpart).
+
+References
+----------
+.. [1] Kusner, Loftus, Russell, Silva. "Counterfactual Fairness." NeurIPS 2017.
+.. [2] Garg et al. "Counterfactual Fairness in Text Classification through Robustness." AIES 2019
+   (counterfactual augmentation as the baseline of logit pairing).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone
+
+from ..exceptions import ConfigError
+from .base import MitigationMethod, fit_with_weights, register_method
+
+
+def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
+    """Every row in every protected combination: rows (n·k, d), labels (n·k,), weights (n·k,) summing to sum(weight).
+
+    Parameters
+    ----------
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+    y : numpy.ndarray, shape (n_samples,)
+    domain : Domain
+    weight : numpy.ndarray of float, shape (n_samples,), optional
+        Each row's weight (default 1), shared by its ``k`` copies.
+    """
+    k = len(domain.combinations)
+    rows = domain.counterparts(X).reshape(-1, X.shape[1])
+    base = np.ones(len(X)) if weight is None else np.asarray(weight, dtype=np.float64)
+    return rows, np.repeat(y, k), np.repeat(base / k, k)
+
+
+@register_method("counterfactual")
+class CounterfactualAugmentation(MitigationMethod):
+    """Counterfactual data augmentation: the estimator refitted on every training row in every protected value.
+
+    Parameters
+    ----------
+    estimator : sklearn classifier
+        Unfitted; its ``fit`` (or a Pipeline's last step's) must take ``sample_weight``. Cloned.
+    domain : Domain
+        Names the protected attributes (``domain.protected``) whose values are combined.
+    with_idis : bool, default=False
+        Also add labelled IDI pairs, passed to :meth:`fit` as ``added=(rows, labels)``.
+    fine_tune_epochs : int, optional
+        For a :class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`: train it this many epochs on the augmented
+        rows from its fitted weights (from a fit on the same rows if it is not fitted) instead of from scratch.
+
+    Attributes
+    ----------
+    estimator_ : the fitted clone
+    info_ : dict
+        ``n_rows_augmented`` (rows the estimator saw), ``n_combinations``, ``n_rows_added`` (IDI rows).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression                    # doctest: +SKIP
+    >>> fair = CounterfactualAugmentation(LogisticRegression(), domain).fit(X, y)  # doctest: +SKIP
+
+    References
+    ----------
+    .. [1] Kusner et al., NeurIPS 2017; Garg et al., AIES 2019.
+    """
+
+    uses_idis = False
+
+    def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None):
+        self.estimator = estimator
+        self.domain = domain
+        self.with_idis = with_idis
+        self.fine_tune_epochs = fine_tune_epochs
+
+    def _fit(self, X, y, sample_weight=None, added=None) -> None:
+        if self.estimator is None:
+            raise ConfigError("CounterfactualAugmentation needs estimator=<an sklearn classifier>")
+        rows, labels, weights = augment(X, y, self.domain, sample_weight)
+        n_added = 0
+        if self.with_idis:
+            if added is None:
+                raise ConfigError("with_idis=True: pass the labelled IDI pairs as fit(X, y, added=(rows, labels))")
+            X_add, y_add = self._codes(added[0]), np.asarray(added[1], dtype=np.int64)
+            extra_rows, extra_labels, extra_weights = augment(X_add, y_add, self.domain)
+            rows, labels = np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels])
+            weights = np.concatenate([weights, extra_weights])
+            n_added = int(len(X_add))
+        if self.fine_tune_epochs is None:
+            self.estimator_ = fit_with_weights(clone(self.estimator), rows, labels, weights)
+        else:
+            start = fitted_start(self.estimator, X, y)
+            self.estimator_ = start.fine_tune(rows, labels, epochs=self.fine_tune_epochs, sample_weight=weights,
+                                              random_state=start.random_state)
+        self.info_ = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(self.domain.combinations)),
+                      "n_rows_added": n_added, "start": "scratch" if self.fine_tune_epochs is None else
+                      f"fine-tuned {self.fine_tune_epochs} epochs from the model's weights"}
+
+
+def fitted_start(estimator, X, y):
+    """The fitted PaperDNNClassifier to fine-tune from: ``estimator`` itself, or a fit of it on ``(X, y)``.
+
+    Raises
+    ------
+    ModelCapabilityError
+        If ``estimator`` is not a PaperDNNClassifier (only the DNN is fine-tuned).
+    """
+    from ..exceptions import ModelCapabilityError
+    from .dnn import PaperDNNClassifier
+
+    if not isinstance(estimator, PaperDNNClassifier):
+        raise ModelCapabilityError(f"fine_tune_epochs continues training the paper's DNN from its weights; "
+                                   f"{type(estimator).__name__} is not a PaperDNNClassifier")
+    return estimator if hasattr(estimator, "module_") else clone(estimator).fit(X, y)

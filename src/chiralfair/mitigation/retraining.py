@@ -1,0 +1,845 @@
+"""Mitigation side by side on the held-out rows: does the model get fairer, and what does it cost? (design §8).
+
+:func:`retrain` takes a model under test, its training split and (for the methods that add them) the IDIs of a
+search, trains the model again with each mitigation method, and measures the model before and every model after
+on the **same held-out test rows**: F1, accuracy, the IDI rate over the test rows (95% Wilson interval), the IDI
+rate over domain draws, and fairlearn's demographic-parity and equalized-odds differences (:mod:`.evaluation`).
+The methods (one module each, registered by name, :mod:`.base`):
+
+- ``paper``: the I&D paper's retraining. IDI pairs labelled by the LR/SVC/DTC/MLP vote without the protected
+  attributes (:mod:`.labelling`) are added to the training split; the zoo DNN is fine-tuned for 10 epochs from
+  its weights (``mode="auto"``; ``"retrain"`` trains it from scratch as the I&D reference code does), other models
+  are refitted (a zoo model through the model cache, an sklearn estimator as a clone in its own input language,
+  anything else with ``trainer(X, y, random_state)``). ``share`` sweeps the share of pairs added.
+- ``counterfactual``: every training row in every protected value, weights ``1/k`` (:mod:`.counterfactual`);
+  ``method_params={"counterfactual": {"with_idis": True}}`` adds the labelled pairs too.
+- ``unaware``: the protected columns removed from the input (:mod:`.unaware`): zero IDIs by construction, so its
+  cost in F1 and group metrics is what it shows.
+- ``consistency``: the zoo DNN trained with counterfactual logit pairing, λ chosen on a validation split carved
+  from the training rows (:mod:`.consistency`).
+
+Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
+are excluded before anything is added, and every set of added rows is checked for test projections, a count that
+must be 0 (``leakage`` in the result). Use :func:`chiralfair.pipeline.search_training_rows` to find the
+IDIs with seeds from the training rows only. Choices (λ) are made on a validation split, never on the test rows.
+
+Guardrail (:mod:`.guardrail`): a method whose held-out IDI interval is not wholly below the before interval, or
+that costs more than ``max_f1_loss`` F1, is marked ``improved = False`` and said first in the report.
+
+Protocols: ``holdout`` (default) measures the figures above; ``paper`` re-checks the union of the IDIs added and of
+``recheck`` against each retrained model ("remaining IDIs", I&D Table 4) and skips the domain draws; ``both`` does
+both. The paper's protocol leaks (the re-checked IDIs were trained on) and is never the headline: the test IDI rate
+is measured under every protocol.
+
+References
+----------
+.. [1] Ma et al. "Enhanced Fairness Testing via Generating Effective Initial Individual Discriminatory
+   Instances." arXiv:2209.08321, §4.4 (RQ1 usefulness, Tables 4 and 5).
+.. [2] Zhang et al. "White-box Fairness Testing through Adversarial Sampling." ICSE 2020 (ADF, RQ3: 5% of the
+   IDIs, majority-vote labels).
+.. [3] Udeshi, Arora, Chattopadhyay. "Automated Directed Fairness Testing." ASE 2018 (AEQUITAS: retraining
+   sweep over shares of the training size).
+.. [4] Garg et al. "Counterfactual Fairness in Text Classification through Robustness." AIES 2019.
+.. [5] Bird et al. "Fairlearn: A toolkit for assessing and improving fairness in AI." Microsoft, 2020.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from .._random import derive_seed, resolve_random_state
+from .._validation import check_choice, check_float
+from ..datasets.base import Dataset
+from ..domain import Domain
+from ..exceptions import ConfigError, ModelCapabilityError
+from ..models.adapters import as_model
+from ..models.protocol import CountingModel
+from ..models.training import TrainedModel
+from ..results import SearchResult
+from .base import check_shares, make_method, unfitted_copy
+from .evaluation import CONFIDENCE, Evaluator, wilson
+from .guardrail import DEFAULT_MAX_F1_LOSS, judge
+from .labelling import default_ensemble, fit_ensemble, vote_labels
+from .leakage import HeldOutProjections
+from .names import BUILTIN_METHODS
+from .paper import FINE_TUNE_EPOCHS, added_rows, shared_count
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["CONFIDENCE", "FINE_TUNE_EPOCHS", "MODES", "PAIRS", "PROTOCOLS", "ROW_FIELDS", "RetrainResult",
+           "check_methods", "check_shares", "default_ensemble", "fit_ensemble", "idis_from_frame", "retrain",
+           "vote_labels", "wilson"]
+
+PROTOCOLS = ("holdout", "paper", "both")
+PAIRS = ("both", "idi")
+MODES = ("auto", "retrain", "fine-tune")
+LEAK_NOTE = ("paper protocol: the re-checked IDIs include the ones added to the training data, so 'remaining "
+             "IDIs' rewards memorising them (the leak of the I&D reference code); the test IDI rate measures on "
+             "inputs retraining never saw")
+
+# trainer(X, y, random_state): X int codes (n, d), y labels in {0, 1} (1 = positive), random_state an int.
+Trainer = Callable[[np.ndarray, np.ndarray, int], object]
+
+ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_test_projections_added", "f1",
+              "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "test_n",
+              "domain_idi_rate", "domain_idi_lower", "domain_idi_upper", "domain_n",
+              "demographic_parity_difference", "equalized_odds_difference", "equalized_odds_undefined",
+              "search_n_idis", "search_n_tested", "search_success_rate",
+              "remaining_idis", "n_rechecked", "improved", "guardrail", "choice")
+
+
+@dataclass(frozen=True, eq=False)  # holds models: compared by identity
+class RetrainResult:
+    """The model before and after each mitigation method, measured on one held-out split (design §7, §8).
+
+    Attributes
+    ----------
+    protocol : {"holdout", "paper", "both"}
+    pairs : {"both", "idi"}
+        Whether both rows of each IDI pair, or the IDI only, were added.
+    mode : {"auto", "retrain", "fine-tune"}
+        How the ``paper`` method trains the zoo DNN again.
+    how : dict
+        Per method, how the model was trained again: ``"spec"`` (zoo model, from scratch), ``"fine-tune"`` (zoo
+        DNN), ``"sklearn-clone"``, ``"trainer"``, or the method's class name.
+    n_idis : int
+        IDI pairs available for retraining (after the leak exclusion); 0 when no method adds IDIs.
+    rows : tuple of dict
+        The first row is the model before (``stage == "before"``), then one row per method and share
+        (``stage == "after"``; ``share`` None for a method that adds no IDIs), with the keys of
+        :data:`ROW_FIELDS`; figures a protocol does not compute are None. Rates are shares in [0, 1]; intervals
+        are 95% Wilson intervals over the test rows (``test_n``) or domain draws (``domain_n``).
+        ``improved``/``guardrail``: the verdict of :func:`~chiralfair.mitigation.guardrail.judge` and its words.
+    ensemble : dict or None
+        The labelling ensemble: ``members``, ``test_accuracy``, ``n_train``, ``label_counts``, ``notes``.
+    notes : tuple of str
+    seconds : dict
+        Wall times in seconds: ``ensemble``, ``train`` (one per after-row), ``total``. The only figures that
+        differ between two runs with the same ``random_state``.
+    meta : dict
+        Package version, parameters, resolved random states, dataset and model names.
+    models : tuple of CountingModel
+        The retrained models, one per after-row (not serialised; empty after :meth:`from_json`).
+    methods : tuple of str
+    leakage : dict
+        ``n_idis_excluded`` (pairs with a test projection, excluded), ``n_test_projections_added`` (must be 0),
+        ``n_test_rows_seen`` (test rows whose projection a training row shares: duplicates, not a leak),
+        ``n_test``.
+    max_f1_loss : float
+        The F1 budget of the guardrail.
+    improved : bool
+        Whether every method improved (every after-row's ``improved``).
+    """
+
+    protocol: str
+    pairs: str
+    mode: str
+    how: dict[str, str]
+    n_idis: int
+    rows: tuple[dict[str, Any], ...]
+    ensemble: dict[str, Any] | None
+    notes: tuple[str, ...] = ()
+    seconds: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    models: tuple = field(default=(), repr=False)
+    methods: tuple[str, ...] = ("paper",)
+    leakage: dict[str, Any] = field(default_factory=dict)
+    max_f1_loss: float = DEFAULT_MAX_F1_LOSS
+    improved: bool = True
+
+    @property
+    def after(self) -> tuple[dict[str, Any], ...]:
+        """The after-rows, in order."""
+        return self.rows[1:]
+
+    @property
+    def shares(self) -> tuple[float | None, ...]:
+        """The shares of the after-rows (None for methods that add no IDIs)."""
+        return tuple(r["share"] for r in self.after)
+
+    @property
+    def failures(self) -> tuple[dict[str, Any], ...]:
+        """The after-rows the guardrail did not pass."""
+        return tuple(r for r in self.after if not r["improved"])
+
+    @property
+    def model(self) -> CountingModel:
+        """The model of the first method (its largest share).
+
+        Raises
+        ------
+        ConfigError
+            For a result read back from JSON, which holds no model.
+        """
+        return self.model_of(self.methods[0])
+
+    def model_of(self, method: str) -> CountingModel:
+        """The model retrained by ``method`` (its largest share).
+
+        Raises
+        ------
+        ConfigError
+            For a result read back from JSON, or a method not in :attr:`methods`.
+        """
+        if not self.models:
+            raise ConfigError("this RetrainResult holds no retrained model (models are not serialised to JSON)")
+        positions = [i for i, r in enumerate(self.after) if r["method"] == method]
+        if not positions:
+            raise ConfigError(f"method {method!r} was not run; ran: {', '.join(self.methods)}")
+        return self.models[max(positions, key=lambda i: self.after[i]["share"] or 0.0)]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per model (before, then each method and share), columns :data:`ROW_FIELDS`.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (1 + n_after, len(ROW_FIELDS))
+        """
+        return pd.DataFrame(list(self.rows), columns=list(ROW_FIELDS))
+
+    def to_json(self) -> str:
+        """Serialize everything but the models."""
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "models"}
+        d["rows"] = list(self.rows)
+        d["notes"] = list(self.notes)
+        d["methods"] = list(self.methods)
+        return json.dumps(d, indent=2, default=_json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> RetrainResult:
+        """Inverse of :meth:`to_json` (without the models)."""
+        d = json.loads(text)
+        d["rows"] = tuple(d["rows"])
+        d["notes"] = tuple(d["notes"])
+        d["methods"] = tuple(d.get("methods", ("paper",)))
+        return cls(**d)
+
+    def same_figures(self, other: RetrainResult) -> bool:
+        """Whether two results hold the same figures: their JSON without :attr:`seconds` is identical."""
+        return replace(self, seconds={}).to_json() == replace(other, seconds={}).to_json()
+
+    def verdict_lines(self) -> list[str]:
+        """The guardrail's words, first thing a reader sees: one line per method and share that did not improve."""
+        if self.improved:
+            return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
+                    f"before one) at an F1 cost of at most {self.max_f1_loss:g}."]
+        return ["**Not an improvement**" + f" ({len(self.failures)} of {len(self.after)}):"] + [
+            f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
+
+    def to_markdown(self, plot: str | None = None) -> str:
+        """The guardrail first, then the table, the leak check, the ensemble and the notes (``plot``: a PNG name)."""
+        frame = self.to_frame()
+        columns = [c for c in _TABLE if c not in _OPTIONAL or frame[c].notna().any()]
+        lines = [f"# Mitigation: {self.meta.get('dataset')} / {','.join(self.meta.get('protected', []))} / "
+                 f"{self.meta.get('model')}", "", *self.verdict_lines(), "",
+                 f"- methods: {', '.join(self.methods)}; protocol: {self.protocol}; held-out rows: "
+                 f"{self.meta.get('n_test')} test rows, never trained on",
+                 f"- leak check: {self.leakage.get('n_idis_excluded', 0)} IDI pairs with a test row's projection "
+                 f"excluded; test projections in the training data: {self.leakage.get('n_test_projections_added', 0)}"
+                 f" (must be 0); {self.leakage.get('n_test_rows_seen', 0)} of {self.leakage.get('n_test', 0)} test "
+                 "rows share a projection with a training row (duplicates in the data)"]
+        if self.ensemble:
+            lines.append(f"- IDI pairs available: {self.n_idis}; labelling ensemble "
+                         f"({', '.join(self.ensemble['members'])}; hard vote, protected attributes removed): test "
+                         f"accuracy {self.ensemble['test_accuracy']:.4f}")
+        lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for _, row in frame.iterrows():
+            lines.append("| " + " | ".join(_cell(row, key) for key in columns) + " |")
+        lines += ["", "Rates are shares of individuals with a counterpart that gets another label, with 95% "
+                  "Wilson intervals; F1, accuracy, the test IDI rate and fairlearn's demographic-parity (DPD) and "
+                  "equalized-odds (EOD) differences are measured on the held-out test rows, over the groups of "
+                  f"{', '.join(self.meta.get('protected', ['?']))}. An EOD is undefined when a group has no "
+                  "positive (or no negative) test row."]
+        choices = [f"- {_label(r)}: {r['choice']}" for r in self.after if r.get("choice")]
+        if choices:
+            lines += ["", "## Choices (made on a validation split of the training rows)", "", *choices]
+        if plot:
+            lines += ["", f"![F1 against the held-out IDI rate]({plot})"]
+        if self.notes:
+            lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def plot(self, path) -> None:
+        """Draw F1 against the held-out IDI rate (95% interval), one point per method and share, and the model before.
+
+        The dashed line is the F1 budget (F1 before minus ``max_f1_loss``): a point below it costs too much.
+        """
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        frame = self.to_frame()
+        fig, ax = plt.subplots(figsize=(6, 4.2))
+        before = frame.iloc[0]
+        ax.errorbar([before["test_idi_rate"]], [before["f1"]], fmt="s", color="black", capsize=3, label="before",
+                    xerr=[[max(0.0, before["test_idi_rate"] - before["test_idi_lower"])],
+                          [max(0.0, before["test_idi_upper"] - before["test_idi_rate"])]])
+        for k, method in enumerate(self.methods):
+            part = frame[frame["method"] == method]
+            x = part["test_idi_rate"].to_numpy(float)
+            err = np.clip(np.vstack([x - part["test_idi_lower"].to_numpy(float),
+                                     part["test_idi_upper"].to_numpy(float) - x]), 0.0, None)
+            ax.errorbar(x, part["f1"].to_numpy(float), xerr=err, fmt="o^vD"[k % 4], capsize=3, label=method)
+            for _, r in part.iterrows():
+                if r["share"] is not None and not (isinstance(r["share"], float) and math.isnan(r["share"])):
+                    ax.annotate(f"{r['share']:g}", (r["test_idi_rate"], r["f1"]), textcoords="offset points",
+                                xytext=(4, 4), fontsize=8)
+        ax.axhline(before["f1"] - self.max_f1_loss, linestyle="--", color="grey", linewidth=1,
+                   label=f"F1 budget (-{self.max_f1_loss:g})")
+        ax.set_xlabel("IDI rate over the held-out test rows (95% CI)")
+        ax.set_ylabel("F1 on the held-out test rows")
+        ax.set_title(f"{self.meta.get('dataset')} / {','.join(self.meta.get('protected', []))} / "
+                     f"{self.meta.get('model')}: share added next to each point", fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+
+
+_TABLE = ("stage", "method", "share", "n_rows_added", "f1", "accuracy", "test_idi_rate", "domain_idi_rate",
+          "search_n_idis", "remaining_idis", "demographic_parity_difference", "equalized_odds_difference",
+          "improved")
+_OPTIONAL = ("domain_idi_rate", "search_n_idis", "remaining_idis", "share", "n_rows_added")
+
+
+def _label(row) -> str:
+    share = row.get("share")
+    return row["method"] + ("" if share is None else f" (share {share:g})")
+
+
+def _cell(row, key: str) -> str:
+    value = row[key]
+    if key == "equalized_odds_difference" and value is None and row.get("equalized_odds_undefined"):
+        return "undefined"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if key in ("test_idi_rate", "domain_idi_rate"):
+        prefix = key[: -len("rate")]
+        return f"{value:.4f} [{row[prefix + 'lower']:.4f}, {row[prefix + 'upper']:.4f}]"
+    if key == "remaining_idis":
+        return f"{int(value)} / {int(row['n_rechecked'])} (paper protocol, leaks)"
+    if key == "improved":
+        return "yes" if value else "**no**"
+    if isinstance(value, float):
+        return f"{value:.4f}" if key != "share" else f"{value:g}"
+    return str(value)
+
+
+def check_methods(method) -> tuple[str, ...]:
+    """Validate ``method`` (a name or a sequence of names) into a tuple of distinct registered method names.
+
+    Raises
+    ------
+    ConfigError
+        Naming the unknown method and the valid names, or for an empty sequence.
+    """
+    from . import _load_all  # noqa: F401
+    from .base import METHODS
+
+    names = [method] if isinstance(method, str) else list(method)
+    if not names:
+        raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}")
+    for name in names:
+        if name not in METHODS:
+            raise ConfigError(f"unknown mitigation method {name!r}; valid: {', '.join(sorted(METHODS))}")
+    return tuple(dict.fromkeys(names))
+
+
+def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] = "paper", protocol: str = "holdout",
+            share: float | Sequence[float] = 1.0, pairs: str = "both", ensemble=None, mode: str = "auto",
+            trainer: Trainer | None = None, recheck=None, train_index=None, searched_with: dict | None = None,
+            search: bool | None = None, search_random_state: int | None = None,
+            method_params: dict[str, dict] | None = None, max_f1_loss: float = DEFAULT_MAX_F1_LOSS,
+            margin: float = 0.005, cache_dir=None, random_state: int = 0) -> RetrainResult:
+    """Train the model again with each mitigation method and compare before and after on the held-out rows.
+
+    Parameters
+    ----------
+    model : TrainedModel, CountingModel, or anything :func:`~chiralfair.models.as_model` accepts
+        The model under test. A :class:`TrainedModel` brings its split and its training ``random_state``.
+    dataset : Dataset
+        Its domain names the protected attributes.
+    idis : SearchResult, or a pair ``(idis, counterparts)`` of arrays of shape (n_idis, n_features), optional
+        The IDIs to add; needed by ``paper`` (and ``counterfactual`` with ``with_idis``). A bare array of IDIs is
+        accepted with ``pairs="idi"``. Pairs with a test row's projection are excluded (``leakage``).
+    method : str or sequence of str, default="paper"
+        ``paper``, ``counterfactual``, ``unaware``, ``consistency`` (see the module docstring), one or several.
+    protocol : {"holdout", "paper", "both"}, default="holdout"
+    share : float or sequence of float, default=1.0
+        Share of the IDI pairs added, in (0, 1]; several values retrain once per value (smaller shares are
+        subsets of larger ones).
+    pairs : {"both", "idi"}, default="both"
+    ensemble : sklearn classifier, optional
+        Labels the IDIs; cloned and fitted on the training split without the protected columns. Default
+        :func:`~chiralfair.mitigation.labelling.default_ensemble`.
+    mode : {"auto", "retrain", "fine-tune"}, default="auto"
+        How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (design §8), ``retrain``
+        trains from scratch (the I&D reference code).
+    trainer : callable, optional
+        ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train.
+    recheck : SearchResult or array of shape (n, n_features), optional
+        Further IDIs re-checked under the paper protocol (I&D: the IDIs of the other seed strategy).
+    train_index : array-like of int, optional
+        The model's training rows; default: those of a :class:`TrainedModel`, else ``dataset.split(0)``.
+    searched_with : dict, optional
+        For ``idis`` given as arrays: ``{"generator", "seed_strategy", "params", "random_state"}``, so that the
+        holdout protocol can search again.
+    search : bool, optional
+        Run a fresh search on every model (holdout protocol); default: when ``idis`` is a SearchResult whose
+        seed strategy can select again.
+    search_random_state : int, optional
+    method_params : dict of str to dict, optional
+        Constructor arguments per method, e.g. ``{"consistency": {"lam": 1.0}, "counterfactual":
+        {"with_idis": True}}``.
+    max_f1_loss : float, default=0.01
+        The guardrail's F1 budget.
+    margin : float, default=0.005
+        Sampling margin of the IDI rate over domain draws, in (0, 0.5].
+    cache_dir : str or path-like, optional
+        Model cache folder for zoo models trained again by ``paper``.
+    random_state : int, numpy.random.Generator or None, default=0
+        Drives the ensemble, the choice of IDIs, the validation splits, the training seed (when the model's is
+        unknown) and the domain draws; the same int gives the same figures.
+
+    Returns
+    -------
+    RetrainResult
+
+    Raises
+    ------
+    ConfigError
+        For a parameter outside its bounds, an unknown method or method parameter, a method that adds IDIs
+        without ``idis`` or with none left after the leak exclusion, or IDIs of another width than the domain's.
+    ModelCapabilityError
+        For a model a method cannot train again (the message says what to pass), or ``mode="fine-tune"`` on a
+        model that is not the zoo DNN.
+
+    References
+    ----------
+    .. [1] Ma et al. arXiv:2209.08321, §4.4.
+    .. [2] Garg et al. AIES 2019.
+    """
+    methods = check_methods(method)
+    protocol = check_choice(protocol, "protocol", PROTOCOLS)
+    pairs = check_choice(pairs, "pairs", PAIRS)
+    mode = check_choice(mode, "mode", MODES)
+    shares = check_shares(share)
+    margin = check_float(margin, "margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
+    max_f1_loss = check_float(max_f1_loss, "max_f1_loss", minimum=0.0)
+    params = _method_params(method_params, methods)
+    domain = dataset.domain
+    start = time.perf_counter()
+    rng, random_state_described = resolve_random_state(random_state)
+    counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
+    paper_mode = _paper_mode(counting, mode, trainer) if "paper" in methods else None
+    if "paper" in methods:
+        _check_trainable(counting, paper_mode, trainer)
+    for name in methods:
+        if name != "paper":
+            _base_estimator(name, counting, train_seed, trainer)  # refuse before any training
+    ensemble_seed, choice_seed, domain_seed = derive_seed(rng), derive_seed(rng), derive_seed(rng)
+    method_seeds = {name: derive_seed(rng) for name in methods}
+    projections = HeldOutProjections.of(domain, dataset.X[train], dataset.X[test])
+    leakage = {"n_idis_excluded": 0, "n_test_projections_added": 0,
+               "n_test_rows_seen": projections.n_test_rows_seen, "n_test": projections.n_test}
+
+    with_idis = [name for name in methods if name == "paper" or params[name].get("with_idis")]
+    seconds: dict[str, Any] = {"ensemble": 0.0, "train": []}
+    X_idi = X_counterpart = labels = None
+    ensemble_info, source = None, {"kind": "none"}
+    if with_idis:
+        if idis is None:
+            raise ConfigError(f"method(s) {', '.join(with_idis)} add IDI pairs: pass idis= (a SearchResult, e.g. "
+                              "from chiralfair.pipeline.search_training_rows, or (idis, counterparts))")
+        X_idi, X_counterpart, source = _idi_arrays(idis, domain, pairs, searched_with)
+        hit = projections.hits(domain, X_idi)
+        leakage["n_idis_excluded"] = int(hit.sum())
+        X_idi = X_idi[~hit]
+        X_counterpart = None if X_counterpart is None else X_counterpart[~hit]
+        if len(X_idi) == 0:
+            raise ConfigError("no IDIs to add: the search found none" + (
+                f" outside the test rows' projections ({int(hit.sum())} excluded)" if hit.any() else "") +
+                ", so there is nothing to retrain with (within its budget the model showed no discrimination; a "
+                "larger budget or other seeds may find some)")
+        t = time.perf_counter()
+        voter, ensemble_info = fit_ensemble(dataset, train, test, ensemble, random_state=ensemble_seed)
+        labels = vote_labels(voter, X_idi, domain)
+        seconds["ensemble"] = time.perf_counter() - t
+        values, counts = np.unique(labels, return_counts=True)
+        ensemble_info["label_counts"] = {str(k): int(v) for k, v in zip(values, counts, strict=True)}
+
+    do_search = _resolve_search(search, protocol, source)
+    fresh_state = _fresh_search_state(source, search_random_state) if do_search else None
+    union = (_recheck_union(X_idi, recheck, domain) if X_idi is not None and protocol in ("paper", "both")
+             else None)
+    order = None if X_idi is None else np.random.default_rng(choice_seed).permutation(len(X_idi))
+    evaluate = Evaluator(dataset, test, union=union, domain_rate=protocol != "paper",
+                         source=source if do_search else None, search_state=fresh_state, margin=margin,
+                         domain_seed=domain_seed)
+    before = {**dict.fromkeys(ROW_FIELDS), **evaluate(counting), "stage": "before", "share": 0.0,
+              "n_pairs_added": 0, "n_rows_added": 0, "n_test_projections_added": 0}
+    rows, models, how = [before], [], {}
+    for name in methods:
+        for s in (shares if name in with_idis else (None,)):
+            added, n_pairs = None, 0
+            if s is not None:
+                chosen = order[: shared_count(s, len(X_idi))]
+                added, n_pairs = added_rows(X_idi, X_counterpart, labels, chosen, pairs), int(len(chosen))
+                leakage["n_test_projections_added"] += projections.verify(domain, added[0], f"method {name!r}")
+            t = time.perf_counter()
+            if name == "paper":
+                retrained, how[name] = _train_again(counting, dataset, train, *added, mode=paper_mode,
+                                                    trainer=trainer, random_state=train_seed, cache_dir=cache_dir)
+                info = {"n_rows_added": int(len(added[0]))}
+            else:
+                retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
+                                            method_seeds[name])
+                how[name] = info.pop("how")
+            seconds["train"].append(time.perf_counter() - t)
+            logger.info("%s: retrained %s (share %s) in %.1f s", name, counting.name, s, seconds["train"][-1])
+            row = {**dict.fromkeys(ROW_FIELDS), **evaluate(retrained), "stage": "after", "method": name, "share": s,
+                   "n_pairs_added": n_pairs, "n_rows_added": info.get("n_rows_added", 0),
+                   "n_test_projections_added": 0 if added is None else projections.verify(domain, added[0], name),
+                   "choice": info.get("choice")}
+            row["improved"], row["guardrail"] = judge(before, row, max_f1_loss)
+            rows.append(row)
+            models.append(retrained)
+
+    notes = _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
+    if X_idi is not None and protocol != "holdout" and recheck is None:
+        notes.append("paper protocol: only the IDIs added were re-checked (no recheck= set, e.g. the IDIs of the "
+                     "other seed strategy as in I&D Table 4)")
+    if train_index is None and not isinstance(model, TrainedModel):
+        notes.append("the model's training rows were taken to be dataset.split(0) (60/40); pass train_index= if "
+                     "it was trained on others")
+    if source["kind"] != "none":
+        notes.append("leak-free only if the search drew its seeds from the training rows (search_training_rows "
+                     "does); pairs with a test projection were excluded either way")
+    meta = {"chiralfair_version": __version__, "dataset": dataset.name, "protected": domain.protected_names,
+            "model": counting.name, "random_state": random_state_described, "train_random_state": train_seed,
+            "search_random_state": fresh_state,
+            "fine_tune_epochs": FINE_TUNE_EPOCHS if paper_mode == "fine-tune" else None,
+            "params": {"methods": list(methods), "protocol": protocol, "share": list(shares), "pairs": pairs,
+                       "mode": mode, "paper_mode": paper_mode, "margin": margin, "confidence": CONFIDENCE,
+                       "max_f1_loss": max_f1_loss, "method_params": params},
+            "source": {k: v for k, v in source.items() if k != "result"},
+            "n_train": int(len(train)), "n_test": int(len(test)),
+            "n_rechecked": None if union is None else int(len(union))}
+    plain = tuple(_plain_row(r) for r in rows)
+    return RetrainResult(protocol=protocol, pairs=pairs, mode=mode, how=how,
+                         n_idis=0 if X_idi is None else int(len(X_idi)), rows=plain, ensemble=ensemble_info,
+                         notes=tuple(notes), seconds={**seconds, "total": time.perf_counter() - start}, meta=meta,
+                         models=tuple(models), methods=methods, leakage=leakage, max_f1_loss=max_f1_loss,
+                         improved=all(r["improved"] for r in plain[1:]))
+
+
+# ------------------------------------------------------------------------------------------- methods
+def _method_params(method_params, methods) -> dict[str, dict]:
+    given = dict(method_params or {})
+    unknown = sorted(set(given) - set(methods))
+    if unknown:
+        raise ConfigError(f"method_params names method(s) {unknown} that are not run; run: {', '.join(methods)}")
+    out = {}
+    for name in methods:
+        value = given.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"method_params[{name!r}] must be a dict of constructor arguments, got "
+                              f"{type(value).__name__}")
+        if name == "paper" and value:
+            raise ConfigError("method 'paper' takes its parameters from retrain() itself (share, pairs, ensemble, "
+                              f"mode), not from method_params; got {sorted(value)}")
+        out[name] = dict(value)
+    return out
+
+
+def _paper_mode(model: CountingModel, mode: str, trainer) -> str:
+    if mode != "auto":
+        return mode
+    spec = getattr(model, "spec", None)
+    return "fine-tune" if spec is not None and spec.is_torch and trainer is None else "retrain"
+
+
+def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
+    """An unfitted estimator of the model's architecture, on int codes and labels {0, 1}, for method ``name``."""
+    from .dnn import PaperDNNClassifier
+
+    if trainer is not None:
+        raise ModelCapabilityError(f"method {name!r} trains the model's architecture itself; trainer= serves the "
+                                   "paper method only. Pass a zoo model or an sklearn estimator")
+    spec = getattr(model, "spec", None)
+    if spec is not None and spec.is_torch:
+        p = spec.params
+        return PaperDNNClassifier(epochs=p["epochs"], batch_size=p["batch_size"], lr=p["lr"],
+                                  standardize=p["standardize"], device=p["device"], random_state=seed)
+    if name == "consistency":
+        raise ModelCapabilityError(f"method 'consistency' trains a torch network with a logit penalty; model "
+                                   f"{model.name!r} is not the zoo DNN. Use counterfactual or unaware for it")
+    if spec is not None:
+        return spec.build(seed)
+    if _is_sklearn_estimator(model.estimator):
+        copy = unfitted_copy(model.estimator, seed)
+        if not model.language.takes_frame:
+            return copy
+        from sklearn.pipeline import Pipeline
+        from sklearn.preprocessing import FunctionTransformer
+        return Pipeline([("to_frame", FunctionTransformer(model.language.to_frame)), ("model", copy)])
+    raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: it is neither a zoo model "
+                               "nor an sklearn estimator")
+
+
+def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, params: dict, train_seed: int,
+              method_seed: int):
+    """Fit method ``name`` on the training rows (plus ``added`` rows); the wrapped model and what was done."""
+    estimator = _base_estimator(name, model, train_seed, None)
+    from .dnn import PaperDNNClassifier
+    if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
+        estimator = PaperDNNClassifier.from_module(model.estimator, **estimator.get_params())  # start from its weights
+    if name == "consistency":
+        params = {"random_state": method_seed, **params}
+    method = make_method(name, estimator=estimator, domain=dataset.domain, **params)
+    fit_params = {} if added is None else {"added": added}
+    method.fit(dataset.X[train], dataset.y[train], **fit_params)
+    info = dict(method.info_)
+    if name == "consistency":
+        info["choice"] = (f"λ = {method.lam_:g}" + (f" ({info['why']}; candidates " + ", ".join(
+            f"λ={c['lam']:g}: F1 {c['validation_f1']:.3f}, IDI rate {c['validation_idi_rate']:.2%}"
+            for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
+            if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
+    info["how"] = type(method).__name__
+    return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
+
+
+# ------------------------------------------------------------------------------------------- inputs
+def _idi_arrays(idis, domain: Domain, pairs: str, searched_with: dict | None):
+    """IDIs, counterparts (or None) and a description of their source."""
+    if isinstance(idis, SearchResult):
+        X, C = idis.idis, idis.counterparts
+        source = {"kind": "search", "generator": idis.generator, "seed_strategy": idis.seed_strategy,
+                  "params": dict(idis.meta.get("params") or {}), "random_state": idis.meta.get("random_state"),
+                  "n_idis": int(idis.n_idis), "result": idis}
+    elif isinstance(idis, tuple | list) and len(idis) == 2:
+        X, C = idis
+        source = {"kind": "arrays"}
+    else:
+        X, C = idis, None
+        source = {"kind": "arrays"}
+        if pairs == "both":
+            raise ConfigError("idis is one array of IDIs without counterparts: pass (idis, counterparts), a "
+                              "SearchResult, or pairs='idi' to add the IDIs only")
+    if source["kind"] == "arrays" and searched_with is not None:
+        missing = {"generator", "seed_strategy", "params"} - set(searched_with)
+        if missing:
+            raise ConfigError(f"searched_with lacks {sorted(missing)}; it needs generator, seed_strategy, params "
+                              "and random_state")
+        source = {**source, "kind": "search", **{k: searched_with.get(k) for k in
+                                                 ("generator", "seed_strategy", "params", "random_state")}}
+    X = _codes(X, domain, "idis")
+    C = None if C is None else _codes(C, domain, "counterparts")
+    if C is not None and C.shape != X.shape:
+        raise ConfigError(f"idis and counterparts must have the same shape, got {X.shape} and {C.shape}")
+    return X, C, source
+
+
+def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    """Encode the IDI pairs of a run folder's ``idis.parquet`` back to codes.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        As :meth:`SearchResult.to_frame` with a domain writes it (``pandas.read_parquet`` of a file or of a
+        folder of parts): one column per feature with decoded labels, the same with suffix ``_counterpart``.
+    domain : Domain
+        The run's domain (``Domain.from_dict`` of result.json's ``meta.domain``).
+
+    Returns
+    -------
+    idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
+
+    Raises
+    ------
+    ConfigError
+        Naming a missing column or a value that is none of the feature's labels.
+    """
+    return _encode_columns(frame, domain, ""), _encode_columns(frame, domain, "_counterpart")
+
+
+def _encode_columns(frame: pd.DataFrame, domain: Domain, suffix: str) -> np.ndarray:
+    out = np.empty((len(frame), domain.n_features), dtype=np.int64)
+    for j, feature in enumerate(domain.features):
+        column = feature.name + suffix
+        if column not in frame.columns:
+            raise ConfigError(f"idis.parquet lacks column {column!r} of the run's domain")
+        values = frame[column]
+        if feature.labels:
+            codes = {text: code for code, text in feature.labels.items()}
+            text = values.astype("string")
+            # a code without a label is written as its number (Feature.label)
+            mapped = text.map(codes).fillna(pd.to_numeric(text, errors="coerce"))
+            unknown = text[mapped.isna()]
+            if len(unknown):
+                raise ConfigError(f"idis.parquet column {column!r} holds {unknown.iloc[0]!r}, which is none of "
+                                  f"feature {feature.name!r}'s labels")
+            out[:, j] = mapped.to_numpy(dtype=np.int64)
+        else:
+            try:
+                out[:, j] = values.to_numpy(dtype=np.int64)
+            except (TypeError, ValueError) as err:
+                raise ConfigError(f"idis.parquet column {column!r} is not integer codes: {err}") from None
+    return out
+
+
+def _codes(X, domain: Domain, what: str) -> np.ndarray:
+    X = np.asarray(X)
+    if X.size == 0:
+        return np.zeros((0, domain.n_features), dtype=np.int64)
+    if X.ndim != 2 or X.shape[1] != domain.n_features:
+        raise ConfigError(f"{what} must have shape (n, {domain.n_features}) for the dataset's domain, got {X.shape}")
+    return domain.validate(X, what=what)
+
+
+def _model_and_split(model, dataset: Dataset, train_index, rng):
+    """The counting model, training and test rows, and the training seed (the model's own, when known)."""
+    if isinstance(model, TrainedModel):
+        counting, seed = model.model, int(model.random_state)
+        train = model.train_index if train_index is None else np.sort(np.asarray(train_index, dtype=np.int64))
+    else:
+        counting, seed = as_model(model), derive_seed(rng)
+        train = dataset.split(0)[0] if train_index is None else np.sort(np.asarray(train_index, dtype=np.int64))
+    if train.ndim != 1 or len(train) == 0 or train.min() < 0 or train.max() >= dataset.n_samples:
+        raise ConfigError(f"train_index must list rows in [0, {dataset.n_samples - 1}] of dataset {dataset.name!r}")
+    test = np.setdiff1d(np.arange(dataset.n_samples, dtype=np.int64), train)
+    if len(test) == 0:
+        raise ConfigError("train_index leaves no test rows to measure the model before and after")
+    return counting, train, test, seed
+
+
+def _check_trainable(model: CountingModel, mode: str, trainer) -> None:
+    spec = getattr(model, "spec", None)
+    if mode == "fine-tune" and not (spec is not None and spec.is_torch and trainer is None):
+        raise ModelCapabilityError(
+            f"mode='fine-tune' continues training the zoo DNN from its weights; model {model.name!r} is not the "
+            "zoo DNN (use mode='retrain')")
+    if trainer is not None:
+        if not callable(trainer):
+            raise ConfigError(f"trainer must be callable as trainer(X, y, random_state), got {type(trainer).__name__}")
+        return
+    if spec is not None or _is_sklearn_estimator(model.estimator):
+        return
+    raise ModelCapabilityError(
+        f"cannot train model {model.name!r} again: it is neither a zoo model nor an sklearn estimator. Pass "
+        "trainer=<callable(X, y, random_state) -> model> that trains its architecture on int codes X (n, d) and "
+        "labels y in {0, 1}")
+
+
+def _is_sklearn_estimator(obj) -> bool:
+    from sklearn.base import BaseEstimator
+    return isinstance(obj, BaseEstimator)
+
+
+def _resolve_search(search, protocol: str, source: dict) -> bool:
+    if protocol == "paper":
+        return False
+    possible = source["kind"] == "search" and source["seed_strategy"] != "given"
+    if search and not possible:
+        raise ConfigError("search=True needs idis from a SearchResult with a seed strategy that can select "
+                          "again (not 'given' seeds)")
+    return possible if search is None else bool(search)
+
+
+def _fresh_search_state(source: dict, search_random_state) -> int:
+    if search_random_state is not None:
+        return int(search_random_state)
+    original = source.get("random_state")
+    return original + 1 if isinstance(original, int) else 1
+
+
+def _recheck_union(X_idi: np.ndarray, recheck, domain: Domain) -> np.ndarray:
+    """Union (one row per IDI key) of the IDIs added and those of ``recheck``."""
+    extra = recheck.idis if isinstance(recheck, SearchResult) else recheck
+    X = X_idi if extra is None else np.vstack([X_idi, _codes(extra, domain, "recheck")])
+    _, first = np.unique(domain.keys(X), return_index=True)
+    return X[np.sort(first)]
+
+
+# ------------------------------------------------------------------------------------------- training again
+def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *, mode, trainer, random_state,
+                 cache_dir):
+    """The model trained again on the training rows plus the new rows, and how."""
+    X = np.vstack([dataset.X[train], X_new])
+    y = np.concatenate([dataset.y[train], y_new])
+    name = f"retrained-{model.name}"
+    if trainer is not None:
+        return _wrap_trained(trainer(X, y, int(random_state)), model, name), "trainer"
+    spec = getattr(model, "spec", None)
+    if spec is not None and mode == "fine-tune":
+        from ..models.dnn import fine_tune_dnn
+        tuned = fine_tune_dnn(model.estimator, X, y, epochs=FINE_TUNE_EPOCHS, random_state=random_state,
+                              batch_size=spec.params["batch_size"], lr=spec.params["lr"])
+        return spec.wrap(tuned), "fine-tune"
+    if spec is not None:
+        from ..models.training import train_model
+        augmented = replace(dataset, X=np.vstack([dataset.X, X_new]), y=np.concatenate([dataset.y, y_new]),
+                            name=f"{dataset.name}-retrained")
+        rows = np.concatenate([train, np.arange(dataset.n_samples, dataset.n_samples + len(X_new))])
+        trained = train_model(augmented, spec, random_state=random_state, train_index=rows, cache_dir=cache_dir)
+        return trained.model, "spec"
+    language = model.language
+    fitted = unfitted_copy(model.estimator, random_state).fit(language.model_input(X), language.model_labels(y))
+    return as_model(fitted, name=name, batch_size=model.batch_size,
+                    output="auto" if language.output == "label" else language.output,
+                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    classes=None if hasattr(fitted, "classes_") else language.classes), "sklearn-clone"
+
+
+def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:
+    """What ``trainer`` returned, read as learning labels {0, 1} from the codes (or its frame, if fitted on one)."""
+    if isinstance(trained, CountingModel):
+        return trained
+    language = model.language
+    to_frame = language.to_frame if getattr(trained, "feature_names_in_", None) is not None else None
+    return as_model(trained, name=name, batch_size=model.batch_size, to_frame=to_frame,
+                    output="logit" if language.output == "logit" else "auto")
+
+
+def _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis) -> list[str]:
+    notes = []
+    if protocol in ("paper", "both") and with_idis:
+        notes.append(LEAK_NOTE)
+    if protocol != "paper" and not do_search and with_idis:
+        why = ("search=False" if search is False else
+               "the IDIs did not come from a SearchResult with a seed strategy that can select again")
+        notes.append(f"no fresh search after retraining ({why}); the holdout figures are the IDI rates")
+    if ensemble_info is not None:
+        notes.extend(ensemble_info.get("notes", ()))
+        if set(ensemble_info["label_counts"]) != {"0", "1"}:
+            only = next(iter(ensemble_info["label_counts"]), "none")
+            notes.append(f"the ensemble gave every IDI the label {only}: retraining pushes the model one way")
+    if pairs == "idi" and with_idis:
+        notes.append("only the IDI of each pair was added (pairs='idi'); its counterpart was left out")
+    return notes
+
+
+def _plain_row(row: dict) -> dict:
+    return {k: _json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    raise TypeError(f"cannot serialize {type(o).__name__}")

@@ -1,0 +1,116 @@
+"""Constraints over the domain (design §12): parsing, repair, sampling, and impossible counterparts in the check."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from toys import TOY_RULES, biased_module, breaks_toy_rules, coupled_toy_domain, toy_domain
+
+from chiralfair.constraints import AtLeast, Excludes, parse_constraint
+from chiralfair.exceptions import DomainError
+from chiralfair.models import as_model
+from chiralfair.oracle import DiscriminationCheck
+
+SETTINGS = settings(max_examples=80, deadline=None)
+rows = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, 9), st.integers(0, 9),
+                          st.integers(0, 4)), min_size=1, max_size=40).map(lambda r: np.array(r, dtype=np.int64))
+
+
+def test_rules_parse_labels_codes_and_orderings():
+    feats = toy_domain().features
+    rule = parse_constraint("sex=Female excludes race=B|C", feats)
+    assert rule == Excludes(0, (0,), 1, (1, 2), "sex=Female excludes race=B|C")
+    assert parse_constraint("a >= b + 2", feats) == AtLeast(2, 3, 2, "a >= b + 2")
+    assert parse_constraint("a < b", feats) == AtLeast(3, 2, 1, "b >= a + 1")
+    assert parse_constraint("a <= c - 1", feats) == AtLeast(4, 2, 1, "c >= a + 1")
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("sex=Female excludes colour=B", "unknown column 'colour'"),
+    ("sex=Woman excludes race=B", "has no value 'Woman'"),
+    ("sex=Female excludes sex=Male", "both sides name column 'sex'"),
+    ("a likes b", "neither"),
+    ("c >= a + 6", "holds for no input"),
+])
+def test_bad_rules_name_what_is_wrong(text, match):
+    with pytest.raises(DomainError, match=match):
+        toy_domain().with_constraints([text])
+
+
+@SETTINGS
+@given(rows)
+def test_repair_satisfies_every_rule_keeps_good_rows_and_is_idempotent(X):
+    domain = coupled_toy_domain()
+    fixed = domain.repair(X)
+    assert not breaks_toy_rules(fixed).any()
+    good = ~breaks_toy_rules(X)
+    np.testing.assert_array_equal(fixed[good], X[good])
+    np.testing.assert_array_equal(domain.repair(fixed), fixed)
+    np.testing.assert_array_equal(fixed[:, 0], X[:, 0])  # the protected attribute is not moved
+    domain.validate(fixed)
+
+
+def test_repair_moves_the_excluded_column_to_its_nearest_allowed_code():
+    domain = toy_domain().with_constraints(["sex=Female excludes c=1|2"])
+    np.testing.assert_array_equal(domain.repair(np.array([[0, 0, 5, 5, 2], [0, 0, 5, 5, 1]]))[:, 4], [3, 0])
+
+
+def test_a_rule_over_protected_columns_moves_to_the_nearest_allowed_combination():
+    domain = toy_domain(("sex", "race")).with_constraints(["sex=Male excludes race=C"])
+    fixed = domain.repair(np.array([[1, 2, 5, 5, 0]]))
+    assert domain.satisfies(fixed).all() and np.abs(fixed - [[1, 2, 5, 5, 0]]).sum() == 1  # one code away
+    np.testing.assert_array_equal(fixed[:, 2:], [[5, 5, 0]])
+
+
+def test_conflicting_rules_are_refused_when_declared():
+    with pytest.raises(DomainError, match="cannot all be met"):
+        toy_domain().with_constraints(["a >= b + 5", "b >= a + 0"])
+    with pytest.raises(DomainError, match="exclude every combination"):
+        toy_domain(("sex", "race")).with_constraints(["sex=Female excludes race=A|B|C", "sex=Male excludes race=A|B|C"])
+
+
+def test_sample_draws_only_inputs_that_satisfy_the_rules_uniformly():
+    domain = coupled_toy_domain()
+    X = domain.sample(20000, np.random.default_rng(0))
+    assert not breaks_toy_rules(X).any()
+    # uniform over the allowed inputs: c given a = 9 is uniform over the allowed codes (0..4 minus the excluded one)
+    women = X[(X[:, 0] == 0) & (X[:, 2] == 9), 4]
+    counts = np.bincount(women, minlength=5)
+    assert counts[1] == 0 and counts[[0, 2, 3, 4]].min() > 0.7 * counts[[0, 2, 3, 4]].max()
+    no_rules = toy_domain().sample(50, np.random.default_rng(3))
+    np.testing.assert_array_equal(no_rules, toy_domain().with_constraints([]).sample(50, np.random.default_rng(3)))
+
+
+def test_impossible_counterparts_are_not_queried_and_never_make_an_idi():
+    # Without the coupling, a husband's counterpart is a female husband: impossible under the rules.
+    domain = toy_domain().with_constraints(TOY_RULES)
+    model = as_model(biased_module())
+    husband, single = [1, 0, 5, 4, 1], [1, 0, 5, 4, 3]  # a + b = 9: the biased toy flips with sex
+    res = DiscriminationCheck(model, domain).check(np.array([husband, single]), with_proba=True)
+    assert model.n_queries == 3  # the husband alone, the single man and his counterpart
+    np.testing.assert_array_equal(res.possible, [[False, True], [True, True]])
+    np.testing.assert_array_equal(res.is_idi, [False, True])
+    assert res.counterpart_labels[0, 0] == res.labels[0] and res.proba[0, 0] == res.own_proba[0]
+    # with the coupling the husband's counterpart is a wife, who can exist
+    coupled = coupled_toy_domain()
+    res = DiscriminationCheck(as_model(biased_module()), coupled).check(np.array([husband]))
+    assert res.possible.all() and res.is_idi[0]
+    np.testing.assert_array_equal(res.counterparts(coupled), [[0, 0, 5, 4, 0]])
+
+
+def test_data_rows_that_break_a_rule_are_warned_about():
+    from chiralfair.exceptions import DataWarning
+
+    domain = toy_domain()
+    data = np.array([[0, 0, 1, 1, 1], [1, 0, 1, 1, 1]])
+    with pytest.warns(DataWarning, match="broken by 1 of the 2 data rows"):
+        domain.with_constraints(["sex=Female excludes c=1"], data=data)
+
+
+def test_domain_round_trips_its_constraints():
+    from chiralfair.domain import Domain
+
+    domain = coupled_toy_domain()
+    back = Domain.from_dict(domain.to_dict())
+    assert back.constraints == domain.constraints
+    assert back.describe_constraints() == ["sex=Female excludes c=1", "sex=Male excludes c=0", "a >= c"]

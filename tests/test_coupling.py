@@ -1,0 +1,186 @@
+"""Coupled attributes (design §12): counterparts change coupled columns, keys are the orbits of the counterpart map."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from realdata import real_data_home_or_skip
+from toys import TOY_COUPLE, toy_domain
+
+from chiralfair.coupling import parse_couple_text, parse_couplings
+from chiralfair.datasets import load_dataset
+from chiralfair.domain import Domain, Feature
+from chiralfair.exceptions import ConfigError, DomainError
+from chiralfair.seeds.chiral import mutate_protected
+
+SETTINGS = settings(max_examples=60, deadline=None)
+
+
+# ------------------------------------------------------------------ domains drawn by hypothesis
+@st.composite
+def coupled_domains(draw):
+    """A protected attribute with 2-4 values, a coupled column of 3-7 codes, and one free column.
+
+    Two values: a random swap map (an involution). More: random role classes (disjoint codes).
+    """
+    n_values = draw(st.integers(2, 4))
+    size = draw(st.integers(max(3, n_values), 7))
+    feats = (Feature("pa", 0, n_values - 1, "categorical"), Feature("role", 0, size - 1, "categorical"),
+             Feature("x", 0, 3))
+    codes = draw(st.permutations(list(range(size))))
+    if n_values == 2:
+        n_swaps = draw(st.integers(1, size // 2))
+        swap = {}
+        for i in range(n_swaps):
+            a, b = codes[2 * i], codes[2 * i + 1]
+            swap[a], swap[b] = b, a
+        couple = {"pa": {"role": swap}}
+    else:
+        n_roles = draw(st.integers(1, size // n_values))
+        roles = [{str(v): codes[r * n_values + v] for v in range(n_values)} for r in range(n_roles)]
+        couple = {"pa": {"role": roles}}
+    domain = Domain(feats).with_protected(["pa"]).with_couplings(couple)
+    X = draw(st.lists(st.tuples(st.integers(0, n_values - 1), st.integers(0, size - 1), st.integers(0, 3)),
+                      min_size=1, max_size=30))
+    return domain, np.array(X, dtype=np.int64)
+
+
+@SETTINGS
+@given(coupled_domains())
+def test_an_input_and_each_of_its_counterparts_share_a_key(case):
+    domain, X = case
+    C = domain.counterparts(X)
+    for k in range(C.shape[1]):
+        np.testing.assert_array_equal(domain.keys(C[:, k]), domain.keys(X))
+
+
+@SETTINGS
+@given(coupled_domains())
+def test_keys_are_unique_per_orbit(case):
+    # Two inputs share a key exactly when one is a counterpart of the other.
+    domain, X = case
+    keys = domain.keys(X)
+    C = domain.counterparts(X)
+    same_key = keys[:, None] == keys[None, :]
+    counterpart_of = (C[:, :, None, :] == X[None, None, :, :]).all(axis=3).any(axis=1)
+    np.testing.assert_array_equal(same_key, counterpart_of)
+
+
+@SETTINGS
+@given(coupled_domains())
+def test_counterparts_of_a_counterpart_are_the_same_counterparts(case):
+    # Moving a -> b -> c is moving a -> c, for every input (also one that is not "consistent").
+    domain, X = case
+    C = domain.counterparts(X)
+    for k in range(C.shape[1]):
+        np.testing.assert_array_equal(domain.counterparts(C[:, k]), C)
+
+
+@SETTINGS
+@given(coupled_domains())
+def test_counterpart_rows_is_one_column_of_counterparts(case):
+    domain, X = case
+    combo = np.arange(len(X)) % len(domain.combinations)
+    np.testing.assert_array_equal(domain.counterpart_rows(X, combo), domain.counterparts(X)[np.arange(len(X)), combo])
+    assert len(np.unique(domain.keys(domain.counterparts(X).reshape(-1, 3)))) == len(np.unique(domain.keys(X)))
+
+
+@SETTINGS
+@given(coupled_domains(), st.integers(0, 2**31))
+def test_the_chiral_mutation_gives_another_counterpart(case, seed):
+    domain, X = case
+    M = mutate_protected(X, domain, np.random.default_rng(seed))
+    assert (M[:, 0] != X[:, 0]).all()
+    C = domain.counterparts(X)
+    assert (C == M[:, None, :]).all(axis=2).any(axis=1).all()
+    domain.validate(M)
+
+
+def test_census_style_keys_keep_husband_and_own_child_apart_and_join_husband_and_wife():
+    dom = toy_domain().with_couplings(TOY_COUPLE)  # c: 0 = wife, 1 = husband, 2..4 other roles
+    man_husband, woman_wife = [1, 0, 3, 4, 1], [0, 0, 3, 4, 0]
+    man_wife, man_other = [1, 0, 3, 4, 0], [1, 0, 3, 4, 2]
+    keys = dom.keys(np.array([man_husband, woman_wife, man_wife, man_other]))
+    assert keys[0] == keys[1]                     # an IDI and its counterpart: one key
+    assert len({keys[0], keys[2], keys[3]}) == 3  # other orbits: other keys
+    np.testing.assert_array_equal(dom.counterparts(np.array([man_husband]))[0, :, 4], [0, 1])
+
+
+def test_without_couplings_keys_and_counterparts_are_as_before():
+    plain, coupled = toy_domain(), toy_domain().with_couplings(TOY_COUPLE)
+    X = plain.sample(50, np.random.default_rng(0))
+    X[:, 4] = 3  # no coupled code: the coupling changes nothing
+    np.testing.assert_array_equal(plain.keys(X), coupled.keys(X))
+    np.testing.assert_array_equal(plain.counterparts(X), coupled.counterparts(X))
+    np.testing.assert_array_equal(coupled.projection(X), X[:, 1:])
+
+
+def test_coupling_is_active_only_while_its_attribute_is_protected():
+    dom = toy_domain(("race",)).with_couplings(TOY_COUPLE)
+    assert dom.coupled_columns == ()
+    assert "inactive" in dom.describe_couplings()[0]
+    assert dom.with_protected(["sex"]).coupled_columns == (4,)
+    both = toy_domain(("sex", "race")).with_couplings(TOY_COUPLE)
+    assert both.coupled_columns == (4,)
+    assert toy_domain(("sex",)).with_couplings({"sex": {"race": {"A": "B", "B": "A"}}}) \
+        .with_protected(["sex", "race"]).coupled_columns == ()  # the column is protected itself
+
+
+@pytest.mark.parametrize(("couple", "match"), [
+    ({"sex": {"colour": {0: 1, 1: 0}}}, "unknown column 'colour'"),
+    ({"sex": {"c": {0: 7, 7: 0}}}, "has no value 7"),
+    ({"sex": {"c": {0: 1}}}, "send every code it moves back"),
+    ({"sex": {"c": {0: 1, 1: 2, 2: 0}}}, "send every code it moves back"),
+    ({"sex": {"c": {0: 1, 1: 0}}, "race": {"c": {2: 3, 3: 2}}}, "coupled to both"),
+])
+def test_bad_couplings_name_the_column_and_value(couple, match):
+    with pytest.raises(DomainError, match=match):
+        toy_domain().with_couplings(couple)
+
+
+def test_a_swap_map_on_an_attribute_of_three_values_is_refused_with_the_roles_form():
+    with pytest.raises(DomainError, match="role classes"):
+        toy_domain(("race",)).with_couplings({"race": {"c": {0: 1, 1: 0}}})
+    roles = toy_domain(("race",)).with_couplings({"race": {"c": [{"A": 0, "B": 1, "C": 2}]}})
+    np.testing.assert_array_equal(roles.counterparts(np.array([[0, 0, 1, 1, 0]]))[0, :, 4], [0, 1, 2])
+
+
+def test_couple_text_of_the_command_line():
+    assert parse_couple_text("sex:relationship=Husband/Wife") == {
+        "sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
+    assert parse_couple_text("none") is False
+    assert parse_couple_text("sex:c=0/1,2/3; race:b=1/2") == {"sex": {"c": {"0": "1", "1": "0", "2": "3", "3": "2"}},
+                                                             "race": {"b": {"1": "2", "2": "1"}}}
+    with pytest.raises(ConfigError, match="attribute:column=a/b"):
+        parse_couple_text("sex=Husband/Wife")
+
+
+def test_domain_round_trips_its_couplings():
+    dom = toy_domain().with_couplings(TOY_COUPLE)
+    back = Domain.from_dict(dom.to_dict())
+    assert back.couplings == dom.couplings and back.coupled_columns == (4,)
+    assert parse_couplings(False, dom.features) == ()
+
+
+# ------------------------------------------------------------------ census
+@pytest.fixture(scope="module")
+def home():
+    return real_data_home_or_skip()
+
+
+def test_census_couples_relationship_to_sex_by_default_and_can_turn_it_off(home):
+    census = load_dataset("census", protected="sex", data_home=home)
+    assert census.domain.describe_couplings() == ["sex -> relationship: Husband <-> Wife"]
+    rel = census.domain.index("relationship")
+    husband = census.X[census.X[:, rel] == 2][:5]
+    np.testing.assert_array_equal(census.domain.counterparts(husband)[:, 0, rel], 0)  # Female: Wife
+    assert load_dataset("census", protected="sex", data_home=home, couple=False).domain.couplings == ()
+    assert load_dataset("census", protected="age", data_home=home).domain.coupled_columns == ()
+
+
+def test_census_rare_pairs_are_the_husband_wife_rules(home):
+    census = load_dataset("census", protected="sex", data_home=home, couple=False)
+    rules = [r["constraint"] for r in census.domain.rare_pairs()]
+    assert rules == ["sex=Female excludes relationship=Husband", "sex=Male excludes relationship=Wife"]
+    from chiralfair.plausibility import suggested_couplings
+    assert suggested_couplings(census.domain.rare_pairs(), census.domain) == ["sex:relationship=Husband/Wife"]
