@@ -172,3 +172,23 @@ def test_assert_individually_fair_takes_a_model_object_and_a_dataset():
     data = toy_dataset(300, biased=False)
     assert assert_individually_fair(fair_module(), data, max_share=0.01, protected="sex", favourable=1,
                                     test_size=0.5).passed
+
+
+def test_check_writes_a_valid_cyclonedx_card_and_a_skops_card_of_the_model_file(own, tmp_path):
+    from test_model_card import validate
+
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json")
+    assert res.exit_code == 1, res.output
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert validate(card) == []
+    assert card["considerations"]["technicalLimitations"][0].startswith("fairness gate: fail")
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "README.md")
+    assert res.exit_code == 1, res.output
+    text = (tmp_path / "README.md").read_text()
+    assert "Individual fairness (chiralfair)" in text and "sex=f" in text and "LogisticRegression" in text
+
+
+def test_a_skops_card_of_a_benchmark_zoo_model_is_refused_with_exit_3(tmp_path):
+    res = runner.invoke(app, ["check", "--dataset", "census", "--model", "lr", "--protected", "sex", "--max-share",
+                              "0.5", "--model-card", str(tmp_path / "README.md")])
+    assert res.exit_code == 3 and "describes an sklearn model" in res.output

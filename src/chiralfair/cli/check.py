@@ -140,7 +140,7 @@ def _decide(max_share, dataset, protected, model, confidence, population, margin
               "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold"), code=REFUSED):
         check_protected_given(protected, name="--protected")
-        check_model_card_path(model_card)
+        check_model_card_path(model_card, model_file=model if data is not None else None)
         counterparts = counterpart_options(couple, constraint)
         if not 0 <= max_share <= 1:
             raise ConfigError(f"--max-share must lie in [0, 1], got {max_share}")

@@ -79,7 +79,7 @@ def estimate(
               "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         check_protected_given(protected, name="--protected")
-        check_model_card_path(model_card)
+        check_model_card_path(model_card, model_file=model if data is not None else None)
         counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, bins=bins, schema=schema, test=test,

@@ -83,7 +83,7 @@ def run(
 
     with refusals():
         check_protected_given(protected, name="--protected")
-        check_model_card_path(model_card)
+        check_model_card_path(model_card, model_file=model if data is not None else None)
         counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, favourable=favourable, bins=bins,

@@ -13,13 +13,20 @@ from pathlib import Path
 from ..exceptions import ConfigError
 
 
-def check_model_card_path(path: str | os.PathLike | None) -> None:
+def check_model_card_path(path: str | os.PathLike | None, *, model_file=True) -> None:
     """Refuse a model card file of an unknown kind before any work (light: no heavy import).
+
+    Parameters
+    ----------
+    path : path or None
+    model_file : path, bool or None
+        The model file a skops card (``.md``) would describe; None: there is none (a benchmark's zoo model), so a
+        ``.md`` card is refused. True (default): not known yet.
 
     Raises
     ------
     ConfigError
-        Naming the file and the suffixes taken (``.json``, ``.md``).
+        Naming the file and the suffixes taken (``.json``, ``.md``), or a ``.md`` card without a model file.
     """
     if path is None:
         return
@@ -27,6 +34,10 @@ def check_model_card_path(path: str | os.PathLike | None) -> None:
     if suffix not in (".json", ".md"):
         raise ConfigError(f"model card {str(path)!r}: use a .json file (a CycloneDX modelCard) or a .md file (a skops "
                           f"model card of an sklearn model), not {Path(path).suffix or 'no suffix'!r}")
+    if suffix == ".md" and model_file is None:
+        raise ConfigError(f"a skops model card ({Path(path).name}) describes an sklearn model, and a zoo model is not "
+                          "a file; write the CycloneDX card instead (a .json file), or give your sklearn model "
+                          "(--data with --model FILE.skops)")
 
 
 def write_model_card(subject, path: str | os.PathLike, *, model=None, trust_model_file: bool = False) -> Path:
