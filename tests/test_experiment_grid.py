@@ -19,7 +19,7 @@ from chiralfair._deadline import check_deadline, time_limit
 from chiralfair.cli import app
 from chiralfair.exceptions import GridError, RunFolderError, TimeLimitError
 from chiralfair.experiments import tasks
-from chiralfair.experiments.cells import cell_folder, cell_key
+from chiralfair.experiments.cells import cell_folder, cell_key, read_json
 from chiralfair.experiments.execution import GridInterrupted, grid_status, run_grid
 from chiralfair.experiments.grid import load_grid
 from chiralfair.experiments.tables import grid_frame, grid_table, seed_ratios, without_timings, write_tables
@@ -236,6 +236,54 @@ def test_a_cell_killed_mid_way_is_missing_and_runs_again(tmp_path, data_home):
     assert not list(folder.glob(".*.tmp"))
 
 
+DAMAGES = {"empty": b"", "cut in half": None, "not JSON": b"\x00\x01 garbage", "a list": b"[1, 2]"}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_damaged_result_or_error_file_is_a_missing_cell_named_in_status_and_run_again(tmp_path, data_home, damage):
+    # Issue 20 F11: an empty or half-written result.json counted as done; a re-run ran 0 cells and the table
+    # failed with a raw JSONDecodeError naming no file.
+    grid = small_grid(repeats=1, axes={"seeds": ["random", "rows"], "generators": ["aequitas"]})
+    out = tmp_path / "out"
+    first = run(grid, out, tmp_path / "cache", data_home)
+    damaged_key, failed_key = first.ran[0], first.ran[1]
+    result = cell_folder(out, damaged_key) / "result.json"
+    whole = result.read_bytes()
+    result.write_bytes(DAMAGES[damage] if DAMAGES[damage] is not None else whole[:len(whole) // 2])
+    other = cell_folder(out, failed_key)
+    (other / "result.json").unlink()
+    (other / "error.json").write_bytes(b'{"type": "Value')  # a failure record cut short
+    status = grid_status(out)
+    assert status.done == () and set(status.missing) == {damaged_key, failed_key} and status.failed == ()
+    assert status.damaged[damaged_key].startswith("result.json ") and status.damaged[failed_key].startswith(
+        "error.json is not valid JSON")
+    cli = CliRunner().invoke(app, ["experiment", "status", str(out)])
+    assert cli.exit_code == 0 and "0 done, 0 failed, 2 missing" in cli.output
+    assert f"damaged {damaged_key}" in cli.output and "counted as missing" in cli.output
+    with pytest.raises(RunFolderError, match=r"result\.json' (is empty|is not valid JSON|holds a list)"):
+        read_json(result)
+    table = CliRunner().invoke(app, ["experiment", "table", str(out)])
+    assert "JSONDecodeError" not in table.output
+    again = run(grid, out, tmp_path / "cache", data_home)
+    assert set(again.ran) == {damaged_key, failed_key} and set(again.status.done) == set(first.ran)
+    assert again.status.damaged == {} and json.loads(result.read_text())["figures"]
+
+
+def test_a_damaged_shared_seed_selection_is_selected_again(tmp_path, data_home, caplog):
+    grid = small_grid(repeats=1, axes={"seeds": ["random"], "generators": ["aequitas", "sg"]})
+    out = tmp_path / "out"
+    first = run(grid, out, tmp_path / "cache", data_home)
+    (stored,) = (out / "shared" / "seeds").glob("*.json")
+    text = stored.read_text()
+    stored.write_text(text[:len(text) // 3])
+    (cell_folder(out, first.ran[1]) / "result.json").unlink()
+    with caplog.at_level("WARNING", logger="chiralfair.experiments.tasks"):
+        again = run(grid, out, tmp_path / "cache", data_home)
+    assert again.failed == () and again.ran == (first.ran[1],)
+    assert any("is damaged" in r.getMessage() and str(stored) in r.getMessage() for r in caplog.records)
+    assert json.loads(stored.read_text())["seeds"] == json.loads(text)["seeds"]  # the same selection, whole
+
+
 def test_a_failing_cell_is_recorded_and_the_grid_goes_on(tmp_path, data_home, monkeypatch):
     search = tasks.TASKS["search"]
 
@@ -301,7 +349,7 @@ def test_the_cells_log_at_the_level_the_caller_asks(tmp_path, data_home, caplog)
     grid = small_grid(repeats=1, axes={"seeds": ["iandd"], "generators": ["aequitas"]})
     with caplog.at_level(logging.INFO, logger="chiralfair"):
         run(grid, tmp_path / "loud", tmp_path / "cache", data_home)
-    assert any(r.levelno == logging.WARNING and r.name.startswith("chiralfair.seeds") for r in caplog.records)
+    assert any(r.levelno == logging.INFO and r.name.startswith("chiralfair.seeds") for r in caplog.records)
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="chiralfair"):
         run(grid, tmp_path / "quiet", tmp_path / "cache", data_home, log_level=logging.ERROR)

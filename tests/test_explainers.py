@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 import shap
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from toys import toy_dataset
 
 from chiralfair.exceptions import ConfigError
 from chiralfair.models import as_model
-from chiralfair.models.dnn import PaperDNN
+from chiralfair.models.dnn import PaperDNN, train_dnn
 from chiralfair.seeds import make_seed_strategy
 from chiralfair.seeds.explainers import (
     expand_weighted,
@@ -182,8 +184,142 @@ class _FunctionalSigmoid(torch.nn.Module):
 
 def test_deep_refuses_a_module_whose_attributions_do_not_add_up(data):
     inner = _mlp()[:-1]  # the logits; torch.sigmoid is not hooked by DeepExplainer
-    with pytest.raises(ConfigError, match="do not sum to f\\(x\\) - E f\\(background\\)"):
+    with pytest.raises(ConfigError, match="do not sum to P\\(positive \\| x\\) - E P\\(positive \\| background\\)"):
         explain(as_model(_FunctionalSigmoid(inner)), data.X[:30].astype(float), data.X[50:70].astype(float),
+                np.random.default_rng(0), explainer="deep")
+
+
+# ------------------------------------------------ deep: every output convention, and the user's module untouched
+def _logit_net(seed: int, d: int = 5, dtype=torch.float64):
+    """Linear-ReLU-Linear with one logit column, random weights from ``seed``."""
+    g = torch.Generator().manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(d, 7), torch.nn.ReLU(), torch.nn.Linear(7, 1)).to(dtype)
+    with torch.no_grad():
+        for layer in (net[0], net[2]):
+            layer.weight.copy_(torch.randn(layer.weight.shape, generator=g, dtype=dtype) * 0.5)
+            layer.bias.copy_(torch.randn(layer.bias.shape, generator=g, dtype=dtype) * 0.3)
+    return net.eval()
+
+
+class _Squeezed(torch.nn.Module):
+    """Output shape (n,) instead of (n, 1)."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return self.net(x)[:, 0]
+
+
+def _two_columns(last: torch.nn.Linear, shift: float) -> torch.nn.Linear:
+    """Two logits (z0, z1) with z1 - z0 = the one-column logit of ``last``; z0 an arbitrary shifted copy."""
+    two = torch.nn.Linear(last.in_features, 2).to(last.weight.dtype)
+    with torch.no_grad():
+        two.weight.copy_(torch.cat([last.weight * shift, last.weight * (1 + shift)]))
+        two.bias.copy_(torch.cat([last.bias * shift + 0.7, last.bias * (1 + shift) + 0.7]))
+    return two
+
+
+def _convention(name: str, net: torch.nn.Sequential):
+    """The P(y=1) of the logit network ``net`` (ending in a one-column Linear) in each output convention."""
+    body, last = net[:-1], net[-1]
+    two = _two_columns(last, shift=0.3)
+    return {
+        "logit (n, 1)": (net, "logit"),
+        "logit (n,)": (_Squeezed(net), "logit"),
+        "sigmoid (n, 1)": (torch.nn.Sequential(body, last, torch.nn.Sigmoid()), "probability"),
+        "sigmoid (n,)": (_Squeezed(torch.nn.Sequential(body, last, torch.nn.Sigmoid())), "probability"),
+        "two logits": (torch.nn.Sequential(body, two), "logit"),
+        "softmax": (torch.nn.Sequential(body, two, torch.nn.Softmax(dim=1)), "probability"),
+    }[name]
+
+
+CONVENTIONS = ["logit (n, 1)", "logit (n,)", "sigmoid (n, 1)", "sigmoid (n,)", "two logits", "softmax"]
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), name=st.sampled_from(CONVENTIONS),
+       dtype=st.sampled_from([torch.float32, torch.float64]), positive=st.sampled_from([0, 1]))
+def test_deep_explains_p_positive_of_every_output_convention_and_adds_up(data, seed, name, dtype, positive):
+    # Issue 20 A1/A2: two output columns crashed with a raw torch RuntimeError (shape '[100, 200]' is invalid);
+    # a one-column logit network was refused with a wrong diagnosis (logit attributions vs probabilities).
+    X, background = data.X[:12].astype(float), data.X[40:52].astype(float)
+    module, output = _convention(name, _logit_net(seed, dtype=dtype))
+    model = as_model(module, output=output, classes=[0, 1], positive_class=positive)
+    values, used = explain(model, X, background, np.random.default_rng(0), explainer="deep")
+    assert used == "deep"
+    expected = model.predict_proba(X)[:, 1] - model.predict_proba(background)[:, 1].mean()
+    np.testing.assert_allclose(values.sum(axis=1), expected, atol=1e-4 if dtype == torch.float32 else 1e-9)
+    # every convention of one function is one explanation: that of the logit network in float64
+    reference_net = _logit_net(seed, dtype=dtype).double()
+    reference, _ = explain(as_model(reference_net, output="logit", classes=[0, 1], positive_class=positive), X,
+                           background, np.random.default_rng(0), explainer="deep")
+    # float32 DeepLIFT divides by small input differences (rescale rule): up to 1.3e-4 from float64 was seen
+    np.testing.assert_allclose(values, reference, atol=1e-3 if dtype == torch.float32 else 1e-9)
+
+
+def _module_state(module: torch.nn.Module) -> dict:
+    """Everything explaining could change: state_dict (keys and bits), parameters, buffers, hooks, attributes."""
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    return {"state": {k: v.detach().clone() for k, v in module.state_dict().items()},
+            "parameters": [n for n, _ in module.named_parameters()],
+            "buffers": [n for n, _ in module.named_buffers()],
+            "hooks": {n: [len(getattr(m, h)) for h in hooks] for n, m in module.named_modules()},
+            "attributes": {n: sorted(vars(m)) for n, m in module.named_modules()},
+            "training": {n: m.training for n, m in module.named_modules()}}
+
+
+def _assert_same_state(before: dict, after: dict) -> None:
+    assert {k: v for k, v in before.items() if k != "state"} == {k: v for k, v in after.items() if k != "state"}
+    assert before["state"].keys() == after["state"].keys()
+    assert all(torch.equal(before["state"][k], after["state"][k]) for k in before["state"])
+
+
+@pytest.mark.parametrize("which", ["paper dnn", "softmax", "logit"])
+def test_explaining_and_iandd_never_change_the_model_under_test(data, which):
+    # Issue 20 A3: shap.DeepExplainer left its saved tensors on the user's module as nn.Parameters (the zoo DNN
+    # gained 10), so a fine-tuned model.pt held them and a fresh PaperDNN refused to load it.
+    trainer = _mlp_trainer
+    if which == "paper dnn":  # trained: the toy labels depend on sex, so the chiral model disagrees somewhere
+        module, output = train_dnn(data.X, data.y, epochs=5, random_state=0), "probability"
+
+        def trainer(X, y, random_state):
+            return train_dnn(X, y, epochs=5, random_state=random_state)
+    else:
+        module, output = _convention("softmax" if which == "softmax" else "logit (n, 1)", _mlp()[:-1])
+    model = as_model(module, output=output)
+    before = _module_state(module)
+    explain(model, data.X[:20].astype(float), data.X[50:60].astype(float), np.random.default_rng(0),
+            explainer="deep")
+    _assert_same_state(before, _module_state(module))
+    report = make_seed_strategy("iandd", chiral_trainer=trainer, min_samples=3).select(
+        model, data, 30, random_state=0)
+    assert report.clustering["explainer"] == "deep" and report.clustering["n_explained"] > 0
+    _assert_same_state(before, _module_state(module))
+    if which == "paper dnn":
+        fresh = PaperDNN(data.X.shape[1])
+        fresh.load_state_dict(module.state_dict())  # strict: no key was added
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_iandd_auto_explains_a_two_output_network_by_deep(data, dtype):
+    # Issue 20 A1 with make_seed_strategy("iandd") and explainer="auto".
+    module, output = _convention("softmax", _mlp()[:-1].to(dtype))
+    report = make_seed_strategy("iandd", chiral_trainer=_mlp_trainer, min_samples=3).select(
+        as_model(module, output=output), data, 30, random_state=0)
+    assert report.clustering["explainer"] == "deep" and report.clustering["n_explained"] > 0
+
+
+def test_iandd_auto_falls_back_to_integrated_gradients_for_a_torchscript_module(data, caplog):
+    scripted = torch.jit.script(_mlp())
+    with caplog.at_level("WARNING", logger="chiralfair.seeds.iandd"):
+        report = make_seed_strategy("iandd", chiral_trainer=_mlp_trainer, min_samples=3).select(
+            as_model(scripted), data, 30, random_state=0)
+    assert report.clustering["explainer"] == "integrated_gradients" and report.clustering["n_explained"] > 0
+    assert any("register_forward_hook is not supported on ScriptModules" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ConfigError, match="shap.DeepExplainer cannot explain model"):
+        explain(as_model(scripted), data.X[:5].astype(float), data.X[50:60].astype(float),
                 np.random.default_rng(0), explainer="deep")
 
 

@@ -19,7 +19,7 @@ from toys import (
 )
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
-from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError
+from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError, ModelInputError
 from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.models import as_model
 from chiralfair.results import SearchResult, SeedReport
@@ -363,6 +363,34 @@ def test_undeclared_ambiguous_language_is_refused_naming_the_fix(name, case):
     domain = toy_domain()
     with pytest.raises(ChiralfairError, match=fix):
         make_generator(name, **BUDGET).run(make(), domain, seeds_for(domain), random_state=0)
+
+
+class _Refuses(torch.nn.Module):
+    """The biased toy, raising the kind of error an encoder raises for a value it never saw (issue 20, B5)."""
+
+    def __init__(self, column, value):
+        super().__init__()
+        self.column, self.value, self.toy = column, value, biased_module()
+
+    def forward(self, x):
+        if (x[:, self.column] == self.value).any():
+            raise ValueError(f"Found unknown categories [{self.value}] in column 0 during transform")
+        return self.toy(x)
+
+
+@pytest.mark.parametrize("column, value, words", [
+    (1, 2, "refuses protected attribute 'race' value 'C'.*restrict_to_accepted_values"),
+    (4, 4, r"refuses column 'c' value '4' \(code 4; a generator may propose any code in the column's bounds "
+           r"\[0, 4\]\).*check_model_accepts_values"),
+], ids=["protected", "non-protected"])
+def test_a_model_refusing_a_value_is_a_clear_error_naming_the_feature_and_the_value(name, column, value, words):
+    # Issue 20 B5: on the step-by-step API a value the model's encoder never saw gave sklearn's raw "Found
+    # unknown categories" from deep inside the search.
+    domain = toy_domain(("sex", "race"))
+    with pytest.raises(ModelInputError, match=words) as err:
+        make_generator(name, **BUDGET).run(as_model(_Refuses(column, value)), domain, seeds_for(domain),
+                                           random_state=0)
+    assert "Found unknown categories" in str(err.value) and err.value.column == column and err.value.code == value
 
 
 def test_static_name_table_matches_the_registry():

@@ -149,3 +149,73 @@ def test_damaged_onnx_file(tmp_path):
     path.write_bytes(b"not onnx")
     with pytest.raises(ModelFileError, match="not a readable ONNX model"):
         load_model_file(path)
+
+
+# ------------------------------------------------------- label conventions of every file kind (issue 20, C)
+LABELS = {"strings": (">50K", "<=50K"), "one and two": (2, 1)}
+
+
+def _frame_and_pipeline(labels):
+    """A raw frame (string and numeric columns) and an sklearn pipeline fitted on it with the given labels."""
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    rng = np.random.default_rng(0)
+    n = 300
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "race": rng.choice(["a", "b", "c"], n),
+                       "age": rng.integers(18, 80, n).astype(np.float32),
+                       "hours": rng.integers(20, 60, n).astype(np.float32)})
+    positive = ((df["sex"] == "m") & (df["hours"] > 38)) | (df["hours"] > 50)
+    df["y"] = np.where(positive, labels[0], labels[1])
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "race"]),
+                             ("num", StandardScaler(), ["age", "hours"])])
+    pipe = Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(df.drop(columns="y"), df["y"])
+    return df, pipe
+
+
+def _write(kind, pipe, frame, path):
+    if kind == "onnx":
+        from skl2onnx import to_onnx
+        model = to_onnx(pipe, frame.drop(columns="y")[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+        path.write_bytes(model.SerializeToString())
+    elif kind == "skops":
+        import skops.io as sio
+        sio.dump(pipe, path)
+    else:
+        import joblib
+        joblib.dump(pipe, path)
+    return path
+
+
+@pytest.mark.parametrize("labels", list(LABELS))
+@pytest.mark.parametrize("kind, suffix", [("onnx", ".onnx"), ("skops", ".skops"), ("joblib", ".joblib")])
+def test_a_model_file_with_other_labels_takes_its_classes_from_the_file(tmp_path, kind, suffix, labels):
+    # Issue 20 C: an ONNX file converted by skl2onnx (string inputs, ZipMap probabilities) with labels
+    # ">50K"/"<=50K" or {1, 2} was refused: "positive_class='>50K' is not one of the classes [0, 1]".
+    import chiralfair
+
+    positive, negative = LABELS[labels]
+    frame, pipe = _frame_and_pipeline(LABELS[labels])
+    path = _write(kind, pipe, frame, tmp_path / f"model{suffix}")
+    loaded = load_model_file(path, trust=kind == "joblib")
+    assert list(loaded.classes_) == list(pipe.classes_)  # read from the file, before any call
+    result = chiralfair.audit(path, frame, label="y", positive_class=positive, protected=["sex"],
+                              seeds="cluster", max_global=20, max_local=5, trust_model_file=kind == "joblib")
+    assert result.n_idis > 0
+    r, dataset = result.outcome.result, result.dataset
+    own = pipe.predict(dataset.to_frame(r.idis)) == positive
+    other = pipe.predict(dataset.to_frame(r.counterparts)) == positive
+    assert (own != other).all() and (own.astype(int) == r.idi_labels).all()
+    model = as_model(loaded, positive_class=positive, to_frame=dataset.to_frame)
+    probability = pipe.predict_proba(dataset.to_frame(dataset.X))[:, list(pipe.classes_).index(positive)]
+    np.testing.assert_allclose(model.predict_proba(dataset.X)[:, 1], probability, atol=1e-5)
+
+
+def test_an_onnx_file_without_stored_labels_has_the_classes_of_a_torch_module(tmp_path):
+    from chiralfair.models.files import stored_classes
+
+    path = _onnx_logistic(tmp_path / "lr.onnx", [1.0, 1.0, 0.0, 0.0], -4.5, outputs="two")
+    assert stored_classes(path) is None and list(load_model_file(path).classes_) == [0, 1]

@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import GradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
@@ -398,3 +400,42 @@ def test_nan_outputs_are_refused_as_nan_not_as_logits(output):
     model = as_model(half_nan, output=output)
     with pytest.raises(ModelOutputError, match=r"NaN or infinite values for 2 of 4 rows \(first: row 0\)"):
         model.predict(np.zeros((4, 5)))
+
+
+# ------------------------------------------------ issue 20: output shapes x labels, probabilities, logits
+def _outputs(p: np.ndarray, shape: str, kind: str, classes: tuple) -> np.ndarray:
+    """P(classes[1]) = p written as a model of ``kind`` with output ``shape`` would return it."""
+    logit = np.log(p) - np.log1p(-p)
+    if kind == "label":
+        out = np.where(p > 0.5, classes[1], classes[0])
+    elif kind == "probability":
+        out = np.column_stack([1 - p, p]) if shape == "(n, 2)" else p
+    else:  # two logits whose difference is the logit, shifted by an arbitrary constant
+        out = np.column_stack([np.full_like(p, 0.3), logit + 0.3]) if shape == "(n, 2)" else logit
+    if kind == "label" and shape == "(n, 2)":
+        return np.column_stack([1 - p, p])  # class probabilities where labels were declared: refused below
+    return out[:, None] if shape == "(n, 1)" else out
+
+
+@given(p=st.lists(st.floats(0.01, 0.99).filter(lambda v: abs(v - 0.5) > 1e-6), min_size=1, max_size=40),
+       shape=st.sampled_from(["(n,)", "(n, 1)", "(n, 2)"]), kind=st.sampled_from(["label", "probability", "logit"]),
+       classes=st.sampled_from([(0, 1), (1, 2), ("<=50K", ">50K"), (False, True), (-1, 1)]),
+       positive_first=st.booleans())
+def test_every_output_shape_and_kind_gives_p_positive_and_labels_or_a_refusal_naming_the_fix(p, shape, kind, classes,
+                                                                                             positive_first):
+    p = np.asarray(p)
+    out = _outputs(p, shape, kind, classes)
+    positive = classes[0] if positive_first else classes[1]
+    model = as_model(lambda X: out[: len(X)], output=kind, classes=list(classes), positive_class=positive)
+    X = np.zeros((len(p), 3))
+    p_positive = 1 - p if positive_first else p
+    if kind == "label" and shape == "(n, 2)":
+        with pytest.raises(ModelOutputError, match="output='probability'"):
+            model.predict(X)
+        return
+    np.testing.assert_array_equal(model.predict(X), (p_positive > 0.5).astype(int))
+    if kind != "label":
+        np.testing.assert_allclose(model.predict_proba(X)[:, 1], p_positive, atol=1e-9)
+        labels, proba = model.predict_with_proba(X)
+        np.testing.assert_array_equal(labels, (p_positive > 0.5).astype(int))
+        np.testing.assert_allclose(proba, p_positive, atol=1e-9)

@@ -288,6 +288,25 @@ def test_cli_from_run_reuses_the_idis_and_refuses_another_protected_set(tmp_path
     assert res.exit_code == 2 and "tested protected attribute(s) sex, not age" in res.output
 
 
+@pytest.mark.slow  # trains the DNN and its chiral model on german (a few seconds)
+def test_cli_fine_tune_after_iandd_writes_a_small_model_pt_that_a_fresh_paper_dnn_loads(tmp_path):
+    # Issue 20 A3: explaining by DeepLIFT left shap's saved tensors on the zoo DNN as nn.Parameters; the fine-tuned
+    # model.pt was 103 MB and a fresh PaperDNN refused it (unexpected keys).
+    from chiralfair.models.dnn import PaperDNN
+
+    args = _real_args(tmp_path, "--mode", "fine-tune", "--share", "1.0", "--out", str(tmp_path / "o"))
+    args[args.index("--model") + 1] = "dnn"
+    args[args.index("--seeds") + 1] = "iandd"
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    (path,) = (tmp_path / "o").glob("model*.pt")  # TorchScript (models.files.save_model_file), one per method
+    state = torch.jit.load(str(path)).state_dict()
+    fresh = PaperDNN(state["input_mean"].shape[0])
+    fresh.load_state_dict(state)  # strict: no unexpected key
+    assert set(state) == set(fresh.state_dict())
+    assert path.stat().st_size < 100_000
+
+
 @pytest.mark.slow
 def test_cli_require_improvement_exits_non_zero_exactly_when_a_method_does_not_improve(tmp_path):
     out = tmp_path / "m"

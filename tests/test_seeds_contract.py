@@ -2,11 +2,13 @@
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 from sklearn.tree import DecisionTreeClassifier
 from toys import toy_dataset
 
+from chiralfair.exceptions import ModelInputError
 from chiralfair.models import as_model
 from chiralfair.oracle import DiscriminationCheck
 from chiralfair.results import SeedReport
@@ -78,6 +80,39 @@ def test_fair_model_gives_initialization_rate_zero(name, data, fair_pipeline):
 def test_biased_model_gives_positive_initialization_rate(name, data, biased_tree):
     report = make_seed_strategy(name).select(biased_tree, data, N_SEEDS, random_state=3)
     assert report.initialization_rate > 0.0
+
+
+class RefusesAt(BaseEstimator, ClassifierMixin):
+    """A tree whose predict fails, as an encoder does, on inputs holding ``value`` in ``column`` (fits anything)."""
+
+    def __init__(self, column=4, value=4):
+        self.column, self.value = column, value
+
+    def fit(self, X, y):
+        self.tree_ = DecisionTreeClassifier(random_state=0).fit(X, y)
+        self.classes_ = self.tree_.classes_
+        return self
+
+    def predict(self, X):
+        if (np.asarray(X)[:, self.column] == self.value).any():
+            raise ValueError(f"Found unknown categories [{self.value}] in column 0 during transform")
+        return self.tree_.predict(X)
+
+    def predict_proba(self, X):
+        self.predict(X)
+        return self.tree_.predict_proba(X)
+
+
+# expga explains by permutation SHAP first, whose numba code compiles on first use (20 s).
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "expga" else n for n in STRATEGIES])
+@pytest.mark.parametrize("column, value, words", [(0, 1, "refuses protected attribute 'sex' value 'Male'"),
+                                                  (4, 4, "refuses column 'c' value '4'")],
+                         ids=["protected", "non-protected"])
+def test_a_model_refusing_a_value_is_a_clear_error_naming_it(name, data, column, value, words):
+    # Issue 20 B5, for seed selection: every model call passes CountingModel, which names the value at fault.
+    model = RefusesAt(column, value).fit(data.X, data.y)
+    with pytest.raises(ModelInputError, match=words):
+        make_seed_strategy(name).select(model, data, N_SEEDS, random_state=0)
 
 
 def test_static_name_list_matches_the_registry():

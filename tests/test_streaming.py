@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from toys import biased_module, toy_domain
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
 from chiralfair.domain import Domain, Feature
+from chiralfair.exceptions import RunFolderError
 from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.generators.recorder import ObjectKeySet, SortedKeySet, key_set_for
 from chiralfair.models import as_model
@@ -321,3 +323,13 @@ def test_an_interrupted_search_keeps_the_pairs_found_so_far(tmp_path):
     pairs = pd.read_parquet(tmp_path / "idis.parquet")
     assert len(pairs) == kept and (pairs["prediction"] != pairs["prediction_counterpart"]).all()
     assert is_previous_run(tmp_path)
+
+
+def test_a_damaged_pair_part_is_refused_naming_the_part(tmp_path):
+    # Issue 20 F11 (the kind: every file a run writes): a part cut short gave pyarrow's raw ArrowInvalid.
+    _, streamed = toy_run("aequitas", sink=PairSink(tmp_path / "idis.parquet", rows_per_part=7))
+    parts = pair_parts(streamed.pairs_path)
+    assert len(parts) > 1
+    parts[1].write_bytes(parts[1].read_bytes()[:50])
+    with pytest.raises(RunFolderError, match=f"part '{re.escape(str(parts[1]))}' is damaged"):
+        read_pairs(streamed.pairs_path)

@@ -57,6 +57,24 @@ for call in (lambda: ModelSpec("dnn").fit(X, y), lambda: train_model(data, "dnn"
         assert "pip install torch==2.13.0" in str(err) and "'dnn'" in str(err), err
     else:
         raise AssertionError("the DNN trained without torch")
+import importlib
+
+# Importing a torch-only module says how to install torch (a MissingDependencyError is an ImportError), naming it.
+for name in ("chiralfair.models.dnn", "chiralfair.models.torch_adapter"):
+    try:
+        importlib.import_module(name)
+    except MissingDependencyError as err:
+        assert "pip install torch==2.13.0" in str(err) and name in str(err), err
+    else:
+        raise AssertionError(f"{name} imported without torch")
+from chiralfair.models.files import load_model_file
+open(sys.argv[1] + ".pt", "wb").close()
+try:
+    load_model_file(sys.argv[1] + ".pt")
+except MissingDependencyError as err:
+    assert "pip install torch==2.13.0" in str(err) and "TorchScript" in str(err), err
+else:
+    raise AssertionError("a TorchScript file loaded without torch")
 assert "torch" not in sys.modules
 print("OK")
 '''

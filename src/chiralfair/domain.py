@@ -357,7 +357,9 @@ class Domain:
             Declared PA domains, by attribute (display) name; override the observed ones. A single column's
             values are codes; a group's values are rows of codes, one per column. Without ``data`` or
             ``values`` a single column's domain is every integer in its bounds, and a group of 0/1 columns
-            is taken as one-hot (one row per column, with a 1 in that column).
+            is taken as one-hot (one row per column, with a 1 in that column). A declared value of a single
+            column outside the feature's bounds (measured on data that never holds it) widens the bounds to
+            include it, with a warning; a group's rows must lie inside its columns' bounds.
         groups : mapping of str to sequence of str, optional
             Named groups of columns: ``with_protected(["sex", "race"], groups={"race": ["race_A", "race_B",
             "race_C"]})`` is the same as ``with_protected({"sex": "sex", "race": [...]})``.
@@ -387,6 +389,9 @@ class Domain:
         DataWarning
             When ``data`` is given and several single protected columns look like one one-hot attribute
             (0/1 columns sharing a name prefix, exactly one 1 per row): the message names the group to declare.
+            When a declared single-column value lies outside its feature's bounds (they are widened), or ``data`` never
+            holds it (it is still a counterpart value; no data row, seed or group has it): the message names
+            the attribute and the values.
         """
         if missing_protected not in MISSING_POLICIES:
             raise ConfigError(f"missing_protected must be one of {MISSING_POLICIES}, got {missing_protected!r}")
@@ -398,9 +403,13 @@ class Domain:
         attributes = tuple(
             ProtectedAttribute(name, cols, self._attribute_values(name, cols, data, values, missing_protected))
             for name, cols in specs)
+        features = _widened_to_declared(self.features, [a for a in attributes if a.name in values and not a.is_group])
         if data is not None:
             warn_one_hot_columns(self, attributes, data)
-        return replace(self, protected=(), protected_values=(), attributes=attributes)
+            warn_unobserved_values(replace(self, features=features, protected=(), protected_values=(),
+                                           attributes=attributes), data,
+                                   only=[a.name for a in attributes if a.name in values])
+        return replace(self, features=features, protected=(), protected_values=(), attributes=attributes)
 
     def _attribute_specs(self, names, groups) -> list[tuple[str, tuple[int, ...]]]:
         """(display name, column indices) of each protected attribute named in ``names``."""
@@ -446,6 +455,27 @@ class Domain:
             return tuple(map(tuple, np.eye(len(cols), dtype=np.int64).tolist()))
         raise DomainError(f"protected attribute {name!r} groups the columns {[f.name for f in feats]}, which are "
                           "not all 0/1: give its valid rows as values={name: [[...], ...]} or pass data=")
+
+    def unobserved_protected_values(self, X) -> dict[str, list[str]]:
+        """Values of each PA that no row of ``X`` holds, as text (the PAs whose values all occur are left out).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+
+        Returns
+        -------
+        dict of str to list of str
+            Attribute name -> labels of its values absent from ``X``.
+        """
+        position = self.protected_value_index(X)
+        out = {}
+        for j, (a, labels) in enumerate(zip(self.attributes, self.protected_value_labels(), strict=True)):
+            seen = np.zeros(a.size, dtype=bool)
+            seen[position[:, j][position[:, j] >= 0]] = True
+            if not seen.all():
+                out[a.name] = [labels[i] for i in np.flatnonzero(~seen)]
+        return out
 
     def with_couplings(self, couple) -> Domain:
         """Return a copy whose couplings are ``couple`` (replacing the ones declared before).
@@ -1247,6 +1277,58 @@ def _one_hot_groups(domain: Domain, data: np.ndarray) -> dict[str, list[int]]:
         if len(cols) >= 2 and np.isin(block, (0, 1)).all() and (block.sum(axis=1) == 1).all():
             out[prefix] = cols
     return out
+
+
+def _widened_to_declared(features: tuple[Feature, ...], declared: Sequence[ProtectedAttribute]) -> tuple:
+    """The features, with bounds widened to every declared protected value outside them (with a warning).
+
+    Bounds are measured on the data; a value the caller declares but the data never holds (``values=[0, 1]``
+    on data holding only 1) is still a value of the attribute.
+    """
+    features = list(features)
+    for a in declared:
+        rows = a.value_array()
+        for j, c in enumerate(a.columns):
+            f = features[c]
+            lo, hi = min(f.lo, int(rows[:, j].min())), max(f.hi, int(rows[:, j].max()))
+            if (lo, hi) != (f.lo, f.hi):
+                outside = sorted({int(v) for v in rows[:, j] if not f.lo <= v <= f.hi})
+                message = (f"protected attribute {a.name!r}: declared values {outside} lie outside the bounds "
+                           f"[{f.lo}, {f.hi}] of feature {f.name!r} (measured on data that never holds them); the "
+                           f"bounds are widened to [{lo}, {hi}]")
+                logger.info(message)
+                warnings.warn(message, DataWarning, stacklevel=4)
+                features[c] = replace(f, lo=lo, hi=hi)
+    return tuple(features)
+
+
+def warn_unobserved_values(domain: Domain, data, *, only: Sequence[str] | None = None) -> dict[str, list[str]]:
+    """Warn about protected values that no row of ``data`` holds, and return them.
+
+    As :meth:`Domain.unobserved_protected_values`. Such a value is still tried as a counterpart, but no data row,
+    seed or group has it, and IDIs against it compare with inputs that do not occur.
+
+    Parameters
+    ----------
+    domain : Domain
+    data : array-like of int, shape (n_samples, n_features)
+    only : sequence of str, optional
+        Attribute names to check (default: all).
+
+    Warns
+    -----
+    DataWarning
+        Naming each attribute and its values.
+    """
+    absent = {k: v for k, v in domain.unobserved_protected_values(data).items() if only is None or k in only}
+    if absent:
+        shown = "; ".join(f"{name}: {', '.join(map(repr, values))}" for name, values in absent.items())
+        message = (f"declared protected values that the data never holds ({shown}): they are tried as counterparts, "
+                   "but no data row has them, so no seed or group does, and IDIs against them compare with inputs "
+                   "that do not occur")
+        logger.info(message)
+        warnings.warn(message, DataWarning, stacklevel=4)
+    return absent
 
 
 def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:

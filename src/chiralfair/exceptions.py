@@ -33,6 +33,29 @@ class ModelCapabilityError(ChiralfairError, TypeError):
     """A model lacks a capability that an algorithm needs (the message names the model and the method)."""
 
 
+class ModelInputError(ModelCapabilityError):
+    """The model under test fails on an input (e.g. a category its encoder never saw when it was fitted).
+
+    The message names the model, the column and the value at fault (when one column explains the failure), the
+    model's own error, and what to do.
+
+    Attributes
+    ----------
+    model_name : str
+    column : int or None
+        Index of the feature whose value the model refuses, when a single one does.
+    code : int or None
+        That feature's code in the input.
+    model_error : str
+        ``"ErrorType: first line of the model's message"``.
+    """
+
+    def __init__(self, message: str, *, model_name: str = "model", column: int | None = None,
+                 code: int | None = None, model_error: str = ""):
+        super().__init__(message)
+        self.model_name, self.column, self.code, self.model_error = model_name, column, code, model_error
+
+
 class ModelFileError(ChiralfairError, ValueError):
     """A model file cannot be loaded: missing, unsupported, untrusted, or not interpretable (names the file)."""
 

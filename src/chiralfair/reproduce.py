@@ -249,7 +249,11 @@ def with_retrain_details(frame, out: str | os.PathLike):
     fields = ("test_idi_lower", "test_idi_upper", "domain_idi_rate", "domain_idi_lower", "domain_idi_upper",
               "demographic_parity_difference", "equalized_odds_difference")
     records = []
+    from .experiments.cells import json_damage
+
     for path in sorted(Path(out).glob("cells/*/result.json")):
+        if json_damage(path) is not None:  # a damaged cell counts as missing (experiment status names it)
+            continue
         result = json.loads(path.read_text())
         if result.get("task") != "retrain":
             continue

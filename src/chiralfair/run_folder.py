@@ -414,15 +414,15 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
     Raises
     ------
     RunFolderError
-        If ``path`` holds no part file or a part lacks chiralfair's domain metadata.
+        If ``path`` holds no part file, a part is damaged (naming it), or a part lacks chiralfair's domain
+        metadata.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     parts = pair_parts(path)
     if not parts:
         raise RunFolderError(f"{str(path)!r} holds no Parquet part of IDI pairs")
-    table = pa.concat_tables([pq.read_table(p) for p in parts])
+    table = pa.concat_tables([_read_part(p) for p in parts])
     meta = table.schema.metadata or {}
     if DOMAIN_KEY not in meta:
         raise RunFolderError(f"{str(path)!r} was not written by chiralfair (no {DOMAIN_KEY.decode()} metadata)")
@@ -441,6 +441,17 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
             "phase": phase,
             "plausible": (table.column("plausible").to_numpy().astype(bool) if "plausible" in table.column_names
                           else None)}
+
+
+def _read_part(path: Path):
+    """One Parquet part; a damaged one (cut short by a kill mid-write, emptied) is refused naming it."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path)
+    except (OSError, ValueError) as err:  # pyarrow.ArrowInvalid is a ValueError
+        raise RunFolderError(f"IDI pair part {str(path)!r} is damaged ({type(err).__name__}: {str(err)[:200]}); "
+                             "remove it to read the other parts, or run the search again") from err
 
 
 def _codes(column, feature: Feature, n: int) -> np.ndarray:

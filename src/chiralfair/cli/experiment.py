@@ -133,7 +133,7 @@ def experiment_status(
     if json_out:
         typer.echo(json.dumps({"grid": status.grid.name, "n_cells": status.n_cells, "done": list(status.done),
                                "failed": list(status.failed), "missing": list(status.missing),
-                               "errors": status.errors}, indent=2))
+                               "errors": status.errors, "damaged": status.damaged}, indent=2))
         return
     _print_status(status)
 
@@ -145,6 +145,8 @@ def _print_status(status) -> None:
                f"{len(status.failed)} failed, {len(status.missing)} missing")
     for key in status.failed:
         typer.echo(f"  failed {key} ({describe(status.cells[key])}): {status.errors[key]}")
+    for key, why in status.damaged.items():
+        typer.echo(f"  damaged {key} ({describe(status.cells[key])}): {why}; counted as missing, runs again")
 
 
 @experiment_app.command("table")

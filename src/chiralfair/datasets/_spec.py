@@ -22,12 +22,15 @@ class Column:
     kind : {"categorical", "ordinal"}
     labels : mapping of int to str, optional
         Human-readable label of each code.
+    missing : int, optional
+        The code that stands for a missing value (NaN, None, ``"?"``), when the column has one.
     """
 
     name: str
     values: np.ndarray
     kind: Kind
     labels: Mapping[int, str] | None = None
+    missing: int | None = None
 
 
 @dataclass(frozen=True)

@@ -131,14 +131,72 @@ class Dataset:
         DomainError
             If a name is unknown (lists the valid names) or a protected attribute has one observed value, or a
             coupling or constraint names an unknown column or value.
+        DatasetError
+            For a dataset from :func:`~chiralfair.datasets.from_frame`: a protected attribute that is a number
+            with many values, neither binned nor given ``values`` (:mod:`chiralfair.datasets.protected`), or
+            that holds two spellings of one value.
+
+        Warns
+        -----
+        DataWarning
+            For a declared value that the data never holds (it is accepted, and the feature's bounds widened).
         """
+        from .protected import check_protected_columns
+
         domain = self.domain.with_protected(names, data=self.X, values=values, groups=groups,
                                             missing_protected=missing_protected)
+        check_protected_columns(domain, self.codec, self.X, declared=values)
         if couple is not None:
             domain = domain.with_couplings(couple)
         if constraints is not None:
             domain = domain.with_constraints(constraints, data=self.X)
         return replace(self, domain=domain)
+
+    def with_observed_values_only(self, names) -> Dataset:
+        """Re-encode integer columns so that they take only the values the data holds.
+
+        For a dataset from :func:`~chiralfair.datasets.from_frame`, an integer column's code is its value, so a
+        generator may propose any integer between the column's smallest and largest value, also one the data
+        never holds (the gaps in 1, 3, ..., 15). Here each named column gets the codes 0..k-1 of its k sorted
+        distinct values instead, labelled and decoded to those values, so that no input outside them exists in
+        the domain. Only the codes change: the frame a model is fed (:meth:`to_frame`) is the same.
+
+        Parameters
+        ----------
+        names : sequence of str
+            Non-protected features whose values are integers (codec ``"integer"``).
+
+        Returns
+        -------
+        Dataset
+
+        Raises
+        ------
+        DomainError
+            If a name is unknown, protected, not an integer column of a dataset from ``from_frame``, or named by
+            a constraint or coupling of the domain (whose rules compare its codes as values).
+        """
+        from .codec import ColumnCodec, FrameCodec
+
+        if self.codec is None:
+            raise DomainError(f"dataset {self.name!r} was not built by from_frame: its codes cannot be re-encoded")
+        X, features, columns = self.X.copy(), list(self.domain.features), list(self.codec.columns)
+        in_rules = columns_in_rules(self.domain)
+        for name in names:
+            j = self.domain.index(name)
+            if j in self.domain.protected or columns[j].how != "integer" or j in in_rules:
+                what = ("protected" if j in self.domain.protected else "not an integer column"
+                        if columns[j].how != "integer" else "named by a constraint or coupling (its codes are values)")
+                raise DomainError(f"feature {name!r} is {what}: only non-protected integer columns are re-encoded")
+            table, codes = np.unique(X[:, j], return_inverse=True)
+            X[:, j] = codes
+            features[j] = replace(features[j], lo=0, hi=len(table) - 1, labels={i: str(v) for i, v in
+                                                                               enumerate(table.tolist())})
+            columns[j] = ColumnCodec(columns[j].name, columns[j].dtype, "rank", table)
+        domain = replace(self.domain, features=tuple(features))
+        if domain.support is not None:  # measured on codes: measured again on the new ones
+            domain = domain.with_support(X)
+        return replace(self, X=X, domain=domain, codec=FrameCodec(tuple(columns)))
 
     def split(self, random_state: int = 0, *, test_size: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
         """Stratified train/test split of the row indices (paper §4.4: 60/40).
@@ -161,3 +219,12 @@ class Dataset:
         stratify = self.y if np.bincount(self.y).min() >= 2 else None
         train, test = train_test_split(idx, test_size=test_size, random_state=random_state, stratify=stratify)
         return np.sort(train), np.sort(test)
+
+
+def columns_in_rules(domain: Domain) -> set[int]:
+    """Indices of the features that the domain's constraints or couplings name."""
+    out = set()
+    for rule in domain.constraints:
+        out |= {int(c) for c in rule.columns()}
+    out |= {domain.index(c.column) for c in domain.couplings}
+    return out

@@ -11,6 +11,8 @@ string / object     the original value (the same Python object, e.g. ``"m"`` or 
                     column's own missing marker (``None`` or NaN, as first seen in the data)
 boolean             ``False`` / ``True``
 integer-valued      the code itself, in the column's dtype (``int64``, ``int32``, ``float64``, ...)
+beyond ±2**53       the value of rank ``code`` among the column's sorted distinct values, exactly (the codes are
+                    ranks because float64, the type models are called with, cannot hold such values exactly)
 binned numeric      the bin's **representative**: the lower median of the data values that fell in that bin
                     (an actual value of the column, so an integer column stays integer-valued; deterministic);
                     a bin no data row fell in gets the midpoint of its edges; the missing bin → NaN
@@ -30,7 +32,7 @@ import pandas as pd
 
 from ..exceptions import DomainError
 
-How = Literal["category", "integer", "bin"]
+How = Literal["category", "integer", "bin", "rank"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,7 +45,7 @@ class ColumnCodec:
         The original column label (not necessarily a string).
     dtype : numpy or pandas dtype
         The original column's dtype; decoded values are cast to it.
-    how : {"category", "integer", "bin"}
+    how : {"category", "integer", "bin", "rank"}
     table : numpy.ndarray, shape (n_codes,), optional
         Value of each code (``None`` for integer columns, whose code is the value). The missing code's value
         is the column's missing marker.
@@ -146,6 +148,11 @@ def category_codec(series: pd.Series, categories: list, has_missing: bool) -> Co
 def integer_codec(series: pd.Series) -> ColumnCodec:
     """Decoder of an integer-valued column: the code is the value."""
     return ColumnCodec(series.name, series.dtype, "integer")
+
+
+def rank_codec(series: pd.Series, values: np.ndarray) -> ColumnCodec:
+    """Decoder of an integer column coded by rank: code ``i`` is ``values[i]`` (sorted distinct values, exact)."""
+    return ColumnCodec(series.name, series.dtype, "rank", np.asarray(values))
 
 
 def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missing: bool) -> ColumnCodec:

@@ -13,8 +13,10 @@ from ..domain import Domain
 from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
-from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec
+from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec, rank_codec
 from .native import as_pandas
+from .protected import check_protected_columns
+from .values import alike_groups, is_missing_token, show_spelling, spelling_key
 
 MISSING_LABEL = "missing"
 
@@ -29,9 +31,19 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
 
     - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
       (a pandas categorical keeps its declared category order); a missing value (NaN, None) is a category of
-      its own, the next code, labelled ``"missing"`` (recorded as :attr:`Feature.missing`);
-    - integer columns are kept as they are;
+      its own, the next code, labelled ``"missing"`` (recorded as :attr:`Feature.missing`). Text that is
+      ``"?"`` once stripped (UCI Adult's ``" ?"``) is a missing value too when the column has no NaN: its code
+      is labelled ``"missing"`` and recorded as :attr:`Feature.missing`, and the model is still fed the text
+      itself. Values that differ only in Unicode normal form or whitespace (``"Zürich"`` composed and
+      decomposed, ``"Male"`` and ``" Male"``) stay apart (the model may tell them apart) with a warning; in a
+      protected attribute they are refused;
+    - integer columns are kept as they are (the code is the value), read without a detour through float64;
+      a column holding an integer beyond ±2**53 (which float64, the type models are called with, cannot
+      hold exactly) gets the codes 0..k-1 of its sorted distinct values instead, decoded to the exact values;
     - float columns must hold integer values only, or be listed in ``bins``;
+    - a numeric protected attribute with more than
+      :data:`~chiralfair.datasets.protected.MAX_NUMERIC_PROTECTED_VALUES` distinct values (an age in years)
+      must be given ``bins`` (or made categorical): the check would otherwise try every value as a category;
     - a column in ``bins`` is cut into intervals: ``bins[column]`` is a number of equal-width bins or a
       sequence of bin edges (values outside the edges are an error); missing values get a bin of their own.
 
@@ -86,7 +98,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         Naming the column (and the value or row) at fault: a missing label column or ``positive_class``, a
         missing label value, a non-integer float column without bins, missing values in an unbinned numeric
         column, a value outside the bin edges, ``bins`` naming an unknown column, two columns with the same
-        name as text, or ``protected`` naming the label column.
+        name as text, ``protected`` naming the label column, a protected attribute with two spellings of one
+        value, or a numeric protected attribute with many values and no bins.
     DomainError
         If a protected attribute is unknown (lists the valid names) or has one observed value.
 
@@ -95,7 +108,9 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     DataWarning
         (also logged) for a feature with a distinct value on every row (an identifier, at least
         ``ID_MIN_ROWS`` rows), a label column with values that differ only in spelling (``">50K"`` and
-        ``">50K."``; the message gives the counts), and one-hot-looking protected columns listed one by one.
+        ``">50K."``; the message gives the counts), a feature with values that differ only in Unicode normal
+        form or whitespace, a column with several missing markers (NaN and ``"?"``), and one-hot-looking
+        protected columns listed one by one.
     """
     df = as_pandas(df, what="df")
     if df.shape[0] == 0:
@@ -118,16 +133,18 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     encoded_columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c)) for c in features), strict=True)
     _warn_identifier_columns(df, features, bins)
     encoded = Encoded.from_columns(list(encoded_columns), y)
-    missing = {str(c): int(col.values[np.argmax(df[c].isna().to_numpy())])
-               for c, col in zip(features, encoded_columns, strict=True) if df[c].isna().any()}
+    missing = {col.name: int(col.missing) for col in encoded_columns if col.missing is not None}
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
+    codec = FrameCodec(tuple(codecs))
+    check_protected_columns(domain, codec, encoded.X)
+    _warn_alike_values(df, features, codec, domain)
     domain = domain.with_couplings(couple)
     if constraints:
         domain = domain.with_constraints(constraints, data=encoded.X)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
-                   positive_class=str(positive_class), sources={}, codec=FrameCodec(tuple(codecs)))
+                   positive_class=str(positive_class), sources={}, codec=codec)
 
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
@@ -203,9 +220,10 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
 
 
 def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
-    """Warn when label values differ only by case, surrounding spaces or a trailing dot (``">50K."``)."""
+    """Warn when label values differ only by case, whitespace, Unicode normal form or a trailing dot (``">50K."``)."""
     counts = series.value_counts(sort=False)
-    spelling = pd.Series([str(v).strip().rstrip(".").strip().casefold() for v in counts.index], index=counts.index)
+    spelling = pd.Series([spelling_key(str(v)).rstrip(".").strip().casefold() for v in counts.index],
+                         index=counts.index)
     clashes = [group for _, group in counts.groupby(spelling.to_numpy(), sort=True) if len(group) > 1]
     if not clashes:
         return
@@ -242,29 +260,58 @@ def _categorical(series: pd.Series, name: str, categories: list, *,
     codes = pd.Categorical(series, categories=categories).codes.astype(np.int64)
     labels = {i: str(c) for i, c in enumerate(categories)}
     missing = codes < 0
+    missing_code = None
     if missing.any():
-        codes[missing] = len(categories)
-        labels[len(categories)] = MISSING_LABEL
-    column = Column(name, codes, "ordinal" if ordered else "categorical", labels)
+        missing_code = len(categories)
+        codes[missing] = missing_code
+        labels[missing_code] = MISSING_LABEL
+    tokens = [i for i, c in enumerate(categories) if is_missing_token(c)]
+    if tokens and missing_code is None:
+        # The most frequent spelling of "?" is the missing value; the model is still fed that text (the codec).
+        missing_code = max(tokens, key=lambda i: int((codes == i).sum()))
+        labels[missing_code] = MISSING_LABEL
+    others = [i for i in tokens if i != missing_code]
+    if others:
+        shown = ", ".join(f"{show_spelling(categories[i])} ({int((codes == i).sum())} rows)" for i in others)
+        _data_warning(f"column {name!r} has several missing markers: {shown} besides the missing value "
+                      f"({int((codes == missing_code).sum())} rows); only that one is a missing value, the others "
+                      f"are categories of their own. Use one marker, e.g. df[{name!r}] = "
+                      f"df[{name!r}].replace({categories[others[0]]!r}, None)")
+    column = Column(name, codes, "ordinal" if ordered else "categorical", labels, missing_code)
     return column, category_codec(series, categories, bool(missing.any()))
 
 
+# Integers float64 holds exactly: models are called with float64 codes, so a code beyond this would change.
+EXACT_FLOAT_INTEGER = 2**53
+
+
 def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
-    values = series.to_numpy(dtype=float, na_value=np.nan)
-    missing = np.isnan(values)
+    """An integer-valued numeric column: the values as codes, or their ranks beyond ±2**53 (module docstring)."""
+    missing = series.isna().to_numpy()
     if missing.any():
         raise DatasetError(
             f"column {name!r} has a missing value at row {series.index[np.argmax(missing)]!r}; fill it, or "
             f"pass bins={{{name!r}: ...}} so that missing values get a bin of their own")
-    fractional = values != np.round(values)
-    if fractional.any() or not np.isfinite(values).all():
-        bad = fractional | ~np.isfinite(values)
-        row = int(np.argmax(bad))
-        raise DatasetError(
-            f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
-            f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
-            f"bins={{{name!r}: [edges...]}}, or round the column")
-    return Column(name, values.astype(np.int64), "ordinal"), integer_codec(series)
+    dtype = series.dtype
+    # Integer columns are read in their own integer type (never through float64, which rounds beyond 2**53).
+    values = series.to_numpy(dtype=getattr(dtype, "numpy_dtype", dtype))
+    if values.dtype.kind == "f":
+        fractional = ~np.isfinite(values) | (values != np.round(values))
+        if fractional.any():
+            row = int(np.argmax(fractional))
+            raise DatasetError(
+                f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
+                f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
+                f"bins={{{name!r}: [edges...]}}, or round the column")
+    low, high = values.min(), values.max()
+    if -EXACT_FLOAT_INTEGER <= low and high <= EXACT_FLOAT_INTEGER:
+        return Column(name, values.astype(np.int64), "ordinal"), integer_codec(series)
+    table, codes = np.unique(values, return_inverse=True)
+    logger.info("column %r holds integers beyond 2**53 (%s to %s), which float64 model inputs cannot hold exactly: "
+                "its codes are the ranks 0..%d of its %d distinct values, decoded to the exact values", name,
+                _show(low), _show(high), len(table) - 1, len(table))
+    labels = {i: str(v) for i, v in enumerate(table.tolist())}
+    return Column(name, codes.astype(np.int64), "ordinal", labels), rank_codec(series, table)
 
 
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
@@ -297,7 +344,29 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     codes = np.where(missing, n_bins, codes).astype(np.int64)
     if missing.any():
         labels[n_bins] = MISSING_LABEL
-    return Column(name, codes, "ordinal", labels), bin_codec(series, codes, edges, bool(missing.any()))
+    return (Column(name, codes, "ordinal", labels, n_bins if missing.any() else None),
+            bin_codec(series, codes, edges, bool(missing.any())))
+
+
+def _warn_alike_values(df: pd.DataFrame, features: list, codec: FrameCodec, domain: Domain) -> None:
+    """Warn about feature values that differ only in Unicode normal form or whitespace.
+
+    Protected attributes are refused instead (:func:`~chiralfair.datasets.protected.check_protected_columns`).
+    """
+    protected = {domain.features[c].name for c in domain.protected}
+    for column, column_codec in zip(features, codec.columns, strict=True):
+        if str(column) in protected or column_codec.how != "category":
+            continue
+        groups = alike_groups(column_codec.table)
+        if not groups:
+            continue
+        counts = df[column].value_counts(dropna=True)
+        shown = "; ".join(" and ".join(f"{show_spelling(v)} ({int(counts.get(v, 0))} rows)" for v in group)
+                          for group in groups)
+        _data_warning(f"column {str(column)!r} has values that differ only in Unicode normal form or whitespace: "
+                      f"{shown}. They stay separate categories (the model may have learnt them apart); if they are "
+                      f"one value, normalise the column first, e.g. df[{column!r}] = "
+                      f"df[{column!r}].str.normalize('NFC').str.strip()")
 
 
 def _show(value) -> str:

@@ -5,7 +5,10 @@ folder (``data_home``, ``cache_dir``) enter it, so a grid resumed after an upgra
 its cells; the versions go into each result's ``meta`` (:mod:`.manifest`). Every file of a cell folder is
 written whole or not at all (a temporary file, then ``os.replace``): ``cell.json`` (the config) when the cell
 starts, then ``result.json`` (success) or ``error.json`` (failure). A cell is done when its ``result.json``
-exists, failed when only its ``error.json`` does, and missing otherwise (never started, or killed mid-way).
+holds a JSON object, failed when only its ``error.json`` does, and missing otherwise (never started, killed
+mid-way, or **damaged**: a ``result.json`` or ``error.json`` that is empty, cut short or not valid JSON, as a crash
+mid-write on a file system without atomic rename, a full disk or a hand edit leave it). A damaged cell is run
+again like any missing cell, and :func:`cell_damage` says why it counts as missing.
 """
 
 from __future__ import annotations
@@ -128,12 +131,59 @@ def cell_folder(out: str | os.PathLike, key: str) -> Path:
 
 
 def cell_state(folder: Path) -> str:
-    """``"done"`` (result.json), ``"failed"`` (only error.json) or ``"missing"``."""
-    if (folder / RESULT_NAME).is_file():
+    """``"done"`` (a readable result.json), ``"failed"`` (only a readable error.json) or ``"missing"``.
+
+    A damaged ``result.json`` or ``error.json`` (:func:`json_damage`) makes the cell missing; :func:`cell_damage`
+    says which file and why.
+    """
+    if (folder / RESULT_NAME).is_file() and json_damage(folder / RESULT_NAME) is None:
         return "done"
-    if (folder / ERROR_NAME).is_file():
+    if (folder / RESULT_NAME).is_file():
+        return "missing"
+    if (folder / ERROR_NAME).is_file() and json_damage(folder / ERROR_NAME) is None:
         return "failed"
     return "missing"
+
+
+def cell_damage(folder: Path) -> str | None:
+    """Why the cell in ``folder`` counts as missing although it holds a result or an error, else None.
+
+    Returns
+    -------
+    str or None
+        ``"result.json is empty"``, ``"error.json is not valid JSON (...)"``, ...
+    """
+    for name in (RESULT_NAME, ERROR_NAME):
+        if (folder / name).is_file():
+            damage = json_damage(folder / name)
+            return None if damage is None else f"{name} {damage}"
+    return None
+
+
+def json_damage(path: Path) -> str | None:
+    """What is wrong with the JSON object file ``path``, or None when it reads as a JSON object.
+
+    Returns
+    -------
+    str or None
+        ``"is empty"``, ``"is not valid JSON (<decoder message>)"``, ``"is not UTF-8 text"``, ``"holds a
+        list, not a JSON object"`` or ``"cannot be read (<OS error>)"``.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return "is not UTF-8 text"
+    except OSError as err:
+        return f"cannot be read ({err.strerror or err})"
+    if not text.strip():
+        return "is empty"
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        return f"is not valid JSON ({err}; {len(text.encode())} bytes: cut short?)"
+    if not isinstance(value, dict):
+        return f"holds a {type(value).__name__}, not a JSON object"
+    return None
 
 
 def write_atomically(path: Path, data: bytes | str) -> None:
@@ -178,7 +228,20 @@ def fail_cell(folder: Path, err: BaseException, seconds: float) -> dict[str, Any
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``."""
+    """The JSON object in ``path``.
+
+    Raises
+    ------
+    RunFolderError
+        If the file is missing, empty, cut short or not a JSON object; the message names the file and says to
+        run the grid again (a damaged cell counts as missing).
+    """
+    from ..exceptions import RunFolderError
+
+    damage = json_damage(path) if path.is_file() else "does not exist"
+    if damage is not None:
+        raise RunFolderError(f"{str(path)!r} {damage}: its cell counts as missing; run the grid again "
+                             "(chiralfair experiment run) to redo it")
     return json.loads(path.read_text(encoding="utf-8"))
 
 

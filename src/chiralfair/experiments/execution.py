@@ -22,12 +22,12 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import RunFolderError
-from .cells import ERROR_NAME, Cell, cell_folder, cell_state, fail_cell, read_json, write_atomically
+from .cells import ERROR_NAME, Cell, cell_damage, cell_folder, cell_state, fail_cell, read_json, write_atomically
 from .grid import Grid, load_grid
 
 logger = logging.getLogger(__name__)
@@ -58,6 +58,9 @@ class GridStatus:
         Failed cell key -> ``"ErrorType: first line of the message"``.
     cells : dict of str to Cell
         Every cell by key.
+    damaged : dict of str to str
+        Missing cells whose ``result.json`` or ``error.json`` is damaged (empty, cut short, not JSON): key ->
+        why (``"result.json is empty"``). They run again like the other missing cells.
     """
 
     out: Path
@@ -67,6 +70,7 @@ class GridStatus:
     missing: tuple[str, ...]
     errors: dict[str, str]
     cells: dict[str, Cell]
+    damaged: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_cells(self) -> int:
@@ -444,13 +448,18 @@ def grid_status(out: str | os.PathLike, grid: Grid | None = None) -> GridStatus:
         grid = load_held_grid(out / GRID_NAME)
     cells = {cell.key: cell for cell in grid.cells()}
     states: dict[str, list[str]] = {"done": [], "failed": [], "missing": []}
-    errors = {}
+    errors, damaged = {}, {}
     for key in cells:
         folder = cell_folder(out, key)
         state = cell_state(folder)
         states[state].append(key)
         if state == "failed":
             record = read_json(folder / ERROR_NAME)
-            errors[key] = f"{record['type']}: {(record['message'].splitlines() or [''])[0]}"
+            errors[key] = f"{record.get('type', 'Error')}: {(str(record.get('message', '')).splitlines() or [''])[0]}"
+        elif state == "missing" and (damage := cell_damage(folder)) is not None:
+            damaged[key] = damage
+    if damaged:
+        logger.warning("%d cell(s) of %s are damaged and count as missing (first: %s: %s)", len(damaged), out,
+                       *next(iter(damaged.items())))
     return GridStatus(out=out, grid=grid, done=tuple(states["done"]), failed=tuple(states["failed"]),
-                      missing=tuple(states["missing"]), errors=errors, cells=cells)
+                      missing=tuple(states["missing"]), errors=errors, cells=cells, damaged=damaged)

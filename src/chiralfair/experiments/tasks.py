@@ -165,11 +165,22 @@ class SeedStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(self.path.parent / f".{self.path.name}.lock"):
             if self.path.is_file():
-                self.reused = True
-                return SeedReport.from_json(self.path.read_text(encoding="utf-8"))
+                stored = self._stored(SeedReport)
+                if stored is not None:
+                    self.reused = True
+                    return stored
             text = select().to_json()
             write_atomically(self.path, text)
         return SeedReport.from_json(text)
+
+    def _stored(self, report_class):
+        """The stored report, or None (with a warning naming the file) when the file is damaged: select anew."""
+        try:
+            return report_class.from_json(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as err:
+            logger.warning("shared seed selection %s is damaged (%s: %s); selecting the seeds again and replacing "
+                           "it", self.path, type(err).__name__, str(err)[:200])
+            return None
 
 
 def _run_config(cell: Cell, strategy: str, data_home, cache_dir):

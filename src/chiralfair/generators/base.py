@@ -11,8 +11,9 @@ import numpy as np
 from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..domain import Domain
-from ..exceptions import ConfigError, DomainError
+from ..exceptions import ConfigError, DomainError, ModelInputError
 from ..models.adapters import as_model
+from ..models.protocol import in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
 from ..run_folder import PairSink
 from .recorder import IDIRecorder
@@ -96,6 +97,9 @@ class Generator(ABC):
             If a seed lies outside the domain (names the column, value and bound) or there are no seeds.
         ModelCapabilityError
             If the generator needs gradients and the model has none.
+        ModelInputError
+            If the model fails on an input the search sends (e.g. a protected value its encoder never saw); the
+            message names the feature, the value, whether it is protected, and what to do.
         """
         model = as_model(model)
         if self.needs_gradient:
@@ -110,7 +114,13 @@ class Generator(ABC):
         X = domain.repair(X[: self.max_global])  # onto the domain's constraints, as every proposal (design §12)
         rng, random_state_described = resolve_random_state(random_state)
         recorder = IDIRecorder(model, domain, sink=sink)
-        notes = self._search(recorder, X, rng) or ()
+        try:
+            notes = self._search(recorder, X, rng) or ()
+        except ModelInputError as err:  # name the feature as the domain does, and whether it is protected
+            clear = in_domain_terms(err, domain)
+            if clear is err:
+                raise
+            raise clear from err
         meta = base_meta(params=self.params, random_state=random_state_described,
                          model=model.name, protected=domain.protected_names)
         return recorder.result(generator=self.name, seed_strategy=seed_strategy, n_seeds=len(X),

@@ -85,6 +85,43 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
                               "classes= and to_frame= when wrapping the model itself")
         return obj
     check_output(output)
+    model = _wrap(obj, name=name, batch_size=batch_size, output=output, positive_class=positive_class,
+                  classes=classes, to_frame=to_frame)
+    model.wrapping = (obj, {"name": name, "batch_size": batch_size, "output": output,
+                            "positive_class": positive_class, "classes": classes, "to_frame": to_frame})
+    return model
+
+
+def rewrapped(model: CountingModel, **changes) -> CountingModel:
+    """The model wrapped again by :func:`as_model` with some declarations changed (e.g. a new ``to_frame``).
+
+    Parameters
+    ----------
+    model : CountingModel
+        Made by :func:`as_model`.
+    **changes
+        Keyword arguments of :func:`as_model` to change.
+
+    Returns
+    -------
+    CountingModel
+        A new wrapper of the same model object (its query counters at zero); ``spec`` is kept.
+
+    Raises
+    ------
+    ConfigError
+        If ``model`` was not made by :func:`as_model`.
+    """
+    wrapping = getattr(model, "wrapping", None)
+    if wrapping is None:
+        raise ConfigError(f"model {model.name!r} was not wrapped by as_model, so it cannot be wrapped again")
+    obj, kwargs = wrapping
+    again = as_model(obj, **{**kwargs, **changes})
+    again.spec = model.spec
+    return again
+
+
+def _wrap(obj, *, name, batch_size, output, positive_class, classes, to_frame) -> CountingModel:
     if _is_torch_module(obj):
         if to_frame is not None:
             raise ConfigError("to_frame= applies to sklearn estimators and callables; a torch module takes the "

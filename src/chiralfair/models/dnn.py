@@ -32,13 +32,16 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import torch
-import torch.nn.functional as F  # noqa: N812 - the torch convention
 
 from .._random import RandomState, as_generator, derive_seed
 from .._validation import check_float, check_int, check_training_data
 from ..exceptions import ConfigError
+from ._torch import require_torch
 from .threads import single_intra_op_thread
+
+# Without torch, importing this module raises MissingDependencyError (an ImportError) saying how to install it.
+torch = require_torch("chiralfair.models.dnn (the paper's DNN)")
+F = torch.nn.functional  # noqa: N816 - the torch convention
 
 logger = logging.getLogger(__name__)
 

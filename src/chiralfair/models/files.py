@@ -219,7 +219,9 @@ def _load_skops(path: Path, trust: bool):
 
 
 def _load_torchscript(path: Path):
-    import torch
+    from ._torch import require_torch
+
+    torch = require_torch(f"model file {str(path)!r} (TorchScript)")
 
     try:
         return torch.jit.load(str(path), map_location="cpu")
@@ -249,8 +251,11 @@ class OnnxClassifier:
 
     Attributes
     ----------
-    classes_ : numpy.ndarray, shape (2,)
-        Class labels in the order of the probability columns: the ZipMap keys, else ``[0, 1]``.
+    classes_ : numpy.ndarray, shape (n_classes,)
+        Class labels in the order of the probability columns, as the file stores them (:func:`stored_classes`:
+        the ZipMap keys, or a classifier node's ``classlabels_*``, e.g. ``["<=50K", ">50K"]`` or ``[1, 2]`` for
+        a file converted by skl2onnx); ``[0, 1]`` for a file that stores none (a network exported from torch, whose
+        columns are classes 0 and 1 as for a torch module).
     feature_names_in_ : numpy.ndarray of str
         Only for models with one input per column.
 
@@ -270,7 +275,9 @@ class OnnxClassifier:
             raise ModelFileError(f"model file {str(path)!r} is not a readable ONNX model: {err}") from err
         self._inputs = self._session.get_inputs()
         self._label, self._proba, self._proba_kind = self._read_outputs(output)
-        self.classes_ = np.array([0, 1])
+        stored = stored_classes(self.path)
+        self.classes_ = np.array([0, 1]) if stored is None else stored
+        self._classes_stored = stored is not None
         if len(self._inputs) > 1:
             self.feature_names_in_ = np.array([i.name for i in self._inputs], dtype=object)
 
@@ -325,6 +332,8 @@ class OnnxClassifier:
         if self._proba_kind == "zipmap":
             import pandas as pd
             frame = pd.DataFrame(out)
+            if self._classes_stored:  # the stored order, whatever order the maps list their keys in
+                return frame[list(self.classes_)].to_numpy(dtype=np.float64)
             self.classes_ = np.array(list(frame.columns))
             return frame.to_numpy(dtype=np.float64)
         out = np.asarray(out, dtype=np.float64)
@@ -344,6 +353,45 @@ class OnnxClassifier:
 
     def __repr__(self) -> str:
         return f"OnnxClassifier({str(self.path)!r})"
+
+
+# Attributes of ai.onnx.ml nodes that list the class labels (ZipMap first: it orders the probability output).
+_CLASS_LABEL_ATTRIBUTES = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
+
+
+def stored_classes(path) -> np.ndarray | None:
+    """The class labels an ONNX classifier file stores, in the order of its probability columns, or None.
+
+    Read from the graph (onnxruntime does not expose node attributes): the keys of a ``ZipMap`` node (skl2onnx
+    writes one for every classifier), else the ``classlabels_*`` of a classifier node (``LinearClassifier``,
+    ``TreeEnsembleClassifier``, ``SVMClassifier``, ...). String labels are returned as ``str``, integer
+    labels as ``int64``.
+
+    Parameters
+    ----------
+    path : path-like
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_classes,), or None
+        None when no node lists class labels (e.g. a network exported from torch).
+    """
+    import onnx
+
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception:  # onnxruntime read it; an exotic file onnx cannot parse simply stores no labels we can see
+        return None
+    nodes = sorted(graph.node, key=lambda n: n.op_type != "ZipMap")
+    for node in nodes:
+        for attribute in node.attribute:
+            if attribute.name in _CLASS_LABEL_ATTRIBUTES:
+                values = onnx.helper.get_attribute_value(attribute)
+                if attribute.name == "classlabels_strings":
+                    return np.array([v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values],
+                                    dtype=object)
+                return np.array(list(values), dtype=np.int64)
+    return None
 
 
 _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,

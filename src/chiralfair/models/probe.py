@@ -2,10 +2,13 @@
 
 A user's model speaks its own language (a raw-frame pipeline, a model file): :func:`wrap_model` wraps it in the
 language of a dataset once, and the checks below send it a few rows before any expensive step, so that a model
-fitted on other columns, or one whose encoder refuses a protected value, is told apart from a model that
-discriminates: :func:`check_model_columns` compares column names, :func:`check_model_accepts_rows` sends five
-data rows, and :func:`restrict_to_accepted_values` probes one counterpart per protected value (``sum(domain
-sizes)`` queries, not counted in the search) and leaves refused values out of the protected domain.
+fitted on other columns, or one whose encoder refuses a value, is told apart from a model that discriminates:
+:func:`check_model_columns` compares column names, :func:`check_model_accepts_rows` sends five data rows,
+:func:`restrict_to_accepted_values` probes one counterpart per protected value and leaves refused values out of
+the protected domain, and :func:`check_model_accepts_values` probes every value of every other feature that a
+generator may propose (one batch of ``sum(feature sizes)`` rows). Probes are batched (a refused row is found by
+splitting a failing batch in halves, :meth:`~chiralfair.models.protocol.CountingModel.refused`) and not counted
+in the search.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import ConfigError, ModelCapabilityError
-from .adapters import as_model
+from ..exceptions import ConfigError, ModelCapabilityError, ModelInputError
+from .adapters import as_model, rewrapped
+from .protocol import in_domain_terms, with_column_named
 
 logger = logging.getLogger(__name__)
 
@@ -131,6 +135,8 @@ def check_model_accepts_rows(model, dataset) -> None:
     try:
         model.predict(dataset.X[:5])
     except Exception as err:
+        if isinstance(err, ModelInputError):
+            raise in_domain_terms(err, dataset.domain) from err
         if isinstance(err, ModelCapabilityError):
             raise
         raise ModelCapabilityError(
@@ -140,11 +146,43 @@ def check_model_accepts_rows(model, dataset) -> None:
         model.reset_queries()
 
 
+# Data rows tried for a row the model accepts, the row every probe varies.
+BASE_ROWS = 64
+
+
+def accepted_data_row(model, dataset) -> np.ndarray:
+    """The first data row (of the first :data:`BASE_ROWS`, missing protected values aside) that the model accepts.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_features,)
+
+    Raises
+    ------
+    ModelCapabilityError
+        If the model fails on every one of them, quoting its error and both column lists.
+    """
+    rows = dataset.X[~dataset.missing_protected][:BASE_ROWS]
+    if not len(rows):
+        rows = dataset.X[:BASE_ROWS]
+    error = None
+    for row in rows:  # one row per call: the first accepted row usually comes within a few calls
+        refused, first = model.refused(row[None, :])
+        if not refused[0]:
+            return row
+        error = error or first
+    names = _frame_feature_names(model.estimator)
+    raise ModelCapabilityError(
+        f"model {model.name!r} fails on each of the first {len(rows)} data rows: {error}. Model columns: "
+        f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(_data_columns(dataset))}")
+
+
 def restrict_to_accepted_values(model, dataset):
     """Probe the model with one counterpart per protected value; leave out the values it refuses.
 
-    One data row gets each value of each protected attribute in turn (one row per call, so a refused value
-    is told apart from the others): ``sum(domain sizes)`` queries, not counted in the search.
+    A data row the model accepts (:func:`accepted_data_row`) gets each value of each protected attribute in turn,
+    one batch per protected column (:meth:`~chiralfair.models.protocol.CountingModel.refused` splits a failing
+    batch to find the refused values): ``sum(domain sizes)`` rows, not counted in the search.
 
     Returns
     -------
@@ -158,35 +196,32 @@ def restrict_to_accepted_values(model, dataset):
     Raises
     ------
     ModelCapabilityError
-        If fewer than two values of a protected attribute are accepted.
+        If fewer than two values of a protected attribute are accepted, or the model accepts no data row.
     """
     domain = dataset.domain
-    row = dataset.X[0]
+    row = accepted_data_row(model, dataset)
     accepted: dict[str, list[int]] = {}
     notes = []
     keep = np.ones(dataset.n_samples, dtype=bool)
     for col, values in zip(domain.protected, domain.protected_values, strict=True):
         feature = domain.features[col]
-        ok, refused = [], {}
-        for v in values:
-            probe = row.copy()
-            probe[col] = v
-            try:
-                model.predict(probe[None, :])
-                ok.append(v)
-            except Exception as err:  # the model's own error (e.g. sklearn's "Found unknown categories")
-                refused[feature.label(v)] = f"{type(err).__name__}: {str(err).splitlines()[0][:200]}"
+        probes = np.repeat(row[None, :], len(values), axis=0)
+        probes[:, col] = values
+        no, error = model.refused(probes)  # one batch per protected column, its error quoted for it
+        ok = [v for v, refused_value in zip(values, no, strict=True) if not refused_value]
+        refused = [feature.label(v) for v, refused_value in zip(values, no, strict=True) if refused_value]
         if refused:
             labels = ", ".join(map(repr, refused))
+            named = with_column_named(error or "", feature.name)
             if len(ok) < 2:
                 model.reset_queries()
                 raise ModelCapabilityError(
                     f"model {model.name!r} refuses protected attribute {feature.name!r} values {labels} "
-                    f"({next(iter(refused.values()))}); fewer than two values are left to test")
+                    f"({named}); fewer than two values are left to test")
             accepted[feature.name] = ok
             keep &= np.isin(dataset.X[:, col], ok)
             notes.append(f"model {model.name!r} refuses {feature.name}={labels} "
-                         f"({next(iter(refused.values()))}): left out of the protected domain, and "
+                         f"({named}): left out of the protected domain, and "
                          f"{int((~np.isin(dataset.X[:, col], ok)).sum())} data rows holding it left out (of the "
                          "seeds and of the verdict's population: the model cannot decide on them)")
     model.reset_queries()
@@ -196,3 +231,118 @@ def restrict_to_accepted_values(model, dataset):
     values = {n: accepted.get(n, list(v)) for n, v in zip(domain.protected_names, domain.protected_values,
                                                           strict=True)}
     return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes, keep
+
+
+# A feature with at most this many codes has every code probed; a wider one (an integer column such as fnlwgt,
+# 12,285..1,484,705) has every value the data holds probed, and this many of the codes between them.
+MAX_PROBED_CODES = 4096
+PROBED_GAP_CODES = 1024
+
+
+def _probed_codes(feature, column: np.ndarray) -> np.ndarray:
+    """The codes of one feature that :func:`check_model_accepts_values` sends (sorted, unique)."""
+    if feature.size <= MAX_PROBED_CODES:
+        return np.arange(feature.lo, feature.hi + 1)
+    spread = np.unique(np.linspace(feature.lo, feature.hi, PROBED_GAP_CODES).round().astype(np.int64))
+    return np.union1d(np.unique(column), spread)
+
+
+def check_model_accepts_values(model, dataset):
+    """Probe every value a generator may give a non-protected feature; refuse, or keep to the values the data holds.
+
+    A data row the model accepts (:func:`accepted_data_row`) gets, one feature at a time, every code in that
+    feature's bounds: one batch of ``sum(feature sizes)`` rows (not counted in the search). A feature with more
+    than :data:`MAX_PROBED_CODES` codes (a wide integer column) gets every value the data holds and
+    :data:`PROBED_GAP_CODES` codes spread between them: every value of the data is still checked, and a refused gap
+    re-encodes the column, after which only checked values remain. A refused value is:
+
+    - **held by the data** (a category the model never saw when fitted, e.g. ``workclass='Never-worked'`` and an
+      ``OneHotEncoder(handle_unknown='error')``): refused, naming the column, the values and their data rows;
+    - **not held by the data**, in an integer column of a dataset from :func:`~chiralfair.datasets.from_frame`
+      fed to a model that takes the frame (codes 1, 3, ..., 15 one-hot encoded: a generator steps to 2): the
+      column is re-encoded to take only the values the data holds
+      (:meth:`~chiralfair.datasets.Dataset.with_observed_values_only`), so no generator proposes another, with
+      a note; the model is fed the same frame;
+    - otherwise (a model taking codes, whose inputs cannot be re-encoded): refused, naming the codes.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+
+    Returns
+    -------
+    model : CountingModel
+        ``model``, or, when columns were re-encoded, the same model wrapped again to decode the new codes.
+    dataset : Dataset
+        ``dataset``, or a copy with re-encoded columns.
+    notes : list of str
+        One per re-encoded column.
+
+    Raises
+    ------
+    ModelInputError
+        Naming each column and its refused values, the model's error, and what to do.
+    ModelCapabilityError
+        If the model accepts no data row.
+    """
+    domain = dataset.domain
+    columns = [int(j) for j in domain.non_protected]
+    if not columns:
+        return model, dataset, []
+    row = accepted_data_row(model, dataset)
+    probed = [_probed_codes(domain.features[j], dataset.X[:, j]) for j in columns]
+    feature_of = np.concatenate([np.full(len(c), j) for j, c in zip(columns, probed, strict=True)])
+    codes = np.concatenate(probed)
+    probes = np.repeat(row[None, :], len(codes), axis=0)
+    probes[np.arange(len(codes)), feature_of] = codes
+    refused, error = model.refused(probes)
+    model.reset_queries()
+    if not refused.any():
+        return model, dataset, []
+    held, gaps = [], {}
+    for j in columns:
+        values = codes[refused & (feature_of == j)]
+        if not len(values):
+            continue
+        in_data = np.isin(values, dataset.X[:, j])
+        held += [(j, int(v), int((dataset.X[:, j] == v).sum())) for v in values[in_data]]
+        if (~in_data).any():
+            gaps[j] = values[~in_data].tolist()
+    if held:
+        names = {domain.features[j].name for j, _, _ in held}
+        error = with_column_named(error or "", names.pop() if len(names) == 1 else None)
+        shown = "; ".join(f"{domain.features[j].name}={domain.features[j].label(v)!r} ({n} data rows)"
+                          for j, v, n in held)
+        raise ModelInputError(
+            f"model {model.name!r} refuses values that the data holds in non-protected columns: {shown} ({error}). "
+            "It most likely never saw them when it was fitted (e.g. an encoder with handle_unknown='error'); a "
+            "search would send such inputs and fail, and those data rows cannot be decided. Leave those rows out "
+            "of the data, or refit the model so that it accepts them (e.g. OneHotEncoder(handle_unknown='ignore'))",
+            model_name=model.name, column=held[0][0], code=held[0][1], model_error=error or "")
+    from ..datasets.base import columns_in_rules
+
+    in_rules = columns_in_rules(domain)
+    recodable = {j for j in gaps if dataset.codec is not None and model.takes_frame
+                 and dataset.codec.columns[j].how == "integer" and j not in in_rules}
+    if set(gaps) - recodable:
+        names = {domain.features[j].name for j in set(gaps) - recodable}
+        error = with_column_named(error or "", names.pop() if len(names) == 1 else None)
+        shown = "; ".join(f"{domain.features[j].name}: codes {v[:10]}{' ...' if len(v) > 10 else ''} inside its "
+                          f"bounds [{domain.features[j].lo}, {domain.features[j].hi}]"
+                          for j, v in gaps.items() if j not in recodable)
+        raise ModelInputError(
+            f"model {model.name!r} refuses values that no data row holds but a generator may propose: {shown} "
+            f"({error}). Encode those columns so that every code in their bounds is a value the model knows "
+            "(for a frame: make the column categorical, df[col] = df[col].astype('category'), so that only the "
+            "values it holds become codes)", model_name=model.name, model_error=error or "")
+    names = [domain.features[j].name for j in sorted(recodable)]
+    error = with_column_named(error or "", names[0] if len(names) == 1 else None)
+    notes = [f"model {model.name!r} refuses values of {name!r} between the values the data holds (e.g. "
+             f"{domain.features[j].label(gaps[j][0])}; {error}): {name!r} now takes only its "
+             f"{len(np.unique(dataset.X[:, j]))} values in the data, so no generator proposes another"
+             for name, j in zip(names, sorted(recodable), strict=True)]
+    for note in notes:
+        logger.warning(note)
+    recoded = dataset.with_observed_values_only(names)
+    return rewrapped(model, to_frame=recoded.to_frame), recoded, notes

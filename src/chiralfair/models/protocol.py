@@ -5,16 +5,24 @@ maps them to {0, 1}, 1 being the positive class. ``predict_proba(X) -> (n, 2)`` 
 are optional capabilities; an algorithm that needs one asks
 :meth:`CountingModel.require` and gets a :class:`~chiralfair.exceptions.ModelCapabilityError` naming the model
 and the missing method otherwise.
+
+Every model call of every algorithm passes :meth:`CountingModel._chunked`, so that is where a model's own failure
+(sklearn's "Found unknown categories ['c'] in column 0", a torch shape error) becomes a
+:class:`~chiralfair.exceptions.ModelInputError` naming the column and the value at fault: only once the model has
+failed are a few more calls spent to find them (a bisection of the batch for one row the model refuses, then the
+columns in which that row differs from a row it accepts), so the batched hot path costs nothing more.
+:func:`in_domain_terms` then names the feature as the domain does, and whether it is a protected attribute.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from .._validation import check_int
-from ..exceptions import ModelCapabilityError
+from ..exceptions import ChiralfairError, ModelCapabilityError, ModelInputError
 from .language import ModelLanguage
 
 DEFAULT_BATCH_SIZE = 65_536
@@ -75,6 +83,7 @@ class CountingModel:
         self.estimator = estimator
         self.language = language if language is not None else ModelLanguage()
         self.spec = None
+        self.wrapping = None  # (model object, as_model's keyword arguments), set by as_model
         self.n_queries = 0
         self.n_gradient_queries = 0
 
@@ -180,8 +189,110 @@ class CountingModel:
         n = X.shape[0]
         setattr(self, count, getattr(self, count) + n)
         if n <= self.batch_size:
+            return self._call(fn, X)
+        return np.concatenate([self._call(fn, X[i:i + self.batch_size]) for i in range(0, n, self.batch_size)])
+
+    def _call(self, fn, X: np.ndarray) -> np.ndarray:
+        try:
             return np.asarray(fn(X))
-        return np.concatenate([np.asarray(fn(X[i:i + self.batch_size])) for i in range(0, n, self.batch_size)])
+        except (ChiralfairError, MemoryError):  # already clear (the adapters' own checks), or not the input's fault
+            raise
+        except Exception as err:  # the model's own error, e.g. sklearn's "Found unknown categories"
+            raise self._input_error(fn, X, err) from err
+
+    def refused(self, X) -> tuple[np.ndarray, str | None]:
+        """Which rows the model fails on, each alone: for probing inputs before a search.
+
+        A batch the model fails on is split in halves until the failing rows are single, so ``k`` refused rows
+        among ``n`` cost about ``k log2(n)`` calls (one call when none is refused). The calls go to the wrapped
+        model directly and are not counted in :attr:`n_queries`.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+
+        Returns
+        -------
+        refused : numpy.ndarray of bool, shape (n_samples,)
+        first_error : str or None
+            ``"ErrorType: first line of the message"`` of the first failure; None when no row is refused.
+
+        Raises
+        ------
+        ChiralfairError
+            Errors of chiralfair's own checks (a label outside the classes, a code with no value) are not a
+            refusal: they are raised.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        refused = np.zeros(len(X), dtype=bool)
+        first: list[str] = []
+
+        def visit(index: np.ndarray) -> None:
+            try:
+                self._predict(X[index])
+                return
+            except (ChiralfairError, MemoryError):
+                raise
+            except Exception as err:
+                if not first:
+                    first.append(_error_text(err))
+            if len(index) == 1:
+                refused[index] = True
+                return
+            half = len(index) // 2
+            visit(index[:half])
+            visit(index[half:])
+
+        for start in range(0, len(X), self.batch_size):
+            index = np.arange(start, min(start + self.batch_size, len(X)))
+            if len(index):
+                visit(index)
+        return refused, (first[0] if first else None)
+
+    def _input_error(self, fn, X: np.ndarray, err: Exception) -> ModelInputError:
+        """A ModelInputError for ``fn``'s failure on ``X``: one refused row and, if one explains it, the column."""
+        text = _error_text(err)
+        row, reference = _failing_row(fn, X)
+        if row is None:
+            return ModelInputError(f"model {self.name!r} fails on a batch of {len(X)} rows but on no row of it alone "
+                                   f"({text})", model_name=self.name, model_error=text)
+        columns = [] if reference is None else _refused_columns(fn, X[row], reference)
+        if len(columns) == 1:
+            j = columns[0]
+            frame = self._decoded(X[row])
+            text = with_column_named(text, None if frame is None else str(frame.columns[j]))
+            return ModelInputError(
+                f"model {self.name!r} fails on inputs whose {self._describe(X[row], j)} ({text}): it cannot decide "
+                "on such an input, most likely because it never saw that value when it was fitted (e.g. an encoder "
+                f"with handle_unknown='error'). {MODEL_INPUT_ADVICE}",
+                model_name=self.name, column=j, code=int(X[row, j]), model_error=text)
+        return ModelInputError(f"model {self.name!r} fails on inputs such as {self._describe(X[row])} ({text}). "
+                               f"{MODEL_INPUT_ADVICE}", model_name=self.name, model_error=text)
+
+    def _decoded(self, row: np.ndarray):
+        """The one-row frame a model fed a frame gets for ``row``, or None (a model fed codes, or no decoding)."""
+        if not self.language.takes_frame:
+            return None
+        try:
+            return self.language.to_frame(np.rint(row[None, :]).astype(np.int64))
+        except Exception:  # a row that does not decode is shown as codes
+            return None
+
+    def _describe(self, row: np.ndarray, column: int | None = None) -> str:
+        """``column 'race' is 'c'`` (decoded, for a model fed a frame) or ``column 3 is code 7``.
+
+        Without ``column``, the whole row.
+        """
+        frame = self._decoded(row)
+        if column is None:
+            if frame is not None:
+                values = [v.item() if hasattr(v, "item") else v for v in frame.iloc[0]]
+                return "{" + ", ".join(f"{c!r}: {v!r}" for c, v in zip(frame.columns, values, strict=True)) + "}"
+            return "codes " + str([int(v) if float(v).is_integer() else float(v) for v in row])
+        if frame is not None:
+            value = frame.iloc[0, column]
+            return f"column {frame.columns[column]!r} is {value.item() if hasattr(value, 'item') else value!r}"
+        return f"column {column} is code {int(row[column])}"
 
     def reset_queries(self) -> None:
         """Set the query counters to zero."""
@@ -223,3 +334,113 @@ def from_positive_probability(proba1, *, name, batch_size, estimator, language, 
 
     return CountingModel(predict, predict_proba=predict_proba, input_gradient=gradient, name=name,
                          batch_size=batch_size, estimator=estimator, predict_both=predict_both, language=language)
+
+
+MODEL_INPUT_ADVICE = (
+    "If the column is a protected attribute, leave the value out of its values "
+    "(chiralfair.models.probe.restrict_to_accepted_values(model, dataset), as chiralfair.audit does, or "
+    "dataset.with_protected([...], values={...})); otherwise check every value a search may send before it with "
+    "chiralfair.models.probe.check_model_accepts_values(model, dataset), or refit the model so that it accepts them "
+    "(e.g. OneHotEncoder(handle_unknown='ignore'))")
+
+
+def _error_text(err: BaseException) -> str:
+    """``"ErrorType: first line of the message"`` (at most 200 characters of it)."""
+    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
+
+
+_COLUMN_INDEX = re.compile(r"\bin column \d+\b")
+
+
+def with_column_named(text: str, name: str | None) -> str:
+    """The model's error text with the data's column name for its column index.
+
+    sklearn's "in column 0" is an index into one encoder's columns, not the data's: it becomes ``in column
+    'workclass'``, or a neutral phrase when ``name`` is None (several columns).
+    """
+    return _COLUMN_INDEX.sub(f"in column {name!r}" if name is not None else "in one of its input columns", text)
+
+
+def _fails(fn, X: np.ndarray) -> bool:
+    try:
+        fn(X)
+    except (ChiralfairError, MemoryError):
+        raise
+    except Exception:
+        return True
+    return False
+
+
+# Rows of a failing batch tried one by one for a row the model accepts, when the bisection met none.
+REFERENCE_TRIES = 16
+
+
+def _failing_row(fn, X: np.ndarray) -> tuple[int | None, np.ndarray | None]:
+    """One row ``fn`` fails on alone (bisection: about log2(n) calls) and one row it accepts, each or None."""
+    index, reference = np.arange(len(X)), None
+    while len(index) > 1:
+        first, second = index[: len(index) // 2], index[len(index) // 2:]
+        if _fails(fn, X[first]):
+            index = first
+        else:
+            reference = X[first[0]]
+            index = second
+    if not _fails(fn, X[index]):
+        return None, reference
+    if reference is None:  # every half tried failed: look for an accepted row among a spread of the others
+        for i in np.unique(np.linspace(0, len(X) - 1, min(REFERENCE_TRIES, len(X))).astype(np.int64)):
+            if not _fails(fn, X[i:i + 1]):
+                reference = X[i]
+                break
+    return int(index[0]), reference
+
+
+def _refused_columns(fn, row: np.ndarray, reference: np.ndarray) -> list[int]:
+    """The columns whose value of ``row``, put into ``reference`` (a row ``fn`` accepts), makes ``fn`` fail."""
+    out = []
+    for j in np.flatnonzero(row != reference):
+        probe = reference.copy()
+        probe[j] = row[j]
+        if _fails(fn, probe[None, :]):
+            out.append(int(j))
+    return out
+
+
+def in_domain_terms(err: ModelInputError, domain) -> ModelInputError:
+    """The same error, naming the feature and the value as ``domain`` does and whether it is a protected attribute.
+
+    Parameters
+    ----------
+    err : ModelInputError
+        As raised by :class:`CountingModel` (its column is a feature index).
+    domain : Domain
+
+    Returns
+    -------
+    ModelInputError
+        ``err`` itself when no single column explains it or it was already put in domain terms.
+    """
+    if err.column is None or getattr(err, "in_domain_terms", False) or not 0 <= err.column < domain.n_features:
+        return err
+    feature = domain.features[err.column]
+    value = feature.label(err.code)
+    err.model_error = with_column_named(err.model_error, feature.name)
+    attribute = next((a.name for a in domain.attributes if err.column in a.columns), None)
+    if attribute is not None:
+        message = (f"model {err.model_name!r} refuses protected attribute {attribute!r} value {value!r} "
+                   f"({err.model_error}): it cannot decide on an input holding it, most likely because it never saw "
+                   "the value when it was fitted. Leave the value out of the attribute's values: "
+                   "chiralfair.models.probe.restrict_to_accepted_values(model, dataset) (what chiralfair.audit does), "
+                   f"or dataset.with_protected([{attribute!r}], values={{{attribute!r}: [...]}}) without it")
+    else:
+        message = (f"model {err.model_name!r} refuses column {feature.name!r} value {value!r} (code {err.code}; a "
+                   f"generator may propose any code in the column's bounds [{feature.lo}, {feature.hi}]) "
+                   f"({err.model_error}): it cannot decide on an input holding it, most likely because it never saw "
+                   "the value when it was fitted. Check every value before a search with "
+                   "chiralfair.models.probe.check_model_accepts_values(model, dataset) (it names them all, and lets "
+                   "an integer column with gaps between its values take only the values the data holds), or refit "
+                   "the model so that it accepts them (e.g. OneHotEncoder(handle_unknown='ignore'))")
+    out = ModelInputError(message, model_name=err.model_name, column=err.column, code=err.code,
+                          model_error=err.model_error)
+    out.in_domain_terms = True
+    return out

@@ -9,12 +9,15 @@ outputs all happen to lie in [0, 1] cannot be detected.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ..exceptions import ConfigError, ModelOutputError
+from ._torch import require_torch
 from .language import ModelLanguage, check_probabilities, resolve_classes
 from .protocol import CountingModel, from_positive_probability
 from .threads import single_intra_op_thread
+
+# Without torch, importing this module raises MissingDependencyError (an ImportError) saying how to install it.
+torch = require_torch("chiralfair.models.torch_adapter (torch modules as models under test)")
 
 
 def input_dtype(module: torch.nn.Module) -> torch.dtype:

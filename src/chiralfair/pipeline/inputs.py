@@ -310,7 +310,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     step("model")
     t = time.perf_counter()
     counting, model_name, model_source = _load_model(model, dataset, trust_model_file, model_output, model_input)
-    dataset, keep, probe_notes = _check_model(counting, dataset)
+    counting, dataset, keep, probe_notes = _check_model(counting, dataset)
     train_index, test_index = _kept_rows(keep, train_index, test_index)
     if len(test_index) == 0:
         raise DatasetError("no held-out row is left once the rows holding protected values the model refuses are "
@@ -458,13 +458,23 @@ def _load_model(model, dataset, trust: bool, output: str | None, model_input: st
 
 
 def _check_model(model, dataset):
-    """Columns, protected values, first rows: the probes of :mod:`chiralfair.models.probe`, in that order."""
-    from ..models.probe import check_model_accepts_rows, check_model_columns, restrict_to_accepted_values
+    """Columns, protected values, the other values, first rows: the probes of :mod:`chiralfair.models.probe`.
+
+    Returns the model too: an integer column with gaps that the model refuses is re-encoded to its observed values
+    (:func:`~chiralfair.models.probe.check_model_accepts_values`), and the model wrapped again to decode them.
+    """
+    from ..models.probe import (
+        check_model_accepts_rows,
+        check_model_accepts_values,
+        check_model_columns,
+        restrict_to_accepted_values,
+    )
 
     column_notes = check_model_columns(model, dataset)
     restricted, probe_notes, keep = restrict_to_accepted_values(model, dataset)
+    model, restricted, value_notes = check_model_accepts_values(model, restricted)
     check_model_accepts_rows(model, restricted)
-    return restricted, keep, [*column_notes, *probe_notes]
+    return model, restricted, keep, [*column_notes, *probe_notes, *value_notes]
 
 
 def _kept_rows(keep: np.ndarray | None, train_index: np.ndarray, test_index: np.ndarray):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -12,11 +13,13 @@ import numpy as np
 from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..datasets.base import Dataset
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, ModelInputError
 from ..models.adapters import as_model
-from ..models.protocol import CountingModel
+from ..models.protocol import CountingModel, in_domain_terms
 from ..oracle import DiscriminationCheck
 from ..results import SeedReport, base_meta
+
+logger = logging.getLogger(__name__)
 
 SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
 
@@ -81,9 +84,21 @@ class SeedStrategy(ABC):
         ------
         ConfigError
             If ``n_seeds`` < 1.
+        ModelInputError
+            If the model fails on an input (a data row, a counterpart); the message names the feature, the value,
+            whether it is protected, and what to do.
         """
         n_seeds = check_int(n_seeds, "n_seeds", minimum=1)
         model = as_model(model)
+        try:
+            return self._select(model, dataset, n_seeds, random_state)
+        except ModelInputError as err:  # name the feature as the domain does, and whether it is protected
+            clear = in_domain_terms(err, dataset.domain)
+            if clear is err:
+                raise
+            raise clear from err
+
+    def _select(self, model: CountingModel, dataset: Dataset, n_seeds: int, random_state) -> SeedReport:
         rng, random_state_described = resolve_random_state(random_state)
         q0 = model.n_queries
         t0 = time.perf_counter()
@@ -93,6 +108,13 @@ class SeedStrategy(ABC):
         if pool is not dataset:
             info["notes"] = (*info.get("notes", ()), f"{dataset.n_samples - pool.n_samples} data rows with a "
                              "missing protected value are not drawn as seeds")
+        absent = dataset.domain.unobserved_protected_values(dataset.X)
+        if absent:  # a declared (or hand-built) protected domain with values the data never holds
+            note = ("protected values that no data row holds: " + "; ".join(
+                f"{name} = {', '.join(map(repr, values))}" for name, values in absent.items()) +
+                " (tried as counterparts only: no seed or group has them)")
+            logger.warning(note)
+            info["notes"] = (*info.get("notes", ()), note)
         clipped = dataset.domain.clip(seeds)
         # Seeds satisfy the domain's constraints like every input a generator proposes; a moved seed is rechecked.
         seeds = dataset.domain.repair(clipped)

@@ -44,7 +44,7 @@ from .explainers import (
     DEFAULT_BACKGROUND_ROWS,
     EXPLAINERS,
     STABLE_BACKGROUND_SIZE,
-    DeepLIFTSummationError,
+    DeepLIFTError,
     choose_stable_explainer,
     explain,
     explanation_background,
@@ -271,7 +271,7 @@ def diversity_reference(model, dataset: Dataset, *, rows: np.ndarray | None = No
         X, "fixed", background_size or STABLE_BACKGROUND_SIZE.get(name, DEFAULT_BACKGROUND_ROWS), rng)
     try:
         values, used = explain(model, rows, background, rng, explainer=name, background_weights=weights)
-    except DeepLIFTSummationError as err:  # as I&D does: a module DeepLIFT cannot explain gets integrated gradients
+    except DeepLIFTError as err:  # as I&D does: a module DeepLIFT cannot explain gets integrated gradients
         logger.warning("%s; explaining by integrated gradients instead", err)
         name = "integrated_gradients"
         background, weights = explanation_background(X, "fixed", background_size or STABLE_BACKGROUND_SIZE[name], rng)

@@ -454,7 +454,7 @@ def tree_shap_cost(est, n_rows: int) -> float:
 
 
 def _deep(model, X, background, weights=None):
-    """shap.DeepExplainer (DeepLIFT, rescale rule) for a torch module, batched over the explained rows.
+    """shap.DeepExplainer (DeepLIFT, rescale rule) of P(positive class) for a torch module, batched over the rows.
 
     shap explains one row at a time in Python (6-11 ms per row on the census DNN with 100 background rows).
     Here the module is wrapped so that all rows are one input, ``g(Z) = sum_i f(Z_i)`` for ``Z`` of shape
@@ -463,10 +463,27 @@ def _deep(model, X, background, weights=None):
     what shap gives row by row up to float32 rounding (tests/test_explainers.py). Without weights all
     background rows go in one call (shap takes their plain mean); with weights, one call per background row and
     the weighted mean. A (row, reference) pair costs about 6 expected-gradients samples (shap's hooks).
+
+    Whatever the module outputs (one or two columns; probabilities or, with ``output="logit"``, logits), the
+    output explained is P(``classes[1]``) (:func:`~chiralfair.seeds.deeplift_views.deeplift_view`), the output
+    every other explainer explains, so that the attributions of all explainers share one scale (DBSCAN's eps is in
+    probability units) and the summation check compares P(positive) with P(positive). shap.DeepExplainer leaves
+    saved tensors (``nn.Parameter`` attributes), hooks and the eval mode on the modules it explains, so it explains
+    a deep copy: the model under test is never changed.
+
+    Raises
+    ------
+    ConfigError
+        If the model is not a torch module.
+    DeepLIFTError
+        If shap.DeepExplainer cannot explain the module (e.g. a TorchScript module takes no hooks), or its
+        attributions do not add up (:class:`DeepLIFTSummationError`).
     """
     module = model.estimator
     if not is_torch_module(module):
         raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
+    import copy
+
     import shap
     import torch
 
@@ -475,12 +492,25 @@ def _deep(model, X, background, weights=None):
     values = np.zeros(X.shape)
     if not len(X):
         return values
-    rows = _rows_as_one_input(_deeplift_view(module))
+    try:
+        copied = copy.deepcopy(module)
+    except Exception as err:  # a module holding something deepcopy cannot copy (an open file, a lock)
+        raise DeepLIFTError(f"explainer='deep': model {model.name!r} cannot be copied for shap.DeepExplainer "
+                            f"({type(err).__name__}: {err}), which would otherwise change it; use "
+                            "explainer='integrated_gradients'") from err
+    from .deeplift_views import RowsAsOneInput, deeplift_view
+    rows = RowsAsOneInput(deeplift_view(copied, model.language.output, _output_columns(copied, background, dtype),
+                                        dtype)).eval()
 
     def deeplift(x, references):  # x (n, d), references (k, d) -> mean attribution over the references
         tiled = np.repeat(references[:, None, :], len(x), axis=1)
-        phi = shap.DeepExplainer(rows, torch.as_tensor(tiled, dtype=dtype)).shap_values(
-            torch.as_tensor(x[None], dtype=dtype), check_additivity=False)
+        try:
+            phi = shap.DeepExplainer(rows, torch.as_tensor(tiled, dtype=dtype)).shap_values(
+                torch.as_tensor(x[None], dtype=dtype), check_additivity=False)
+        except (RuntimeError, TypeError, AttributeError, AssertionError, NotImplementedError) as err:
+            raise DeepLIFTError(f"explainer='deep': shap.DeepExplainer cannot explain model {model.name!r} "
+                                f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); use "
+                                "explainer='integrated_gradients'") from err
         return _positive_class(np.asarray(phi, dtype=np.float64).reshape(x.shape), x.shape, model.positive_index)
 
     with single_intra_op_thread():
@@ -496,45 +526,13 @@ def _deep(model, X, background, weights=None):
     return values
 
 
-def _rows_as_one_input(net):
-    """``g(Z) = sum_i f(Z[:, i])``: a module taking (batch, n, d) and returning (batch, 1); see :func:`_deep`."""
+def _output_columns(module, background: np.ndarray, dtype) -> int:
+    """Columns of the module's output (1 for shapes (n,) and (n, 1), else its second dimension)."""
     import torch
 
-    class RowsAsOneInput(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = net
-
-        def forward(self, z):
-            batch, n, d = z.shape
-            return self.net(z.reshape(batch * n, d)).reshape(batch, n).sum(dim=1, keepdim=True)
-
-    return RowsAsOneInput().eval()
-
-
-def _deeplift_view(module):
-    """The paper's DNN with its output sigmoid as an ``nn.Sigmoid`` module, so DeepExplainer applies DeepLIFT to it.
-
-    ``PaperDNN.forward`` calls ``torch.sigmoid``, which DeepExplainer does not hook: it then multiplies by the
-    sigmoid's local slope at ``x`` and the attributions sum to a fraction of ``f(x) - E f(b)`` (on the census
-    DNN, a median error of 0.30 for a median difference of 0.38). Other modules are explained as they are, and
-    :func:`_check_summation_to_delta` refuses a result that does not add up.
-    """
-    import torch
-
-    from ..models.dnn import PaperDNN
-    if not isinstance(module, PaperDNN):
-        return module
-
-    class _SigmoidOfLogit(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net, self.sigmoid = module, torch.nn.Sigmoid()
-
-        def forward(self, x):
-            return self.sigmoid(self.net.logit(x))
-
-    return _SigmoidOfLogit().eval()
+    with torch.no_grad():
+        out = module(torch.as_tensor(background[:1], dtype=dtype))
+    return 1 if out.ndim == 1 else int(out.shape[1])
 
 
 # (explained row, reference row) pairs per shap.DeepExplainer call: bounds the tiled arrays (about 20 MB).
@@ -543,19 +541,29 @@ DEEP_PAIRS_PER_CALL = 200_000
 DEEP_SUMMATION_TOLERANCE = 1e-3
 
 
-class DeepLIFTSummationError(ConfigError):
+class DeepLIFTError(ConfigError):
+    """shap.DeepExplainer cannot explain a module faithfully (I&D then explains it by integrated gradients)."""
+
+
+class DeepLIFTSummationError(DeepLIFTError):
     """shap.DeepExplainer's attributions do not add up to the output difference (an unhooked operation)."""
 
 
 def _check_summation_to_delta(model, values, X, background, weights) -> None:
+    """Refuse attributions that do not sum to P(positive | x) - E P(positive | background): DeepLIFT's axiom.
+
+    Both sides are in the space the attributions explain, P(positive class)
+    (:func:`~chiralfair.seeds.deeplift_views.deeplift_view`), also for a logit network.
+    """
     expected = model.predict_proba(X)[:, 1] - weights @ model.predict_proba(background)[:, 1]
     error = float(np.median(np.abs(values.sum(axis=1) - expected)))
     if error > DEEP_SUMMATION_TOLERANCE:
         raise DeepLIFTSummationError(
-            f"explainer='deep': shap.DeepExplainer's attributions of model {model.name!r} do not sum to f(x) - "
-            f"E f(background) (median error {error:.3g} > {DEEP_SUMMATION_TOLERANCE}); the module uses operations "
-            "DeepExplainer does not hook (e.g. torch.sigmoid instead of torch.nn.Sigmoid). Use "
-            "explainer='integrated_gradients'")
+            f"explainer='deep': shap.DeepExplainer's attributions of P(positive class) of model {model.name!r} do "
+            f"not sum to P(positive | x) - E P(positive | background) (median error {error:.3g} > "
+            f"{DEEP_SUMMATION_TOLERANCE}); the module uses operations DeepExplainer does not hook (e.g. "
+            "torch.sigmoid or torch.softmax instead of torch.nn.Sigmoid or torch.nn.Softmax at the end of an "
+            "nn.Sequential). Use explainer='integrated_gradients'")
 
 
 def _permutation(model, X, background, rng):

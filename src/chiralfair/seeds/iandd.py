@@ -16,7 +16,7 @@ from .explainers import (
     DEFAULT_BACKGROUND_ROWS,
     EXPLAINERS,
     STABLE_BACKGROUND_SIZE,
-    DeepLIFTSummationError,
+    DeepLIFTError,
     choose_stable_explainer,
     explain,
     explanation_background,
@@ -77,8 +77,11 @@ class IandDSeeds(InitialIDISeeds):
         ``"kmeans"`` and ``"mean"`` were far (0.4-0.5) from the expectation over data rows there.
     explainer : {"auto", "linear", "tree", "expected_gradients", "integrated_gradients", "deep", "permutation"}
         See :func:`~chiralfair.seeds.explainers.explain`. ``"auto"``: by model type, with ``"deep"`` for torch
-        modules (falling back, with a warning, to ``"integrated_gradients"`` when DeepLIFT's attributions do not
-        add up for the module) and ``"integrated_gradients"`` for other models with a gradient.
+        modules (any output: one or two columns, probabilities or logits, float32 or float64; always explaining
+        P(positive class); falling back, with a warning, to ``"integrated_gradients"`` when shap.DeepExplainer
+        cannot explain the module, e.g. TorchScript, or its attributions do not add up) and
+        ``"integrated_gradients"`` for other models with a gradient. The model under test is never changed
+        (DeepLIFT explains a copy).
     n_steps : int
         Integrated gradients: interpolation points per background row (cost ``background_size * n_steps``
         gradient rows per explained row).
@@ -158,7 +161,7 @@ class IandDSeeds(InitialIDISeeds):
                   "domain": dataset.domain}
         try:
             values, used = explain(model, X, background, rng, explainer=name, **kwargs)
-        except DeepLIFTSummationError as e:
+        except DeepLIFTError as e:
             if self.explainer != "auto":
                 raise
             logger.warning("%s; explaining by integrated gradients instead", e)
