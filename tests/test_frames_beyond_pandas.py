@@ -118,9 +118,11 @@ def test_census_raw_data_read_by_polars_audits_as_read_by_pandas():
 def test_the_cli_on_a_parquet_written_by_polars_gives_the_csv_figures(tmp_path):
     import skops.io as sio
 
-    df = own_frame(400)
+    df = own_frame(400).sort_values("sex", ascending=False, kind="stable").reset_index(drop=True)  # "m" first
     df.to_csv(tmp_path / "own.csv", index=False)
-    pl.read_csv(tmp_path / "own.csv").write_parquet(tmp_path / "own.parquet")
+    # a polars Categorical is dictionary-encoded in the file, in the order first seen ("m" before "f")
+    pl.read_csv(tmp_path / "own.csv").with_columns(pl.col("sex").cast(pl.Categorical)).write_parquet(
+        tmp_path / "own.parquet")
     sio.dump(fitted(df, "y"), tmp_path / "model.skops")
 
     def verdict(data):
@@ -132,3 +134,9 @@ def test_the_cli_on_a_parquet_written_by_polars_gives_the_csv_figures(tmp_path):
         return v["share"], v["n_individuals"], v["groups"]
 
     assert verdict(tmp_path / "own.parquet") == verdict(tmp_path / "own.csv")
+    from chiralfair.datasets import read_frame
+
+    assert not isinstance(read_frame(tmp_path / "own.parquet")["sex"].dtype, pd.CategoricalDtype)
+    declared = df.assign(sex=pd.Categorical(df["sex"], categories=["m", "f"]))  # pandas' own keep their order
+    declared.to_parquet(tmp_path / "declared.parquet")
+    assert list(read_frame(tmp_path / "declared.parquet")["sex"].cat.categories) == ["m", "f"]

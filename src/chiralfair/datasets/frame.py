@@ -14,7 +14,7 @@ from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
 from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec, rank_codec
-from .native import as_pandas
+from .native import as_pandas, read_parquet_frame
 from .protected import check_protected_columns
 from .values import alike_groups, is_missing_token, show_spelling, spelling_key
 
@@ -394,7 +394,7 @@ def read_frame(path) -> pd.DataFrame:
     if not path.is_file():
         raise DatasetError(f"data file {str(path)!r} does not exist")
     try:
-        return pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+        return read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
 

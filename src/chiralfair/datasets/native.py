@@ -9,6 +9,11 @@ of column are translated on the way, so that a polars frame encodes as the CSV i
 - a polars ``Enum`` declares its categories; it becomes a pandas categorical with those categories, unordered
   (a fixed set of values, like a pandas ``Categorical``; an ordinal meaning would need ``ordered=True`` in pandas).
 
+A Parquet file keeps text columns dictionary-encoded, which pandas reads back as categoricals in the dictionary's
+order; :func:`read_parquet_frame` turns those into text again unless pandas wrote the file (then the order is one
+a pandas ``Categorical`` declared), so that a Parquet file written by polars, pyarrow or a database encodes as its
+CSV would.
+
 References
 ----------
 .. [1] Gorelli et al. narwhals: "Extremely lightweight and extensible compatibility layer between dataframe
@@ -75,3 +80,26 @@ def as_pandas(frame, *, what: str = "data") -> pd.DataFrame:
         if isinstance(dtype, nw.Enum):
             out[name] = out[name].cat.as_unordered()
     return out
+
+
+def read_parquet_frame(path) -> pd.DataFrame:
+    """A Parquet file as pandas reads it, its unordered categoricals as text unless pandas wrote the file.
+
+    Parameters
+    ----------
+    path : path
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    import pyarrow.parquet as pq
+
+    frame = pd.read_parquet(path)
+    if b"pandas" in (pq.read_schema(path).metadata or {}):
+        return frame
+    for column in frame.columns:
+        dtype = frame[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and not dtype.ordered:
+            frame[column] = frame[column].astype(dtype.categories.dtype)
+    return frame
