@@ -123,6 +123,27 @@ def test_a_gradient_generator_on_a_model_without_gradient_is_refused_by_name():
         load_grid(small_grid(axes={"models": ["lr", "svc"]}))
 
 
+def test_a_probability_generator_on_a_labels_only_model_is_refused_by_name():
+    labels_only = {"svc": {"probability": False}}
+    with pytest.raises(GridError, match="'maft' needs the model's predict_proba.*'svc'.*labels only"):
+        load_grid(small_grid(axes={"models": ["svc"], "generators": ["aequitas", "maft"]}, model_params=labels_only))
+    assert load_grid(small_grid(axes={"models": ["svc"], "generators": ["maft"]})).generators == ("maft",)
+    assert load_grid(small_grid(axes={"models": ["svc"], "generators": ["aequitas"]},
+                                model_params=labels_only)).models == ("svc",)
+
+
+def test_a_probability_generator_on_a_labels_only_run_is_refused_before_training():
+    from chiralfair.exceptions import ModelCapabilityError
+    from chiralfair.pipeline.config import RunConfig, validate_config
+
+    config = RunConfig(dataset="german", protected=("sex",), model="svc", seeds="random", generator="maft",
+                       max_global=10, max_local=10, model_params={"probability": False})
+    with pytest.raises(ModelCapabilityError, match="'maft' needs predict_proba.*'svc' answers labels only"):
+        validate_config(config)
+    validate_config(RunConfig(dataset="german", protected=("sex",), model="svc", seeds="random", generator="maft",
+                              max_global=10, max_local=10))
+
+
 def test_grid_file_errors_name_the_file_line_and_column(tmp_path):
     with pytest.raises(GridError, match="does not exist"):
         load_grid(tmp_path / "none.toml")

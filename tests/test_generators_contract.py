@@ -19,7 +19,7 @@ from toys import (
 )
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
-from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError, ModelInputError
+from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError, ModelCapabilityError, ModelInputError
 from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.models import as_model
 from chiralfair.results import SearchResult, SeedReport
@@ -99,7 +99,20 @@ def test_counts_are_consistent(name, protected):
 def test_query_budget_kept(name, protected):
     gen, domain, _, res = run(name, biased_module(), protected)
     k = len(domain.combinations)
-    assert 0 < res.n_queries <= gen.query_budget(30, k)
+    assert 0 < res.n_queries <= gen.query_budget(30, k, n_features=domain.n_features)
+
+
+def test_labels_only_model_is_refused_up_front_by_generators_that_need_more(name):
+    domain = toy_domain()
+    model = as_model(lambda X: _labels(X), name="labels-only-toy")
+    gen = make_generator(name, **BUDGET)
+    needs = "input_gradient" if gen.needs_gradient else "predict_proba" if gen.needs_proba else None
+    if needs is None:
+        assert gen.run(model, domain, seeds_for(domain), random_state=0).n_idis > 0
+        return
+    with pytest.raises(ModelCapabilityError, match=rf"{needs}\(\).*'labels-only-toy'"):
+        gen.run(model, domain, seeds_for(domain), random_state=0)
+    assert model.n_queries == 0  # refused before the first query, not half-way through the search
 
 
 def test_fair_model_gives_no_idis(name, protected):
@@ -170,7 +183,7 @@ def test_pairs_respect_the_coupling_and_the_constraints(name, protected):
     assert is_biased_idi(res.idis).all()
     np.testing.assert_array_equal(domain.keys(res.idis), domain.keys(res.counterparts))
     assert len(np.unique(domain.keys(res.idis))) == res.n_idis
-    assert 0 < res.n_queries <= gen.query_budget(30, len(domain.combinations))
+    assert 0 < res.n_queries <= gen.query_budget(30, len(domain.combinations), n_features=domain.n_features)
 
 
 def test_coupled_search_is_deterministic(name):
@@ -308,7 +321,10 @@ def test_torch_languages_give_the_reference_idis(name, language, protected):
 def test_black_box_languages_give_the_reference_idis(name, language):
     if GENERATORS[name].needs_gradient:
         pytest.skip("a callable has no gradient")
-    _same_idis(name, CALLABLE_LANGUAGES[language]())
+    model = CALLABLE_LANGUAGES[language]()
+    if GENERATORS[name].needs_proba and not model.has_proba:
+        pytest.skip("a labels-only callable has no probabilities (refusal: test_labels_only_model_is_refused_...)")
+    _same_idis(name, model)
 
 
 @functools.cache
@@ -360,6 +376,8 @@ def test_undeclared_ambiguous_language_is_refused_naming_the_fix(name, case):
     make, fix = UNDECLARED[case]
     if GENERATORS[name].needs_gradient and "sklearn" not in case and "logits" not in case:
         pytest.skip("a callable has no gradient: refused for that first")
+    if GENERATORS[name].needs_proba and "sklearn" not in case and "logits" not in case:
+        pytest.skip("a callable declared as labels has no probabilities: refused for that first")
     domain = toy_domain()
     with pytest.raises(ChiralfairError, match=fix):
         make_generator(name, **BUDGET).run(make(), domain, seeds_for(domain), random_state=0)
@@ -395,8 +413,9 @@ def test_a_model_refusing_a_value_is_a_clear_error_naming_the_feature_and_the_va
 
 def test_static_name_table_matches_the_registry():
     # The command line refuses unknown generators from this table before importing them.
-    from chiralfair.generators.names import BUILTIN_GENERATORS
+    from chiralfair.generators.names import BUILTIN_GENERATORS, NEEDS_PROBABILITIES
 
     assert sorted(BUILTIN_GENERATORS) == NAMES
     for gen_name, needs_gradient in BUILTIN_GENERATORS.items():
         assert make_generator(gen_name).needs_gradient is needs_gradient, gen_name
+        assert make_generator(gen_name).needs_proba is (gen_name in NEEDS_PROBABILITIES), gen_name

@@ -1,14 +1,21 @@
 import numpy as np
 import pytest
+from toys import LinearToy, toy_domain
 
+from chiralfair.domain import Domain, Feature
+from chiralfair.generators import gradient_steps, make_generator
 from chiralfair.generators.gradient_steps import (
     ChainChecks,
+    KnownOutcomes,
     confidence_gradient,
     cross_entropy_gradient,
     inverse_saliency,
     local_gradient_rows,
     sample_features,
 )
+from chiralfair.generators.recorder import IDIRecorder
+from chiralfair.models import as_model
+from chiralfair.oracle import DiscriminationCheck
 
 
 def test_cross_entropy_gradient_points_to_the_boundary_and_scales_by_own_probability():
@@ -66,3 +73,78 @@ def test_chain_checks_counterpart_choices():
                                                              (11, 5, 6), (10, None, 2)])
 def test_local_gradient_rows(max_local, interval, rows):
     assert local_gradient_rows(max_local, interval) == rows
+
+
+# ------------------------------------------------------------------------------------- known outcomes in the walk
+W, BIAS = np.array([3, 0.5, 1, 0.8, 0.6]), -11.45
+
+
+def _row_wise_probability(X):
+    # Row by row (a sum per row, no BLAS), so a row's P(y=1) does not depend on the batch it is sent in.
+    return 1 / (1 + np.exp(-2 * ((X * W).sum(axis=1) + BIAS)))
+
+
+def _search(name, protected, params):
+    domain = toy_domain(protected)
+    seeds = domain.sample(40, np.random.default_rng(0))
+    gen = make_generator(name, max_global=40, max_local=60, **params)
+    # Every non-protected feature moves P(y=1), so stale probabilities would change the estimate of maft, and
+    # x @ w + bias is never 0. The gradient generators need a torch module, whose float rounding depends on the
+    # batch: it may change a probability in its last bit, which maft's estimate would carry into its draws.
+    model = (as_model(_row_wise_probability, output="probability") if name == "maft"
+             else as_model(LinearToy(W.tolist(), BIAS).double()))
+    return gen.run(model, domain, seeds, random_state=2)
+
+
+# maft with update_interval: its refreshes read P(y=1) from the check records of a chain's current input, so a
+# chain that reached a known IDI unchecked must be checked before its refresh.
+@pytest.mark.parametrize(("name", "params"), [("eidig", {}), ("eidig-5", {}), ("adf", {}), ("maft", {}),
+                                              ("maft", {"update_interval": 3})], ids=str)
+@pytest.mark.parametrize("protected", [("sex",), ("sex", "race")])
+def test_known_keys_cost_no_query_and_change_no_idi(name, params, protected, monkeypatch):
+    skipping = _search(name, protected, params)
+    monkeypatch.setattr(gradient_steps.KnownOutcomes, "lookup",
+                        lambda self, X: (np.zeros(len(X), bool), np.zeros(len(X), bool)))
+    checking_all = _search(name, protected, params)
+    np.testing.assert_array_equal(skipping.idis, checking_all.idis)
+    np.testing.assert_array_equal(skipping.counterparts, checking_all.counterparts)
+    np.testing.assert_array_equal(skipping.phase, checking_all.phase)
+    assert skipping.n_tested == checking_all.n_tested
+    assert skipping.n_queries < checking_all.n_queries
+
+
+def test_known_outcomes_ignore_inputs_outside_the_protected_domain():
+    # sex code 2 stands for "missing": not a value of the PA, so such an input's outcome is not its key's.
+    domain = Domain((Feature("sex", 0, 2, missing=2), Feature("a", 0, 9))).with_protected(["sex"])
+    known = KnownOutcomes(IDIRecorder(as_model(lambda X: X[:, 1] > 4), domain))
+    known.add(np.array([[0, 3], [2, 4]]), np.array([True, False]))
+    is_known, is_idi = known.lookup(np.array([[1, 3], [2, 3], [0, 4], [1, 5]]))
+    np.testing.assert_array_equal(is_known, [True, False, False, False])
+    np.testing.assert_array_equal(is_idi, [True, False, False, False])
+
+
+@pytest.mark.parametrize(("name", "params"), [("eidig-5", {}), ("adf", {}), ("maft", {"update_interval": 2})],
+                         ids=str)
+def test_every_refresh_sees_the_check_records_of_its_inputs(name, params, monkeypatch):
+    # Records travel with the chains (kept moves, returns to the global IDI, unchecked moves onto known IDIs);
+    # a refresh reading another input's records would steer the walk by the wrong labels and probabilities.
+    module = {"eidig-5": "eidig", "adf": "adf", "maft": "eidig"}[name]
+    original = gradient_steps.local_walk
+    refreshed = []
+
+    def spied_walk(recorder, x0, checks0, prob0, *, refresh, **kw):
+        checker = DiscriminationCheck(recorder.model, recorder.domain)
+
+        def checked_refresh(X, checks, rng):
+            truth = checker.check(X, with_proba=True)
+            np.testing.assert_array_equal(checks.labels, truth.labels)
+            np.testing.assert_array_equal(checks.counterpart_labels, truth.counterpart_labels)
+            np.testing.assert_allclose(checks.own_proba, truth.own_proba)
+            refreshed.append(len(X))
+            return refresh(X, checks, rng)
+
+        return original(recorder, x0, checks0, prob0, refresh=checked_refresh, **kw)
+
+    monkeypatch.setattr(f"chiralfair.generators.{module}.local_walk", spied_walk)
+    _search(name, ("sex", "race"), params)
+    assert sum(refreshed) > 50

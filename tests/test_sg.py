@@ -247,3 +247,16 @@ def test_registered_as_sg():
     assert sg_module.SymbolicGeneration.name == "sg"
     from chiralfair.generators.base import GENERATORS
     assert GENERATORS["sg"] is SymbolicGeneration
+
+
+def test_surrogate_fit_without_sklearn_checks_builds_the_tree_sklearn_builds():
+    from sklearn.tree import DecisionTreeClassifier
+
+    from chiralfair.generators.surrogate import fit_surrogate
+
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 10, size=(1000, 6))
+    y = ((X[:, 0] + X[:, 1] + rng.integers(0, 3, 1000)) > 10).astype(np.int64)
+    ours, plain = fit_surrogate(X, y, random_state=5).tree_, DecisionTreeClassifier(random_state=5).fit(X, y).tree_
+    for attribute in ("feature", "threshold", "children_left", "children_right", "n_node_samples", "value"):
+        np.testing.assert_array_equal(getattr(ours, attribute), getattr(plain, attribute))

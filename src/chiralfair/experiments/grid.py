@@ -238,6 +238,7 @@ def _parse(data: Mapping[str, Any]) -> Grid:
         diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
         retrain=_retrain(data, task), couple=_flag(data, "couple", default=True))
+    _check_probabilities(grid)
     for key in IGNORED_FLAGS.get(task, ()):
         if grid_flag := getattr(grid, key):
             raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
@@ -332,6 +333,23 @@ def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> No
             f"axes.generators {gradient[0]!r} needs the model's input gradient, which axes.models {without[0]!r} "
             "does not provide; gradient generators (adf, eidig) run on dnn, lr and mlp: put the other models in a "
             "grid of black-box generators (aequitas, sg, themis, expga, kosei)")
+
+
+def _check_probabilities(grid: Grid) -> None:
+    from ..exceptions import ChiralfairError
+    from ..generators.names import NEEDS_PROBABILITIES
+    from ..models.zoo import ModelSpec
+
+    needing = [g for g in grid.generators if g in NEEDS_PROBABILITIES]
+    for model in grid.models if needing else ():
+        try:
+            spec = ModelSpec(model, dict(grid.model_params.get(model, {})))
+        except ChiralfairError:
+            continue  # the parameter check names the bad parameter
+        if not spec.has_predict_proba:
+            raise GridError(f"axes.generators {needing[0]!r} needs the model's predict_proba, which axes.models "
+                            f"{model!r} (with its model_params) does not provide: it answers labels only; put it in "
+                            "a grid of labels-only generators (aequitas, aft, expga, kosei, sg, themis)")
 
 
 def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:

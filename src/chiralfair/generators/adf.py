@@ -11,6 +11,7 @@ from .gradient_steps import (
     check_cost,
     counterpart_rows,
     cross_entropy_gradient,
+    global_walk,
     inverse_saliency,
     local_gradient_rows,
     local_walk,
@@ -54,7 +55,9 @@ class ADF(Generator):
     - All global phases run before all local phases (in the reference code each seed's local phase runs
       before the next seed's global phase), so an IDI that both find counts as global here.
     - Chains whose input did not change since the last iteration (stuck at a bound) are not re-checked or
-      re-differentiated: the model is deterministic, so the outcome is known.
+      re-differentiated, and a local move to a key the walk has already checked is not checked again
+      (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic, so the outcome is
+      known. The IDIs found are the same; only the queries are fewer.
     - With coupled columns (design §12), the mask also leaves out a coupled column on which x' holds another
       code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two different
       points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
@@ -80,6 +83,7 @@ class ADF(Generator):
 
     name = "adf"
     needs_gradient = True
+    needs_proba = True
 
     def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_iter: int = 10,
                  step_global: float = 1.0, step_local: float = 1.0, epsilon: float = 1e-6):
@@ -90,8 +94,8 @@ class ADF(Generator):
         super().__init__(max_global=max_global, max_local=max_local, max_iter=self.max_iter,
                          step_global=self.step_global, step_local=self.step_local, epsilon=self.epsilon)
 
-    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
-        """Upper bound on model queries (checks and gradient rows) for ``n_seeds`` seeds.
+    def query_budget(self, n_seeds: int, n_combinations: int, n_features: int | None = None) -> int:
+        """Upper bound on model queries (checks and gradient rows) for ``n_seeds`` seeds (``n_features`` unused).
 
         Per seed: ``max_iter + 1`` checks and ``2 max_iter`` gradient rows in the global phase; per global IDI
         (at most one per seed): ``max_local`` checks and ``2 max_local`` gradient rows in the local phase.
@@ -102,7 +106,6 @@ class ADF(Generator):
         return int(n_seeds) * (global_phase + local_phase)
 
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
-        recorder.model.require("predict_proba", by=f"generator {self.name!r}")
         x0, checks0 = self._global_phase(recorder, seeds, rng)
         if self.max_local and len(x0):
             prob0 = self._saliency(recorder, x0, checks0, rng)
@@ -114,40 +117,11 @@ class ADF(Generator):
                       rng: np.random.Generator) -> tuple[np.ndarray, ChainChecks]:
         """Advance every seed's chain; return the global IDIs that start a local walk and their check records."""
         domain, model = recorder.domain, recorder.model
-        n = len(seeds)
-        x = seeds.copy()
-        checks = ChainChecks.empty(n, len(domain.combinations))
-        grad = np.zeros(x.shape)
-        grad_cf = np.zeros(x.shape)
-        movable = np.zeros(x.shape, dtype=bool)
-        active = np.ones(n, dtype=bool)
-        changed = np.ones(n, dtype=bool)
-        is_global = np.zeros(n, dtype=bool)
-        for it in range(self.max_iter + 1):
-            todo = np.flatnonzero(active & changed)
-            if len(todo):
-                res, new = recorder.check(x[todo], "global", with_proba=True)
-                checks.set_rows(todo, ChainChecks.from_result(res))
-                if it == 0:
-                    recorder.n_seed_idis = int(res.is_idi.sum())
-                # An IDI whose key was already recorded by another chain goes on walking, as in ADF.
-                is_global[todo[new]] = True
-                active[todo[new]] = False
-            if it == self.max_iter or not active.any():
-                break
-            # Gradients only where the input changed; a stuck chain reuses its previous ones.
-            fresh = np.flatnonzero(active & changed)
-            if len(fresh):
-                grad[fresh], grad_cf[fresh], movable[fresh] = self._loss_gradients(model, domain, x[fresh],
-                                                                                   checks.rows(fresh))
-            moving = np.flatnonzero(active)
-            direction = _adf_direction(grad[moving], grad_cf[moving], movable[moving], rng)
-            stepped = domain.repair(domain.clip(x[moving] + self.step_global * direction))
-            changed[:] = False
-            changed[moving] = (stepped != x[moving]).any(axis=1)
-            x[moving] = stepped
-        idx = np.flatnonzero(is_global)
-        return x[idx], checks.rows(idx)
+        # An IDI whose key was already recorded by another chain goes on walking, as in ADF.
+        return global_walk(recorder, seeds, max_iter=self.max_iter, step=self.step_global,
+                           gradients=lambda X, checks: self._loss_gradients(model, domain, X, checks),
+                           direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng),
+                           walk_past_known_idis=True)
 
     @staticmethod
     def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks):

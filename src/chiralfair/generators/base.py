@@ -11,7 +11,7 @@ import numpy as np
 from .._random import RandomState, resolve_random_state
 from .._validation import check_int
 from ..domain import Domain
-from ..exceptions import ConfigError, DomainError, ModelInputError
+from ..exceptions import ConfigError, DomainError, ModelCapabilityError, ModelInputError
 from ..models.adapters import as_model
 from ..models.protocol import in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
@@ -59,7 +59,10 @@ class Generator(ABC):
     """
 
     name: ClassVar[str] = "generator"
+    #: Whether the search needs the model's ``input_gradient`` (ADF, EIDIG).
     needs_gradient: ClassVar[bool] = False
+    #: Whether the search needs the model's ``predict_proba`` (ADF, EIDIG, MAFT); labels-only models are refused.
+    needs_proba: ClassVar[bool] = False
 
     def __init__(self, *, max_global: int = 100, max_local: int = 100, **params: Any):
         self.max_global = check_int(max_global, "max_global", minimum=1)
@@ -96,14 +99,14 @@ class Generator(ABC):
         DomainError
             If a seed lies outside the domain (names the column, value and bound) or there are no seeds.
         ModelCapabilityError
-            If the generator needs gradients and the model has none.
+            If the generator needs gradients or probabilities and the model has none
+            (:meth:`require_capabilities`).
         ModelInputError
             If the model fails on an input the search sends (e.g. a protected value its encoder never saw); the
             message names the feature, the value, whether it is protected, and what to do.
         """
         model = as_model(model)
-        if self.needs_gradient:
-            model.require("input_gradient", by=f"generator {self.name!r}")
+        self.require_capabilities(model)
         if isinstance(seeds, SeedReport):
             seed_strategy = seed_strategy or seeds.strategy
             seeds = seeds.seeds
@@ -133,7 +136,27 @@ class Generator(ABC):
         Implementations set ``recorder.n_seed_idis`` to the number of seeds that are IDIs.
         """
 
-    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
+    def require_capabilities(self, model) -> None:
+        """Refuse a model that lacks a method this generator needs (:attr:`needs_gradient`, :attr:`needs_proba`).
+
+        Called by :meth:`run` before anything is queried; front doors call it to refuse before seed selection.
+
+        Raises
+        ------
+        ModelCapabilityError
+            Naming the generator, the model and the missing method (``input_gradient`` first).
+        """
+        model = as_model(model)
+        if self.needs_gradient:
+            model.require("input_gradient", by=f"generator {self.name!r}")
+        if self.needs_proba and not model.has_proba:
+            raise ModelCapabilityError(
+                f"generator {self.name!r} needs predict_proba() but model {model.name!r} does not provide it: it "
+                "answers labels only. Wrap a model that returns probabilities (as_model(..., output='probability') "
+                "for a callable that returns them), or use a labels-only generator (aequitas, aft, expga, kosei, "
+                "sg, themis)")
+
+    def query_budget(self, n_seeds: int, n_combinations: int, n_features: int | None = None) -> int:
         """Upper bound on model queries: each seed checked once, plus ``max_local`` checks per global IDI.
 
         The bound of generators whose local phase checks one input per iteration (AEQUITAS, THEMIS);
@@ -145,6 +168,9 @@ class Generator(ABC):
             Seeds given to :meth:`run` (only the first ``max_global`` are used).
         n_combinations : int
             PA-value combinations, i.e. model queries per checked input.
+        n_features : int, optional
+            Features of the domain; needed by generators whose cost grows with it (MAFT, whose gradient
+            estimate probes every feature), ignored by the others.
 
         Returns
         -------

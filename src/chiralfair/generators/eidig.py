@@ -12,13 +12,15 @@ from ..exceptions import ConfigError
 from .base import Generator, register_generator
 from .gradient_steps import (
     ChainChecks,
+    GradientSource,
+    InputGradient,
     check_cost,
     confidence_gradient,
     counterpart_rows,
+    global_walk,
     inverse_saliency,
     local_gradient_rows,
     local_walk,
-    pair_gradients,
     steppable,
 )
 from .recorder import IDIRecorder
@@ -53,7 +55,9 @@ class EIDIG(Generator):
       ``numpy.random.Generator`` (the reference uses ``np.random.seed(42)`` and per-row draws), so runs are
       reproducible but not draw-for-draw identical to the reference.
     - Chains whose input did not change since the last iteration are not re-checked or re-differentiated, and a
-      local move that clipping turns into no move costs no query: the model is deterministic.
+      local move that clipping turns into no move, or that reaches a key the walk has already checked, costs no
+      query (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic. The IDIs
+      found are the same; only the queries are fewer.
     - With coupled columns (design §12), the global step also leaves a coupled column on which x2 holds another
       code than x (:func:`~.gradient_steps.steppable`): the two momenta are then taken at two different points
       of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
@@ -82,6 +86,7 @@ class EIDIG(Generator):
 
     name = "eidig"
     needs_gradient = True
+    needs_proba = True
 
     def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_iter: int = 10, decay: float = 0.5,
                  update_interval: int | None = None, step_global: float = 1.0, step_local: float = 1.0,
@@ -97,80 +102,88 @@ class EIDIG(Generator):
                          update_interval=self.update_interval, step_global=self.step_global,
                          step_local=self.step_local, epsilon=self.epsilon)
 
-    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
+    def query_budget(self, n_seeds: int, n_combinations: int, n_features: int | None = None) -> int:
         """Upper bound on model queries (checks and gradient rows) for ``n_seeds`` seeds.
 
-        Per seed: ``max_iter + 1`` checks and ``2 max_iter`` gradient rows in the global phase; per global IDI
-        (at most one per seed): ``max_local`` checks, 2 gradient rows at the IDI and 2 per refresh.
+        Per seed: ``max_iter + 1`` checks and ``max_iter`` gradient pairs (an input and its counterpart) in the
+        global phase; per global IDI (at most one per seed): ``max_local`` checks, a gradient pair at the IDI
+        and one per refresh. A pair costs 2 gradient rows (``n_features`` is not needed); MAFT's estimate costs
+        more and needs ``n_features``.
         """
+        pair = self._gradient_source().rows_per_pair(self._budget_features(n_features))
         per_check = check_cost(n_combinations)
-        global_phase = (self.max_iter + 1) * per_check + 2 * self.max_iter
-        local_phase = self.max_local * per_check + local_gradient_rows(self.max_local, self.update_interval)
+        global_phase = (self.max_iter + 1) * per_check + pair * self.max_iter
+        local_phase = self.max_local * per_check + local_gradient_rows(self.max_local, self.update_interval, pair)
         return int(n_seeds) * (global_phase + local_phase)
 
+    def _budget_features(self, n_features: int | None) -> int:
+        return 0 if n_features is None else int(n_features)
+
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
-        recorder.model.require("predict_proba", by=f"generator {self.name!r}")
-        x0, checks0 = self._global_phase(recorder, seeds)
+        gradients = self._gradient_source()
+        x0, checks0 = self._global_phase(recorder, seeds, gradients)
         if self.max_local and len(x0):
-            prob0 = self._saliency(recorder, x0, checks0, checks0.max_difference())
+            prob0 = self._saliency(recorder, gradients, x0, checks0, checks0.max_difference())
             local_walk(recorder, x0, checks0, prob0, max_local=self.max_local, step=self.step_local,
                        update_interval=self.update_interval,
-                       refresh=lambda X, c, r: self._saliency(recorder, X, c, c.random_flip(r)), rng=rng)
+                       refresh=lambda X, c, r: self._saliency(recorder, gradients, X, c, c.random_flip(r)), rng=rng)
         return ()
 
-    def _global_phase(self, recorder: IDIRecorder, seeds: np.ndarray) -> tuple[np.ndarray, ChainChecks]:
+    def _gradient_source(self) -> GradientSource:
+        """Where d P(y=1)/dx comes from: the model's ``input_gradient`` (MAFT overrides it with an estimate)."""
+        return InputGradient()
+
+    def _global_phase(self, recorder: IDIRecorder, seeds: np.ndarray,
+                      gradients: GradientSource) -> tuple[np.ndarray, ChainChecks]:
         """Advance every seed's chain with momentum; return the new global IDIs and their check records."""
-        domain, model = recorder.domain, recorder.model
-        n = len(seeds)
-        x = seeds.copy()
-        checks = ChainChecks.empty(n, len(domain.combinations))
-        grad = np.zeros(x.shape)
-        grad_cf = np.zeros(x.shape)
-        momentum = np.zeros(x.shape)
-        momentum_cf = np.zeros(x.shape)
-        movable = np.zeros(x.shape, dtype=bool)
-        active = np.ones(n, dtype=bool)
-        changed = np.ones(n, dtype=bool)
-        is_global = np.zeros(n, dtype=bool)
-        for it in range(self.max_iter + 1):
-            todo = np.flatnonzero(active & changed)
-            if len(todo):
-                res, new = recorder.check(x[todo], "global", with_proba=True)
-                checks.set_rows(todo, ChainChecks.from_result(res))
-                if it == 0:
-                    recorder.n_seed_idis = int(res.is_idi.sum())
-                is_global[todo[new]] = True
-                active[todo[res.is_idi]] = False
-            if it == self.max_iter or not active.any():
-                break
-            fresh = np.flatnonzero(active & changed)
-            if len(fresh):
-                grad[fresh], grad_cf[fresh], movable[fresh] = self._confidence_gradients(model, domain, x[fresh],
-                                                                                         checks.rows(fresh))
-            moving = np.flatnonzero(active)
-            momentum[moving] = self.decay * momentum[moving] + grad[moving]
-            momentum_cf[moving] = self.decay * momentum_cf[moving] + grad_cf[moving]
-            s, s_cf = np.sign(momentum[moving]), np.sign(momentum_cf[moving])
-            direction = np.where(movable[moving] & (s == s_cf), -s, 0.0)
-            stepped = domain.repair(domain.clip(x[moving] + self.step_global * direction))
-            changed[:] = False
-            changed[moving] = (stepped != x[moving]).any(axis=1)
-            x[moving] = stepped
-        idx = np.flatnonzero(is_global)
-        return x[idx], checks.rows(idx)
+        momentum = _Momentum(len(seeds), recorder.domain.n_features, self.decay)
+        return global_walk(recorder, seeds, max_iter=self.max_iter, step=self.step_global,
+                           gradients=lambda X, checks: self._confidence_gradients(recorder, gradients, X, checks),
+                           direction=momentum.direction, walk_past_known_idis=False)
 
     @staticmethod
-    def _confidence_gradients(model, domain, X: np.ndarray, checks: ChainChecks):
+    def _confidence_gradients(recorder: IDIRecorder, gradients: GradientSource, X: np.ndarray,
+                              checks: ChainChecks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """EIDIG's ``compute_grad`` at X and at its ``max_diff`` counterpart, and the features a step may move."""
         combo = checks.max_difference()
-        C = counterpart_rows(domain, X, combo)
-        g, g_cf = pair_gradients(model, X, C)
+        C = counterpart_rows(recorder.domain, X, combo)
+        g, g_cf = gradients.pair(recorder.model, recorder.domain, X, C, checks.own_proba,
+                                 checks.counterpart_proba(combo))
         return (confidence_gradient(g, checks.labels), confidence_gradient(g_cf, checks.counterpart_label(combo)),
-                steppable(domain, X, C))
+                steppable(recorder.domain, X, C))
 
-    def _saliency(self, recorder: IDIRecorder, X: np.ndarray, checks: ChainChecks, combo: np.ndarray) -> np.ndarray:
-        g, g_cf = pair_gradients(recorder.model, X, counterpart_rows(recorder.domain, X, combo))
+    def _saliency(self, recorder: IDIRecorder, gradients: GradientSource, X: np.ndarray, checks: ChainChecks,
+                  combo: np.ndarray) -> np.ndarray:
+        g, g_cf = gradients.pair(recorder.model, recorder.domain, X, counterpart_rows(recorder.domain, X, combo),
+                                 checks.own_proba, checks.counterpart_proba(combo))
         return inverse_saliency(g, g_cf, recorder.domain.non_protected_mask, self.epsilon)
+
+
+class _Momentum:
+    """EIDIG's global step: momenta G1, G2 of the chains' gradients, stepping along -sign(G1) where it agrees with G2.
+
+    Parameters
+    ----------
+    n_chains, n_features : int
+    decay : float
+    """
+
+    def __init__(self, n_chains: int, n_features: int, decay: float):
+        self.decay = decay
+        self.g = np.zeros((n_chains, n_features))
+        self.g_counterpart = np.zeros((n_chains, n_features))
+
+    def direction(self, rows: np.ndarray, grad: np.ndarray, grad_counterpart: np.ndarray,
+                  movable: np.ndarray) -> np.ndarray:
+        """Update the momenta of the chains ``rows``; return their step direction, shape (len(rows), n_features).
+
+        ``movable`` (len(rows), n_features) marks the features a step may move
+        (:func:`~.gradient_steps.steppable`).
+        """
+        self.g[rows] = self.decay * self.g[rows] + grad
+        self.g_counterpart[rows] = self.decay * self.g_counterpart[rows] + grad_counterpart
+        s, s_cf = np.sign(self.g[rows]), np.sign(self.g_counterpart[rows])
+        return np.where(movable & (s == s_cf), -s, 0.0)
 
 
 class _FixedInterval(EIDIG):

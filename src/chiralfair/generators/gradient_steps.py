@@ -1,12 +1,17 @@
-"""Gradient and saliency steps shared by the white-box generators ADF and EIDIG.
+"""Gradient and saliency steps shared by the gradient-guided generators ADF, EIDIG and MAFT.
 
 Everything here works on a whole batch of chains (one row per chain), so that a generator advances all its
-chains with one discrimination check and one ``input_gradient`` call per step:
+chains with one discrimination check and one gradient batch per step:
 
 - :class:`ChainChecks` keeps, per chain, the outcome of the discrimination check of its current input;
-- :func:`pair_gradients` differentiates the model at the inputs and at their counterparts in one call;
+- a gradient source gives d P(y=1)/dx at the inputs and at their counterparts in one batch:
+  :class:`InputGradient` asks the model's ``input_gradient`` (ADF, EIDIG);
+  :class:`~chiralfair.generators.finite_differences.FiniteDifferences` estimates it from ``predict_proba``
+  (MAFT);
 - :func:`cross_entropy_gradient` (ADF) and :func:`confidence_gradient` (EIDIG) turn d P(y=1)/dx into the
   gradient each paper uses;
+- :func:`global_walk` is the global phase: check every chain, end the chains that reached an IDI, step the
+  others along a direction computed from their gradients;
 - :func:`inverse_saliency`, :func:`sample_features` and :func:`local_walk` make the local phase: pick a
   feature with probability inversely proportional to its saliency, move it one step, keep the move if the new
   input is an IDI, return to the global IDI otherwise.
@@ -21,13 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar, Protocol
 
 import numpy as np
 
 from ..domain import Domain
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult
-from .recorder import IDIRecorder
+from .recorder import IDIRecorder, key_set_for
 
 # Smallest probability of the own label used as a divisor; the own label's probability is >= 0.5 whenever
 # labels and probabilities agree, so this only guards models whose predict and predict_proba disagree.
@@ -84,9 +90,14 @@ class ChainChecks:
         self.possible[rows] = other.possible
 
     def rows(self, rows) -> ChainChecks:
-        """A copy holding only ``rows`` (indices or mask)."""
+        """The records of ``rows`` (indices or mask: a copy; a slice gives views, use :meth:`copy` instead)."""
         return ChainChecks(self.labels[rows], self.counterpart_labels[rows], self.proba[rows], self.own_proba[rows],
                            self.possible[rows])
+
+    def copy(self) -> ChainChecks:
+        """A copy of every record, independent of this one."""
+        return ChainChecks(self.labels.copy(), self.counterpart_labels.copy(), self.proba.copy(),
+                           self.own_proba.copy(), self.possible.copy())
 
     @property
     def flips(self) -> np.ndarray:
@@ -194,6 +205,39 @@ def pair_gradients(model: CountingModel, X: np.ndarray, C: np.ndarray) -> tuple[
     return G[:n], G[n:]
 
 
+class GradientSource(Protocol):
+    """Where a gradient generator takes d P(y=1)/dx from: the model's gradient, or an estimate of it."""
+
+    #: The model method the source needs (``"input_gradient"`` or ``"predict_proba"``).
+    capability: ClassVar[str]
+
+    def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
+             p_counterpart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The gradients d P(y=1)/dx at ``X`` and at ``C``, each of shape (n, n_features), from one model batch.
+
+        ``p`` and ``p_counterpart``, shape (n,), are P(y=1) at ``X`` and ``C``, known from their checks.
+        """
+
+    def rows_per_pair(self, n_features: int) -> int:
+        """Upper bound on model queries of one :meth:`pair` row (an input and its counterpart)."""
+
+
+@dataclass(frozen=True)
+class InputGradient:
+    """The model's own ``input_gradient``: 2 gradient rows per input and counterpart (ADF, EIDIG)."""
+
+    capability: ClassVar[str] = "input_gradient"
+
+    def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
+             p_counterpart: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`pair_gradients`; the probabilities are not needed."""
+        return pair_gradients(model, X, C)
+
+    def rows_per_pair(self, n_features: int) -> int:
+        """2: the input and its counterpart."""
+        return 2
+
+
 def cross_entropy_gradient(g: np.ndarray, p1: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Gradient of the cross-entropy loss against the model's own label (ADF's ``gradient_graph``).
 
@@ -235,6 +279,86 @@ def confidence_gradient(g: np.ndarray, labels: np.ndarray) -> np.ndarray:
     numpy.ndarray of float64, shape (n, n_features)
     """
     return np.where((labels == 1)[:, None], g, -g)
+
+
+# Gradients (g at x, g' at its counterpart) and the features a step may move (:func:`steppable`), shape
+# (m, n_features) each, of the chains given by their inputs and check records.
+ChainGradients = Callable[[np.ndarray, ChainChecks], tuple[np.ndarray, np.ndarray, np.ndarray]]
+# The global step direction in {-1, 0, 1}, shape (m, n_features), of the chains ``rows`` (indices) from their
+# gradients g and g' and movable features, each of shape (m, n_features).
+StepDirection = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step: float,
+                gradients: ChainGradients, direction: StepDirection,
+                walk_past_known_idis: bool) -> tuple[np.ndarray, ChainChecks]:
+    """The global phase of ADF, EIDIG and MAFT for every seed at once: walk each chain toward an IDI.
+
+    Each of ``max_iter + 1`` iterations checks the chains' inputs in one batch (the input left by the last
+    step is checked too, algorithms.md §12.5). An IDI with a new key ends its chain and becomes a global IDI.
+    An IDI whose key another chain recorded first ends its chain too (EIDIG), or walks on
+    (``walk_past_known_idis``, ADF). Every other chain takes ``gradients`` at its input and moves to
+    ``repair(clip(x + step * direction))`` (onto the domain's constraints, :meth:`Domain.repair`). Chains whose
+    input did not change since the last iteration (stuck at a bound) are neither re-checked nor
+    re-differentiated, since the model is deterministic: their previous
+    gradients are passed to ``direction`` again.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+        Checks go through it with phase ``"global"``; it receives ``n_seed_idis``.
+    seeds : numpy.ndarray of int64, shape (n_seeds, n_features)
+    max_iter : int
+        Steps per chain.
+    step : float
+        Step size s_g, in encoded units.
+    gradients : callable
+        ``gradients(X, checks) -> (g, g_counterpart, movable)`` for the chains due.
+    direction : callable
+        ``direction(rows, g, g_counterpart, movable) -> (len(rows), n_features)`` in {-1, 0, 1}, for the chains
+        that move (``rows`` indexes the seeds, so that a direction may keep per-chain state such as momentum).
+    walk_past_known_idis : bool
+        Whether a chain on an IDI already recorded goes on walking.
+
+    Returns
+    -------
+    x_global : numpy.ndarray of int64, shape (n_global, n_features)
+        The global IDIs, in seed order.
+    checks_global : ChainChecks
+        Their check records.
+    """
+    domain = recorder.domain
+    n = len(seeds)
+    x = seeds.copy()
+    checks = ChainChecks.empty(n, len(domain.combinations))
+    grad = np.zeros(x.shape)
+    grad_cf = np.zeros(x.shape)
+    movable = np.zeros(x.shape, dtype=bool)
+    active = np.ones(n, dtype=bool)
+    changed = np.ones(n, dtype=bool)
+    is_global = np.zeros(n, dtype=bool)
+    for it in range(max_iter + 1):
+        todo = np.flatnonzero(active & changed)
+        if len(todo):
+            res, new = recorder.check(x[todo], "global", with_proba=True)
+            checks.set_rows(todo, ChainChecks.from_result(res))
+            if it == 0:
+                recorder.n_seed_idis = int(res.is_idi.sum())
+            is_global[todo[new]] = True
+            active[todo[new if walk_past_known_idis else res.is_idi]] = False
+        if it == max_iter or not active.any():
+            break
+        fresh = np.flatnonzero(active & changed)
+        if len(fresh):
+            grad[fresh], grad_cf[fresh], movable[fresh] = gradients(x[fresh], checks.rows(fresh))
+        moving = np.flatnonzero(active)
+        d = direction(moving, grad[moving], grad_cf[moving], movable[moving])
+        stepped = domain.repair(domain.clip(x[moving] + step * d))
+        changed[:] = False
+        changed[moving] = (stepped != x[moving]).any(axis=1)
+        x[moving] = stepped
+    idx = np.flatnonzero(is_global)
+    return x[idx], checks.rows(idx)
 
 
 def inverse_saliency(g: np.ndarray, g_counterpart: np.ndarray, non_protected: np.ndarray,
@@ -297,7 +421,7 @@ Saliency = Callable[[np.ndarray, ChainChecks, np.random.Generator], np.ndarray]
 def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
                max_local: int, step: float, update_interval: int | None, refresh: Saliency,
                rng: np.random.Generator) -> None:
-    """The local phase of ADF and EIDIG for every global IDI at once: a walk that stays on IDIs.
+    """The local phase of ADF, EIDIG and MAFT for every global IDI at once: a walk that stays on IDIs.
 
     Each iteration, every chain picks a non-protected feature from its probabilities, moves it by ``± step``
     (fair coin) and clips. A move to an IDI is kept and the walk continues from there; any other move returns
@@ -305,9 +429,14 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     ``update_interval`` consecutive iterations without a return, the probabilities are recomputed at the
     current IDI by ``refresh``; ``None`` never recomputes them (EIDIG-INF).
 
-    All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. A move
-    that clipping (or the repair onto the domain's constraints) turns into no move keeps the chain on its current
-    input, an IDI, without a model query.
+    All chains are checked in one batch per iteration, through ``recorder`` with phase ``"local"``. Two kinds
+    of move cost no model query, since the model is deterministic: a move that clipping (or the repair onto the
+    domain's constraints) turns into no move (the chain stays on its IDI), and a move to a key this walk has
+    already checked (or started from), whose outcome is known (the check of an input whose PA values lie in the
+    PA domains depends only on its key; inputs outside them are always checked). A chain that moved onto a known
+    IDI without a check is checked when its probabilities are next refreshed, since ``refresh`` needs that
+    input's check records. The walk, and so every IDI found, is the same as with every move checked; only the
+    queries differ.
 
     Parameters
     ----------
@@ -333,7 +462,12 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         return
     lower, upper = recorder.domain.lower, recorder.domain.upper
     x = x0.copy()
-    checks = checks0.rows(slice(None))
+    # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
+    checks = checks0.copy()
+    known = KnownOutcomes(recorder)
+    known.add(x0, np.ones(n, dtype=bool))
+    # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
+    stale = np.zeros(n, dtype=bool)
     # Cumulative feature probabilities, kept between iterations: a row changes only on a refresh or a return.
     cum0 = np.cumsum(prob0, axis=1)
     cum = cum0.copy()
@@ -343,6 +477,11 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         if update_interval is not None:
             due = np.flatnonzero(since_return >= update_interval)
             if len(due):
+                recheck = due[stale[due]]
+                if len(recheck):
+                    res, _ = recorder.check(x[recheck], "local", with_proba=True)
+                    checks.set_rows(recheck, ChainChecks.from_result(res))
+                    stale[recheck] = False
                 cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
                 since_return[due] = 0
         since_return += 1
@@ -359,29 +498,72 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         moved, cand = moved[real], cand[real]
         kept = np.ones(n, dtype=bool)
         if len(moved):
-            res, _ = recorder.check(cand, "local", with_proba=True)
-            kept[moved] = res.is_idi
-            hit = moved[res.is_idi]
-            x[hit] = res.X[res.is_idi]
-            checks.set_rows(hit, ChainChecks.from_result(res).rows(res.is_idi))
+            is_known, outcome = known.lookup(cand)
+            ask = np.flatnonzero(~is_known)
+            if len(ask):
+                res, _ = recorder.check(cand[ask], "local", with_proba=True)
+                outcome[ask] = res.is_idi
+                known.add(cand[ask], res.is_idi)
+                checked_hit = moved[ask[res.is_idi]]
+                checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
+                stale[checked_hit] = False
+            kept[moved] = outcome
+            x[moved[outcome]] = cand[outcome]
+            stale[moved[is_known & outcome]] = True
         back = np.flatnonzero(~kept)
         if len(back):
             x[back] = x0[back]
             checks.set_rows(back, checks0.rows(back))
             cum[back] = cum0[back]
             since_return[back] = 0
+            stale[back] = False
 
 
-def local_gradient_rows(max_local: int, update_interval: int | None) -> int:
-    """Upper bound on gradient rows per global IDI in :func:`local_walk`: 2 at the global IDI plus 2 per refresh.
+class KnownOutcomes:
+    """Discrimination-check outcomes of the keys checked so far, for inputs whose PA values lie in the PA domains.
+
+    Such an input's check tries every combination and compares with its own, so its outcome depends on its key
+    only (design §2); an input outside the PA domains (a missing protected value) is never looked up or stored.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+        Gives the domain and its discrimination check.
+    """
+
+    def __init__(self, recorder: IDIRecorder):
+        self.domain = recorder.domain
+        self.checker = recorder.checker
+        self._idi = key_set_for(recorder.domain)
+        self._non_idi = key_set_for(recorder.domain)
+
+    def _keys(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.domain.keys(X), self.checker.own_combination(X) >= 0
+
+    def lookup(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each."""
+        keys, inside = self._keys(X)
+        idi = inside & self._idi.contains(keys)
+        return idi | (inside & self._non_idi.contains(keys)), idi
+
+    def add(self, X: np.ndarray, is_idi: np.ndarray) -> None:
+        """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains."""
+        keys, inside = self._keys(X)
+        self._idi.add(keys[inside & is_idi])
+        self._non_idi.add(keys[inside & ~is_idi])
+
+
+def local_gradient_rows(max_local: int, update_interval: int | None, rows_per_pair: int = 2) -> int:
+    """Upper bound on gradient queries per global IDI in :func:`local_walk`: one pair at the IDI, one per refresh.
 
     A refresh needs ``update_interval`` iterations without a return before it, so at most
-    ``(max_local - 1) // update_interval`` happen.
+    ``(max_local - 1) // update_interval`` happen. A pair (input and counterpart) costs ``rows_per_pair``
+    queries (:meth:`GradientSource.rows_per_pair`; 2 for the model's own gradient).
     """
     if max_local == 0:
         return 0
     refreshes = 0 if update_interval is None else (max_local - 1) // update_interval
-    return 2 * (1 + refreshes)
+    return rows_per_pair * (1 + refreshes)
 
 
 def check_cost(n_combinations: int) -> int:

@@ -1,21 +1,28 @@
-"""Names of the built-in generators and whether each needs the model's input gradient; imports nothing.
+"""Names of the built-in generators and the model methods each needs; imports nothing.
 
-Read by the command line to refuse an unknown generator, or a gradient generator on a model without a gradient,
-before the generators are imported. ``tests/test_generators_contract.py`` checks this table against the
-registry (:data:`chiralfair.generators.GENERATORS`).
+Read by the command line and the grid files to refuse an unknown generator, a gradient generator on a model
+without a gradient, or a generator that needs probabilities on a labels-only model, before the generators are
+imported. ``tests/test_generators_contract.py`` checks these tables against the registry
+(:data:`chiralfair.generators.GENERATORS`: ``needs_gradient`` and ``needs_proba`` of each class).
 """
 
+# name -> whether the generator needs input_gradient (its class's needs_gradient).
 BUILTIN_GENERATORS: dict[str, bool] = {
     "adf": True,
     "aequitas": False,
     "aequitas-fully": False,
     "aequitas-random": False,
     "aequitas-semi": False,
+    "aft": False,
     "eidig": True,
     "eidig-5": True,
     "eidig-inf": True,
     "expga": False,
     "kosei": False,
+    "maft": False,
     "sg": False,
     "themis": False,
 }
+
+# The generators that need predict_proba (their class's needs_proba): refused on a labels-only model.
+NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "maft"})

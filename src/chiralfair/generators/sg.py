@@ -322,7 +322,7 @@ class SymbolicGeneration(Generator):
         """Unique inputs to test: the ``limit`` parameter, else ``max_global * (max_local + 1)``."""
         return self.params["limit"] or self.max_global * (self.max_local + 1)
 
-    def query_budget(self, n_seeds: int, n_combinations: int) -> int:
+    def query_budget(self, n_seeds: int, n_combinations: int, n_features: int | None = None) -> int:
         """Upper bound on model queries: ``limit * (n_combinations + n_samples)``.
 
         At most ``limit`` unique inputs are tested (``n_combinations`` queries each, one more if its PA values

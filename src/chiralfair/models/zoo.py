@@ -170,6 +170,11 @@ class ModelSpec:
         return self.name in ("dnn", "lr", "mlp")
 
     @property
+    def has_predict_proba(self) -> bool:
+        """Whether fitted models of this spec provide ``predict_proba`` (all but ``svc`` with ``probability=False``)."""
+        return not (self.name == "svc" and not self.params.get("probability", False))
+
+    @property
     def is_torch(self) -> bool:
         """Whether the model is the torch DNN (else an sklearn estimator)."""
         return self.name == "dnn"

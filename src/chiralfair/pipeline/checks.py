@@ -113,6 +113,23 @@ def generator_needs_gradient(name: str) -> bool:
     return bool(getattr(GENERATORS[name], "needs_gradient", False))
 
 
+def generator_needs_proba(name: str) -> bool:
+    """Whether generator ``name`` needs the model's ``predict_proba`` (refused on a labels-only model).
+
+    Raises
+    ------
+    ConfigError
+        For a name that is neither built in nor registered (lists the valid names).
+    """
+    from ..generators.names import NEEDS_PROBABILITIES
+
+    generator_needs_gradient(name)  # refuses an unknown name
+    if name in NEEDS_PROBABILITIES:
+        return True
+    GENERATORS = _registry("generators", "GENERATORS")
+    return bool(getattr(GENERATORS.get(name), "needs_proba", False))
+
+
 def check_seed_strategy(name: str) -> None:
     """Refuse a seed strategy that is neither built in nor registered.
 
@@ -153,6 +170,19 @@ def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:
     if generator_needs_gradient(generator) and not has_gradient:
         raise ModelCapabilityError(f"generator {generator!r} needs input_gradient() but model {model_name!r} does not "
                                    f"provide it; {GRADIENT_HINT}")
+
+
+def check_probabilities(generator: str, model_name: str, has_proba: bool) -> None:
+    """Refuse a generator that needs probabilities (MAFT, ADF, EIDIG) for a model that answers labels only.
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming the generator, the model and the generators that need labels only.
+    """
+    if generator_needs_proba(generator) and not has_proba:
+        raise ModelCapabilityError(f"generator {generator!r} needs predict_proba() but model {model_name!r} answers "
+                                   "labels only; labels-only generators: aequitas, aft, expga, kosei, sg, themis")
 
 
 def check_search_names(*, seeds: str, generator: str, max_global, max_local) -> None:

@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._validation import check_int
-from .checks import check_benchmark, check_gradient, check_search_names, check_zoo_model, protected_list
+from .checks import (
+    check_benchmark,
+    check_gradient,
+    check_probabilities,
+    check_search_names,
+    check_zoo_model,
+    protected_list,
+)
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,8 @@ def validate_config(config: RunConfig, *, search: bool = True) -> None:
     ConfigError
         For an unknown generator, seed strategy or model, a budget outside its bounds, or a negative random state.
     ModelCapabilityError
-        For a gradient generator with a model that has no gradient.
+        For a gradient generator with a model that has no gradient, or a generator that needs probabilities
+        with a labels-only model.
     DatasetError
         For an unknown dataset or protected attribute.
     """
@@ -140,3 +148,4 @@ def validate_config(config: RunConfig, *, search: bool = True) -> None:
         check_search_names(seeds=config.seeds, generator=config.generator, max_global=config.max_global,
                            max_local=config.max_local)
         check_gradient(config.generator, config.model, spec.has_input_gradient)
+        check_probabilities(config.generator, config.model, config.model_spec.has_predict_proba)

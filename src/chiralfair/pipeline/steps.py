@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
-from .checks import check_budget, check_gradient, check_seed_strategy, generator_needs_gradient
+from .checks import check_budget, check_gradient, check_probabilities, check_seed_strategy, generator_needs_gradient
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,7 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
     generator = make_generator(plan.generator, max_global=plan.max_global, max_local=plan.max_local,
                                **dict(plan.generator_params))
     check_gradient(plan.generator, inputs.model_name, inputs.model.has_gradient)
+    check_probabilities(plan.generator, inputs.model_name, inputs.model.has_proba)
     seed_params = dict(plan.seed_params)
     if plan.seeds in CHIRAL_SEED_STRATEGIES:
         _check_chiral_trainable(plan.seeds, seed_params, inputs.model)
