@@ -36,7 +36,7 @@ def go_offline(monkeypatch, cache_dir: Path) -> None:
     """Send the user cache folder to ``cache_dir`` and make every download fail."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
 
-    def refuse(url, dest):
+    def refuse(url, output_file, pooch):
         raise OSError(f"network disabled in tests (asked for {url})")
 
-    monkeypatch.setattr(home, "download", refuse)
+    monkeypatch.setattr(home, "downloader", lambda: refuse)

@@ -1,7 +1,8 @@
 import hashlib
+import http.server
 import io
 import logging
-import urllib.error
+import threading
 import zipfile
 from pathlib import Path
 
@@ -33,10 +34,11 @@ def fake_raw(monkeypatch):
 
 
 def _downloader(payload, calls):
-    def fake(url, dest):
+    """A pooch downloader that writes ``payload`` (``home.downloader`` returns it)."""
+    def fake(url, output_file, pooch):
         calls.append(url)
-        Path(dest).write_bytes(payload)
-    return fake
+        Path(output_file).write_bytes(payload)
+    return lambda: fake
 
 
 # ---------------------------------------------------------------- resolution
@@ -102,10 +104,12 @@ def test_local_checksum_mismatch(tmp_path, fake_raw, caplog):
 
 # ---------------------------------------------------------------- download
 def test_offline_error_names_file_folders_and_address(tmp_path, fake_raw, monkeypatch):
-    def offline(url, dest):
-        raise urllib.error.URLError("Temporary failure in name resolution")
+    def offline(url, output_file, pooch):
+        import requests
 
-    monkeypatch.setattr(home, "download", offline)
+        raise requests.exceptions.ConnectionError("Temporary failure in name resolution")
+
+    monkeypatch.setattr(home, "downloader", lambda: offline)
     with pytest.raises(DataHomeError) as err:
         home.fetch_raw(fake_raw.relpath, data_home=tmp_path / "home")
     message = str(err.value)
@@ -117,7 +121,7 @@ def test_offline_error_names_file_folders_and_address(tmp_path, fake_raw, monkey
 
 def test_download_into_cache_and_verify(tmp_path, fake_raw, monkeypatch):
     calls = []
-    monkeypatch.setattr(home, "download", _downloader(PAYLOAD, calls))
+    monkeypatch.setattr(home, "downloader", _downloader(PAYLOAD, calls))
     path = home.fetch_raw(fake_raw.relpath, data_home=tmp_path / "empty-home")
     assert path == home.user_cache_dir() / "toy" / "raw" / "toy.data"
     assert path.read_bytes() == PAYLOAD
@@ -128,7 +132,7 @@ def test_download_into_cache_and_verify(tmp_path, fake_raw, monkeypatch):
 
 
 def test_download_with_wrong_digest_is_not_kept(tmp_path, fake_raw, monkeypatch, caplog):
-    monkeypatch.setattr(home, "download", _downloader(b"tampered\n", []))
+    monkeypatch.setattr(home, "downloader", _downloader(b"tampered\n", []))
     with pytest.raises(ChecksumError) as err:
         home.fetch_raw(fake_raw.relpath, data_home=tmp_path)
     assert DIGEST in str(err.value) and hashlib.sha256(b"tampered\n").hexdigest() in str(err.value)
@@ -146,14 +150,14 @@ def test_download_extracts_zip_member(tmp_path, monkeypatch):
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("inner.csv", PAYLOAD)
         archive.writestr("other.csv", b"other")
-    monkeypatch.setattr(home, "download", _downloader(buffer.getvalue(), []))
+    monkeypatch.setattr(home, "downloader", _downloader(buffer.getvalue(), []))
     assert home.fetch_raw(raw.relpath, data_home=tmp_path).read_bytes() == PAYLOAD
 
 
 def test_download_that_is_not_a_zip(tmp_path, monkeypatch):
     raw = home.RawFile("toy/raw/inner.csv", "https://example.org/toy.zip", DIGEST, member="inner.csv")
     monkeypatch.setitem(home.RAW_FILES, raw.relpath, raw)
-    monkeypatch.setattr(home, "download", _downloader(b"<html>not found</html>", []))
+    monkeypatch.setattr(home, "downloader", _downloader(b"<html>not found</html>", []))
     with pytest.raises(DataHomeError, match="not a zip archive holding 'inner.csv'"):
         home.fetch_raw(raw.relpath, data_home=tmp_path)
 
@@ -168,8 +172,55 @@ def test_load_dataset_offline(tmp_path):
 
 def test_load_dataset_after_download(tmp_path, monkeypatch, real_home):
     payload = (real_home / "german" / "raw" / "german.data").read_bytes()
-    monkeypatch.setattr(home, "download", _downloader(payload, []))
+    monkeypatch.setattr(home, "downloader", _downloader(payload, []))
     ds = load_dataset("german", data_home=tmp_path)
     assert ds.X.shape == (1000, 20)
     assert ds.sources == {"german/raw/german.data": str((home.user_cache_dir() / "german/raw/german.data")
                                                          .resolve())}
+
+
+# ---------------------------------------------------------------- pooch over real HTTP, on this machine only
+@pytest.fixture
+def local_server(tmp_path):
+    """An HTTP server on 127.0.0.1 serving ``tmp_path / "served"``; yields (folder, base address)."""
+    folder = tmp_path / "served"
+    folder.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield folder, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_pooch_downloads_verifies_and_unzips_over_http(tmp_path, monkeypatch, local_server):
+    monkeypatch.setattr(home, "downloader", lambda: __import__("pooch").HTTPDownloader(timeout=10))
+    folder, base = local_server
+    (folder / "toy.data").write_bytes(PAYLOAD)
+    with zipfile.ZipFile(folder / "toy.zip", "w") as archive:
+        archive.writestr("inner.csv", PAYLOAD)
+    plain = home.RawFile("toy/raw/toy.data", f"{base}/toy.data", DIGEST)
+    zipped = home.RawFile("toy/raw/inner.csv", f"{base}/toy.zip", DIGEST, member="inner.csv")
+    wrong = home.RawFile("toy/raw/wrong.data", f"{base}/toy.data", "0" * 64)
+    missing = home.RawFile("toy/raw/missing.data", f"{base}/missing.data", DIGEST)
+    for raw in (plain, zipped, wrong, missing):
+        monkeypatch.setitem(home.RAW_FILES, raw.relpath, raw)
+    assert home.fetch_raw(plain.relpath, data_home=tmp_path / "empty").read_bytes() == PAYLOAD
+    assert home.fetch_raw(zipped.relpath, data_home=tmp_path / "empty").read_bytes() == PAYLOAD
+    with pytest.raises(ChecksumError) as err:
+        home.fetch_raw(wrong.relpath, data_home=tmp_path / "empty")
+    assert DIGEST in str(err.value) and "0" * 64 in str(err.value) and f"{base}/toy.data" in str(err.value)
+    assert not (home.user_cache_dir() / wrong.relpath).exists()
+    with pytest.raises(DataHomeError) as err:
+        home.fetch_raw(missing.relpath, data_home=tmp_path / "empty")
+    assert "404" in str(err.value) and "toy/raw/missing.data" in str(err.value) and str(tmp_path / "empty") in str(
+        err.value)
+    assert sorted(p.name for p in (home.user_cache_dir() / "toy" / "raw").iterdir()) == ["inner.csv", "toy.data"]

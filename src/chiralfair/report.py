@@ -306,6 +306,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
     ]
     if "verdict" in summary:
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
+    if summary.get("group_metrics"):
+        lines += ["", "## Group metrics", "", *group_metrics_markdown(summary["group_metrics"])]
     lines += _counterparts_markdown(summary.get("counterparts"), summary["n_idis"])
     lines += [
         "",
@@ -393,6 +395,33 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
     if v.get("notes"):
         out += ["", *[f"- {n}" for n in v["notes"]]]
     return out
+
+
+def group_metrics_markdown(g: dict[str, Any]) -> list[str]:
+    """The group metrics fairlearn users read (selection rate, TPR, FPR per group) as a Markdown table.
+
+    Parameters
+    ----------
+    g : dict
+        :meth:`GroupMetrics.to_dict <chiralfair.verdict.group_metrics.GroupMetrics.to_dict>`.
+    """
+    how = (f"{g['confidence']:.0%} bootstrap intervals, {g['n_boot']} resamples" if g["n_boot"] else
+           f"{g['confidence']:.0%} Wilson intervals")
+    out = [f"On {g['rows'] or 'the held-out rows'}, with fairlearn's `MetricFrame` ({how}); *IDIs* is the share of"
+           " the group's rows that are IDIs. Each row's `is_idi` flag is in `AuditResult.held_out_rows()`.", "",
+           "| group | n | selection rate | TPR | FPR | IDIs |", "|---|---|---|---|---|---|"]
+    for r in [g["overall"], *g["groups"]]:
+        cells = [_rate(r, m) for m in ("selection_rate", "tpr", "fpr")]
+        out.append(f"| {r['group']} | {r['n']:,} | {' | '.join(cells)} | {r['idi_rate']:.2%} |")
+    return out + ["", *[f"- {n}" for n in g.get("notes", [])]]
+
+
+def _rate(record: dict[str, Any], metric: str) -> str:
+    value = record.get(metric)
+    if value is None:
+        return "undefined"
+    lo, hi = record.get(f"{metric}_lower"), record.get(f"{metric}_upper")
+    return f"{value:.2%}" if lo is None else f"{value:.2%} [{lo:.2%}, {hi:.2%}]"
 
 
 def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:

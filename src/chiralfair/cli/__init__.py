@@ -1,8 +1,9 @@
 """The ``chiralfair`` command line: one module per command, each only parsing flags and calling the pipeline.
 
-Commands: ``run``, ``estimate``, ``retrain`` (benchmarks and your own data and model), ``seeds``, ``datasets``,
-``schema infer``, ``experiment run|status|table`` and ``reproduce``. A refused flag answers before torch,
-scikit-learn, shap or z3 are imported: the checks of :mod:`chiralfair.pipeline.checks` read name tables only.
+Commands: ``run``, ``estimate``, ``check`` (the fairness gate), ``retrain`` (benchmarks and your own data and
+model), ``seeds``, ``datasets``, ``schema infer``, ``experiment run|status|table`` and ``reproduce``. A refused flag
+answers before torch, scikit-learn, shap or z3 are imported: the checks of :mod:`chiralfair.pipeline.checks` read
+name tables only.
 """
 
 from __future__ import annotations
@@ -10,10 +11,35 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from . import datasets, estimate, experiment, retrain, run, seeds
+from . import check, datasets, estimate, experiment, retrain, run, seeds
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+class ChiralfairGroup(TyperGroup):
+    """The command group, whose own usage errors exit 3 (a misspelt command, an unknown option before it).
+
+    So ``chiralfair chek ...`` in a CI script never reads as the gate's 2 (undecided).
+    """
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """Parse as click does; a usage error exits 3."""
+        try:
+            return super().parse_args(ctx, args)
+        except check.USAGE_ERROR as err:
+            err.exit_code = check.REFUSED
+            raise
+
+    def resolve_command(self, ctx: typer.Context, args: list[str]):
+        """Find the command as click does; an unknown one exits 3."""
+        try:
+            return super().resolve_command(ctx, args)
+        except check.USAGE_ERROR as err:
+            err.exit_code = check.REFUSED
+            raise
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=ChiralfairGroup,
                   help="Individual fairness testing of tabular classifiers: find IDIs with I&D seeds.")
 
 
@@ -33,6 +59,7 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 app.command("run")(run.run)
 app.command("estimate")(estimate.estimate)
+app.command("check", cls=check.GateCommand)(check.check)
 app.command("retrain")(retrain.retrain)
 app.command("seeds")(seeds.seeds)
 app.command("datasets")(datasets.datasets)

@@ -18,11 +18,11 @@ FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_
 ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable")
 
 
-def fail(err: Exception, flags: tuple[str, ...] = FLAGS) -> None:
-    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names; exit 2.
+def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> None:
+    """Print a one-line error that names command-line flags (``--max-global``) rather than Python names; exit ``code``.
 
     ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,
-    ``[max_global, max_local]``), which are not flags.
+    ``[max_global, max_local]``), which are not flags. ``chiralfair check`` exits 3, since its 2 means undecided.
 
     Parameters
     ----------
@@ -31,32 +31,36 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS) -> None:
     flags : tuple of str, default=FLAGS
         Python parameter names to show as ``--flag-names`` (``max_global`` -> ``--max-global``); ``()`` keeps the
         text as it is.
+    code : int, default=2
+        The exit code.
     """
     text = str(err)
     for name in flags:
         text = re.sub(rf"\b{name}\b(?!\.)", "--" + name.replace("_", "-"), text)
     typer.secho(f"error: {text}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(code=2)
+    raise typer.Exit(code=code)
 
 
 @contextlib.contextmanager
-def refusals(flags: tuple[str, ...] = FLAGS):
-    """Turn chiralfair's errors (bad input) into :func:`fail`; everything else is a bug and propagates.
+def refusals(flags: tuple[str, ...] = FLAGS, *, code: int = 2):
+    """Turn chiralfair's errors (bad input) into :func:`fail` (exit ``code``); anything else is a bug: propagates.
 
     Parameters
     ----------
     flags : tuple of str, default=FLAGS
         As :func:`fail`.
+    code : int, default=2
+        The exit code of a refusal (``chiralfair check`` uses 3: its 2 means undecided).
 
     Yields
     ------
     None
-        The body runs inside; a :class:`~chiralfair.exceptions.ChiralfairError` it raises exits with code 2.
+        The body runs inside; a :class:`~chiralfair.exceptions.ChiralfairError` it raises exits with ``code``.
     """
     try:
         yield
     except ChiralfairError as err:
-        fail(err, flags)
+        fail(err, flags, code=code)
 
 
 def setup_logging(verbose: bool) -> None:
@@ -228,6 +232,24 @@ def parse_numbers(text: str, flag: str, example: str) -> list[float]:
         return [float(t) for t in text.split(",") if t.strip()]
     except ValueError:
         raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers, e.g. {example}") from None
+
+
+def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, model=None,
+              trust_model_file: bool = False) -> None:
+    """Write the model card (``--model-card``) and log into MLflow (``--mlflow``), saying where on standard error.
+
+    ``model`` is the --model FILE of your own data (a skops card describes it); None on a benchmark.
+    """
+    if model_card is not None:
+        from ..pipeline.exports import write_model_card
+
+        path = write_model_card(subject, model_card, model=model, trust_model_file=trust_model_file)
+        typer.echo(f"model card: {path}", err=True)
+    if mlflow:
+        from ..pipeline.exports import track
+
+        run_id = track(subject, folder=folder, files=[model_card])
+        typer.echo(f"MLflow run: {run_id}", err=True)
 
 
 def only_with_data(**given) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .console import ESTIMATE_FLAGS, FLAGS, fail, only_with_data, parse_bins, refusals, setup_logging
+from .console import ESTIMATE_FLAGS, FLAGS, fail, hand_over, only_with_data, parse_bins, refusals, setup_logging
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -17,6 +17,8 @@ from .options import (
     DataHomeOpt,
     DataOpt,
     LabelOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PlausibleOpt,
     PositiveOpt,
@@ -66,14 +68,18 @@ def estimate(
     couple: CoupleOpt = None,
     constraint: ConstraintOpt = None,
     plausible_only: PlausibleOpt = False,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
     from ..pipeline.checks import check_protected_given, counterpart_options
+    from ..pipeline.exports import check_model_card_path
 
     params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card, model_file=model if data is not None else None)
         counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, bins=bins, schema=schema, test=test,
@@ -97,6 +103,8 @@ def estimate(
                                        trust_model_file=trust_model_file, model_output=model_output,
                                        couple=counterparts["couple"],
                                        constraints=list(counterparts["constraints"]) or None, **params)
+        hand_over(verdict, model_card=model_card, mlflow=mlflow, model=model if data is not None else None,
+                  trust_model_file=trust_model_file)
     if json_out:
         typer.echo(verdict.to_json())
         return

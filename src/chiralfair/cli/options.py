@@ -61,3 +61,11 @@ ConstraintOpt = Annotated[list[str] | None, typer.Option(
                          "'age >= education + 1' (codes); repeatable.")]
 PlausibleOpt = Annotated[bool, typer.Option(
     "--plausible-only", help="The verdict counts plausible counterparts only (their values occur in the data).")]
+
+# The team's tools (run, estimate, check, retrain).
+ModelCardOpt = Annotated[Path | None, typer.Option(
+    "--model-card", help="Write the verdict as a model card: FILE.json a CycloneDX 1.6 modelCard, FILE.md a skops "
+                         "model card (an sklearn --model FILE).")]
+MlflowOpt = Annotated[bool, typer.Option(
+    "--mlflow", help="Log parameters, figures (fair_*) and the run folder into the active MLflow run, or a new one "
+                     "(needs the mlflow extra).")]

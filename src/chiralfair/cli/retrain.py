@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from .console import FLAGS, fail, only_with_data, parse_bins, parse_numbers, progress, refusals, setup_logging
+from .console import (
+    FLAGS,
+    fail,
+    hand_over,
+    only_with_data,
+    parse_bins,
+    parse_numbers,
+    progress,
+    refusals,
+    setup_logging,
+)
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -20,6 +30,8 @@ from .options import (
     LabelOpt,
     MaxGlobalOpt,
     MaxLocalOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PositiveOpt,
     ProtectedOpt,
@@ -78,12 +90,16 @@ def retrain(
     test_size: TestSizeOpt = 0.4,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free."""
     from ..pipeline.checks import check_protected_given, check_retrain_options
+    from ..pipeline.exports import check_model_card_path
 
     with refusals(FLAGS + ("protocol", "pairs", "mode", "share")):
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card)
         shares = parse_numbers(share, "--share", "1.0,0.5,0.05")
         methods = check_retrain_options(method=[m.strip() for m in method.split(",") if m.strip()], share=shares,
                                         protocol=protocol, pairs=pairs, mode=mode, max_f1_loss=max_f1_loss,
@@ -96,6 +112,8 @@ def retrain(
                               random_state, data_home, cache_dir, allow_checksum_mismatch, data, label,
                               positive_class, favourable, bins, schema, test, test_size, trust_model_file,
                               model_output, on_step, params)
+        retrained = _retrained_model(result, model_card)
+        hand_over(result, model_card=model_card, mlflow=mlflow, folder=out, model=retrained)
     if json_out:
         typer.echo(result.to_json())
     else:
@@ -106,6 +124,13 @@ def retrain(
     if require_improvement and not result.improved:
         typer.secho("--require-improvement: " + " ".join(result.verdict_lines()), err=True, fg=typer.colors.RED)
         raise typer.Exit(code=1)
+
+
+def _retrained_model(result, model_card):
+    """The retrained sklearn model a skops card (``--model-card FILE.md``) describes, when there is one."""
+    if model_card is None or Path(model_card).suffix.lower() != ".md" or not result.models:
+        return None
+    return getattr(result.model, "estimator", None)
 
 
 def _retrain(dataset, protected, model, seeds, generator, max_global, max_local, out, from_run, random_state,

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .console import fail, only_with_data, parse_bins, progress, refusals, setup_logging
+from .console import fail, hand_over, only_with_data, parse_bins, progress, refusals, setup_logging
 from .options import (
     BinsOpt,
     CacheOpt,
@@ -23,6 +23,8 @@ from .options import (
     LabelOpt,
     MaxGlobalOpt,
     MaxLocalOpt,
+    MlflowOpt,
+    ModelCardOpt,
     ModelOutputOpt,
     PlausibleOpt,
     PositiveOpt,
@@ -72,12 +74,16 @@ def run(
     couple: CoupleOpt = None,
     constraint: ConstraintOpt = None,
     plausible_only: PlausibleOpt = False,
+    model_card: ModelCardOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
     from ..pipeline.checks import check_protected_given, counterpart_options
+    from ..pipeline.exports import check_model_card_path
 
     with refusals():
         check_protected_given(protected, name="--protected")
+        check_model_card_path(model_card, model_file=model if data is not None else None)
         counterparts = counterpart_options(couple, constraint)
         if data is None:
             only_with_data(label=label, positive_class=positive_class, favourable=favourable, bins=bins,
@@ -86,6 +92,7 @@ def run(
                                      max_local, random_state, out, data_home, cache_dir, allow_checksum_mismatch,
                                      diversity, json_out, verbose, plausible_only=plausible_only, **counterparts)
             summary = outcome.summary()
+            done = outcome
         else:
             if dataset is not None:
                 fail(ValueError("--data and --dataset are two forms of run: give your own data file with a model "
@@ -104,6 +111,9 @@ def run(
                                constraints=list(counterparts["constraints"]) or None,
                                verdict_params={"plausible_only": True} if plausible_only else None)
             summary = result.to_dict()
+            done = result
+        hand_over(done, model_card=model_card, mlflow=mlflow, folder=out, model=model if data is not None else None,
+                  trust_model_file=trust_model_file)
     _print(summary, json_out, out)
 
 

@@ -14,6 +14,7 @@ from ..exceptions import DatasetError, DataWarning
 from ._spec import Column, Encoded
 from .base import Dataset
 from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec, rank_codec
+from .native import as_pandas, read_parquet_frame
 from .protected import check_protected_columns
 from .values import alike_groups, is_missing_token, show_spelling, spelling_key
 
@@ -53,6 +54,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     Parameters
     ----------
     df : pandas.DataFrame, shape (n_samples, n_features + 1)
+        Or a polars (or other narwhals) frame, encoded as the same data in pandas would be
+        (:func:`chiralfair.datasets.native.as_pandas`).
     label : hashable
         Label column.
     positive_class : object
@@ -127,8 +130,7 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     0   f   30.5
     1   m   30.5
     """
-    if not isinstance(df, pd.DataFrame):
-        raise DatasetError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    df = as_pandas(df, what="df")
     if df.shape[0] == 0:
         raise DatasetError("df has no rows")
     columns = _columns_by_text(df)
@@ -419,7 +421,7 @@ def read_frame(path) -> pd.DataFrame:
     if not path.is_file():
         raise DatasetError(f"data file {str(path)!r} does not exist")
     try:
-        return pd.read_parquet(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+        return read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
 

@@ -1,20 +1,19 @@
 """The data home: where raw benchmark files are found, downloaded to, and checked by SHA-256.
 
 Resolution (design §3): the ``data_home`` argument, else the environment variable ``CHIRALFAIR_DATA``, else
-the user cache folder ``$XDG_CACHE_HOME/chiralfair/data`` (``~/.cache/chiralfair/data``). Each raw file has
-a path relative to the data home (``census/raw/adult.data``), its original public address and its SHA-256.
-A file that is in none of the searched folders is downloaded into the user cache folder and verified.
+the user cache folder that platformdirs names (``$XDG_CACHE_HOME/chiralfair/data``, ``~/.cache/chiralfair/data``
+on Linux; the platform's own elsewhere). Each raw file has a path relative to the data home
+(``census/raw/adult.data``), its original public address and its SHA-256. A file that is in none of the searched
+folders is downloaded into the user cache folder by pooch, which checks its SHA-256 (a file inside a zip archive,
+whose archive has no published digest, is checked once extracted).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,19 +84,18 @@ RAW_FILES: dict[str, RawFile] = {f.relpath: f for f in (
 
 # ---------------------------------------------------------------------- folders
 def user_cache_dir() -> Path:
-    """Return the user cache folder for raw data.
+    """Return the user cache folder for raw data: ``data`` in platformdirs' user cache folder of chiralfair.
 
-    ``$XDG_CACHE_HOME/chiralfair/data`` when ``XDG_CACHE_HOME`` is an absolute path, else
-    ``~/.cache/chiralfair/data``.
+    On Linux ``$XDG_CACHE_HOME/chiralfair/data`` when ``XDG_CACHE_HOME`` is an absolute path (a relative one is
+    ignored, as the XDG spec says), else ``~/.cache/chiralfair/data``.
 
     Returns
     -------
     pathlib.Path
     """
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    # The XDG spec says relative values are invalid and must be ignored.
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "chiralfair" / "data"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("chiralfair", appauthor=False)) / "data"
 
 
 def resolve_data_home(data_home: str | os.PathLike | None = None) -> Path:
@@ -185,7 +183,7 @@ def find_raw(relpath: str, data_home: str | os.PathLike | None = None) -> Path |
 
 # ---------------------------------------------------------------------- checksums
 def sha256_of(path: str | os.PathLike) -> str:
-    """Hex SHA-256 of a file's bytes.
+    """Hex SHA-256 of a file's bytes (:func:`pooch.file_hash`).
 
     Parameters
     ----------
@@ -196,11 +194,9 @@ def sha256_of(path: str | os.PathLike) -> str:
     str
         64 hex digits.
     """
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    import pooch
+
+    return pooch.file_hash(str(path), alg="sha256")
 
 
 def checksum_mismatch(path: str | os.PathLike, raw: RawFile) -> str | None:
@@ -266,40 +262,45 @@ def verify(path: str | os.PathLike, raw: RawFile, *, allow_checksum_mismatch: bo
 
 
 # ---------------------------------------------------------------------- download
-def download(url: str, dest: Path) -> None:
-    """Write the bytes at ``url`` to ``dest`` (standard-library urllib, 60 s timeout).
+DOWNLOAD_TIMEOUT = 60  # seconds without an answer before a download fails
 
-    Parameters
-    ----------
-    url : str
-    dest : pathlib.Path
-        Written whole or not at all (a temporary file, then a rename).
 
-    Raises
-    ------
-    OSError
-        On any network failure (``urllib.error.URLError`` is an ``OSError``).
+def downloader():
+    """The pooch downloader of raw files: HTTP(S) with a 60 s timeout, no progress bar (tests replace it).
+
+    Returns
+    -------
+    callable
+        ``downloader(url, output_file, pooch)``, as :func:`pooch.retrieve` calls it.
     """
-    with urllib.request.urlopen(url, timeout=60) as response, open(dest, "wb") as out:
-        shutil.copyfileobj(response, out)
+    import pooch
+
+    return pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT, progressbar=False)
 
 
-def _fetch_into(raw: RawFile, target: Path) -> None:
-    """Download ``raw`` to a temporary file next to ``target`` and move it there only when complete."""
+def _fetch_into(raw: RawFile, target: Path, *, check_digest: bool) -> None:
+    """Download ``raw`` with pooch and move it to ``target`` only when complete (a zip: only its member).
+
+    With ``check_digest`` pooch verifies a plain file's SHA-256 and deletes it on a mismatch (raising
+    :class:`ValueError`); a zip member is verified by :func:`fetch_raw` once extracted.
+    """
+    import pooch
+
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
-        fetched = Path(tmp) / "download"
-        download(raw.url, fetched)
-        if raw.member is not None:
-            extracted = Path(tmp) / raw.filename
+        if raw.member is None:
+            fetched = pooch.retrieve(raw.url, known_hash=f"sha256:{raw.sha256}" if check_digest else None,
+                                     fname=raw.filename, path=tmp, downloader=downloader())
+        else:
+            archive = pooch.retrieve(raw.url, known_hash=None, fname="archive.zip", path=tmp, downloader=downloader())
             try:
-                with zipfile.ZipFile(fetched) as archive, archive.open(raw.member) as src, \
-                        open(extracted, "wb") as out:
+                with zipfile.ZipFile(archive) as zipped, zipped.open(raw.member) as src, \
+                        open(Path(tmp) / raw.filename, "wb") as out:
                     shutil.copyfileobj(src, out)
             except (zipfile.BadZipFile, KeyError) as exc:
                 raise DataHomeError(f"{raw.url} is not a zip archive holding {raw.member!r} "
                                     f"(needed for {raw.relpath}): {exc}") from exc
-            fetched = extracted
+            fetched = Path(tmp) / raw.filename
         os.replace(fetched, target)
 
 
@@ -340,10 +341,15 @@ def fetch_raw(relpath: str, *, data_home: str | os.PathLike | None = None,
     folders = ", ".join(str(f) for f in search_folders(data_home))
     logger.info("downloading %s from %s", relpath, raw.url)
     try:
-        _fetch_into(raw, target)
+        _fetch_into(raw, target, check_digest=not allow_checksum_mismatch)
     except DataHomeError:
         raise
-    except OSError as exc:
+    except ValueError as exc:
+        if "hash" not in str(exc):
+            raise DataHomeError(f"raw file {relpath} cannot be downloaded from {raw.url}: {exc}") from exc
+        # pooch: the digest differs ("expected sha256:... but got ..."), and it deleted the download
+        raise ChecksumError(f"downloaded from {raw.url}: {raw.relpath}: {exc}; {MISMATCH_HINT}") from None
+    except OSError as exc:  # requests' errors are OSErrors: no network, a refused connection, HTTP 404
         raise DataHomeError(
             f"raw file {relpath} was not found in {folders} and could not be downloaded from {raw.url} "
             f"({exc}); download it by hand into one of those folders, or set {ENV_VAR} or pass data_home "

@@ -27,6 +27,9 @@ _MODULE_OF = {
     "audit": "front", "estimate": "front", "estimate_benchmark": "front", "retrain": "front",
     "AuditResult": "front", "resolve_inputs": "front",
     "resolve_seed": "front",
+    "check_fairness": "gate", "check_fairness_benchmark": "gate",
+    "held_out_frame": "held_out", "measure_group_metrics": "held_out",
+    "check_model_card_path": "exports", "write_model_card": "exports", "track": "exports",
 }
 
 __all__ = sorted(_MODULE_OF)
@@ -34,7 +37,10 @@ __all__ = sorted(_MODULE_OF)
 if TYPE_CHECKING:
     from .checks import MAX_BUDGET, check_budget, protected_list  # noqa: F401
     from .config import RunConfig, validate_config  # noqa: F401
+    from .exports import check_model_card_path, track, write_model_card  # noqa: F401
     from .front import AuditResult, audit, estimate, estimate_benchmark, resolve_inputs, resolve_seed, retrain  # noqa: F401  # noqa: F401
+    from .gate import check_fairness, check_fairness_benchmark  # noqa: F401
+    from .held_out import held_out_frame, measure_group_metrics  # noqa: F401
     from .inputs import DataSettings, RunInputs, inputs_from_names, inputs_from_objects  # noqa: F401
     from .outcome import RunOutcome  # noqa: F401
     from .retraining import (  # noqa: F401

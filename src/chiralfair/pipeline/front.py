@@ -290,8 +290,10 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     >>> verdict.meta["population_rows"]
     'the given test rows (200)'
     """
+    from ..verdict.params import check_estimate_params
     from .steps import estimate_verdict
 
+    check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
     inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
                             protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
@@ -322,10 +324,12 @@ def estimate_benchmark(config, *, population: str = "test", **params):
     ConfigError, DatasetError
         For a bad name, random state or estimate parameter.
     """
+    from ..verdict.params import check_estimate_params
     from .config import validate_config
     from .inputs import inputs_from_names
     from .steps import estimate_verdict
 
+    check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     validate_config(config, search=False)
     inputs = inputs_from_names(config)
     return with_notes(estimate_verdict(inputs, random_state=config.random_state, population=population, **params),
@@ -469,6 +473,33 @@ class AuditResult:
     def verdict(self):
         """The :class:`~chiralfair.verdict.Verdict` over the held-out rows (None when not estimated)."""
         return self.outcome.verdict
+
+    @property
+    def group_metrics(self):
+        """Selection rate, TPR, FPR and IDI rate per protected group on the held-out rows (None without a verdict).
+
+        A :class:`~chiralfair.verdict.group_metrics.GroupMetrics`; ``.to_frame()`` gives the table.
+        """
+        return self.outcome.group_metrics
+
+    def held_out_rows(self):
+        """Each held-out row's ``y_true``, ``y_pred``, ``is_idi`` and protected values, for your own ``MetricFrame``.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_held_out, 4 + n_protected)
+            See :func:`chiralfair.verdict.group_metrics.held_out_rows`; one batch of the discrimination check
+            (``n_held_out × n_combinations`` model queries).
+
+        Examples
+        --------
+        >>> rows = result.held_out_rows()                                              # doctest: +SKIP
+        >>> MetricFrame(metrics=selection_rate, y_true=rows.y_true, y_pred=rows.is_idi,
+        ...             sensitive_features=rows["sex"])                                # doctest: +SKIP
+        """
+        from .held_out import held_out_frame
+
+        return held_out_frame(self.inputs)
 
     @property
     def result(self):

@@ -350,6 +350,7 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
     import pandas as pd
 
     from ..datasets.frame import binary_positive_class, from_frame, match_label_value, read_frame
+    from ..datasets.native import as_pandas
 
     source: dict[str, Any] = {"kind": "objects"}
     if isinstance(data, str | os.PathLike):
@@ -357,11 +358,8 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         frame = read_frame(path)
         source = {"kind": "files", "data": str(path.resolve()), "data_sha256": _sha256(path)}
         name = name or path.stem
-    elif isinstance(data, pd.DataFrame):
-        frame = data
     else:
-        raise DatasetError(f"data must be a pandas DataFrame, a .csv/.parquet path or a chiralfair Dataset, got "
-                           f"{type(data).__name__}")
+        frame = as_pandas(data, what="data")
     settings.check()
     label = settings.label
     if label not in frame.columns:
@@ -398,16 +396,12 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
 
 
 def _test_frame(test, frame, label):
-    import pandas as pd
-
     from ..datasets.frame import read_frame
+    from ..datasets.native import as_pandas
 
     if test is None:
         return None
-    test_frame = read_frame(test) if isinstance(test, str | os.PathLike) else test
-    if not isinstance(test_frame, pd.DataFrame):
-        raise DatasetError(f"test must be a DataFrame or a .csv/.parquet path with the data's columns, got "
-                           f"{type(test).__name__}")
+    test_frame = read_frame(test) if isinstance(test, str | os.PathLike) else as_pandas(test, what="test")
     missing = [c for c in frame.columns if c not in test_frame.columns]
     extra = [c for c in test_frame.columns if c not in frame.columns]
     if missing or extra:

@@ -42,6 +42,9 @@ class RunOutcome:
         Where the data and the model came from (:attr:`RunInputs.source <chiralfair.pipeline.RunInputs.source>`).
     random_state : dict
         ``random_state`` as given (readable) and ``resolved_random_state`` (the int every step used).
+    group_metrics : GroupMetrics or None
+        Selection rate, TPR, FPR and IDI rate per protected group on the held-out rows (fairlearn ``MetricFrame``;
+        :mod:`chiralfair.verdict.group_metrics`), measured with the verdict.
     """
 
     config: RunConfig
@@ -56,6 +59,7 @@ class RunOutcome:
     seed_diversity: dict[str, Any] | None = None
     source: dict[str, Any] | None = None
     random_state: dict[str, Any] | None = None
+    group_metrics: Any = None
 
     def summary(self) -> dict[str, Any]:
         """The figures of result.json: verdict, search summary, direction of the IDI pairs, seeds, model, timings.
@@ -73,6 +77,7 @@ class RunOutcome:
         from ..provenance import library_versions
 
         out = {"verdict": None if self.verdict is None else json.loads(self.verdict.to_json())}
+        out["group_metrics"] = None if self.group_metrics is None else self.group_metrics.to_dict()
         out.update(self.result.summary())
         out["idi_directions"] = self.idi_directions()
         out["initialization_rate"] = self.seed_report.initialization_rate

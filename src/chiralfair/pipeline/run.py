@@ -17,6 +17,7 @@ from typing import Any
 from .. import __version__
 from .._deadline import check_deadline
 from .config import RunConfig, validate_config
+from .held_out import measure_group_metrics
 from .inputs import RunInputs, inputs_from_names
 from .outcome import RunOutcome
 from .steps import SearchPlan, diversities, estimate_verdict, prepare_search, run_search, select_seeds
@@ -146,15 +147,19 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         result = result.with_diversity(idi_diversity)
         seconds["diversity"] = time.perf_counter() - t
 
-    found_verdict = None
+    found_verdict = found_group_metrics = None
     if verdict and inputs.favourable is not None:
         step("verdict")
         t = time.perf_counter()
         found_verdict = estimate_verdict(inputs, random_state=plan.random_state, **dict(verdict_params or {}))
         seconds["verdict"] = time.perf_counter() - t
+        t = time.perf_counter()
+        found_group_metrics = measure_group_metrics(inputs, random_state=plan.random_state)
+        seconds["group_metrics"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t_all
     return RunOutcome(config, result, seed_report, inputs.domain, dict(inputs.quality), seconds, inputs.notes,
                       verdict=found_verdict, favourable=inputs.favourable, seed_diversity=seed_diversity,
+                      group_metrics=found_group_metrics,
                       source=inputs.source,
                       random_state=random_state_meta or {"random_state": plan.random_state,
                                                          "resolved_random_state": plan.random_state})

@@ -12,7 +12,8 @@ from .._lazy import lazy_attributes
 
 _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
               "POPULATIONS": "estimation", "METHODS": "estimation", "Verdict": "result",
-              "GROUP_COLUMNS": "result", "plausibility_line": "result"}
+              "GROUP_COLUMNS": "result", "plausibility_line": "result", "look_confidence": "estimation",
+              "GateDecision": "gate", "decide": "gate", "worst_group": "gate", "EXIT_CODES": "gate"}
 
 __all__ = sorted(_MODULE_OF)
 

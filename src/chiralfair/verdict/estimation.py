@@ -12,6 +12,17 @@ scored for plausibility (:meth:`Domain.plausible <chiralfair.domain.Domain.plaus
 the share affected through a plausible counterpart beside the share affected through any possible one, and
 ``plausible_only=True`` makes the first the headline.
 
+With a ``threshold`` (the fairness gate, :mod:`chiralfair.verdict.gate`), checking also stops as soon as the
+interval lies wholly on one side of it: a sequential decision. Looking at the interval after every batch and
+stopping on what it shows would make a fixed-level interval miss more often than ``1 - confidence`` (repeated
+looks). The confidence is kept by spending it over the looks: look ``k`` uses the level
+``1 - alpha * 6 / (pi**2 * k**2)`` with ``alpha = 1 - confidence`` (the terms add up to ``alpha``), so by the
+union bound every look's interval holds at once with probability at least ``confidence``, and so do the decision
+and the interval reported where sampling stopped. The price is width: the first look is at level
+``1 - 0.61 alpha``, the tenth at ``1 - 0.0061 alpha``; the sample doubles from look to look, so that there are few.
+The bound needs each look's interval to cover at its level, which Clopper-Pearson guarantees at every sample size
+and Wilson only approximately (the gate uses Clopper-Pearson: :mod:`chiralfair.pipeline.gate`).
+
 Intervals come from :func:`statsmodels.stats.proportion.proportion_confint` (Wilson by default, or
 Clopper-Pearson). The group intervals are Bonferroni-corrected so that they hold all at once. Rows of a finite
 population are sampled without replacement and the intervals take no finite-population correction: they are
@@ -37,17 +48,14 @@ import numpy as np
 
 from .. import __version__
 from .._random import as_generator, derive_seed
-from .._validation import check_choice, check_float, check_int
 from ..datasets.base import Dataset
 from ..domain import Domain
 from ..exceptions import ConfigError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
+from .params import METHODS, check_estimate_params
 from .result import Verdict
-
-POPULATIONS = ("rows", "test", "domain")
-METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
 
 # The favourable label of each benchmark, known only with the positive class the benchmark encodes as 1.
 FAVOURABLE = {
@@ -115,7 +123,8 @@ class _Tally:
 def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: float = 0.95,
              margin: float = 0.005, max_queries: int | None = None, method: str = "wilson",
              gamma: float | None = None, favourable: int | None = None, exact: bool | None = None,
-             test_index=None, random_state=0, batch_size: int = 8192, plausible_only: bool = False) -> Verdict:
+             test_index=None, random_state=0, batch_size: int = 8192, plausible_only: bool = False,
+             threshold: float | None = None) -> Verdict:
     """Estimate the share of a population discriminated by ``model``, whom it harms and how badly.
 
     Parameters
@@ -154,6 +163,11 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         Count an individual as affected only through a plausible counterpart (one whose protected and
         categorical values occur together in the data), and make that the headline share, groups, gap and
         rules. Either way ``Verdict.plausibility`` holds both shares (when the dataset's domain has a support).
+    threshold : float, optional
+        A share in [0, 1) to decide against (the gate's ``max_share``): sampling also stops once the interval
+        lies wholly at or below it or wholly above it (``stopped_by="threshold"``), with the confidence spent
+        over the looks (see the module docstring); ``meta["sequential"]`` records the looks and the last look's
+        level, at which the reported intervals are computed.
 
     Returns
     -------
@@ -197,21 +211,12 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     .. [2] Zhang et al. "Efficient white-box fairness testing through gradient search." ISSTA 2021 (EIDIG: share
        over uniform samples with a 95% interval).
     """
-    population = check_choice(population, "population", POPULATIONS)
-    confidence = check_float(confidence, "confidence", minimum=0.0, maximum=1.0, exclusive_minimum=True)
-    if confidence >= 1.0:
-        raise ConfigError(f"confidence must be < 1, got {confidence}")
-    margin = check_float(margin, "margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
-    method = check_choice(method, "method", METHODS)
-    batch_size = check_int(batch_size, "batch_size", minimum=1)
-    if max_queries is not None:
-        max_queries = check_int(max_queries, "max_queries", minimum=1)
-    if gamma is not None:
-        gamma = check_float(gamma, "gamma", minimum=0.0, maximum=1.0)
-    if exact not in (None, True, False):
-        raise ConfigError(f"exact must be True, False or None, got {exact!r}")
-    if not isinstance(plausible_only, bool):
-        raise ConfigError(f"plausible_only must be True or False, got {plausible_only!r}")
+    checked = check_estimate_params(population=population, confidence=confidence, margin=margin, method=method,
+                                    max_queries=max_queries, gamma=gamma, threshold=threshold, exact=exact,
+                                    batch_size=batch_size, plausible_only=plausible_only)
+    population, confidence, margin, method = (checked[k] for k in ("population", "confidence", "margin", "method"))
+    max_queries, gamma, threshold, batch_size = (checked[k] for k in ("max_queries", "gamma", "threshold",
+                                                                      "batch_size"))
     if plausible_only and dataset.domain.support is None:
         raise ConfigError("plausible_only=True needs the data's support of (protected value, categorical value) "
                           "pairs, which a domain built from data carries (Domain.from_data, Domain.with_support); "
@@ -241,25 +246,33 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                               f"{'max_queries' if max_queries else 'the limit'} {max_queries or MAX_ENUMERATION:,}; "
                               "use exact=False to sample it")
         tally = _enumerate(judge, domain, rows)
-        stopped_by = "exact"
+        stopped_by, looks = "exact", 0
     else:
-        tally, stopped_by = _sample(judge, domain, rows, rng, confidence=confidence, margin=margin, method=method,
-                                    max_queries=max_queries, batch_size=batch_size, start_queries=start_queries)
+        tally, stopped_by, looks = _sample(judge, domain, rows, rng, confidence=confidence, margin=margin,
+                                           method=method, max_queries=max_queries, batch_size=batch_size,
+                                           start_queries=start_queries, threshold=threshold)
     n_queries = counting.n_queries - start_queries
     is_exact = stopped_by in ("exact", "exhausted")
 
     X, combination, affected, harmed, gap = tally.arrays()
     n, n_affected = len(affected), int(affected.sum())
     share = n_affected / n
-    lower, upper = (share, share) if is_exact else _interval(n_affected, n, confidence, method)
-    plausibility = _plausibility_summary(tally, domain, is_exact, confidence, method)
-    groups, group_confidence = _group_table(domain, X, combination, affected, harmed, confidence, method, is_exact)
+    level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
+    lower, upper = (share, share) if is_exact else _interval(n_affected, n, level, method)
+    plausibility = _plausibility_summary(tally, domain, is_exact, level, method)
+    groups, group_confidence = _group_table(domain, X, combination, affected, harmed, level, method, is_exact)
     rules, rule_notes = _rules(domain, X, affected, derive_seed(rng))
     seconds = time.perf_counter() - start
 
     notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
                    len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
     notes += _counterpart_notes(domain, plausibility, plausible_only)
+    if threshold is not None and not is_exact:
+        notes.append(f"sequential decision against the threshold {threshold:g}: the interval was looked at after "
+                     f"each of {looks} batches, with the confidence spent over the looks (look k at level "
+                     f"1 - alpha 6/(pi^2 k^2), alpha = {1 - confidence:.3g}), so the intervals reported, at the last "
+                     f"look's level {level:.6f}, hold with at least {confidence:.0%} confidence despite the "
+                     "repeated looks")
     meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
             "dataset": dataset.name, "model": counting.name, "random_state": random_state
             if isinstance(random_state, int) else None,
@@ -268,6 +281,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                        "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
             "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
             "positive_class": dataset.positive_class}
+    if threshold is not None:
+        meta["sequential"] = {"threshold": threshold, "looks": looks, "look_confidence": level}
     population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
     return Verdict(population=population, population_size=population_size,
                    protected=tuple(domain.protected_names), favourable=favourable, n_individuals=n,
@@ -462,12 +477,23 @@ def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
     return tally
 
 
+def look_confidence(confidence: float, look: int) -> float:
+    """Level of the interval at look ``look`` (1, 2, ...) of a sequential decision: ``confidence`` spent over looks.
+
+    ``1 - (1 - confidence) * 6 / (pi**2 * look**2)``: the misses add up to at most ``1 - confidence`` over all
+    looks (union bound), so every look's interval holds at once with probability at least ``confidence``.
+    """
+    return 1 - (1 - confidence) * 6 / (math.pi ** 2 * max(look, 1) ** 2)
+
+
 def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, method, max_queries, batch_size,
-            start_queries) -> tuple[_Tally, str]:
+            start_queries, threshold=None) -> tuple[_Tally, str, int]:
     """Check random individuals batch by batch until the interval is within the margin or the budget is spent.
 
     Each batch asks for about as many individuals as the current estimate says the margin still needs (at most
-    as many as already checked), so that the sample ends close to the analytic sample size.
+    as many as already checked), so that the sample ends close to the analytic sample size. With a
+    ``threshold``, also until the interval (at :func:`look_confidence` of the look) lies on one side of it.
+    Returns the tally, why it stopped and the number of looks.
     """
     check = judge.check
     model = check.model
@@ -480,18 +506,21 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
     z2 = _z(confidence) ** 2
     fewest = max(1, math.ceil(z2 / margin - z2))  # share 0 needs this many before its upper bound fits the margin
     tally = _Tally.empty()
-    n = n_affected = 0
+    n = n_affected = looks = 0
     while True:
         share = n_affected / n if n else 0.0
         needed = max(fewest, math.ceil(z2 * share * (1 - share) / (margin * margin)))
         # at most doubling: an early estimate of the share is too noisy to jump straight to its sample size
         want = min(cap, needed if n == 0 else max(MIN_STEP, min(needed - n, n)))
+        if threshold is not None and n:
+            # a sequential decision doubles the sample at each look: few looks, so little confidence spent on each
+            want = min(cap, n)
         if rows is not None:
             want = min(want, len(rows) - n)
         if max_queries is not None:
             want = min(want, (max_queries - (model.n_queries - start_queries)) // cost)
         if want <= 0:
-            return tally, "budget"
+            return tally, "budget", looks
         X = rows[order[n:n + want]] if rows is not None else domain.sample(want, rng)
         outcome = judge.check_rows(X)
         tally.add(X, *outcome)
@@ -499,10 +528,14 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
         n += want
         n_affected += int(affected.sum())
         if rows is not None and n == len(rows):
-            return tally, "exhausted"
-        lower, upper = _interval(n_affected, n, confidence, method)
+            return tally, "exhausted", looks
+        looks += 1
+        level = confidence if threshold is None else look_confidence(confidence, looks)
+        lower, upper = _interval(n_affected, n, level, method)
+        if threshold is not None and (upper <= threshold or lower > threshold):
+            return tally, "threshold", looks
         if max(n_affected / n - lower, upper - n_affected / n) <= margin:
-            return tally, "margin"
+            return tally, "margin", looks
 
 
 def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence: float,
@@ -718,7 +751,7 @@ def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, g
     if stopped_by == "budget":
         notes.append(f"the query budget ran out before the margin was reached: the interval's half-width is "
                      f"{half_width:.4f} > margin {margin:g}")
-    if stopped_by in ("margin", "budget"):
+    if stopped_by in ("margin", "budget", "threshold"):
         notes.append(f"group intervals: {method} at a Bonferroni-corrected level over the {2 * n_groups} group "
                      "intervals (share affected and share harmed per group), so that all hold at once; with many "
                      "groups they are wide")

@@ -24,7 +24,8 @@ POPULATION_TEXT = {"rows": "the dataset's rows", "test": "the test split's rows"
 
 STOPPED_TEXT = {"margin": "the interval reached the margin", "budget": "the query budget was spent",
                 "exact": "every individual of the population was checked",
-                "exhausted": "every row of the population was sampled"}
+                "exhausted": "every row of the population was sampled",
+                "threshold": "the interval lay wholly on one side of the gate's threshold"}
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,9 @@ class Verdict:
         Target half-width of the overall interval.
     exact : bool
         Whether every individual of the population was checked (the shares are exact, intervals of width 0).
-    stopped_by : {"margin", "budget", "exact", "exhausted"}
-        Why checking stopped.
+    stopped_by : {"margin", "budget", "exact", "exhausted", "threshold"}
+        Why checking stopped (``"threshold"``: a sequential decision against a gate's threshold, see
+        :func:`chiralfair.verdict.estimate`).
     gamma : float or None
         Threshold on the probability gap for a pair to count as discriminatory (None: any label change).
     groups : tuple of dict

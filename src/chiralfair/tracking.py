@@ -1,0 +1,207 @@
+"""Experiment tracking: a run's parameters, verdict, search figures and folder logged into the active MLflow run.
+
+:func:`log_to_mlflow` logs into the run that is active (``mlflow.start_run()`` in your script, or the one named
+by ``MLFLOW_RUN_ID``), or starts one and ends it again. Every key is prefixed ``fair_`` so that it never clashes
+with the run's own keys:
+
+- parameters: the run's configuration (dataset, protected attributes, model, generator, seeds, budget,
+  random state) and the verdict's (population, confidence, margin, method, favourable label);
+- metrics: the share affected and its interval (``fair_share_affected``, ``fair_share_affected_lower``, ...),
+  per group ``fair_group/<group>/share_harmed`` and ``.../share_affected``, the search's figures
+  (``fair_n_idis``, ``fair_n_queries``, ``fair_success_rate``, ``fair_initialization_rate``, ...), the model's
+  ``fair_model_f1`` on the held-out rows, and, when measured, each group's ``selection_rate``, ``tpr``, ``fpr``;
+  for a retraining, ``fair_retrain/<stage>/<figure>`` per model;
+- artifacts: the run folder (``result.json``, the report, ...) under ``chiralfair/``, or, without a folder, the
+  figures as ``chiralfair/<name>.json``.
+
+MLflow is an optional extra: ``pip install 'chiralfair[mlflow]'`` (``mlflow-skinny`` is enough).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+from typing import Any
+
+from .exceptions import MissingDependencyError
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "fair_"
+ARTIFACT_PATH = "chiralfair"
+# MLflow keys may hold letters, digits, "_", "-", ".", " ", ":" and "/".
+_NOT_IN_KEY = re.compile(r"[^\w\-. :/]")
+SEARCH_FIGURES = ("n_idis", "n_global", "n_local", "n_tested", "n_queries", "success_rate", "seconds",
+                  "initialization_rate", "n_seeds", "n_seed_idis")
+CONFIG_KEYS = ("dataset", "protected", "model", "generator", "seeds", "max_global", "max_local", "random_state")
+VERDICT_PARAMS = ("population", "confidence", "margin", "max_queries", "method", "gamma", "favourable")
+
+
+def log_to_mlflow(subject, *, folder: str | os.PathLike | None = None, params: dict[str, Any] | None = None,
+                  files=(), run_name: str | None = None) -> str:
+    """Log ``subject``'s parameters and figures (prefixed ``fair_``) and its folder into the active MLflow run.
+
+    Parameters
+    ----------
+    subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
+        What to log (see the module docstring for the keys).
+    folder : path, optional
+        A run or retrain folder, logged as artifacts under ``chiralfair/``. Without it the figures are logged as
+        ``chiralfair/result.json`` (``verdict.json``, ``retrain.json``).
+    params : dict, optional
+        More parameters (prefixed ``fair_`` too).
+    files : sequence of path
+        More files to log under ``chiralfair/`` (a model card).
+    run_name : str, optional
+        Name of the run started when none is active.
+
+    Returns
+    -------
+    str
+        The MLflow run id.
+
+    Raises
+    ------
+    MissingDependencyError
+        When MLflow is not installed.
+    """
+    mlflow = _mlflow()
+    logged_params, metrics, name, document = figures_of(subject)
+    logged_params.update({k: v for k, v in (params or {}).items()})
+    started = mlflow.active_run() is None
+    run = mlflow.active_run() or mlflow.start_run(run_name=run_name)
+    try:
+        mlflow.log_params({key(k): _param_text(v) for k, v in logged_params.items()})
+        mlflow.log_metrics({key(k): float(v) for k, v in metrics.items()})
+        mlflow.set_tag(key("chiralfair_version"), _version())
+        if folder is not None:
+            mlflow.log_artifacts(str(folder), artifact_path=ARTIFACT_PATH)
+        else:
+            mlflow.log_dict(document, f"{ARTIFACT_PATH}/{name}.json")
+        for f in files:
+            mlflow.log_artifact(str(f), artifact_path=ARTIFACT_PATH)
+        run_id = run.info.run_id
+        logger.info("logged %d parameters and %d metrics into MLflow run %s", len(logged_params), len(metrics), run_id)
+    finally:
+        if started:
+            mlflow.end_run()
+    return run_id
+
+
+def key(name: str) -> str:
+    """``fair_`` + ``name``, with the characters MLflow refuses in keys replaced by ``_``."""
+    return PREFIX + _NOT_IN_KEY.sub("_", name)
+
+
+def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str, Any]]:
+    """(parameters, metrics, document name, document) of what :func:`log_to_mlflow` logs, keys without the prefix.
+
+    Metrics that are undefined (None, NaN) are left out; parameters keep None as ``"None"``.
+    """
+    if hasattr(subject, "rows") and hasattr(subject, "protocol"):
+        return _retrain_figures(subject)
+    if hasattr(subject, "outcome") and hasattr(subject, "to_dict") and hasattr(subject, "inputs"):
+        return _run_figures(subject.to_dict())
+    if hasattr(subject, "summary") and hasattr(subject, "seed_report"):
+        return _run_figures(subject.summary())
+    if hasattr(subject, "max_share") and hasattr(subject, "verdict"):
+        params, metrics, _, _ = _verdict_figures(subject.verdict)
+        params["max_share"] = subject.max_share
+        metrics["gate_exit_code"] = subject.exit_code
+        return params, metrics, "check", subject.to_dict()
+    if hasattr(subject, "groups") and hasattr(subject, "share"):
+        return _verdict_figures(subject)
+    raise TypeError(f"cannot log a {type(subject).__name__} to MLflow: give an AuditResult, RunOutcome, Verdict, "
+                    "GateDecision or RetrainResult")
+
+
+def _run_figures(summary: dict[str, Any]):
+    cfg = summary["meta"]["config"]
+    params = {k: cfg.get(k) for k in CONFIG_KEYS}
+    metrics = {k: summary.get(k) for k in SEARCH_FIGURES}
+    metrics.update(model_f1=summary["model"].get("f1"), model_accuracy=summary["model"].get("accuracy"))
+    if summary.get("verdict"):
+        v = summary["verdict"]
+        params.update({f"verdict_{k}": v["meta"].get("params", {}).get(k) for k in VERDICT_PARAMS})
+        metrics.update(_verdict_metrics(v))
+    if summary.get("group_metrics"):
+        metrics.update(_group_metric_metrics(summary["group_metrics"]))
+    return params, _defined(metrics), "result", summary
+
+
+def _verdict_figures(verdict):
+    v = json.loads(verdict.to_json())
+    params = {"dataset": v["meta"].get("dataset"), "model": v["meta"].get("model"), "protected": v["protected"],
+              "random_state": v["meta"].get("random_state")}
+    params.update({f"verdict_{k}": v["meta"].get("params", {}).get(k) for k in VERDICT_PARAMS})
+    metrics = _verdict_metrics(v)
+    metrics.update(model_f1=v["meta"].get("model_f1"), model_accuracy=v["meta"].get("model_accuracy"))
+    return params, _defined(metrics), "verdict", v
+
+
+def _verdict_metrics(v: dict[str, Any]) -> dict[str, Any]:
+    out = {"share_affected": v["share"], "share_affected_lower": v["lower"], "share_affected_upper": v["upper"],
+           "n_individuals": v["n_individuals"], "n_affected": v["n_affected"], "n_harmed": v["n_harmed"],
+           "verdict_queries": v["n_queries"], "verdict_exact": int(bool(v["exact"]))}
+    for g in v["groups"]:
+        for figure in ("share_harmed", "share_harmed_lower", "share_harmed_upper", "share_affected"):
+            out[f"group/{g['group']}/{figure}"] = g.get(figure)
+    return out
+
+
+def _group_metric_metrics(gm: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for r in [gm["overall"], *gm["groups"]]:
+        for figure in ("selection_rate", "tpr", "fpr", "idi_rate"):
+            out[f"group/{r['group']}/{figure}"] = r.get(figure)
+    return out
+
+
+def _retrain_figures(result):
+    params = {"protocol": result.protocol, "pairs": result.pairs, "mode": result.mode, "how": result.how,
+              "dataset": result.meta.get("dataset"), "model": result.meta.get("model")}
+    metrics: dict[str, Any] = {"retrain_n_idis": result.n_idis}
+    for row in result.rows:
+        stage = "before" if row["stage"] == "before" else f"after_{row.get('method') or 'retrain'}_{row['share']:g}"
+        for figure in ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
+                       "demographic_parity_difference", "equalized_odds_difference", "remaining_idis"):
+            metrics[f"retrain/{stage}/{figure}"] = row.get(figure)
+    return params, _defined(metrics), "retrain", json.loads(result.to_json())
+
+
+def _defined(metrics: dict[str, Any]) -> dict[str, float]:
+    out = {}
+    for k, v in metrics.items():
+        if v is None or isinstance(v, bool | str):
+            continue
+        v = float(v)
+        if not math.isnan(v):
+            out[k] = v
+    return out
+
+
+def _param_text(value) -> str:
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _mlflow():
+    try:
+        import mlflow
+    except ImportError as err:
+        raise MissingDependencyError("MLflow is needed to log to an MLflow run: pip install 'chiralfair[mlflow]' "
+                                     "(it brings mlflow-skinny)") from err
+    return mlflow
+
+
+__all__ = ["figures_of", "key", "log_to_mlflow"]

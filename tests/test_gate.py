@@ -1,0 +1,194 @@
+"""The fairness gate: a sequential verdict against a threshold, its decision and exit codes (issue 25)."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from toys import biased_module, fair_module, toy_dataset
+from typer.testing import CliRunner
+
+from chiralfair.cli import app
+from chiralfair.exceptions import ConfigError
+from chiralfair.models import as_model
+from chiralfair.testing import assert_individually_fair
+from chiralfair.verdict import decide, estimate, look_confidence
+
+runner = CliRunner()
+BIASED_SHARE = 28 / 100  # tests/toys.py: an IDI iff 8 <= a + b <= 10
+
+
+def test_spent_confidence_adds_up_to_at_most_alpha():
+    misses = [1 - look_confidence(0.95, k) for k in range(1, 10_000)]
+    assert sum(misses) <= 0.05 + 1e-12
+    assert misses[0] == pytest.approx(0.05 * 6 / np.pi ** 2)
+
+
+def test_repeated_looks_keep_the_confidence_with_the_threshold_at_the_true_share():
+    # With the threshold at the true share, every stop "by threshold" is a wrong decision. One fixed 95% level at
+    # each look gets it wrong 15% of the time here; the confidence spent over the looks keeps it within 5%.
+    model, data = as_model(biased_module()), toy_dataset(50)
+    wrong, looks = 0, []
+    for seed in range(200):
+        v = estimate(model, data, population="domain", exact=False, margin=0.03, favourable=1, random_state=seed,
+                     threshold=BIASED_SHARE, method="clopper-pearson")
+        wrong += v.stopped_by == "threshold"
+        looks.append(v.meta["sequential"]["looks"])
+    assert wrong <= 10, f"{wrong} wrong decisions of 200"
+    assert max(looks) <= 8  # the sample doubles from look to look
+
+
+def test_sampling_stops_as_soon_as_the_interval_lies_on_one_side():
+    model, data = as_model(biased_module()), toy_dataset(50)
+    common = dict(population="domain", exact=False, margin=0.005, favourable=1, random_state=0)
+    plain = estimate(model, data, **common)
+    gated = estimate(model, data, threshold=0.10, **common)
+    assert gated.stopped_by == "threshold" and gated.lower > 0.10
+    assert gated.n_queries < plain.n_queries / 10
+    level = gated.meta["sequential"]["look_confidence"]
+    assert level == look_confidence(0.95, gated.meta["sequential"]["looks"]) > 0.95
+    assert any("sequential decision" in n for n in gated.notes)
+
+
+def test_decide_on_each_side_and_straddling():
+    model, data = as_model(biased_module()), toy_dataset(50)
+    v = estimate(model, data, population="domain", exact=False, margin=0.02, favourable=1, random_state=1)
+    assert decide(v, v.lower - 0.01).outcome == "fail" and decide(v, v.lower - 0.01).exit_code == 1
+    assert decide(v, v.upper).outcome == "pass" and decide(v, v.upper).exit_code == 0
+    mid = decide(v, v.share)
+    assert mid.outcome == "undecided" and mid.exit_code == 2 and "UNDECIDED" in mid.line()
+    assert mid.worst_group["group"] == "sex=Female"  # the biased toy favours sex = 1 (Male)
+    with pytest.raises(ConfigError, match="max_share"):
+        decide(v, 1.5)
+
+
+def test_an_exact_verdict_is_never_undecided():
+    model, data = as_model(biased_module()), toy_dataset(200)
+    v = estimate(model, data, population="rows", favourable=1)
+    assert v.exact
+    assert decide(v, v.share).outcome == "pass" and decide(v, v.share - 1e-9).outcome == "fail"
+
+
+# ------------------------------------------------------------------------------------------ own data and model
+def people(n, seed, bias):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "hours": rng.integers(0, 1000, n)})
+    score = df["hours"] + bias * (df["sex"] == "m") + rng.normal(0, 50, n)
+    df["y"] = np.where(score > 550, "high", "low")
+    return df
+
+
+def fitted(df, *, use_sex=True):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    pre = ColumnTransformer([("sex", OneHotEncoder() if use_sex else "drop", ["sex"]),
+                             ("num", StandardScaler(), ["hours"])])
+    return Pipeline([("pre", pre), ("lr", LogisticRegression(max_iter=500))]).fit(df.drop(columns="y"), df["y"])
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    import skops.io as sio
+
+    folder = tmp_path_factory.mktemp("gate")
+    train, test = people(600, 0, bias=150), people(300, 1, bias=150)
+    train.to_csv(folder / "train.csv", index=False)
+    test.to_csv(folder / "test.csv", index=False)
+    sio.dump(fitted(train), folder / "unfair.skops")
+    sio.dump(fitted(train, use_sex=False), folder / "fair.skops")
+    return folder
+
+
+def gate(own, model, *extra):
+    args = ["check", "--data", own / "train.csv", "--test", own / "test.csv", "--model", own / model, "--label", "y",
+            "--positive-class", "high", "--protected", "sex", "--trust-model-file", *extra]
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_exit_codes_of_a_fair_an_unfair_and_a_borderline_model(own):
+    fair = gate(own, "fair.skops", "--max-share", 0.02)
+    assert fair.exit_code == 0, fair.output
+    assert fair.output.startswith("chiralfair check PASS: share affected 0.00%") and "no group harmed" in fair.output
+    unfair = gate(own, "unfair.skops", "--max-share", 0.02)
+    assert unfair.exit_code == 1, unfair.output
+    assert "FAIL" in unfair.output and "> max share 2.00%" in unfair.output and "worst group sex=f" in unfair.output
+    share = json.loads(gate(own, "unfair.skops", "--max-share", 0.02, "--json").stdout)["share"]
+    # The held-out rows are enumerated exactly; 100 draws from the domain (2 x 1000 points) straddle the share.
+    borderline = gate(own, "unfair.skops", "--max-share", round(share, 3), "--population", "domain", "--max-queries",
+                      200, "--random-state", 1)
+    assert borderline.exit_code == 2, borderline.output
+    assert "UNDECIDED" in borderline.output and "straddles" in borderline.output
+    assert len(unfair.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-share", "x"], "Invalid value for '--max-share'"),
+    ([], "Missing option '--max-share'"),
+    (["--max-share", "0.1", "--modle", "lr"], "No such option: --modle"),
+    (["--max-share", "1.5"], "--max-share must lie in [0, 1]"),
+    (["--max-share", "0.1", "--dataset", "adult"], "unknown dataset 'adult'"),
+    (["--max-share", "0.1", "--model-card", "card.txt"], "use a .json file"),
+    (["--max-share", "0.1", "--confidence", "2"], "--confidence"),
+])
+def test_every_refusal_and_usage_error_of_check_exits_3(args, message):
+    res = runner.invoke(app, ["check", *args])
+    assert res.exit_code == 3, res.output
+    assert message in res.output
+
+
+def test_a_misspelt_command_exits_3_not_the_gates_undecided():
+    assert runner.invoke(app, ["chek", "--max-share", "0.1"]).exit_code == 3
+    assert runner.invoke(app, ["--max-share", "0.1", "check"]).exit_code == 3
+    assert runner.invoke(app, ["estimate", "--modle", "lr"]).exit_code == 2  # other commands keep click's 2
+
+
+def test_an_unexpected_error_exits_4_with_its_traceback(own, monkeypatch):
+    import chiralfair.pipeline
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(chiralfair.pipeline, "check_fairness", broken)
+    res = gate(own, "fair.skops", "--max-share", 0.02)
+    assert res.exit_code == 4 and "unexpected RuntimeError: boom" in res.output
+
+
+def test_assert_individually_fair_passes_a_fair_model_and_names_the_worst_group_of_an_unfair_one(own):
+    kw = dict(label="y", positive_class="high", test=str(own / "test.csv"), trust_model_file=True)
+    decision = assert_individually_fair(str(own / "fair.skops"), str(own / "train.csv"), max_share=0.02,
+                                        protected="sex", **kw)
+    assert decision.passed and decision.share == 0.0
+    with pytest.raises(AssertionError) as err:
+        assert_individually_fair(str(own / "unfair.skops"), str(own / "train.csv"), max_share=0.02, protected="sex",
+                                 **kw)
+    text = str(err.value)
+    assert text.startswith("chiralfair check FAIL") and "worst group sex=f" in text and "Who is harmed" in text
+
+
+def test_assert_individually_fair_takes_a_model_object_and_a_dataset():
+    data = toy_dataset(300, biased=False)
+    assert assert_individually_fair(fair_module(), data, max_share=0.01, protected="sex", favourable=1,
+                                    test_size=0.5).passed
+
+
+def test_check_writes_a_valid_cyclonedx_card_and_a_skops_card_of_the_model_file(own, tmp_path):
+    from test_model_card import validate
+
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json")
+    assert res.exit_code == 1, res.output
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert validate(card) == []
+    assert card["considerations"]["technicalLimitations"][0].startswith("fairness gate: fail")
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "README.md")
+    assert res.exit_code == 1, res.output
+    text = (tmp_path / "README.md").read_text()
+    assert "Individual fairness (chiralfair)" in text and "sex=f" in text and "LogisticRegression" in text
+
+
+def test_a_skops_card_of_a_benchmark_zoo_model_is_refused_with_exit_3(tmp_path):
+    res = runner.invoke(app, ["check", "--dataset", "census", "--model", "lr", "--protected", "sex", "--max-share",
+                              "0.5", "--model-card", str(tmp_path / "README.md")])
+    assert res.exit_code == 3 and "describes an sklearn model" in res.output

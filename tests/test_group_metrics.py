@@ -1,0 +1,95 @@
+"""Selection rate, TPR and FPR per protected group on the held-out rows (fairlearn), and each row's is_idi."""
+
+import json
+
+import numpy as np
+import pytest
+from toys import biased_module, is_biased_idi, toy_dataset
+
+import chiralfair
+from chiralfair.models import as_model
+from chiralfair.verdict.group_metrics import group_metrics, held_out_rows
+
+
+class CallCounter:
+    """A biased toy model as a predict callable that counts its calls."""
+
+    def __init__(self):
+        self.calls = 0
+        self.module = as_model(biased_module())
+
+    def __call__(self, X):
+        self.calls += 1
+        return self.module.predict(X)
+
+
+def test_held_out_rows_come_from_one_checked_batch_and_match_the_ground_truth():
+    data = toy_dataset(300)
+    rows = np.arange(100, 300)
+    counter = CallCounter()
+    model = as_model(counter, name="counter")
+    frame = held_out_rows(model, data, rows)
+    assert counter.calls == 1 and model.n_queries == len(rows) * 2  # sex has 2 values: one query per combination
+    assert list(frame.columns) == ["row", "y_true", "y_pred", "is_idi", "sex"]
+    assert (frame["row"].to_numpy() == rows).all()
+    assert (frame["is_idi"].to_numpy() == is_biased_idi(data.X[rows])).all()
+    assert (frame["y_pred"].to_numpy() == counter.module.predict(data.X[rows])).all()
+    assert set(frame["sex"]) == {"Female", "Male"}
+
+
+def test_group_metrics_are_fairlearns_with_wilson_intervals_on_the_counts():
+    from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
+    from statsmodels.stats.proportion import proportion_confint
+
+    data = toy_dataset(400)
+    frame = held_out_rows(as_model(biased_module()), data, np.arange(400))
+    gm = group_metrics(frame, ["sex"])
+    mf = MetricFrame(metrics={"selection_rate": selection_rate, "tpr": true_positive_rate,
+                              "fpr": false_positive_rate}, y_true=frame.y_true, y_pred=frame.y_pred,
+                     sensitive_features=frame["sex"])
+    for g in gm.groups:
+        value = g["group"].split("=")[1]
+        for m in ("selection_rate", "tpr", "fpr"):
+            assert g[m] == pytest.approx(mf.by_group.loc[value, m])
+        part = frame[frame["sex"] == value]
+        lo, hi = proportion_confint(int(part.y_pred.sum()), len(part), alpha=0.05, method="wilson")
+        assert (g["selection_rate_lower"], g["selection_rate_upper"]) == pytest.approx((lo, hi))
+        assert g["idi_rate"] == pytest.approx(part.is_idi.mean())
+    assert gm.overall["n"] == 400 and gm.overall["selection_rate"] == pytest.approx(frame.y_pred.mean())
+
+
+def test_a_group_without_positive_rows_has_an_undefined_tpr_not_a_number():
+    data = toy_dataset(400)
+    frame = held_out_rows(as_model(biased_module()), data, np.arange(400))
+    frame.loc[frame["sex"] == "Female", "y_true"] = 0
+    gm = group_metrics(frame, ["sex"])
+    female = next(g for g in gm.groups if g["group"] == "sex=Female")
+    assert female["tpr"] is None and female["tpr_lower"] is None and female["fpr"] is not None
+    assert "undefined" in "\n".join(gm.lines()) and any("sex=Female (TPR)" in n for n in gm.notes)
+    assert np.isnan(gm.to_frame().set_index("group").loc["sex=Female", "tpr"])
+
+
+def test_fairlearns_bootstrap_on_request():
+    frame = held_out_rows(as_model(biased_module()), toy_dataset(200), np.arange(200))
+    gm = group_metrics(frame, ["sex"], n_boot=20, random_state=0)
+    for g in gm.groups:
+        assert g["selection_rate_lower"] <= g["selection_rate"] <= g["selection_rate_upper"]
+    assert gm.n_boot == 20 and "bootstrap" in gm.lines()[0]
+
+
+def test_the_audit_carries_group_metrics_into_result_json_the_report_and_held_out_rows(tmp_path):
+    from fairlearn.metrics import MetricFrame, selection_rate
+
+    data = toy_dataset(400, protected=("sex", "race"))
+    result = chiralfair.audit(biased_module(), data, favourable=1, seeds="random", max_global=10, max_local=5,
+                              out=tmp_path / "run")
+    stored = json.loads((tmp_path / "run" / "result.json").read_text())["group_metrics"]
+    groups = [g["group"] for g in stored["groups"]]
+    assert "sex=Female" in groups and "race=A" in groups and "sex=Female, race=A" in groups
+    assert stored == result.group_metrics.to_dict()
+    assert "## Group metrics" in (tmp_path / "run" / "report.md").read_text()
+    rows = result.held_out_rows()
+    assert len(rows) == len(result.inputs.test_index) and rows["is_idi"].dtype == bool
+    mf = MetricFrame(metrics=selection_rate, y_true=rows.y_true, y_pred=rows.is_idi, sensitive_features=rows["sex"])
+    female = next(g for g in stored["groups"] if g["group"] == "sex=Female")
+    assert mf.by_group["Female"] == pytest.approx(female["idi_rate"])
