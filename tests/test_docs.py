@@ -7,6 +7,7 @@ reference lists every public name of its package, so a name added to a package's
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 from pathlib import Path
@@ -78,3 +79,30 @@ def test_the_api_reference_lists_every_public_name_of_its_package(package):
     listed = set(re.findall(rf"^::: chiralfair\.{package}\.(\w+)$", page, re.M))
     public = set(importlib.import_module(f"chiralfair.{package}").__all__)
     assert public <= listed, f"docs/reference/{package}.md lacks {sorted(public - listed)}"
+
+
+@pytest.mark.parametrize("package", REFERENCE + ["testing"])
+def test_every_lazy_name_of_a_package_face_is_imported_for_type_checkers(package):
+    # The API reference (griffe) and type checkers see a lazy name (PEP 562) only through the TYPE_CHECKING imports.
+    init = Path(importlib.import_module(f"chiralfair.{package}").__file__)
+    tree = ast.parse(init.read_text())
+    lazy = next((ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and getattr(n.targets[0], "id", "") == "_MODULE_OF"), None)
+    if lazy is None:
+        pytest.skip(f"chiralfair.{package} imports its names eagerly")
+    guarded = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    imported = {(node.module, alias.name) for node in ast.walk(guarded) if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    assert {(module, name) for name, module in lazy.items()} <= imported
+
+
+@pytest.mark.parametrize("package", REFERENCE + ["testing"])
+def test_every_public_name_of_a_package_resolves(package):
+    module = importlib.import_module(f"chiralfair.{package}")
+    broken = []
+    for name in module.__all__:
+        try:
+            getattr(module, name)
+        except AttributeError as err:
+            broken.append(f"{name}: {err}")
+    assert not broken, broken

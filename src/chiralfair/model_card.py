@@ -97,7 +97,17 @@ def cyclonedx_bom(card: dict[str, Any], *, name: str = "model", version: str | N
 
 
 def fairness_markdown(subject) -> str:
-    """The same figures as :func:`cyclonedx_model_card`, as Markdown (the skops section's text)."""
+    """The same figures as :func:`cyclonedx_model_card`, as Markdown (the skops section's text).
+
+    Parameters
+    ----------
+    subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
+        What a command computed.
+
+    Returns
+    -------
+    str
+    """
     metrics, assessments, limitations = _card_parts(subject)
     lines = ["Individual fairness measured by chiralfair: an individual is *affected* when a counterpart differing "
              "only in the protected attributes gets another label; *harmed* when it gets the unfavourable label "

@@ -404,6 +404,11 @@ def group_metrics_markdown(g: dict[str, Any]) -> list[str]:
     ----------
     g : dict
         :meth:`GroupMetrics.to_dict <chiralfair.verdict.group_metrics.GroupMetrics.to_dict>`.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
     """
     how = (f"{g['confidence']:.0%} bootstrap intervals, {g['n_boot']} resamples" if g["n_boot"] else
            f"{g['confidence']:.0%} Wilson intervals")

@@ -92,7 +92,16 @@ def log_to_mlflow(subject, *, folder: str | os.PathLike | None = None, params: d
 
 
 def key(name: str) -> str:
-    """``fair_`` + ``name``, with the characters MLflow refuses in keys replaced by ``_``."""
+    """``fair_`` + ``name``, with the characters MLflow refuses in keys replaced by ``_``.
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    str
+    """
     return PREFIX + _NOT_IN_KEY.sub("_", name)
 
 
@@ -100,6 +109,18 @@ def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str
     """(parameters, metrics, document name, document) of what :func:`log_to_mlflow` logs, keys without the prefix.
 
     Metrics that are undefined (None, NaN) are left out; parameters keep None as ``"None"``.
+
+    Parameters
+    ----------
+    subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
+
+    Returns
+    -------
+    params : dict
+    metrics : dict of str to float
+    name : str
+        The document's file name (``verdict.json``, ``retrain.json``, ...).
+    document : dict
     """
     if hasattr(subject, "rows") and hasattr(subject, "protocol"):
         return _retrain_figures(subject)

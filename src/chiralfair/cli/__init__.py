@@ -23,7 +23,19 @@ class ChiralfairGroup(TyperGroup):
     """
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        """Parse as click does; a usage error exits 3."""
+        """Parse as click does; a usage error exits 3.
+
+        Parameters
+        ----------
+        ctx : typer.Context
+        args : list of str
+            The command line's remaining words.
+
+        Returns
+        -------
+        list of str
+            The words left for the command.
+        """
         try:
             return super().parse_args(ctx, args)
         except check.USAGE_ERROR as err:
@@ -31,7 +43,19 @@ class ChiralfairGroup(TyperGroup):
             raise
 
     def resolve_command(self, ctx: typer.Context, args: list[str]):
-        """Find the command as click does; an unknown one exits 3."""
+        """Find the command as click does; an unknown one exits 3.
+
+        Parameters
+        ----------
+        ctx : typer.Context
+        args : list of str
+            The command line's remaining words.
+
+        Returns
+        -------
+        tuple
+            ``(name, command, args)``, as click returns it.
+        """
         try:
             return super().resolve_command(ctx, args)
         except check.USAGE_ERROR as err:

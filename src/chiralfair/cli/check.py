@@ -55,7 +55,18 @@ class GateCommand(TyperCommand):
     """A command whose usage errors exit 3, since its exit code 2 means "undecided"."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        """Parse as click does; a usage error exits 3."""
+        """Parse as click does; a usage error exits 3.
+
+        Parameters
+        ----------
+        ctx : typer.Context
+        args : list of str
+            The command line's remaining words.
+
+        Returns
+        -------
+        list of str
+        """
         try:
             return super().parse_args(ctx, args)
         except USAGE_ERROR as err:

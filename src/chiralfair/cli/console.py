@@ -239,6 +239,21 @@ def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, mo
     """Write the model card (``--model-card``) and log into MLflow (``--mlflow``), saying where on standard error.
 
     ``model`` is the --model FILE of your own data (a skops card describes it); None on a benchmark.
+
+    Parameters
+    ----------
+    subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
+        What the command computed.
+    model_card : str or path-like, optional
+        ``--model-card``: a ``.json`` file gets a CycloneDX model card, a ``.md`` one a skops card.
+    mlflow : bool, default=False
+        ``--mlflow``: log into the active MLflow run, or a new one.
+    folder : str or path-like, optional
+        The run or retrain folder, logged as artifacts.
+    model : str or path-like, optional
+        As described above.
+    trust_model_file : bool, default=False
+        Load the model file with untrusted types (for its skops card).
     """
     if model_card is not None:
         from ..pipeline.exports import write_model_card

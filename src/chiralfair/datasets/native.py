@@ -28,7 +28,16 @@ from ..exceptions import DatasetError
 
 
 def is_frame(obj) -> bool:
-    """Whether ``obj`` is a pandas frame or a frame narwhals can read (polars, pyarrow Table, ...)."""
+    """Whether ``obj`` is a pandas frame or a frame narwhals can read (polars, pyarrow Table, ...).
+
+    Parameters
+    ----------
+    obj : object
+
+    Returns
+    -------
+    bool
+    """
     if isinstance(obj, pd.DataFrame):
         return True
     import narwhals as nw

@@ -82,6 +82,17 @@ def _sklearn_model(subject, model, trust: bool):
 def track(subject, *, folder=None, files=(), params=None) -> str:
     """Log ``subject`` into the active MLflow run, or a new one (:func:`chiralfair.tracking.log_to_mlflow`).
 
+    Parameters
+    ----------
+    subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
+        What a command computed.
+    folder : str or path-like, optional
+        The run or retrain folder, logged as artifacts under ``chiralfair/``.
+    files : sequence of path, default=()
+        Further files to log (a model card).
+    params : dict, optional
+        Parameters of the command, logged with the ``fair_`` prefix.
+
     Returns
     -------
     str

@@ -61,6 +61,19 @@ def check_fairness_benchmark(config, *, max_share: float, confidence: float = 0.
                              method: str = "clopper-pearson", **params: Any):
     """The gate on a zoo model trained on a benchmark (:class:`~.config.RunConfig`); see :func:`check_fairness`.
 
+    Parameters
+    ----------
+    config : RunConfig
+        The benchmark dataset, the zoo model, the protected attributes, the random state.
+    max_share : float
+        The share of individuals affected the gate accepts, in [0, 1].
+    confidence : float, default=0.95
+        Spent over the looks of the sequential decision.
+    population : {"test", "rows", "domain"}, default="test"
+    method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
+    **params
+        Of :func:`chiralfair.verdict.estimate` (``margin``, ``max_queries``, ...).
+
     Returns
     -------
     GateDecision

@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_attributes
 
 _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
-              "POPULATIONS": "estimation", "METHODS": "estimation", "Verdict": "result",
+              "POPULATIONS": "params", "METHODS": "params", "Verdict": "result",
               "GROUP_COLUMNS": "result", "plausibility_line": "result", "look_confidence": "estimation",
               "GateDecision": "gate", "decide": "gate", "worst_group": "gate", "EXIT_CODES": "gate"}
 
 __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
-    from .estimation import FAVOURABLE, METHODS, POPULATIONS, estimate, resolve_favourable  # noqa: F401
+    from .estimation import FAVOURABLE, estimate, look_confidence, resolve_favourable  # noqa: F401
+    from .gate import EXIT_CODES, GateDecision, decide, worst_group  # noqa: F401
+    from .params import METHODS, POPULATIONS  # noqa: F401
     from .result import GROUP_COLUMNS, Verdict, plausibility_line  # noqa: F401
 
 __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

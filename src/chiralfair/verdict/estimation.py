@@ -482,6 +482,17 @@ def look_confidence(confidence: float, look: int) -> float:
 
     ``1 - (1 - confidence) * 6 / (pi**2 * look**2)``: the misses add up to at most ``1 - confidence`` over all
     looks (union bound), so every look's interval holds at once with probability at least ``confidence``.
+
+    Parameters
+    ----------
+    confidence : float
+        The overall level, in (0, 1).
+    look : int
+        The look's number, >= 1.
+
+    Returns
+    -------
+    float
     """
     return 1 - (1 - confidence) * 6 / (math.pi ** 2 * max(look, 1) ** 2)
 

@@ -77,7 +77,12 @@ class GateDecision:
         return self.outcome == "pass"
 
     def line(self) -> str:
-        """One line for a CI log: decision, share and interval, threshold, population, worst group."""
+        """One line for a CI log: decision, share and interval, threshold, population, worst group.
+
+        Returns
+        -------
+        str
+        """
         head = {"pass": "PASS", "fail": "FAIL", "undecided": "UNDECIDED"}[self.outcome]
         relation = {"pass": "<=", "fail": ">", "undecided": "straddles"}[self.outcome]
         how = "exact" if self.exact else f"{self.confidence:.0%} {self.method}"
@@ -90,11 +95,21 @@ class GateDecision:
         return text
 
     def message(self) -> str:
-        """:meth:`line`, then the verdict's summary (what a failed test prints)."""
+        """:meth:`line`, then the verdict's summary (what a failed test prints).
+
+        Returns
+        -------
+        str
+        """
         return f"{self.line()}\n{self.verdict.summary()}"
 
     def to_dict(self) -> dict[str, Any]:
-        """The decision's figures (the verdict as :meth:`Verdict.to_json` holds it)."""
+        """The decision's figures (the verdict as :meth:`Verdict.to_json` holds it).
+
+        Returns
+        -------
+        dict
+        """
         out = {k: v for k, v in asdict(self).items() if k != "verdict"}
         out["verdict"] = json.loads(self.verdict.to_json())
         return out
@@ -145,7 +160,17 @@ def decide(verdict: Verdict, max_share: float) -> GateDecision:
 
 
 def worst_group(verdict: Verdict) -> dict[str, Any] | None:
-    """The group with the largest share harmed (ties: the larger group); None when no group was harmed."""
+    """The group with the largest share harmed (ties: the larger group); None when no group was harmed.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    dict or None
+        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
+    """
     harmed = [g for g in verdict.groups if g.get("n_harmed") and g.get("share_harmed") is not None]
     if not harmed:
         return None

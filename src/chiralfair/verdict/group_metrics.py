@@ -108,25 +108,50 @@ class GroupMetrics:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
-        """Overall first, then one row per group; columns :data:`GROUP_METRIC_COLUMNS`."""
+        """Overall first, then one row per group; columns :data:`GROUP_METRIC_COLUMNS`.
+
+        Returns
+        -------
+        pandas.DataFrame
+        """
         frame = pd.DataFrame([self.overall, *self.groups], columns=list(GROUP_METRIC_COLUMNS))
         for col in GROUP_METRIC_COLUMNS[5:]:
             frame[col] = frame[col].astype("float64")
         return frame
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready figures (:meth:`from_dict` gives back an equal object)."""
+        """JSON-ready figures (:meth:`from_dict` gives back an equal object).
+
+        Returns
+        -------
+        dict
+        """
         return {"groups": [dict(g) for g in self.groups], "overall": dict(self.overall), "n_boot": self.n_boot,
                 "confidence": self.confidence, "rows": self.rows, "notes": list(self.notes), "meta": dict(self.meta)}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GroupMetrics:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Parameters
+        ----------
+        d : dict
+            What :meth:`to_dict` returned.
+
+        Returns
+        -------
+        GroupMetrics
+        """
         return cls(groups=tuple(d["groups"]), overall=d["overall"], n_boot=d["n_boot"], confidence=d["confidence"],
                    rows=d.get("rows", ""), notes=tuple(d.get("notes", ())), meta=d.get("meta", {}))
 
     def lines(self) -> list[str]:
-        """A readable table: group, n, selection rate, TPR, FPR (with intervals), IDI rate."""
+        """A readable table: group, n, selection rate, TPR, FPR (with intervals), IDI rate.
+
+        Returns
+        -------
+        list of str
+        """
         level = (f"{self.confidence:.0%} bootstrap intervals ({self.n_boot} resamples)" if self.n_boot else
                  f"{self.confidence:.0%} Wilson intervals")
         out = [f"Group metrics on {self.rows or 'the held-out rows'} (fairlearn MetricFrame; {level}):"]

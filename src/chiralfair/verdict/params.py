@@ -18,6 +18,25 @@ def check_estimate_params(*, population: str = "test", confidence: float = 0.95,
                           batch_size: int = 8192, plausible_only: bool = False) -> dict:
     """Check the parameters of :func:`chiralfair.verdict.estimate` (every bound, in one place).
 
+    Parameters
+    ----------
+    population : {"test", "rows", "domain"}, default="test"
+    confidence : float, default=0.95
+        In (0, 1).
+    margin : float, default=0.005
+        In (0, 0.5].
+    method : {"wilson", "clopper-pearson"}, default="wilson"
+    max_queries : int, optional
+        >= 1.
+    gamma : float, optional
+        In [0, 1].
+    threshold : float, optional
+        The gate's ``max_share``, in [0, 1]: sampling stops once the interval lies on one side of it.
+    exact : bool, optional
+    batch_size : int, default=8192
+        >= 1.
+    plausible_only : bool, default=False
+
     Returns
     -------
     dict
