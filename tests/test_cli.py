@@ -266,16 +266,16 @@ def test_census_runs_coupled_by_default_and_says_so(data_home, cache):
     assert res.exit_code == 0, res.output
     assert "coupled: sex -> relationship: Husband <-> Wife" in res.output
     assert "n_plausible_idis" in res.output and "through plausible counterparts only" in res.output
-    summary = json.loads(invoke(*run_args(data_home, cache, *args, "--json")).output)
+    summary = json.loads(invoke(*run_args(data_home, cache, *args, "--json")).stdout)  # warnings go to stderr
     assert summary["counterparts"]["couplings"] == ["sex -> relationship: Husband <-> Wife"]
     assert summary["meta"]["domain"]["couple"] == {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}
     assert summary["n_plausible_idis"] <= summary["n_idis"]
-    off = json.loads(invoke(*run_args(data_home, cache, *args, "--json", "--couple", "none")).output)
+    off = json.loads(invoke(*run_args(data_home, cache, *args, "--json", "--couple", "none")).stdout)
     assert off["counterparts"]["couplings"] == [] and off["meta"]["config"]["couple"] is False
     assert "sex=Female excludes relationship=Husband" in [r["constraint"] for r in off["counterparts"]["rare_pairs"]]
     assert off["counterparts"]["suggested_couplings"] == ["sex:relationship=Husband/Wife"]
     ruled = json.loads(invoke(*run_args(data_home, cache, *args, "--json", "--plausible-only", "--constraint",
-                                        "sex=Female excludes relationship=Husband")).output)
+                                        "sex=Female excludes relationship=Husband")).stdout)
     assert ruled["counterparts"]["constraints"] == ["sex=Female excludes relationship=Husband"]
     assert ruled["verdict"]["counterparts"] == "plausible"
     assert ruled["verdict"]["share"] == ruled["verdict"]["plausibility"]["share_plausible"]

@@ -66,24 +66,23 @@ def refusals(flags: tuple[str, ...] = FLAGS, *, code: int = 2):
 def setup_logging(verbose: bool) -> None:
     """Log to standard error: each step with ``--verbose``, warnings otherwise.
 
-    Python warnings (a column that looks like an identifier, a rule the data breaks) go through logging too, as
-    one line each, rather than with the source line that raised them.
+    Python warnings (a column that looks like an identifier, a rule the data breaks) are printed as one line each
+    on standard error, rather than with the source line that raised them.
 
     Parameters
     ----------
     verbose : bool
         Log every step at INFO (``--verbose``); otherwise warnings and errors only.
     """
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.captureWarnings(True)
     import warnings
 
-    warnings.formatwarning = _one_line_warning
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    warnings.showwarning = _one_line_warning
 
 
-def _one_line_warning(message, category, filename, lineno, line=None) -> str:
-    return f"{category.__name__}: {message}"
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {category.__name__}: {message}", file=file or sys.stderr)
 
 
 @contextlib.contextmanager
