@@ -282,3 +282,36 @@ def test_consistency_and_counterfactual_can_fine_tune_the_dnn_under_test_and_lea
     with pytest.raises(ModelCapabilityError, match="not a PaperDNNClassifier"):
         make_method("counterfactual", estimator=LogisticRegression(), domain=data.domain,
                     fine_tune_epochs=2).fit(data.X[:60], data.y[:60])
+
+
+def test_unaware_blinds_coupled_columns_and_refits_a_raw_frame_pipeline():
+    # Issue 24's review: unaware kept relationship (coupled to sex) as an input, so it was not zero-IDI under the
+    # coupling, and on a raw-frame pipeline it failed with "codes must have shape (n, 4), got (n, 3)".
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    from chiralfair.datasets import from_frame
+    from chiralfair.models.probe import wrap_model
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    sex = rng.choice(["f", "m"], n)
+    rel = np.where(rng.random(n) < 0.5, np.where(sex == "m", "husband", "wife"), "child")
+    df = pd.DataFrame({"sex": sex, "rel": rel, "job": rng.choice(["a", "b", "c"], n),
+                       "hours": rng.integers(20, 60, n)})
+    score = (df["rel"] == "husband") * 1.5 + (df["job"] == "c") * 1.0 + 0.02 * df["hours"]
+    df["y"] = np.where(score + rng.normal(0, 0.3, n) > 1.6, "yes", "no")
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "rel", "job"])],
+                            remainder="passthrough")
+    pipe = Pipeline([("pre", pre), ("lr", LogisticRegression(max_iter=500))]).fit(df.drop(columns="y"), df["y"])
+    data = from_frame(df, label="y", positive_class="yes", protected="sex",
+                      couple={"sex": {"rel": {"husband": "wife", "wife": "husband"}}})
+    model = wrap_model(pipe, data, name="pipe")
+    train, _ = data.split(0)
+    result = retrain(model, data, method="unaware", train_index=train, random_state=0)
+    before, unaware = result.rows
+    assert before["test_idi_rate"] > 0.05  # the model reads the husband/wife role through rel
+    assert unaware["test_idi_rate"] == 0 and unaware["domain_idi_rate"] == 0
+    assert result.model_of("unaware").predict(data.X[:5]).shape == (5,)

@@ -14,7 +14,7 @@ from ..exceptions import ChiralfairError, ConfigError
 # Python parameter names that a command-line user knows as flags.
 FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_home", "cache_dir",
          "allow_checksum_mismatch", "workers", "positive_class", "test_size", "max_queries", "batch_size",
-         "trust_model_file", "model_output", "max_f1_loss")
+         "model_output", "max_f1_loss")
 ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable")
 
 

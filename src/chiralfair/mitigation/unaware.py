@@ -1,9 +1,14 @@
-"""Method ``unaware``: the protected attributes removed from the model's input.
+"""Method ``unaware``: the protected attributes (and the columns coupled to them) blinded in the model's input.
 
-The estimator is fitted on the non-protected columns only and predicts from them, so every counterpart of an
-input gets its label: zero IDIs by construction (design §2's definition can see nothing else). That is why its
-cost is the point: F1, accuracy and the group metrics beside the other methods, and the proxies it leaves in place
-(a non-protected column correlated with the protected one still carries it into the decision).
+Every input reaches the estimator as one representative of its counterparts: the protected attributes at their
+first combination of values, and each coupled column moved with them (:meth:`Domain.counterpart_rows
+<chiralfair.domain.Domain.counterpart_rows>` at combination 0; census's relationship Husband <-> Wife then reads as
+the role it plays, design §12). An input and each of its counterparts are one input to the estimator, so they get
+one label: zero IDIs by construction, with or without couplings. Blinding rather than dropping the columns keeps the
+input's width, so a raw-frame pipeline or the DNN is refit in its own language; a constant column tells it nothing.
+
+That is why its cost is the point: F1, accuracy and the group metrics beside the other methods, and the proxies it
+leaves in place (a non-protected column correlated with the protected one still carries it into the decision).
 
 References
 ----------
@@ -22,19 +27,19 @@ from .base import MitigationMethod, fit_plain, register_method
 
 @register_method("unaware")
 class Unawareness(MitigationMethod):
-    """The estimator fitted and applied without the protected columns.
+    """The estimator fitted and applied on inputs whose protected side is blinded (see the module docstring).
 
     Parameters
     ----------
     estimator : sklearn classifier
-        Unfitted; cloned and fitted on ``X[:, domain.non_protected]``.
+        Unfitted; cloned and fitted on the blinded codes, shape (n_samples, n_features).
     domain : Domain
 
     Attributes
     ----------
-    estimator_ : the fitted clone (it takes the non-protected columns only)
+    estimator_ : the fitted clone (it takes blinded codes)
     info_ : dict
-        ``n_columns_removed``.
+        ``n_columns_blinded``: the protected columns and the coupled ones.
     """
 
     def __init__(self, estimator=None, domain=None):
@@ -50,7 +55,8 @@ class Unawareness(MitigationMethod):
         else:
             from .base import fit_with_weights
             self.estimator_ = fit_with_weights(inner, self._model_input(X), y, np.asarray(sample_weight))
-        self.info_ = {"n_columns_removed": int(len(self.domain.protected))}
+        self.info_ = {"n_columns_blinded": int(len(self.domain.protected) + len(self.domain.coupled_columns))}
 
     def _model_input(self, X: np.ndarray) -> np.ndarray:
-        return X[:, self.domain.non_protected]
+        X = np.asarray(X, dtype=np.int64)
+        return self.domain.counterpart_rows(X, np.zeros(len(X), dtype=np.int64))

@@ -62,8 +62,8 @@ def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:
     if suffix in PICKLE_SUFFIXES and not trust:
         raise ModelFileError(
             f"model file {str(path)!r} is a pickle: loading it runs whatever code the file holds. Save the model "
-            "with skops (skops.io.dump) or export it to ONNX, or pass --trust-model-file (audit: "
-            "trust_model_file=True) if you made the file yourself or trust its source")
+            "with skops (skops.io.dump) or export it to ONNX, or, if you made the file yourself or trust its source, "
+            "pass --trust-model-file (in Python: trust_model_file=True)")
     return path
 
 
@@ -213,7 +213,7 @@ def _load_skops(path: Path, trust: bool):
     if untrusted and not trust:
         raise ModelFileError(
             f"model file {str(path)!r} holds types outside skops' trusted set: {', '.join(untrusted)}. Loading "
-            "them may run their code; check that you expect them, then pass --trust-model-file (audit: "
+            "them may run their code; check that you expect them, then pass --trust-model-file (in Python: "
             "trust_model_file=True)")
     return sio.load(path, trusted=untrusted or None)
 

@@ -763,9 +763,9 @@ def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, g
         notes.append(f"the query budget ran out before the margin was reached: the interval's half-width is "
                      f"{half_width:.4f} > margin {margin:g}")
     if stopped_by in ("margin", "budget", "threshold"):
-        notes.append(f"group intervals: {method} at a Bonferroni-corrected level over the {2 * n_groups} group "
-                     "intervals (share affected and share harmed per group), so that all hold at once; with many "
-                     "groups they are wide")
+        notes.append(f"group intervals: {method} at a Bonferroni-corrected level over the {3 * n_groups} group "
+                     "intervals (share affected, share harmed and harmed among affected per group), so that all hold "
+                     "at once; with many groups they are wide")
     notes.append(favourable_note)
     if gamma is not None:
         notes.append(f"a pair counts as discriminatory only if the labels differ and |P(x) - P(x')| >= {gamma:g}")

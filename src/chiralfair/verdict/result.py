@@ -300,7 +300,8 @@ def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool)
     share = _share_text(plausibility[f"share_{kind}"], plausibility[f"lower_{kind}"], plausibility[f"upper_{kind}"],
                         exact)
     what = "through any possible counterpart" if kind == "possible" else "through plausible counterparts only"
-    return (f"{what}: {share} ({plausibility[f'n_affected_{kind}']:,} individuals; "
+    n_affected = plausibility[f"n_affected_{kind}"]
+    return (f"{what}: {share} ({n_affected:,} individual{'' if n_affected == 1 else 's'}; "
             f"{plausibility['n_implausible_counterparts']:,} of {plausibility['n_counterparts']:,} counterparts "
             f"{'is' if plausibility['n_implausible_counterparts'] == 1 else 'are'} implausible)")
 
