@@ -147,6 +147,15 @@ class Verdict:
         """Largest distance from the estimate to an end of its interval (0 when exact)."""
         return max(self.share - self.lower, self.upper - self.share)
 
+    @property
+    def population_text(self) -> str:
+        """Which individuals were checked, in words.
+
+        The rows the pipeline names in ``meta["population_rows"]`` (e.g. "a held-out split of the given data
+        (13,025 rows, ...) that may include rows the model was fitted on"), else the population's generic name.
+        """
+        return self.meta.get("population_rows") or POPULATION_TEXT.get(self.population, self.population)
+
     def to_frame(self) -> pd.DataFrame:
         """The share affected overall (first row, ``attribute == "all"``) and per group, with the harm table.
 
@@ -212,7 +221,7 @@ class Verdict:
             size = f" (domain of {self.population_size:,})"
         else:
             size = f" of {self.population_size:,}"
-        lines.append(f"  {how}; population: {POPULATION_TEXT.get(self.population, self.population)}; "
+        lines.append(f"  {how}; population: {self.population_text}; "
                      f"{self.n_individuals:,} individuals{size}, {self.n_queries:,} queries, {self.seconds:.2f} s; "
                      f"stopped: {STOPPED_TEXT.get(self.stopped_by, self.stopped_by)}")
         lines += self._group_lines()
