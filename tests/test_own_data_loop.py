@@ -132,3 +132,25 @@ def test_one_frame_and_a_fitted_model_say_the_held_out_rows_may_include_training
     assert "may include rows the model was fitted on" in res.to_dict()["model"]["evaluated_on"]
     assert any("pass test=" in n for n in res.notes)
     assert res.verdict is not None and res.verdict.n_individuals <= 160  # the 40% split of 400 rows
+
+
+def test_test_rows_and_a_test_size_together_are_refused_before_any_work(files):
+    # --test gives the held-out rows; a --test-size beside it would be ignored without a word.
+    with pytest.raises(chiralfair.exceptions.ConfigError, match=r"test_size=0.2 \(--test-size\) and test= \(--test\)"):
+        chiralfair.estimate(files / "missing-model.skops", files / "train.csv", test=files / "test.csv", test_size=0.2,
+                            **KW)
+    res = runner.invoke(app, [str(a) for a in ("estimate", "--data", files / "train.csv", "--test", files / "test.csv",
+                                               "--test-size", "0.3", "--model", files / "pipe.skops", *FLAGS)])
+    assert res.exit_code == 2 and "both choose the held-out rows" in res.output, res.output
+    without = chiralfair.estimate(files / "pipe.skops", files / "train.csv", **KW)  # the default split: 40%
+    assert without.n_individuals == 160 and "40%" in without.meta["population_rows"]
+
+
+def test_a_favourable_outcome_the_label_never_holds_is_refused(files):
+    # favourable="yes" on a label of ">50K"/"<=50K" was read as "not the positive class": the harm direction was a
+    # guess that read as an answer.
+    with pytest.raises(chiralfair.exceptions.DatasetError, match=r"favourable 'yes' does not occur in label column"):
+        chiralfair.estimate(files / "pipe.skops", files / "train.csv", test=files / "test.csv", favourable="yes", **KW)
+    given = chiralfair.estimate(files / "pipe.skops", files / "train.csv", test=files / "test.csv",
+                                favourable="<=50K", **KW)
+    assert given.favourable == 0 and any("favourable outcome '<=50K' (label 0" in n for n in given.notes)

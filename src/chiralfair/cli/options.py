@@ -46,7 +46,8 @@ SchemaOpt = Annotated[Path | None, typer.Option(
 TestOpt = Annotated[Path | None, typer.Option(
     "--test", help="Held-out rows of --data the model never saw (.csv/.parquet, same columns): F1 and the verdict "
                    "are measured on them (default: a --test-size split of --data, which may include training rows).")]
-TestSizeOpt = Annotated[float, typer.Option(help="Share of --data held out when --test is not given.")]
+TestSizeOpt = Annotated[float | None, typer.Option(
+    help="Share of --data held out when --test is not given (default 0.4; not with --test).")]
 TrustOpt = Annotated[bool, typer.Option(
     "--trust-model-file", help="Load joblib/pickle files and skops files with untrusted types (runs their code).")]
 ModelOutputOpt = Annotated[str | None, typer.Option(

@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError, DatasetError
-from .checks import protected_list
+from .checks import held_out_share, protected_list
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TEST_SIZE = 0.4
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays and a model: compared by identity
@@ -247,7 +246,7 @@ class DataSettings:
 
 
 def inputs_from_objects(model, data, *, settings: DataSettings | None = None, test=None,
-                        test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0, trust_model_file: bool = False,
+                        test_size: float | None = None, random_state: int = 0, trust_model_file: bool = False,
                         model_output: str | None = None, model_input: str = "auto", name: str | None = None,
                         step: Callable[[str], None] = lambda name: None) -> RunInputs:
     """Encode your data, load and wrap your model, check that it takes the data, and set the held-out rows.
@@ -266,8 +265,8 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     test : pandas.DataFrame, path, or array-like of int, optional
         Held-out rows the model was not fitted on: a frame or file with the same columns as ``data`` (encoded with
         it), or, with a Dataset, row numbers of it. Default: a stratified ``test_size`` split of ``data``.
-    test_size : float
-        Share of ``data`` held out when ``test`` is not given, in (0, 1).
+    test_size : float, optional
+        Share of ``data`` held out when ``test`` is not given, in (0, 1); default 0.4. Refused beside ``test``.
     random_state : int
         Seeds that split.
     trust_model_file, model_output, model_input, name
@@ -287,6 +286,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     from ..datasets import Dataset
 
     settings = settings or DataSettings()
+    test_size = held_out_share(test, test_size)
     if not isinstance(data, Dataset):
         settings.check()
     if model is None:
@@ -358,6 +358,8 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
                                "the positive class (command line: --positive-class VALUE)")
     else:
         positive = match_label_value(frame, label, positive)
+    if settings.favourable is not None:  # a value the label never holds would silently mean "not the positive class"
+        match_label_value(frame, label, settings.favourable, what="favourable")
     _check_schema_categories(frame, settings)
     test_frame = _test_frame(test, frame, label)
     if test_frame is not None and isinstance(test, str | os.PathLike):
