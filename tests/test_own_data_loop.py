@@ -110,6 +110,24 @@ def test_a_retrained_own_model_loads_back_with_the_figures_retrain_printed(files
     assert again["share"] == pytest.approx(after["test_idi_rate"], abs=0)
 
 
+def test_counterfactual_and_unaware_retrain_a_raw_frame_pipeline(files, tmp_path):
+    # The README's own model (Pipeline(ColumnTransformer, LR) on the raw frame) inside chiralfair's codes -> frame
+    # Pipeline: counterfactual refused it ("Pipeline.fit takes no sample_weight"), unaware crashed ("codes must
+    # have shape (n_samples, 4), got (n, 3)"): the ColumnTransformer needs the protected column by name.
+    data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
+    out = tmp_path / "retrain"
+    result = json.loads(invoke("retrain", "--data", data, "--test", test, "--model", model, *FLAGS, "--method",
+                               "counterfactual,unaware", "--out", out, "--json").stdout)
+    after = {r["method"]: r for r in result["rows"][1:]}
+    assert set(after) == {"counterfactual", "unaware"}
+    assert after["unaware"]["test_idi_rate"] == 0.0  # no counterpart can change a label the input cannot see
+    # Fitted on codes and labels 0/1, not on the raw frame and ">50K": a saved file would not load back with
+    # --model (it did not: "'>50K' is not one of the classes [0, 1]"), so none is written, and the report says why.
+    assert not list(out.glob("model-*"))
+    report = (out / "report.md").read_text()
+    assert report.count("not saved: the") == 2 and "would not load back with --model" in report
+
+
 def test_the_search_of_a_retraining_takes_seeds_from_training_rows_only(files):
     data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
     from chiralfair.pipeline import SearchPlan, prepare_search, resolve_inputs, select_seeds

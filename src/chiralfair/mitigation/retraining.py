@@ -606,6 +606,8 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
         estimator = PaperDNNClassifier.from_module(model.estimator, **estimator.get_params())  # start from its weights
     if name == "consistency":
         params = {"random_state": method_seed, **params}
+    if name == "unaware" and model.language.takes_frame:  # a raw-frame Pipeline selects every column by name
+        params = {"removal": "constant", **params}
     method = make_method(name, estimator=estimator, domain=dataset.domain, **params)
     fit_params = {} if added is None else {"added": added}
     method.fit(dataset.X[train], dataset.y[train], **fit_params)
@@ -616,7 +618,18 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
             for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
             if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
     info["how"] = type(method).__name__
+    method.in_model_language_ = _speaks_codes_and_labels(model.language)
     return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
+
+
+def _speaks_codes_and_labels(language) -> bool:
+    """Whether a model of this language takes the integer codes and labels {0, 1}, as every mitigation method does.
+
+    Then a fitted method can stand in for the model (``--model`` loads it back); a raw-frame Pipeline with labels
+    such as ``">50K"`` is spoken to through ``to_frame`` and ``model_labels``, which a saved method does not do.
+    """
+    classes = language.classes
+    return not language.takes_frame and (classes is None or [str(c) for c in classes] == ["0", "1"])
 
 
 # ------------------------------------------------------------------------------------------- inputs
