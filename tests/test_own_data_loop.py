@@ -172,3 +172,18 @@ def test_a_favourable_outcome_the_label_never_holds_is_refused(files):
     given = chiralfair.estimate(files / "pipe.skops", files / "train.csv", test=files / "test.csv",
                                 favourable="<=50K", **KW)
     assert given.favourable == 0 and any("favourable outcome '<=50K' (label 0" in n for n in given.notes)
+
+
+def test_a_model_whose_label_1_is_the_other_class_is_said_to_be_read_the_wrong_way_round(files):
+    # A callable answering 1 for "<=50K": the share affected is the same, F1 and who is harmed are inverted.
+    pipe = fitted(pd.read_csv(files / "train.csv"))
+    kw = {k: v for k, v in KW.items() if k != "trust_model_file"}
+
+    def inverted(frame):
+        return (pipe.predict(frame) == "<=50K").astype(int)
+
+    verdict = chiralfair.estimate(inverted, files / "train.csv", test=files / "test.csv", model_input="frame", **kw)
+    assert verdict.meta["model_accuracy"] < 0.5
+    assert any("below a coin's 50%: its label 1 is probably not the positive class '>50K'" in n for n in verdict.notes)
+    right = chiralfair.estimate(pipe, files / "train.csv", test=files / "test.csv", **kw)
+    assert not any("below a coin" in n for n in right.notes) and right.share == verdict.share

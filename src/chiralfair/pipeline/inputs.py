@@ -318,6 +318,10 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     quality = _quality(counting, dataset, test_index, test_rows)
     seconds["model"] = time.perf_counter() - t
     notes = list(probe_notes)
+    worse_than_a_coin = _inverted_labels_note(quality, dataset.positive_class)
+    if worse_than_a_coin:
+        logger.warning(worse_than_a_coin)
+        notes.append(worse_than_a_coin)
     if "may include" in test_rows:
         notes.append(f"F1 and the verdict are measured on {test_rows}; pass test= (CLI: --test FILE) with rows the "
                      "model never saw")
@@ -497,6 +501,25 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
     return {"name": model.name, "f1": float(f1_score(y, pred, zero_division=0.0)),
             "accuracy": float(accuracy_score(y, pred)), "evaluated_on": test_rows, "n_test": int(len(test_index)),
             "train_seconds": 0.0, "from_cache": False}
+
+
+# Fewer held-out rows than this say too little about a model's accuracy to suspect its labels.
+MIN_ROWS_TO_SUSPECT_LABELS = 50
+
+
+def _inverted_labels_note(quality: dict[str, Any], positive_class) -> str | None:
+    """A note when the model is right on fewer than half the held-out rows: its label 1 is likely the other class.
+
+    A two-class model below a coin's accuracy agrees with the flipped labels on most rows, which a model that
+    learnt the task does only if chiralfair reads its labels the wrong way round (a callable or ONNX graph whose 1
+    means the negative class, a positive class named wrongly); F1 and the direction of harm would then be wrong.
+    """
+    if quality["n_test"] < MIN_ROWS_TO_SUSPECT_LABELS or quality["accuracy"] >= 0.5:
+        return None
+    return (f"the model is right on {quality['accuracy']:.1%} of {quality['evaluated_on']} (F1 {quality['f1']:.3f}), "
+            f"below a coin's 50%: its label 1 is probably not the positive class {positive_class!r}. Check "
+            "positive_class (--positive-class) and what the model's outputs mean (as_model(classes=..., "
+            "positive_class=...)); until then F1 and who is harmed are read the wrong way round")
 
 
 def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:
