@@ -117,6 +117,14 @@ def check_zoo_model(model):
     return as_spec(model)
 
 
+def builtin_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The built-in generator and seed strategy names, sorted (for the command line's help)."""
+    from ..generators.names import BUILTIN_GENERATORS
+    from ..seeds.names import BUILTIN_SEED_STRATEGIES
+
+    return tuple(sorted(BUILTIN_GENERATORS)), tuple(sorted(BUILTIN_SEED_STRATEGIES))
+
+
 def generator_needs_gradient(name: str) -> bool:
     """Whether generator ``name`` needs the model's ``input_gradient``.
 
