@@ -187,3 +187,16 @@ def test_a_model_whose_label_1_is_the_other_class_is_said_to_be_read_the_wrong_w
     assert any("below a coin's 50%: its label 1 is probably not the positive class '>50K'" in n for n in verdict.notes)
     right = chiralfair.estimate(pipe, files / "train.csv", test=files / "test.csv", **kw)
     assert not any("below a coin" in n for n in right.notes) and right.share == verdict.share
+
+
+def test_test_rows_that_repeat_the_data_are_said_to_maybe_be_training_rows(files):
+    # test=train (or a test file cut from the training file) read as "the given test rows": held out in name only.
+    kw = {k: v for k, v in KW.items() if k != "trust_model_file"}
+    df = pd.read_csv(files / "train.csv")
+    pipe = fitted(df)
+    same = chiralfair.estimate(pipe, df, test=df.iloc[:150], **kw)
+    assert "150 of which (100%) are also rows of the data" in same.meta["population_rows"]
+    assert any("may include rows the model was fitted on" in n and "pass test=" in n for n in same.notes)
+    other = chiralfair.estimate(pipe, df, test=pd.read_csv(files / "test.csv"), **kw)
+    assert other.meta["population_rows"] == "the given test rows (200)"
+    assert not any("pass test=" in n for n in other.notes)
