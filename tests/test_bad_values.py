@@ -244,3 +244,14 @@ def test_declared_group_rows_outside_their_columns_are_still_refused():
     feats = (Feature("r_A", 0, 1), Feature("r_B", 0, 1), Feature("a", 0, 3))
     with pytest.raises(DomainError, match="lie outside"):
         Domain(feats).with_protected({"r": ["r_A", "r_B"]}, values={"r": [(1, 0), (0, 2)]})
+
+
+# ------------------------------------------------------------------ a column that is missing on every row
+@pytest.mark.parametrize("column", ["c", "s"])
+def test_a_column_missing_on_every_row_is_named_with_the_right_advice(column):
+    # An all-NaN text column reads as float64: the advice was "pass bins={'c': ...}", which refuses a text column.
+    df = _frame(["a", "b", "c"] * 10)
+    df["s"] = np.arange(len(df)) % 2
+    df[column] = np.nan
+    with pytest.raises(DatasetError, match=rf"column '{column}' is missing on every row \(30\): .* drop it"):
+        from_frame(df, label="y", positive_class=1, protected=["s"])

@@ -258,6 +258,9 @@ def _same_value(value, positive_class) -> bool:
 
 def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`)."""
+    if len(series) and series.isna().all():  # read as float64 whatever it held: no value to encode, no bin to cut
+        raise DatasetError(f"column {name!r} is missing on every row ({len(series):,}): it holds no value to test; "
+                           f"drop it (df.drop(columns=[{name!r}])) or fill it")
     if spec is not None:
         return _binned(series, name, spec)
     dtype = series.dtype
