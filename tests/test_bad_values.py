@@ -84,11 +84,22 @@ def test_zurich_nfc_and_nfd_as_protected_values_via_with_protected_are_refused_t
     assert f"{ZURICH_NFD!r} ('Zu\\u0308rich') (10 rows) and {ZURICH_NFC!r} ('Z\\xfcrich') (10 rows)" in str(err.value)
 
 
-def test_label_spellings_in_other_normal_forms_warn():
+def test_label_spellings_of_the_negative_class_warn():
     df = _frame(["a", "b"] * 10)
-    df["y"] = [ZURICH_NFC, "no"] * 9 + [ZURICH_NFD, "no"]
+    df["y"] = ["yes", ZURICH_NFC] * 9 + ["yes", ZURICH_NFD]
     with pytest.warns(DataWarning, match="label column 'y' has values that differ only in spelling"):
-        from_frame(df, label="y", positive_class=ZURICH_NFC, protected=["c"])
+        ds = from_frame(df, label="y", positive_class="yes", protected=["c"])
+    assert ds.y.tolist() == [1, 0] * 10  # every spelling of the negative class is 0, as it should be
+
+
+@pytest.mark.parametrize("positive, other", [(ZURICH_NFC, ZURICH_NFD), (">50K", ">50K."), (">50K", " >50K")])
+def test_another_spelling_of_the_positive_class_is_refused(positive, other):
+    # Adult's test file spells the labels ">50K." and "<=50K.": read as 0, F1 would be 0 and a retraining wrong.
+    df = _frame(["a", "b"] * 10)
+    df["y"] = [positive, "no"] * 9 + [other, "no"]
+    with pytest.raises(DatasetError, match=r"spells the positive class .* in other ways too") as err:
+        from_frame(df, label="y", positive_class=positive, protected=["c"])
+    assert f"{other!r}" in str(err.value) and "(1 rows)" in str(err.value)
 
 
 # ------------------------------------------------------------------ E9: Adult's " ?" is a missing value
@@ -233,3 +244,14 @@ def test_declared_group_rows_outside_their_columns_are_still_refused():
     feats = (Feature("r_A", 0, 1), Feature("r_B", 0, 1), Feature("a", 0, 3))
     with pytest.raises(DomainError, match="lie outside"):
         Domain(feats).with_protected({"r": ["r_A", "r_B"]}, values={"r": [(1, 0), (0, 2)]})
+
+
+# ------------------------------------------------------------------ a column that is missing on every row
+@pytest.mark.parametrize("column", ["c", "s"])
+def test_a_column_missing_on_every_row_is_named_with_the_right_advice(column):
+    # An all-NaN text column reads as float64: the advice was "pass bins={'c': ...}", which refuses a text column.
+    df = _frame(["a", "b", "c"] * 10)
+    df["s"] = np.arange(len(df)) % 2
+    df[column] = np.nan
+    with pytest.raises(DatasetError, match=rf"column '{column}' is missing on every row \(30\): .* drop it"):
+        from_frame(df, label="y", positive_class=1, protected=["s"])

@@ -303,3 +303,20 @@ def test_estimate_takes_the_counterpart_options(data_home, cache):
     assert plausible["counterparts"] == "plausible"
     assert plausible["share"] == naive["plausibility"]["share_plausible"] < naive["share"]
     assert naive["plausibility"]["n_implausible_counterparts"] > coupled["plausibility"]["n_implausible_counterparts"]
+
+
+@pytest.mark.parametrize("command", ["run", "retrain", "seeds"])
+def test_help_names_every_registered_generator_and_seed_strategy(command):
+    # maft and aft were missing from --help, which listed the names by hand.
+    import chiralfair.generators._load_all  # noqa: F401  (registers every built-in generator)
+    import chiralfair.seeds._load_all  # noqa: F401
+    from chiralfair.generators import GENERATORS
+    from chiralfair.seeds import SEED_STRATEGIES
+
+    assert "maft" in GENERATORS and "iandd" in SEED_STRATEGIES
+    text = " ".join(runner.invoke(app, [command, "--help"], terminal_width=400).output.split())
+    if "--generator" in text:
+        for name in GENERATORS:
+            assert f" {name}," in text or f" {name} " in text or f" {name}." in text, name
+    for name in SEED_STRATEGIES:
+        assert f" {name}," in text or f" {name}." in text, name

@@ -237,16 +237,24 @@ def test_identifier_column_warns():
 
 def test_label_spellings_warn_with_counts():
     df = pd.DataFrame({"sex": ["f", "m"] * 10, "x": range(20),
-                       "income": [">50K"] * 7 + [">50K."] * 3 + ["<=50K"] * 6 + ["<=50K."] * 4})
+                       "income": [">50K"] * 10 + ["<=50K"] * 6 + ["<=50K."] * 4})
     with pytest.warns(DataWarning) as record:
         ds = from_frame(df, label="income", positive_class=">50K", protected=["sex"], bins={"x": 2})
     message = str(record[0].message)
-    assert "'<=50K' (6 rows) and '<=50K.' (4 rows)" in message and "'>50K' (7 rows) and '>50K.' (3 rows)" in message
-    assert "(7 rows) are encoded as 1" in message
-    assert ds.y.sum() == 7
+    assert "'<=50K' (6 rows) and '<=50K.' (4 rows)" in message
+    assert "(10 rows) are encoded as 1" in message
+    assert ds.y.sum() == 10
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
         from_frame(frame(), label="outcome", positive_class="yes", protected=["sex"], bins={"income": 2})
+
+
+def test_label_spellings_of_the_positive_class_are_refused_with_counts():
+    df = pd.DataFrame({"sex": ["f", "m"] * 10, "x": range(20),
+                       "income": [">50K"] * 7 + [">50K."] * 3 + ["<=50K"] * 6 + ["<=50K."] * 4})
+    with pytest.raises(DatasetError, match=r"spells the positive class '>50K' \(7 rows\) in other ways too: "
+                                           r"'>50K\.' \(3 rows\)"):
+        from_frame(df, label="income", positive_class=">50K", protected=["sex"], bins={"x": 2})
 
 
 def _married_frame():

@@ -124,6 +124,18 @@ def test_exit_codes_of_a_fair_an_unfair_and_a_borderline_model(own):
     assert len(unfair.output.strip().splitlines()) == 1
 
 
+def test_the_gate_line_names_the_rows_it_was_measured_on(own):
+    # Without --test the held-out rows are a split of --data, the model's training rows perhaps: the line says so.
+    args = ["check", "--data", own / "train.csv", "--model", own / "unfair.skops", "--label", "y", "--positive-class",
+            "high", "--protected", "sex", "--trust-model-file", "--max-share", 0.02]
+    split = runner.invoke(app, [str(a) for a in args])
+    assert split.exit_code == 1, split.output
+    assert "240 individuals of a held-out split of the given data (240 rows" in split.output
+    assert "may include rows the model was fitted on" in split.output
+    given = gate(own, "unfair.skops", "--max-share", 0.02)
+    assert "300 individuals of the given test rows (300)" in given.output and "may include" not in given.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["--max-share", "x"], "Invalid value for '--max-share'"),
     ([], "Missing option '--max-share'"),

@@ -110,6 +110,24 @@ def test_a_retrained_own_model_loads_back_with_the_figures_retrain_printed(files
     assert again["share"] == pytest.approx(after["test_idi_rate"], abs=0)
 
 
+def test_counterfactual_and_unaware_retrain_a_raw_frame_pipeline(files, tmp_path):
+    # The README's own model (Pipeline(ColumnTransformer, LR) on the raw frame) inside chiralfair's codes -> frame
+    # Pipeline: counterfactual refused it ("Pipeline.fit takes no sample_weight"), unaware crashed ("codes must
+    # have shape (n_samples, 4), got (n, 3)"): the ColumnTransformer needs the protected column by name.
+    data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
+    out = tmp_path / "retrain"
+    result = json.loads(invoke("retrain", "--data", data, "--test", test, "--model", model, *FLAGS, "--method",
+                               "counterfactual,unaware", "--out", out, "--json").stdout)
+    after = {r["method"]: r for r in result["rows"][1:]}
+    assert set(after) == {"counterfactual", "unaware"}
+    assert after["unaware"]["test_idi_rate"] == 0.0  # no counterpart can change a label the input cannot see
+    # Fitted on codes and labels 0/1, not on the raw frame and ">50K": a saved file would not load back with
+    # --model (it did not: "'>50K' is not one of the classes [0, 1]"), so none is written, and the report says why.
+    assert not list(out.glob("model-*"))
+    report = (out / "report.md").read_text()
+    assert report.count("not saved: the") == 2 and "would not load back with --model" in report
+
+
 def test_the_search_of_a_retraining_takes_seeds_from_training_rows_only(files):
     data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
     from chiralfair.pipeline import SearchPlan, prepare_search, resolve_inputs, select_seeds
@@ -141,3 +159,53 @@ def test_counterfactual_augmentation_fits_a_raw_frame_pipeline_and_removes_the_p
     before, after = res.rows[0], res.rows[1]
     assert before["test_idi_rate"] > 0.05  # y depends on sex: the model under test has IDIs
     assert after["test_idi_rate"] < before["test_idi_rate"] / 2
+
+
+def test_test_rows_and_a_test_size_together_are_refused_before_any_work(files):
+    # --test gives the held-out rows; a --test-size beside it would be ignored without a word.
+    with pytest.raises(chiralfair.exceptions.ConfigError, match=r"test_size=0.2 \(--test-size\) and test= \(--test\)"):
+        chiralfair.estimate(files / "missing-model.skops", files / "train.csv", test=files / "test.csv", test_size=0.2,
+                            **KW)
+    res = runner.invoke(app, [str(a) for a in ("estimate", "--data", files / "train.csv", "--test", files / "test.csv",
+                                               "--test-size", "0.3", "--model", files / "pipe.skops", *FLAGS)])
+    assert res.exit_code == 2 and "both choose the held-out rows" in res.output, res.output
+    without = chiralfair.estimate(files / "pipe.skops", files / "train.csv", **KW)  # the default split: 40%
+    assert without.n_individuals == 160 and "40%" in without.meta["population_rows"]
+
+
+def test_a_favourable_outcome_the_label_never_holds_is_refused(files):
+    # favourable="yes" on a label of ">50K"/"<=50K" was read as "not the positive class": the harm direction was a
+    # guess that read as an answer.
+    with pytest.raises(chiralfair.exceptions.DatasetError, match=r"favourable 'yes' does not occur in label column"):
+        chiralfair.estimate(files / "pipe.skops", files / "train.csv", test=files / "test.csv", favourable="yes", **KW)
+    given = chiralfair.estimate(files / "pipe.skops", files / "train.csv", test=files / "test.csv",
+                                favourable="<=50K", **KW)
+    assert given.favourable == 0 and any("favourable outcome '<=50K' (label 0" in n for n in given.notes)
+
+
+def test_a_model_whose_label_1_is_the_other_class_is_said_to_be_read_the_wrong_way_round(files):
+    # A callable answering 1 for "<=50K": the share affected is the same, F1 and who is harmed are inverted.
+    pipe = fitted(pd.read_csv(files / "train.csv"))
+    kw = {k: v for k, v in KW.items() if k != "trust_model_file"}
+
+    def inverted(frame):
+        return (pipe.predict(frame) == "<=50K").astype(int)
+
+    verdict = chiralfair.estimate(inverted, files / "train.csv", test=files / "test.csv", model_input="frame", **kw)
+    assert verdict.meta["model_accuracy"] < 0.5
+    assert any("below a coin's 50%: its label 1 is probably not the positive class '>50K'" in n for n in verdict.notes)
+    right = chiralfair.estimate(pipe, files / "train.csv", test=files / "test.csv", **kw)
+    assert not any("below a coin" in n for n in right.notes) and right.share == verdict.share
+
+
+def test_test_rows_that_repeat_the_data_are_said_to_maybe_be_training_rows(files):
+    # test=train (or a test file cut from the training file) read as "the given test rows": held out in name only.
+    kw = {k: v for k, v in KW.items() if k != "trust_model_file"}
+    df = pd.read_csv(files / "train.csv")
+    pipe = fitted(df)
+    same = chiralfair.estimate(pipe, df, test=df.iloc[:150], **kw)
+    assert "150 of which (100%) are also rows of the data" in same.meta["population_rows"]
+    assert any("may include rows the model was fitted on" in n and "pass test=" in n for n in same.notes)
+    other = chiralfair.estimate(pipe, df, test=pd.read_csv(files / "test.csv"), **kw)
+    assert other.meta["population_rows"] == "the given test rows (200)"
+    assert not any("pass test=" in n for n in other.notes)

@@ -11,7 +11,7 @@ import pytest
 from toys import impossible_married, married_dataset, married_module
 
 from chiralfair.domain import Domain
-from chiralfair.exceptions import ConfigError
+from chiralfair.exceptions import ConfigError, DomainError
 from chiralfair.generators import make_generator
 from chiralfair.models import as_model
 from chiralfair.plausibility import Support, suggested_couplings
@@ -58,6 +58,21 @@ def test_without_the_coupling_half_the_verdicts_counterparts_are_implausible():
     assert p["n_implausible_counterparts"] == p["n_with_implausible_counterpart"] == n_married
     assert impossible_married(data.domain.counterparts(data.X)[:, :, :].reshape(-1, 5)).sum() == n_married
     assert p["n_affected_plausible"] < p["n_affected_possible"] == verdict.n_affected
+
+
+def test_plausible_only_refuses_a_share_of_individuals_with_no_plausible_counterpart():
+    # Every married row's only counterpart is a female husband or a male wife: through plausible counterparts
+    # only, nothing is checked for them. Over married rows alone the headline read 0.00% exact: "fair".
+    data = married_dataset()
+    model = as_model(married_module())
+    married = np.flatnonzero(data.X[:, 1] < 2)
+    with pytest.raises(DomainError, match=r"none of the 300 individuals checked has a plausible counterpart"):
+        estimate(model, data, population="test", test_index=married, exact=True, favourable=1, plausible_only=True)
+    everyone = estimate(model, data, population="rows", exact=True, favourable=1, plausible_only=True)
+    assert everyone.plausibility["n_without_plausible_counterpart"] == 300
+    assert any(n.startswith("300 individuals have no plausible counterpart") for n in everyone.notes)
+    possible = estimate(model, data, population="test", test_index=married, exact=True, favourable=1)
+    assert possible.plausibility["n_without_plausible_counterpart"] == 300  # said beside the headline too
 
 
 def test_with_the_coupling_no_verdict_counterpart_is_impossible():

@@ -229,7 +229,7 @@ def _card_parts(subject) -> tuple[list[dict], list[dict], list[str]]:
 
 def _verdict_metrics(v) -> list[dict]:
     """Share affected overall and share harmed / affected per group; an exact verdict's interval has width 0."""
-    population = _population_text(v)
+    population = v.population_text
     pa = ", ".join(v.protected)
     exact = "exact: every individual checked" if v.exact else f"{v.confidence:.0%} {v.method} interval"
     out = [_metric(f"share affected (a counterpart differing only in {pa} gets another label)", v.share,
@@ -332,14 +332,6 @@ def _show(text: str) -> str:
         return f"{float(text):.2%}" if 0 <= float(text) <= 1 else text
     except ValueError:
         return text
-
-
-def _population_text(v) -> str:
-    rows = v.meta.get("population_rows")
-    if rows:
-        return rows
-    return {"rows": "the dataset's rows", "test": "the test split's rows",
-            "domain": "uniform draws from the input domain"}.get(v.population, v.population)
 
 
 __all__ = ["add_to_skops_card", "cyclonedx_bom", "cyclonedx_model_card", "fairness_markdown", "write_model_card"]

@@ -62,7 +62,7 @@ def estimate(
     bins: BinsOpt = None,
     schema: SchemaOpt = None,
     test: TestOpt = None,
-    test_size: TestSizeOpt = 0.4,
+    test_size: TestSizeOpt = None,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
     couple: CoupleOpt = None,

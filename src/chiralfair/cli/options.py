@@ -7,6 +7,10 @@ from typing import Annotated
 
 import typer
 
+from ..pipeline.checks import builtin_names
+
+GENERATORS, SEED_STRATEGIES = builtin_names()
+
 DatasetOpt = Annotated[str, typer.Option(help="Benchmark dataset: census, compas, bank, german.")]
 RunDatasetOpt = Annotated[str | None, typer.Option(
     help="Benchmark dataset: census, compas, bank, german (default census; not with --data).")]
@@ -16,10 +20,9 @@ ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc
 RunModelOpt = Annotated[str | None, typer.Option(
     help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb (default dnn); with --data, a model file: .skops, "
          "TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
-SeedsOpt = Annotated[str, typer.Option(help="Seed strategy: iandd, i, data_rows, cluster, random, rows, expga.")]
+SeedsOpt = Annotated[str, typer.Option(help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}.")]
 GeneratorOpt = Annotated[str, typer.Option(
-    help="Generator: aequitas (aequitas-random, aequitas-semi), sg, adf, eidig (= eidig-inf), eidig-5, expga, "
-         "kosei, themis.")]
+    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Seed for split, training, seeds and search.")]
@@ -46,7 +49,8 @@ SchemaOpt = Annotated[Path | None, typer.Option(
 TestOpt = Annotated[Path | None, typer.Option(
     "--test", help="Held-out rows of --data the model never saw (.csv/.parquet, same columns): F1 and the verdict "
                    "are measured on them (default: a --test-size split of --data, which may include training rows).")]
-TestSizeOpt = Annotated[float, typer.Option(help="Share of --data held out when --test is not given.")]
+TestSizeOpt = Annotated[float | None, typer.Option(
+    help="Share of --data held out when --test is not given (default 0.4; not with --test).")]
 TrustOpt = Annotated[bool, typer.Option(
     "--trust-model-file", help="Load joblib/pickle files and skops files with untrusted types (runs their code).")]
 ModelOutputOpt = Annotated[str | None, typer.Option(

@@ -65,7 +65,7 @@ def run(
     bins: BinsOpt = None,
     schema: SchemaOpt = None,
     test: TestOpt = None,
-    test_size: TestSizeOpt = 0.4,
+    test_size: TestSizeOpt = None,
     trust_model_file: TrustOpt = False,
     model_output: ModelOutputOpt = None,
     diversity: Annotated[bool, typer.Option(

@@ -99,7 +99,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         missing label value, a non-integer float column without bins, missing values in an unbinned numeric
         column, a value outside the bin edges, ``bins`` naming an unknown column, two columns with the same
         name as text, ``protected`` naming the label column, a protected attribute with two spellings of one
-        value, or a numeric protected attribute with many values and no bins.
+        value, a label column that spells ``positive_class`` in another way too (``">50K"`` and ``">50K."``), or a
+        numeric protected attribute with many values and no bins.
     DomainError
         If a protected attribute is unknown (lists the valid names) or has one observed value.
 
@@ -107,10 +108,10 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     -----
     DataWarning
         (also logged) for a feature with a distinct value on every row (an identifier, at least
-        ``ID_MIN_ROWS`` rows), a label column with values that differ only in spelling (``">50K"`` and
-        ``">50K."``; the message gives the counts), a feature with values that differ only in Unicode normal
-        form or whitespace, a column with several missing markers (NaN and ``"?"``), and one-hot-looking
-        protected columns listed one by one.
+        ``ID_MIN_ROWS`` rows), a label column with other values that differ only in spelling (``"<=50K"`` and
+        ``"<=50K."`` beside ``positive_class=">50K"``; the message gives the counts), a feature with values that
+        differ only in Unicode normal form or whitespace, a column with several missing markers (NaN and ``"?"``),
+        and one-hot-looking protected columns listed one by one.
 
     Examples
     --------
@@ -238,7 +239,11 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
 
 
 def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
-    """Warn when label values differ only by case, whitespace, Unicode normal form or a trailing dot (``">50K."``)."""
+    """Warn when label values differ only by case, whitespace, Unicode normal form or a trailing dot (``">50K."``).
+
+    Refuse (:class:`DatasetError`) when one of those spellings is the positive class's: its other spellings would
+    silently become the negative class.
+    """
     counts = series.value_counts(sort=False)
     spelling = pd.Series([spelling_key(str(v)).rstrip(".").strip().casefold() for v in counts.index],
                          index=counts.index)
@@ -247,14 +252,33 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
         return
     shown = "; ".join(" and ".join(f"{_show(v)} ({n} rows)" for v, n in group.items()) for group in clashes)
     n_positive = int((series == positive_class).sum())
+    positive_spellings = [group for group in clashes if any(_same_value(v, positive_class) for v in group.index)]
+    if positive_spellings:  # the other spelling would be encoded 0: F1 and any retraining silently wrong
+        others = ", ".join(f"{_show(v)} ({n} rows)" for v, n in positive_spellings[0].items()
+                           if not _same_value(v, positive_class))
+        raise DatasetError(
+            f"label column {label!r} spells the positive class {_show(positive_class)} ({n_positive} rows) in other "
+            f"ways too: {others}; those rows would be read as the negative class (label 0), so F1 and any retraining "
+            f"would be wrong. Normalise the column first (in both the data and the test rows), e.g. "
+            f"df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
     _data_warning(
         f"label column {label!r} has values that differ only in spelling: {shown}. Only rows equal to "
         f"positive_class {_show(positive_class)} ({n_positive} rows) are encoded as 1, every other spelling as 0; "
         f"normalise the column first, e.g. df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
 
 
+def _same_value(value, positive_class) -> bool:
+    try:
+        return bool(value == positive_class)
+    except (TypeError, ValueError):
+        return False
+
+
 def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`)."""
+    if len(series) and series.isna().all():  # read as float64 whatever it held: no value to encode, no bin to cut
+        raise DatasetError(f"column {name!r} is missing on every row ({len(series):,}): it holds no value to test; "
+                           f"drop it (df.drop(columns=[{name!r}])) or fill it")
     if spec is not None:
         return _binned(series, name, spec)
     dtype = series.dtype

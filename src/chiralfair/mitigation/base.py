@@ -214,7 +214,7 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
 
 def fit_with_weights(estimator, X, y, sample_weight):
-    """Fit ``estimator`` with ``sample_weight`` (routed to a Pipeline's last step), returning it.
+    """Fit ``estimator`` with ``sample_weight`` (routed to a Pipeline's last step, through nested ones), returning it.
 
     Parameters
     ----------
@@ -239,18 +239,16 @@ def fit_with_weights(estimator, X, y, sample_weight):
 
     from ..models.threads import single_native_thread
 
-    # A Pipeline may hold a Pipeline (a raw-frame pipeline behind the codes-to-frame step): route to the last leaf.
     target, route = estimator, []
-    while isinstance(target, Pipeline):
+    while isinstance(target, Pipeline):  # your Pipeline inside ours (codes -> frame): route to the final step
         name, target = target.steps[-1]
         route.append(name)
     if not has_fit_parameter(target, "sample_weight"):
         raise ModelCapabilityError(
             f"{type(target).__name__}.fit takes no sample_weight; counterfactual augmentation weights each row's "
             "copies so that the data's size does not change the fit. Use an estimator that takes sample_weight")
-    kwargs = {"__".join([*route, "sample_weight"]): sample_weight}
     with single_native_thread():
-        return estimator.fit(X, y, **kwargs)
+        return estimator.fit(X, y, **{"__".join([*route, "sample_weight"]): sample_weight})
 
 
 def fit_plain(estimator, X, y):

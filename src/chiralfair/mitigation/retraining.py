@@ -698,7 +698,18 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
             for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
             if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
     info["how"] = type(method).__name__
+    method.in_model_language_ = _speaks_codes_and_labels(model.language)
     return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
+
+
+def _speaks_codes_and_labels(language) -> bool:
+    """Whether a model of this language takes the integer codes and labels {0, 1}, as every mitigation method does.
+
+    Then a fitted method can stand in for the model (``--model`` loads it back); a raw-frame Pipeline with labels
+    such as ``">50K"`` is spoken to through ``to_frame`` and ``model_labels``, which a saved method does not do.
+    """
+    classes = language.classes
+    return not language.takes_frame and (classes is None or [str(c) for c in classes] == ["0", "1"])
 
 
 # ------------------------------------------------------------------------------------------- inputs

@@ -137,7 +137,9 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
     ------
     ModelFileError
         For a model that came from an ONNX file (an exported graph cannot be retrained and exported back here:
-        retrain the source model and export it again), or an estimator of no known kind.
+        retrain the source model and export it again), a mitigation method fitted on the codes of a model that
+        speaks another language (``in_model_language_`` False: a raw-frame Pipeline, string labels), or an
+        estimator of no known kind.
     """
     import json
     import tempfile
@@ -148,6 +150,11 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
         raise ModelFileError(f"model file {str(like)!r} is an ONNX graph: chiralfair cannot save a retrained model "
                              "back to ONNX; retrain the model it was exported from and export it again")
     est = getattr(model, "estimator", model)
+    if getattr(est, "in_model_language_", True) is False:  # a mitigation method fitted on codes and labels {0, 1}
+        raise ModelFileError(
+            f"the {getattr(est, 'name', type(est).__name__)} model takes chiralfair's integer codes and labels 0/1, "
+            "not your model's input and labels, so a saved file would not load back with --model; its figures are "
+            "in the report. In Python, chiralfair.retrain(...).model_of(method) predicts on the dataset's codes")
     if _is_torch_module(est):
         import torch
 

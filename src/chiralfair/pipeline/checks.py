@@ -19,6 +19,9 @@ from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
 # peak memory 995-1027 MiB in two runs (benchmarks/results/whole_command.md); a larger budget passes 1 GB.
 MAX_BUDGET = 10**8
 
+# Share of the data held out when no test rows are given (a stratified split, as the benchmarks' 60/40).
+DEFAULT_TEST_SIZE = 0.4
+
 GRADIENT_HINT = ("gradient generators (adf, eidig) run on models with input_gradient(): dnn, lr and mlp among the "
                  "zoo models; black-box generators (aequitas, sg, expga, kosei, themis) run on any model")
 
@@ -59,6 +62,36 @@ def check_protected_given(text: str | None, *, name: str = "protected") -> None:
     if text is not None and not protected_list(text):
         raise ConfigError(f"{name} {text!r} names no attribute; give one or several, e.g. race,sex, or leave it "
                           "out for the dataset's first protected attribute")
+
+
+def held_out_share(test, test_size) -> float | None:
+    """The share of the data to hold out: ``test_size`` (default 0.4) without ``test``; None with it.
+
+    ``test`` (rows the model never saw) and ``test_size`` (a split of the data) are two ways to choose the held-out
+    rows; given both, one would be ignored without a word.
+
+    Parameters
+    ----------
+    test : object or None
+        The held-out rows given (a path or a frame), or None.
+    test_size : float or None
+        The share of the data to split off, or None for the default.
+
+    Returns
+    -------
+    float or None
+
+    Raises
+    ------
+    ConfigError
+        If both are given.
+    """
+    if test is None:
+        return DEFAULT_TEST_SIZE if test_size is None else test_size
+    if test_size is not None:
+        raise ConfigError(f"test_size={test_size!r} (--test-size) and test= (--test) both choose the held-out rows: "
+                          "the test rows are held out as they are, so the split would be ignored; give one of them")
+    return None
 
 
 def check_budget(max_global, max_local) -> tuple[int, int]:
@@ -132,6 +165,20 @@ def check_zoo_model(model):
     from ..models.zoo import as_spec
 
     return as_spec(model)
+
+
+def builtin_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The built-in generator and seed strategy names, sorted (for the command line's help).
+
+    Returns
+    -------
+    (tuple of str, tuple of str)
+        Generator names, seed strategy names.
+    """
+    from ..generators.names import BUILTIN_GENERATORS
+    from ..seeds.names import BUILTIN_SEED_STRATEGIES
+
+    return tuple(sorted(BUILTIN_GENERATORS)), tuple(sorted(BUILTIN_SEED_STRATEGIES))
 
 
 def generator_needs_gradient(name: str) -> bool:

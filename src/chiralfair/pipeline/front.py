@@ -18,7 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from .inputs import DEFAULT_TEST_SIZE, DataSettings, RunInputs, inputs_from_objects
+from .inputs import DataSettings, RunInputs, inputs_from_objects
 from .run import run_folder_guard, run_pipeline
 from .steps import SearchPlan
 
@@ -54,7 +54,7 @@ def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
 
 
 def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-                   schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0,
+                   schema=None, test=None, test_size: float | None = None, random_state: int = 0,
                    trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
                    name: str | None = None, on_step: Callable[[str], None] | None = None, couple=None,
                    constraints=None) -> RunInputs:
@@ -84,7 +84,7 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
 
 def audit(model, data, *, label=None, positive_class=None, favourable=None, protected: str | Sequence | None = None,
           bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
-          test=None, test_size: float = DEFAULT_TEST_SIZE, generator: str = "aequitas", seeds: str = "iandd",
+          test=None, test_size: float | None = None, generator: str = "aequitas", seeds: str = "iandd",
           max_global: int = 100, max_local: int = 100, random_state=0, verdict: bool = True,
           verdict_params: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None,
           trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
@@ -128,8 +128,8 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         Held-out rows the model was not fitted on (a frame/file with the data's columns; row numbers for a
         Dataset). F1 and the verdict are measured on them. Default: a stratified ``test_size`` split of ``data``,
         which may include rows the model was fitted on (the result says so).
-    test_size : float, default=0.4
-        Share of ``data`` held out when ``test`` is not given.
+    test_size : float, optional
+        Share of ``data`` held out when ``test`` is not given (default 0.4); refused beside ``test``.
     generator, seeds : str, default="aequitas", "iandd"
         Registered generator and seed strategy names.
     max_global, max_local : int, default=100
@@ -235,7 +235,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
 
 
 def estimate(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-             schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, population: str = "test",
+             schema=None, test=None, test_size: float | None = None, population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
              model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
@@ -356,7 +356,7 @@ def with_notes(verdict, notes: Sequence[str]):
 
 
 def retrain(model, data, *, idis=None, label=None, positive_class=None, favourable=None, protected=None,
-            bins=None, schema=None, test=None, test_size: float = DEFAULT_TEST_SIZE, generator: str = "aequitas",
+            bins=None, schema=None, test=None, test_size: float | None = None, generator: str = "aequitas",
             seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
             trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
             name: str | None = None, out: str | os.PathLike | None = None,

@@ -28,11 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError, DatasetError
-from .checks import protected_list
+from .checks import held_out_share, protected_list
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TEST_SIZE = 0.4
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays and a model: compared by identity
@@ -262,7 +261,7 @@ class DataSettings:
 
 
 def inputs_from_objects(model, data, *, settings: DataSettings | None = None, test=None,
-                        test_size: float = DEFAULT_TEST_SIZE, random_state: int = 0, trust_model_file: bool = False,
+                        test_size: float | None = None, random_state: int = 0, trust_model_file: bool = False,
                         model_output: str | None = None, model_input: str = "auto", name: str | None = None,
                         step: Callable[[str], None] = lambda name: None) -> RunInputs:
     """Encode your data, load and wrap your model, check that it takes the data, and set the held-out rows.
@@ -281,8 +280,8 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     test : pandas.DataFrame, path, or array-like of int, optional
         Held-out rows the model was not fitted on: a frame or file with the same columns as ``data`` (encoded with
         it), or, with a Dataset, row numbers of it. Default: a stratified ``test_size`` split of ``data``.
-    test_size : float
-        Share of ``data`` held out when ``test`` is not given, in (0, 1).
+    test_size : float, optional
+        Share of ``data`` held out when ``test`` is not given, in (0, 1); default 0.4. Refused beside ``test``.
     random_state : int
         Seeds that split.
     trust_model_file, model_output, model_input, name
@@ -302,6 +301,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     from ..datasets import Dataset
 
     settings = settings or DataSettings()
+    test_size = held_out_share(test, test_size)
     if not isinstance(data, Dataset):
         settings.check()
     if model is None:
@@ -333,6 +333,10 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     quality = _quality(counting, dataset, test_index, test_rows)
     seconds["model"] = time.perf_counter() - t
     notes = list(probe_notes)
+    worse_than_a_coin = _inverted_labels_note(quality, dataset.positive_class)
+    if worse_than_a_coin:
+        logger.warning(worse_than_a_coin)
+        notes.append(worse_than_a_coin)
     if "may include" in test_rows:
         notes.append(f"F1 and the verdict are measured on {test_rows}; pass test= (CLI: --test FILE) with rows the "
                      "model never saw")
@@ -373,6 +377,8 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
                                "the positive class (command line: --positive-class VALUE)")
     else:
         positive = match_label_value(frame, label, positive)
+    if settings.favourable is not None:  # a value the label never holds would silently mean "not the positive class"
+        match_label_value(frame, label, settings.favourable, what="favourable")
     _check_schema_categories(frame, settings)
     test_frame = _test_frame(test, frame, label)
     if test_frame is not None and isinstance(test, str | os.PathLike):
@@ -391,8 +397,27 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
     else:
         train_index = np.arange(len(frame), dtype=np.int64)
         test_index = np.arange(len(frame), len(whole), dtype=np.int64)
-        test_rows = f"the given test rows ({len(test_index):,})"
+        test_rows = f"the given test rows ({len(test_index):,})" + _also_in_data(test_frame, frame)
     return dataset, train_index, test_index, test_rows, source
+
+
+# Test rows that repeat a row of the data are suspect beyond this share, and beyond twice the share of the data's
+# rows that repeat another of its rows (data with few distinct rows repeats itself by chance; Adult: 26 of its 16,281
+# test rows, 0.16%, repeat a training row): the test rows were then likely cut from the data the model was fitted on.
+MAX_SHARED_TEST_SHARE = 0.01
+
+
+def _also_in_data(test_frame, frame) -> str:
+    """``", N of which (x%) are also rows of the data ..."`` when many test rows repeat a data row; else ``""``."""
+    import pandas as pd
+
+    seen = pd.util.hash_pandas_object(frame, index=False)
+    shared = int(pd.util.hash_pandas_object(test_frame, index=False).isin(seen).sum())
+    by_chance = float(seen.duplicated(keep=False).mean())
+    if shared <= max(MAX_SHARED_TEST_SHARE, 2 * by_chance) * len(test_frame):
+        return ""
+    return (f", {shared:,} of which ({shared / len(test_frame):.0%}) are also rows of the data, so they may include "
+            "rows the model was fitted on")
 
 
 def _test_frame(test, frame, label):
@@ -510,6 +535,25 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
     return {"name": model.name, "f1": float(f1_score(y, pred, zero_division=0.0)),
             "accuracy": float(accuracy_score(y, pred)), "evaluated_on": test_rows, "n_test": int(len(test_index)),
             "train_seconds": 0.0, "from_cache": False}
+
+
+# Fewer held-out rows than this say too little about a model's accuracy to suspect its labels.
+MIN_ROWS_TO_SUSPECT_LABELS = 50
+
+
+def _inverted_labels_note(quality: dict[str, Any], positive_class) -> str | None:
+    """A note when the model is right on fewer than half the held-out rows: its label 1 is likely the other class.
+
+    A two-class model below a coin's accuracy agrees with the flipped labels on most rows, which a model that
+    learnt the task does only if chiralfair reads its labels the wrong way round (a callable or ONNX graph whose 1
+    means the negative class, a positive class named wrongly); F1 and the direction of harm would then be wrong.
+    """
+    if quality["n_test"] < MIN_ROWS_TO_SUSPECT_LABELS or quality["accuracy"] >= 0.5:
+        return None
+    return (f"the model is right on {quality['accuracy']:.1%} of {quality['evaluated_on']} (F1 {quality['f1']:.3f}), "
+            f"below a coin's 50%: its label 1 is probably not the positive class {positive_class!r}. Check "
+            "positive_class (--positive-class) and what the model's outputs mean (as_model(classes=..., "
+            "positive_class=...)); until then F1 and who is harmed are read the wrong way round")
 
 
 def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:

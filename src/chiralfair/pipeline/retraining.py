@@ -239,8 +239,8 @@ def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test,
                             bins=dict(source.get("bins") or {}), couple=source.get("couple"),
                             constraints=tuple(source.get("constraints") or ()))
     return inputs_from_objects(model_path, data_path, settings=settings, test=test_path,
-                               test_size=source.get("test_size") or 0.4, random_state=int(source.get("random_state")
-                                                                                           or 0),
+                               test_size=None if test_path is not None else source.get("test_size"),
+                               random_state=int(source.get("random_state") or 0),
                                trust_model_file=trust, model_output=source.get("model_output"),
                                model_input=source.get("model_input") or "auto")
 

@@ -50,7 +50,7 @@ from .. import __version__
 from .._random import as_generator, derive_seed
 from ..datasets.base import Dataset
 from ..domain import Domain
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
@@ -182,7 +182,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     ModelCapabilityError
         If ``gamma`` is given and the model has no ``predict_proba``.
     DomainError
-        If the dataset's domain has no protected attribute.
+        If the dataset's domain has no protected attribute, or, with ``plausible_only``, no individual checked has a
+        plausible counterpart (the share would be 0 with nothing checked).
 
     Examples
     --------
@@ -260,6 +261,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
     lower, upper = (share, share) if is_exact else _interval(n_affected, n, level, method)
     plausibility = _plausibility_summary(tally, domain, is_exact, level, method)
+    if plausible_only:
+        _check_some_counterpart_is_plausible(plausibility, n)
     groups, group_confidence = _group_table(domain, X, combination, affected, harmed, level, method, is_exact)
     rules, rule_notes = _rules(domain, X, affected, derive_seed(rng))
     seconds = time.perf_counter() - start
@@ -562,10 +565,23 @@ def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence
         out.update({f"n_affected_{kind}": count, f"share_{kind}": count / n, f"lower_{kind}": lower,
                     f"upper_{kind}": upper})
     with_implausible = int(sum(int((p > 0).sum()) for p in tally.n_implausible))
+    without_plausible = int(sum(int((c == p).sum()) for c, p in zip(tally.n_counterparts, tally.n_implausible,
+                                                                      strict=True)))
     out.update(n_counterparts=tally.total("n_counterparts"), n_implausible_counterparts=tally.total("n_implausible"),
-               n_with_implausible_counterpart=with_implausible, min_lift=domain.support.min_lift,
-               min_expected=domain.support.min_expected)
+               n_with_implausible_counterpart=with_implausible, n_without_plausible_counterpart=without_plausible,
+               min_lift=domain.support.min_lift, min_expected=domain.support.min_expected)
     return out
+
+
+def _check_some_counterpart_is_plausible(plausibility: dict | None, n: int) -> None:
+    """Refuse a plausible-only share over individuals none of whom has a plausible counterpart (0%, nothing checked)."""
+    if plausibility is not None and plausibility["n_without_plausible_counterpart"] == n:
+        raise DomainError(
+            f"plausible_only: none of the {n:,} individuals checked has a plausible counterpart (all "
+            f"{plausibility['n_implausible_counterparts']:,} counterparts pair a protected value with a categorical "
+            "value the data hardly ever shows, e.g. a column that copies the protected attribute), so the share "
+            "would be 0% with nothing checked. Couple that column to the protected attribute (couple=, --couple) "
+            "or drop plausible_only")
 
 
 def _counterpart_notes(domain: Domain, plausibility: dict | None, plausible_only: bool) -> list[str]:
@@ -584,6 +600,10 @@ def _counterpart_notes(domain: Domain, plausibility: dict | None, plausible_only
             f"{plausibility['min_expected']:g}); "
             + ("the headline counts plausible counterparts only" if plausible_only else
                f"through plausible counterparts only, {plausibility['share_plausible']:.2%} are affected"))
+        without = plausibility["n_without_plausible_counterpart"]
+        if plausible_only and without:
+            notes.append(f"{without:,} individuals have no plausible counterpart: the plausible-only headline counts "
+                         "them as unaffected, though nothing was checked for them")
     return notes
 
 

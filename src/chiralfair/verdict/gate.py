@@ -21,7 +21,7 @@ from typing import Any
 
 from .._validation import check_float
 from ..exceptions import ConfigError
-from .result import POPULATION_TEXT, Verdict
+from .result import Verdict
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Exit code of a refusal (bad flag, file or value) or a usage error of ``chiralfair check``: never 0, 1 or 2.
@@ -47,7 +47,8 @@ class GateDecision:
     method : str
     exact : bool
     population : str
-        The verdict's population, in words (e.g. "the test split's rows").
+        The rows the verdict checked, in words (:attr:`Verdict.population_text`; e.g. "a held-out split of the
+        given data (...) that may include rows the model was fitted on").
     n_individuals, n_queries : int
     worst_group : dict or None
         The group with the largest share harmed (``group``, ``n``, ``n_harmed``, ``share_harmed``,
@@ -154,7 +155,7 @@ def decide(verdict: Verdict, max_share: float) -> GateDecision:
     return GateDecision(outcome=outcome, exit_code=EXIT_CODES[outcome], max_share=max_share, share=verdict.share,
                         lower=verdict.lower, upper=verdict.upper, confidence=verdict.confidence,
                         method=verdict.method, exact=verdict.exact,
-                        population=POPULATION_TEXT.get(verdict.population, verdict.population),
+                        population=verdict.population_text,
                         n_individuals=verdict.n_individuals, n_queries=verdict.n_queries,
                         worst_group=worst_group(verdict), verdict=verdict)
 

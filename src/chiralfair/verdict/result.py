@@ -106,8 +106,9 @@ class Verdict:
         Both shares, whatever the headline: ``n_affected_possible``, ``share_possible``, ``lower_possible``,
         ``upper_possible`` and the same with ``_plausible`` (affected through a plausible counterpart), with
         ``n_counterparts`` (possible counterparts checked), ``n_implausible_counterparts``,
-        ``n_with_implausible_counterpart`` (individuals with at least one) and the rule's ``min_lift`` and
-        ``min_expected`` (:mod:`chiralfair.plausibility`). None when the domain has no support.
+        ``n_with_implausible_counterpart`` (individuals with at least one), ``n_without_plausible_counterpart``
+        (individuals with none that is plausible) and the rule's ``min_lift`` and ``min_expected``
+        (:mod:`chiralfair.plausibility`). None when the domain has no support.
     couplings, constraints : tuple of str
         The domain's couplings and constraints, as text (:meth:`Domain.describe_couplings`,
         :meth:`Domain.describe_constraints`).
@@ -146,6 +147,15 @@ class Verdict:
     def half_width(self) -> float:
         """Largest distance from the estimate to an end of its interval (0 when exact)."""
         return max(self.share - self.lower, self.upper - self.share)
+
+    @property
+    def population_text(self) -> str:
+        """Which individuals were checked, in words.
+
+        The rows the pipeline names in ``meta["population_rows"]`` (e.g. "a held-out split of the given data
+        (13,025 rows, ...) that may include rows the model was fitted on"), else the population's generic name.
+        """
+        return self.meta.get("population_rows") or POPULATION_TEXT.get(self.population, self.population)
 
     def to_frame(self) -> pd.DataFrame:
         """The share affected overall (first row, ``attribute == "all"``) and per group, with the harm table.
@@ -232,7 +242,7 @@ class Verdict:
             size = f" (domain of {self.population_size:,})"
         else:
             size = f" of {self.population_size:,}"
-        lines.append(f"  {how}; population: {POPULATION_TEXT.get(self.population, self.population)}; "
+        lines.append(f"  {how}; population: {self.population_text}; "
                      f"{self.n_individuals:,} individuals{size}, {self.n_queries:,} queries, {self.seconds:.2f} s; "
                      f"stopped: {STOPPED_TEXT.get(self.stopped_by, self.stopped_by)}")
         lines += self._group_lines()
