@@ -13,16 +13,16 @@ from toys import (
     breaks_toy_rules,
     coupled_toy_domain,
     fair_module,
-    is_biased_idi,
     toy_dataset,
     toy_domain,
 )
 
 import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
-from chiralfair.exceptions import ChiralfairError, ConfigError, DomainError, ModelCapabilityError, ModelInputError
+from chiralfair.exceptions import ChiralfairError, ConfigError, ModelInputError
 from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.models import as_model
 from chiralfair.results import SearchResult, SeedReport
+from chiralfair.testing import parametrize_with_checks
 
 NAMES = sorted(GENERATORS)
 BUDGET = {"max_global": 20, "max_local": 20}
@@ -53,81 +53,11 @@ def test_registry_holds_the_baselines():
     assert {"aequitas", "themis"} <= set(NAMES)
 
 
-def test_deterministic_for_fixed_random_state(name):
-    _, _, _, a = run(name, biased_module(), random_state=7)
-    _, _, _, b = run(name, biased_module(), random_state=7)
-    np.testing.assert_array_equal(a.idis, b.idis)
-    np.testing.assert_array_equal(a.counterparts, b.counterparts)
-    np.testing.assert_array_equal(a.phase, b.phase)
-    assert (a.n_idis, a.n_global, a.n_local, a.n_tested, a.n_queries) == \
-        (b.n_idis, b.n_global, b.n_local, b.n_tested, b.n_queries)
-
-
-def test_every_pair_rechecked_against_the_model(name, protected):
-    _, domain, model, res = run(name, biased_module(), protected)
-    assert res.n_idis > 0
-    np.testing.assert_array_equal(model.predict(res.idis), res.idi_labels)
-    np.testing.assert_array_equal(model.predict(res.counterparts), res.counterpart_labels)
-    assert (res.idi_labels != res.counterpart_labels).all()
-    assert is_biased_idi(res.idis).all()
-
-
-def test_counterparts_inside_domain_and_differ_only_in_protected(name, protected):
-    _, domain, _, res = run(name, biased_module(), protected)
-    domain.validate(res.idis, what="idis")
-    domain.validate(res.counterparts, what="counterparts")
-    npa = domain.non_protected
-    np.testing.assert_array_equal(res.idis[:, npa], res.counterparts[:, npa])
-    for col, values in zip(domain.protected, domain.protected_values, strict=True):
-        assert np.isin(res.counterparts[:, col], values).all()
-    pa = list(domain.protected)
-    assert (res.idis[:, pa] != res.counterparts[:, pa]).any(axis=1).all()
-
-
-def test_counts_are_consistent(name, protected):
-    _, domain, _, res = run(name, biased_module(), protected)
-    assert res.n_global + res.n_local == res.n_idis == len(res.idis) == len(res.counterparts)
-    assert (res.phase == "global").sum() == res.n_global
-    assert (res.phase == "local").sum() == res.n_local
-    keys = domain.keys(res.idis)
-    assert len(set(keys.tolist())) == len(keys)
-    assert res.n_idis <= res.n_tested
-    assert res.n_seeds == BUDGET["max_global"]
-    assert 0 <= res.n_seed_idis <= res.n_seeds
-
-
-def test_query_budget_kept(name, protected):
-    gen, domain, _, res = run(name, biased_module(), protected)
-    k = len(domain.combinations)
-    assert 0 < res.n_queries <= gen.query_budget(30, k, n_features=domain.n_features)
-
-
-def test_labels_only_model_is_refused_up_front_by_generators_that_need_more(name):
-    domain = toy_domain()
-    model = as_model(lambda X: _labels(X), name="labels-only-toy")
-    gen = make_generator(name, **BUDGET)
-    needs = "input_gradient" if gen.needs_gradient else "predict_proba" if gen.needs_proba else None
-    if needs is None:
-        assert gen.run(model, domain, seeds_for(domain), random_state=0).n_idis > 0
-        return
-    with pytest.raises(ModelCapabilityError, match=rf"{needs}\(\).*'labels-only-toy'"):
-        gen.run(model, domain, seeds_for(domain), random_state=0)
-    assert model.n_queries == 0  # refused before the first query, not half-way through the search
-
-
-def test_fair_model_gives_no_idis(name, protected):
-    _, _, _, res = run(name, fair_module(), protected)
-    assert res.n_idis == 0 and len(res.idis) == 0
-    assert res.n_tested > 0  # an empty result must come from real checks, not from skipping them
-
-
-def test_seed_outside_domain_names_the_column(name):
-    domain = toy_domain()
-    seeds = seeds_for(domain)
-    seeds[3, domain.index("b")] = 12
-    gen = make_generator(name, **BUDGET)
-    with pytest.raises(DomainError, match="'b'"):
-        gen.run(as_model(biased_module()), domain, seeds, random_state=0)
+@parametrize_with_checks(generators=NAMES)
+def test_generator_contract(name, check):
+    # chiralfair.testing.contract: determinism, pairs re-checked, counterparts in the domain differing only in
+    # protected attributes, counts, query budget, fair -> 0 IDIs, refusals, couplings and constraints
+    check()
 
 
 def test_max_global_zero_is_rejected(name):
@@ -161,30 +91,6 @@ def test_search_result_json_round_trip_and_frame(name):
 
 # ------------------------------------------------------------------ couplings and constraints (design §12)
 # c changes with sex (0 <-> 1, a wife and a husband), and three rules say who can exist (toys.TOY_RULES).
-
-def test_pairs_respect_the_coupling_and_the_constraints(name, protected):
-    domain = coupled_toy_domain(protected)
-    model = as_model(biased_module())
-    gen = make_generator(name, **BUDGET)
-    res = gen.run(model, domain, seeds_for(domain), random_state=0)
-    assert res.n_idis > 0
-    # every reported pair is a possible person and a possible counterpart
-    assert not breaks_toy_rules(res.idis).any()
-    assert not breaks_toy_rules(res.counterparts).any()
-    # the counterpart is the coupled one: c swaps 0 <-> 1 exactly where sex changed, every other column stays
-    sex_changed = res.idis[:, 0] != res.counterparts[:, 0]
-    c, c_cf = res.idis[:, 4], res.counterparts[:, 4]
-    swapped = np.where(sex_changed & (c < 2), 1 - c, c)
-    np.testing.assert_array_equal(c_cf, swapped)
-    np.testing.assert_array_equal(res.idis[:, 2:4], res.counterparts[:, 2:4])
-    # re-checked against the model, one key per pair, budget kept
-    np.testing.assert_array_equal(model.predict(res.counterparts), res.counterpart_labels)
-    assert (res.idi_labels != res.counterpart_labels).all()
-    assert is_biased_idi(res.idis).all()
-    np.testing.assert_array_equal(domain.keys(res.idis), domain.keys(res.counterparts))
-    assert len(np.unique(domain.keys(res.idis))) == res.n_idis
-    assert 0 < res.n_queries <= gen.query_budget(30, len(domain.combinations), n_features=domain.n_features)
-
 
 def test_coupled_search_is_deterministic(name):
     domain = coupled_toy_domain()
