@@ -3,7 +3,7 @@
 Run by hand:  python benchmarks/aequitas_random.py [--rows census:sex ...] [--repeats 3] [--budget 100]
               [--name aequitas_random] [--scheduler local|sync|ADDRESS] [--workers N] [--quick] [--grid-out DIR]
 
-A thin call of ``chiralfair reproduce table2`` (:func:`chiralfair.reproduce.reproduce`) narrowed to its
+A thin call of ``chiralfair reproduce table2`` (:func:`chiralfair.experiments.presets.reproduce`) narrowed to its
 aequitas / random cells on the three census rows: the paper's DNN trained once with random_state 0, 100 uniform
 seeds from the domain, max_global = max_local = ``--budget``, random states 0 .. ``--repeats`` - 1 for the seeds
 and the search. The grid folder (default ``reproduce/<name>``) keeps one folder per cell, so a stopped run
@@ -24,7 +24,7 @@ import argparse
 
 from reproduce_preset import add_common_arguments, run_preset
 
-from chiralfair.reproduce import paper_numbers
+from chiralfair.experiments.presets import paper_numbers
 
 ROWS = ("census:sex", "census:race", "census:age")
 GENERATOR = "aequitas"

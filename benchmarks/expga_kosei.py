@@ -42,10 +42,10 @@ from chiralfair import __version__
 from chiralfair.datasets import load_dataset
 from chiralfair.experiments.execution import run_grid
 from chiralfair.experiments.grid import load_grid
+from chiralfair.experiments.presets import quick_grid
 from chiralfair.experiments.tables import grid_frame
 from chiralfair.generators import make_generator
 from chiralfair.models.training import train_model
-from chiralfair.reproduce import quick_grid
 from chiralfair.seeds import make_seed_strategy
 from chiralfair.seeds.names import chiral_params
 

@@ -17,7 +17,7 @@ import argparse
 
 from reproduce_preset import add_common_arguments, run_preset
 
-from chiralfair.reproduce import preset_grid
+from chiralfair.experiments.presets import preset_grid
 
 
 def main(argv=None):

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chiralfair import __version__
+from chiralfair.experiments.presets import reproduce
 from chiralfair.experiments.tables import grid_frame
-from chiralfair.reproduce import reproduce
 
 RESULTS = Path(__file__).parent / "results"
 

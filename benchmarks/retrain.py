@@ -7,7 +7,7 @@ Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA 
     python benchmarks/retrain.py --models lr hgb --targets census:sex compas:race --name retrain-sklearn
     python benchmarks/retrain.py --methods counterfactual consistency --fine-tune-epochs 10 --name retrain-finetune
 
-A thin call of ``chiralfair reproduce table4`` (:func:`chiralfair.reproduce.reproduce`), leak-free (issue 21).
+A thin call of ``chiralfair reproduce table4`` (:func:`chiralfair.experiments.presets.reproduce`), leak-free (issue 21).
 Each cell (target, generator, random_state) searches the zoo model (``random_state=0``, cached) at max_global =
 max_local = ``--budget`` with cluster seeds (the paper's "original" seeds) and with I&D seeds, both drawn from the
 model's training rows only; each approach's IDIs (both rows of each pair, labelled by the vote; pairs with a test
@@ -30,7 +30,7 @@ import argparse
 
 from reproduce_preset import add_common_arguments, run_preset
 
-from chiralfair.reproduce import preset_grid
+from chiralfair.experiments.presets import preset_grid
 
 
 def main(argv=None):

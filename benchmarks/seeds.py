@@ -4,7 +4,7 @@ Run by hand:  python benchmarks/seeds.py [census:age census:race census:sex] [--
               [--model dnn[,lr,...]] [--strategies random cluster iandd] [--timing-repeats 5]
               [--scheduler local|sync|ADDRESS] [--workers N] [--quick] [--name seeds]
 
-Table 3 is a thin call of ``chiralfair reproduce table3`` (:func:`chiralfair.reproduce.reproduce`): for every
+Table 3 is a thin call of ``chiralfair reproduce table3`` (:func:`chiralfair.experiments.presets.reproduce`): for every
 dataset:protected-attribute target and model, the model under test is trained once (``random_state=0``, cached);
 each seed strategy selects ``--n-seeds`` seeds with random states 0 .. ``--repeats`` - 1; I and I&D use one chiral
 model per model under test (cached). The initialization rate (share of seeds that are IDIs) is reported as

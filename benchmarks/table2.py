@@ -4,7 +4,7 @@ Run by hand:  python benchmarks/table2.py [--rows census:age ...] [--generators 
               [--seeds random cluster iandd] [--repeats 10] [--budget 100] [--name table2]
               [--scheduler local|sync|ADDRESS] [--workers N] [--quick] [--grid-out DIR]
 
-A thin call of ``chiralfair reproduce table2`` (:func:`chiralfair.reproduce.reproduce`): the preset's grid
+A thin call of ``chiralfair reproduce table2`` (:func:`chiralfair.experiments.presets.reproduce`): the preset's grid
 (the seven rows, the paper's DNN trained once with random_state 0, max_global = max_local = ``--budget``,
 random states 0 .. ``--repeats`` - 1 for the seeds and the search), narrowed by the flags. The grid folder
 (default ``reproduce/<name>``) keeps one folder per cell, so a stopped run resumes where it stopped.
@@ -23,7 +23,7 @@ import argparse
 
 from reproduce_preset import add_common_arguments, run_preset
 
-from chiralfair.reproduce import preset_grid
+from chiralfair.experiments.presets import preset_grid
 
 
 def main(argv=None):

@@ -130,7 +130,7 @@ def validate(card_path: Path) -> dict:
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    from chiralfair.model_card import cyclonedx_bom
+    from chiralfair.reporting.model_card import cyclonedx_bom
 
     card = json.loads(card_path.read_text())
     errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(cyclonedx_bom(card)), all_errors=True)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from toys import TOY_RULES, biased_module, breaks_toy_rules, coupled_toy_domain, toy_domain
 
-from chiralfair.constraints import AtLeast, Excludes, parse_constraint
+from chiralfair.domain.constraints import AtLeast, Excludes, parse_constraint
 from chiralfair.exceptions import DomainError
 from chiralfair.models import as_model
 from chiralfair.oracle import DiscriminationCheck

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 from realdata import real_data_home_or_skip
 from toys import TOY_COUPLE, toy_domain
 
-from chiralfair.coupling import parse_couple_text, parse_couplings
 from chiralfair.datasets import load_dataset
 from chiralfair.domain import Domain, Feature
+from chiralfair.domain.coupling import parse_couple_text, parse_couplings
 from chiralfair.exceptions import ConfigError, DomainError
 from chiralfair.seeds.chiral import mutate_protected
 
@@ -182,5 +182,5 @@ def test_census_rare_pairs_are_the_husband_wife_rules(home):
     census = load_dataset("census", protected="sex", data_home=home, couple=False)
     rules = [r["constraint"] for r in census.domain.rare_pairs()]
     assert rules == ["sex=Female excludes relationship=Husband", "sex=Male excludes relationship=Wife"]
-    from chiralfair.plausibility import suggested_couplings
+    from chiralfair.domain.plausibility import suggested_couplings
     assert suggested_couplings(census.domain.rare_pairs(), census.domain) == ["sex:relationship=Husband/Wife"]

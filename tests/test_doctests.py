@@ -19,7 +19,7 @@ FAST = ["chiralfair.pipeline.front.audit", "chiralfair.pipeline.front.estimate",
         "chiralfair.verdict.estimation.estimate", "chiralfair.mitigation.base.make_method",
         "chiralfair.mitigation.retraining.retrain"]
 WITH_DATA = ["chiralfair.datasets.catalog.load_dataset", "chiralfair.pipeline.run.run_experiment",
-             "chiralfair.experiments.execution.run_grid", "chiralfair.reproduce.reproduce"]
+             "chiralfair.experiments.execution.run_grid", "chiralfair.experiments.presets.reproduce"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -199,7 +199,7 @@ def test_couplings_enter_the_key_only_of_the_cells_they_change(tmp_path):
 
 
 def test_the_presets_reproduce_the_papers_uncoupled_setting():
-    from chiralfair.reproduce import preset_grid, preset_names
+    from chiralfair.experiments.presets import preset_grid, preset_names
 
     for name in preset_names():
         assert load_grid(preset_grid(name)).couple is False, name

@@ -446,7 +446,7 @@ def test_explain_names_bad_parameters(data):
 
 
 def test_the_run_report_names_the_explainer_budget():
-    from chiralfair.report import describe_clustering
+    from chiralfair.reporting.report import describe_clustering
     text = describe_clustering({"method": "dbscan", "eps": 0.09, "min_samples": 10, "n_clusters": 5,
                                 "noise_share": 0.3, "explainer": "integrated_gradients", "n_explained": 1716,
                                 "explainer_params": {"background": "fixed", "background_size": 20, "n_steps": 8}})

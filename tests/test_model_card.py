@@ -7,13 +7,13 @@ from toys import biased_module, toy_dataset
 
 import chiralfair
 from chiralfair.exceptions import ConfigError
-from chiralfair.model_card import (
+from chiralfair.models import as_model
+from chiralfair.reporting.model_card import (
     add_to_skops_card,
     cyclonedx_bom,
     cyclonedx_model_card,
     write_model_card,
 )
-from chiralfair.models import as_model
 from chiralfair.verdict import decide, estimate
 
 

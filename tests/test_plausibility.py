@@ -11,10 +11,10 @@ import pytest
 from toys import impossible_married, married_dataset, married_module
 
 from chiralfair.domain import Domain
+from chiralfair.domain.plausibility import Support, suggested_couplings
 from chiralfair.exceptions import ConfigError, DomainError
 from chiralfair.generators import make_generator
 from chiralfair.models import as_model
-from chiralfair.plausibility import Support, suggested_couplings
 from chiralfair.results import SearchResult
 from chiralfair.verdict import estimate
 
@@ -130,7 +130,7 @@ def test_with_the_coupling_and_the_rules_no_reported_pair_is_impossible(name):
 
 
 def test_each_pair_is_scored_and_the_score_streams_to_parquet(tmp_path):
-    from chiralfair.run_folder import PairSink
+    from chiralfair.results.run_folder import PairSink
 
     data = married_dataset()  # no coupling: generators find implausible pairs
     model = as_model(married_module())

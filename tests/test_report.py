@@ -3,7 +3,7 @@ import json
 import pytest
 
 from chiralfair.exceptions import RunFolderError
-from chiralfair.report import is_previous_run, prepare_run_folder, remove_empty_folders
+from chiralfair.results.run_folder import is_previous_run, prepare_run_folder, remove_empty_folders
 
 
 def test_new_and_empty_folders_are_accepted(tmp_path):
@@ -80,8 +80,8 @@ def toy_outcome(sink=None, *, with_verdict=False):
 def test_write_run_writes_in_memory_pairs_and_a_final_result_json(tmp_path):
     import numpy as np
 
-    from chiralfair.report import write_run
-    from chiralfair.run_folder import read_pairs
+    from chiralfair.reporting.report import write_run
+    from chiralfair.results.run_folder import read_pairs
 
     outcome = toy_outcome()
     write_run(outcome, tmp_path)
@@ -95,8 +95,8 @@ def test_write_run_writes_in_memory_pairs_and_a_final_result_json(tmp_path):
 
 
 def test_write_run_on_streamed_pairs_reads_none_of_them_back(tmp_path):
-    from chiralfair.report import write_run
-    from chiralfair.run_folder import PairSink, mark_partial, pair_parts
+    from chiralfair.reporting.report import write_run
+    from chiralfair.results.run_folder import PairSink, mark_partial, pair_parts
 
     mark_partial(tmp_path, {"chiralfair_version": "test"})
     outcome = toy_outcome(PairSink(tmp_path / "idis.parquet", rows_per_part=50))
@@ -109,7 +109,7 @@ def test_write_run_on_streamed_pairs_reads_none_of_them_back(tmp_path):
 
 
 def test_report_says_on_which_rows_the_model_was_scored():
-    from chiralfair.report import render_markdown
+    from chiralfair.reporting.report import render_markdown
 
     base = {"meta": {"config": {"dataset": "d", "model": "m", "generator": "aequitas", "seeds": "cluster",
                                 "max_global": 1, "max_local": 1, "random_state": 0}, "protected": ["sex"]},
@@ -126,7 +126,7 @@ def test_report_says_on_which_rows_the_model_was_scored():
 def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(tmp_path):
     import re
 
-    from chiralfair.report import write_run
+    from chiralfair.reporting.report import write_run
     from chiralfair.verdict import Verdict
 
     outcome = toy_outcome(with_verdict=True)
@@ -147,8 +147,8 @@ def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(t
 
 
 def test_idi_directions_add_up_and_name_the_group_the_biased_toy_disfavours(tmp_path):
-    from chiralfair.report import render_markdown, verdict_lines
-    from chiralfair.run_folder import PairSink
+    from chiralfair.reporting.report import render_markdown, verdict_lines
+    from chiralfair.results.run_folder import PairSink
 
     outcome = toy_outcome(with_verdict=True)  # pairs in memory: compare the aggregates with the pairs
     d = outcome.summary()["idi_directions"]
@@ -169,7 +169,7 @@ def test_idi_directions_add_up_and_name_the_group_the_biased_toy_disfavours(tmp_
 
 
 def test_a_run_without_verdict_says_so_and_still_writes_the_html(tmp_path):
-    from chiralfair.report import write_run
+    from chiralfair.reporting.report import write_run
 
     write_run(toy_outcome(), tmp_path)
     assert "No verdict in this run" in (tmp_path / "report.md").read_text()

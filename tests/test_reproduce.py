@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from chiralfair.exceptions import ConfigError
-from chiralfair.reproduce import (
+from chiralfair.experiments.presets import (
     PRESET_DIR,
     paper_numbers,
     preset_grid,

@@ -23,7 +23,7 @@ from chiralfair.generators import GENERATORS, make_generator
 from chiralfair.generators.recorder import ObjectKeySet, SortedKeySet, key_set_for
 from chiralfair.models import as_model
 from chiralfair.results import SearchResult
-from chiralfair.run_folder import PairSink, is_previous_run, mark_partial, pair_parts, read_pairs
+from chiralfair.results.run_folder import PairSink, is_previous_run, mark_partial, pair_parts, read_pairs
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 BUDGET = {"max_global": 25, "max_local": 25}
@@ -174,7 +174,7 @@ KILLED_WRITER = textwrap.dedent("""
     import numpy as np
     sys.path.insert(0, {tests!r})
     from toys import toy_domain
-    from chiralfair.run_folder import PairSink, mark_partial
+    from chiralfair.results.run_folder import PairSink, mark_partial
 
     folder = {folder!r}
     mark_partial(folder, {{"chiralfair_version": "test"}})
@@ -308,7 +308,7 @@ class _InterruptAfter:
 
 
 def test_an_interrupted_search_keeps_the_pairs_found_so_far(tmp_path):
-    from chiralfair.run_folder import mark_interrupted
+    from chiralfair.results.run_folder import mark_interrupted
 
     domain = toy_domain()
     mark_partial(tmp_path, {"chiralfair_version": "test"})

@@ -112,7 +112,7 @@ def test_python_logging_into_the_callers_active_run_leaves_it_open(store):
     from toys import biased_module, toy_dataset
 
     import chiralfair
-    from chiralfair.tracking import log_to_mlflow
+    from chiralfair.reporting.tracking import log_to_mlflow
 
     verdict = chiralfair.estimate(biased_module(), toy_dataset(300), favourable=1)
     with mlflow.start_run() as active:

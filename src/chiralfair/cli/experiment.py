@@ -31,7 +31,7 @@ def reproduce(
 ) -> None:
     """Run a shipped grid of the I&D paper and write its table beside the paper's numbers, and its plots."""
     from .._validation import check_int
-    from ..reproduce import check_preset_name
+    from ..experiments.presets import check_preset_name
 
     try:
         check_preset_name(name)
@@ -43,7 +43,7 @@ def reproduce(
             check_int(workers, "workers", minimum=1)
     except ChiralfairError as err:
         _fail(err)
-    from ..reproduce import reproduce as run_preset
+    from ..experiments.presets import reproduce as run_preset
 
     folder = out if out is not None else Path("reproduce") / (f"{name}-quick" if quick else name)
     try:

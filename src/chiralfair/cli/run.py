@@ -121,7 +121,7 @@ def _run_benchmark(dataset, protected, model, seeds, generator, max_global, max_
                    cache_dir, allow_checksum_mismatch, diversity, json_out, verbose, *, couple=None, constraints=(),
                    plausible_only=False):
     from ..pipeline import RunConfig, protected_list, run_experiment
-    from ..report import write_run
+    from ..reporting.report import write_run
 
     config = RunConfig(dataset=dataset, protected=protected_list(protected), model=model, seeds=seeds,
                        generator=generator, max_global=max_global, max_local=max_local, random_state=random_state,
@@ -140,7 +140,7 @@ def _print(summary: dict, json_out: bool, out: Path | None) -> None:
     if json_out:
         typer.echo(json.dumps(summary, indent=2, default=str))
         return
-    from ..report import outcome_lines
+    from ..reporting.report import outcome_lines
 
     for line in outcome_lines(summary):
         typer.echo(line)

@@ -206,7 +206,7 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..datasets.home import find_raw
     from ..datasets.published import PUBLISHED
-    from ..provenance import manifest
+    from ..results.provenance import manifest
 
     rel = PUBLISHED[cell.dataset]["raw"]
     path = find_raw(rel, data_home)

@@ -15,7 +15,7 @@ from ..exceptions import ConfigError, DomainError, ModelCapabilityError, ModelIn
 from ..models.adapters import as_model
 from ..models.protocol import in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
-from ..run_folder import PairSink
+from ..results.run_folder import PairSink
 from .recorder import IDIRecorder
 
 GENERATORS: dict[str, Callable[..., Generator]] = {}

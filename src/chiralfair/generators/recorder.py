@@ -7,8 +7,9 @@ domain's rules (design §12) hold for every generator alike: candidates are move
 the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
 Keys (design §2) are kept as int64 in a few sorted numpy arrays (:class:`SortedKeySet`): 8 bytes per key,
-against about 70 bytes per key in a Python set of ints. IDI pairs go to a :class:`~chiralfair.run_folder.PairSink`
-when one is given (streamed to Parquet, bounded memory), else they are kept in memory until :meth:`result`.
+against about 70 bytes per key in a Python set of ints. IDI pairs go to a
+:class:`~chiralfair.results.run_folder.PairSink` when one is given (streamed to Parquet, bounded memory), else they
+are kept in memory until :meth:`result`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ..domain import Domain
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult, DiscriminationCheck
 from ..results import SearchResult, protected_pair_counts
-from ..run_folder import PairSink
+from ..results.run_folder import PairSink
 
 PHASES = ("global", "local")
 

@@ -392,7 +392,7 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
 def counterpart_options(couple: str | None, constraints=None) -> dict:
     """``couple=`` and ``constraints=`` of the library from the command line's --couple and --constraint texts.
 
-    ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.coupling.parse_couple_text`), ``"none"``
+    ``couple``: ``"sex:relationship=Husband/Wife"`` (:func:`chiralfair.domain.coupling.parse_couple_text`), ``"none"``
     for no coupling, None for the dataset's default. ``constraints``: rules as text (checked when the domain is
     built).
 
@@ -413,6 +413,6 @@ def counterpart_options(couple: str | None, constraints=None) -> dict:
     ConfigError
         For --couple text that is not attribute:column=a/b (or none).
     """
-    from ..coupling import parse_couple_text
+    from ..domain.coupling import parse_couple_text
 
     return {"couple": None if couple is None else parse_couple_text(couple), "constraints": tuple(constraints or ())}

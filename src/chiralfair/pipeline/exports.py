@@ -2,7 +2,7 @@
 
 The command line names the file or asks for tracking; these functions do the rest: :func:`write_model_card`
 loads the model file a skops card needs, :func:`track` logs into the active MLflow run
-(:mod:`chiralfair.model_card`, :mod:`chiralfair.tracking`).
+(:mod:`chiralfair.reporting.model_card`, :mod:`chiralfair.reporting.tracking`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def check_model_card_path(path: str | os.PathLike | None, *, model_file=True) ->
 
 
 def write_model_card(subject, path: str | os.PathLike, *, model=None, trust_model_file: bool = False) -> Path:
-    """Write the model card of ``subject`` (:func:`chiralfair.model_card.write_model_card`).
+    """Write the model card of ``subject`` (:func:`chiralfair.reporting.model_card.write_model_card`).
 
     Parameters
     ----------
@@ -61,7 +61,7 @@ def write_model_card(subject, path: str | os.PathLike, *, model=None, trust_mode
     ------
     ConfigError, ModelFileError
     """
-    from ..model_card import write_model_card as write
+    from ..reporting.model_card import write_model_card as write
 
     check_model_card_path(path)
     if Path(path).suffix.lower() == ".md":
@@ -80,7 +80,7 @@ def _sklearn_model(subject, model, trust: bool):
 
 
 def track(subject, *, folder=None, files=(), params=None) -> str:
-    """Log ``subject`` into the active MLflow run, or a new one (:func:`chiralfair.tracking.log_to_mlflow`).
+    """Log ``subject`` into the active MLflow run, or a new one (:func:`chiralfair.reporting.tracking.log_to_mlflow`).
 
     Parameters
     ----------
@@ -103,7 +103,7 @@ def track(subject, *, folder=None, files=(), params=None) -> str:
     MissingDependencyError
         Without MLflow.
     """
-    from ..tracking import log_to_mlflow
+    from ..reporting.tracking import log_to_mlflow
 
     if folder is not None and not Path(folder).is_dir():
         folder = None

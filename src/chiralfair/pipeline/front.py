@@ -542,7 +542,7 @@ class AuditResult:
         -------
         str
         """
-        from ..report import outcome_lines
+        from ..reporting.report import outcome_lines
 
         return "\n".join(outcome_lines(self.to_dict()))
 
@@ -559,12 +559,12 @@ class AuditResult:
         pathlib.Path
             The folder.
         """
-        from ..report import write_run
+        from ..reporting.report import write_run
 
         return write_run(self.outcome, out)
 
     def _repr_html_(self) -> str:
-        from ..report import NO_IDI_TEXT, summary_rows, verdict_lines
+        from ..reporting.report import NO_IDI_TEXT, summary_rows, verdict_lines
 
         summary = self.to_dict()
         verdict = "".join(f"<p><b>{escape(line)}</b></p>" for line in verdict_lines(summary))

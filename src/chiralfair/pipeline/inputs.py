@@ -589,7 +589,7 @@ def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:
 
 
 def _sha256(path) -> str:
-    from ..provenance import file_sha256
+    from ..results.provenance import file_sha256
 
     return file_sha256(path)
 

@@ -74,7 +74,7 @@ class RunOutcome:
         -------
         dict
         """
-        from ..provenance import library_versions
+        from ..results.provenance import library_versions
 
         out = {"verdict": None if self.verdict is None else json.loads(self.verdict.to_json())}
         out["group_metrics"] = None if self.group_metrics is None else self.group_metrics.to_dict()
@@ -138,7 +138,7 @@ def counterpart_summary(domain, result) -> dict[str, Any]:
         suggests, :meth:`Domain.rare_pairs <chiralfair.domain.Domain.rare_pairs>`), ``n_rare_pairs`` and
         ``suggested_couplings`` (``--couple`` text not declared yet).
     """
-    from ..plausibility import suggested_couplings
+    from ..domain.plausibility import suggested_couplings
 
     rare = domain.rare_pairs()
     declared = {(c.attribute, c.column) for c in domain.couplings}

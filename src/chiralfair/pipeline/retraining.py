@@ -67,7 +67,8 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         If ``out`` cannot receive a retrain folder.
     """
     from ..mitigation.retraining import retrain
-    from ..report import prepare_retrain_folder, remove_empty_folders, write_retrain_folder
+    from ..reporting.report import prepare_retrain_folder, write_retrain_folder
+    from ..results.run_folder import remove_empty_folders
 
     created = prepare_retrain_folder(out) if out is not None else []
     searched = False
@@ -138,7 +139,7 @@ def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out
         When every given seed is a held-out row's projection.
     """
     from ..mitigation.leakage import HeldOutProjections, without_test_projections
-    from ..report import write_run
+    from ..reporting.report import write_run
     from ..results import SeedReport
     from .run import run_folder_guard, run_pipeline
     from .steps import prepare_search, run_search
@@ -174,7 +175,7 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
     Parameters
     ----------
     record : dict
-        :func:`chiralfair.run_folder.read_run`.
+        :func:`chiralfair.results.run_folder.read_run`.
     data, model, test : path, optional
         For a run made from Python objects (not rebuildable from its folder), or to point at moved files.
     trust_model_file : bool
@@ -216,7 +217,7 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
 
 
 def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test, trust: bool) -> RunInputs:
-    from ..provenance import file_sha256
+    from ..results.provenance import file_sha256
     from .inputs import DataSettings, inputs_from_objects
 
     data_path = data if data is not None else source.get("data")
@@ -275,7 +276,7 @@ def retrain_benchmark(config, *, out=None, on_step=None, **params):
 
     validate_config(config)
     if out is not None:
-        from ..report import check_retrain_folder
+        from ..reporting.report import check_retrain_folder
 
         check_retrain_folder(out)  # refused before anything is trained
     inputs = inputs_from_names(config, step=on_step or (lambda name: None))
@@ -315,13 +316,13 @@ def retrain_from_run(folder, *, data=None, model=None, test=None, trust_model_fi
     ConfigError
         When the run's data or model cannot be rebuilt, changed, or differ from ``expect``.
     """
-    from ..run_folder import read_run
+    from ..results.run_folder import read_run
 
     record = read_run(folder)
     _check_expected(record, expect or {})
     idis = _run_pairs(record)
     if out is not None:
-        from ..report import check_retrain_folder
+        from ..reporting.report import check_retrain_folder
 
         check_retrain_folder(out)
     inputs = inputs_from_run(record, data=data, model=model, test=test, trust_model_file=trust_model_file,
@@ -347,7 +348,7 @@ def _run_pairs(record: dict[str, Any]):
 
     from ..exceptions import RunFolderError
     from ..mitigation.retraining import idis_from_frame
-    from ..run_folder import PAIRS_NAME
+    from ..results.run_folder import PAIRS_NAME
 
     folder = Path(record["folder"])
     if record["n_idis"] == 0:

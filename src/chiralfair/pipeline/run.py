@@ -40,7 +40,7 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
         ``"verdict"``), e.g. to drive a progress display.
     out : str or path-like, optional
         Run folder. When given, the search streams its IDI pairs to ``out/idis.parquet`` with bounded memory,
-        ``out/result.json`` says ``"partial": true`` until :func:`chiralfair.report.write_run` finishes the
+        ``out/result.json`` says ``"partial": true`` until :func:`chiralfair.reporting.report.write_run` finishes the
         folder, and the result reads the pairs back lazily. Without it the pairs are kept in memory.
     reuse_seeds : callable, optional
         Called with the function that selects the seeds; returns the :class:`SeedReport` to use (an experiment
@@ -174,14 +174,14 @@ class run_folder_guard:
 
     def __enter__(self):
         if self.out is not None:
-            from ..run_folder import prepare_run_folder
+            from ..results.run_folder import prepare_run_folder
 
             self.created = prepare_run_folder(self.out)
         return self
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None and self.created:
-            from ..run_folder import remove_empty_folders
+            from ..results.run_folder import remove_empty_folders
 
             remove_empty_folders(self.created)
         return False

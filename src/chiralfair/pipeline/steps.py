@@ -172,7 +172,7 @@ def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | Path
     -------
     SearchResult
     """
-    from ..run_folder import PAIRS_NAME, PairSink, mark_interrupted, mark_partial
+    from ..results.run_folder import PAIRS_NAME, PairSink, mark_interrupted, mark_partial
 
     sink = None
     if out is not None:

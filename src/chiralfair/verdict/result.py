@@ -108,7 +108,7 @@ class Verdict:
         ``n_counterparts`` (possible counterparts checked), ``n_implausible_counterparts``,
         ``n_with_implausible_counterpart`` (individuals with at least one), ``n_without_plausible_counterpart``
         (individuals with none that is plausible) and the rule's ``min_lift`` and ``min_expected``
-        (:mod:`chiralfair.plausibility`). None when the domain has no support.
+        (:mod:`chiralfair.domain.plausibility`). None when the domain has no support.
     couplings, constraints : tuple of str
         The domain's couplings and constraints, as text (:meth:`Domain.describe_couplings`,
         :meth:`Domain.describe_constraints`).

@@ -1,4 +1,4 @@
-"""The tables, claims and plots of each preset of :mod:`chiralfair.reproduce`, from the tidy frame of its cells.
+"""The tables, claims and plots of each preset of :mod:`chiralfair.experiments.presets`, from its cells' tidy frame.
 
 Every builder takes ``(name, tidy, grid, paper)``: the cells' frame with a ``row`` column, the grid mapping that
 was run, and the paper's numbers; it returns a :class:`PresetReport`. Medians and quartiles are over the repeats
@@ -22,8 +22,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from scipy.stats import gmean
 
-from .exceptions import ConfigError
-from .reproduce import AXIS_COLUMNS, COUNTING_CAVEAT, SEARCH_FIGURES, WINNER, ordered, strategy_label
+from ...exceptions import ConfigError
+from .axes import AXIS_COLUMNS, COUNTING_CAVEAT, SEARCH_FIGURES, WINNER, ordered, strategy_label
 
 SEED_FIGURES = ("initialization_rate", "n_initial_idis", "n_seeds", "seconds_seeds")
 # Retraining figures of a retrain cell, per seed strategy (experiments/tasks.py); the optional ones are shown
@@ -257,7 +257,7 @@ def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------
@@ -364,7 +364,7 @@ def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------
@@ -425,7 +425,7 @@ def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------
@@ -477,7 +477,7 @@ def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------
@@ -532,7 +532,7 @@ def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------
@@ -601,7 +601,7 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     grid : Mapping
         The grid that was run.
     paper : dict
-        The paper's numbers (:func:`~chiralfair.reproduce.paper_numbers`).
+        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
     Returns
     -------

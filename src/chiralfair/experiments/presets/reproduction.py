@@ -32,31 +32,21 @@ import logging
 import math
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._validation import check_int
-from .exceptions import ConfigError
+from ..._validation import check_int
+from ...exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
 
-PRESET_DIR = Path(__file__).parent / "experiments" / "presets"
+PRESET_DIR = Path(__file__).parent
 PAPER_DIR = PRESET_DIR / "paper"
 QUICK_REPEATS = 3
 # --quick divides every budget by this (rounding up, at least one global step), e.g. 100/100 -> 10/10.
 QUICK_BUDGET_DIVISOR = 10
-WINNER = "iandd"
-LABELS = {"random": "random", "rows": "rows", "cluster": "cluster", "i": "I", "iandd": "I&D", "expga": "ExpGA"}
-SEARCH_FIGURES = ("n_idis", "n_global", "n_local", "n_queries", "initialization_rate", "seconds_search")
-AXIS_COLUMNS = ("row", "model", "generator", "seeds", "max_global", "max_local")
-COUNTING_CAVEAT = (
-    "**Counting rule.** Ours: unique non-protected projections (an IDI and its counterpart count once), global "
-    "and local disjoint, n_idis = n_global + n_local. I&D's: (counterpart vector, vote label) tuples "
-    "(algorithms.md §8 \"I&D counting\"), so the paper's numbers are not directly comparable with ours; the claims "
-    "below compare directions (which seeds find more), not values.")
-
 
 @dataclass(frozen=True)
 class Reproduction:
@@ -243,7 +233,7 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
 
     Examples
     --------
-    >>> from chiralfair.reproduce import reproduce
+    >>> from chiralfair.experiments.presets import reproduce
     >>> done = reproduce("table3", "reproduce/table3-quick", quick=True, scheduler="sync", progress=False,
     ...                  overrides={"axes": {"rows": ["census:sex"]}})   # the paper's DNN; 9 cells
     >>> sorted(p.name for p in done.files if p.suffix == ".md")
@@ -254,9 +244,9 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     .. [1] Ma et al. arXiv:2209.08321, Tables 2-4, Figures 6-7.
     """
     grid_mapping = preset_grid(name, repeats=repeats, quick=quick, overrides=overrides)
-    from .experiments.execution import grid_status, run_grid
-    from .experiments.grid import load_grid
-    from .experiments.tables import grid_frame
+    from ..execution import grid_status, run_grid
+    from ..grid import load_grid
+    from ..tables import grid_frame
 
     out = Path(out)
     run_grid(load_grid(grid_mapping), out, scheduler=scheduler, workers=workers, progress=progress,
@@ -295,7 +285,7 @@ def with_retrain_details(frame, out: str | os.PathLike):
     fields = ("test_idi_lower", "test_idi_upper", "domain_idi_rate", "domain_idi_lower", "domain_idi_upper",
               "demographic_parity_difference", "equalized_odds_difference")
     records = []
-    from .experiments.cells import json_damage
+    from ..cells import json_damage
 
     for path in sorted(Path(out).glob("cells/*/result.json")):
         if json_damage(path) is not None:  # a damaged cell counts as missing (experiment status names it)
@@ -357,12 +347,12 @@ def write_reproduction(name: str, frame, out: str | os.PathLike, *, grid: Mappin
     ConfigError
         If ``frame`` has no finished cell or lacks a column the preset's table needs.
     """
-    from .reproduce_tables import REPORTS
-
     check_preset_name(name)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tidy = _tidy(frame)
+    from .paper_tables import REPORTS  # matplotlib and scipy, only when a table is written
+
     report = REPORTS[name](name, tidy, grid, paper)
     header = _header(name, grid, paper, n_failed, quick)
     files = [out / f"{name}.md", out / f"{name}.parquet"]
@@ -378,7 +368,7 @@ def write_reproduction(name: str, frame, out: str | os.PathLike, *, grid: Mappin
 
 
 def _header(name: str, grid: Mapping[str, Any], paper: Mapping[str, Any], n_failed: int, quick: bool) -> str:
-    from . import __version__
+    from ... import __version__
 
     axes = grid["axes"]
     states = grid.get("random_states", f"0..{grid.get('repeats', 1) - 1}")
@@ -433,7 +423,7 @@ def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, An
 
 
 def _write_bytes(path: Path, data: bytes) -> None:
-    from .run_folder import atomic_write_bytes
+    from ...results.run_folder import atomic_write_bytes
 
     atomic_write_bytes(path, data)
 
@@ -442,36 +432,3 @@ def _save_figure(figure, path: Path) -> None:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     _write_bytes(path, buffer.getvalue())
-
-
-def strategy_label(name: str) -> str:
-    """How a seed strategy is named in tables and plots (``iandd`` -> ``I&D``).
-
-    Parameters
-    ----------
-    name : str
-        A seed strategy name.
-
-    Returns
-    -------
-    str
-    """
-    return LABELS.get(name, name)
-
-
-def ordered(values: Sequence, order: Sequence | None) -> list:
-    """``values`` without duplicates, in the order of ``order`` first, then in their own order.
-
-    Parameters
-    ----------
-    values : sequence
-    order : sequence or None
-        The preferred order (None: ``values``' own).
-
-    Returns
-    -------
-    list
-    """
-    seen = list(dict.fromkeys(values))
-    first = [v for v in (order or ()) if v in seen]
-    return first + [v for v in seen if v not in first]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import ConfigError, DomainError
+from ..exceptions import ConfigError, DomainError
 
 
 @dataclass(frozen=True)

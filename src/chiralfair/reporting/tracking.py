@@ -26,7 +26,7 @@ import os
 import re
 from typing import Any
 
-from .exceptions import MissingDependencyError
+from ..exceptions import MissingDependencyError
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ def _param_text(value) -> str:
 
 
 def _version() -> str:
-    from . import __version__
+    from .. import __version__
 
     return __version__
 

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._validation import check_float, check_int
-from .exceptions import RunFolderError
+from .._validation import check_float, check_int
+from ..exceptions import RunFolderError
 
 if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
-    from .domain import Domain, Feature
+    from ..domain import Domain, Feature
 
 # Pairs buffered before a part file is written: with census (13 features) about 30 MB of int64 codes.
 ROWS_PER_PART = 1 << 17
@@ -482,7 +482,7 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
     meta = table.schema.metadata or {}
     if DOMAIN_KEY not in meta:
         raise RunFolderError(f"{str(path)!r} was not written by chiralfair (no {DOMAIN_KEY.decode()} metadata)")
-    from .domain import Domain
+    from ..domain import Domain
 
     domain = Domain.from_dict(json.loads(meta[DOMAIN_KEY]))
     n = table.num_rows
@@ -545,7 +545,7 @@ def read_run(folder: str | os.PathLike) -> dict[str, Any]:
     RunFolderError
         If the folder is not a finished chiralfair run (naming what is missing).
     """
-    from .domain import Domain
+    from ..domain import Domain
 
     folder = Path(folder)
     try:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import ConfigError
+from ..exceptions import ConfigError
 
 MAX_CODES = 512
 DEFAULT_MIN_LIFT = 0.01
@@ -162,7 +162,7 @@ class Support:
         -------
         list of dict
             ``column``, ``value``, ``other``, ``other_value`` (labels), ``count``, ``expected`` and
-            ``constraint`` (the rule as :mod:`chiralfair.constraints` text).
+            ``constraint`` (the rule as :mod:`chiralfair.domain.constraints` text).
         """
         out = []
         marginal = np.diag(self.counts)

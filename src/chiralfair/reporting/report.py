@@ -7,7 +7,7 @@ as base64 PNG data URIs, no external assets).
 Writes are atomic (temporary file + rename). A folder is accepted for output when it does not exist, is
 empty, or holds a previous run (its ``result.json`` carries chiralfair metadata); anything else is refused so
 that no user file is ever overwritten. ``idis.parquet`` is a folder of Parquet parts, usually streamed during
-the search (:mod:`chiralfair.run_folder`). The report is computed from aggregates (IDI counts by protected
+the search (:mod:`chiralfair.results.run_folder`). The report is computed from aggregates (IDI counts by protected
 values, accumulated while searching), never row by row, so it takes the same time for ten IDIs or ten million.
 """
 
@@ -24,20 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from .run_folder import (
+from ..results.run_folder import (
     PAIRS_NAME,
     PairSink,
     atomic_write_bytes,
-    check_run_folder,
-    is_previous_run,
     make_shareable,
     prepare_run_folder,
-    remove_empty_folders,
 )
 
-__all__ = ["RUN_FILES", "atomic_write_bytes", "check_run_folder", "counterpart_lines", "describe_clustering",
-           "is_previous_run", "prepare_run_folder", "remove_empty_folders", "render_html", "render_markdown",
-           "summary_rows", "verdict_lines", "write_pairs", "write_run"]
+__all__ = ["RUN_FILES", "counterpart_lines", "describe_clustering", "render_html", "render_markdown", "summary_rows",
+           "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
@@ -173,7 +169,7 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  seed clustering: {describe_clustering(summary['seeds']['clustering'])}")
     lines += [f"  {line}" for line in counterpart_lines(summary)]
     if summary.get("diversity") is not None:
-        from .seeds.diversity_report import DiversityReport
+        from ..seeds.diversity_report import DiversityReport
 
         lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
     lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
@@ -216,7 +212,7 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
-    from .verdict.result import plausibility_line
+    from ..verdict.result import plausibility_line
 
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
@@ -361,7 +357,7 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
            f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
-    from .verdict.result import plausibility_line
+    from ..verdict.result import plausibility_line
 
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
@@ -688,7 +684,7 @@ def check_retrain_folder(out: str | os.PathLike) -> bool:
     RunFolderError
         For a folder that holds something else, so nothing there is overwritten.
     """
-    from .exceptions import RunFolderError
+    from ..exceptions import RunFolderError
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -747,8 +743,8 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     list of pathlib.Path
         The model files written.
     """
-    from .exceptions import ModelFileError
-    from .models.files import save_model_file
+    from ..exceptions import ModelFileError
+    from ..models.files import save_model_file
 
     out = Path(out)
     with tempfile.TemporaryDirectory(dir=out) as tmp:

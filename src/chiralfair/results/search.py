@@ -1,7 +1,7 @@
 """Frozen result records with a JSON round trip (design §7): :class:`SearchResult` and :class:`SeedReport`.
 
 A :class:`SearchResult` holds its IDI pairs in memory, or, when the search streamed them to a run folder,
-reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.run_folder`).
+reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.results.run_folder`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import __version__
-from .domain import Domain
-from .exceptions import ConfigError
+from .. import __version__
+from ..domain import Domain
+from ..exceptions import ConfigError
 from .run_folder import read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",

@@ -29,8 +29,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .exceptions import ConfigError
+from .. import __version__
+from ..exceptions import ConfigError
 
 SPEC_VERSION = "1.6"
 CARD_SUFFIXES = (".json", ".md")
@@ -212,7 +212,7 @@ def _card_parts(subject) -> tuple[list[dict], list[dict], list[str]]:
                           "computed? it needs the favourable label)")
     group_metrics = getattr(subject, "group_metrics", None)
     if isinstance(group_metrics, dict):
-        from .verdict.group_metrics import GroupMetrics
+        from ..verdict.group_metrics import GroupMetrics
 
         group_metrics = GroupMetrics.from_dict(group_metrics)
     metrics = _verdict_metrics(verdict)

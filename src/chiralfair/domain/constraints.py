@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .exceptions import DomainError
+from ..exceptions import DomainError
 
 _ORDER = re.compile(r"^\s*(?P<left>[^<>=]+?)\s*(?P<op>>=|<=|>|<)\s*(?P<right>[^<>=+]+?)\s*"
                     r"(?:(?P<sign>[+-])\s*(?P<offset>\d+))?\s*$")

@@ -13,7 +13,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from .. import __version__
 
 # Distribution name -> key in the manifest.
 LIBRARIES = {"numpy": "numpy", "pandas": "pandas", "scikit-learn": "scikit-learn", "torch": "torch",
@@ -51,7 +51,7 @@ def file_sha256(path: str | os.PathLike) -> str:
     str
         64 hex digits.
     """
-    from .datasets.home import sha256_of
+    from ..datasets.home import sha256_of
 
     st = Path(path).stat()
     key = (str(Path(path).resolve()), st.st_size, st.st_mtime_ns)

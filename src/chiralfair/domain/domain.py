@@ -4,10 +4,10 @@ Every generator clips and rounds into a :class:`Domain`; the discrimination chec
 attributes' value sets from it; an IDI's key (its identity for counting, design §2) is computed here.
 
 Counterparts are built here and only here (:meth:`Domain.counterparts`, :meth:`Domain.counterpart_rows`), with
-the domain's couplings applied (:mod:`chiralfair.coupling`: columns that change with a protected attribute, such
-as census ``relationship`` Husband/Wife with ``sex``). Its constraints (:mod:`chiralfair.constraints`) say which
+the domain's couplings applied (:mod:`chiralfair.domain.coupling`: columns that change with a protected attribute, such
+as census ``relationship`` Husband/Wife with ``sex``). Its constraints (:mod:`chiralfair.domain.constraints`) say which
 inputs can exist: :meth:`Domain.repair` moves proposals onto them, :meth:`Domain.satisfies` tells a possible
-counterpart from an impossible one. Its support (:mod:`chiralfair.plausibility`, measured on the data) says
+counterpart from an impossible one. Its support (:mod:`chiralfair.domain.plausibility`, measured on the data) says
 whether an input's protected and categorical values occur together in the data (:meth:`Domain.plausible`).
 """
 
@@ -24,9 +24,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from ..exceptions import ConfigError, DataWarning, DomainError
 from .constraints import Constraint, parse_constraints
 from .coupling import Coupling, compile_frames, parse_couplings
-from .exceptions import ConfigError, DataWarning, DomainError
 from .plausibility import Support
 
 logger = logging.getLogger(__name__)
@@ -184,12 +184,12 @@ class Domain:
     attributes : sequence of ProtectedAttribute, optional
         The protected attributes, single columns or groups.
     couplings : sequence of Coupling, optional
-        Columns that change with a protected attribute (:func:`chiralfair.coupling.parse_couplings`; see
+        Columns that change with a protected attribute (:func:`chiralfair.domain.coupling.parse_couplings`; see
         :meth:`with_couplings`). A coupling is *active* while its attribute is protected and its column is not.
     constraints : sequence of Constraint, optional
-        Rules every input satisfies (:mod:`chiralfair.constraints`; see :meth:`with_constraints`).
+        Rules every input satisfies (:mod:`chiralfair.domain.constraints`; see :meth:`with_constraints`).
     support : Support, optional
-        Co-occurrence counts of the data (:mod:`chiralfair.plausibility`), set by :meth:`from_data`; without it
+        Co-occurrence counts of the data (:mod:`chiralfair.domain.plausibility`), set by :meth:`from_data`; without it
         :meth:`plausible` returns None.
 
     Raises
@@ -322,7 +322,7 @@ class Domain:
         -------
         Domain
             With its :attr:`support` measured on ``X`` (:meth:`Support.from_data
-            <chiralfair.plausibility.Support.from_data>`, default thresholds).
+            <chiralfair.domain.plausibility.Support.from_data>`, default thresholds).
 
         Raises
         ------
@@ -497,7 +497,7 @@ class Domain:
         Parameters
         ----------
         couple : mapping, None or False
-            ``{attribute: {column: map}}`` as :func:`chiralfair.coupling.parse_couplings` reads it, e.g.
+            ``{attribute: {column: map}}`` as :func:`chiralfair.domain.coupling.parse_couplings` reads it, e.g.
             ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``; None, False or ``{}`` remove
             every coupling.
 
@@ -508,7 +508,7 @@ class Domain:
         Raises
         ------
         DomainError, ConfigError
-            As :func:`~chiralfair.coupling.parse_couplings`, or when an active coupling cannot be compiled (a
+            As :func:`~chiralfair.domain.coupling.parse_couplings`, or when an active coupling cannot be compiled (a
             swap map on an attribute with more than two values, a role naming a value the attribute lacks).
         """
         return replace(self, couplings=parse_couplings(couple, self.features))
@@ -520,7 +520,7 @@ class Domain:
         ----------
         rules : str, Constraint, sequence of them, or None
             Text such as ``"sex=Female excludes relationship=Husband"`` or ``"age >= education + 1"``
-            (:mod:`chiralfair.constraints`); None or ``()`` remove every constraint.
+            (:mod:`chiralfair.domain.constraints`); None or ``()`` remove every constraint.
         data : array-like, shape (n_samples, n_features), optional
             Encoded data: rules its rows break are warned about (the rows are real, so the rule may be too
             strict; seeds drawn from them are repaired).
@@ -532,7 +532,7 @@ class Domain:
         Raises
         ------
         DomainError
-            As :func:`~chiralfair.constraints.parse_constraints`, or when the rules cannot be met together:
+            As :func:`~chiralfair.domain.constraints.parse_constraints`, or when the rules cannot be met together:
             :data:`FEASIBILITY_DRAWS` uniform draws are repaired, and a row that no repair satisfies, or a rule
             over protected columns that excludes every combination of their values, is refused.
 
@@ -565,7 +565,7 @@ class Domain:
         ----------
         data : array-like of int, shape (n_samples, n_features)
         min_lift, min_expected : float
-            The rarity rule of :mod:`chiralfair.plausibility` (defaults 0.01 and 5).
+            The rarity rule of :mod:`chiralfair.domain.plausibility` (defaults 0.01 and 5).
 
         Returns
         -------
@@ -765,7 +765,7 @@ class Domain:
 
         The one place (with :meth:`counterpart_rows`) where counterparts are built: the discrimination check,
         the generators, the chiral mutation and the verdict all take theirs from here. A coupled column moves
-        from the input's value to the combination's by the coupling's frames (:mod:`chiralfair.coupling`); an
+        from the input's value to the combination's by the coupling's frames (:mod:`chiralfair.domain.coupling`); an
         input whose protected value lies outside its domain (a missing value) is read at the attribute's first
         value. The input itself is among the counterparts when its PA values lie in the PA domains.
 
@@ -823,7 +823,7 @@ class Domain:
     def _compiled_couplings(self) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
         """The active couplings as ``(attribute index, column, frames, inverse frames)``.
 
-        ``frames`` has shape (n_values, n_codes) (:func:`chiralfair.coupling.compile_frames`); ``inverse[v]`` is
+        ``frames`` has shape (n_values, n_codes) (:func:`chiralfair.domain.coupling.compile_frames`); ``inverse[v]`` is
         the inverse permutation of ``frames[v]``, so ``inverse[v, code - lo]`` is a code's role at value ``v``.
         """
         if "couplings" not in self._derived:
@@ -915,7 +915,7 @@ class Domain:
         """Move every row that breaks a constraint to a nearby row that satisfies them all (vectorised).
 
         Rows that satisfy the constraints are returned unchanged, so ``repair`` is idempotent. Each pass lets
-        every rule repair its violating rows by moving a non-protected column (:mod:`chiralfair.constraints`);
+        every rule repair its violating rows by moving a non-protected column (:mod:`chiralfair.domain.constraints`);
         a rule over protected columns only moves the protected attributes to the nearest allowed combination
         of their values (L1 over codes; ties: the first in :attr:`combinations`). Passes repeat until every row
         satisfies every rule.
@@ -1001,7 +1001,7 @@ class Domain:
     def plausible(self, X) -> np.ndarray | None:
         """Whether each row's (protected value, categorical value) pairs all occur in the data (design §12).
 
-        See :mod:`chiralfair.plausibility` for the rule. Reads the protected attributes under test.
+        See :mod:`chiralfair.domain.plausibility` for the rule. Reads the protected attributes under test.
 
         Parameters
         ----------
@@ -1027,7 +1027,7 @@ class Domain:
         Returns
         -------
         list of dict
-            :meth:`Support.rare_pairs <chiralfair.plausibility.Support.rare_pairs>` (each with its rule as
+            :meth:`Support.rare_pairs <chiralfair.domain.plausibility.Support.rare_pairs>` (each with its rule as
             ``constraint`` text), most expected first; empty without :attr:`support` or protected attributes.
         """
         if self.support is None or not self.protected:
@@ -1159,7 +1159,7 @@ class Domain:
 
         Without couplings this is ``X[:, non_protected]``. A coupled column is part of the protected side: it
         changes with its attribute, so it is replaced by its **role**, the code it takes when the attribute is
-        moved to its first value (:mod:`chiralfair.coupling`). Census with sex coupled to relationship
+        moved to its first value (:mod:`chiralfair.domain.coupling`). Census with sex coupled to relationship
         Husband <-> Wife: a married man (Male, Husband) and his counterpart (Female, Wife) both project to
         ``relationship=Wife`` (the role's code at Female); (Male, Wife), an input of its own whose counterpart
         is (Female, Husband), projects to ``Husband``; every other relationship projects to itself.
