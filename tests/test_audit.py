@@ -9,6 +9,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 import chiralfair
 from chiralfair.exceptions import ChiralfairError, ConfigError, DatasetError, ModelCapabilityError
+from chiralfair.models import language
 
 
 def raw_frame(n=300, seed=0):
@@ -163,11 +164,13 @@ def test_integer_column_names_ask_what_the_model_takes():
     assert ((pipe.predict(res.dataset.to_frame(r.idis)) == ">50K").astype(int) == r.idi_labels).all()
 
 
-def test_a_model_without_the_protected_column_is_said_to_have_no_idis_on_it():
+def test_a_model_without_the_protected_column_is_said_to_have_no_idis_on_it(monkeypatch):
     df = raw_frame()
     pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["race"]),
                              ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["age", "hours"])])
     blind = Pipeline([("pre", pre), ("lr", LogisticRegression())]).fit(df[["race", "age", "hours"]], df["y"])
-    res = chiralfair.audit(blind, df, **KW)
+    monkeypatch.setattr(language, "_WARNED_EXTRA", set())  # warned once per process: not only in the first test
+    with pytest.warns(UserWarning, match=r"fitted on fewer columns than the data: it ignores \['sex'\]"):
+        res = chiralfair.audit(blind, df, **KW)
     assert res.n_idis == 0
     assert any("does not take protected attribute(s) sex" in n for n in res.notes)

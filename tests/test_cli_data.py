@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import tomllib
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 
 from chiralfair.cli import app
 from chiralfair.cli.console import parse_bins
-from chiralfair.exceptions import ConfigError
+from chiralfair.exceptions import ConfigError, DataWarning
 
 runner = CliRunner()
 
@@ -183,9 +184,15 @@ def test_schema_infer_bins_an_integer_column_with_missing_values():
 
 def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(files, tmp_path):
     csv, model = files
-    res = invoke("run", "--data", csv, "--model", model, *BASE, "--seeds", "cluster", "--max-global", 20,
-                 "--max-local", 5, "--json", "--couple", "sex:race=a/b", "--constraint", "sex=f excludes race=c")
+    # the rows that break the rule are real: the CLI says so in one line on standard error
+    broken = ("warning: DataWarning: constraint 'sex=f excludes race=c' is broken by 37 of the 300 data rows: they "
+              "exist, so the rule may be too strict; seeds drawn from them are repaired")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DataWarning)
+        res = invoke("run", "--data", csv, "--model", model, *BASE, "--seeds", "cluster", "--max-global", 20,
+                     "--max-local", 5, "--json", "--couple", "sex:race=a/b", "--constraint", "sex=f excludes race=c")
     assert res.exit_code == 0, res.output
+    assert [line for line in res.stderr.splitlines() if line.startswith("warning:")] == [broken]
     counterparts = json.loads(res.stdout)["counterparts"]
     assert counterparts["couplings"] == ["sex -> race: a <-> b"]
     assert counterparts["constraints"] == ["sex=f excludes race=c"]
@@ -193,7 +200,10 @@ def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(file
     schema.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n'
                       'constraints = ["sex=f excludes race=c"]\n[couple.sex]\nrace = {a = "b", b = "a"}\n'
                       '[columns.age]\nbins = [0, 30, 50, 90]\n[columns.hours]\nbins = 10\n')
-    run = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--seeds", "cluster", "--trust-model-file",
-                 "--max-global", 10, "--max-local", 2, "--json")
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DataWarning)
+        run = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--seeds", "cluster",
+                     "--trust-model-file", "--max-global", 10, "--max-local", 2, "--json")
     assert run.exit_code == 0, run.output
+    assert [line for line in run.stderr.splitlines() if line.startswith("warning:")] == [broken]
     assert json.loads(run.stdout)["counterparts"]["couplings"] == ["sex -> race: a <-> b"]

@@ -409,7 +409,7 @@ def test_iandd_explainer_deep_asked_for_explicitly_is_not_replaced(data):
 
 def test_iandd_on_an_sklearn_mlp_uses_integrated_gradients(data):
     from sklearn.neural_network import MLPClassifier
-    mlp = MLPClassifier(hidden_layer_sizes=(8,), max_iter=300, random_state=0).fit(data.X, data.y)
+    mlp = MLPClassifier(hidden_layer_sizes=(8,), max_iter=2000, random_state=0).fit(data.X, data.y)  # converges
     report = make_seed_strategy("iandd").select(as_model(mlp), data, 20, random_state=0)
     assert report.clustering["explainer"] == "integrated_gradients"
     assert report.clustering["explainer_params"] == {"background": "fixed", "background_size": 20, "n_steps": 8}

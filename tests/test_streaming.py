@@ -199,18 +199,20 @@ def toy_pairs(start, n):
 def run_until_parts(script: str, parts_folder: Path, n_parts: int) -> subprocess.Popen:
     """Start ``script`` in a Python subprocess and SIGKILL it once ``n_parts`` parts are on disk."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 300
-        while len(pair_parts(parts_folder)) < n_parts:
-            assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, f"fewer than {n_parts} parts written in 300 s"
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # leaving the with block closes the pipes (left open, they warn when collected) and waits for the process
+    with subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as proc:
+        try:
+            deadline = time.monotonic() + 300
+            while len(pair_parts(parts_folder)) < n_parts:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, f"fewer than {n_parts} parts written in 300 s"
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     return proc
 
 
