@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -15,7 +16,29 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chiralfair"))
 
 from toys import biased_module, fair_module, toy_dataset, toy_domain  # noqa: E402
 
+from chiralfair.datasets import home  # noqa: E402
 from chiralfair.models import as_model  # noqa: E402
+
+
+@pytest.fixture
+def one_blas_thread():
+    """One BLAS/OpenMP thread inside the test (``pytestmark = pytest.mark.usefixtures("one_blas_thread")``).
+
+    The test machine is shared: OpenMP/BLAS threads spinning on busy cores made one HGB fit 170x slower.
+    """
+    with threadpool_limits(1):
+        yield
+
+
+@pytest.fixture
+def offline(monkeypatch, tmp_path_factory):
+    """No download can happen: the user cache folder is a fresh empty one, and every download fails."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+    def refuse(url, output_file, pooch):
+        raise OSError(f"network disabled in tests (asked for {url})")
+
+    monkeypatch.setattr(home, "downloader", lambda: refuse)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Where the benchmark raw files are for tests, and a guard that keeps dataset tests off the network."""
+"""Where the benchmark raw files are for tests (conftest's ``offline`` fixture keeps tests off the network)."""
 
 from __future__ import annotations
 
@@ -31,12 +31,3 @@ def real_data_home_or_skip() -> Path:
         pytest.skip(SKIP_REASON)
     return path
 
-
-def go_offline(monkeypatch, cache_dir: Path) -> None:
-    """Send the user cache folder to ``cache_dir`` and make every download fail."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(cache_dir))
-
-    def refuse(url, output_file, pooch):
-        raise OSError(f"network disabled in tests (asked for {url})")
-
-    monkeypatch.setattr(home, "downloader", lambda: refuse)

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from realdata import go_offline, real_data_home_or_skip
+from realdata import real_data_home_or_skip
 from typer.testing import CliRunner
 
 from chiralfair.cli import app
@@ -114,8 +114,8 @@ def test_protected_attribute_with_one_observed_value(tmp_path, cache):
     assert "sex" in res.output and "only one value" in res.output
 
 
-def test_data_home_without_the_file_names_file_folders_and_address(tmp_path, cache, monkeypatch):
-    go_offline(monkeypatch, tmp_path / "xdg")
+@pytest.mark.usefixtures("offline")
+def test_data_home_without_the_file_names_file_folders_and_address(tmp_path, cache):
     empty = tmp_path / "empty"
     empty.mkdir()
     res = invoke(*run_args(str(empty), cache))

@@ -14,10 +14,7 @@ import realdata
 from chiralfair.datasets import home, load_dataset
 from chiralfair.exceptions import ChecksumError, DataHomeError
 
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path_factory):
-    realdata.go_offline(monkeypatch, tmp_path_factory.mktemp("xdg-cache"))
+pytestmark = pytest.mark.usefixtures("offline")
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,7 @@ import realdata
 from chiralfair.datasets import load_dataset
 from chiralfair.exceptions import ChecksumError, DatasetError
 
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path_factory):
-    realdata.go_offline(monkeypatch, tmp_path_factory.mktemp("xdg-cache"))
+pytestmark = pytest.mark.usefixtures("offline")
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,7 @@ from chiralfair.datasets import DATASETS, dataset_names, describe_datasets, load
 from chiralfair.datasets import census as census_module
 from chiralfair.exceptions import DatasetError, DomainError
 
-
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch, tmp_path_factory):
-    realdata.go_offline(monkeypatch, tmp_path_factory.mktemp("xdg-cache"))
+pytestmark = pytest.mark.usefixtures("offline")
 
 
 @pytest.fixture(scope="module")

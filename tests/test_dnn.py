@@ -1,19 +1,13 @@
 import numpy as np
 import pytest
 import torch
-from threadpoolctl import threadpool_limits
 from toys import toy_dataset
 
 from chiralfair.exceptions import ConfigError
 from chiralfair.models.dnn import HIDDEN_LAYERS, PaperDNN, train_dnn
 from chiralfair.models.zoo import ModelSpec
 
-
-@pytest.fixture(autouse=True)
-def _one_blas_openmp_thread():
-    # The test machine is shared: OpenMP/BLAS threads spinning on busy cores made one HGB fit 170x slower.
-    with threadpool_limits(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 @pytest.fixture(scope="module")

@@ -4,18 +4,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from threadpoolctl import threadpool_limits
 from toys import toy_dataset
 
 from chiralfair.exceptions import ConfigError
 from chiralfair.models import ModelSpec, TrainedModel, resolve_cache_dir, train_model
 from chiralfair.models.training import cache_key
 
-
-@pytest.fixture(autouse=True)
-def _one_blas_openmp_thread():
-    with threadpool_limits(1):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline
-from threadpoolctl import threadpool_limits
 from toys import toy_dataset
 
 from chiralfair.exceptions import ConfigError
@@ -10,13 +9,8 @@ from chiralfair.models import ModelSpec, as_model, as_spec, model_names
 from chiralfair.models.zoo import default_params
 
 # MLPs on the toy rarely converge in their iteration budget; that warning is tested once, for lr, below.
-pytestmark = pytest.mark.filterwarnings("ignore:model 'mlp' did not converge")
-
-@pytest.fixture(autouse=True)
-def _one_blas_openmp_thread():
-    # The test machine is shared: OpenMP/BLAS threads spinning on busy cores made one HGB fit 170x slower.
-    with threadpool_limits(1):
-        yield
+pytestmark = [pytest.mark.filterwarnings("ignore:model 'mlp' did not converge"),
+              pytest.mark.usefixtures("one_blas_thread")]
 
 
 @pytest.fixture(scope="module")
