@@ -9,9 +9,10 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).parent))
 
 # Property-based tests draw the same examples on every run (a CI failure is reproducible), without deadlines (the
-# machine is shared). HYPOTHESIS_PROFILE=explore draws new examples each run.
-settings.register_profile("chiralfair", derandomize=True, deadline=None, print_blob=True)
-settings.register_profile("explore", deadline=None, print_blob=True)
+# machine is shared) and without an example database (no .hypothesis/ folder; a failure prints its reproduce blob).
+# HYPOTHESIS_PROFILE=explore draws new examples each run.
+settings.register_profile("chiralfair", derandomize=True, database=None, deadline=None, print_blob=True)
+settings.register_profile("explore", database=None, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "chiralfair"))
 
 from toys import biased_module, fair_module, toy_dataset, toy_domain  # noqa: E402
