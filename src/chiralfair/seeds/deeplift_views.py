@@ -10,9 +10,14 @@ Imported only when a torch module is explained.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..models._torch import require_torch
 
-torch = require_torch("explainer='deep'")
+if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
+    import torch
+else:
+    torch = require_torch("explainer='deep'")
 
 
 class RowsAsOneInput(torch.nn.Module):
