@@ -209,7 +209,7 @@ class Domain:
     constraints: tuple[Constraint, ...] = ()
     support: Support | None = field(default=None, repr=False, compare=False)
     # Derived tables (key radix, combinations, compiled couplings), filled on first use; fresh for every copy.
-    _derived: dict = field(default=None, init=False, repr=False, compare=False)
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_derived", {})
@@ -347,7 +347,7 @@ class Domain:
                       for n, a, b, k in zip(names, lo, hi, kinds, strict=True))
         domain = cls(feats, support=Support.from_data(X, feats))
         if protected or groups:
-            domain = domain.with_protected(protected if protected else list(groups), data=X, groups=groups,
+            domain = domain.with_protected(protected if protected else list(groups or ()), data=X, groups=groups,
                                            missing_protected=missing_protected)
         return domain
 
@@ -713,7 +713,9 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         out = np.zeros(len(X), dtype=bool)
-        position = self.protected_value_index(X) if self.attributes else None
+        if not self.attributes:
+            return out
+        position = self.protected_value_index(X)
         for j, a in enumerate(self.attributes):
             codes = np.array([self.features[c].missing if self.features[c].missing is not None
                               else self.features[c].lo - 1 for c in a.columns])
@@ -985,7 +987,7 @@ class Domain:
             options = self.combinations[allowed]
             pa = list(self.protected)
             nearest = np.abs(rows[bad][:, None, pa] - options[None, :, :]).sum(axis=2).argmin(axis=1)
-            rows[np.ix_(np.flatnonzero(bad), pa)] = options[nearest]
+            rows[np.ix_(np.flatnonzero(bad), np.asarray(pa))] = options[nearest]
         return rows
 
     def describe_constraints(self) -> list[str]:
@@ -1014,11 +1016,11 @@ class Domain:
         """
         if self.support is None:
             return None
-        return self.support.plausible(X, self._plausibility_pairs())
+        return self.support.plausible(X, self._plausibility_pairs(self.support))
 
-    def _plausibility_pairs(self) -> np.ndarray:
+    def _plausibility_pairs(self, support: Support) -> np.ndarray:
         if "pairs" not in self._derived:
-            self._derived["pairs"] = self.support.pair_columns(self)
+            self._derived["pairs"] = support.pair_columns(self)
         return self._derived["pairs"]
 
     def rare_pairs(self) -> list[dict]:
@@ -1032,7 +1034,7 @@ class Domain:
         """
         if self.support is None or not self.protected:
             return []
-        return self.support.rare_pairs(self, self._plausibility_pairs())
+        return self.support.rare_pairs(self, self._plausibility_pairs(self.support))
 
     def _require_protected(self):
         if not self.protected:
@@ -1375,11 +1377,11 @@ def _widened_to_declared(features: tuple[Feature, ...], declared: Sequence[Prote
     Bounds are measured on the data; a value the caller declares but the data never holds (``values=[0, 1]``
     on data holding only 1) is still a value of the attribute.
     """
-    features = list(features)
+    widened = list(features)
     for a in declared:
         rows = a.value_array()
         for j, c in enumerate(a.columns):
-            f = features[c]
+            f = widened[c]
             lo, hi = min(f.lo, int(rows[:, j].min())), max(f.hi, int(rows[:, j].max()))
             if (lo, hi) != (f.lo, f.hi):
                 outside = sorted({int(v) for v in rows[:, j] if not f.lo <= v <= f.hi})
@@ -1388,8 +1390,8 @@ def _widened_to_declared(features: tuple[Feature, ...], declared: Sequence[Prote
                            f"bounds are widened to [{lo}, {hi}]")
                 logger.info(message)
                 warnings.warn(message, DataWarning, stacklevel=4)
-                features[c] = replace(f, lo=lo, hi=hi)
-    return tuple(features)
+                widened[c] = replace(f, lo=lo, hi=hi)
+    return tuple(widened)
 
 
 def warn_unobserved_values(domain: Domain, data, *, only: Sequence[str] | None = None) -> dict[str, list[str]]:
