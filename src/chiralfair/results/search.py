@@ -66,6 +66,11 @@ class _LazyPairs:
         obj.__dict__.setdefault("_pairs", {})[self.name] = value
 
 
+def _lazy_pairs(name: str) -> Any:
+    """The :class:`_LazyPairs` of ``name``, typed for type checkers as the array it gives (a dataclass default)."""
+    return _LazyPairs(name)
+
+
 def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
     """Count IDIs by (own protected values, counterpart protected values), vectorised.
 
@@ -162,11 +167,11 @@ class SearchResult:
     n_tested: int
     n_queries: int
     seconds: float
-    idis: np.ndarray | None = _LazyPairs("idis")
-    counterparts: np.ndarray | None = _LazyPairs("counterparts")
-    idi_labels: np.ndarray | None = _LazyPairs("idi_labels")
-    counterpart_labels: np.ndarray | None = _LazyPairs("counterpart_labels")
-    phase: np.ndarray | None = _LazyPairs("phase")
+    idis: np.ndarray = _lazy_pairs("idis")
+    counterparts: np.ndarray = _lazy_pairs("counterparts")
+    idi_labels: np.ndarray = _lazy_pairs("idi_labels")
+    counterpart_labels: np.ndarray = _lazy_pairs("counterpart_labels")
+    phase: np.ndarray = _lazy_pairs("phase")
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     pa_pair_counts: np.ndarray | None = None
@@ -174,7 +179,7 @@ class SearchResult:
     pairs_path: str | None = None
     diversity: dict[str, Any] | None = None
     n_plausible_idis: int | None = None
-    plausible: np.ndarray | None = _LazyPairs("plausible")
+    plausible: np.ndarray | None = _lazy_pairs("plausible")
 
     def __post_init__(self):
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
