@@ -15,6 +15,7 @@ are kept in memory until :meth:`result`.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -234,7 +235,7 @@ class IDIRecorder:
         for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
             self._label_counts[values] = self._label_counts.get(values, 0) + count
         plausible = self.pair_plausible(X, C)
-        if plausible is not None:
+        if plausible is not None and self._n_plausible is not None:  # both are None when the domain has no support
             self._n_plausible += int(plausible.sum())
         if self.sink is not None:
             self.sink.write(X, C, y, yc, phase, plausible=plausible)
@@ -332,7 +333,7 @@ class IDIRecorder:
         seconds = self.seconds
         counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
         k = len(self.domain.protected)
-        common = dict(
+        common: dict[str, Any] = dict(
             generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
             n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
             n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,

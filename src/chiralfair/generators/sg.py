@@ -445,7 +445,7 @@ class _SGRun:
         No more than the limit leaves room for, and no local item beyond its global IDI's ``max_local`` cap.
         """
         room = min(self.p["batch_size"], self.limit - self.recorder.n_tested)
-        batch = []
+        batch: list[_Item] = []
         while self.queue and len(batch) < room:
             item = heapq.heappop(self.queue)
             key = self.domain.keys(item.x[None, :])[0]
