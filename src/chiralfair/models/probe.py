@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..exceptions import ConfigError, ModelCapabilityError, ModelInputError
 from .adapters import as_model, rewrapped
 from .protocol import in_domain_terms, with_column_named
+
+if TYPE_CHECKING:
+    from ..datasets.base import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +207,7 @@ def accepted_data_row(model, dataset) -> np.ndarray:
         f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(_data_columns(dataset))}")
 
 
-def restrict_to_accepted_values(model, dataset):
+def restrict_to_accepted_values(model, dataset) -> tuple[Dataset, list[str], np.ndarray | None]:
     """Probe the model with one counterpart per protected value; leave out the values it refuses.
 
     A data row the model accepts (:func:`accepted_data_row`) gets each value of each protected attribute in turn,

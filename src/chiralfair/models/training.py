@@ -31,6 +31,7 @@ import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 from filelock import FileLock
@@ -154,8 +155,8 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
                 logger.info("trained %s on %s (random_state=%d, %d rows) in %.2f s; cached at %s", spec.name,
                             dataset.name, random_state, len(train), train_seconds, path)
     from_cache = trained is None
-    if from_cache:
-        fitted, train_seconds = loaded
+    if trained is None:  # nothing was trained, so the cache entry was read
+        fitted, train_seconds = cast("tuple[Any, float]", loaded)
         trained = spec.wrap(fitted)
         logger.info("loaded %s on %s (random_state=%d) from %s", spec.name, dataset.name, random_state, path)
 
@@ -318,7 +319,7 @@ def _save(path: Path, spec: ModelSpec, fitted, *, key: str, train_seconds: float
         raise
 
 
-def _load(path: Path, spec: ModelSpec, key: str):
+def _load(path: Path, spec: ModelSpec, key: str) -> tuple[Any, float] | None:
     """``(fitted, train_seconds)`` from ``path``, or None if absent; a broken file warns and gives None."""
     if not path.exists():
         return None
