@@ -209,7 +209,9 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                               f"{domain.names}, got {X.shape}")
         return X.astype(np.int64, copy=False)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray, **fit_params) -> None:
+    # Each method names the fit parameters it takes (sample_weight=, added=, ...); *args, **fit_params typed Any
+    # let type checkers accept each of those signatures.
+    def _fit(self, X: np.ndarray, y: np.ndarray, *args: Any, **fit_params: Any) -> None:
         raise NotImplementedError
 
 

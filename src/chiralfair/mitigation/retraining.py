@@ -51,7 +51,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -524,7 +524,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     rng, random_state_described = resolve_random_state(random_state)
     counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
     paper_mode = _paper_mode(counting, mode, trainer) if "paper" in methods else None
-    if "paper" in methods:
+    if paper_mode is not None:  # "paper" in methods
         _check_trainable(counting, paper_mode, trainer)
     for name in methods:
         if name != "paper":
@@ -574,15 +574,16 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     for name in methods:
         for s in (shares if name in with_idis else (None,)):
             added, n_pairs = None, 0
-            if s is not None:
+            if s is not None and X_idi is not None and order is not None:  # a share of the IDIs found above
                 chosen = order[: shared_count(s, len(X_idi))]
                 added, n_pairs = added_rows(X_idi, X_counterpart, labels, chosen, pairs), int(len(chosen))
                 leakage["n_test_projections_added"] += projections.verify(domain, added[0], f"method {name!r}")
             t = time.perf_counter()
-            if name == "paper":
-                retrained, how[name] = _train_again(counting, dataset, train, *added, mode=paper_mode,
+            if name == "paper":  # it adds IDIs at every share: added holds their rows and labels
+                X_new, y_new = cast(tuple, added)
+                retrained, how[name] = _train_again(counting, dataset, train, X_new, y_new, mode=paper_mode,
                                                     trainer=trainer, random_state=train_seed, cache_dir=cache_dir)
-                info = {"n_rows_added": int(len(added[0]))}
+                info = {"n_rows_added": int(len(X_new))}
             else:
                 retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
                                             method_seeds[name])
