@@ -339,7 +339,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
     with_idis = [m for m in methods if m == "paper" or method_params.get(m, {}).get("with_idis")]
     without = [m for m in methods if m not in with_idis]
     trained = inputs.trained
-    found, figures, summary = {}, {s: {} for s in cell.seeds}, {}
+    figures: dict[str, dict[str, Any]] = {s: {} for s in cell.seeds}
+    found, summary = {}, {}
     for strategy in (cell.seeds if with_idis else ()):
         t = time.perf_counter()
         found[strategy], info = search_training_rows(

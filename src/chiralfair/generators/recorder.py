@@ -40,7 +40,7 @@ class SortedKeySet:
     per key; membership is a binary search in each run.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._runs: list[np.ndarray] = []
         self._size = 0
 
@@ -100,7 +100,7 @@ class SortedKeySet:
 class ObjectKeySet:
     """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python set."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._set: set = set()
 
     def __len__(self) -> int:

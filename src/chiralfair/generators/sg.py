@@ -79,7 +79,7 @@ def solve_interval(constraints: Sequence[Predicate], x: np.ndarray, domain: Doma
     return out
 
 
-def _feasible_intervals(constraints, domain):
+def _feasible_intervals(constraints, domain) -> tuple[dict[int, int], dict[int, int]]:
     lo: dict[int, int] = {}
     hi: dict[int, int] = {}
     for p in constraints:

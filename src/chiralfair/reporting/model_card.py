@@ -313,7 +313,7 @@ def _retrain_parts(r) -> tuple[list[dict], list[dict], list[str]]:
 
 
 def _metric(kind: str, value, slice_text: str, bounds) -> dict[str, Any]:
-    out = {"type": kind, "value": "undefined" if value is None else _number(value), "slice": slice_text}
+    out: dict[str, Any] = {"type": kind, "value": "undefined" if value is None else _number(value), "slice": slice_text}
     if bounds is not None and bounds[0] is not None:
         out["confidenceInterval"] = {"lowerBound": _number(bounds[0]), "upperBound": _number(bounds[1])}
     return out

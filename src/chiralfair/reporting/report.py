@@ -568,7 +568,7 @@ def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | 
     With its interval, beside the share affected (either side of a pair). Returns the file name or None.
     """
     groups = [g for g in (verdict or {}).get("groups", ()) if g["n"] and g.get("share_harmed") is not None]
-    if not groups:
+    if verdict is None or not groups:
         (folder / SHARE_PLOT).unlink(missing_ok=True)
         return None
     plt = _pyplot()

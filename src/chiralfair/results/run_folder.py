@@ -24,7 +24,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -354,7 +354,7 @@ class PairSink:
         if self._buffer:
             arrays = [np.concatenate(a) for a in zip(*self._buffer, strict=True)]
         else:
-            d = self._encoder.domain.n_features
+            d = cast(_PairEncoder, self._encoder).domain.n_features  # opened: write() and close() check it
             arrays = [np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0, np.int64),
                       np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, bool)]
         n, start = len(arrays[0]), 0
@@ -371,7 +371,8 @@ class PairSink:
     def _write_part(self, arrays: list[np.ndarray]) -> None:
         import pyarrow.parquet as pq
 
-        table = self._encoder.table(*arrays[:5], plausible=arrays[5] if self._with_plausible else None)
+        encoder = cast(_PairEncoder, self._encoder)  # opened: write() and close() check it
+        table = encoder.table(*arrays[:5], plausible=arrays[5] if self._with_plausible else None)
         name = f"part-{self.n_parts:06d}.parquet"
         fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
         os.close(fd)
@@ -397,7 +398,7 @@ class _PairEncoder:
         self._phases = pa.array(PHASES, type=pa.string())
         self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
 
-    def table(self, X, C, y, yc, phase_codes, plausible=None):
+    def table(self, X, C, y, yc, phase_codes, *, plausible=None):
         import pyarrow as pa
 
         columns, names = [], []

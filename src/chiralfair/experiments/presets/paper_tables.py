@@ -312,7 +312,8 @@ def _idis_rows(sub: pd.DataFrame, order, paper, generator: str, ratio_pairs=None
     header = ["row", *map(strategy_label, strategies),
               *(f"{strategy_label(a)} / {strategy_label(b)}" for a, b in pairs)]
     header += ["paper original → I&D"] if has_paper else []
-    body, ratio_columns = [], {p: [] for p in pairs}
+    body = []
+    ratio_columns: dict[tuple[str, str], list[float]] = {p: [] for p in pairs}
     for row in order["row"]:
         cells = [_cell(r, "n_idis") if (r := _lookup(sub, row=row, seeds=s)) is not None else "–"
                  for s in strategies]
