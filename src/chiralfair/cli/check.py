@@ -11,7 +11,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer.core import TyperCommand
@@ -46,20 +46,25 @@ from .options import (
 # Mirrors chiralfair.verdict.gate (not imported here: the command must refuse a bad flag before pandas loads).
 REFUSED = 3
 CRASHED = 4
-# The usage-error classes of the click typer runs on (its own vendored copy in recent typer, click itself before).
-USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+if TYPE_CHECKING:  # the classes themselves, for type checkers (typer's vendored click is private)
+    from typer._click import Context as ClickContext
+    from typer._click.exceptions import ClickException as CLICK_EXCEPTION
+    from typer._click.exceptions import UsageError as USAGE_ERROR
+else:
+    # The usage-error classes of the click typer runs on (its own vendored copy in recent typer, click itself before).
+    USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 class GateCommand(TyperCommand):
     """A command whose usage errors exit 3, since its exit code 2 means "undecided"."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         """Parse as click does; a usage error exits 3.
 
         Parameters
         ----------
-        ctx : typer.Context
+        ctx : click.Context
         args : list of str
             The command line's remaining words.
 

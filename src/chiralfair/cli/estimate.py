@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -75,7 +75,7 @@ def estimate(
     from ..pipeline.checks import check_protected_given, counterpart_options
     from ..pipeline.exports import check_model_card_path
 
-    params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
+    params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma, "plausible_only": plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         check_protected_given(protected, name="--protected")
