@@ -21,4 +21,5 @@ __all__ = sorted(_MODULE_OF)
 if TYPE_CHECKING:
     from .domain import MISSING_POLICIES, Domain, Feature, Kind, ProtectedAttribute, group_name  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -26,4 +26,5 @@ if TYPE_CHECKING:
         protected_pair_counts,
     )
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
