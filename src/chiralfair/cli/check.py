@@ -7,6 +7,7 @@ option), 4 an unexpected error. So a typo never reads as "undecided", and a cras
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
@@ -40,6 +41,24 @@ USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "Usage
 CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
+@contextlib.contextmanager
+def usage_errors_refused():
+    """Give a click usage error (a misspelt option or command, a bad value) the exit code of a refusal, 3.
+
+    The gate's exit code 2 means "undecided", which click uses for usage errors; a typo must not read as it.
+
+    Yields
+    ------
+    None
+        Click's parsing runs inside.
+    """
+    try:
+        yield
+    except USAGE_ERROR as err:
+        err.exit_code = REFUSED
+        raise
+
+
 class GateCommand(TyperCommand):
     """A command whose usage errors exit 3, since its exit code 2 means "undecided"."""
 
@@ -56,11 +75,8 @@ class GateCommand(TyperCommand):
         -------
         list of str
         """
-        try:
+        with usage_errors_refused():
             return super().parse_args(ctx, args)
-        except USAGE_ERROR as err:
-            err.exit_code = REFUSED
-            raise
 
 
 @with_option_groups
