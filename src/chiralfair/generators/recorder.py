@@ -210,6 +210,7 @@ class IDIRecorder:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
+        X = self._inside_the_domain(X, phase)
         res = self.checker.check(self.domain.repair(X), with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         keys = self.domain.keys(res.X)
@@ -223,6 +224,19 @@ class IDIRecorder:
             self._n_phase[phase] += n_new
             self._record_pairs(res, new, phase)
         return res, new
+
+    def _inside_the_domain(self, X, phase: str) -> np.ndarray:
+        """``X`` as given when it is integer codes inside the bounds; else the DomainError naming the first fault.
+
+        A candidate outside the bounds would be counted as an IDI that no person can be (and, under a coupling,
+        fail deep inside the counterpart construction), so it is refused here, at the cost of two comparisons.
+        """
+        X = np.asarray(X)
+        domain = self.domain
+        if (X.ndim != 2 or X.shape[1] != domain.n_features or X.dtype.kind not in "iu"
+                or (X < domain.lower).any() or (X > domain.upper).any()):
+            return domain.validate(X, what=f"{phase} candidates (a generator clips them into the domain first)")
+        return X
 
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
         X, C = res.X[new], res.counterparts(self.domain)[new]

@@ -66,6 +66,7 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
+from ..storage import json_default
 from .base import check_shares, make_method, unfitted_copy
 from .evaluation import CONFIDENCE, Evaluator, wilson
 from .guardrail import DEFAULT_MAX_F1_LOSS, judge
@@ -227,7 +228,7 @@ class RetrainResult:
         d["rows"] = list(self.rows)
         d["notes"] = list(self.notes)
         d["methods"] = list(self.methods)
-        return json.dumps(d, indent=2, default=_json_default)
+        return json.dumps(d, indent=2, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> RetrainResult:
@@ -922,16 +923,4 @@ def _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
 
 
 def _plain_row(row: dict) -> dict:
-    return {k: _json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"cannot serialize {type(o).__name__}")
+    return {k: json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}

@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import __version__
 from ..exceptions import ConfigError
+from ..storage import atomic_path, atomic_write_text
 
 SPEC_VERSION = "1.6"
 CARD_SUFFIXES = (".json", ".md")
@@ -191,12 +192,11 @@ def write_model_card(subject, path: str | os.PathLike, *, model=None) -> Path:
 
         card = add_to_skops_card(skops.card.Card(model), subject)
         path.parent.mkdir(parents=True, exist_ok=True)
-        card.save(path)
+        with atomic_path(path) as tmp:
+            card.save(tmp)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(cyclonedx_model_card(subject), indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(cyclonedx_model_card(subject), indent=2) + "\n")
     return path
 
 
@@ -320,6 +320,7 @@ def _metric(kind: str, value, slice_text: str, bounds) -> dict[str, Any]:
 
 
 def _content_id(obj) -> uuid.UUID:
+    # Not storage.canonical_json: its compact separators would give every card already written a new UUID.
     return uuid.uuid5(uuid.NAMESPACE_URL, "chiralfair:" + json.dumps(obj, sort_keys=True))
 
 

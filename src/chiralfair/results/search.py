@@ -17,6 +17,7 @@ import pandas as pd
 from .. import __version__
 from ..domain import Domain
 from ..exceptions import ConfigError
+from ..storage import json_default
 from .run_folder import read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
@@ -348,7 +349,7 @@ class SearchResult:
         d["success_rate"] = self.success_rate
         # an empty result keeps its width
         d["n_features"] = int(self.idis.shape[1]) if self.idis.ndim == 2 else 0
-        return json.dumps(d, default=_json_default)
+        return json.dumps(d, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> SearchResult:
@@ -518,7 +519,7 @@ class SeedReport:
         d["notes"] = list(self.notes)
         for name in SEED_RATES:
             d[name] = getattr(self, name)
-        return json.dumps(d, default=_json_default)
+        return json.dumps(d, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> SeedReport:
@@ -545,15 +546,3 @@ class SeedReport:
 
 # Derived figures of a SeedReport, written to its JSON and dropped when read back.
 SEED_RATES = ("initialization_rate", "candidate_idi_share", "initial_idis_per_1000_queries")
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.bool_):
-        return bool(o)
-    raise TypeError(f"cannot serialize {type(o).__name__}")
