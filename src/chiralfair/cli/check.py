@@ -12,7 +12,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
@@ -106,7 +106,7 @@ def check(
     the confidence spent over the looks so that the repeated looks keep it. Exit 3: a refusal or usage error; 4: an
     unexpected error (its traceback on standard error).
     """
-    params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
+    params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma, "plausible_only": counterparts.plausible_only}
     try:
         decision = _decide(max_share, inputs, counterparts, population, favourable, params, verbose, model_card)

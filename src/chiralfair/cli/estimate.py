@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -40,7 +40,7 @@ def estimate(
     mlflow: MlflowOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
-    params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
+    params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma, "plausible_only": counterparts.plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
         inputs.check(model_card)

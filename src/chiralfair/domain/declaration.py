@@ -215,11 +215,11 @@ def widened_to_declared(features: tuple[Feature, ...], declared: Sequence[Protec
     DataWarning
         For each feature whose bounds are widened, naming the attribute and the values.
     """
-    features = list(features)
+    widened = list(features)
     for a in declared:
         rows = a.value_array()
         for j, c in enumerate(a.columns):
-            f = features[c]
+            f = widened[c]
             lo, hi = min(f.lo, int(rows[:, j].min())), max(f.hi, int(rows[:, j].max()))
             if (lo, hi) != (f.lo, f.hi):
                 outside = sorted({int(v) for v in rows[:, j] if not f.lo <= v <= f.hi})
@@ -228,8 +228,8 @@ def widened_to_declared(features: tuple[Feature, ...], declared: Sequence[Protec
                            f"bounds are widened to [{lo}, {hi}]")
                 logger.info(message)
                 warnings.warn(message, DataWarning, stacklevel=4)
-                features[c] = replace(f, lo=lo, hi=hi)
-    return tuple(features)
+                widened[c] = replace(f, lo=lo, hi=hi)
+    return tuple(widened)
 
 
 def warn_unobserved_values(domain: Domain, data, *, only: Sequence[str] | None = None) -> dict[str, list[str]]:

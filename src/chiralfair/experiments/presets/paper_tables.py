@@ -829,5 +829,5 @@ def _curves(panels, order, name: str) -> Figure:
 
 
 # The builders take (name, tidy, grid, paper) as the module docstring says; paper is paper_numbers(name).
-REPORTS: dict[str, Callable[[str, pd.DataFrame, Mapping[str, Any], dict], PresetReport]] = {
+REPORTS: dict[str, Callable[[str, pd.DataFrame, Mapping[str, Any], Mapping[str, Any]], PresetReport]] = {
     "table2": _table2, "table3": _table3, "table4": _table4, "fig6": _fig6, "fig7": _fig7, "ablation": _ablation}
