@@ -39,11 +39,8 @@ class ChiralfairGroup(TyperGroup):
         list of str
             The words left for the command.
         """
-        try:
+        with check.usage_errors_refused():
             return super().parse_args(ctx, args)
-        except check.USAGE_ERROR as err:
-            err.exit_code = check.REFUSED
-            raise
 
     def resolve_command(self, ctx: ClickContext, args: list[str]):
         """Find the command as click does; an unknown one exits 3.
@@ -59,11 +56,8 @@ class ChiralfairGroup(TyperGroup):
         tuple
             ``(name, command, args)``, as click returns it.
         """
-        try:
+        with check.usage_errors_refused():
             return super().resolve_command(ctx, args)
-        except check.USAGE_ERROR as err:
-            err.exit_code = check.REFUSED
-            raise
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=ChiralfairGroup,

@@ -15,7 +15,7 @@ from ..exceptions import DomainError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..domain.domain import MissingPolicy
+    from ..domain.features import MissingPolicy
     from .codec import FrameCodec
 
 

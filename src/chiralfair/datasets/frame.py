@@ -20,7 +20,7 @@ from .protected import check_protected_columns
 from .values import alike_groups, is_missing_token, show_spelling, spelling_key
 
 if TYPE_CHECKING:
-    from ..domain.domain import MissingPolicy
+    from ..domain.features import MissingPolicy
 
 MISSING_LABEL = "missing"
 

@@ -414,8 +414,7 @@ def check_methods(method) -> tuple[str, ...]:
     if not names:
         raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}")
     for name in names:
-        if name not in METHODS:
-            raise ConfigError(f"unknown mitigation method {name!r}; valid: {', '.join(sorted(METHODS))}")
+        METHODS.check(name)
     return tuple(dict.fromkeys(names))
 
 

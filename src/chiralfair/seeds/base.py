@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._random import RandomState, resolve_random_state
+from .._registry import Registry
 from .._validation import check_int
 from ..datasets.base import Dataset
 from ..exceptions import ConfigError, ModelInputError
@@ -21,7 +22,7 @@ from ..results import SeedReport, base_meta
 
 logger = logging.getLogger(__name__)
 
-SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
+SEED_STRATEGIES: Registry[Callable[..., SeedStrategy]] = Registry("seed strategy")
 
 
 def register_seed_strategy(name: str):
@@ -38,10 +39,7 @@ def register_seed_strategy(name: str):
         The class decorator.
     """
     def deco(cls):
-        if name in SEED_STRATEGIES:
-            raise ConfigError(f"seed strategy {name!r} is already registered")
-        SEED_STRATEGIES[name] = cls
-        return cls
+        return SEED_STRATEGIES.add(name, cls)
     return deco
 
 
@@ -82,9 +80,7 @@ def make_seed_strategy(name: str, **params) -> SeedStrategy:
     ('iandd', (20, 2), 0.45)
     """
     from . import _load_all  # noqa: F401  (registers the built-in strategies)
-    if name not in SEED_STRATEGIES:
-        raise ConfigError(f"unknown seed strategy {name!r}; valid: {', '.join(sorted(SEED_STRATEGIES))}")
-    return SEED_STRATEGIES[name](**params)
+    return SEED_STRATEGIES.make(name, **params)
 
 
 class SeedStrategy(ABC):
