@@ -63,6 +63,15 @@ def test_standardisation_is_a_fixed_layer_with_training_moments(easy):
     assert "input_mean" not in dict(m.named_parameters())
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_scripts_as_torchscript_with_its_buffers():
+    # A retrained DNN is saved with torch.jit.script (models.files); a class-level annotation of the buffers would make
+    # scripting fail and the save fall back to tracing without a word.
+    m = PaperDNN(4, mean=[1.0, 2.0, 3.0, 4.0], std=[1.0, 2.0, 4.0, 8.0])
+    x = torch.randn(5, 4, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(torch.jit.script(m)(x), m(x))
+
+
 @pytest.mark.parametrize("standardize", [False, True])
 def test_input_gradient_matches_finite_differences(easy, standardize):
     model = ModelSpec("dnn", {"standardize": standardize, "epochs": 3}).fit(easy.X, easy.y, random_state=0)

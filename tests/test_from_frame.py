@@ -293,3 +293,17 @@ def test_a_schema_declares_couplings_and_constraints(tmp_path):
     path.write_text('label = "y"\nprotected = ["sex"]\ncouple = "sex:relationship"\n')
     with pytest.raises(DatasetError, match="couple must be a table"):
         read_schema(path)
+
+
+def test_observed_values_only_beside_a_constraint():
+    # Constraint.columns is a property: calling it failed with "'tuple' object is not callable" on any domain with a
+    # constraint, instead of re-encoding a column the rule does not name and refusing one it does.
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], 50), "years": rng.integers(0, 10, 50),
+                       "hours": rng.integers(1, 9, 50) * 5, "y": rng.integers(0, 2, 50)})
+    df["age"] = df["years"] + 20 + rng.integers(0, 8, 50) * 5
+    ds = from_frame(df, label="y", positive_class=1, protected=["sex"], constraints=["age >= years + 20"])
+    hours = ds.with_observed_values_only(["hours"]).domain.features[ds.domain.index("hours")]
+    assert hours.size == df["hours"].nunique()
+    with pytest.raises(DomainError, match="feature 'age' is named by a constraint or coupling"):
+        ds.with_observed_values_only(["age"])

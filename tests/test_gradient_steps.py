@@ -3,6 +3,7 @@ import pytest
 from toys import LinearToy, toy_domain
 
 from chiralfair.domain import Domain, Feature
+from chiralfair.exceptions import ConfigError
 from chiralfair.generators import gradient_steps, make_generator
 from chiralfair.generators.gradient_steps import (
     ChainChecks,
@@ -67,6 +68,15 @@ def test_chain_checks_counterpart_choices():
     np.testing.assert_array_equal(checks.max_difference(), [2, 1])
     picks = {int(checks.random_flip(np.random.default_rng(s))[0]) for s in range(50)}
     assert picks == {1, 2}
+
+
+def test_chain_checks_refuse_a_check_without_probabilities():
+    # Without probabilities, set_rows would write None (NaN) into the chains' P(y=1) without a word.
+    domain = toy_domain()
+    model = as_model(LinearToy([3, 0.5, 1, 0.8, 0.6], -11.45))
+    check = DiscriminationCheck(model, domain).check(domain.sample(3, np.random.default_rng(0)))
+    with pytest.raises(ConfigError, match="with_proba=True"):
+        ChainChecks.from_result(check)
 
 
 @pytest.mark.parametrize(("max_local", "interval", "rows"), [(0, 1, 0), (1, 1, 2), (10, 1, 20), (10, 5, 4),

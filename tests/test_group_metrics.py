@@ -7,6 +7,7 @@ import pytest
 from toys import biased_module, is_biased_idi, toy_dataset
 
 import chiralfair
+from chiralfair.exceptions import ConfigError
 from chiralfair.models import as_model
 from chiralfair.verdict.group_metrics import group_metrics, held_out_rows
 
@@ -67,6 +68,13 @@ def test_a_group_without_positive_rows_has_an_undefined_tpr_not_a_number():
     assert female["tpr"] is None and female["tpr_lower"] is None and female["fpr"] is not None
     assert "undefined" in "\n".join(gm.lines()) and any("sex=Female (TPR)" in n for n in gm.notes)
     assert np.isnan(gm.to_frame().set_index("group").loc["sex=Female", "tpr"])
+
+
+def test_no_protected_attribute_is_refused():
+    # It gave GroupMetrics(overall=None), whose to_dict() and lines() then failed on None.
+    frame = held_out_rows(as_model(biased_module()), toy_dataset(100), np.arange(100))
+    with pytest.raises(ConfigError, match="at least one protected attribute"):
+        group_metrics(frame, [])
 
 
 def test_fairlearns_bootstrap_on_request():

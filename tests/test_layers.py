@@ -6,7 +6,7 @@ from pathlib import Path
 import chiralfair
 
 LAYERS = [
-    {"chiralfair", "exceptions", "_validation", "_random", "_lazy", "_deadline"},
+    {"chiralfair", "exceptions", "_validation", "_random", "_lazy", "_deadline", "_registry", "storage"},
     {"domain"},
     {"datasets"},
     {"models"},

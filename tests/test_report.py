@@ -175,3 +175,22 @@ def test_a_run_without_verdict_says_so_and_still_writes_the_html(tmp_path):
     assert "No verdict in this run" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "report.html").exists() and not (tmp_path / "harm_by_group.png").exists()
     assert json.loads((tmp_path / "result.json").read_text())["verdict"] is None
+
+
+def test_a_run_without_idis_says_it_is_no_proof_of_fairness_wherever_it_is_shown(tmp_path):
+    # One text (reporting.report.NO_IDI_TEXT) for the printed summary, report.md and the notebook view.
+    from toys import biased_module, fair_module, toy_dataset
+
+    import chiralfair
+    from chiralfair.reporting.report import NO_IDI_TEXT
+
+    assert NO_IDI_TEXT == "no IDI found within this budget — not a proof of fairness."
+    kw = dict(favourable=1, seeds="random", max_global=10, max_local=5)
+    fair = chiralfair.audit(fair_module(), toy_dataset(400), **kw, out=tmp_path / "fair")
+    assert fair.n_idis == 0
+    assert NO_IDI_TEXT in fair.summary() and NO_IDI_TEXT in fair._repr_html_()
+    assert "No IDI found within this budget — not a proof of fairness." in (tmp_path / "fair" / "report.md").read_text()
+    biased = chiralfair.audit(biased_module(), toy_dataset(400), **kw, out=tmp_path / "biased")
+    assert biased.n_idis > 0
+    shown = biased.summary() + biased._repr_html_() + (tmp_path / "biased" / "report.md").read_text()
+    assert "not a proof" not in shown

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .pipeline.front import AuditResult, audit, estimate, retrain
 
 # Lazy, so that ``import chiralfair`` stays light (audit pulls in sklearn, pandas and torch).
-__getattr__, __dir__ = lazy_attributes(__name__, {"audit": "pipeline.front", "AuditResult": "pipeline.front",
-                                                  "estimate": "pipeline.front", "retrain": "pipeline.front"},
-                                       globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, {"audit": "pipeline.front", "AuditResult": "pipeline.front",
+                                                      "estimate": "pipeline.front", "retrain": "pipeline.front"},
+                                           globals())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+from typing import cast
 
 import numpy as np
 
@@ -69,7 +70,7 @@ def resolve_random_state(random_state: RandomState) -> tuple[np.random.Generator
         seed = int(random_state.randint(0, _MAX_DRAWN_SEED))
         return np.random.default_rng(seed), f"numpy.random.RandomState, drew seed {seed}"
     if random_state is None:
-        seed = int(np.random.SeedSequence().entropy)
+        seed = int(cast(int, np.random.SeedSequence().entropy))  # without a given entropy, one int is drawn
         return np.random.default_rng(seed), f"None (fresh entropy), drew seed {seed}"
     if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
         raise ConfigError("random_state must be None, an int >= 0, a numpy.random.RandomState or a "

@@ -48,7 +48,12 @@ class ModelInputError(ModelCapabilityError):
         That feature's code in the input.
     model_error : str
         ``"ErrorType: first line of the model's message"``.
+    in_domain_terms : bool
+        Whether the message already names the feature and value as the domain does
+        (:func:`chiralfair.models.protocol.in_domain_terms`).
     """
+
+    in_domain_terms: bool = False
 
     def __init__(self, message: str, *, model_name: str = "model", column: int | None = None,
                  code: int | None = None, model_error: str = ""):

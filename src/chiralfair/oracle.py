@@ -15,6 +15,7 @@ an IDI (``CheckResult.possible``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -193,12 +194,12 @@ class DiscriminationCheck:
             own_proba[~inside] = outside_proba
         if possible is not None:  # impossible counterparts were not queried: they take x's own outcome
             cf_labels = np.where(possible, cf_labels, labels[:, None])
-            if with_proba:
+            if own_proba is not None:
                 proba = np.where(possible, proba, own_proba[:, None])
         differs = cf_labels != labels[:, None]
         is_idi = differs.any(axis=1)
         cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
-        if with_proba:
+        if own_proba is not None:  # with_proba
             gap = np.abs(proba - own_proba[:, None])
             if possible is not None:
                 gap = np.where(possible, gap, -1.0)
@@ -228,14 +229,15 @@ class DiscriminationCheck:
             m = len(chunk)
             rows = domain.counterparts(chunk).reshape(m * k, -1)
             send = np.ones(m * k, dtype=bool)
-            if constrained:
+            if possible is not None:  # constrained
                 ok = domain.satisfies(rows).reshape(m, k)
                 possible[start:start + m] = ok
                 itself = np.zeros((m, k), dtype=bool)
                 itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
                 send = (ok | itself).ravel()
             if plausible is not None:
-                plausible[start:start + m] = domain.plausible(rows).reshape(m, k)
+                # an array, not None: the domain has a support
+                plausible[start:start + m] = cast(np.ndarray, domain.plausible(rows)).reshape(m, k)
             outside = chunk[chunk_own < 0]
             batch = np.concatenate([rows[send], outside])
             lab, prob = self.model.predict_with_proba(batch) if with_proba else (self.model.predict(batch), None)
@@ -244,7 +246,7 @@ class DiscriminationCheck:
             block[send] = lab[:n_sent]
             cf[start:start + m] = block.reshape(m, k)
             out.append(lab[n_sent:])
-            if with_proba:
+            if pcf is not None and prob is not None:  # with_proba
                 pblock = pcf[start:start + m].reshape(-1)
                 pblock[send] = prob[:n_sent]
                 pcf[start:start + m] = pblock.reshape(m, k)

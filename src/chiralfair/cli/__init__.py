@@ -8,12 +8,15 @@ name tables only.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from typer.core import TyperGroup
 
 from . import check, datasets, estimate, experiment, retrain, run, seeds
+
+if TYPE_CHECKING:
+    from typer._click import Context as ClickContext
 
 
 class ChiralfairGroup(TyperGroup):
@@ -22,12 +25,12 @@ class ChiralfairGroup(TyperGroup):
     So ``chiralfair chek ...`` in a CI script never reads as the gate's 2 (undecided).
     """
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         """Parse as click does; a usage error exits 3.
 
         Parameters
         ----------
-        ctx : typer.Context
+        ctx : click.Context
         args : list of str
             The command line's remaining words.
 
@@ -36,18 +39,15 @@ class ChiralfairGroup(TyperGroup):
         list of str
             The words left for the command.
         """
-        try:
+        with check.usage_errors_refused():
             return super().parse_args(ctx, args)
-        except check.USAGE_ERROR as err:
-            err.exit_code = check.REFUSED
-            raise
 
-    def resolve_command(self, ctx: typer.Context, args: list[str]):
+    def resolve_command(self, ctx: ClickContext, args: list[str]):
         """Find the command as click does; an unknown one exits 3.
 
         Parameters
         ----------
-        ctx : typer.Context
+        ctx : click.Context
         args : list of str
             The command line's remaining words.
 
@@ -56,11 +56,8 @@ class ChiralfairGroup(TyperGroup):
         tuple
             ``(name, command, args)``, as click returns it.
         """
-        try:
+        with check.usage_errors_refused():
             return super().resolve_command(ctx, args)
-        except check.USAGE_ERROR as err:
-            err.exit_code = check.REFUSED
-            raise
 
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=ChiralfairGroup,

@@ -7,59 +7,72 @@ option), 4 an unexpected error. So a typo never reads as "undecided", and a cras
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from ..exceptions import ConfigError
-from .console import ESTIMATE_FLAGS, FLAGS, only_with_data, parse_bins, refusals, setup_logging
+from .console import ESTIMATE_FLAGS, FLAGS, refusals, setup_logging
 from .estimate import _label
 from .options import (
-    BinsOpt,
-    CacheOpt,
-    ChecksumOpt,
-    ConstraintOpt,
-    CoupleOpt,
-    DataHomeOpt,
-    DataOpt,
-    LabelOpt,
+    Counterparts,
+    GammaOpt,
+    Inputs,
+    MaxQueriesOpt,
     ModelCardOpt,
-    ModelOutputOpt,
-    PlausibleOpt,
-    PositiveOpt,
-    ProtectedOpt,
-    RandomOpt,
-    RunDatasetOpt,
-    RunModelOpt,
-    SchemaOpt,
-    TestOpt,
-    TestSizeOpt,
-    TrustOpt,
+    OutcomeOpt,
+    PopulationOpt,
     VerboseOpt,
+    own_data_counterparts,
+    with_option_groups,
 )
 
 # Mirrors chiralfair.verdict.gate (not imported here: the command must refuse a bad flag before pandas loads).
 REFUSED = 3
 CRASHED = 4
-# The usage-error classes of the click typer runs on (its own vendored copy in recent typer, click itself before).
-USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+if TYPE_CHECKING:  # the classes themselves, for type checkers (typer's vendored click is private)
+    from typer._click import Context as ClickContext
+    from typer._click.exceptions import ClickException as CLICK_EXCEPTION
+    from typer._click.exceptions import UsageError as USAGE_ERROR
+else:
+    # The usage-error classes of the click typer runs on (its own vendored copy in recent typer, click itself before).
+    USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+    CLICK_EXCEPTION = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+@contextlib.contextmanager
+def usage_errors_refused():
+    """Give a click usage error (a misspelt option or command, a bad value) the exit code of a refusal, 3.
+
+    The gate's exit code 2 means "undecided", which click uses for usage errors; a typo must not read as it.
+
+    Yields
+    ------
+    None
+        Click's parsing runs inside.
+    """
+    try:
+        yield
+    except USAGE_ERROR as err:
+        err.exit_code = REFUSED
+        raise
 
 
 class GateCommand(TyperCommand):
     """A command whose usage errors exit 3, since its exit code 2 means "undecided"."""
 
-    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
         """Parse as click does; a usage error exits 3.
 
         Parameters
         ----------
-        ctx : typer.Context
+        ctx : click.Context
         args : list of str
             The command line's remaining words.
 
@@ -67,51 +80,28 @@ class GateCommand(TyperCommand):
         -------
         list of str
         """
-        try:
+        with usage_errors_refused():
             return super().parse_args(ctx, args)
-        except USAGE_ERROR as err:
-            err.exit_code = REFUSED
-            raise
 
 
+@with_option_groups
 def check(
+    *,
     max_share: Annotated[float, typer.Option(
         "--max-share", help="Largest acceptable share of individuals affected, in [0, 1], e.g. 0.02.")],
-    dataset: RunDatasetOpt = None,
-    protected: ProtectedOpt = None,
-    model: RunModelOpt = None,
+    inputs: Inputs,
     confidence: Annotated[float, typer.Option(help="Confidence level of the decision.")] = 0.95,
-    population: Annotated[str, typer.Option(
-        help="Individuals: test (the held-out rows), rows (every row of the data) or domain (uniform draws).")
-    ] = "test",
+    population: PopulationOpt = "test",
     margin: Annotated[float, typer.Option(
         help="Stop (undecided) once the interval lies within this of the estimate.")] = 0.005,
-    max_queries: Annotated[int | None, typer.Option(help="Query budget (default: none but the margin).")] = None,
+    max_queries: MaxQueriesOpt = None,
     method: Annotated[str, typer.Option(
         help="Interval: clopper-pearson (keeps the confidence over the looks) or wilson.")] = "clopper-pearson",
-    gamma: Annotated[float | None, typer.Option(
-        help="Count a pair only if its probability gap is at least this (KOSEI's gamma).")] = None,
-    favourable: Annotated[str | None, typer.Option(
-        help="The favourable outcome: with --data a label value (default: the positive class); on a benchmark the "
-             "label 0 or 1 (default: the dataset's; compas: 0).")] = None,
-    random_state: RandomOpt = 0,
-    data_home: DataHomeOpt = None,
-    cache_dir: CacheOpt = None,
-    allow_checksum_mismatch: ChecksumOpt = False,
+    gamma: GammaOpt = None,
+    favourable: OutcomeOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the decision and the verdict as JSON.")] = False,
     verbose: VerboseOpt = False,
-    data: DataOpt = None,
-    label: LabelOpt = None,
-    positive_class: PositiveOpt = None,
-    bins: BinsOpt = None,
-    schema: SchemaOpt = None,
-    test: TestOpt = None,
-    test_size: TestSizeOpt = None,
-    trust_model_file: TrustOpt = False,
-    model_output: ModelOutputOpt = None,
-    couple: CoupleOpt = None,
-    constraint: ConstraintOpt = None,
-    plausible_only: PlausibleOpt = False,
+    counterparts: Counterparts,
     model_card: ModelCardOpt = None,
 ) -> None:
     """Fairness gate: exit 0 if the share affected is at most --max-share, 1 if above, 2 if undecided, 3 if refused.
@@ -121,11 +111,10 @@ def check(
     the confidence spent over the looks so that the repeated looks keep it. Exit 3: a refusal or usage error; 4: an
     unexpected error (its traceback on standard error).
     """
+    params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
+              "gamma": gamma, "plausible_only": counterparts.plausible_only}
     try:
-        decision = _decide(max_share, dataset, protected, model, confidence, population, margin, max_queries, method,
-                           gamma, favourable, random_state, data_home, cache_dir, allow_checksum_mismatch, verbose,
-                           data, label, positive_class, bins, schema, test, test_size, trust_model_file,
-                           model_output, model_card, couple, constraint, plausible_only)
+        decision = _decide(max_share, inputs, counterparts, population, favourable, params, verbose, model_card)
     except (typer.Exit, typer.Abort, CLICK_EXCEPTION, KeyboardInterrupt):
         raise
     except Exception as err:  # a bug must not read as a decision (1 would say "unfair")
@@ -140,51 +129,33 @@ def check(
     raise typer.Exit(code=decision.exit_code)
 
 
-def _decide(max_share, dataset, protected, model, confidence, population, margin, max_queries, method, gamma,
-            favourable, random_state, data_home, cache_dir, allow_checksum_mismatch, verbose, data, label,
-            positive_class, bins, schema, test, test_size, trust_model_file, model_output, model_card: Path | None,
-            couple, constraint, plausible_only):
-    from ..pipeline.checks import check_protected_given, counterpart_options
-    from ..pipeline.exports import check_model_card_path
-
-    params = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
-              "gamma": gamma, "plausible_only": plausible_only}
+def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, favourable, params, verbose,
+            model_card: Path | None):
     with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold"), code=REFUSED):
-        check_protected_given(protected, name="--protected")
-        check_model_card_path(model_card, model_file=model if data is not None else None)
-        counterparts = counterpart_options(couple, constraint)
+        inputs.check(model_card)
+        couplings = counterparts.options()
         if not 0 <= max_share <= 1:
             raise ConfigError(f"--max-share must lie in [0, 1], got {max_share}")
-        if data is None:
-            only_with_data(label=label, positive_class=positive_class, bins=bins, schema=schema, test=test,
-                           model_output=model_output, trust_model_file=trust_model_file)
-            from ..pipeline import RunConfig, check_fairness_benchmark, protected_list
+        if inputs.data is None:
+            inputs.refuse_own_data_flags()
+            from ..pipeline import check_fairness_benchmark
 
-            config = RunConfig(dataset=dataset or "census", protected=protected_list(protected), model=model or "dnn",
-                               random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                               allow_checksum_mismatch=allow_checksum_mismatch, **counterparts)
+            config = inputs.benchmark_config(**couplings)
             setup_logging(verbose)
             decision = check_fairness_benchmark(config, max_share=max_share, population=population,
                                                 favourable=_label(favourable), **params)
         else:
-            if dataset is not None:
-                raise ConfigError("--data and --dataset are two forms of the command: your data file with your model "
-                                  "file (--data FILE --model FILE), or a benchmark with a zoo model, not both")
+            inputs.refuse_both_forms("the command")
             from ..pipeline import check_fairness
 
             setup_logging(verbose)
-            decision = check_fairness(model, data, max_share=max_share, label=label, positive_class=positive_class,
-                                      favourable=favourable, protected=protected,
-                                      bins=parse_bins(bins) if bins else None, schema=schema, test=test,
-                                      test_size=test_size, population=population, random_state=random_state,
-                                      trust_model_file=trust_model_file, model_output=model_output,
-                                      couple=counterparts["couple"],
-                                      constraints=list(counterparts["constraints"]) or None, **params)
+            decision = check_fairness(inputs.model, inputs.data, max_share=max_share, favourable=favourable,
+                                      population=population, **inputs.own_data(), **own_data_counterparts(couplings),
+                                      **params)
         if model_card is not None:
             from ..pipeline import write_model_card
 
-            write_model_card(decision, model_card, model=model if data is not None else None,
-                             trust_model_file=trust_model_file)
+            write_model_card(decision, model_card, model=inputs.model_file, trust_model_file=inputs.trust_model_file)
     return decision
 
 

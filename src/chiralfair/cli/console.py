@@ -6,6 +6,7 @@ import contextlib
 import logging
 import re
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -18,7 +19,7 @@ FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_
 ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable")
 
 
-def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> None:
+def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> NoReturn:
     """Print a one-line error that names command-line flags (``--max-global``) rather than Python names; exit ``code``.
 
     ``flags=()`` keeps the message as it is: the errors of a grid file name its keys (``repeats``,

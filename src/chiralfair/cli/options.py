@@ -1,13 +1,26 @@
-"""The command line's flags, declared once and shared by the commands that take them."""
+"""The command line's flags, declared once and shared by the commands that take them.
+
+Flags that travel together are option groups (frozen dataclasses of flags): :class:`Inputs` (the data and the model
+under test), :class:`Search` (seeds, generator, budget) and :class:`Counterparts` (couplings, constraints,
+plausibility). A command decorated with :func:`with_option_groups` names a group once in its signature and receives
+it built; ``--help`` lists the group's flags where the group stands.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..exceptions import ConfigError
 from ..pipeline.checks import builtin_names
+from .console import only_with_data, parse_bins
 
 GENERATORS, SEED_STRATEGIES = builtin_names()
 
@@ -66,6 +79,17 @@ ConstraintOpt = Annotated[list[str] | None, typer.Option(
 PlausibleOpt = Annotated[bool, typer.Option(
     "--plausible-only", help="The verdict counts plausible counterparts only (their values occur in the data).")]
 
+# The share of individuals affected (estimate, check).
+PopulationOpt = Annotated[str, typer.Option(
+    help="Individuals: test (the held-out rows), rows (every row of the data) or domain (uniform draws).")]
+MaxQueriesOpt = Annotated[int | None, typer.Option(help="Query budget (default: none but the margin).")]
+GammaOpt = Annotated[float | None, typer.Option(
+    help="Count a pair only if its probability gap is at least this (KOSEI's gamma).")]
+# --favourable of estimate and check, which also take it on a benchmark (run and retrain: FavourableOpt).
+OutcomeOpt = Annotated[str | None, typer.Option(
+    help="The favourable outcome: with --data a label value (default: the positive class); on a benchmark the "
+         "label 0 or 1 (default: the dataset's; compas: 0).")]
+
 # The team's tools (run, estimate, check, retrain).
 ModelCardOpt = Annotated[Path | None, typer.Option(
     "--model-card", help="Write the verdict as a model card: FILE.json a CycloneDX 1.6 modelCard, FILE.md a skops "
@@ -73,3 +97,232 @@ ModelCardOpt = Annotated[Path | None, typer.Option(
 MlflowOpt = Annotated[bool, typer.Option(
     "--mlflow", help="Log parameters, figures (fair_*) and the run folder into the active MLflow run, or a new one "
                      "(needs the mlflow extra).")]
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The data and the model under test: a benchmark with a zoo model, or your --data with your --model file."""
+
+    dataset: RunDatasetOpt = None
+    protected: ProtectedOpt = None
+    model: RunModelOpt = None
+    random_state: RandomOpt = 0
+    data_home: DataHomeOpt = None
+    cache_dir: CacheOpt = None
+    allow_checksum_mismatch: ChecksumOpt = False
+    data: DataOpt = None
+    label: LabelOpt = None
+    positive_class: PositiveOpt = None
+    bins: BinsOpt = None
+    schema: SchemaOpt = None
+    test: TestOpt = None
+    test_size: TestSizeOpt = None
+    trust_model_file: TrustOpt = False
+    model_output: ModelOutputOpt = None
+
+    @property
+    def model_file(self) -> str | None:
+        """The --model FILE of your own data; None on a benchmark (the model is a zoo name)."""
+        return self.model if self.data is not None else None
+
+    def check(self, model_card: Path | None, *, card_of_retrained: bool = False) -> None:
+        """The refusals that need no data: an empty --protected, a --model-card that cannot be written.
+
+        Parameters
+        ----------
+        model_card : path or None
+            The ``--model-card`` file.
+        card_of_retrained : bool, default=False
+            The card describes the retrained model (``chiralfair retrain``), not yet known, not --model FILE.
+
+        Raises
+        ------
+        ConfigError
+        """
+        from ..pipeline.checks import check_protected_given
+        from ..pipeline.exports import check_model_card_path
+
+        check_protected_given(self.protected, name="--protected")
+        check_model_card_path(model_card, model_file=True if card_of_retrained else self.model_file)
+
+    def refuse_own_data_flags(self, favourable: str | None = None) -> None:
+        """On a benchmark, refuse the flags that only your own data takes (they would be ignored).
+
+        Parameters
+        ----------
+        favourable : str, optional
+            ``--favourable``, where a command takes it of your own data only (run, retrain).
+
+        Raises
+        ------
+        ConfigError
+            Naming the flags given.
+        """
+        only_with_data(label=self.label, positive_class=self.positive_class, favourable=favourable, bins=self.bins,
+                       schema=self.schema, test=self.test, model_output=self.model_output,
+                       trust_model_file=self.trust_model_file)
+
+    def refuse_both_forms(self, command: str) -> None:
+        """Refuse --data beside --dataset: your data file with your model file, or a benchmark, not both.
+
+        Parameters
+        ----------
+        command : str
+            How the message names the command (``"the command"``, ``"retrain"``).
+
+        Raises
+        ------
+        ConfigError
+        """
+        if self.data is not None and self.dataset is not None:
+            raise ConfigError(f"--data and --dataset are two forms of {command}: your data file with your model file "
+                              "(--data FILE --model FILE), or a benchmark with a zoo model, not both")
+
+    def benchmark_config(self, **more):
+        """The run configuration of a benchmark (census and the DNN unless --dataset and --model say otherwise).
+
+        Parameters
+        ----------
+        **more
+            Further fields of :class:`~chiralfair.pipeline.RunConfig` (search, couplings).
+
+        Returns
+        -------
+        RunConfig
+        """
+        from ..pipeline import RunConfig, protected_list
+
+        return RunConfig(dataset=self.dataset or "census", protected=protected_list(self.protected),
+                         model=self.model or "dnn", random_state=self.random_state, data_home=self.data_home,
+                         cache_dir=self.cache_dir, allow_checksum_mismatch=self.allow_checksum_mismatch, **more)
+
+    def own_data(self) -> dict[str, typing.Any]:
+        """The keyword arguments your own data and model file give the pipeline's front doors (``audit`` & co.).
+
+        Returns
+        -------
+        dict
+            ``label``, ``positive_class``, ``protected``, ``bins`` (parsed), ``schema``, ``test``, ``test_size``,
+            ``random_state``, ``trust_model_file``, ``model_output``.
+
+        Raises
+        ------
+        ConfigError
+            For --bins text that does not parse.
+        """
+        return {"label": self.label, "positive_class": self.positive_class, "protected": self.protected,
+                "bins": parse_bins(self.bins) if self.bins else None, "schema": self.schema, "test": self.test,
+                "test_size": self.test_size, "random_state": self.random_state,
+                "trust_model_file": self.trust_model_file, "model_output": self.model_output}
+
+
+@dataclass(frozen=True)
+class Search:
+    """The search for IDIs: seed strategy, generator and budget (run, retrain)."""
+
+    seeds: SeedsOpt = "iandd"
+    generator: GeneratorOpt = "aequitas"
+    max_global: MaxGlobalOpt = 100
+    max_local: MaxLocalOpt = 100
+
+    def params(self) -> dict[str, typing.Any]:
+        """The search's keyword arguments, as :class:`~chiralfair.pipeline.RunConfig` and ``audit`` take them.
+
+        Returns
+        -------
+        dict
+        """
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Counterparts:
+    """Counterparts that could exist (design §12): couplings, constraints, plausible only (run, estimate, check)."""
+
+    couple: CoupleOpt = None
+    constraint: ConstraintOpt = None
+    plausible_only: PlausibleOpt = False
+
+    def options(self) -> dict[str, typing.Any]:
+        """``couple=`` and ``constraints=`` of a run configuration, parsed (refused early when malformed).
+
+        Returns
+        -------
+        dict
+            As :func:`chiralfair.pipeline.checks.counterpart_options`.
+
+        Raises
+        ------
+        ConfigError
+            For --couple text that does not parse.
+        """
+        from ..pipeline.checks import counterpart_options
+
+        return counterpart_options(self.couple, self.constraint)
+
+
+def own_data_counterparts(options: dict[str, typing.Any]) -> dict[str, typing.Any]:
+    """:meth:`Counterparts.options` as the front doors of your own data take them (no constraint: None).
+
+    Parameters
+    ----------
+    options : dict
+        :meth:`Counterparts.options`.
+
+    Returns
+    -------
+    dict
+        ``couple`` and ``constraints`` (a list, or None).
+    """
+    return {"couple": options["couple"], "constraints": list(options["constraints"]) or None}
+
+
+OPTION_GROUPS = (Inputs, Search, Counterparts)
+
+
+def with_option_groups(command):
+    """Give ``command`` the flags of each option group it names, and call it with the groups built.
+
+    A parameter of ``command`` annotated with a group of :data:`OPTION_GROUPS` stands for the group's flags, in the
+    group's order; typer reads the signature shown (``__signature__``), so ``--help`` and parsing see the flags.
+
+    Parameters
+    ----------
+    command : callable
+        A command function whose parameters are keyword-only.
+
+    Returns
+    -------
+    callable
+        The command as typer registers it.
+
+    Raises
+    ------
+    TypeError
+        If a group's flag has the name of another parameter of the command.
+    """
+    hints = typing.get_type_hints(command, include_extras=True)
+    shown, groups = [], {}
+    for param in inspect.signature(command).parameters.values():
+        group = hints.get(param.name)
+        if group not in OPTION_GROUPS:
+            shown.append(param.replace(annotation=hints.get(param.name, param.annotation)))
+            continue
+        flags = typing.get_type_hints(group, include_extras=True)
+        groups[param.name] = group
+        shown += [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=flags[f.name])
+                  for f in dataclasses.fields(group)]
+    names = [p.name for p in shown]
+    if len(set(names)) != len(names):
+        raise TypeError(f"{command.__name__}: a flag of an option group has the name of another parameter: {names}")
+
+    @functools.wraps(command)
+    def parsed(**flags):
+        for name, group in groups.items():
+            flags[name] = group(**{f.name: flags.pop(f.name) for f in dataclasses.fields(group)})
+        return command(**flags)
+
+    parsed.__signature__ = (  # type: ignore[attr-defined]  # reason: typeshed has no function __signature__
+        inspect.Signature(shown, return_annotation=None))  # which inspect.signature, and so typer, reads
+    parsed.__annotations__ = {p.name: p.annotation for p in shown}
+    return parsed

@@ -24,4 +24,5 @@ if TYPE_CHECKING:  # the real names, for type checkers and the API reference (gr
     from .frame import from_frame, read_frame  # noqa: F401
     from .home import RAW_FILES, fetch_raw, resolve_data_home, user_cache_dir  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

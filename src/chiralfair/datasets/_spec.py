@@ -1,14 +1,20 @@
-"""Records shared by the benchmark loaders: the encoded columns of a dataset and the dataset's description."""
+"""Records shared by the benchmark loaders: the encoded columns of a dataset and the dataset's description.
+
+Each loader module (census, compas, bank, german) gives how its raw file is read and how its columns are encoded;
+:meth:`DatasetSpec.encode_file` does the two, for every one of them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..domain import Kind
+from ._parse import Table, read_table
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,11 @@ class DatasetSpec:
         Raw label value (or condition) encoded as 1.
     description : str
         One line on the source and the encoding.
+    read : mapping
+        Keyword arguments of :func:`~chiralfair.datasets._parse.read_table` for the raw file: its delimiter, and
+        its column names (a file without a header) or the columns kept.
     encode : callable
-        ``encode(path, display) -> Encoded``; ``display`` names the file in error messages.
+        ``encode(table) -> Encoded``: the encoding of the columns read.
     couple : mapping or None
         The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form
         of :func:`chiralfair.domain.coupling.parse_couplings` (design §12); None for none.
@@ -94,6 +103,28 @@ class DatasetSpec:
     label: str
     positive_class: str
     description: str
-    encode: Callable[[Path, str], Encoded]
+    read: Mapping[str, Any]
+    encode: Callable[[Table], Encoded]
     couple: Mapping | None = None
     couple_constraints: tuple[str, ...] = ()
+
+    def encode_file(self, path: Path, display: str) -> Encoded:
+        """Read the raw file at ``path`` and encode it (see the dataset's module docstring).
+
+        Parameters
+        ----------
+        path : pathlib.Path
+        display : str
+            Name of the file in error messages.
+
+        Returns
+        -------
+        Encoded
+            For the published file, of the shape its module docstring gives (census: 32,561 rows × 13 features).
+
+        Raises
+        ------
+        DatasetError
+            Naming the line and column of a malformed field.
+        """
+        return self.encode(read_table(path, display=display, **self.read))

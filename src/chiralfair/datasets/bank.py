@@ -14,11 +14,9 @@ Zhang, P. et al. (2020). White-box fairness testing through adversarial sampling
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from ._parse import Table, bin_labels, binary_label, codes, integers, read_table
+from ._parse import Table, bin_labels, binary_label, codes, integers
 from ._spec import Column, DatasetSpec, Encoded
 
 CATEGORIES = {
@@ -48,26 +46,8 @@ def _binned(table: Table, name: str, width: int, lowest: int | None, highest: in
     return Column(name, values, "ordinal", labels)
 
 
-def encode(path: Path, display: str) -> Encoded:
-    """Encode ``bank-full.csv`` (see the module docstring).
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    display : str
-        Name of the file in error messages.
-
-    Returns
-    -------
-    Encoded
-        X of shape (45211, 16) for the published file.
-
-    Raises
-    ------
-    DatasetError
-        Naming the line and column of a malformed field.
-    """
-    table = read_table(path, display=display, delimiter=";", usecols=(*NAMES, "y"))
+def _encode(table: Table) -> Encoded:
+    """Encode ``bank-full.csv`` (see the module docstring)."""
     never_contacted = (integers(table, "pdays") == -1).astype(np.int64)
     contacted_before = np.clip(integers(table, "previous"), 0, 1)
     columns = []
@@ -98,5 +78,6 @@ SPEC = DatasetSpec(
     label="y",
     positive_class="yes",
     description="UCI Bank Marketing (bank-full.csv), ADF encoding",
-    encode=encode,
+    read={"delimiter": ";", "usecols": (*NAMES, "y")},
+    encode=_encode,
 )

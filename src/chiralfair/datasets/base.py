@@ -15,6 +15,7 @@ from ..exceptions import DomainError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..domain.features import MissingPolicy
     from .codec import FrameCodec
 
 
@@ -118,7 +119,7 @@ class Dataset:
 
     def with_protected(self, names, *, values: Mapping[str, Sequence] | None = None,
                        groups: Mapping[str, Sequence[str]] | None = None,
-                       missing_protected: str = "exclude", couple=None, constraints=None) -> Dataset:
+                       missing_protected: MissingPolicy = "exclude", couple=None, constraints=None) -> Dataset:
         """Return a copy whose domain tests the protected attributes ``names`` (domains observed in ``X``).
 
         ``names``, ``values``, ``groups`` and ``missing_protected`` are those of
@@ -259,6 +260,6 @@ def columns_in_rules(domain: Domain) -> set[int]:
     """
     out = set()
     for rule in domain.constraints:
-        out |= {int(c) for c in rule.columns()}
+        out |= {int(c) for c in rule.columns}
     out |= {domain.index(c.column) for c in domain.couplings}
     return out

@@ -178,7 +178,7 @@ def _encode_cached(name: str, path: str, mtime_ns: int, size: int) -> tuple[Enco
     raw = home.raw_file(spec.raw)
     actual = home.checksum_mismatch(path, raw)
     try:
-        encoded = spec.encode(Path(path), f"{spec.raw} ({path})")
+        encoded = spec.encode_file(Path(path), f"{spec.raw} ({path})")
     except DatasetError as exc:
         if actual is None:
             raise

@@ -22,9 +22,7 @@ Udeshi, S., Arora, P. and Chattopadhyay, S. (2018). Automated directed fairness 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ._parse import Table, bin_labels, binary_label, codes, integers, read_table
+from ._parse import Table, bin_labels, binary_label, codes, integers
 from ._spec import Column, DatasetSpec, Encoded
 
 RAW_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
@@ -73,26 +71,8 @@ def _column(table: Table, name: str, raw: str, width: int | None) -> Column:
     return Column(name, values, "ordinal", bin_labels(values, width) if width > 1 else None)
 
 
-def encode(path: Path, display: str) -> Encoded:
-    """Encode ``adult.data`` (see the module docstring).
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    display : str
-        Name of the file in error messages.
-
-    Returns
-    -------
-    Encoded
-        X of shape (32561, 13) for the published file.
-
-    Raises
-    ------
-    DatasetError
-        Naming the line and column of a malformed field.
-    """
-    table = read_table(path, display=display, delimiter=",", names=RAW_COLUMNS, skipinitialspace=True)
+def _encode(table: Table) -> Encoded:
+    """Encode ``adult.data`` (see the module docstring)."""
     columns = [_column(table, name, raw, width) for name, raw, width in LAYOUT]
     return Encoded.from_columns(columns, binary_label(table, "income", ">50K", "<=50K"))
 
@@ -104,7 +84,8 @@ SPEC = DatasetSpec(
     label="income",
     positive_class=">50K",
     description="UCI Adult (adult.data), ADF/AEQUITAS encoding; missing '?' is its own category",
-    encode=encode,
+    read={"delimiter": ",", "names": RAW_COLUMNS, "skipinitialspace": True},
+    encode=_encode,
     couple={"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}},
     couple_constraints=("sex=Female excludes relationship=Husband", "sex=Male excludes relationship=Wife"),
 )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -70,17 +70,18 @@ class ColumnCodec:
         """
         if self.how == "integer":
             return _cast(codes, self.dtype)
-        self._check_codes(codes)
+        table = cast(np.ndarray, self.table)  # every codec but an integer column's has its table
+        self._check_codes(codes, table)
         if isinstance(self.dtype, pd.CategoricalDtype):
             k = len(self.dtype.categories)
             return pd.Categorical.from_codes(np.where(codes >= k, -1, codes), dtype=self.dtype)
-        return _cast(self.table[codes], self.dtype)
+        return _cast(table[codes], self.dtype)
 
-    def _check_codes(self, codes: np.ndarray) -> None:
-        bad = (codes < 0) | (codes >= len(self.table))
+    def _check_codes(self, codes: np.ndarray, table: np.ndarray) -> None:
+        bad = (codes < 0) | (codes >= len(table))
         if bad.any():
             raise DomainError(f"column {self.name!r}: code {int(codes[np.argmax(bad)])} has no value; "
-                              f"valid codes are 0..{len(self.table) - 1}")
+                              f"valid codes are 0..{len(table) - 1}")
 
 
 def _cast(values: np.ndarray, dtype):

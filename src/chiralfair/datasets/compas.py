@@ -17,12 +17,10 @@ Ma, M. et al. (2022). I&D: enhancing individual fairness testing with seed selec
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from ..exceptions import DatasetError
-from ._parse import bin_labels, codes, integers, read_table
+from ._parse import Table, bin_labels, codes, integers
 from ._spec import Column, DatasetSpec, Encoded
 
 SEX = ["Male", "Female"]
@@ -49,26 +47,8 @@ def _truncated_day_labels(values: np.ndarray) -> dict[int, str]:
     return labels
 
 
-def encode(path: Path, display: str) -> Encoded:
-    """Encode ``compas-scores.csv`` (see the module docstring).
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    display : str
-        Name of the file in error messages.
-
-    Returns
-    -------
-    Encoded
-        X of shape (10577, 14) for the published file.
-
-    Raises
-    ------
-    DatasetError
-        Naming the line and column of a malformed field.
-    """
-    table = read_table(path, display=display, delimiter=",", usecols=USECOLS)
+def _encode(table: Table) -> Encoded:
+    """Encode ``compas-scores.csv`` (see the module docstring)."""
     # Every field is checked before rows are dropped, so a malformed value is reported wherever it is.
     days = {col: integers(table, col, allow_missing=True).astype(float) for col in REQUIRED}
     ints = {col: integers(table, col) for col in ("age", *COUNTS, "priors_count", "is_recid",
@@ -79,7 +59,7 @@ def encode(path: Path, display: str) -> Encoded:
     # I&D drops the rows missing a numeric value: exactly those without days_b_screening_arrest.
     keep = np.isfinite(days[REQUIRED[0]]) & np.isfinite(days[REQUIRED[1]])
     if not keep.any():
-        raise DatasetError(f"{display}: no row has both {REQUIRED[0]} and {REQUIRED[1]}")
+        raise DatasetError(f"{table.display}: no row has both {REQUIRED[0]} and {REQUIRED[1]}")
     ints = {col: values[keep] for col, values in ints.items()}
     age = ints["age"] // 10
     priors = ints["priors_count"] // 10
@@ -115,5 +95,6 @@ SPEC = DatasetSpec(
     label="decile_score",
     positive_class="> 5",
     description="ProPublica compas-scores.csv, I&D selection (10,577 rows with days_b_screening_arrest)",
-    encode=encode,
+    read={"delimiter": ",", "usecols": USECOLS},
+    encode=_encode,
 )

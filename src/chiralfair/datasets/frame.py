@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -18,15 +19,18 @@ from .native import as_pandas, read_parquet_frame
 from .protected import check_protected_columns
 from .values import alike_groups, is_missing_token, show_spelling, spelling_key
 
+if TYPE_CHECKING:
+    from ..domain.features import MissingPolicy
+
 MISSING_LABEL = "missing"
 
 logger = logging.getLogger(__name__)
 
 
 def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
-               name: str = "custom", bins: Mapping[object, int | Sequence[float]] | None = None,
+               name: str = "custom", bins: Mapping[Any, int | Sequence[float]] | None = None,
                protected_groups: Mapping[str, Sequence] | None = None,
-               missing_protected: str = "exclude", couple=None, constraints=None) -> Dataset:
+               missing_protected: MissingPolicy = "exclude", couple=None, constraints=None) -> Dataset:
     """Encode a DataFrame as a :class:`Dataset`: every column but ``label`` becomes an integer feature.
 
     - string, object, boolean and categorical columns become codes 0..k-1 of their sorted distinct values
@@ -245,7 +249,8 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
     silently become the negative class.
     """
     counts = series.value_counts(sort=False)
-    spelling = pd.Series([spelling_key(str(v)).rstrip(".").strip().casefold() for v in counts.index],
+    # a text always has a spelling key (None is for values that are not text)
+    spelling = pd.Series([cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index],
                          index=counts.index)
     clashes = [group for _, group in counts.groupby(spelling.to_numpy(), sort=True) if len(group) > 1]
     if not clashes:
@@ -399,7 +404,7 @@ def _warn_alike_values(df: pd.DataFrame, features: list, codec: FrameCodec, doma
     for column, column_codec in zip(features, codec.columns, strict=True):
         if str(column) in protected or column_codec.how != "category":
             continue
-        groups = alike_groups(column_codec.table)
+        groups = alike_groups(cast(np.ndarray, column_codec.table))  # a category codec has its table
         if not groups:
             continue
         counts = df[column].value_counts(dropna=True)

@@ -14,11 +14,9 @@ Zhang, P. et al. (2020). White-box fairness testing through adversarial sampling
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from ._parse import Table, bin_labels, binary_label, codes, integers, read_table
+from ._parse import Table, bin_labels, binary_label, codes, integers
 from ._spec import Column, DatasetSpec, Encoded
 
 # Labels from german.doc, in code order (the code is the position of the A-code in its attribute).
@@ -63,26 +61,8 @@ def _qualitative(table: Table, name: str) -> Column:
     return Column(name, values, "categorical", dict(enumerate(labels)))
 
 
-def encode(path: Path, display: str) -> Encoded:
-    """Encode ``german.data`` (see the module docstring).
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    display : str
-        Name of the file in error messages.
-
-    Returns
-    -------
-    Encoded
-        X of shape (1000, 20) for the published file.
-
-    Raises
-    ------
-    DatasetError
-        Naming the line and column of a malformed field.
-    """
-    table = read_table(path, display=display, delimiter=" ", names=RAW_COLUMNS, skipinitialspace=True)
+def _encode(table: Table) -> Encoded:
+    """Encode ``german.data`` (see the module docstring)."""
     status, _ = codes(table, "sex", PERSONAL_STATUS)
     sex = np.isin(status, FEMALE).astype(np.int64)
     amount = integers(table, "credit_amount") // 100
@@ -109,5 +89,6 @@ SPEC = DatasetSpec(
     label="class",
     positive_class="1 (good credit)",
     description="UCI Statlog German Credit (german.data), ADF encoding, all 1,000 rows",
-    encode=encode,
+    read={"delimiter": " ", "names": RAW_COLUMNS, "skipinitialspace": True},
+    encode=_encode,
 )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..exceptions import ChecksumError, DataHomeError
+from ..storage import atomic_path
 
 logger = logging.getLogger(__name__)
 
@@ -287,21 +288,20 @@ def _fetch_into(raw: RawFile, target: Path, *, check_digest: bool) -> None:
     import pooch
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
+    # pooch's own download file is 0600: its bytes are copied into a file made with the package's file mode
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp, atomic_path(target) as part:
         if raw.member is None:
             fetched = pooch.retrieve(raw.url, known_hash=f"sha256:{raw.sha256}" if check_digest else None,
                                      fname=raw.filename, path=tmp, downloader=downloader())
+            shutil.copyfile(fetched, part)
         else:
             archive = pooch.retrieve(raw.url, known_hash=None, fname="archive.zip", path=tmp, downloader=downloader())
             try:
-                with zipfile.ZipFile(archive) as zipped, zipped.open(raw.member) as src, \
-                        open(Path(tmp) / raw.filename, "wb") as out:
+                with zipfile.ZipFile(archive) as zipped, zipped.open(raw.member) as src, open(part, "wb") as out:
                     shutil.copyfileobj(src, out)
             except (zipfile.BadZipFile, KeyError) as exc:
                 raise DataHomeError(f"{raw.url} is not a zip archive holding {raw.member!r} "
                                     f"(needed for {raw.relpath}): {exc}") from exc
-            fetched = Path(tmp) / raw.filename
-        os.replace(fetched, target)
 
 
 def fetch_raw(relpath: str, *, data_home: str | os.PathLike | None = None,

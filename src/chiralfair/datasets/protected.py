@@ -47,12 +47,12 @@ def check_protected_columns(domain: Domain, codec, X: np.ndarray, *, declared: M
     """
     if codec is None:
         return
-    declared = {str(k) for k in (declared or {})}
+    declared_names = {str(k) for k in (declared or {})}
     for attribute in domain.attributes:
         for c in attribute.columns:
             column = codec.columns[c]
             name = domain.features[c].name
-            if column.how in ("integer", "rank") and not attribute.is_group and attribute.name not in declared:
+            if column.how in ("integer", "rank") and not attribute.is_group and attribute.name not in declared_names:
                 _refuse_many_valued_number(name, attribute.size, X[:, c], column)
             if column.how == "category":
                 _refuse_two_spellings(name, column.table, X[:, c])

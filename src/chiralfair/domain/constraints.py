@@ -211,8 +211,8 @@ def parse_constraint(text: str, features) -> Constraint:
     """
     names = [f.name for f in features]
     if " excludes " in text:
-        left, right = (part.strip() for part in text.split(" excludes ", 1))
-        (c1, codes1), (c2, codes2) = (_condition(side, text, features, names) for side in (left, right))
+        sides = (part.strip() for part in text.split(" excludes ", 1))
+        (c1, codes1), (c2, codes2) = (_condition(side, text, features, names) for side in sides)
         if c1 == c2:
             raise DomainError(f"constraint {text!r}: both sides name column {names[c1]!r}; an exclusion relates "
                               "two columns")

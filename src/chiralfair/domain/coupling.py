@@ -79,15 +79,16 @@ class Coupling:
             return (labels or {}).get(int(code), str(int(code)))
 
         if self.swaps:
-            seen: set = set()
-            pairs = [p for p in self.swaps if frozenset(p) not in seen and not seen.add(frozenset(p))]
-            text = ", ".join(f"{show(a)} <-> {show(b)}" for a, b in pairs)
+            first: dict[frozenset[int], tuple[int, int]] = {}
+            for p in self.swaps:  # a swap and its way back, shown once
+                first.setdefault(frozenset(p), p)
+            text = ", ".join(f"{show(a)} <-> {show(b)}" for a, b in first.values())
         else:
             text = "; ".join(", ".join(f"{v}: {show(c)}" for v, c in role) for role in self.roles)
         return f"{self.attribute} -> {self.column}: {text}"
 
-    def to_dict(self, labels: Mapping[int, str] | None = None) -> dict:
-        """The declaration in the form :func:`parse_couplings` reads (labels where the column has them).
+    def to_dict(self, labels: Mapping[int, str] | None = None) -> dict | list[dict]:
+        """The column's map in the form :func:`parse_couplings` reads (labels where the column has them).
 
         Parameters
         ----------
@@ -96,8 +97,9 @@ class Coupling:
 
         Returns
         -------
-        dict
-            ``{attribute: {column: {value: value, ...}}}`` or, for role classes, ``{attribute: {column: [{...}]}}``.
+        dict or list of dict
+            ``{value: value, ...}`` or, for role classes, ``[{attribute value: value, ...}, ...]``: what
+            ``{attribute: {column: ...}}`` holds for this coupling.
         """
         def show(code):
             return (labels or {}).get(int(code), int(code))
@@ -137,7 +139,8 @@ def parse_couplings(spec, features) -> tuple[Coupling, ...]:
         raise ConfigError(f"couple must be a mapping {{attribute: {{column: {{code: code}}}}}}, None or False; "
                           f"got {type(spec).__name__}")
     by_name = {f.name: f for f in features}
-    out, seen = [], {}
+    out: list[Coupling] = []
+    seen: dict[str, str] = {}
     for attribute, columns in spec.items():
         if not isinstance(columns, Mapping) or not columns:
             raise ConfigError(f"couple[{attribute!r}] must map coupled columns to their maps, e.g. "
@@ -169,7 +172,8 @@ def _parse_one(attribute: str, feature, mapping) -> Coupling:
                     "attribute twice gives back the input")
         return Coupling(attribute, feature.name, swaps=tuple((a, b) for a, b in swaps if a != b))
     if isinstance(mapping, Sequence) and not isinstance(mapping, str) and mapping:
-        roles, used = [], {}
+        roles: list[tuple[tuple[str, int], ...]] = []
+        used: dict[int, int] = {}
         for role in mapping:
             if not isinstance(role, Mapping) or not role:
                 raise ConfigError(f"{where}: each role class must map attribute values to codes, e.g. "

@@ -9,17 +9,19 @@ as census ``relationship`` Husband/Wife with ``sex``). Its constraints (:mod:`ch
 inputs can exist: :meth:`Domain.repair` moves proposals onto them, :meth:`Domain.satisfies` tells a possible
 counterpart from an impossible one. Its support (:mod:`chiralfair.domain.plausibility`, measured on the data) says
 whether an input's protected and categorical values occur together in the data (:meth:`Domain.plausible`).
+
+The features and protected attributes themselves are in :mod:`chiralfair.domain.features`; how
+:meth:`Domain.with_protected` turns names and data into protected attributes, and what it warns about, in
+:mod:`chiralfair.domain.declaration`.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -27,11 +29,20 @@ import pandas as pd
 from ..exceptions import ConfigError, DataWarning, DomainError
 from .constraints import Constraint, parse_constraints
 from .coupling import Coupling, compile_frames, parse_couplings
+from .declaration import (
+    attribute_columns,
+    attribute_values,
+    warn_one_hot_columns,
+    warn_unobserved_values,
+    widened_to_declared,
+)
+from .features import MISSING_POLICIES, Feature, Kind, MissingPolicy, ProtectedAttribute
 from .plausibility import Support
 
 logger = logging.getLogger(__name__)
 
-Kind = Literal["categorical", "ordinal"]
+# Model files (skops, joblib) saved before Feature and ProtectedAttribute moved to features.py name them as this
+# module's: the imports above keep those files loading.
 
 # Largest product of protected-attribute domain sizes: each checked input costs this many model queries.
 MAX_COMBINATIONS = 4096
@@ -41,124 +52,6 @@ MAX_REPAIR_PASSES = 8
 MAX_SAMPLE_ROUNDS = 200
 # Uniform draws that Domain.with_constraints repairs to check that its rules can be met together.
 FEASIBILITY_DRAWS = 512
-
-
-@dataclass(frozen=True)
-class Feature:
-    """One encoded feature.
-
-    Parameters
-    ----------
-    name : str
-        Column name.
-    lo, hi : int
-        Inclusive integer bounds of the encoded values.
-    kind : {"categorical", "ordinal"}
-        Categorical codes have no order; ordinal codes (binned numbers) do.
-    labels : mapping of int to str, optional
-        Human-readable label of each code (e.g. ``{0: "Female", 1: "Male"}``); for ordinal features the
-        label of a bin such as ``"30-39"``.
-    missing : int, optional
-        The code that stands for a missing value (NaN, ``?``) in the raw data, when the column had any.
-        As a protected attribute, this code is left out of the attribute's values by default (see
-        :meth:`Domain.with_protected`).
-    """
-
-    name: str
-    lo: int
-    hi: int
-    kind: Kind = "ordinal"
-    labels: Mapping[int, str] | None = None
-    missing: int | None = None
-
-    def __post_init__(self):
-        if int(self.lo) != self.lo or int(self.hi) != self.hi:
-            raise DomainError(f"feature {self.name!r}: bounds must be integers, got [{self.lo}, {self.hi}]")
-        if self.lo > self.hi:
-            raise DomainError(f"feature {self.name!r}: lower bound {self.lo} > upper bound {self.hi}")
-        if self.kind not in ("categorical", "ordinal"):
-            raise DomainError(f"feature {self.name!r}: kind must be 'categorical' or 'ordinal', got {self.kind!r}")
-        if self.missing is not None and not self.lo <= self.missing <= self.hi:
-            raise DomainError(f"feature {self.name!r}: missing-value code {self.missing} lies outside "
-                              f"[{self.lo}, {self.hi}]")
-
-    @property
-    def size(self) -> int:
-        """Number of integer values in ``[lo, hi]``."""
-        return int(self.hi - self.lo + 1)
-
-    def label(self, code: int) -> str:
-        """Return the label of ``code``, or the code itself as text when it has none.
-
-        Parameters
-        ----------
-        code : int
-
-        Returns
-        -------
-        str
-        """
-        if self.labels and int(code) in self.labels:
-            return self.labels[int(code)]
-        return str(int(code))
-
-
-@dataclass(frozen=True)
-class ProtectedAttribute:
-    """One protected attribute: a single column, or a group of dependent columns (e.g. one-hot).
-
-    Parameters
-    ----------
-    name : str
-        Display name (a single column's name, or a group's name such as ``"race"`` for
-        ``race_A``/``race_B``/``race_C``).
-    columns : tuple of int
-        Column indices of the attribute, in the order of the value rows.
-    values : tuple of tuple of int
-        The attribute's valid values, one row of ``len(columns)`` codes each (for a one-hot group of three
-        columns: ``(0, 0, 1), (0, 1, 0), (1, 0, 0)``); stored sorted and unique. Counterparts take only
-        these rows.
-    """
-
-    name: str
-    columns: tuple[int, ...]
-    values: tuple[tuple[int, ...], ...]
-
-    def __post_init__(self):
-        object.__setattr__(self, "name", str(self.name))
-        object.__setattr__(self, "columns", tuple(int(c) for c in self.columns))
-        width = len(self.columns)
-        rows = set()
-        for row in self.values:
-            row = tuple(int(v) for v in (row if isinstance(row, Sequence | np.ndarray) else (row,)))
-            if len(row) != width:
-                raise DomainError(f"protected attribute {self.name!r}: value {row} has {len(row)} codes, "
-                                  f"the attribute has {width} columns")
-            rows.add(row)
-        object.__setattr__(self, "values", tuple(sorted(rows)))
-
-    @property
-    def is_group(self) -> bool:
-        """Whether the attribute spans several columns."""
-        return len(self.columns) > 1
-
-    @property
-    def size(self) -> int:
-        """Number of valid values (rows)."""
-        return len(self.values)
-
-    def value_array(self) -> np.ndarray:
-        """The valid values, shape (size, n_columns), int64.
-
-        Returns
-        -------
-        numpy.ndarray of int64, shape (size, n_columns)
-        """
-        return np.array(self.values, dtype=np.int64).reshape(len(self.values), len(self.columns))
-
-
-MissingPolicy = Literal["exclude", "value"]
-MISSING_POLICIES = ("exclude", "value")
 
 
 @dataclass(frozen=True)
@@ -209,7 +102,7 @@ class Domain:
     constraints: tuple[Constraint, ...] = ()
     support: Support | None = field(default=None, repr=False, compare=False)
     # Derived tables (key radix, combinations, compiled couplings), filled on first use; fresh for every copy.
-    _derived: dict = field(default=None, init=False, repr=False, compare=False)
+    _derived: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         object.__setattr__(self, "_derived", {})
@@ -347,7 +240,7 @@ class Domain:
                       for n, a, b, k in zip(names, lo, hi, kinds, strict=True))
         domain = cls(feats, support=Support.from_data(X, feats))
         if protected or groups:
-            domain = domain.with_protected(protected if protected else list(groups), data=X, groups=groups,
+            domain = domain.with_protected(protected if protected else list(groups or ()), data=X, groups=groups,
                                            missing_protected=missing_protected)
         return domain
 
@@ -409,66 +302,21 @@ class Domain:
         """
         if missing_protected not in MISSING_POLICIES:
             raise ConfigError(f"missing_protected must be one of {MISSING_POLICIES}, got {missing_protected!r}")
-        specs = self._attribute_specs(names, groups)
+        specs = attribute_columns(self, names, groups)
         if not specs:
             raise DomainError("at least one protected attribute is needed")
         values = {str(k): v for k, v in (values or {}).items()}
         data = None if data is None else np.asarray(data)
         attributes = tuple(
-            ProtectedAttribute(name, cols, self._attribute_values(name, cols, data, values, missing_protected))
+            ProtectedAttribute(name, cols, attribute_values(self.features, name, cols, data, values, missing_protected))
             for name, cols in specs)
-        features = _widened_to_declared(self.features, [a for a in attributes if a.name in values and not a.is_group])
+        features = widened_to_declared(self.features, [a for a in attributes if a.name in values and not a.is_group])
         if data is not None:
             warn_one_hot_columns(self, attributes, data)
             warn_unobserved_values(replace(self, features=features, protected=(), protected_values=(),
                                            attributes=attributes), data,
                                    only=[a.name for a in attributes if a.name in values])
         return replace(self, features=features, protected=(), protected_values=(), attributes=attributes)
-
-    def _attribute_specs(self, names, groups) -> list[tuple[str, tuple[int, ...]]]:
-        """(display name, column indices) of each protected attribute named in ``names``."""
-        groups = {str(k): v for k, v in (groups or {}).items()}
-        if isinstance(names, Mapping):
-            groups.update({str(k): v for k, v in names.items()})
-            names = [str(k) for k in names]
-        if isinstance(names, str | int | np.integer) or not isinstance(names, Sequence | np.ndarray):
-            names = [names]
-        specs = []
-        for item in names:
-            if not isinstance(item, str) and isinstance(item, Sequence | np.ndarray):
-                cols = tuple(self.index(c) for c in item)
-                specs.append((group_name([self.features[c].name for c in cols]), cols))
-            elif str(item) in groups:
-                members = groups[str(item)]
-                members = [members] if isinstance(members, str) or not isinstance(members, Sequence) else members
-                specs.append((str(item), tuple(self.index(c) for c in members)))
-            else:
-                i = self.index(item)
-                specs.append((self.features[i].name, (i,)))
-        for name, cols in specs:
-            if not cols:
-                raise DomainError(f"protected attribute {name!r} names no column")
-        return specs
-
-    def _attribute_values(self, name: str, cols: tuple[int, ...], data, values, policy) -> tuple:
-        if name in values:
-            declared = values[name]
-            return tuple(tuple(np.atleast_1d(np.asarray(v, dtype=np.int64)).tolist()) for v in declared)
-        feats = [self.features[c] for c in cols]
-        if data is not None:
-            rows = np.unique(np.asarray(data)[:, list(cols)].astype(np.int64), axis=0)
-            if policy == "exclude":
-                codes = np.array([f.missing if f.missing is not None else f.lo - 1 for f in feats])
-                rows = rows[~(rows == codes).any(axis=1)]
-            return tuple(map(tuple, rows.tolist()))
-        if len(cols) == 1:
-            f = feats[0]
-            excluded = f.missing if policy == "exclude" else None
-            return tuple((v,) for v in range(f.lo, f.hi + 1) if v != excluded)
-        if all(f.lo >= 0 and f.hi <= 1 for f in feats):
-            return tuple(map(tuple, np.eye(len(cols), dtype=np.int64).tolist()))
-        raise DomainError(f"protected attribute {name!r} groups the columns {[f.name for f in feats]}, which are "
-                          "not all 0/1: give its valid rows as values={name: [[...], ...]} or pass data=")
 
     def unobserved_protected_values(self, X) -> dict[str, list[str]]:
         """Values of each PA that no row of ``X`` holds, as text (the PAs whose values all occur are left out).
@@ -713,7 +561,9 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         out = np.zeros(len(X), dtype=bool)
-        position = self.protected_value_index(X) if self.attributes else None
+        if not self.attributes:
+            return out
+        position = self.protected_value_index(X)
         for j, a in enumerate(self.attributes):
             codes = np.array([self.features[c].missing if self.features[c].missing is not None
                               else self.features[c].lo - 1 for c in a.columns])
@@ -985,7 +835,7 @@ class Domain:
             options = self.combinations[allowed]
             pa = list(self.protected)
             nearest = np.abs(rows[bad][:, None, pa] - options[None, :, :]).sum(axis=2).argmin(axis=1)
-            rows[np.ix_(np.flatnonzero(bad), pa)] = options[nearest]
+            rows[np.ix_(np.flatnonzero(bad), np.asarray(pa))] = options[nearest]
         return rows
 
     def describe_constraints(self) -> list[str]:
@@ -1014,11 +864,11 @@ class Domain:
         """
         if self.support is None:
             return None
-        return self.support.plausible(X, self._plausibility_pairs())
+        return self.support.plausible(X, self._plausibility_pairs(self.support))
 
-    def _plausibility_pairs(self) -> np.ndarray:
+    def _plausibility_pairs(self, support: Support) -> np.ndarray:
         if "pairs" not in self._derived:
-            self._derived["pairs"] = self.support.pair_columns(self)
+            self._derived["pairs"] = support.pair_columns(self)
         return self._derived["pairs"]
 
     def rare_pairs(self) -> list[dict]:
@@ -1032,7 +882,7 @@ class Domain:
         """
         if self.support is None or not self.protected:
             return []
-        return self.support.rare_pairs(self, self._plausibility_pairs())
+        return self.support.rare_pairs(self, self._plausibility_pairs(self.support))
 
     def _require_protected(self):
         if not self.protected:
@@ -1273,157 +1123,6 @@ class Domain:
         columns = d.get("protected_columns") or [[n] for n in names]
         values = dict(zip(names, d["protected_values"], strict=True))
         return dom.with_protected(dict(zip(names, columns, strict=True)), values=values)
-
-
-def group_name(columns: Sequence[str]) -> str:
-    """Display name of a group of columns: their common prefix without a trailing separator.
-
-    ``["race_A", "race_B", "race_C"]`` -> ``"race"``; without a common prefix the names joined by ``"+"``.
-
-    Parameters
-    ----------
-    columns : sequence of str
-        The group's column names.
-
-    Returns
-    -------
-    str
-    """
-    prefix = os.path.commonprefix([str(c) for c in columns])
-    stripped = prefix.rstrip("_.=: ")
-    if len(columns) > 1 and stripped and stripped != prefix:
-        return stripped
-    return "+".join(map(str, columns))
-
-
-ONE_HOT_SEPARATORS = "_.=:"
-
-
-def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute], data: np.ndarray) -> None:
-    """Refuse or warn when single protected columns belong to a one-hot encoded attribute.
-
-    Columns are taken as one-hot when they share the name prefix before their last ``_``, ``.``, ``=`` or
-    ``:``, hold only 0 and 1, and sum to 1 on every row of ``data``.
-
-    - Some columns of such a group protected on their own, the others not (``sex_Male`` protected,
-      ``sex_Female`` a feature): every counterpart is an impossible row (``(1, 0)`` becomes ``(0, 0)``), so
-      this is refused.
-    - All columns of the group protected one by one: the check tries every 0/1 combination of them, most of
-      which are impossible rows; this is warned about.
-
-    Parameters
-    ----------
-    domain : Domain
-        The domain whose features the attributes refer to.
-    attributes : sequence of ProtectedAttribute
-        The protected attributes being declared.
-    data : numpy.ndarray of int64, shape (n_samples, n_features)
-        The data rows, to tell one-hot columns.
-
-    Raises
-    ------
-    DomainError
-        In the first case, naming the group to declare.
-
-    Warns
-    -----
-    DataWarning
-        In the second case.
-    """
-    single = {a.columns[0] for a in attributes if not a.is_group}
-    for prefix, cols in _one_hot_groups(domain, data).items():
-        protected = [c for c in cols if c in single]
-        if not protected:
-            continue
-        names = tuple(domain.features[c].name for c in cols)
-        declare = (f"declare them as one attribute: protected=[..., {names!r}], or protected=[..., {prefix!r}] "
-                   f"with protected_groups={{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
-        if len(protected) < len(cols):
-            shown = ", ".join(repr(domain.features[c].name) for c in protected)
-            raise DomainError(
-                f"protected column(s) {shown} are part of the one-hot columns {', '.join(map(repr, names))} (0/1, "
-                "exactly one 1 per row): changing them alone gives only impossible counterparts (no 1, or two 1s); "
-                + declare)
-        n_products = 2 ** len(cols)
-        message = (
-            f"protected columns {', '.join(map(repr, names))} look like one one-hot attribute (0/1, exactly one "
-            f"1 per row): as {len(cols)} separate protected attributes the check tries {n_products} combinations, "
-            f"{n_products - len(cols)} of them impossible rows; " + declare)
-        # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
-        logger.info(message)
-        warnings.warn(message, DataWarning, stacklevel=3)
-
-
-def _one_hot_groups(domain: Domain, data: np.ndarray) -> dict[str, list[int]]:
-    """Columns sharing a name prefix (before the last separator) that are one-hot on every row of ``data``."""
-    by_prefix: dict[str, list[int]] = {}
-    for c, f in enumerate(domain.features):
-        cut = max(f.name.rfind(s) for s in ONE_HOT_SEPARATORS)
-        if cut > 0 and f.lo >= 0 and f.hi <= 1:
-            by_prefix.setdefault(f.name[:cut], []).append(c)
-    out = {}
-    for prefix, cols in by_prefix.items():
-        block = data[:, cols]
-        if len(cols) >= 2 and np.isin(block, (0, 1)).all() and (block.sum(axis=1) == 1).all():
-            out[prefix] = cols
-    return out
-
-
-def _widened_to_declared(features: tuple[Feature, ...], declared: Sequence[ProtectedAttribute]) -> tuple:
-    """The features, with bounds widened to every declared protected value outside them (with a warning).
-
-    Bounds are measured on the data; a value the caller declares but the data never holds (``values=[0, 1]``
-    on data holding only 1) is still a value of the attribute.
-    """
-    features = list(features)
-    for a in declared:
-        rows = a.value_array()
-        for j, c in enumerate(a.columns):
-            f = features[c]
-            lo, hi = min(f.lo, int(rows[:, j].min())), max(f.hi, int(rows[:, j].max()))
-            if (lo, hi) != (f.lo, f.hi):
-                outside = sorted({int(v) for v in rows[:, j] if not f.lo <= v <= f.hi})
-                message = (f"protected attribute {a.name!r}: declared values {outside} lie outside the bounds "
-                           f"[{f.lo}, {f.hi}] of feature {f.name!r} (measured on data that never holds them); the "
-                           f"bounds are widened to [{lo}, {hi}]")
-                logger.info(message)
-                warnings.warn(message, DataWarning, stacklevel=4)
-                features[c] = replace(f, lo=lo, hi=hi)
-    return tuple(features)
-
-
-def warn_unobserved_values(domain: Domain, data, *, only: Sequence[str] | None = None) -> dict[str, list[str]]:
-    """Warn about protected values that no row of ``data`` holds, and return them.
-
-    As :meth:`Domain.unobserved_protected_values`. Such a value is still tried as a counterpart, but no data row,
-    seed or group has it, and IDIs against it compare with inputs that do not occur.
-
-    Parameters
-    ----------
-    domain : Domain
-    data : array-like of int, shape (n_samples, n_features)
-    only : sequence of str, optional
-        Attribute names to check (default: all).
-
-    Returns
-    -------
-    dict of str to list of str
-        Attribute -> the labels of its values no row holds (attributes without such values left out).
-
-    Warns
-    -----
-    DataWarning
-        Naming each attribute and its values.
-    """
-    absent = {k: v for k, v in domain.unobserved_protected_values(data).items() if only is None or k in only}
-    if absent:
-        shown = "; ".join(f"{name}: {', '.join(map(repr, values))}" for name, values in absent.items())
-        message = (f"declared protected values that the data never holds ({shown}): they are tried as counterparts, "
-                   "but no data row has them, so no seed or group does, and IDIs against them compare with inputs "
-                   "that do not occur")
-        logger.info(message)
-        warnings.warn(message, DataWarning, stacklevel=4)
-    return absent
 
 
 def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -22,4 +22,5 @@ if TYPE_CHECKING:  # the real names, for type checkers and the API reference (gr
     from .grid import Grid, load_grid  # noqa: F401
     from .tables import grid_frame, grid_table, median_table, seed_ratios, without_timings, write_tables  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -16,11 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..storage import atomic_write_text, canonical_json, json_default
 
 KEY_LENGTH = 16
 CELL_NAME, RESULT_NAME, ERROR_NAME, PAIRS_NAME = "cell.json", "result.json", "error.json", "idis.parquet"
@@ -135,21 +136,6 @@ def cell_key(cell: Cell) -> str:
     return hashlib.sha256(canonical_json(cell.to_dict()).encode()).hexdigest()[:KEY_LENGTH]
 
 
-def canonical_json(value) -> str:
-    """JSON with sorted keys and no spaces: equal values give equal text.
-
-    Parameters
-    ----------
-    value : object
-        JSON-serialisable.
-
-    Returns
-    -------
-    str
-    """
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def cell_folder(out: str | os.PathLike, key: str) -> Path:
     """``<out>/cells/<key>``.
 
@@ -241,29 +227,8 @@ def json_damage(path: Path) -> str | None:
     return None
 
 
-def write_atomically(path: Path, data: bytes | str) -> None:
-    """Write ``path`` whole or not at all: a temporary file in the same folder, then ``os.replace``.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    data : bytes or str
-        Text is written as UTF-8.
-    """
-    payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide results from the other users of a shared folder
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_json(path: Path, value) -> None:
-    """:func:`write_atomically` of indented JSON.
+    """Write indented JSON whole or not at all (:func:`chiralfair.storage.atomic_write_text`).
 
     Parameters
     ----------
@@ -271,7 +236,7 @@ def write_json(path: Path, value) -> None:
     value : object
         JSON-serialisable.
     """
-    write_atomically(path, json.dumps(value, indent=2, allow_nan=True, default=_plain) + "\n")
+    atomic_write_text(path, json.dumps(value, indent=2, allow_nan=True, default=json_default) + "\n")
 
 
 def start_cell(folder: Path, cell: Cell) -> None:
@@ -350,15 +315,3 @@ def read_json(path: Path) -> dict[str, Any]:
         raise RunFolderError(f"{str(path)!r} {damage}: its cell counts as missing; run the grid again "
                              "(chiralfair experiment run) to redo it")
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _plain(o):
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, tuple | set):
-        return list(o)
-    raise TypeError(f"cannot write {type(o).__name__} to JSON")

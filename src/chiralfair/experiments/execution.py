@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import RunFolderError
-from .cells import ERROR_NAME, Cell, cell_damage, cell_folder, cell_state, fail_cell, read_json, write_atomically
+from ..storage import atomic_write_text
+from .cells import ERROR_NAME, Cell, cell_damage, cell_folder, cell_state, fail_cell, read_json
 from .grid import Grid, load_grid
 
 logger = logging.getLogger(__name__)
@@ -394,7 +395,7 @@ def prepare_grid_folder(grid: Grid, out: str | os.PathLike) -> Path:
     out = Path(out)
     check_grid_folder(grid, out)
     out.mkdir(parents=True, exist_ok=True)
-    write_atomically(out / GRID_NAME, grid.to_toml())
+    atomic_write_text(out / GRID_NAME, grid.to_toml())
     return out
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .cells import RESULT_NAME, cell_folder, read_json, write_atomically
+from ..storage import atomic_path, atomic_write_text
+from .cells import RESULT_NAME, cell_folder, read_json
 from .execution import grid_status
 
 AXIS_COLUMNS = ("task", "row", "dataset", "protected", "model", "seeds", "generator", "max_global", "max_local")
@@ -291,12 +292,11 @@ def _format(value) -> str:
 
 
 def _parquet(frame: pd.DataFrame, path: Path) -> Path:
-    tmp = path.parent / f".{path.name}.tmp"
-    frame.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
     return path
 
 
 def _text(path: Path, text: str) -> Path:
-    write_atomically(path, text)
+    atomic_write_text(path, text)
     return path

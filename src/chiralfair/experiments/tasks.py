@@ -29,16 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .._deadline import check_deadline, time_limit
-from .cells import (
-    PAIRS_NAME,
-    Cell,
-    canonical_json,
-    cell_folder,
-    fail_cell,
-    finish_cell,
-    start_cell,
-    write_atomically,
-)
+from ..storage import atomic_path, atomic_write_text, canonical_json, json_default
+from .cells import PAIRS_NAME, Cell, cell_folder, fail_cell, finish_cell, start_cell
 
 logger = logging.getLogger(__name__)
 
@@ -179,7 +171,7 @@ class SeedStore:
                     self.reused = True
                     return stored
             text = select().to_json()
-            write_atomically(self.path, text)
+            atomic_write_text(self.path, text)
         return SeedReport.from_json(text)
 
     def _stored(self, report_class):
@@ -224,7 +216,7 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     outcome = run_experiment(_run_config(cell, cell.seeds[0], data_home, cache_dir), reuse_seeds=store)
     if cell.save_pairs:
         _write_pairs(outcome, folder)
-    summary = json.loads(json.dumps(outcome.summary(), default=str))
+    summary = json.loads(json.dumps(outcome.summary(), default=json_default))
     s = outcome.result
     figures = {"n_idis": s.n_idis, "n_plausible_idis": s.n_plausible_idis, "n_global": s.n_global,
                "n_local": s.n_local, "n_tested": s.n_tested,
@@ -255,10 +247,8 @@ def _diversity_figures(prefix: str, diversity: dict[str, Any] | None) -> dict[st
 
 
 def _write_pairs(outcome, folder: Path) -> None:
-    path = folder / PAIRS_NAME
-    tmp = folder / f".{PAIRS_NAME}.tmp"
-    outcome.result.to_frame(outcome.domain).to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    with atomic_path(folder / PAIRS_NAME) as tmp:
+        outcome.result.to_frame(outcome.domain).to_parquet(tmp, index=False)
 
 
 def _inputs(cell: Cell, data_home, cache_dir):
@@ -339,7 +329,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
     with_idis = [m for m in methods if m == "paper" or method_params.get(m, {}).get("with_idis")]
     without = [m for m in methods if m not in with_idis]
     trained = inputs.trained
-    found, figures, summary = {}, {s: {} for s in cell.seeds}, {}
+    figures: dict[str, dict[str, Any]] = {s: {} for s in cell.seeds}
+    found, summary = {}, {}
     for strategy in (cell.seeds if with_idis else ()):
         t = time.perf_counter()
         found[strategy], info = search_training_rows(
@@ -448,7 +439,7 @@ class MitigationStore:
             if self.path.is_file():
                 return RetrainResult.from_json(self.path.read_text(encoding="utf-8"))
             text = run().to_json()
-            write_atomically(self.path, text)
+            atomic_write_text(self.path, text)
         return RetrainResult.from_json(text)
 
 

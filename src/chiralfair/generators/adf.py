@@ -173,7 +173,7 @@ def _adf_direction(g: np.ndarray, g_cf: np.ndarray, movable: np.ndarray,
     empty = np.flatnonzero(~direction.any(axis=1))
     movable = np.broadcast_to(movable, g.shape)
     # Draw for every row so that the random stream does not depend on which rows are empty.
-    feature = random_non_protected(len(g), movable.any(axis=0), rng)
+    feature = random_non_protected(len(g), np.any(movable, axis=0), rng)
     coin = rng.integers(0, 2, size=len(g)) * 2 - 1
     if len(empty):
         f = _next_movable(movable[empty], feature[empty])

@@ -83,7 +83,7 @@ def leaf_boxes(tree, domain: Domain) -> LeafBoxes:
     label = tree.classes_[t.value[leaves, 0].argmax(axis=1)].astype(np.int64)
     pa = list(domain.protected)
     combos = domain.combinations
-    inside = ((combos[None] >= lower[leaves][:, None, pa]) & (combos[None] <= upper[leaves][:, None, pa])).all(axis=2)
+    inside = np.all((combos[None] >= lower[leaves][:, None, pa]) & (combos[None] <= upper[leaves][:, None, pa]), axis=2)
     return LeafBoxes(lower[leaves], upper[leaves], label, inside,
                      _protected_split_pairs(t, position, set(pa)))
 
@@ -338,7 +338,9 @@ class _AftRun:
         # The seeds' counterparts and their labels, known from the global phase.
         self.seed_rows = self.domain.counterparts(seed_check.X).reshape(-1, self.domain.n_features)
         self.seed_labels = seed_check.counterpart_labels.reshape(-1)
-        self.train_X = self.train_y = None
+        # the tree's training rows and labels, drawn by _start() when run() begins
+        self.train_X: np.ndarray
+        self.train_y: np.ndarray
 
     def run(self) -> tuple[str, ...]:
         restarts, quiet = 0, 0

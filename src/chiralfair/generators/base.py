@@ -9,16 +9,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._random import RandomState, resolve_random_state
+from .._registry import Registry
 from .._validation import check_int
 from ..domain import Domain
-from ..exceptions import ConfigError, DomainError, ModelCapabilityError, ModelInputError
+from ..exceptions import DomainError, ModelCapabilityError, ModelInputError
 from ..models.adapters import as_model
 from ..models.protocol import in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
 from ..results.run_folder import PairSink
 from .recorder import IDIRecorder
 
-GENERATORS: dict[str, Callable[..., Generator]] = {}
+GENERATORS: Registry[Callable[..., Generator]] = Registry("generator")
 
 
 def register_generator(name: str, factory: Callable[..., Generator] | None = None):
@@ -38,10 +39,7 @@ def register_generator(name: str, factory: Callable[..., Generator] | None = Non
         The decorator, or ``factory`` itself when given.
     """
     def deco(obj):
-        if name in GENERATORS:
-            raise ConfigError(f"generator {name!r} is already registered")
-        GENERATORS[name] = obj
-        return obj
+        return GENERATORS.add(name, obj)
     return deco(factory) if factory is not None else deco
 
 
@@ -88,9 +86,7 @@ def make_generator(name: str, **params) -> Generator:
     ['sex', 'hours', 'sex_counterpart', 'hours_counterpart']
     """
     from . import _load_all  # noqa: F401  (registers the built-in generators)
-    if name not in GENERATORS:
-        raise ConfigError(f"unknown generator {name!r}; valid: {', '.join(sorted(GENERATORS))}")
-    return GENERATORS[name](**params)
+    return GENERATORS.make(name, **params)
 
 
 class Generator(ABC):

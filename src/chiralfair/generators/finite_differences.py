@@ -118,7 +118,7 @@ def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, st
         probes = np.repeat(chunk, m, axis=0)
         probes[np.arange(len(probes)), np.tile(columns, len(chunk))] += dchunk.ravel()
         sent = dchunk.ravel() != 0
-        change = np.zeros(len(probes))
+        change: np.ndarray = np.zeros(len(probes))
         if sent.any():
             change[sent] = model.predict_proba(probes[sent])[:, 1] - np.repeat(p[rows], m)[sent]
         change = change.reshape(len(chunk), m)

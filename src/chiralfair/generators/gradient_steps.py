@@ -31,6 +31,7 @@ from typing import ClassVar, Protocol
 import numpy as np
 
 from ..domain import Domain
+from ..exceptions import ConfigError
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult
 from .recorder import IDIRecorder, key_set_for
@@ -63,7 +64,7 @@ class ChainChecks:
     counterpart_labels: np.ndarray
     proba: np.ndarray
     own_proba: np.ndarray
-    possible: np.ndarray | None = None
+    possible: np.ndarray = None  # type: ignore[assignment]  # reason: None stands for all True; __post_init__ makes it
 
     def __post_init__(self):
         if self.possible is None:
@@ -99,7 +100,15 @@ class ChainChecks:
         Returns
         -------
         ChainChecks
+
+        Raises
+        ------
+        ConfigError
+            If the check was run without ``with_proba=True`` (it has no probabilities to take).
         """
+        if res.proba is None or res.own_proba is None:
+            raise ConfigError("ChainChecks.from_result needs a check run with with_proba=True; this one has no "
+                              "probabilities")
         possible = res.possible if res.possible is not None else np.ones(res.counterpart_labels.shape, dtype=bool)
         return cls(res.labels, res.counterpart_labels, res.proba, res.own_proba, possible)
 
@@ -152,7 +161,7 @@ class ChainChecks:
     @property
     def is_idi(self) -> np.ndarray:
         """Whether each chain's input is an IDI, shape (n_chains,)."""
-        return self.flips.any(axis=1)
+        return np.any(self.flips, axis=1)
 
     def first_flip(self) -> np.ndarray:
         """ADF's counterpart, shape (n_chains,).

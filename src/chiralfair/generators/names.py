@@ -2,8 +2,11 @@
 
 Read by the command line and the grid files to refuse an unknown generator, a gradient generator on a model
 without a gradient, or a generator that needs probabilities on a labels-only model, before the generators are
-imported. ``tests/test_generators_contract.py`` checks these tables against the registry
-(:data:`chiralfair.generators.GENERATORS`: ``needs_gradient`` and ``needs_proba`` of each class).
+imported. The classes' ``needs_gradient`` and ``needs_proba`` are what a run checks; these tables are a light index
+of them, not read from the classes because importing any generator module loads pandas and pyarrow (through the
+domain and the result records): that would make a refusal such as ``chiralfair run --generator eidig --model dtc``
+load pandas, which ``tests/test_light_cli.py`` forbids. ``tests/test_generators_contract.py`` checks these tables
+against the registry (:data:`chiralfair.generators.GENERATORS`), so the two cannot drift apart unnoticed.
 """
 
 # name -> whether the generator needs input_gradient (its class's needs_gradient).

@@ -15,6 +15,7 @@ are kept in memory until :meth:`result`.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ class SortedKeySet:
     per key; membership is a binary search in each run.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._runs: list[np.ndarray] = []
         self._size = 0
 
@@ -99,7 +100,7 @@ class SortedKeySet:
 class ObjectKeySet:
     """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python set."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._set: set = set()
 
     def __len__(self) -> int:
@@ -210,6 +211,7 @@ class IDIRecorder:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
+        X = self._inside_the_domain(X, phase)
         res = self.checker.check(self.domain.repair(X), with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         keys = self.domain.keys(res.X)
@@ -224,6 +226,19 @@ class IDIRecorder:
             self._record_pairs(res, new, phase)
         return res, new
 
+    def _inside_the_domain(self, X, phase: str) -> np.ndarray:
+        """``X`` as given when it is integer codes inside the bounds; else the DomainError naming the first fault.
+
+        A candidate outside the bounds would be counted as an IDI that no person can be (and, under a coupling,
+        fail deep inside the counterpart construction), so it is refused here, at the cost of two comparisons.
+        """
+        X = np.asarray(X)
+        domain = self.domain
+        if (X.ndim != 2 or X.shape[1] != domain.n_features or X.dtype.kind not in "iu"
+                or (X < domain.lower).any() or (X > domain.upper).any()):
+            return domain.validate(X, what=f"{phase} candidates (a generator clips them into the domain first)")
+        return X
+
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
         X, C = res.X[new], res.counterparts(self.domain)[new]
         y, yc = res.labels[new], res.counterpart_label[new]
@@ -234,7 +249,7 @@ class IDIRecorder:
         for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
             self._label_counts[values] = self._label_counts.get(values, 0) + count
         plausible = self.pair_plausible(X, C)
-        if plausible is not None:
+        if plausible is not None and self._n_plausible is not None:  # both are None when the domain has no support
             self._n_plausible += int(plausible.sum())
         if self.sink is not None:
             self.sink.write(X, C, y, yc, phase, plausible=plausible)
@@ -332,7 +347,7 @@ class IDIRecorder:
         seconds = self.seconds
         counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
         k = len(self.domain.protected)
-        common = dict(
+        common: dict[str, Any] = dict(
             generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),
             n_seed_idis=int(n_seed_idis), n_idis=self.n_idis, n_global=self._n_phase["global"],
             n_local=self._n_phase["local"], n_tested=self.n_tested, n_queries=self.n_queries,

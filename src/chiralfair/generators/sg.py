@@ -79,7 +79,7 @@ def solve_interval(constraints: Sequence[Predicate], x: np.ndarray, domain: Doma
     return out
 
 
-def _feasible_intervals(constraints, domain):
+def _feasible_intervals(constraints, domain) -> tuple[dict[int, int], dict[int, int]]:
     lo: dict[int, int] = {}
     hi: dict[int, int] = {}
     for p in constraints:
@@ -445,7 +445,7 @@ class _SGRun:
         No more than the limit leaves room for, and no local item beyond its global IDI's ``max_local`` cap.
         """
         room = min(self.p["batch_size"], self.limit - self.recorder.n_tested)
-        batch = []
+        batch: list[_Item] = []
         while self.queue and len(batch) < room:
             item = heapq.heappop(self.queue)
             key = self.domain.keys(item.x[None, :])[0]

@@ -20,4 +20,5 @@ if TYPE_CHECKING:  # the real names, for type checkers and the API reference (gr
     from .labelling import default_ensemble, fit_ensemble, vote_labels  # noqa: F401
     from .retraining import RetrainResult, check_methods, idis_from_frame, retrain  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 
+from .._registry import Registry
 from ..exceptions import ConfigError, ModelCapabilityError
 
-METHODS: dict[str, Callable[..., MitigationMethod]] = {}
+METHODS: Registry[Callable[..., MitigationMethod]] = Registry("mitigation method")
 
 
 def register_method(name: str):
@@ -43,9 +44,7 @@ def register_method(name: str):
         If ``name`` is already registered.
     """
     def deco(cls):
-        if name in METHODS:
-            raise ConfigError(f"mitigation method {name!r} is already registered")
-        METHODS[name] = cls
+        METHODS.add(name, cls)
         cls.name = name
         return cls
     return deco
@@ -90,9 +89,7 @@ def make_method(name: str, **params) -> MitigationMethod:
     True
     """
     from . import _load_all  # noqa: F401  (registers the built-in methods)
-    if name not in METHODS:
-        raise ConfigError(f"unknown mitigation method {name!r}; valid: {', '.join(sorted(METHODS))}")
-    return METHODS[name](**params)
+    return METHODS.make(name, **params)
 
 
 class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
@@ -209,7 +206,9 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                               f"{domain.names}, got {X.shape}")
         return X.astype(np.int64, copy=False)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray, **fit_params) -> None:
+    # Each method names the fit parameters it takes (sample_weight=, added=, ...); *args, **fit_params typed Any
+    # let type checkers accept each of those signatures.
+    def _fit(self, X: np.ndarray, y: np.ndarray, *args: Any, **fit_params: Any) -> None:
         raise NotImplementedError
 
 

@@ -51,7 +51,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -66,6 +66,7 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
+from ..storage import json_default
 from .base import check_shares, make_method, unfitted_copy
 from .evaluation import CONFIDENCE, Evaluator, wilson
 from .guardrail import DEFAULT_MAX_F1_LOSS, judge
@@ -227,7 +228,7 @@ class RetrainResult:
         d["rows"] = list(self.rows)
         d["notes"] = list(self.notes)
         d["methods"] = list(self.methods)
-        return json.dumps(d, indent=2, default=_json_default)
+        return json.dumps(d, indent=2, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> RetrainResult:
@@ -413,8 +414,7 @@ def check_methods(method) -> tuple[str, ...]:
     if not names:
         raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}")
     for name in names:
-        if name not in METHODS:
-            raise ConfigError(f"unknown mitigation method {name!r}; valid: {', '.join(sorted(METHODS))}")
+        METHODS.check(name)
     return tuple(dict.fromkeys(names))
 
 
@@ -524,7 +524,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     rng, random_state_described = resolve_random_state(random_state)
     counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
     paper_mode = _paper_mode(counting, mode, trainer) if "paper" in methods else None
-    if "paper" in methods:
+    if paper_mode is not None:  # "paper" in methods
         _check_trainable(counting, paper_mode, trainer)
     for name in methods:
         if name != "paper":
@@ -574,15 +574,16 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     for name in methods:
         for s in (shares if name in with_idis else (None,)):
             added, n_pairs = None, 0
-            if s is not None:
+            if s is not None and X_idi is not None and order is not None:  # a share of the IDIs found above
                 chosen = order[: shared_count(s, len(X_idi))]
                 added, n_pairs = added_rows(X_idi, X_counterpart, labels, chosen, pairs), int(len(chosen))
                 leakage["n_test_projections_added"] += projections.verify(domain, added[0], f"method {name!r}")
             t = time.perf_counter()
-            if name == "paper":
-                retrained, how[name] = _train_again(counting, dataset, train, *added, mode=paper_mode,
+            if name == "paper":  # it adds IDIs at every share: added holds their rows and labels
+                X_new, y_new = cast(tuple, added)
+                retrained, how[name] = _train_again(counting, dataset, train, X_new, y_new, mode=paper_mode,
                                                     trainer=trainer, random_state=train_seed, cache_dir=cache_dir)
-                info = {"n_rows_added": int(len(added[0]))}
+                info = {"n_rows_added": int(len(X_new))}
             else:
                 retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
                                             method_seeds[name])
@@ -923,16 +924,4 @@ def _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
 
 
 def _plain_row(row: dict) -> dict:
-    return {k: _json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"cannot serialize {type(o).__name__}")
+    return {k: json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}

@@ -7,6 +7,8 @@ whatever the model's own language; :mod:`chiralfair.models.language` holds the r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..exceptions import ConfigError, ModelCapabilityError
@@ -336,7 +338,9 @@ def _apply_scalers(pipe, X):
     return X
 
 
-_ACTIVATIONS = {
+_Activation = tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray, np.ndarray], np.ndarray]]
+# an MLP's activation and its derivative (given its input z and its output a)
+_ACTIVATIONS: dict[str, _Activation] = {
     "relu": (lambda z: np.maximum(z, 0), lambda z, a: (z > 0).astype(float)),
     "tanh": (np.tanh, lambda z, a: 1 - a ** 2),
     "logistic": (lambda z: 1 / (1 + np.exp(-z)), lambda z, a: a * (1 - a)),

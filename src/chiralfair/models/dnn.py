@@ -30,6 +30,7 @@ Zhang, P. et al. "White-box Fairness Testing through Adversarial Sampling", ICSE
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,7 +41,10 @@ from ._torch import require_torch
 from .threads import single_intra_op_thread
 
 # Without torch, importing this module raises MissingDependencyError (an ImportError) saying how to install it.
-torch = require_torch("chiralfair.models.dnn (the paper's DNN)")
+if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
+    import torch
+else:
+    torch = require_torch("chiralfair.models.dnn (the paper's DNN)")
 F = torch.nn.functional  # noqa: N816 - the torch convention
 
 logger = logging.getLogger(__name__)
@@ -64,6 +68,10 @@ class PaperDNN(torch.nn.Module):
     ``forward`` returns P(y = 1), shape (n_samples, 1); :meth:`logit` returns the pre-sigmoid output that
     training uses (``binary_cross_entropy_with_logits`` is the numerically stable form of the same loss).
     """
+
+    if TYPE_CHECKING:  # the buffers, as tensors; not at run time, where TorchScript cannot read the string annotations
+        input_mean: torch.Tensor
+        input_std: torch.Tensor
 
     def __init__(self, n_features: int, *, mean=None, std=None):
         super().__init__()

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..exceptions import ModelFileError
+from ..storage import atomic_path, json_default
 
 SKOPS_SUFFIXES = (".skops",)
 TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts")
@@ -142,7 +143,6 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
         estimator of no known kind.
     """
     import json
-    import tempfile
 
     folder = Path(folder)
     suffix = Path(like).suffix.lower() if like is not None else None
@@ -167,10 +167,8 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
                 raise ModelFileError(f"cannot save torch module {type(est).__name__} as TorchScript: "
                                      "torch.jit.script failed and its input width is unknown") from None
             scripted = torch.jit.trace(est, torch.zeros(1, int(n_features)))
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".pt", delete=False) as tmp:
-            pass
-        scripted.save(tmp.name, _extra_files={"meta.json": json.dumps(meta or {}, default=str)})
-        os.replace(tmp.name, path)
+        with atomic_path(path) as tmp:
+            scripted.save(str(tmp), _extra_files={"meta.json": json.dumps(meta or {}, default=json_default)})
         return path
     from sklearn.base import BaseEstimator
 
@@ -181,16 +179,14 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
         import joblib
 
         path = folder / f"{stem}.joblib"
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".joblib", delete=False) as tmp:
-            joblib.dump(est, tmp)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+            joblib.dump(est, fh)
     else:
         import skops.io as sio
 
         path = folder / f"{stem}.skops"
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=".skops", delete=False) as tmp:
-            pass
-        sio.dump(est, tmp.name)
-    os.replace(tmp.name, path)
+        with atomic_path(path) as tmp:
+            sio.dump(est, tmp)
     return path
 
 

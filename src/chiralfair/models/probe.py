@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..exceptions import ConfigError, ModelCapabilityError, ModelInputError
 from .adapters import as_model, rewrapped
 from .protocol import in_domain_terms, with_column_named
+
+if TYPE_CHECKING:
+    from ..datasets.base import Dataset
 
 logger = logging.getLogger(__name__)
 
@@ -204,7 +207,7 @@ def accepted_data_row(model, dataset) -> np.ndarray:
         f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(_data_columns(dataset))}")
 
 
-def restrict_to_accepted_values(model, dataset):
+def restrict_to_accepted_values(model, dataset) -> tuple[Dataset, list[str], np.ndarray | None]:
     """Probe the model with one counterpart per protected value; leave out the values it refuses.
 
     A data row the model accepts (:func:`accepted_data_row`) gets each value of each protected attribute in turn,
@@ -368,13 +371,13 @@ def check_model_accepts_values(model, dataset):
             f"({error}). Encode those columns so that every code in their bounds is a value the model knows "
             "(for a frame: make the column categorical, df[col] = df[col].astype('category'), so that only the "
             "values it holds become codes)", model_name=model.name, model_error=error or "")
-    names = [domain.features[j].name for j in sorted(recodable)]
-    error = with_column_named(error or "", names[0] if len(names) == 1 else None)
+    recoded_names = [domain.features[j].name for j in sorted(recodable)]
+    error = with_column_named(error or "", recoded_names[0] if len(recoded_names) == 1 else None)
     notes = [f"model {model.name!r} refuses values of {name!r} between the values the data holds (e.g. "
              f"{domain.features[j].label(gaps[j][0])}; {error}): {name!r} now takes only its "
              f"{len(np.unique(dataset.X[:, j]))} values in the data, so no generator proposes another"
-             for name, j in zip(names, sorted(recodable), strict=True)]
+             for name, j in zip(recoded_names, sorted(recodable), strict=True)]
     for note in notes:
         logger.warning(note)
-    recoded = dataset.with_observed_values_only(names)
+    recoded = dataset.with_observed_values_only(recoded_names)
     return rewrapped(model, to_frame=recoded.to_frame), recoded, notes

@@ -17,13 +17,16 @@ columns in which that row differs from a row it accepts), so the batched hot pat
 from __future__ import annotations
 
 import re
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._validation import check_int
 from ..exceptions import ChiralfairError, ModelCapabilityError, ModelInputError
 from .language import ModelLanguage
+
+if TYPE_CHECKING:
+    from .zoo import ModelSpec
 
 DEFAULT_BATCH_SIZE = 65_536
 
@@ -88,8 +91,9 @@ class CountingModel:
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.estimator = estimator
         self.language = language if language is not None else ModelLanguage()
-        self.spec = None
-        self.wrapping = None  # (model object, as_model's keyword arguments), set by as_model
+        self.spec: ModelSpec | None = None
+        # (model object, as_model's keyword arguments), set by as_model
+        self.wrapping: tuple[Any, dict[str, Any]] | None = None
         self.n_queries = 0
         self.n_gradient_queries = 0
 
@@ -306,10 +310,11 @@ class CountingModel:
 
     def _decoded(self, row: np.ndarray):
         """The one-row frame a model fed a frame gets for ``row``, or None (a model fed codes, or no decoding)."""
-        if not self.language.takes_frame:
+        to_frame = self.language.to_frame
+        if to_frame is None:
             return None
         try:
-            return self.language.to_frame(np.rint(row[None, :]).astype(np.int64))
+            return to_frame(np.rint(row[None, :]).astype(np.int64))
         except Exception:  # a row that does not decode is shown as codes
             return None
 
@@ -466,7 +471,7 @@ def in_domain_terms(err: ModelInputError, domain) -> ModelInputError:
     ModelInputError
         ``err`` itself when no single column explains it or it was already put in domain terms.
     """
-    if err.column is None or getattr(err, "in_domain_terms", False) or not 0 <= err.column < domain.n_features:
+    if err.column is None or err.in_domain_terms or not 0 <= err.column < domain.n_features:
         return err
     feature = domain.features[err.column]
     value = feature.label(err.code)

@@ -8,6 +8,8 @@ outputs all happen to lie in [0, 1] cannot be detected.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..exceptions import ConfigError, ModelOutputError
@@ -17,7 +19,10 @@ from .protocol import CountingModel, from_positive_probability
 from .threads import single_intra_op_thread
 
 # Without torch, importing this module raises MissingDependencyError (an ImportError) saying how to install it.
-torch = require_torch("chiralfair.models.torch_adapter (torch modules as models under test)")
+if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
+    import torch
+else:
+    torch = require_torch("chiralfair.models.torch_adapter (torch modules as models under test)")
 
 
 def input_dtype(module: torch.nn.Module) -> torch.dtype:

@@ -26,11 +26,11 @@ import logging
 import os
 import platform
 import re
-import tempfile
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 from filelock import FileLock
@@ -38,6 +38,7 @@ from filelock import FileLock
 from .. import __version__
 from .._validation import check_int
 from ..exceptions import ConfigError
+from ..storage import atomic_path
 from ._torch import require_torch
 from .protocol import CountingModel
 from .zoo import ModelSpec, as_spec
@@ -154,8 +155,8 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
                 logger.info("trained %s on %s (random_state=%d, %d rows) in %.2f s; cached at %s", spec.name,
                             dataset.name, random_state, len(train), train_seconds, path)
     from_cache = trained is None
-    if from_cache:
-        fitted, train_seconds = loaded
+    if trained is None:  # nothing was trained, so the cache entry was read
+        fitted, train_seconds = cast("tuple[Any, float]", loaded)
         trained = spec.wrap(fitted)
         logger.info("loaded %s on %s (random_state=%d) from %s", spec.name, dataset.name, random_state, path)
 
@@ -252,6 +253,7 @@ def _key_text(dataset_name, X_train, y_train, spec: ModelSpec, random_state: int
     data.update(json.dumps([list(X.shape), list(y.shape)]).encode())
     data.update(X.tobytes())
     data.update(y.tobytes())
+    # Not storage.canonical_json: its compact separators would change every key and orphan every cached model.
     return json.dumps({"format": CACHE_FORMAT, "dataset": str(dataset_name), "train_sha256": data.hexdigest(),
                        "spec": json.loads(spec.key()), "random_state": random_state,
                        "versions": library_versions(spec)}, sort_keys=True)
@@ -302,9 +304,7 @@ def _file_state(path: Path) -> tuple[int, int] | None:
 
 def _save(path: Path, spec: ModelSpec, fitted, *, key: str, train_seconds: float) -> None:
     meta = {"format": CACHE_FORMAT, "key": key, "train_seconds": float(train_seconds)}
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         if spec.is_torch:
             import torch
             state = {k: v.detach().cpu() for k, v in fitted.state_dict().items()}
@@ -312,13 +312,9 @@ def _save(path: Path, spec: ModelSpec, fitted, *, key: str, train_seconds: float
         else:
             import joblib
             joblib.dump({"meta": meta, "estimator": fitted}, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
-def _load(path: Path, spec: ModelSpec, key: str):
+def _load(path: Path, spec: ModelSpec, key: str) -> tuple[Any, float] | None:
     """``(fitted, train_seconds)`` from ``path``, or None if absent; a broken file warns and gives None."""
     if not path.exists():
         return None

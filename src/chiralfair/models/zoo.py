@@ -62,6 +62,7 @@ import numpy as np
 from .._random import RandomState, derive_seed
 from .._validation import check_choice, check_training_data
 from ..exceptions import ConfigError
+from ..storage import canonical_json
 from ._torch import require_torch
 from .adapters import as_model
 from .protocol import DEFAULT_BATCH_SIZE, CountingModel
@@ -383,7 +384,7 @@ def _estimator_value(value):
 
 def _canonical_json(obj, *, what: str) -> str:
     try:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return canonical_json(obj)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{what} must be JSON-like (numbers, strings, booleans, None, lists, dicts): "
                           f"{err}") from None

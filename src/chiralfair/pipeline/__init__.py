@@ -54,4 +54,5 @@ if TYPE_CHECKING:
     from .selections import select_repeatedly  # noqa: F401
     from .steps import SearchPlan, estimate_verdict, prepare_search, run_search, select_seeds  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

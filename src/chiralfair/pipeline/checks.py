@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._registry import unknown_name
 from .._validation import check_int
 from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
 
@@ -204,7 +205,7 @@ def generator_needs_gradient(name: str) -> bool:
         return BUILTIN_GENERATORS[name]
     GENERATORS = _registry("generators", "GENERATORS")
     if name not in GENERATORS:
-        raise ConfigError(f"unknown generator {name!r}; valid: {', '.join(sorted({*BUILTIN_GENERATORS, *GENERATORS}))}")
+        raise unknown_name("generator", name, {*BUILTIN_GENERATORS, *GENERATORS})
     return bool(getattr(GENERATORS[name], "needs_gradient", False))
 
 
@@ -253,8 +254,7 @@ def check_seed_strategy(name: str) -> None:
         return
     SEED_STRATEGIES = _registry("seeds", "SEED_STRATEGIES")
     if name not in SEED_STRATEGIES:
-        raise ConfigError(f"unknown seed strategy {name!r}; valid: "
-                          f"{', '.join(sorted({*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES}))}")
+        raise unknown_name("seed strategy", name, {*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES})
 
 
 def _registry(package: str, name: str) -> dict:
@@ -369,8 +369,7 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     registered = _registry("mitigation", "METHODS")
     unknown = [m for m in methods if m not in BUILTIN_METHODS and m not in registered]
     if unknown or not methods:
-        raise ConfigError(f"unknown mitigation method {unknown[0] if unknown else '(none)'!r}; valid: "
-                          f"{', '.join(sorted({*BUILTIN_METHODS, *registered}))}")
+        raise unknown_name("mitigation method", unknown[0] if unknown else "(none)", {*BUILTIN_METHODS, *registered})
     for name, value in (("protocol", protocol), ("pairs", pairs), ("mode", mode)):
         if value not in RETRAIN_CHOICES[name]:
             raise ConfigError(f"{name} must be one of {', '.join(RETRAIN_CHOICES[name])}, got {value!r}")

@@ -168,7 +168,7 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
 class run_folder_guard:
     """Check ``out`` before any work, and remove the folders it created if the run fails."""
 
-    def __init__(self, out):
+    def __init__(self, out) -> None:
         self.out = out
         self.created: list[Path] = []
 

@@ -7,6 +7,7 @@ both (validating their parameters) and checks them against the model once, befor
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,7 +151,7 @@ def select_seeds(prepared: PreparedSearch, inputs, *, dataset=None,
     return (reuse_seeds or (lambda pick: pick()))(select)
 
 
-def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | Path | None = None, meta=None):
+def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | os.PathLike | None = None, meta=None):
     """Run the generator from the seeds; with ``out``, stream the IDI pairs to ``out/idis.parquet``.
 
     ``out/result.json`` says ``"partial": true`` from the start of the search until the folder is finished. A

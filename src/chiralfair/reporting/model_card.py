@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import __version__
 from ..exceptions import ConfigError
+from ..storage import atomic_path, atomic_write_text
 
 SPEC_VERSION = "1.6"
 CARD_SUFFIXES = (".json", ".md")
@@ -191,12 +192,11 @@ def write_model_card(subject, path: str | os.PathLike, *, model=None) -> Path:
 
         card = add_to_skops_card(skops.card.Card(model), subject)
         path.parent.mkdir(parents=True, exist_ok=True)
-        card.save(path)
+        with atomic_path(path) as tmp:
+            card.save(tmp)
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(cyclonedx_model_card(subject), indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(cyclonedx_model_card(subject), indent=2) + "\n")
     return path
 
 
@@ -313,13 +313,14 @@ def _retrain_parts(r) -> tuple[list[dict], list[dict], list[str]]:
 
 
 def _metric(kind: str, value, slice_text: str, bounds) -> dict[str, Any]:
-    out = {"type": kind, "value": "undefined" if value is None else _number(value), "slice": slice_text}
+    out: dict[str, Any] = {"type": kind, "value": "undefined" if value is None else _number(value), "slice": slice_text}
     if bounds is not None and bounds[0] is not None:
         out["confidenceInterval"] = {"lowerBound": _number(bounds[0]), "upperBound": _number(bounds[1])}
     return out
 
 
 def _content_id(obj) -> uuid.UUID:
+    # Not storage.canonical_json: its compact separators would give every card already written a new UUID.
     return uuid.uuid5(uuid.NAMESPACE_URL, "chiralfair:" + json.dumps(obj, sort_keys=True))
 
 

@@ -17,20 +17,14 @@ import base64
 import html
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..results.run_folder import (
-    PAIRS_NAME,
-    PairSink,
-    atomic_write_bytes,
-    make_shareable,
-    prepare_run_folder,
-)
+from ..results.run_folder import PAIRS_NAME, PairSink, prepare_run_folder
+from ..storage import atomic_path, atomic_write_bytes, json_default
 
 __all__ = ["RUN_FILES", "counterpart_lines", "describe_clustering", "render_html", "render_markdown", "summary_rows",
            "verdict_lines", "write_pairs", "write_run"]
@@ -86,7 +80,7 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     atomic_write_bytes(folder / "report.md", text.encode())
     atomic_write_bytes(folder / "report.html", render_html(text, folder, summary_title(summary)).encode())
     summary["seconds_by_step"]["write"] = time.perf_counter() - t0
-    atomic_write_bytes(folder / "result.json", json.dumps(summary, indent=2, default=_plain).encode())
+    atomic_write_bytes(folder / "result.json", json.dumps(summary, indent=2, default=json_default).encode())
     return folder
 
 
@@ -568,7 +562,7 @@ def _plot_share_by_group(verdict: dict[str, Any] | None, folder: Path) -> str | 
     With its interval, beside the share affected (either side of a pair). Returns the file name or None.
     """
     groups = [g for g in (verdict or {}).get("groups", ()) if g["n"] and g.get("share_harmed") is not None]
-    if not groups:
+    if verdict is None or not groups:
         (folder / SHARE_PLOT).unlink(missing_ok=True)
         return None
     plt = _pyplot()
@@ -623,13 +617,10 @@ def _pyplot():
 def _save(fig, folder: Path, name: str) -> str:
     """Save a figure atomically (temporary file + rename) and close it."""
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".png")
-    os.close(fd)
-    fig.savefig(tmp, dpi=100)
+    with atomic_path(folder / name) as tmp:
+        fig.savefig(tmp, format="png", dpi=100)
     fig.clf()
     _pyplot().close(fig)
-    make_shareable(tmp)
-    os.replace(tmp, folder / name)
     return name
 
 
@@ -651,16 +642,6 @@ def _plot_protected_values(outcome, folder: Path) -> str | None:
     ax.set_title(f"Where the search went: IDIs by {' / '.join(dom.protected_names)}\n(own value → counterpart value;"
                  " not who is most discriminated)", fontsize=10)
     return _save(fig, folder, SEARCH_PLOT)
-
-
-def _plain(o):
-    if isinstance(o, np.integer | np.bool_):
-        return o.item()
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(f"cannot serialize {type(o).__name__}")
 
 
 # ------------------------------------------------------------------------------------------ the retrain folder
@@ -747,10 +728,8 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     from ..models.files import save_model_file
 
     out = Path(out)
-    with tempfile.TemporaryDirectory(dir=out) as tmp:
-        png = Path(tmp) / "tradeoff.png"
+    with atomic_path(out / "tradeoff.png") as png:
         result.plot(png)
-        atomic_write_bytes(out / "tradeoff.png", png.read_bytes())
     for stale in out.glob("model*.*"):
         stale.unlink()
     saved, lines = [], []

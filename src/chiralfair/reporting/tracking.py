@@ -181,7 +181,7 @@ def _group_metric_metrics(gm: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _retrain_figures(result):
+def _retrain_figures(result) -> tuple[dict[str, Any], dict[str, float], str, dict[str, Any]]:
     params = {"protocol": result.protocol, "pairs": result.pairs, "mode": result.mode, "how": result.how,
               "dataset": result.meta.get("dataset"), "model": result.meta.get("model")}
     metrics: dict[str, Any] = {"retrain_n_idis": result.n_idis}

@@ -1,7 +1,7 @@
 """What a search leaves: frozen result records with a JSON round trip, the run folder, and provenance.
 
-:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, design §7); the run folder's files, its atomic
-writes and its streamed IDI pairs (:mod:`.run_folder`); the library versions every ``result.json`` records
+:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, design §7); the run folder's files and its
+streamed IDI pairs (:mod:`.run_folder`); the library versions every ``result.json`` records
 (:mod:`.provenance`).
 
 Names are imported on first use (PEP 562), so that a command that only checks a run folder does not load pandas.
@@ -26,4 +26,5 @@ if TYPE_CHECKING:
         protected_pair_counts,
     )
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -1,4 +1,4 @@
-"""The run folder on disk (design §7): safe folder checks, atomic writes, and IDI pairs streamed to Parquet.
+"""The run folder on disk (design §7): safe folder checks, ``result.json``, and IDI pairs streamed to Parquet.
 
 Pairs go to ``idis.parquet``, a Parquet *dataset folder* of part files ``part-000000.parquet``,
 ``part-000001.parquet``, ... in search order, which ``pandas.read_parquet`` and ``pyarrow.dataset`` read as one
@@ -21,15 +21,15 @@ from __future__ import annotations
 import errno
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from .._validation import check_float, check_int
 from ..exceptions import RunFolderError
+from ..storage import atomic_path, atomic_write_bytes
 
 if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
     from ..domain import Domain, Feature
@@ -134,37 +134,6 @@ def is_previous_run(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "chiralfair_version" in data.get("meta", {})
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    data : bytes
-    """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        make_shareable(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def make_shareable(path: str | os.PathLike) -> None:
-    """Give a temporary file the permissions of a normal new file (mkstemp makes 0600; a run folder is shared).
-
-    Parameters
-    ----------
-    path : str or path-like
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, 0o666 & ~mask)
 
 
 def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
@@ -354,7 +323,7 @@ class PairSink:
         if self._buffer:
             arrays = [np.concatenate(a) for a in zip(*self._buffer, strict=True)]
         else:
-            d = self._encoder.domain.n_features
+            d = cast(_PairEncoder, self._encoder).domain.n_features  # opened: write() and close() check it
             arrays = [np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0, np.int64),
                       np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0, bool)]
         n, start = len(arrays[0]), 0
@@ -371,17 +340,11 @@ class PairSink:
     def _write_part(self, arrays: list[np.ndarray]) -> None:
         import pyarrow.parquet as pq
 
-        table = self._encoder.table(*arrays[:5], plausible=arrays[5] if self._with_plausible else None)
+        encoder = cast(_PairEncoder, self._encoder)  # opened: write() and close() check it
+        table = encoder.table(*arrays[:5], plausible=arrays[5] if self._with_plausible else None)
         name = f"part-{self.n_parts:06d}.parquet"
-        fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{name}.", suffix=".tmp")
-        os.close(fd)
-        try:
+        with atomic_path(self.path / name) as tmp:
             pq.write_table(table, tmp)
-            make_shareable(tmp)
-            os.replace(tmp, self.path / name)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         self.n_parts += 1
         self.n_rows += table.num_rows
 
@@ -397,7 +360,7 @@ class _PairEncoder:
         self._phases = pa.array(PHASES, type=pa.string())
         self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
 
-    def table(self, X, C, y, yc, phase_codes, plausible=None):
+    def table(self, X, C, y, yc, phase_codes, *, plausible=None):
         import pyarrow as pa
 
         columns, names = [], []

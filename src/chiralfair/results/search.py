@@ -17,6 +17,7 @@ import pandas as pd
 from .. import __version__
 from ..domain import Domain
 from ..exceptions import ConfigError
+from ..storage import json_default
 from .run_folder import read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
@@ -64,6 +65,11 @@ class _LazyPairs:
 
     def __set__(self, obj, value):
         obj.__dict__.setdefault("_pairs", {})[self.name] = value
+
+
+def _lazy_pairs(name: str) -> Any:
+    """The :class:`_LazyPairs` of ``name``, typed for type checkers as the array it gives (a dataclass default)."""
+    return _LazyPairs(name)
 
 
 def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
@@ -162,11 +168,11 @@ class SearchResult:
     n_tested: int
     n_queries: int
     seconds: float
-    idis: np.ndarray | None = _LazyPairs("idis")
-    counterparts: np.ndarray | None = _LazyPairs("counterparts")
-    idi_labels: np.ndarray | None = _LazyPairs("idi_labels")
-    counterpart_labels: np.ndarray | None = _LazyPairs("counterpart_labels")
-    phase: np.ndarray | None = _LazyPairs("phase")
+    idis: np.ndarray = _lazy_pairs("idis")
+    counterparts: np.ndarray = _lazy_pairs("counterparts")
+    idi_labels: np.ndarray = _lazy_pairs("idi_labels")
+    counterpart_labels: np.ndarray = _lazy_pairs("counterpart_labels")
+    phase: np.ndarray = _lazy_pairs("phase")
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     pa_pair_counts: np.ndarray | None = None
@@ -174,7 +180,7 @@ class SearchResult:
     pairs_path: str | None = None
     diversity: dict[str, Any] | None = None
     n_plausible_idis: int | None = None
-    plausible: np.ndarray | None = _LazyPairs("plausible")
+    plausible: np.ndarray | None = _lazy_pairs("plausible")
 
     def __post_init__(self):
         given = [self.__dict__["_pairs"].get(k) is not None for k in PAIR_ARRAYS]
@@ -348,7 +354,7 @@ class SearchResult:
         d["success_rate"] = self.success_rate
         # an empty result keeps its width
         d["n_features"] = int(self.idis.shape[1]) if self.idis.ndim == 2 else 0
-        return json.dumps(d, default=_json_default)
+        return json.dumps(d, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> SearchResult:
@@ -518,7 +524,7 @@ class SeedReport:
         d["notes"] = list(self.notes)
         for name in SEED_RATES:
             d[name] = getattr(self, name)
-        return json.dumps(d, default=_json_default)
+        return json.dumps(d, default=json_default)
 
     @classmethod
     def from_json(cls, text: str) -> SeedReport:
@@ -545,15 +551,3 @@ class SeedReport:
 
 # Derived figures of a SeedReport, written to its JSON and dropped when read back.
 SEED_RATES = ("initialization_rate", "candidate_idi_share", "initial_idis_per_1000_queries")
-
-
-def _json_default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, np.bool_):
-        return bool(o)
-    raise TypeError(f"cannot serialize {type(o).__name__}")

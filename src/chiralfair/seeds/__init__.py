@@ -16,4 +16,5 @@ __all__ = ["SEED_STRATEGIES", "SeedStrategy", "make_seed_strategy", "register_se
 if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
     from .base import SEED_STRATEGIES, SeedStrategy, make_seed_strategy, register_seed_strategy  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

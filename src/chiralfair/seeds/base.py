@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._random import RandomState, resolve_random_state
+from .._registry import Registry
 from .._validation import check_int
 from ..datasets.base import Dataset
 from ..exceptions import ConfigError, ModelInputError
@@ -21,7 +22,7 @@ from ..results import SeedReport, base_meta
 
 logger = logging.getLogger(__name__)
 
-SEED_STRATEGIES: dict[str, Callable[..., SeedStrategy]] = {}
+SEED_STRATEGIES: Registry[Callable[..., SeedStrategy]] = Registry("seed strategy")
 
 
 def register_seed_strategy(name: str):
@@ -38,10 +39,7 @@ def register_seed_strategy(name: str):
         The class decorator.
     """
     def deco(cls):
-        if name in SEED_STRATEGIES:
-            raise ConfigError(f"seed strategy {name!r} is already registered")
-        SEED_STRATEGIES[name] = cls
-        return cls
+        return SEED_STRATEGIES.add(name, cls)
     return deco
 
 
@@ -82,9 +80,7 @@ def make_seed_strategy(name: str, **params) -> SeedStrategy:
     ('iandd', (20, 2), 0.45)
     """
     from . import _load_all  # noqa: F401  (registers the built-in strategies)
-    if name not in SEED_STRATEGIES:
-        raise ConfigError(f"unknown seed strategy {name!r}; valid: {', '.join(sorted(SEED_STRATEGIES))}")
-    return SEED_STRATEGIES[name](**params)
+    return SEED_STRATEGIES.make(name, **params)
 
 
 class SeedStrategy(ABC):
@@ -154,19 +150,22 @@ class SeedStrategy(ABC):
                 " (tried as counterparts only: no seed or group has them)")
             logger.warning(note)
             info["notes"] = (*info.get("notes", ()), note)
-        clipped = dataset.domain.clip(seeds)
-        # Seeds satisfy the domain's constraints like every input a generator proposes; a moved seed is rechecked.
-        seeds = dataset.domain.repair(clipped)
+        proposed = self._proposal_shape_checked(seeds, dataset.domain, info.get("is_idi"))
+        # Seeds are rounded into the bounds and satisfy the domain's constraints like every input a generator
+        # proposes; a seed that moved is checked again, so its IDI flag is the model's answer for what is searched.
+        seeds = dataset.domain.repair(dataset.domain.clip(proposed))
         seconds = dict(info.pop("seconds", {}))
         is_idi = info.pop("is_idi", None)
-        moved = (seeds != clipped).any(axis=1)
+        moved = (seeds != proposed).any(axis=1)
+        if moved.any():
+            info["notes"] = (*info.get("notes", ()), f"{int(moved.sum())} seeds were outside the domain's bounds "
+                             "or broke one of its constraints and were moved into it (Domain.clip, Domain.repair)"
+                             + (", then checked again" if is_idi is not None else ""))
         if is_idi is not None and moved.any():
             t1 = time.perf_counter()
             is_idi = np.array(is_idi, dtype=bool, copy=True)
             is_idi[moved] = DiscriminationCheck(model, dataset.domain).check(seeds[moved]).is_idi
             seconds["seed_check"] = seconds.get("seed_check", 0.0) + time.perf_counter() - t1
-            info["notes"] = (*info.get("notes", ()), f"{int(moved.sum())} seeds broke a constraint of the domain "
-                             "and were repaired (Domain.repair), then checked again")
         extra_meta = info.pop("meta", {})  # e.g. how I/I&D trained the chiral model
         if is_idi is None:
             t1 = time.perf_counter()
@@ -178,6 +177,17 @@ class SeedStrategy(ABC):
                          random_state=random_state_described, **extra_meta)
         return SeedReport(strategy=self.name, seeds=seeds, is_idi=np.asarray(is_idi, dtype=bool),
                           seconds=seconds, n_queries=model.n_queries - q0, meta=meta, **info)
+
+    def _proposal_shape_checked(self, seeds, domain, is_idi) -> np.ndarray:
+        """The strategy's seeds as an array of shape (n, n_features), with as many IDI flags; else a ConfigError."""
+        proposed = np.asarray(seeds)
+        if proposed.ndim != 2 or proposed.shape[1] != domain.n_features:
+            raise ConfigError(f"seed strategy {self.name!r} proposed seeds of shape {proposed.shape}; the domain "
+                              f"needs (n_seeds, {domain.n_features})")
+        if is_idi is not None and np.shape(is_idi) != (len(proposed),):
+            raise ConfigError(f"seed strategy {self.name!r} gave {np.shape(is_idi)} IDI flags for "
+                              f"{len(proposed)} seeds")
+        return proposed
 
     @abstractmethod
     def _choose(self, model: CountingModel, dataset: Dataset, n_seeds: int,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -195,6 +196,7 @@ def _wrap_trained(trained, model: CountingModel) -> CountingModel:
 
 
 def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir):
+    train_model: Callable[..., Any] | None
     try:
         from ..models.training import train_model
     except ImportError:

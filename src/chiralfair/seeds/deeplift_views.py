@@ -10,9 +10,16 @@ Imported only when a torch module is explained.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from ..models._torch import require_torch
 
-torch = require_torch("explainer='deep'")
+if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
+    import torch
+
+    from ..models.dnn import PaperDNN
+else:
+    torch = require_torch("explainer='deep'")
 
 
 class RowsAsOneInput(torch.nn.Module):
@@ -64,7 +71,8 @@ class SigmoidOfLogit(torch.nn.Module):
         -------
         torch.Tensor, shape (n, 1)
         """
-        z = (self.net.logit(x) if self.logit_method else self.net(x)).reshape(len(x), -1)
+        # with logit_method the net is the paper's DNN, which has logit()
+        z = (cast("PaperDNN", self.net).logit(x) if self.logit_method else self.net(x)).reshape(len(x), -1)
         return self.sigmoid(z if self.difference is None else self.difference(z))
 
 

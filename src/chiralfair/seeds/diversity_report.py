@@ -393,7 +393,7 @@ def seed_diversity(inputs, reference: DiversityReference, *, max_explained: int 
     clusters, used = _assign_clusters(explained, reference, rng)
     covered, entropy = _cluster_spread(clusters)
     distance_rows = X[_sample(len(X), max_distance_rows, rng)]
-    notes = ()
+    notes: tuple[str, ...] = ()
     if used is not None and used != reference.info["explainer"]:
         notes = (f"the inputs were explained by {used}, the reference rows by {reference.info['explainer']}",)
     return DiversityReport(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class InitialIDISeeds(SeedStrategy):
         self.chiral_cache_dir = chiral_cache_dir
         self._kept_chiral: tuple | None = None  # (model, dataset, chiral, info) of the last chiral training
 
-    def _choose(self, model, dataset, n_seeds, rng):
+    def _choose(self, model, dataset, n_seeds, rng) -> tuple[np.ndarray, dict[str, Any]]:
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         chiral, chiral_info = self._chiral(model, dataset, rng)

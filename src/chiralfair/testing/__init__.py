@@ -29,4 +29,5 @@ if TYPE_CHECKING:
     )
     from .fairness import assert_individually_fair  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -49,12 +49,17 @@ def _build_generator(generator, params: dict):
     """A generator from a registered name, a Generator class or a factory, with the checks' small budget."""
     from ..generators import make_generator
 
+    _refuse_an_instance(generator, "run")
     kwargs = {**BUDGET, **params}
     return make_generator(generator, **kwargs) if isinstance(generator, str) else generator(**kwargs)
 
 
-def _label_of(generator) -> str:
-    return generator if isinstance(generator, str) else getattr(generator, "__name__", repr(generator))
+def _label_of(algorithm) -> str:
+    """``"aequitas"``, ``"MyGenerator"``, or ``"MyGenerator(step=2)"`` for a functools.partial."""
+    if isinstance(algorithm, functools.partial):
+        args = ", ".join([*map(repr, algorithm.args), *(f"{k}={v!r}" for k, v in algorithm.keywords.items())])
+        return f"{_label_of(algorithm.func)}({args})"
+    return algorithm if isinstance(algorithm, str) else getattr(algorithm, "__name__", repr(algorithm))
 
 
 def _search(generator, params, *, biased=True, protected=("sex",), random_state=0, domain=None):
@@ -129,9 +134,14 @@ def check_counterparts_differ_only_in_protected(generator, params: dict) -> None
         With the reason, when the contract is broken.
     """
     for protected in PROTECTED:
+        from ..exceptions import DomainError
+
         _, domain, _, res = _search(generator, params, protected=protected)
-        domain.validate(res.idis, what="idis")
-        domain.validate(res.counterparts, what="counterparts")
+        try:
+            domain.validate(res.idis, what="idis")
+            domain.validate(res.counterparts, what="counterparts")
+        except DomainError as err:
+            raise AssertionError(f"a pair outside the domain: {err}") from err
         npa = domain.non_protected
         assert np.array_equal(res.idis[:, npa], res.counterparts[:, npa]), "a pair differs in a non-protected column"
         for col, values in zip(domain.protected, domain.protected_values, strict=True):
@@ -155,13 +165,25 @@ def check_counts_are_consistent(generator, params: dict) -> None:
     AssertionError
         With the reason, when the contract is broken.
     """
-    _, domain, _, res = _search(generator, params)
-    assert res.n_global + res.n_local == res.n_idis == len(res.idis) == len(res.counterparts), "counts disagree"
-    assert (res.phase == "global").sum() == res.n_global and (res.phase == "local").sum() == res.n_local
+    from ..oracle import DiscriminationCheck
+
+    gen, domain, model, res = _search(generator, params)
+    assert res.n_global + res.n_local == res.n_idis == len(res.idis) == len(res.counterparts), (
+        f"counts disagree: n_global {res.n_global} + n_local {res.n_local}, n_idis {res.n_idis}, "
+        f"{len(res.idis)} IDIs, {len(res.counterparts)} counterparts")
+    assert (res.phase == "global").sum() == res.n_global and (res.phase == "local").sum() == res.n_local, (
+        f"phases disagree with the counts: {(res.phase == 'global').sum()} 'global' and "
+        f"{(res.phase == 'local').sum()} 'local' rows for n_global {res.n_global}, n_local {res.n_local}")
     keys = domain.keys(res.idis)
     assert len(set(keys.tolist())) == len(keys), "an IDI counted twice (keys not unique)"
-    assert res.n_idis <= res.n_tested, "more IDIs than inputs tested"
-    assert res.n_seeds == min(N_SEEDS, BUDGET["max_global"]) and 0 <= res.n_seed_idis <= res.n_seeds
+    assert res.n_idis <= res.n_tested, f"{res.n_idis} IDIs from {res.n_tested} inputs tested"
+    assert res.n_queries == model.n_queries, (
+        f"n_queries {res.n_queries} but the model answered {model.n_queries} rows (every query counts)")
+    n_seeds = min(N_SEEDS, getattr(gen, "max_global", BUDGET["max_global"]))
+    assert res.n_seeds == n_seeds, f"n_seeds {res.n_seeds}, but {n_seeds} seeds were searched from"
+    seeds = domain.repair(domain.sample(N_SEEDS, np.random.default_rng(0)))[:n_seeds]
+    n_seed_idis = int(DiscriminationCheck(toy_model(biased=True), domain).check(seeds).is_idi.sum())
+    assert res.n_seed_idis == n_seed_idis, f"n_seed_idis {res.n_seed_idis}, but {n_seed_idis} of the seeds are IDIs"
 
 
 def check_query_budget_kept(generator, params: dict) -> None:
@@ -305,7 +327,7 @@ def check_pairs_respect_couplings_and_constraints(generator, params: dict) -> No
 
 
 GENERATOR_CHECKS: tuple[Callable[[Any, dict], None], ...] = (
-    check_deterministic, check_pairs_recheck_against_the_model, check_counterparts_differ_only_in_protected,
+    check_deterministic, check_counterparts_differ_only_in_protected, check_pairs_recheck_against_the_model,
     check_counts_are_consistent, check_query_budget_kept, check_fair_model_gives_no_idis,
     check_seed_outside_the_domain_is_refused, check_a_model_lacking_a_capability_is_refused_up_front,
     check_pairs_respect_couplings_and_constraints)
@@ -325,6 +347,7 @@ def generator_checks(generator, **params) -> list[tuple[str, Callable[[], None]]
     -------
     list of (str, callable)
     """
+    _refuse_an_instance(generator, "run")
     return [(check.__name__, functools.partial(check, generator, params)) for check in GENERATOR_CHECKS]
 
 
@@ -352,14 +375,18 @@ def check_generator(generator, **params) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ seed strategies
-@functools.lru_cache(maxsize=1)
-def _seed_toys():
-    """The toy data, a biased tree fitted on it and a fair pipeline that drops the protected attributes."""
+@functools.lru_cache(maxsize=2)
+def _seed_toys(protected=("sex",)):
+    """The toy data, a biased tree fitted on it and a fair pipeline that drops the protected attributes.
+
+    With ``("sex", "race")`` the labels depend on race, not on sex, so a strategy that flags IDIs by flipping sex
+    alone is caught.
+    """
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.tree import DecisionTreeClassifier
 
-    data = toy_dataset(n=400)
+    data = toy_dataset(n=400, protected=protected, reads="race" if "race" in protected else "sex")
     biased = DecisionTreeClassifier(random_state=0).fit(data.X, data.y)
     keep = ColumnTransformer([("keep", "passthrough", [2, 3, 4])], remainder="drop")
     fair = Pipeline([("drop_protected", keep), ("tree", DecisionTreeClassifier(random_state=0))]).fit(data.X, data.y)
@@ -369,6 +396,7 @@ def _seed_toys():
 def _build_strategy(strategy, params: dict):
     from ..seeds import make_seed_strategy
 
+    _refuse_an_instance(strategy, "select")
     return make_seed_strategy(strategy, **params) if isinstance(strategy, str) else strategy(**params)
 
 
@@ -412,12 +440,16 @@ def check_seeds_in_domain_with_true_idi_flags(strategy, params: dict) -> None:
     from ..models import as_model
     from ..oracle import DiscriminationCheck
 
-    data, biased, _ = _seed_toys()
-    report = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=1)
-    assert report.seeds.shape == (N_STRATEGY_SEEDS, data.domain.n_features), f"seeds of shape {report.seeds.shape}"
-    data.domain.validate(report.seeds, what="seeds")
-    recheck = DiscriminationCheck(as_model(biased), data.domain).check(report.seeds).is_idi
-    assert np.array_equal(recheck, report.is_idi), "an IDI flag a direct check does not confirm"
+    for protected in PROTECTED:
+        data, biased, _ = _seed_toys(protected)
+        report = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=1)
+        assert report.seeds.shape == (N_STRATEGY_SEEDS, data.domain.n_features), \
+            f"seeds of shape {report.seeds.shape} with {protected}"
+        data.domain.validate(report.seeds, what="seeds")
+        recheck = DiscriminationCheck(as_model(biased), data.domain).check(report.seeds).is_idi
+        assert np.array_equal(recheck, report.is_idi), (
+            f"{int((recheck != report.is_idi).sum())} IDI flags a direct check does not confirm with {protected} "
+            f"(initialization rate {report.initialization_rate:.3f}, a direct check {recheck.mean():.3f})")
 
 
 def check_fair_model_gives_initialization_rate_zero(strategy, params: dict) -> None:
@@ -455,9 +487,10 @@ def check_biased_model_gives_a_positive_initialization_rate(strategy, params: di
     AssertionError
         With the reason, when the contract is broken.
     """
-    data, biased, _ = _seed_toys()
-    report = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=3)
-    assert report.initialization_rate > 0.0, "no seed is an IDI of a biased model"
+    for protected in PROTECTED:
+        data, biased, _ = _seed_toys(protected)
+        report = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=3)
+        assert report.initialization_rate > 0.0, f"no seed is an IDI of a biased model with {protected}"
 
 
 SEED_STRATEGY_CHECKS: tuple[Callable[[Any, dict], None], ...] = (
@@ -479,6 +512,7 @@ def seed_strategy_checks(strategy, **params) -> list[tuple[str, Callable[[], Non
     -------
     list of (str, callable)
     """
+    _refuse_an_instance(strategy, "select")
     return [(check.__name__, functools.partial(check, strategy, params)) for check in SEED_STRATEGY_CHECKS]
 
 
@@ -529,6 +563,7 @@ def parametrize_with_checks(generators=(), seed_strategies=()):
     """
     import pytest
 
+    generators, seed_strategies = _as_list(generators, "run"), _as_list(seed_strategies, "select")
     cases = [(_label_of(g), name, check) for g in generators for name, check in generator_checks(g)]
     cases += [(_label_of(s), name, check) for s in seed_strategies for name, check in seed_strategy_checks(s)]
     return pytest.mark.parametrize(("name", "check"), [pytest.param(label, check, id=f"{label}-{name}")
@@ -541,3 +576,21 @@ def _run_checks(checks, what: str) -> None:
             check()
         except AssertionError as err:
             raise AssertionError(f"{what} breaks the contract: {name}: {err}") from err
+        except Exception as err:  # an error where the contract expects an answer is a breach too
+            raise AssertionError(f"{what} breaks the contract: {name}: raised {type(err).__name__}: {err}") from err
+
+
+def _as_list(algorithms, method: str) -> list:
+    """A name or class given alone is one algorithm, not a sequence of letters; an instance is refused."""
+    if isinstance(algorithms, (str, type)):
+        return [algorithms]
+    algorithms = list(algorithms)
+    for a in algorithms:
+        _refuse_an_instance(a, method)
+    return algorithms
+
+
+def _refuse_an_instance(algorithm, method: str) -> None:
+    if not isinstance(algorithm, (str, type)) and hasattr(algorithm, method):
+        raise TypeError(f"pass a registered name, a class or a factory taking the hyper-parameters, not an "
+                        f"instance ({algorithm!r}): each check builds its own, with its own budget and state")

@@ -118,7 +118,7 @@ def breaks_toy_rules(X) -> np.ndarray:
     return ((sex == 0) & (c == 1)) | ((sex == 1) & (c == 0)) | (a < c)
 
 
-def toy_dataset(n: int = 600, protected=("sex",), *, biased: bool = True, seed: int = 0) -> Dataset:
+def toy_dataset(n: int = 600, protected=("sex",), *, biased: bool = True, seed: int = 0, reads: str = "sex") -> Dataset:
     """Rows drawn uniformly from the toy domain, labelled by the biased (or fair) toy's rule.
 
     Parameters
@@ -131,6 +131,9 @@ def toy_dataset(n: int = 600, protected=("sex",), *, biased: bool = True, seed: 
         Label by the biased toy's rule (else the fair one's).
     seed : int
         Seed of the draw.
+    reads : {"sex", "race"}
+        The protected attribute the biased rule reads: ``"race"`` puts race's weight (3 for race C) where sex's
+        was, so that a check over sex and race tells a strategy that flips sex alone from one that flips both.
 
     Returns
     -------
@@ -141,5 +144,8 @@ def toy_dataset(n: int = 600, protected=("sex",), *, biased: bool = True, seed: 
     domain = toy_domain(protected)
     X = domain.sample(n, rng)
     w, bias = BIASED if biased else FAIR
-    y = (X @ w + bias > 0).astype(np.int64)
+    score = X @ w + bias
+    if biased and reads == "race":
+        score = score - 3.0 * X[:, 0] + 3.0 * (X[:, 1] == 2)
+    y = (score > 0).astype(np.int64)
     return Dataset("toy", X, y, domain, label="y", positive_class="1")

@@ -23,4 +23,5 @@ if TYPE_CHECKING:  # the real names, for type checkers and the API reference (gr
     from .params import METHODS, POPULATIONS  # noqa: F401
     from .result import GROUP_COLUMNS, Verdict, plausibility_line  # noqa: F401
 
-__getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())
+if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`
+    __getattr__, __dir__ = lazy_attributes(__name__, _MODULE_OF, globals())

@@ -43,6 +43,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -535,7 +536,7 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
             want = min(want, (max_queries - (model.n_queries - start_queries)) // cost)
         if want <= 0:
             return tally, "budget", looks
-        X = rows[order[n:n + want]] if rows is not None else domain.sample(want, rng)
+        X = rows[order[n:n + want]] if order is not None else domain.sample(want, rng)
         outcome = judge.check_rows(X)
         tally.add(X, *outcome)
         affected = outcome[1]
@@ -556,11 +557,12 @@ def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence
                           method: str) -> dict | None:
     """Both shares (through any possible counterpart, through a plausible one), with intervals; None without support."""
     n = int(sum(len(a) for a in tally.affected))
-    if tally.affected_plausible[0] is None or n == 0:
+    support = domain.support
+    if support is None or tally.affected_plausible[0] is None or n == 0:
         return None
     out: dict = {}
     for kind in ("possible", "plausible"):
-        count = tally.total(f"affected_{kind}")
+        count = cast(int, tally.total(f"affected_{kind}"))  # both kinds are scored with a support
         lower, upper = _bounds(count, n, confidence, method, exact)
         out.update({f"n_affected_{kind}": count, f"share_{kind}": count / n, f"lower_{kind}": lower,
                     f"upper_{kind}": upper})
@@ -569,7 +571,7 @@ def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence
                                                                       strict=True)))
     out.update(n_counterparts=tally.total("n_counterparts"), n_implausible_counterparts=tally.total("n_implausible"),
                n_with_implausible_counterpart=with_implausible, n_without_plausible_counterpart=without_plausible,
-               min_lift=domain.support.min_lift, min_expected=domain.support.min_expected)
+               min_lift=support.min_lift, min_expected=support.min_expected)
     return out
 
 
@@ -688,7 +690,7 @@ def _rules(domain: Domain, X: np.ndarray, affected: np.ndarray, seed: int) -> tu
     aff_leaf = np.bincount(leaf, weights=affected, minlength=tree.tree_.node_count).astype(np.int64)
     overall = affected.mean()
     total = int(affected.sum())
-    rules = []
+    rules: list[dict[str, Any]] = []
     for node, bounds in _leaf_bounds(tree, domain, cols):
         if n_leaf[node] == 0 or aff_leaf[node] / n_leaf[node] <= overall:
             continue

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from .._validation import check_float, check_int
+from ..exceptions import ConfigError
 from ..oracle import DiscriminationCheck
 
 METRICS = ("selection_rate", "tpr", "fpr")
@@ -192,14 +193,16 @@ def group_metrics(frame: pd.DataFrame, protected, *, n_boot: int = 0, confidence
     Raises
     ------
     ConfigError
-        For ``n_boot`` below 0 or ``confidence`` outside (0, 1).
+        For ``n_boot`` below 0, ``confidence`` outside (0, 1), or no protected attribute.
     """
     n_boot = check_int(n_boot, "n_boot", minimum=0)
     confidence = check_float(confidence, "confidence", minimum=0.0, maximum=1.0, exclusive_minimum=True)
     protected = list(protected)
+    if not protected:
+        raise ConfigError("group_metrics needs at least one protected attribute: its groups are what it compares")
     quantiles = [(1 - confidence) / 2, (1 + confidence) / 2]
     groups: list[dict[str, Any]] = []
-    overall = None
+    overall: dict[str, Any] | None = None
     features = [[name] for name in protected]
     if len(protected) > 1:
         features.append(protected)
@@ -207,6 +210,7 @@ def group_metrics(frame: pd.DataFrame, protected, *, n_boot: int = 0, confidence
         by_group, overall_now = _metric_frame(frame, columns, n_boot, quantiles, random_state)
         overall = overall if overall is not None else overall_now
         groups.extend(by_group)
+    overall = cast(dict[str, Any], overall)  # measured with the first protected attribute
     how = (f"fairlearn bootstrap percentile intervals ({n_boot} resamples)" if n_boot else
            "Wilson intervals on the group's counts")
     notes = [f"selection rate: share of the group's rows the model gives the positive class (label 1); TPR and FPR "

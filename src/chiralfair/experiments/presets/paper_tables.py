@@ -215,6 +215,28 @@ def _lookup(table: pd.DataFrame, **where) -> pd.Series | None:
     return None if hits.empty else hits.iloc[0]
 
 
+def _strategy_cells(table: pd.DataFrame, figure: str, strategies, percent: bool = False, **where) -> list[str]:
+    """Median [IQR] of ``figure`` for each seed strategy in the group ``where`` selects ("–" where none ran)."""
+    return [_cell(r, figure, percent) if (r := _lookup(table, **where, seeds=s)) is not None else "–"
+            for s in strategies]
+
+
+def _median_ratio(table: pd.DataFrame, figure: str, a: str, b: str, **where) -> float:
+    """Median ``figure`` of seed strategy ``a`` over that of ``b`` in the group ``where`` selects (NaN if missing)."""
+    ra, rb = _lookup(table, **where, seeds=a), _lookup(table, **where, seeds=b)
+    return math.nan if ra is None or rb is None else _ratio(ra[f"{figure}_median"], rb[f"{figure}_median"])
+
+
+def _baselines(strategies) -> list[str]:
+    """The paper's baselines among ``strategies``."""
+    return [s for s in BASELINES if s in strategies]
+
+
+def _named(strategies) -> str:
+    """``"random and cluster"``."""
+    return " and ".join(map(strategy_label, strategies))
+
+
 def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
             *("| " + " | ".join(r) + " |" for r in rows), ""]
@@ -245,24 +267,8 @@ def _paper_idis(table: pd.DataFrame, paper) -> pd.DataFrame:
     return table
 
 
-def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Table 2: IDIs per generator, row and seed strategy; I&D against each generator's original seeds.
-
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
-
-    Returns
-    -------
-    PresetReport
-    """
+def _table2(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Table 2: IDIs per generator, row and seed strategy; I&D against each generator's original seeds."""
     table, order = _search_table(name, tidy, grid, paper)
     table = _paper_idis(table, paper)
     original = paper.get("original_seeds", {})
@@ -275,13 +281,12 @@ def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
                   f"`{orig}`.", ""]
         lines += _idis_rows(sub, order, paper, generator)
         lines += _detail_rows(sub, order)
-        ratios = [_ratio(*_medians(sub, row, WINNER, orig)) for row in order["row"]]
-        all_ratios += ratios
-        others = [s for s in BASELINES if s in order["seeds"]]
+        all_ratios += [_median_ratio(sub, "n_idis", WINNER, orig, row=row) for row in order["row"]]
+        others = _baselines(order["seeds"])
         claims.append(claim(f"{generator}: I&D seeds find more IDIs than its original ({strategy_label(orig)}) seeds "
                             "on every row", sub, "n_idis", WINNER, [orig], ["row"], order["seeds"]))
-        claims.append(claim(f"{generator}: I&D seeds find more IDIs than {' and '.join(map(strategy_label, others))} "
-                            "seeds on every row", sub, "n_idis", WINNER, others, ["row"], order["seeds"]))
+        claims.append(claim(f"{generator}: I&D seeds find more IDIs than {_named(others)} seeds on every row", sub,
+                            "n_idis", WINNER, others, ["row"], order["seeds"]))
     overall = _geomean(all_ratios)
     headline = paper.get("headline_ratio")
     verdict = "not measured" if math.isnan(overall) else "holds" if overall > 1 else "does not hold"
@@ -297,11 +302,6 @@ def table2_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
 
 
-def _medians(sub: pd.DataFrame, row: str, a: str, b: str) -> tuple[float, float]:
-    ra, rb = _lookup(sub, row=row, seeds=a), _lookup(sub, row=row, seeds=b)
-    return (math.nan if ra is None else ra["n_idis_median"]), (math.nan if rb is None else rb["n_idis_median"])
-
-
 def _idis_rows(sub: pd.DataFrame, order, paper, generator: str, ratio_pairs=None) -> list[str]:
     """One line per row: each strategy's median [IQR], ratios, the paper's original -> I&D; a mean-of-rows line."""
     strategies = order["seeds"]
@@ -312,26 +312,28 @@ def _idis_rows(sub: pd.DataFrame, order, paper, generator: str, ratio_pairs=None
     header = ["row", *map(strategy_label, strategies),
               *(f"{strategy_label(a)} / {strategy_label(b)}" for a, b in pairs)]
     header += ["paper original → I&D"] if has_paper else []
-    body, ratio_columns = [], {p: [] for p in pairs}
+    body = []
+    ratio_columns: dict[tuple[str, str], list[float]] = {p: [] for p in pairs}
     for row in order["row"]:
-        cells = [_cell(r, "n_idis") if (r := _lookup(sub, row=row, seeds=s)) is not None else "–"
-                 for s in strategies]
         ratios = []
         for a, b in pairs:
-            value = _ratio(*_medians(sub, row, a, b))
+            value = _median_ratio(sub, "n_idis", a, b, row=row)
             ratio_columns[(a, b)].append(value)
             ratios.append(_times(value))
-        line = [row, *cells, *ratios]
+        line = [row, *_strategy_cells(sub, "n_idis", strategies, row=row), *ratios]
         if has_paper:
-            numbers = paper_rows.get(row)
-            line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
+            line.append(_paper_change(paper_rows.get(row)))
         body.append(line)
     means = [_num(sub[sub["seeds"] == s]["n_idis_median"].mean()) for s in strategies]
     mean_line = ["mean of rows", *means, *(f"geomean {_times(_geomean(v))}" for v in ratio_columns.values())]
     if has_paper:
-        numbers = paper.get("mean_of_rows", {}).get(generator)
-        mean_line.append(f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else "")
+        mean_line.append(_paper_change(paper.get("mean_of_rows", {}).get(generator)))
     return _markdown_table(header, [*body, mean_line])
+
+
+def _paper_change(numbers) -> str:
+    """The paper's IDIs with the original seeds and with I&D seeds, ``87 → 4,324`` (empty when it has none)."""
+    return f"{numbers['original']:,} → {numbers['iandd']:,}" if numbers else ""
 
 
 def _detail_rows(sub: pd.DataFrame, order) -> list[str]:
@@ -352,24 +354,8 @@ def _detail_rows(sub: pd.DataFrame, order) -> list[str]:
             *_markdown_table(header, body)]
 
 
-def ablation_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row.
-
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
-
-    Returns
-    -------
-    PresetReport
-    """
+def _ablation(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """What I (the chiral model) and D (diversity) each add: random, cluster, i, iandd per generator and row."""
     table, order = _search_table(name, tidy, grid, paper)
     diversity = summarise(tidy, DIVERSITY_FIGURES)
     lines = [COUNTING_CAVEAT, ""]
@@ -403,8 +389,7 @@ def _diversity_rows(sub: pd.DataFrame, order) -> list[str]:
     for figure in DIVERSITY_FIGURES:
         if f"{figure}_median" not in sub.columns or sub[f"{figure}_median"].isna().all():
             continue
-        body = [[row, *(_cell(r, figure) if (r := _lookup(sub, row=row, seeds=s)) is not None else "–"
-                        for s in order["seeds"])] for row in order["row"]]
+        body = [[row, *_strategy_cells(sub, figure, order["seeds"], row=row)] for row in order["row"]]
         lines += [f"{DIVERSITY_LABELS[figure]} (`{figure}`):", "",
                   *_markdown_table(["row", *map(strategy_label, order["seeds"])], body)]
     return lines
@@ -413,49 +398,30 @@ def _diversity_rows(sub: pd.DataFrame, order) -> list[str]:
 # --------------------------------------------------------------------------------------------- fig6, fig7
 
 
-def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Figure 6: global and local IDIs of AEQUITAS per sklearn model and seed strategy, on each row.
+def _against_baselines_header(strategies, baselines) -> list[str]:
+    return [*map(strategy_label, strategies), *(f"I&D / {strategy_label(s)}" for s in baselines)]
 
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
 
-    Returns
-    -------
-    PresetReport
-    """
+def _against_baselines(table: pd.DataFrame, figure: str, strategies, baselines, **where) -> list[str]:
+    """Each strategy's median [IQR] of ``figure`` in the group ``where`` selects, then I&D's ratio to each baseline."""
+    return [*_strategy_cells(table, figure, strategies, **where),
+            *(_times(_median_ratio(table, figure, WINNER, s, **where)) for s in baselines)]
+
+
+def _fig6(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Figure 6: global and local IDIs of AEQUITAS per sklearn model and seed strategy, on each row."""
     table, order = _search_table(name, tidy, grid, paper)
-    others = [s for s in BASELINES if s in order["seeds"]]
+    others = _baselines(order["seeds"])
     lines = [COUNTING_CAVEAT, "", f"Paper's claim: {paper.get('claim', 'I&D gives more global and local IDIs')}.",
              ""]
     claims, plots = [], []
     for phase, figure in (("global", "n_global"), ("local", "n_local")):
-        header = ["row", "model", *map(strategy_label, order["seeds"]),
-                  *(f"I&D / {strategy_label(s)}" for s in others)]
-        body = []
-        for row in order["row"]:
-            for model in order["model"]:
-                cells = [_cell(r, figure) if (r := _lookup(table, row=row, model=model, seeds=s)) is not None
-                         else "–" for s in order["seeds"]]
-                win = _lookup(table, row=row, model=model, seeds=WINNER)
-                ratios = []
-                for s in others:
-                    other = _lookup(table, row=row, model=model, seeds=s)
-                    value = math.nan if win is None or other is None else _ratio(win[f"{figure}_median"],
-                                                                                  other[f"{figure}_median"])
-                    ratios.append(_times(value))
-                body.append([row, model, *cells, *ratios])
+        header = ["row", "model", *_against_baselines_header(order["seeds"], others)]
+        body = [[row, model, *_against_baselines(table, figure, order["seeds"], others, row=row, model=model)]
+                for row in order["row"] for model in order["model"]]
         lines += [f"## {phase.capitalize()} phase ({figure})", "", *_markdown_table(header, body)]
         for model in order["model"]:
-            claims.append(claim(f"{model}, {phase} phase: I&D seeds give more IDIs than "
-                                f"{' and '.join(map(strategy_label, others))} on every row",
+            claims.append(claim(f"{model}, {phase} phase: I&D seeds give more IDIs than {_named(others)} on every row",
                                 table[table["model"] == model], figure, WINNER, others, ["row"], order["seeds"]))
         plots.append((f"{name}_{phase}", _bars_by_row(table, order, figure, f"{name}: {phase} IDIs (median, IQR)")))
     all_hold = all("**holds**" in c for c in claims)
@@ -465,26 +431,10 @@ def fig6_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     return PresetReport(table, "\n".join(lines), claims, plots)
 
 
-def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Figure 7: IDIs against the limit (number of seeds = max_global), one curve per seed strategy.
-
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
-
-    Returns
-    -------
-    PresetReport
-    """
+def _fig7(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Figure 7: IDIs against the limit (number of seeds = max_global), one curve per seed strategy."""
     table, order = _search_table(name, tidy, grid, paper)
-    others = [s for s in BASELINES if s in order["seeds"]]
+    others = _baselines(order["seeds"])
     lines = [COUNTING_CAVEAT, "", "The limit is the number of seeds a selection returns (I&D's `limit`, "
              "algorithms.md §8), our max_global; max_local is fixed.", "",
              f"Paper's claim: {paper.get('claim', 'I&D above the others at every limit')}.", ""]
@@ -495,24 +445,12 @@ def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
             if sub.empty:
                 continue
             panels.append((row, generator, sub))
-            limits = sorted(sub["max_global"].unique())
-            header = ["limit (max_global)", *map(strategy_label, order["seeds"]),
-                      *(f"I&D / {strategy_label(s)}" for s in others)]
-            body = []
-            for limit in limits:
-                cells = [_cell(r, "n_idis") if (r := _lookup(sub, max_global=limit, seeds=s)) is not None else "–"
-                         for s in order["seeds"]]
-                win = _lookup(sub, max_global=limit, seeds=WINNER)
-                ratios = []
-                for s in others:
-                    other = _lookup(sub, max_global=limit, seeds=s)
-                    value = math.nan if win is None or other is None else _ratio(win["n_idis_median"],
-                                                                                  other["n_idis_median"])
-                    ratios.append(_times(value))
-                body.append([str(limit), *cells, *ratios])
+            header = ["limit (max_global)", *_against_baselines_header(order["seeds"], others)]
+            body = [[str(limit), *_against_baselines(sub, "n_idis", order["seeds"], others, max_global=limit)]
+                    for limit in sorted(sub["max_global"].unique())]
             lines += [f"## {row}, {generator}", "", *_markdown_table(header, body)]
-            claims.append(claim(f"{row}, {generator}: I&D above {' and '.join(map(strategy_label, others))} at "
-                                "every limit", sub, "n_idis", WINNER, others, ["max_global"], order["seeds"]))
+            claims.append(claim(f"{row}, {generator}: I&D above {_named(others)} at every limit", sub, "n_idis",
+                                WINNER, others, ["max_global"], order["seeds"]))
     lines += ["## Claims", "", *claims, ""]
     return PresetReport(table, "\n".join(lines), claims, [(name, _curves(panels, order, name))])
 
@@ -520,24 +458,8 @@ def fig7_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
 # --------------------------------------------------------------------------------------------- table3, table4
 
 
-def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
-    """Table 3: initialization rate (share of seeds that are IDIs) per row and seed strategy.
-
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
-
-    Returns
-    -------
-    PresetReport
-    """
+def _table3(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+    """Table 3: initialization rate (share of seeds that are IDIs) per row and seed strategy."""
     if "initialization_rate" not in tidy.columns:
         raise ConfigError(f"preset {name}: the cells' frame has no initialization_rate figure")
     table = summarise(tidy, SEED_FIGURES)
@@ -553,8 +475,7 @@ def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     body = []
     for row in order["row"]:
         for model in order["model"]:
-            cells = [_cell(r, "initialization_rate", percent=True)
-                     if (r := _lookup(table, row=row, model=model, seeds=s)) is not None else "–" for s in strategies]
+            cells = _strategy_cells(table, "initialization_rate", strategies, percent=True, row=row, model=model)
             win = _lookup(table, row=row, model=model, seeds=WINNER)
             initial = "–" if win is None or "n_initial_idis_median" not in win.index else _num(
                 win["n_initial_idis_median"])
@@ -567,8 +488,7 @@ def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
                  " / ".join(f"{paper_mean[s]:.1f}%" for s in paper_strategies) + " (all the paper's benchmarks)"
                  if paper_mean else ""])
     claims = [claim("I&D seeds have a higher initialization rate than random and cluster seeds on every row", table,
-                    "initialization_rate", WINNER, [s for s in BASELINES if s in strategies], ["row", "model"],
-                    strategies)]
+                    "initialization_rate", WINNER, _baselines(strategies), ["row", "model"], strategies)]
     if "cluster" in strategies and "random" in strategies:
         claims.append(claim("cluster seeds have a higher initialization rate than random seeds on every row", table,
                             "initialization_rate", "cluster", ["random"], ["row", "model"], strategies))
@@ -582,7 +502,7 @@ def table3_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     return PresetReport(table, "\n".join(lines), claims, [(name, plot)])
 
 
-def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
+def _table4(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     """Table 4, leak-free: held-out IDI rate and F1 before and after each mitigation method; then the paper protocol.
 
     The headline is measured on the held-out test rows (seeds and IDIs from the training rows only, design §8):
@@ -591,21 +511,6 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     the rate by at least :data:`GOAL_REDUCTION` at an F1 loss of at most :data:`GOAL_F1_LOSS` on every row); I&D
     against cluster seeds for ``paper`` with a bootstrap interval over cells. The paper's own protocol (remaining
     IDIs, which leaks) follows, never as the headline.
-
-    Parameters
-    ----------
-    name : str
-        The preset's name.
-    tidy : pandas.DataFrame
-        One row per cell and seed strategy (the grid's figures).
-    grid : Mapping
-        The grid that was run.
-    paper : dict
-        The paper's numbers (:func:`~chiralfair.experiments.presets.paper_numbers`).
-
-    Returns
-    -------
-    PresetReport
     """
     figures = [f for f in RETRAIN_FIGURES if f in tidy.columns]
     methods = [m for m in METHOD_ORDER if f"{m}_test_idi_rate_after" in tidy.columns]
@@ -628,13 +533,9 @@ def table4_report(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     lines += _goal_lines(panels, panel_order, methods)
     lines += _iandd_against_cluster(tidy, strategies)
     claims: list[str] = []
-    by = ["row", *(["model"] if table["model"].nunique() > 1 else []),
-          *(["generator"] if "generator" in table.columns else [])]
-    losers = [s for s in BASELINES if s in strategies]
     if "test_idi_rate_after_median" in table.columns:
-        claims.append(claim(f"retraining (paper) with I&D-seeded IDIs leaves a lower held-out IDI rate than with "
-                            f"{' and '.join(map(strategy_label, losers))}-seeded ones", table, "test_idi_rate_after",
-                            WINNER, losers, by, strategies, lower=True))
+        claims.append(_lower_with_iandd("retraining (paper) with I&D-seeded IDIs leaves a lower held-out IDI rate",
+                                        table, "test_idi_rate_after", strategies))
     lines += ["## Claims (held-out)", "", *claims, ""]
     lines += _paper_protocol_lines(table, tidy, order, strategies, paper, claims)
     return PresetReport(table, "\n".join(lines), claims, [(name, _tradeoff(panels, panel_order, methods))])
@@ -644,6 +545,19 @@ METHOD_ORDER = ("paper", "counterfactual", "unaware", "consistency")
 GOAL_REDUCTION = 0.9
 GOAL_F1_LOSS = 0.01
 BOOTSTRAP = 2000
+
+
+def _lower_with_iandd(text: str, table: pd.DataFrame, figure: str, strategies) -> str:
+    """The claim ``text`` that retraining with I&D-seeded IDIs leaves a lower ``figure`` than baseline-seeded ones."""
+    losers = _baselines(strategies)
+    return claim(f"{text} than with {_named(losers)}-seeded ones", table, figure, WINNER, losers,
+                 _retrain_groups(table), strategies, lower=True)
+
+
+def _retrain_groups(table: pd.DataFrame) -> list[str]:
+    """The groups a retraining claim compares in: row, model (when several), generator (when searched)."""
+    return ["row", *(["model"] if table["model"].nunique() > 1 else []),
+            *(["generator"] if "generator" in table.columns else [])]
 
 
 def _row_and_model(tidy: pd.DataFrame, order) -> tuple[pd.DataFrame, dict[str, list]]:
@@ -777,16 +691,12 @@ def _paper_protocol_lines(table, tidy, order, strategies, paper, claims) -> list
                     body.append([row, str(generator), strategy_label(s),
                                  *(_cell(r, f, percent="rate" in f) for f in shown)])
     lines += ["", *_markdown_table(["row", "generator", "seeds", *shown], body)]
-    by = ["row", *(["model"] if table["model"].nunique() > 1 else []),
-          *(["generator"] if "generator" in table.columns else [])]
-    losers = [s for s in BASELINES if s in strategies]
     if "remaining_idis_median" in table.columns:
-        claims.append(claim(f"(paper protocol, leaks) retraining with I&D-seeded IDIs leaves fewer remaining IDIs "
-                            f"than with {' and '.join(map(strategy_label, losers))}-seeded ones", table,
-                            "remaining_idis", WINNER, losers, by, strategies, lower=True))
+        claims.append(_lower_with_iandd("(paper protocol, leaks) retraining with I&D-seeded IDIs leaves fewer "
+                                        "remaining IDIs", table, "remaining_idis", strategies))
         lines += ["", claims[-1]]
     if "remaining_idis_median" in table.columns and {"cluster", WINNER} <= set(strategies):
-        medians = wide(table, by, "remaining_idis_median", strategies).dropna()
+        medians = wide(table, _retrain_groups(table), "remaining_idis_median", strategies).dropna()
         changes = [(w - c) / c for w, c in zip(medians[WINNER], medians["cluster"], strict=True) if c > 0]
         mean_change = float(np.mean(changes)) if changes else math.nan
         paper_change = paper.get("mean_change_remaining")
@@ -919,6 +829,6 @@ def _curves(panels, order, name: str) -> Figure:
     return fig
 
 
-REPORTS: dict[str, Callable[..., PresetReport]] = {
-    "table2": table2_report, "table3": table3_report, "table4": table4_report, "fig6": fig6_report,
-    "fig7": fig7_report, "ablation": ablation_report}
+# The builders take (name, tidy, grid, paper) as the module docstring says; paper is paper_numbers(name).
+REPORTS: dict[str, Callable[[str, pd.DataFrame, Mapping[str, Any], Mapping[str, Any]], PresetReport]] = {
+    "table2": _table2, "table3": _table3, "table4": _table4, "fig6": _fig6, "fig7": _fig7, "ablation": _ablation}

@@ -39,6 +39,7 @@ from typing import Any
 
 from ..._validation import check_int
 from ...exceptions import ConfigError
+from ...storage import atomic_write_bytes
 
 logger = logging.getLogger(__name__)
 
@@ -356,10 +357,10 @@ def write_reproduction(name: str, frame, out: str | os.PathLike, *, grid: Mappin
     report = REPORTS[name](name, tidy, grid, paper)
     header = _header(name, grid, paper, n_failed, quick)
     files = [out / f"{name}.md", out / f"{name}.parquet"]
-    _write_bytes(files[0], (header + report.markdown).encode())
+    atomic_write_bytes(files[0], (header + report.markdown).encode())
     buffer = io.BytesIO()
     report.table.to_parquet(buffer, index=False)
-    _write_bytes(files[1], buffer.getvalue())
+    atomic_write_bytes(files[1], buffer.getvalue())
     for stem, figure in report.plots:
         files.append(out / f"{stem}.png")
         _save_figure(figure, files[-1])
@@ -422,13 +423,9 @@ def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    from ...results.run_folder import atomic_write_bytes
-
-    atomic_write_bytes(path, data)
 
 
 def _save_figure(figure, path: Path) -> None:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
-    _write_bytes(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue())

@@ -1,0 +1,157 @@
+"""What a domain is made of: its features (bounds, kind, code labels) and its protected attributes.
+
+A :class:`Feature` is one encoded column; a :class:`ProtectedAttribute` is one column, or a group of columns (one-hot)
+declared as one attribute, with its valid values. :class:`~chiralfair.domain.Domain` holds both, in column order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from ..exceptions import DomainError
+
+Kind = Literal["categorical", "ordinal"]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One encoded feature.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    lo, hi : int
+        Inclusive integer bounds of the encoded values.
+    kind : {"categorical", "ordinal"}
+        Categorical codes have no order; ordinal codes (binned numbers) do.
+    labels : mapping of int to str, optional
+        Human-readable label of each code (e.g. ``{0: "Female", 1: "Male"}``); for ordinal features the
+        label of a bin such as ``"30-39"``.
+    missing : int, optional
+        The code that stands for a missing value (NaN, ``?``) in the raw data, when the column had any.
+        As a protected attribute, this code is left out of the attribute's values by default (see
+        :meth:`Domain.with_protected`).
+    """
+
+    name: str
+    lo: int
+    hi: int
+    kind: Kind = "ordinal"
+    labels: Mapping[int, str] | None = None
+    missing: int | None = None
+
+    def __post_init__(self):
+        if int(self.lo) != self.lo or int(self.hi) != self.hi:
+            raise DomainError(f"feature {self.name!r}: bounds must be integers, got [{self.lo}, {self.hi}]")
+        if self.lo > self.hi:
+            raise DomainError(f"feature {self.name!r}: lower bound {self.lo} > upper bound {self.hi}")
+        if self.kind not in ("categorical", "ordinal"):
+            raise DomainError(f"feature {self.name!r}: kind must be 'categorical' or 'ordinal', got {self.kind!r}")
+        if self.missing is not None and not self.lo <= self.missing <= self.hi:
+            raise DomainError(f"feature {self.name!r}: missing-value code {self.missing} lies outside "
+                              f"[{self.lo}, {self.hi}]")
+
+    @property
+    def size(self) -> int:
+        """Number of integer values in ``[lo, hi]``."""
+        return int(self.hi - self.lo + 1)
+
+    def label(self, code: int) -> str:
+        """Return the label of ``code``, or the code itself as text when it has none.
+
+        Parameters
+        ----------
+        code : int
+
+        Returns
+        -------
+        str
+        """
+        if self.labels and int(code) in self.labels:
+            return self.labels[int(code)]
+        return str(int(code))
+
+
+@dataclass(frozen=True)
+class ProtectedAttribute:
+    """One protected attribute: a single column, or a group of dependent columns (e.g. one-hot).
+
+    Parameters
+    ----------
+    name : str
+        Display name (a single column's name, or a group's name such as ``"race"`` for
+        ``race_A``/``race_B``/``race_C``).
+    columns : tuple of int
+        Column indices of the attribute, in the order of the value rows.
+    values : tuple of tuple of int
+        The attribute's valid values, one row of ``len(columns)`` codes each (for a one-hot group of three
+        columns: ``(0, 0, 1), (0, 1, 0), (1, 0, 0)``); stored sorted and unique. Counterparts take only
+        these rows.
+    """
+
+    name: str
+    columns: tuple[int, ...]
+    values: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", str(self.name))
+        object.__setattr__(self, "columns", tuple(int(c) for c in self.columns))
+        width = len(self.columns)
+        rows = set()
+        for row in self.values:
+            row = tuple(int(v) for v in (row if isinstance(row, Sequence | np.ndarray) else (row,)))
+            if len(row) != width:
+                raise DomainError(f"protected attribute {self.name!r}: value {row} has {len(row)} codes, "
+                                  f"the attribute has {width} columns")
+            rows.add(row)
+        object.__setattr__(self, "values", tuple(sorted(rows)))
+
+    @property
+    def is_group(self) -> bool:
+        """Whether the attribute spans several columns."""
+        return len(self.columns) > 1
+
+    @property
+    def size(self) -> int:
+        """Number of valid values (rows)."""
+        return len(self.values)
+
+    def value_array(self) -> np.ndarray:
+        """The valid values, shape (size, n_columns), int64.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (size, n_columns)
+        """
+        return np.array(self.values, dtype=np.int64).reshape(len(self.values), len(self.columns))
+
+
+MissingPolicy = Literal["exclude", "value"]
+MISSING_POLICIES = ("exclude", "value")
+
+
+def group_name(columns: Sequence[str]) -> str:
+    """Display name of a group of columns: their common prefix without a trailing separator.
+
+    ``["race_A", "race_B", "race_C"]`` -> ``"race"``; without a common prefix the names joined by ``"+"``.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The group's column names.
+
+    Returns
+    -------
+    str
+    """
+    prefix = os.path.commonprefix([str(c) for c in columns])
+    stripped = prefix.rstrip("_.=: ")
+    if len(columns) > 1 and stripped and stripped != prefix:
+        return stripped
+    return "+".join(map(str, columns))
