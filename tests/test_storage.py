@@ -136,15 +136,13 @@ def test_grid_cell_files_get_the_one_file_mode(tmp_path, umask):
     assert set(found) == {"cell.json", "result.json"} and found == dict.fromkeys(found, 0o666 & ~umask)
 
 
+@pytest.mark.usefixtures("offline")
 def test_a_downloaded_raw_file_gets_the_one_file_mode(tmp_path, monkeypatch, umask):
     # pooch's own temporary file is 0600; the bytes are copied into a file with the package's mode.
     import hashlib
 
-    import realdata
-
     from chiralfair.datasets import home
 
-    realdata.go_offline(monkeypatch, tmp_path / "xdg")
     payload = b"raw rows\n"
     raw = home.RawFile("toy/raw/toy.data", "https://example.org/toy.data", hashlib.sha256(payload).hexdigest())
     monkeypatch.setitem(home.RAW_FILES, raw.relpath, raw)

@@ -275,13 +275,13 @@ def _nearest_allowed(values: np.ndarray, excluded: Sequence[int], lo: int, hi: i
     The nearest allowed code of an excluded one lies next to an excluded code (the codes between are excluded), so
     only those neighbours are candidates: a column of 10**6 codes costs what a column of ten does.
     """
-    excluded = np.unique(np.asarray(excluded, dtype=np.int64))
-    excluded = excluded[(excluded >= lo) & (excluded <= hi)]
-    if len(excluded) == hi - lo + 1:
+    codes = np.unique(np.asarray(excluded, dtype=np.int64))
+    codes = codes[(codes >= lo) & (codes <= hi)]
+    if len(codes) == hi - lo + 1:
         return None
     values = np.asarray(values, dtype=np.int64)
     distinct, position = np.unique(values, return_inverse=True)
-    candidates = np.unique(np.concatenate([excluded - 1, excluded + 1, distinct]))
-    allowed = candidates[(candidates >= lo) & (candidates <= hi) & ~np.isin(candidates, excluded)]
+    candidates = np.unique(np.concatenate([codes - 1, codes + 1, distinct]))
+    allowed = candidates[(candidates >= lo) & (candidates <= hi) & ~np.isin(candidates, codes)]
     distance = np.abs(distinct[:, None] - allowed[None, :])
     return allowed[distance.argmin(axis=1)][position.reshape(values.shape)]
