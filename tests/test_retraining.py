@@ -255,12 +255,14 @@ def test_cli_retrain_writes_the_folder_and_is_deterministic(tmp_path):
         res = runner.invoke(app, _real_args(tmp_path, "--share", "1.0,0.5", "--out", str(tmp_path / name)))
         assert res.exit_code == 0, res.output
         runs.append(json.loads((tmp_path / name / "retrain.json").read_text()))
-    for name in ("retrain.json", "report.md", "report.html", "tradeoff.png", "model-paper.joblib", "search.json"):
+    for name in ("retrain.json", "report.md", "report.html", "tradeoff.png", "model-paper.skops",
+                 "search/result.json"):
         assert (tmp_path / "a" / name).is_file()
     assert "![F1 against the held-out IDI rate](tradeoff.png)" in (tmp_path / "a" / "report.md").read_text()
     assert 'src="data:image/png;base64,' in (tmp_path / "a" / "report.html").read_text()
-    search = json.loads((tmp_path / "a" / "search.json").read_text())
-    assert runs[0]["leakage"]["n_test_projections_added"] == 0 and "n_seeds_excluded" in search
+    leakage = runs[0]["leakage"]
+    assert leakage["n_test_projections_added"] == 0 and leakage["n_test_rows_seen"] == 0
+    assert "n_idis_excluded" in leakage and leakage["n_test"] == 400
     for run in runs:
         run.pop("seconds")
     assert runs[0] == runs[1] and [r["share"] for r in runs[0]["rows"]] == [0.0, 1.0, 0.5]
@@ -319,4 +321,4 @@ def test_cli_require_improvement_exits_non_zero_exactly_when_a_method_does_not_i
     if not done["improved"]:
         first = res.output.strip().splitlines()
         assert any("**Not an improvement**" in line for line in first[:3])
-    assert (out / "model-unaware.joblib").is_file()
+    assert (out / "model-unaware.skops").is_file()
