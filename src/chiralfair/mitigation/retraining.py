@@ -683,6 +683,8 @@ def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
 def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, params: dict, train_seed: int,
               method_seed: int):
     """Fit method ``name`` on the training rows (plus ``added`` rows); the wrapped model and what was done."""
+    if name == "counterfactual" and _refits_in_its_own_language(model, params):
+        return _counterfactual_in_its_own_language(model, dataset, train, added, params, train_seed)
     estimator = _base_estimator(name, model, train_seed, None)
     from .dnn import PaperDNNClassifier
     if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
@@ -701,6 +703,49 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
     info["how"] = type(method).__name__
     method.in_model_language_ = _speaks_codes_and_labels(model.language)
     return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
+
+
+def _refits_in_its_own_language(model: CountingModel, params: dict) -> bool:
+    """Whether counterfactual augmentation refits the user's own estimator on its own input and labels.
+
+    For an sklearn estimator that does not speak codes and labels {0, 1} (a raw-frame Pipeline, labels such as
+    ``">50K"``): the augmented rows go through the model's language, so the fitted estimator is the user's kind of
+    model, measured as it is saved and loaded back with ``--model``.
+    """
+    return (getattr(model, "spec", None) is None and _is_sklearn_estimator(model.estimator)
+            and params.get("fine_tune_epochs") is None and not _speaks_codes_and_labels(model.language))
+
+
+def _counterfactual_in_its_own_language(model: CountingModel, dataset: Dataset, train, added, params: dict,
+                                        seed: int):
+    """:class:`CounterfactualAugmentation`'s rows and weights, fitted by a copy of the user's estimator."""
+    from .base import fit_with_weights
+    from .counterfactual import augment
+
+    unknown = set(params) - {"with_idis"}
+    if unknown:
+        raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
+                          "language (with_idis only)")
+    domain, language = dataset.domain, model.language
+    rows, labels, weights = augment(dataset.X[train], dataset.y[train], domain)
+    n_added = 0
+    if params.get("with_idis"):
+        if added is None:
+            raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
+        extra_rows, extra_labels, extra_weights = augment(np.asarray(added[0], dtype=np.int64),
+                                                          np.asarray(added[1], dtype=np.int64), domain)
+        rows, labels = np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels])
+        weights, n_added = np.concatenate([weights, extra_weights]), int(len(added[0]))
+    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), language.model_input(rows),
+                              language.model_labels(labels), weights)
+    retrained = as_model(fitted, name=f"counterfactual-{model.name}", batch_size=model.batch_size,
+                         output="auto" if language.output == "label" else language.output,
+                         positive_class=language.positive_class, to_frame=language.to_frame,
+                         classes=None if hasattr(fitted, "classes_") else language.classes)
+    info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
+            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
+            "language": "refitted in the model's own input and labels (saved as your kind of model)"}
+    return retrained, info
 
 
 def _speaks_codes_and_labels(language) -> bool:
