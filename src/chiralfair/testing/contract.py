@@ -70,21 +70,8 @@ def _search(generator, params, *, biased=True, protected=("sex",), random_state=
     return gen, domain, model, gen.run(model, domain, seeds, random_state=random_state)
 
 
-def check_deterministic(generator, params: dict) -> None:
-    """The same ``random_state`` gives the same pairs, phases and counts.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_deterministic(generator, params: dict) -> None:
+    """The same ``random_state`` gives the same pairs, phases and counts."""
     *_, a = _search(generator, params, random_state=7)
     *_, b = _search(generator, params, random_state=7)
     assert np.array_equal(a.idis, b.idis) and np.array_equal(a.counterparts, b.counterparts), "pairs differ"
@@ -93,21 +80,8 @@ def check_deterministic(generator, params: dict) -> None:
         b.n_idis, b.n_global, b.n_local, b.n_tested, b.n_queries), "counts differ"
 
 
-def check_pairs_recheck_against_the_model(generator, params: dict) -> None:
-    """Every reported pair, sent to the model again, gets the labels reported, which differ; the IDI is a true one.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_pairs_recheck_against_the_model(generator, params: dict) -> None:
+    """Every reported pair, sent to the model again, gets the labels reported, which differ; the IDI is a true one."""
     for protected in PROTECTED:
         _, _, model, res = _search(generator, params, protected=protected)
         assert res.n_idis > 0, f"no IDI of the biased toy found with {protected}"
@@ -118,21 +92,8 @@ def check_pairs_recheck_against_the_model(generator, params: dict) -> None:
         assert is_biased_idi(res.idis).all(), "a reported IDI that the biased toy's rule says is none"
 
 
-def check_counterparts_differ_only_in_protected(generator, params: dict) -> None:
-    """Counterparts lie in the domain, take protected values of the domain, and differ from the IDI only there.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_counterparts_differ_only_in_protected(generator, params: dict) -> None:
+    """Counterparts lie in the domain, take protected values of the domain, and differ from the IDI only there."""
     for protected in PROTECTED:
         from ..exceptions import DomainError
 
@@ -150,21 +111,8 @@ def check_counterparts_differ_only_in_protected(generator, params: dict) -> None
         assert (res.idis[:, pa] != res.counterparts[:, pa]).any(axis=1).all(), "a counterpart equal to its IDI"
 
 
-def check_counts_are_consistent(generator, params: dict) -> None:
-    """n_global + n_local = n_idis = pairs; phases match; keys unique; n_idis <= n_tested; seeds counted.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_counts_are_consistent(generator, params: dict) -> None:
+    """n_global + n_local = n_idis = pairs; phases match; keys unique; n_idis <= n_tested; seeds counted."""
     from ..oracle import DiscriminationCheck
 
     gen, domain, model, res = _search(generator, params)
@@ -186,62 +134,23 @@ def check_counts_are_consistent(generator, params: dict) -> None:
     assert res.n_seed_idis == n_seed_idis, f"n_seed_idis {res.n_seed_idis}, but {n_seed_idis} of the seeds are IDIs"
 
 
-def check_query_budget_kept(generator, params: dict) -> None:
-    """The queries sent stay within the generator's own :meth:`query_budget`.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_query_budget_kept(generator, params: dict) -> None:
+    """The queries sent stay within the generator's own :meth:`query_budget`."""
     gen, domain, _, res = _search(generator, params)
     bound = gen.query_budget(N_SEEDS, len(domain.combinations), n_features=domain.n_features)
     assert 0 < res.n_queries <= bound, f"{res.n_queries} queries, budget {bound}"
 
 
-def check_fair_model_gives_no_idis(generator, params: dict) -> None:
-    """A model that ignores the protected attributes has no IDI, and the empty result comes from real checks.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_fair_model_gives_no_idis(generator, params: dict) -> None:
+    """A model that ignores the protected attributes has no IDI, and the empty result comes from real checks."""
     for protected in PROTECTED:
         *_, res = _search(generator, params, biased=False, protected=protected)
         assert res.n_idis == 0 and len(res.idis) == 0, f"{res.n_idis} IDIs of a fair model"
         assert res.n_tested > 0, "no input was checked: an empty result that reads as 'fair'"
 
 
-def check_seed_outside_the_domain_is_refused(generator, params: dict) -> None:
-    """A seed outside the domain is refused, naming its column.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_seed_outside_the_domain_is_refused(generator, params: dict) -> None:
+    """A seed outside the domain is refused, naming its column."""
     from ..exceptions import DomainError
 
     domain = toy_domain()
@@ -255,21 +164,8 @@ def check_seed_outside_the_domain_is_refused(generator, params: dict) -> None:
     raise AssertionError("a seed outside the domain was searched from")
 
 
-def check_a_model_lacking_a_capability_is_refused_up_front(generator, params: dict) -> None:
-    """A labels-only model is refused before its first query by a generator needing gradients or probabilities.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_a_model_lacking_a_capability_is_refused_up_front(generator, params: dict) -> None:
+    """A labels-only model is refused before its first query by a generator needing gradients or probabilities."""
     from ..exceptions import ModelCapabilityError
     from ..models.protocol import CountingModel
 
@@ -290,21 +186,8 @@ def check_a_model_lacking_a_capability_is_refused_up_front(generator, params: di
     raise AssertionError("a generator that needs gradients or probabilities ran on a labels-only model")
 
 
-def check_pairs_respect_couplings_and_constraints(generator, params: dict) -> None:
-    """With a coupling and constraints, every pair is a coupled pair of people the rules allow.
-
-    Parameters
-    ----------
-    generator : str, Generator subclass or callable
-        As in :func:`generator_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_pairs_respect_couplings_and_constraints(generator, params: dict) -> None:
+    """With a coupling and constraints, every pair is a coupled pair of people the rules allow."""
     for protected in PROTECTED:
         domain = coupled_toy_domain(protected)
         gen, _, model, res = _search(generator, params, protected=protected, domain=domain)
@@ -327,10 +210,10 @@ def check_pairs_respect_couplings_and_constraints(generator, params: dict) -> No
 
 
 GENERATOR_CHECKS: tuple[Callable[[Any, dict], None], ...] = (
-    check_deterministic, check_counterparts_differ_only_in_protected, check_pairs_recheck_against_the_model,
-    check_counts_are_consistent, check_query_budget_kept, check_fair_model_gives_no_idis,
-    check_seed_outside_the_domain_is_refused, check_a_model_lacking_a_capability_is_refused_up_front,
-    check_pairs_respect_couplings_and_constraints)
+    _check_deterministic, _check_counterparts_differ_only_in_protected, _check_pairs_recheck_against_the_model,
+    _check_counts_are_consistent, _check_query_budget_kept, _check_fair_model_gives_no_idis,
+    _check_seed_outside_the_domain_is_refused, _check_a_model_lacking_a_capability_is_refused_up_front,
+    _check_pairs_respect_couplings_and_constraints)
 
 
 def generator_checks(generator, **params) -> list[tuple[str, Callable[[], None]]]:
@@ -348,7 +231,7 @@ def generator_checks(generator, **params) -> list[tuple[str, Callable[[], None]]
     list of (str, callable)
     """
     _refuse_an_instance(generator, "run")
-    return [(check.__name__, functools.partial(check, generator, params)) for check in GENERATOR_CHECKS]
+    return [(check.__name__.lstrip("_"), functools.partial(check, generator, params)) for check in GENERATOR_CHECKS]
 
 
 def check_generator(generator, **params) -> None:
@@ -400,21 +283,8 @@ def _build_strategy(strategy, params: dict):
     return make_seed_strategy(strategy, **params) if isinstance(strategy, str) else strategy(**params)
 
 
-def check_seeds_deterministic(strategy, params: dict) -> None:
-    """The same ``random_state`` gives the same seeds, IDI flags and clustering.
-
-    Parameters
-    ----------
-    strategy : str, SeedStrategy subclass or callable
-        As in :func:`seed_strategy_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_seeds_deterministic(strategy, params: dict) -> None:
+    """The same ``random_state`` gives the same seeds, IDI flags and clustering."""
     data, biased, _ = _seed_toys()
     a = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=7)
     b = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=7)
@@ -422,21 +292,8 @@ def check_seeds_deterministic(strategy, params: dict) -> None:
     assert a.clustering == b.clustering, "clusterings differ"
 
 
-def check_seeds_in_domain_with_true_idi_flags(strategy, params: dict) -> None:
-    """As many seeds as asked, in the domain, whose IDI flags a direct discrimination check confirms.
-
-    Parameters
-    ----------
-    strategy : str, SeedStrategy subclass or callable
-        As in :func:`seed_strategy_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_seeds_in_domain_with_true_idi_flags(strategy, params: dict) -> None:
+    """As many seeds as asked, in the domain, whose IDI flags a direct discrimination check confirms."""
     from ..models import as_model
     from ..oracle import DiscriminationCheck
 
@@ -452,41 +309,15 @@ def check_seeds_in_domain_with_true_idi_flags(strategy, params: dict) -> None:
             f"(initialization rate {report.initialization_rate:.3f}, a direct check {recheck.mean():.3f})")
 
 
-def check_fair_model_gives_initialization_rate_zero(strategy, params: dict) -> None:
-    """A model that never reads the protected attributes gives no seed that is an IDI.
-
-    Parameters
-    ----------
-    strategy : str, SeedStrategy subclass or callable
-        As in :func:`seed_strategy_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_fair_model_gives_initialization_rate_zero(strategy, params: dict) -> None:
+    """A model that never reads the protected attributes gives no seed that is an IDI."""
     data, _, fair = _seed_toys()
     report = _build_strategy(strategy, params).select(fair, data, N_STRATEGY_SEEDS, random_state=2)
     assert report.initialization_rate == 0.0 and not report.is_idi.any(), "an IDI of a fair model"
 
 
-def check_biased_model_gives_a_positive_initialization_rate(strategy, params: dict) -> None:
-    """A model that reads sex gives some seeds that are IDIs.
-
-    Parameters
-    ----------
-    strategy : str, SeedStrategy subclass or callable
-        As in :func:`seed_strategy_checks`.
-    params : dict
-        Its hyper-parameters (for a generator, beside the checks' small budget).
-
-    Raises
-    ------
-    AssertionError
-        With the reason, when the contract is broken.
-    """
+def _check_biased_model_gives_a_positive_initialization_rate(strategy, params: dict) -> None:
+    """A model that reads sex gives some seeds that are IDIs."""
     for protected in PROTECTED:
         data, biased, _ = _seed_toys(protected)
         report = _build_strategy(strategy, params).select(biased, data, N_STRATEGY_SEEDS, random_state=3)
@@ -494,8 +325,8 @@ def check_biased_model_gives_a_positive_initialization_rate(strategy, params: di
 
 
 SEED_STRATEGY_CHECKS: tuple[Callable[[Any, dict], None], ...] = (
-    check_seeds_deterministic, check_seeds_in_domain_with_true_idi_flags,
-    check_fair_model_gives_initialization_rate_zero, check_biased_model_gives_a_positive_initialization_rate)
+    _check_seeds_deterministic, _check_seeds_in_domain_with_true_idi_flags,
+    _check_fair_model_gives_initialization_rate_zero, _check_biased_model_gives_a_positive_initialization_rate)
 
 
 def seed_strategy_checks(strategy, **params) -> list[tuple[str, Callable[[], None]]]:
@@ -513,7 +344,8 @@ def seed_strategy_checks(strategy, **params) -> list[tuple[str, Callable[[], Non
     list of (str, callable)
     """
     _refuse_an_instance(strategy, "select")
-    return [(check.__name__, functools.partial(check, strategy, params)) for check in SEED_STRATEGY_CHECKS]
+    return [(check.__name__.lstrip("_"), functools.partial(check, strategy, params))
+            for check in SEED_STRATEGY_CHECKS]
 
 
 def check_seed_strategy(strategy, **params) -> None:
@@ -552,7 +384,7 @@ def parametrize_with_checks(generators=(), seed_strategies=()):
     -------
     pytest.MarkDecorator
         Decorating ``def test_contract(name, check): check()``; one test per (algorithm, check), with ids such as
-        ``aequitas-check_deterministic``.
+        ``aequitas-_check_deterministic``.
 
     Examples
     --------
