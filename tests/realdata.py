@@ -20,7 +20,9 @@ def find_real_data_home() -> Path | None:
                   ROOT.parent.parent / "shared" / "data"]
     for candidate in candidates:
         if candidate and (Path(candidate) / "census" / "raw" / "adult.data").is_file():
-            return Path(candidate)
+            # absolute: the docs' blocks run in a fresh folder, where the README's CHIRALFAIR_DATA=../shared/data
+            # would name nothing (and the loader would try to download)
+            return Path(candidate).resolve()
     return None
 
 
