@@ -13,6 +13,7 @@ Labels: any two classes; they are encoded to {0, 1} (``classes_[1]`` is 1) befor
 from __future__ import annotations
 
 import numbers
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -92,7 +93,7 @@ def make_method(name: str, **params) -> MitigationMethod:
     return METHODS.make(name, **params)
 
 
-class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
     """Base of the mitigation methods: label encoding, input checks, delegation of ``predict``/``predict_proba``.
 
     Subclasses implement :meth:`_fit` on codes and labels in {0, 1}, setting ``estimator_``; :attr:`info_` holds
@@ -208,8 +209,9 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
     # Each method names the fit parameters it takes (sample_weight=, added=, ...); *args, **fit_params typed Any
     # let type checkers accept each of those signatures.
+    @abstractmethod
     def _fit(self, X: np.ndarray, y: np.ndarray, *args: Any, **fit_params: Any) -> None:
-        raise NotImplementedError
+        """Fit ``estimator_`` on int codes ``X`` and labels {0, 1} ``y``; set ``info_``."""
 
 
 def fit_with_weights(estimator, X, y, sample_weight):
