@@ -48,6 +48,38 @@ def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
     return rows, np.repeat(y, k), np.repeat(base / k, k)
 
 
+def augmented_training_rows(X: np.ndarray, y: np.ndarray, domain, weight=None, added=None):
+    """The rows counterfactual augmentation fits on, with their weights (see :func:`augment`).
+
+    Every training row, and every added IDI row, in every protected combination.
+
+    Parameters
+    ----------
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+    y : numpy.ndarray, shape (n_samples,)
+    domain : Domain
+    weight : numpy.ndarray of float, shape (n_samples,), optional
+        The training rows' weights (default 1).
+    added : (numpy.ndarray of int64, shape (m, n_features), numpy.ndarray of shape (m,)), optional
+        Labelled IDI rows to add, each of weight 1.
+
+    Returns
+    -------
+    rows : numpy.ndarray of int64, shape ((n_samples + m) * k, n_features)
+    labels : numpy.ndarray, shape ((n_samples + m) * k,)
+    weights : numpy.ndarray of float64, shape ((n_samples + m) * k,)
+    n_added : int
+        ``m``.
+    """
+    rows, labels, weights = augment(X, y, domain, weight)
+    if added is None:
+        return rows, labels, weights, 0
+    X_add, y_add = np.asarray(added[0], dtype=np.int64), np.asarray(added[1], dtype=np.int64)
+    extra_rows, extra_labels, extra_weights = augment(X_add, y_add, domain)
+    return (np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels]),
+            np.concatenate([weights, extra_weights]), int(len(X_add)))
+
+
 @register_method("counterfactual")
 class CounterfactualAugmentation(MitigationMethod):
     """Counterfactual data augmentation: the estimator refitted on every training row in every protected value.
@@ -91,16 +123,12 @@ class CounterfactualAugmentation(MitigationMethod):
     def _fit(self, X, y, sample_weight=None, added=None) -> None:
         if self.estimator is None:
             raise ConfigError("CounterfactualAugmentation needs estimator=<an sklearn classifier>")
-        rows, labels, weights = augment(X, y, self.domain, sample_weight)
-        n_added = 0
+        if self.with_idis and added is None:
+            raise ConfigError("with_idis=True: pass the labelled IDI pairs as fit(X, y, added=(rows, labels))")
         if self.with_idis:
-            if added is None:
-                raise ConfigError("with_idis=True: pass the labelled IDI pairs as fit(X, y, added=(rows, labels))")
-            X_add, y_add = self._codes(added[0]), np.asarray(added[1], dtype=np.int64)
-            extra_rows, extra_labels, extra_weights = augment(X_add, y_add, self.domain)
-            rows, labels = np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels])
-            weights = np.concatenate([weights, extra_weights])
-            n_added = int(len(X_add))
+            added = (self._codes(added[0]), added[1])
+        rows, labels, weights, n_added = augmented_training_rows(X, y, self.domain, sample_weight,
+                                                                 added if self.with_idis else None)
         if self.fine_tune_epochs is None:
             self.estimator_ = fit_with_weights(clone(self.estimator), rows, labels, weights)
         else:

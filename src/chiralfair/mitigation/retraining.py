@@ -720,22 +720,17 @@ def _counterfactual_in_its_own_language(model: CountingModel, dataset: Dataset, 
                                         seed: int):
     """:class:`CounterfactualAugmentation`'s rows and weights, fitted by a copy of the user's estimator."""
     from .base import fit_with_weights
-    from .counterfactual import augment
+    from .counterfactual import augmented_training_rows
 
     unknown = set(params) - {"with_idis"}
     if unknown:
         raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
                           "language (with_idis only)")
+    if params.get("with_idis") and added is None:
+        raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
     domain, language = dataset.domain, model.language
-    rows, labels, weights = augment(dataset.X[train], dataset.y[train], domain)
-    n_added = 0
-    if params.get("with_idis"):
-        if added is None:
-            raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
-        extra_rows, extra_labels, extra_weights = augment(np.asarray(added[0], dtype=np.int64),
-                                                          np.asarray(added[1], dtype=np.int64), domain)
-        rows, labels = np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels])
-        weights, n_added = np.concatenate([weights, extra_weights]), int(len(added[0]))
+    rows, labels, weights, n_added = augmented_training_rows(dataset.X[train], dataset.y[train], domain,
+                                                             added=added if params.get("with_idis") else None)
     fitted = fit_with_weights(unfitted_copy(model.estimator, seed), language.model_input(rows),
                               language.model_labels(labels), weights)
     retrained = as_model(fitted, name=f"counterfactual-{model.name}", batch_size=model.batch_size,
