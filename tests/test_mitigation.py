@@ -315,3 +315,13 @@ def test_unaware_blinds_coupled_columns_and_refits_a_raw_frame_pipeline():
     assert before["test_idi_rate"] > 0.05  # the model reads the husband/wife role through rel
     assert unaware["test_idi_rate"] == 0 and unaware["domain_idi_rate"] == 0
     assert result.model_of("unaware").predict(data.X[:5]).shape == (5,)
+
+
+def test_a_method_class_without_fit_is_refused_when_it_is_made():
+    from chiralfair.mitigation.base import MitigationMethod
+
+    class Forgetful(MitigationMethod):
+        pass
+
+    with pytest.raises(TypeError, match="abstract method '?_fit"):
+        Forgetful()
