@@ -69,19 +69,49 @@ def test_mixed_object_column_sorts_numbers_before_text():
     assert ds.X[:, 0].tolist() == [1, 3, 0, 2]
 
 
-def test_non_integer_float_names_column_and_suggests_bins():
-    with pytest.raises(DatasetError, match=r"column 'income' holds the non-integer value 1200.5 \(row 0\).*"
-                                           r"bins=\{'income': 10\}"):
-        df = frame()
-        df.loc[0, "income"] = 1200.5
-        from_frame(df, label="outcome", positive_class="yes", protected=["sex"])
+def test_a_continuous_column_is_searched_on_quantile_bins_and_kept_exact_in_the_raw_rows():
+    df = frame()
+    df.loc[0, "income"] = 1200.5
+    ds = from_frame(df, label="outcome", positive_class="yes", protected=["sex"])
+    income = ds.domain.index("income")
+    # six distinct values, fewer than AUTO_BINS: one bin per value, in the order of the values
+    assert ds.X[:, income].tolist() == [1, 3, 4, 0, 5, 2]
+    assert ds.codec.binned == {"income": "6 quantile bins, chosen automatically"}
+    assert ds.raw["income"].tolist() == df["income"].tolist()  # the people keep their own values
+    assert ds.to_frame(ds.X)["income"].tolist() == df["income"].tolist()  # each bin's representative is its value
 
 
-def test_missing_numeric_without_bins():
+def test_quantile_bins_of_a_column_with_many_values():
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], 500), "fare": rng.lognormal(3, 1, 500),
+                       "y": rng.choice(["no", "yes"], 500)})
+    ds = from_frame(df, label="y", positive_class="yes", protected="sex")
+    codes = ds.X[:, 1]
+    assert codes.min() == 0 and codes.max() == 9
+    assert np.bincount(codes).tolist() == [50] * 10  # deciles: each bin holds a tenth of the rows
+    assert ds.codec.binned == {"fare": "10 quantile bins, chosen automatically"}
+
+
+def test_a_missing_number_gets_a_bin_of_its_own():
     df = frame()
     df.loc[3, "age"] = np.nan
-    with pytest.raises(DatasetError, match=r"column 'age' has a missing value at row 3.*bins="):
-        from_frame(df, label="outcome", positive_class="yes", protected=["sex"], bins={"income": 3})
+    ds = from_frame(df, label="outcome", positive_class="yes", protected=["sex"], bins={"income": 3})
+    age = ds.domain.features[ds.domain.index("age")]
+    assert age.labels[ds.X[3, 1]] == "missing" and age.missing == ds.X[3, 1]
+    assert np.isnan(ds.raw["age"].iloc[3]) and ds.raw["age"].iloc[0] == 23
+
+
+def test_a_continuous_protected_attribute_still_needs_bins():
+    df = frame().assign(score=[1.5, 2.0, 3.0, 2.0, 1.0, 3.0])
+    with pytest.raises(DatasetError, match=r"column 'score' holds the non-integer value 1.5.*bins=\{'score': 10\}"):
+        from_frame(df.drop(columns="sex"), label="outcome", positive_class="yes", protected="score")
+
+
+def test_an_infinite_value_in_a_continuous_column_is_refused():
+    df = frame()
+    df.loc[1, "income"] = np.inf
+    with pytest.raises(DatasetError, match="column 'income' holds an infinite value"):
+        from_frame(df, label="outcome", positive_class="yes", protected=["sex"])
 
 
 def test_value_outside_bin_edges():

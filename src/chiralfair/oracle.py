@@ -15,12 +15,15 @@ an IDI (``CheckResult.possible``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from .domain import Domain
 from .models.protocol import CountingModel
+
+if TYPE_CHECKING:
+    from .datasets.population import Population
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ class DiscriminationCheck:
         idx = np.maximum(position, 0) @ self._strides
         return np.where((position >= 0).all(axis=1), idx, -1)
 
-    def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False) -> CheckResult:
+    def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False,
+              population: Population | None = None) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
 
         Parameters
@@ -163,6 +167,10 @@ class DiscriminationCheck:
         with_plausibility : bool
             Also say which counterparts are plausible (``CheckResult.plausible``; needs the domain's support,
             else it stays None). Costs no query.
+        population : Population, optional
+            The people ``X`` codes, as the user gave them (:mod:`chiralfair.datasets.population`), for a model
+            fed frames: each person and their counterparts are then sent as rows (the protected and coupled
+            columns changed, every other value the person's own), not as decoded codes.
 
         Returns
         -------
@@ -172,6 +180,8 @@ class DiscriminationCheck:
         """
         X = np.asarray(X, dtype=np.int64)
         n, k = len(X), self.n_combinations
+        if population is not None and (len(population) != n or not self.model.takes_frame):
+            raise ValueError("population must hold the people X codes, for a model fed frames")
         if n == 0:
             empty = np.zeros((0, k), dtype=np.int64)
             return CheckResult(X.reshape(0, self.domain.n_features), np.zeros(0, np.int64), empty,
@@ -183,7 +193,7 @@ class DiscriminationCheck:
         own = self.own_combination(X)
         inside = own >= 0
         cf_labels, outside_labels, proba, outside_proba, possible, plausible = self._predict_counterparts(
-            X, own, with_proba, with_plausibility)
+            X, own, with_proba, with_plausibility, population)
         labels = np.empty(n, dtype=np.int64)
         labels[inside] = cf_labels[inside, own[inside]]
         labels[~inside] = outside_labels
@@ -207,13 +217,15 @@ class DiscriminationCheck:
         return CheckResult(X, labels, cf_labels, is_idi, cf_index.astype(np.int64), proba, own_proba, possible,
                            plausible)
 
-    def _predict_counterparts(self, X: np.ndarray, own: np.ndarray, with_proba: bool, with_plausibility: bool):
+    def _predict_counterparts(self, X: np.ndarray, own: np.ndarray, with_proba: bool, with_plausibility: bool,
+                              population: Population | None = None):
         """Labels (and P(y=1)) of every counterpart, shape (n, K), and of the inputs outside the PA domains.
 
         Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
         never has to exist at once for a large batch. With constraints, only the possible counterparts and the
         input itself are sent; the others' entries are left at -1 (labels) and NaN (probabilities), and
         ``possible`` (n, K) says which they are (None without constraints). ``plausible`` (n, K) when asked.
+        With ``population``, the rows sent are the people's own rows with the counterparts' changes.
         """
         n, k = len(X), self.n_combinations
         domain = self.domain
@@ -239,7 +251,10 @@ class DiscriminationCheck:
                 # an array, not None: the domain has a support
                 plausible[start:start + m] = cast(np.ndarray, domain.plausible(rows)).reshape(m, k)
             outside = chunk[chunk_own < 0]
-            batch = np.concatenate([rows[send], outside])
+            if population is None:
+                batch = np.concatenate([rows[send], outside])
+            else:
+                batch = _people_batch(population.take(np.arange(start, start + m)), rows, send, k, chunk_own < 0)
             lab, prob = self.model.predict_with_proba(batch) if with_proba else (self.model.predict(batch), None)
             n_sent = int(send.sum())
             block = cf[start:start + m].reshape(-1)
@@ -254,16 +269,32 @@ class DiscriminationCheck:
         return (cf, np.concatenate(out).astype(np.int64), pcf, np.concatenate(pout) if with_proba else None,
                 possible, plausible)
 
-    def is_idi(self, X) -> np.ndarray:
+    def is_idi(self, X, *, population: Population | None = None) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,).
 
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
             Codes.
+        population : Population, optional
+            As in :meth:`check`.
 
         Returns
         -------
         numpy.ndarray of bool, shape (n_samples,)
         """
-        return self.check(X).is_idi
+        return self.check(X, population=population).is_idi
+
+
+def _people_batch(people: Population, rows: np.ndarray, send: np.ndarray, k: int, outside: np.ndarray):
+    """The rows sent for ``people``: their counterparts ``rows`` (m * k, d) where ``send``, then those ``outside``.
+
+    Each counterpart is its person's own row with the columns it changes set to their new values.
+    """
+    import pandas as pd
+
+    who = np.repeat(np.arange(len(people)), k)[send]
+    parts = [people.take(who).counterparts(rows[send])]
+    if outside.any():
+        parts.append(people.take(outside).frame)
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)

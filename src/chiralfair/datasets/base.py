@@ -41,6 +41,17 @@ class Dataset:
     codec : FrameCodec or None
         How codes decode back to the original columns (set by :func:`~chiralfair.datasets.from_frame`); see
         :meth:`to_frame`.
+    raw : pandas.DataFrame or None, shape (n_samples, n_features)
+        The rows as the user gave them (the feature columns, their values and dtypes, a fresh 0..n-1 index),
+        row ``i`` being the person coded ``X[i]``: the **population**, which every F1, verdict and group metric
+        of a model fed frames is computed on (:mod:`chiralfair.datasets.population`); the codes in ``X`` are
+        the search's view of them (bins for continuous columns). Set by
+        :func:`~chiralfair.datasets.from_frame`; None for the benchmarks, whose codes are their values.
+
+    Raises
+    ------
+    DatasetError
+        When ``raw`` and ``X`` do not hold the same number of rows.
     """
 
     name: str
@@ -51,6 +62,34 @@ class Dataset:
     positive_class: str = "1"
     sources: dict[str, str] = field(default_factory=dict)
     codec: FrameCodec | None = field(default=None, repr=False, compare=False)
+    raw: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.raw is not None and len(self.raw) != len(self.X):
+            from ..exceptions import DatasetError
+
+            raise DatasetError(f"dataset {self.name!r}: its raw rows ({len(self.raw):,}) and its codes "
+                               f"({len(self.X):,} rows) must be the same people; subset both with Dataset.rows")
+
+    def rows(self, index, *, name: str | None = None) -> Dataset:
+        """The dataset restricted to some rows: codes, labels and raw rows together (same domain).
+
+        Parameters
+        ----------
+        index : array-like of int or bool, shape (n_rows,) or (n_samples,)
+            Row numbers, or a mask over the rows.
+        name : str, optional
+            A new name (default: the same).
+
+        Returns
+        -------
+        Dataset
+        """
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        raw = None if self.raw is None else self.raw.iloc[index].reset_index(drop=True)
+        return replace(self, X=self.X[index], y=self.y[index], raw=raw, name=self.name if name is None else name)
 
     @property
     def n_samples(self) -> int:
@@ -85,7 +124,7 @@ class Dataset:
         keep = ~self.missing_protected
         if keep.all():
             return self
-        return replace(self, X=self.X[keep], y=self.y[keep])
+        return self.rows(keep)
 
     def to_frame(self, X_codes) -> pd.DataFrame:
         """Decode encoded inputs into the frame a raw-frame model expects.

@@ -49,12 +49,16 @@ class ColumnCodec:
     table : numpy.ndarray, shape (n_codes,), optional
         Value of each code (``None`` for integer columns, whose code is the value). The missing code's value
         is the column's missing marker.
+    binning : str or None
+        For a binned column, how its bins were chosen, in words (``"10 quantile bins, chosen automatically"``,
+        ``"10 equal-width bins, as given"``); None for other columns.
     """
 
     name: Hashable
     dtype: object
     how: How
     table: np.ndarray | None = None
+    binning: str | None = None
 
     def decode(self, codes: np.ndarray) -> pd.Series | np.ndarray | pd.api.extensions.ExtensionArray:
         """Values of ``codes`` (int64, shape (n_samples,)) in the original dtype.
@@ -105,6 +109,11 @@ class FrameCodec:
     def names(self) -> list:
         """Original column labels, in feature order."""
         return [c.name for c in self.columns]
+
+    @property
+    def binned(self) -> dict[str, str]:
+        """Each binned column's name (as text) and how its bins were chosen (:attr:`ColumnCodec.binning`)."""
+        return {str(c.name): c.binning or "binned" for c in self.columns if c.how == "bin"}
 
     def to_frame(self, X) -> pd.DataFrame:
         """Decode encoded inputs into a frame with the original column names and dtypes.
@@ -202,7 +211,8 @@ def rank_codec(series: pd.Series, values: np.ndarray) -> ColumnCodec:
     return ColumnCodec(series.name, series.dtype, "rank", np.asarray(values))
 
 
-def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missing: bool) -> ColumnCodec:
+def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missing: bool,
+              binning: str | None = None) -> ColumnCodec:
     """Decoder of a binned column: each bin's lower median of the data values in it (see module docstring).
 
     Parameters
@@ -213,6 +223,8 @@ def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missi
         Its bin codes; code ``len(edges) - 1`` is the missing bin.
     edges : numpy.ndarray of float, shape (n_bins + 1,)
     has_missing : bool
+    binning : str, optional
+        How the bins were chosen, in words (:attr:`ColumnCodec.binning`).
 
     Returns
     -------
@@ -228,7 +240,7 @@ def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missi
     table[medians.index.to_numpy()] = medians.to_numpy()
     if has_missing:
         table = np.append(table, np.nan)
-    return ColumnCodec(series.name, series.dtype, "bin", table)
+    return ColumnCodec(series.name, series.dtype, "bin", table, binning)
 
 
 def _missing_marker(series: pd.Series):

@@ -44,7 +44,11 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     - integer columns are kept as they are (the code is the value), read without a detour through float64;
       a column holding an integer beyond ±2**53 (which float64, the type models are called with, cannot
       hold exactly) gets the codes 0..k-1 of its sorted distinct values instead, decoded to the exact values;
-    - float columns must hold integer values only, or be listed in ``bins``;
+    - a **continuous** column (numbers that are not all integers, or with a missing value) not listed in
+      ``bins`` is searched on :data:`AUTO_BINS` quantile bins chosen automatically (one bin per value when it
+      holds that few; a missing value gets a bin of its own), recorded in ``codec.binned``. Bins are the
+      search's view only: the verdict, F1 and group metrics of a model fed frames are computed on
+      :attr:`Dataset.raw`, the rows as given;
     - a numeric protected attribute with more than
       :data:`~chiralfair.datasets.protected.MAX_NUMERIC_PROTECTED_VALUES` distinct values (an age in years)
       must be given ``bins`` (or made categorical): the check would otherwise try every value as a category;
@@ -100,11 +104,11 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     ------
     DatasetError
         Naming the column (and the value or row) at fault: a missing label column or ``positive_class``, a
-        missing label value, a non-integer float column without bins, missing values in an unbinned numeric
-        column, a value outside the bin edges, ``bins`` naming an unknown column, two columns with the same
-        name as text, ``protected`` naming the label column, a protected attribute with two spellings of one
-        value, a label column that spells ``positive_class`` in another way too (``">50K"`` and ``">50K."``), or a
-        numeric protected attribute with many values and no bins.
+        missing label value, a protected attribute holding non-integer numbers or missing values without bins, a
+        value outside the bin edges, an infinite value in a continuous column, ``bins`` naming an unknown column,
+        two columns with the same name as text, ``protected`` naming the label column, a protected attribute with
+        two spellings of one value, a label column that spells ``positive_class`` in another way too (``">50K"``
+        and ``">50K."``), or a numeric protected attribute with many values and no bins.
     DomainError
         If a protected attribute is unknown (lists the valid names) or has one observed value.
 
@@ -153,7 +157,9 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     bins = {columns[str(c)]: spec for c, spec in (bins or {}).items()}
     _refuse_protected_label(protected, protected_groups, label)
     y = _encode_label(df[label], label, positive_class)
-    encoded_columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c)) for c in features), strict=True)
+    never_auto = {str(ref) for ref in _protected_references(protected, protected_groups)}
+    encoded_columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c), auto=str(c) not in never_auto)
+                                    for c in features), strict=True)
     _warn_identifier_columns(df, features, bins)
     encoded = Encoded.from_columns(list(encoded_columns), y)
     missing = {col.name: int(col.missing) for col in encoded_columns if col.missing is not None}
@@ -167,7 +173,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     if constraints:
         domain = domain.with_constraints(constraints, data=encoded.X)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
-                   positive_class=str(positive_class), sources={}, codec=codec)
+                   positive_class=str(positive_class), sources={}, codec=codec,
+                   raw=df[features].reset_index(drop=True))
 
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
@@ -279,8 +286,13 @@ def _same_value(value, positive_class) -> bool:
         return False
 
 
-def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
-    """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`)."""
+def _encode_column(series: pd.Series, name: str, spec, *, auto: bool = True) -> tuple[Column, ColumnCodec]:
+    """The column's codes and labels, and how to decode them back (:mod:`chiralfair.datasets.codec`).
+
+    A continuous column without ``spec`` (numbers that are not all integers, or that miss some values) gets
+    :data:`AUTO_BINS` quantile bins when ``auto`` (every column but a protected attribute, whose groups the user
+    must choose).
+    """
     if len(series) and series.isna().all():  # read as float64 whatever it held: no value to encode, no bin to cut
         raise DatasetError(f"column {name!r} is missing on every row ({len(series):,}): it holds no value to test; "
                            f"drop it (df.drop(columns=[{name!r}])) or fill it")
@@ -292,6 +304,8 @@ def _encode_column(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCo
     if pd.api.types.is_bool_dtype(dtype) and not series.isna().any():
         return _categorical(series, name, [False, True], ordered=False)
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
+        if auto and _is_continuous(series):
+            return _binned(series, name, None)
         return _integer_valued(series, name)
     distinct = series.dropna().unique().tolist()
     return _categorical(series, name, sorted(distinct, key=_sort_key), ordered=False)
@@ -361,10 +375,42 @@ def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
     return Column(name, codes.astype(np.int64), "ordinal", labels), rank_codec(series, table)
 
 
+# Bins of a continuous column that is given none: deciles of its values (ties merge bins).
+AUTO_BINS = 10
+
+
+def _is_continuous(series: pd.Series) -> bool:
+    """Whether a numeric column needs bins to be searched: a missing value, or a value that is not an integer."""
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    finite = np.isfinite(values)
+    return bool((~finite).any() or (values[finite] != np.round(values[finite])).any())
+
+
+def _auto_edges(series: pd.Series, name: str) -> np.ndarray:
+    """Quantile edges of a column's values (:data:`AUTO_BINS` bins), or one bin per value when it has few."""
+    present = series.to_numpy(dtype=float, na_value=np.nan)
+    present = present[~np.isnan(present)]
+    if present.size == 0:
+        raise DatasetError(f"column {name!r} has no value to bin")
+    if not np.isfinite(present).all():
+        raise DatasetError(f"column {name!r} holds an infinite value; replace it (e.g. by NaN, which gets a bin of "
+                           "its own) before testing")
+    distinct = np.unique(present)
+    if distinct.size == 1:
+        return np.array([distinct[0], distinct[0] + 1.0])
+    if distinct.size <= AUTO_BINS:
+        return np.concatenate([[distinct[0]], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1]]])
+    return np.unique(np.quantile(present, np.linspace(0.0, 1.0, AUTO_BINS + 1)))
+
+
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
+    """Bin codes of a numeric column: ``spec`` bins (an int: equal width; a sequence: edges), None: automatic."""
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
-    if isinstance(spec, int | np.integer):
+    if spec is None:
+        edges = _auto_edges(series, name)
+        binning = f"{len(edges) - 1} quantile bins, chosen automatically"
+    elif isinstance(spec, int | np.integer):
         if spec < 1:
             raise DatasetError(f"bins[{name!r}] must be at least 1, got {spec}")
         present = series.dropna()
@@ -372,11 +418,13 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
             raise DatasetError(f"column {name!r} has no value to bin")
         low, high = float(present.min()), float(present.max())
         edges = np.linspace(low, high if high > low else low + 1.0, int(spec) + 1)
+        binning = f"{int(spec)} equal-width bins, as given"
     else:
         edges = np.asarray(spec, dtype=float)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
             raise DatasetError(f"bins[{name!r}] must be an int or at least two increasing edges, "
                                f"got {spec!r}")
+        binning = f"{edges.size - 1} bins at the given edges"
     # Intervals (a, b], the first one closed on the left too.
     cut = pd.cut(series, bins=edges, include_lowest=True, labels=False)
     codes = cut.to_numpy(dtype=float, na_value=np.nan)
@@ -392,7 +440,7 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     if missing.any():
         labels[n_bins] = MISSING_LABEL
     return (Column(name, codes, "ordinal", labels, n_bins if missing.any() else None),
-            bin_codec(series, codes, edges, bool(missing.any())))
+            bin_codec(series, codes, edges, bool(missing.any()), binning))
 
 
 def _warn_alike_values(df: pd.DataFrame, features: list, codec: FrameCodec, domain: Domain) -> None:

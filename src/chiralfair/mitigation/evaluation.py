@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..datasets.base import Dataset
+from ..datasets.population import population_of
 from ..exceptions import ConfigError
 from ..models.protocol import CountingModel
 from ..oracle import DiscriminationCheck
@@ -62,7 +63,8 @@ class Evaluator:
 
         y_true = self.dataset.y[self.test]
         X_test = self.dataset.X[self.test]
-        y_pred = model.predict(X_test)
+        people = population_of(self.dataset, self.test) if model.takes_frame else None
+        y_pred = model.predict(X_test if people is None else people.frame)  # the people as given, if fed frames
         row: dict[str, Any] = {"f1": float(f1_score(y_true, y_pred, pos_label=1, zero_division=0)),
                                "accuracy": float(accuracy_score(y_true, y_pred))}
         row.update(group_metrics(y_true, y_pred, self.dataset.domain.describe_protected(X_test)))

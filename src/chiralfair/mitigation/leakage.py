@@ -22,7 +22,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def training_rows(dataset: Dataset, train) -> Dataset:
     Dataset
     """
     train = np.asarray(train, dtype=np.int64)
-    return replace(dataset, X=dataset.X[train], y=dataset.y[train], name=f"{dataset.name}[train]")
+    return dataset.rows(train, name=f"{dataset.name}[train]")
 
 
 def without_test_projections(found, projections: HeldOutProjections, domain: Domain):

@@ -923,7 +923,7 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
     if spec is not None:
         from ..models.training import train_model
         augmented = replace(dataset, X=np.vstack([dataset.X, X_new]), y=np.concatenate([dataset.y, y_new]),
-                            name=f"{dataset.name}-retrained")
+                            raw=None, name=f"{dataset.name}-retrained")
         rows = np.concatenate([train, np.arange(dataset.n_samples, dataset.n_samples + len(X_new))])
         trained = train_model(augmented, spec, random_state=random_state, train_index=rows, cache_dir=cache_dir)
         return trained.model, "spec"

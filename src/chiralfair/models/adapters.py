@@ -20,7 +20,7 @@ from .language import (
     positive_probability,
     resolve_classes,
 )
-from .protocol import DEFAULT_BATCH_SIZE, CountingModel, from_positive_probability
+from .protocol import DEFAULT_BATCH_SIZE, CountingModel, from_positive_probability, is_frame
 from .threads import single_native_thread
 
 
@@ -197,6 +197,11 @@ def _default_column_classes(positive_class, name: str) -> tuple[tuple, object]:
 def _input_function(language: ModelLanguage, name: str, n_features_in: int | None):
     """``X -> what the model takes``, refusing inputs whose width differs from the model's ``n_features_in_``."""
     def model_input(X):
+        if is_frame(X):  # the population: rows as the user gave them
+            frame = language.frame_input(X)
+            if n_features_in is not None and frame.shape[1] != n_features_in:
+                _refuse_width(name, n_features_in, frame.shape[1], "the rows have")
+            return frame
         if language.takes_frame:
             frame = language.model_input(np.rint(X).astype(np.int64))
             if n_features_in is not None and frame.shape[1] != n_features_in:

@@ -103,6 +103,29 @@ class ModelLanguage:
         frame = self.to_frame(X)
         if not hasattr(frame, "columns") or not hasattr(frame, "iloc"):
             raise ConfigError(f"to_frame must return a pandas DataFrame, got {type(frame).__name__}")
+        return self.frame_input(frame)
+
+    def frame_input(self, frame):
+        """The input the model takes for rows given as a DataFrame with the data's columns (the population).
+
+        Parameters
+        ----------
+        frame : pandas.DataFrame, shape (n_samples, n_columns)
+            Rows in the data's own columns, values and dtypes (e.g. :attr:`Dataset.raw
+            <chiralfair.datasets.Dataset.raw>`).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``frame[feature_names]`` (the columns the model was fitted on, in its order), or ``frame``.
+
+        Raises
+        ------
+        ConfigError
+            If the model takes codes (no ``to_frame``), or ``frame`` lacks a column in :attr:`feature_names`.
+        """
+        if self.to_frame is None:
+            raise ConfigError("this model takes integer codes, not a DataFrame: send it codes (Dataset.X)")
         if self.feature_names is None:
             return frame
         columns = [str(c) for c in frame.columns]

@@ -159,6 +159,8 @@ def check_model_accepts_rows(model, dataset) -> None:
     data_columns = _data_columns(dataset)
     try:
         model.predict(dataset.X[:5])
+        if model.takes_frame and dataset.raw is not None:  # the rows as given, which F1 and the verdict are on
+            model.predict(dataset.raw.iloc[:5])
     except Exception as err:
         if isinstance(err, ModelInputError):
             raise in_domain_terms(err, dataset.domain) from err
@@ -169,6 +171,56 @@ def check_model_accepts_rows(model, dataset) -> None:
             f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(data_columns)}") from err
     finally:
         model.reset_queries()
+
+
+def binning_agreement(model, dataset, rows=None) -> dict | None:
+    """How much the search's bins change the model's answers: its label on each row as given against on its codes.
+
+    A model fed frames answers the search at each bin's representative value; this says on how many data rows
+    that answer differs from the one it gives the row itself (its own values). Costs ``2 n_rows`` model queries,
+    not counted (the counters are reset).
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    rows : array-like of int, optional
+        Row numbers (default: every row).
+
+    Returns
+    -------
+    dict or None
+        ``{"n_rows", "n_differ", "share", "binned"}`` (``binned``: the binned columns and how their bins were
+        chosen); None when the model takes codes, the dataset has no raw rows or no column is binned.
+    """
+    if not model.takes_frame or dataset.raw is None or dataset.codec is None or not dataset.codec.binned:
+        return None
+    index = np.arange(dataset.n_samples) if rows is None else np.asarray(rows, dtype=np.int64)
+    try:
+        as_given = model.predict(dataset.raw.iloc[index])
+        as_searched = model.predict(dataset.X[index])
+    finally:
+        model.reset_queries()
+    n_differ = int((as_given != as_searched).sum())
+    return {"n_rows": int(len(index)), "n_differ": n_differ, "share": n_differ / max(len(index), 1),
+            "binned": dataset.codec.binned}
+
+
+def binning_note(agreement: dict) -> str:
+    """The sentence that says how much the search's bins change the model's answers (:func:`binning_agreement`).
+
+    Parameters
+    ----------
+    agreement : dict
+
+    Returns
+    -------
+    str
+    """
+    binned = "; ".join(f"{c}: {how}" for c, how in agreement["binned"].items())
+    return (f"the search sees {binned}: the model's label differs on {agreement['share']:.1%} of the "
+            f"{agreement['n_rows']:,} data rows ({agreement['n_differ']:,}) between their own values and their bins' "
+            "representatives; F1, the verdict and the group metrics are computed on the rows as given")
 
 
 # Data rows tried for a row the model accepts, the row every probe varies.
@@ -262,7 +314,7 @@ def restrict_to_accepted_values(model, dataset) -> tuple[Dataset, list[str], np.
     model.reset_queries()
     if not accepted:
         return dataset, notes, None
-    kept = replace(dataset, X=dataset.X[keep], y=dataset.y[keep])
+    kept = dataset.rows(keep)
     values = {n: accepted.get(n, list(v)) for n, v in zip(domain.protected_names, domain.protected_values,
                                                           strict=True)}
     return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes, keep

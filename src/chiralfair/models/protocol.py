@@ -222,6 +222,8 @@ class CountingModel:
         return self._chunked(self._input_gradient, X, count="n_queries").astype(np.float64)
 
     def _chunked(self, fn, X, *, count: str) -> np.ndarray:
+        if is_frame(X):  # rows as the user gave them, for a model fed frames (Dataset.raw)
+            return self._chunked_frame(fn, X, count=count)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"model input must be 2-D (n_samples, n_features), got shape {X.shape}")
@@ -230,6 +232,23 @@ class CountingModel:
         if n <= self.batch_size:
             return self._call(fn, X)
         return np.concatenate([self._call(fn, X[i:i + self.batch_size]) for i in range(0, n, self.batch_size)])
+
+    def _chunked_frame(self, fn, frame, *, count: str) -> np.ndarray:
+        if not self.takes_frame:
+            raise ModelCapabilityError(f"model {self.name!r} takes integer codes, not a DataFrame of rows: send it "
+                                       "the codes (Dataset.X)")
+        n = len(frame)
+        setattr(self, count, getattr(self, count) + n)
+        parts = [frame.iloc[i:i + self.batch_size] for i in range(0, n, self.batch_size)] or [frame]
+        out = []
+        for part in parts:
+            try:
+                out.append(np.asarray(fn(part)))
+            except (ChiralfairError, MemoryError):
+                raise
+            except Exception as err:  # the model's own error on the user's rows: quoted, with a row that fails
+                raise _frame_input_error(self.name, fn, part, err) from err
+        return out[0] if len(out) == 1 else np.concatenate(out)
 
     def _call(self, fn, X: np.ndarray) -> np.ndarray:
         try:
@@ -342,6 +361,40 @@ class CountingModel:
     def __repr__(self) -> str:
         caps = [c for c, h in (("proba", self.has_proba), ("gradient", self.has_gradient)) if h]
         return f"CountingModel({self.name!r}, capabilities={caps}, n_queries={self.n_queries})"
+
+
+def is_frame(X) -> bool:
+    """Whether ``X`` is a DataFrame of rows (the population) rather than an array of codes.
+
+    Parameters
+    ----------
+    X : object
+
+    Returns
+    -------
+    bool
+    """
+    return hasattr(X, "columns") and hasattr(X, "iloc")
+
+
+def _frame_input_error(name: str, fn, frame, err: Exception) -> ModelInputError:
+    """A ModelInputError for a model failing on rows given as a frame: the model's text and one row it refuses."""
+    text = _error_text(err)
+    row = None
+    low, high = 0, len(frame)
+    while high - low > 1:  # bisection for one refused row: about log2(n) calls, only once the model has failed
+        mid = (low + high) // 2
+        if _fails(fn, frame.iloc[low:mid]):
+            high = mid
+        elif _fails(fn, frame.iloc[mid:high]):
+            low = mid
+        else:
+            break
+    if high - low == 1 and _fails(fn, frame.iloc[low:high]):
+        values = {str(c): (v.item() if hasattr(v, "item") else v) for c, v in frame.iloc[low].items()}
+        row = f" such as {values}"
+    return ModelInputError(f"model {name!r} fails on the given rows{row or ''} ({text}). {MODEL_INPUT_ADVICE}",
+                           model_name=name, model_error=text)
 
 
 def from_positive_probability(proba1, *, name, batch_size, estimator, language, gradient=None) -> CountingModel:

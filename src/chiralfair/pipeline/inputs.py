@@ -333,6 +333,10 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     quality = _quality(counting, dataset, test_index, test_rows)
     seconds["model"] = time.perf_counter() - t
     notes = list(probe_notes)
+    agreement = _binning_agreement(counting, dataset)
+    if agreement is not None:
+        quality["binning"] = agreement
+        notes.append(_binning_note(agreement))
     worse_than_a_coin = _inverted_labels_note(quality, dataset.positive_class)
     if worse_than_a_coin:
         logger.warning(worse_than_a_coin)
@@ -525,11 +529,24 @@ def _kept_rows(keep: np.ndarray | None, train_index: np.ndarray, test_index: np.
     return new_number[train_index[keep[train_index]]], new_number[test_index[keep[test_index]]]
 
 
+def _binning_agreement(model, dataset):
+    from ..models.probe import binning_agreement
+
+    return binning_agreement(model, dataset)
+
+
+def _binning_note(agreement) -> str:
+    from ..models.probe import binning_note
+
+    return binning_note(agreement)
+
+
 def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str, Any]:
-    """F1 and accuracy of the model on the held-out rows (queries not counted in the search)."""
+    """F1 and accuracy of the model on the held-out rows, as given for a model fed frames (queries not counted)."""
     from sklearn.metrics import accuracy_score, f1_score
 
-    pred = model.predict(dataset.X[test_index])
+    as_given = model.takes_frame and dataset.raw is not None
+    pred = model.predict(dataset.raw.iloc[test_index] if as_given else dataset.X[test_index])
     model.reset_queries()
     y = dataset.y[test_index]
     return {"name": model.name, "f1": float(f1_score(y, pred, zero_division=0.0)),

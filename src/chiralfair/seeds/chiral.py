@@ -207,7 +207,7 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cac
     # Only the training rows are mutated and used; the cache key covers them, and the name marks the entry.
     X_full = dataset.X.copy()
     X_full[train_index] = X_chiral
-    chiral_data = replace(dataset, X=X_full, name=f"{dataset.name}-chiral")
+    chiral_data = replace(dataset, X=X_full, raw=None, name=f"{dataset.name}-chiral")  # not the people: mutated
     trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index,
                           cache_dir=cache_dir)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")

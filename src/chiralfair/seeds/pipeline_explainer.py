@@ -165,18 +165,19 @@ def raw_column_map(pre, model_input, rows: np.ndarray, domain=None) -> np.ndarra
     """
     rows = np.asarray(rows, dtype=np.int64)
     m, d = rows.shape
-    copies = [rows]
-    for j in range(d):
+    copies, owners = [rows], []
+    for j in range(d):  # a column with many codes gets more copies than the others
         for values in _moved_values(rows[:, j], None if domain is None else domain.features[j]):
             moved = rows.copy()
             moved[:, j] = values
             copies.append(moved)
-    per_column = (len(copies) - 1) // d
+            owners.append(j)
     out = _dense(pre.transform(model_input(np.vstack(copies))))
     base = out[:m]
-    blocks = out[m:].reshape(d, per_column, m, -1)
-    changed = ~np.isclose(blocks, base[None, None], rtol=0.0, atol=1e-12, equal_nan=True)
-    return changed.any(axis=(1, 2)).T.astype(np.float64)
+    blocks = out[m:].reshape(len(owners), m, -1)
+    changed = ~np.isclose(blocks, base[None], rtol=0.0, atol=1e-12, equal_nan=True).all(axis=1)  # (copies, t)
+    owner = np.asarray(owners)
+    return np.stack([changed[owner == j].any(axis=0) for j in range(d)], axis=1).astype(np.float64)
 
 
 def _moved_values(column: np.ndarray, feature) -> list[np.ndarray]:

@@ -50,6 +50,7 @@ import numpy as np
 from .. import __version__
 from .._random import as_generator, derive_seed
 from ..datasets.base import Dataset
+from ..datasets.population import Population, population_of
 from ..domain import Domain
 from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
@@ -234,25 +235,25 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         counting.require("predict_proba", by="estimate(gamma=...)")
     domain = dataset.domain
     check = DiscriminationCheck(counting, domain)
-    rows = _population_rows(dataset, population, test_rows)
+    rows, people = _population_rows(dataset, population, test_rows, counting)
     rng = as_generator(random_state)
     judge = _Judge(check, favourable, gamma, counting.has_proba, plausible_only)
 
     start_queries, start = counting.n_queries, time.perf_counter()
     n_worst = _worst_case_sample_size(confidence, margin)
-    enumeration = _enumeration_cost(domain, rows, check)
+    enumeration = _enumeration_cost(domain, rows, check, people)
     limit = min(n_worst * check.n_combinations, max_queries or math.inf)
     if exact is True or (exact is None and enumeration <= limit):
         if enumeration > (max_queries or MAX_ENUMERATION):
             raise ConfigError(f"enumerating the population costs {enumeration:,} queries, more than "
                               f"{'max_queries' if max_queries else 'the limit'} {max_queries or MAX_ENUMERATION:,}; "
                               "use exact=False to sample it")
-        tally = _enumerate(judge, domain, rows)
+        tally = _enumerate(judge, domain, rows, people)
         stopped_by, looks = "exact", 0
     else:
         tally, stopped_by, looks = _sample(judge, domain, rows, rng, confidence=confidence, margin=margin,
                                            method=method, max_queries=max_queries, batch_size=batch_size,
-                                           start_queries=start_queries, threshold=threshold)
+                                           start_queries=start_queries, threshold=threshold, people=people)
     n_queries = counting.n_queries - start_queries
     is_exact = stopped_by in ("exact", "exhausted")
 
@@ -271,6 +272,10 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
                    len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
     notes += _counterpart_notes(domain, plausibility, plausible_only)
+    if people is not None and dataset.codec is not None and dataset.codec.binned:
+        notes.append("checked on the rows as given (" + ", ".join(dataset.codec.binned) + " at their own values, "
+                     "each counterpart changing only the protected and coupled columns); the bins of those columns "
+                     "are the search's only")
     if threshold is not None and not is_exact:
         notes.append(f"sequential decision against the threshold {threshold:g}: the interval was looked at after "
                      f"each of {looks} batches, with the confidence spent over the looks (look k at level "
@@ -284,7 +289,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                        "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
                        "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
             "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
-            "positive_class": dataset.positive_class}
+            "positive_class": dataset.positive_class,
+            "individuals_as": "rows as given" if people is not None else "codes"}
     if threshold is not None:
         meta["sequential"] = {"threshold": threshold, "looks": looks, "look_confidence": level}
     population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
@@ -374,19 +380,22 @@ class _Judge:
         n_implausible = None if plausible is None else (others & ~plausible).sum(axis=1)
         return affected, harmed, gap, affected_possible, affected_plausible, others.sum(axis=1), n_implausible
 
-    def check_rows(self, X):
-        """Check ``X`` in one batch: its combination indices, then the outcomes of :meth:`outcomes`."""
-        res = self.check.check(X, with_proba=self.with_proba, with_plausibility=self.with_plausibility)
+    def check_rows(self, X, people=None):
+        """Check ``X`` (the codes of ``people``, if given) in one batch: combination indices, then :meth:`outcomes`."""
+        res = self.check.check(X, with_proba=self.with_proba, with_plausibility=self.with_plausibility,
+                               population=people)
         own = self.check.own_combination(X)
         return (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
                                     res.possible, res.plausible))
 
 
-def _population_rows(dataset: Dataset, population: str, test_rows) -> np.ndarray | None:
+def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tuple[np.ndarray | None,
+                                                                                   Population | None]:
+    """The individuals' codes (None for the domain) and, for a model fed frames, the same people as given."""
     if population == "domain":
-        return None
+        return None, None
     if population == "rows":
-        return dataset.X
+        return dataset.X, _people(dataset, None, model)
     if test_rows is None:
         raise ConfigError("population='test' needs the test rows the model was not trained on: pass the "
                           "TrainedModel from train_model, or test_index=")
@@ -395,7 +404,12 @@ def _population_rows(dataset: Dataset, population: str, test_rows) -> np.ndarray
         raise ConfigError(f"test_index must be a non-empty 1-D array of row numbers, got shape {idx.shape}")
     if idx.min() < 0 or idx.max() >= dataset.n_samples:
         raise ConfigError(f"test_index holds rows outside [0, {dataset.n_samples - 1}]")
-    return dataset.X[idx]
+    return dataset.X[idx], _people(dataset, idx, model)
+
+
+def _people(dataset: Dataset, index, model) -> Population | None:
+    """The people at ``index`` as given, when the model is fed frames and the dataset holds raw rows."""
+    return population_of(dataset, index) if model.takes_frame else None
 
 
 def _population_size(domain: Domain, rows) -> int:
@@ -420,17 +434,21 @@ def _z(confidence: float) -> float:
     return float(norm.ppf(0.5 + confidence / 2))
 
 
-def _enumeration_cost(domain: Domain, rows, check: DiscriminationCheck) -> int:
-    """Queries an enumeration costs: every key once per combination (plus rows outside the PA domains)."""
+def _enumeration_cost(domain: Domain, rows, check: DiscriminationCheck, people=None) -> int:
+    """Queries an enumeration costs: every key (person, if as given) once per combination, plus rows outside PAs."""
     k = check.n_combinations
     if rows is None:
         return _n_keys(domain) * k
     outside = int((check.own_combination(rows) < 0).sum())
+    if people is not None:
+        return (len(rows) - outside) * k + outside
     return len(np.unique(domain.keys(rows))) * k + outside
 
 
-def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
+def _enumerate(judge: _Judge, domain: Domain, rows, people=None) -> _Tally:
     """Check every individual of the population, each key once (its counterparts cover the other rows).
+
+    People as given (``people``) are checked one by one: two people with one key differ in their own values.
 
     The rows of one key are one orbit of the counterpart map (:meth:`Domain.keys`), so the row whose own
     combination is ``c`` is the key's counterpart ``c``: its outcome is read from the key's check. The domain
@@ -440,6 +458,8 @@ def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
     check = judge.check
     k = check.n_combinations
     n_population = None
+    if people is not None:
+        return _enumerate_people(judge, rows, people)
     if rows is None:
         sizes = [domain.features[i].size for i in domain.non_protected]
         codes = np.unravel_index(np.arange(_n_keys(domain)), sizes)
@@ -481,6 +501,16 @@ def _enumerate(judge: _Judge, domain: Domain, rows) -> _Tally:
     return tally
 
 
+def _enumerate_people(judge: _Judge, rows: np.ndarray, people: Population) -> _Tally:
+    """Check every person of ``people`` (codes ``rows``) in batches of at most :data:`MAX_BATCH_ROWS` model rows."""
+    tally = _Tally.empty()
+    step = max(1, MAX_BATCH_ROWS // judge.check.n_combinations)
+    for s in range(0, len(rows), step):
+        index = np.arange(s, min(s + step, len(rows)))
+        tally.add(rows[index], *judge.check_rows(rows[index], people.take(index)))
+    return tally
+
+
 def look_confidence(confidence: float, look: int) -> float:
     """Level of the interval at look ``look`` (1, 2, ...) of a sequential decision: ``confidence`` spent over looks.
 
@@ -502,7 +532,7 @@ def look_confidence(confidence: float, look: int) -> float:
 
 
 def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, method, max_queries, batch_size,
-            start_queries, threshold=None) -> tuple[_Tally, str, int]:
+            start_queries, threshold=None, people=None) -> tuple[_Tally, str, int]:
     """Check random individuals batch by batch until the interval is within the margin or the budget is spent.
 
     Each batch asks for about as many individuals as the current estimate says the margin still needs (at most
@@ -536,8 +566,9 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
             want = min(want, (max_queries - (model.n_queries - start_queries)) // cost)
         if want <= 0:
             return tally, "budget", looks
-        X = rows[order[n:n + want]] if order is not None else domain.sample(want, rng)
-        outcome = judge.check_rows(X)
+        index = None if order is None else order[n:n + want]
+        X = rows[index] if index is not None else domain.sample(want, rng)
+        outcome = judge.check_rows(X, None if people is None or index is None else people.take(index))
         tally.add(X, *outcome)
         affected = outcome[1]
         n += want

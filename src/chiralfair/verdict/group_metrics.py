@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_float, check_int
+from ..datasets.population import population_of
 from ..exceptions import ConfigError
 from ..oracle import DiscriminationCheck
 
@@ -63,10 +64,13 @@ def held_out_rows(model, dataset, rows) -> pd.DataFrame:
         ``row`` (the row number in ``dataset``), ``y_true`` and ``y_pred`` (1 = the positive class),
         ``is_idi`` (bool), and one column per protected attribute with its value's text (``"missing"`` for a
         value outside the attribute's domain). Costs ``n_rows × n_combinations`` model queries (one batch).
+        For a model fed frames, the rows are the people as given (:attr:`Dataset.raw
+        <chiralfair.datasets.Dataset.raw>`), not their codes.
     """
     rows = np.asarray(rows, dtype=np.int64)
     X = dataset.X[rows]
-    result = DiscriminationCheck(model, dataset.domain).check(X)
+    people = population_of(dataset, rows) if model.takes_frame else None
+    result = DiscriminationCheck(model, dataset.domain).check(X, population=people)
     frame = pd.DataFrame({"row": rows, "y_true": dataset.y[rows].astype(np.int64), "y_pred": result.labels,
                           "is_idi": result.is_idi})
     position = dataset.domain.protected_value_index(X)
