@@ -179,7 +179,7 @@ def test_schema_infer_bins_an_integer_column_with_missing_values():
 
     frame = pd.DataFrame({"age": [20.0, 35.0, None, 61.0] * 5, "y": ["a", "b"] * 10})
     doc = tomllib.loads(infer_schema(frame, label="y", positive_class="b", protected=[], n_bins=4))
-    assert doc["columns"]["age"]["missing"] == 5 and len(doc["columns"]["age"]["bins"]) == 5
+    assert doc["columns"]["age"]["missing"] == 5 and doc["columns"]["age"]["bins"] == [20.0, 27.5, 48.0, 61.0]
 
 
 def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(files, tmp_path):
@@ -207,3 +207,42 @@ def test_couple_and_constraint_reach_the_own_data_run_from_flags_and_schema(file
     assert run.exit_code == 0, run.output
     assert [line for line in run.stderr.splitlines() if line.startswith("warning:")] == [broken]
     assert json.loads(run.stdout)["counterparts"]["couplings"] == ["sex -> race: a <-> b"]
+
+
+def test_schema_infer_writes_quantile_bins():
+    from chiralfair.datasets.schema import infer_schema
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"fare": rng.lognormal(3, 1, 1000), "y": rng.choice(["a", "b"], 1000)})
+    edges = tomllib.loads(infer_schema(frame, label="y", positive_class="b", protected=[]))["columns"]["fare"]["bins"]
+    counts = np.histogram(frame["fare"], bins=edges)[0]
+    assert len(edges) == 11 and counts.min() >= 90  # deciles: about a tenth of the rows each, not equal widths
+
+
+def test_schema_keys_and_types_are_checked_all_at_once(files, tmp_path):
+    csv, model = files
+    schema = tmp_path / "schema.toml"
+    # 'positive_clas' misspelt; 'bins' and 'protected' written after [columns.age] belong to that table in TOML;
+    # a type pandas does not know
+    schema.write_text('label = "y"\npositive_clas = ">50K"\n[columns.sex]\ntype = "catgory"\n'
+                      '[columns.age]\nbins = 3\nprotected = ["sex"]\n')
+    res = invoke("run", "--data", csv, "--model", model, "--schema", schema, "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    for part in ("unknown key 'positive_clas'", "[columns.\"age\"] has unknown key 'protected'",
+                 "type 'catgory' is not a pandas dtype"):
+        assert part in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+def test_schema_types_are_honoured():
+    from chiralfair.datasets.schema import typed_frames
+
+    train = pd.DataFrame({"g": ["b", "a"], "n": [1, 2]})
+    test = pd.DataFrame({"g": ["c", "a"], "n": [3, 4]})
+    typed = typed_frames([train, test], {"g": "category", "n": "float64"}, {})
+    assert [list(f["g"].cat.categories) for f in typed] == [["a", "b", "c"]] * 2  # one set, in both frames
+    assert typed[0]["n"].dtype == np.float64
+    ordered = typed_frames([train], {"g": "category"}, {"g": ["b", "a"]})[0]
+    assert list(ordered["g"].cat.categories) == ["b", "a"]
+    with pytest.raises(Exception, match="column 'n' cannot be read as the schema's type 'bool'|cannot be read"):
+        typed_frames([pd.DataFrame({"n": ["x", "y"]})], {"n": "int64"}, {})

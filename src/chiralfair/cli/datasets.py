@@ -55,7 +55,7 @@ def schema_infer(
     protected: Annotated[str, typer.Option(help="Protected attribute(s), comma-separated.")],
     positive_class: PositiveOpt = None,
     bins: BinsOpt = None,
-    n_bins: Annotated[int, typer.Option(help="Equal-width bins proposed for non-integer numeric columns.")] = 10,
+    n_bins: Annotated[int, typer.Option(help="Quantile bins proposed for non-integer numeric columns.")] = 10,
 ) -> None:
     """Print a TOML schema of a data file (redirect it to schema.toml, edit it, pass it to run --schema)."""
     from ..pipeline.checks import check_protected_given, protected_list

@@ -386,8 +386,27 @@ def _is_continuous(series: pd.Series) -> bool:
     return bool((~finite).any() or (values[finite] != np.round(values[finite])).any())
 
 
-def _auto_edges(series: pd.Series, name: str) -> np.ndarray:
-    """Quantile edges of a column's values (:data:`AUTO_BINS` bins), or one bin per value when it has few."""
+def auto_edges(series: pd.Series, name: str, n_bins: int = AUTO_BINS) -> np.ndarray:
+    """Quantile edges of a column's values (``n_bins`` bins, ties merged), or one bin per value when it has few.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        A numeric column (missing values are left out).
+    name : str
+        Its name, for messages.
+    n_bins : int, default=AUTO_BINS
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_edges,)
+        Increasing edges, the first the smallest value and the last the largest.
+
+    Raises
+    ------
+    DatasetError
+        If the column has no value, or an infinite one.
+    """
     present = series.to_numpy(dtype=float, na_value=np.nan)
     present = present[~np.isnan(present)]
     if present.size == 0:
@@ -398,9 +417,9 @@ def _auto_edges(series: pd.Series, name: str) -> np.ndarray:
     distinct = np.unique(present)
     if distinct.size == 1:
         return np.array([distinct[0], distinct[0] + 1.0])
-    if distinct.size <= AUTO_BINS:
+    if distinct.size <= n_bins:
         return np.concatenate([[distinct[0]], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1]]])
-    return np.unique(np.quantile(present, np.linspace(0.0, 1.0, AUTO_BINS + 1)))
+    return np.unique(np.quantile(present, np.linspace(0.0, 1.0, n_bins + 1)))
 
 
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
@@ -408,7 +427,7 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
     if spec is None:
-        edges = _auto_edges(series, name)
+        edges = auto_edges(series, name)
         binning = f"{len(edges) - 1} quantile bins, chosen automatically"
     elif isinstance(spec, int | np.integer):
         if spec < 1:

@@ -7,16 +7,22 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
     protected = ["sex"]
 
     [columns.sex]
-    type = "str"                      # the column's pandas dtype when inferred
+    type = "str"                      # the column's pandas dtype, honoured when the data is read
     categories = ["female", "male"]   # text and categorical columns: values seen (missing values aside)
 
     [columns.age]
     type = "float64"
     missing = 263                     # missing values in the inferred file
-    bins = [0.17, 8.15, 16.1, ...]    # edges, or a number of equal-width bins
+    bins = [0.17, 19.0, 24.0, ...]    # edges, or a number of equal-width bins
 
-Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` equal-width bins between their
-minimum and maximum, written as edges so that later runs on other files cut them the same way.
+Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` quantile bins (each holding
+about as many rows of the inferred file; one bin per value for a column with that few), written as edges so that later runs on other files cut them the same way.
+Bins are the search's view only: the verdict, F1 and group metrics are computed on the rows as given.
+
+``type`` is honoured: ``"category"`` reads the column as a pandas categorical of its ``categories`` in their order
+(what a LightGBM model fitted on categoricals takes), any other pandas dtype (``"str"``, ``"int64"``,
+``"float64"``, ``"bool"``, ...) casts it; an unknown type, or a table or key the schema does not know, is refused
+with the valid names.
 
 Couplings and constraints (design §12) are written by hand::
 
@@ -94,8 +100,10 @@ def _column_lines(series: pd.Series, spec, n_bins: int) -> list[str]:
         present = series.dropna().to_numpy(dtype=float)
         # Non-integer values, or missing values in a numeric column, need bins (a missing value gets a bin of its own).
         if present.size and ((present != np.round(present)).any() or n_missing):
+            from .frame import auto_edges
+
             low, high = float(present.min()), float(present.max())
-            spec = [float(f"{e:.6g}") for e in np.linspace(low, high if high > low else low + 1, n_bins + 1)]
+            spec = sorted({float(f"{e:.6g}") for e in auto_edges(series, str(series.name), n_bins)})
             spec[0], spec[-1] = min(spec[0], low), max(spec[-1], high)
     if spec is not None:
         out.append(f"bins = {_toml(spec if isinstance(spec, int) else [float(e) for e in spec])}")
@@ -114,6 +122,11 @@ def _toml(value) -> str:
     return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a valid TOML basic string
 
 
+# The keys a schema may hold, at its top and in each [columns."name"] table.
+TOP_KEYS = ("label", "positive_class", "protected", "columns", "couple", "constraints")
+COLUMN_KEYS = ("type", "categories", "missing", "bins")
+
+
 def read_schema(path: str | os.PathLike) -> dict:
     """Read a schema file into the settings of a run.
 
@@ -126,14 +139,17 @@ def read_schema(path: str | os.PathLike) -> dict:
     -------
     dict
         ``label``, ``positive_class`` (None if absent), ``protected`` (list), ``bins`` (column → edges or count),
-        ``categories`` (column → list of values), ``couple`` (the ``[couple]`` table as
-        ``{attribute: {column: map}}``, None if absent) and ``constraints`` (list of rules, empty if absent).
+        ``categories`` (column → list of values), ``types`` (column → pandas dtype name), ``couple`` (the
+        ``[couple]`` table as ``{attribute: {column: map}}``, None if absent) and ``constraints`` (list of rules,
+        empty if absent).
 
     Raises
     ------
     DatasetError
         If the file is missing, is not TOML, or lacks ``label`` / ``protected``, or ``couple`` is not a table or
-        ``constraints`` not a list of strings.
+        ``constraints`` not a list of strings; for a key or table the schema does not know (every one at once,
+        with the valid keys: a key written after ``[columns."x"]`` belongs to that table in TOML), or a column
+        type pandas does not know.
     """
     path = Path(path)
     try:
@@ -142,6 +158,7 @@ def read_schema(path: str | os.PathLike) -> dict:
         raise DatasetError(f"cannot read schema {str(path)!r}: {err.strerror or err}") from err
     except tomllib.TOMLDecodeError as err:
         raise DatasetError(f"schema {str(path)!r} is not valid TOML: {err}") from err
+    _check_keys(doc, path)
     for key in ("label", "protected"):
         if key not in doc:
             raise DatasetError(f"schema {str(path)!r} has no {key!r}")
@@ -160,7 +177,82 @@ def read_schema(path: str | os.PathLike) -> dict:
             "positive_class": doc.get("positive_class"),
             "protected": [doc["protected"]] if isinstance(doc["protected"], str) else list(doc["protected"]),
             "bins": {c: spec["bins"] for c, spec in columns.items() if "bins" in spec},
-            "categories": {c: spec["categories"] for c, spec in columns.items() if "categories" in spec}}
+            "categories": {c: spec["categories"] for c, spec in columns.items() if "categories" in spec},
+            "types": {c: spec["type"] for c, spec in columns.items() if "type" in spec}}
+
+
+def _check_keys(doc: dict, path) -> None:
+    """Refuse every key or table the schema does not know, all at once, and every unknown column type."""
+    problems = [f"unknown key {key!r} (keys: {', '.join(TOP_KEYS)})" for key in doc if key not in TOP_KEYS]
+    columns = doc.get("columns", {})
+    if not isinstance(columns, dict):
+        problems.append('"columns" must be tables [columns."<name>"]')
+        columns = {}
+    for name, spec in columns.items():
+        if not isinstance(spec, dict):
+            problems.append(f'[columns] key {name!r} is not a table [columns.{_toml(name)}]')
+            continue
+        problems += [f"[columns.{_toml(name)}] has unknown key {key!r} (keys: {', '.join(COLUMN_KEYS)}; a key "
+                     "written after a [columns.\"...\"] table belongs to it)" for key in spec if key not in COLUMN_KEYS]
+        if "type" in spec and _dtype_problem(spec["type"]) is not None:
+            problems.append(f"[columns.{_toml(name)}] {_dtype_problem(spec['type'])}")
+    if problems:
+        raise DatasetError(f"schema {str(path)!r}: " + "; ".join(problems))
+
+
+def _dtype_problem(name) -> str | None:
+    if name == "category":
+        return None
+    try:
+        pd.api.types.pandas_dtype(name)
+    except (TypeError, ValueError):
+        return (f"type {name!r} is not a pandas dtype (e.g. \"category\", \"str\", \"int64\", \"float64\", "
+                "\"bool\")")
+    return None
+
+
+def typed_frames(frames: Sequence[pd.DataFrame], types: Mapping[str, str],
+                 categories: Mapping[str, Sequence]) -> list[pd.DataFrame]:
+    """The frames with the schema's column types applied, the same way in each (the data and its test rows).
+
+    Parameters
+    ----------
+    frames : sequence of pandas.DataFrame
+        Frames with the same columns.
+    types : mapping of str to str
+        Column -> pandas dtype name, or ``"category"``: a categorical of the column's ``categories`` (in that
+        order; without them, the sorted values all frames hold).
+    categories : mapping of str to sequence
+        The schema's categories per column.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+
+    Raises
+    ------
+    DatasetError
+        Naming the column, the type and the value that does not fit it.
+    """
+    out = [f.copy() for f in frames]
+    for column, name in types.items():
+        if not out or column not in out[0].columns:
+            continue
+        if name == "category":
+            values = categories.get(column)
+            if values is None:
+                values = sorted(set().union(*(f[column].dropna().unique().tolist() for f in out)), key=str)
+            dtype = pd.CategoricalDtype(list(values))
+        else:
+            dtype = pd.api.types.pandas_dtype(name)
+        for f in out:
+            if f[column].dtype == dtype:
+                continue
+            try:
+                f[column] = f[column].astype(dtype)
+            except (TypeError, ValueError) as err:
+                raise DatasetError(f"column {column!r} cannot be read as the schema's type {name!r}: {err}") from err
+    return out
 
 
 def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str], positive_class=None,
@@ -182,7 +274,7 @@ def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str
     bins : mapping of str to int or sequence of float, optional
         Bins to write for numeric columns (edges or a count), as in :func:`~chiralfair.datasets.from_frame`.
     n_bins : int, default=10
-        Equal-width bins proposed for numeric columns that are not integers and not in ``bins``.
+        Quantile bins proposed for numeric columns that are not integers and not in ``bins``.
 
     Returns
     -------

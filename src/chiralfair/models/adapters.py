@@ -17,6 +17,7 @@ from .language import (
     ModelLanguage,
     check_feature_names,
     check_output,
+    native_categories,
     positive_probability,
     resolve_classes,
 )
@@ -239,7 +240,7 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
     classes, positive_class = resolve_classes(est_classes, positive_class, model_name=name, where="classes_")
     output = "label" if output == "auto" else output
     language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
-                             feature_names=feature_names)
+                             feature_names=feature_names, categories=native_categories(est))
     model_input = _input_function(language, name, n_features_in)
     has_proba = _has_predict_proba(est)
     if output == "probability" and not has_proba:

@@ -27,7 +27,7 @@ Rules
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +60,11 @@ class ModelLanguage:
         frame; None for models that take the integer codes.
     feature_names : tuple of str or None
         Columns the model was fitted on (``feature_names_in_``), selected from ``to_frame``'s frame in order.
+    categories : mapping of str to tuple, or None
+        The columns a model takes as native categoricals (LightGBM fitted on pandas categoricals), each with the
+        categories it was fitted with, in their order: every frame sent to it holds those columns as pandas
+        categoricals of exactly those categories (:func:`native_categories`), whatever dtype the data was read
+        with (a CSV gives text).
     """
 
     classes: tuple | None = (0, 1)
@@ -67,6 +72,7 @@ class ModelLanguage:
     output: str = "label"
     to_frame: Callable | None = None
     feature_names: tuple | None = None
+    categories: Mapping[str, tuple] | None = None
 
     @property
     def positive_index(self) -> int:
@@ -127,7 +133,7 @@ class ModelLanguage:
         if self.to_frame is None:
             raise ConfigError("this model takes integer codes, not a DataFrame: send it codes (Dataset.X)")
         if self.feature_names is None:
-            return frame
+            return self._with_categories(frame)
         columns = [str(c) for c in frame.columns]
         missing = [c for c in self.feature_names if c not in columns]
         if missing:
@@ -135,7 +141,24 @@ class ModelLanguage:
                               f"columns (feature_names_in_): {list(self.feature_names)}; frame columns: "
                               f"{columns}")
         warn_extra_columns(columns, self.feature_names)
-        return frame[list(self.feature_names)]
+        return self._with_categories(frame[list(self.feature_names)])
+
+    def _with_categories(self, frame):
+        """``frame`` with the model's native categorical columns as categoricals of the model's categories."""
+        if not self.categories:
+            return frame
+        import pandas as pd
+
+        out = frame.copy()
+        for column, categories in self.categories.items():
+            if column in out.columns:
+                dtype = pd.CategoricalDtype(list(categories))
+                if out[column].dtype != dtype:
+                    values = out[column]
+                    if isinstance(values.dtype, pd.CategoricalDtype):
+                        values = values.astype(object)
+                    out[column] = pd.Categorical(values, dtype=dtype)
+        return out
 
     def model_labels(self, y) -> np.ndarray:
         """Map labels in {0, 1} (1 = positive) to the model's own classes, e.g. to fit a clone of it.
@@ -436,6 +459,46 @@ def _refuse_non_integer(labels: np.ndarray, model_name: str) -> None:
 def _plain(value):
     """A numpy scalar as the Python value it holds, so that messages read ``3``, not ``np.int64(3)``."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def native_categories(est) -> dict[str, tuple] | None:
+    """The columns a model takes as native categoricals, with the categories it was fitted with.
+
+    LightGBM fitted on a frame with pandas categorical columns records their categories
+    (``booster_.pandas_categorical``) and refuses a frame whose columns are not categoricals of exactly those
+    ("train and valid dataset categorical_feature do not match"); which columns they are is read from the
+    booster's model text (``[categorical_feature: ...]``).
+
+    Parameters
+    ----------
+    est : object
+        The model (an sklearn-API LightGBM classifier; any other model gives None).
+
+    Returns
+    -------
+    dict of str to tuple, or None
+        Column name -> categories, in their order; None when the model records none.
+    """
+    booster = _fitted_attribute(est, "booster_")
+    categories = getattr(booster, "pandas_categorical", None)
+    if not categories:
+        return None
+    text = booster.model_to_string(num_iteration=0)
+    line = next((ln for ln in text.splitlines() if ln.startswith("[categorical_feature:")), None)
+    if line is None:
+        return None
+    indices = [int(i) for i in line.split(":", 1)[1].strip(" ]").split(",") if i.strip()]
+    names = booster.feature_name()
+    if len(indices) != len(categories):
+        return None
+    return {str(names[i]): tuple(c) for i, c in zip(indices, categories, strict=True)}
+
+
+def _fitted_attribute(est, name: str):
+    try:
+        return getattr(est, name, None)
+    except Exception:  # an unfitted LightGBM model raises on booster_
+        return None
 
 
 def check_feature_names(names: Sequence | None, *, model_name: str, to_frame) -> tuple | None:

@@ -204,6 +204,7 @@ class DataSettings:
     protected: tuple = ()
     bins: Mapping[str, Any] = field(default_factory=dict)
     categories: Mapping[str, Sequence] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
     schema: str | None = None
     couple: Any = None
     constraints: tuple = ()
@@ -239,7 +240,7 @@ class DataSettings:
                    positive_class=base.get("positive_class") if positive_class is None else positive_class,
                    favourable=favourable,
                    protected=protected_list(base.get("protected") if protected is None else protected),
-                   bins=merged_bins, categories=base.get("categories", {}),
+                   bins=merged_bins, categories=base.get("categories", {}), types=base.get("types", {}),
                    schema=None if schema is None else str(schema),
                    couple=base.get("couple") if couple is None else couple,
                    constraints=tuple(base.get("constraints") or () if constraints is None else
@@ -385,6 +386,12 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         match_label_value(frame, label, settings.favourable, what="favourable")
     _check_schema_categories(frame, settings)
     test_frame = _test_frame(test, frame, label)
+    if settings.types:
+        from ..datasets.schema import typed_frames
+
+        typed = typed_frames([frame] if test_frame is None else [frame, test_frame], settings.types,
+                             settings.categories)
+        frame, test_frame = typed[0], (typed[1] if test_frame is not None else None)
     if test_frame is not None and isinstance(test, str | os.PathLike):
         source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
     whole = frame if test_frame is None else pd.concat([frame, test_frame], ignore_index=True)
