@@ -246,3 +246,31 @@ def test_schema_types_are_honoured():
     assert list(ordered["g"].cat.categories) == ["b", "a"]
     with pytest.raises(Exception, match="column 'n' cannot be read as the schema's type 'bool'|cannot be read"):
         typed_frames([pd.DataFrame({"n": ["x", "y"]})], {"n": "int64"}, {})
+
+
+def test_every_problem_before_the_search_comes_in_one_message_in_the_command_lines_syntax(files, tmp_path):
+    csv, model = files
+    # an untrusted skops file and a misspelt protected attribute: both named before the data is read
+    res = invoke("run", "--data", csv, "--model", model, "--label", "y", "--positive-class", ">50K", "--protected",
+                 "sexx")
+    assert res.exit_code == 2, res.output
+    assert "2 problems, to fix together" in res.output and "--trust-model-file" in res.output
+    assert "in Python" not in res.output and "protected attribute 'sexx' is not in the data" in res.output
+    # with the data read: a bins column that does not exist and a many-valued numeric protected attribute
+    df = raw_frame().assign(age=lambda d: d["age"].fillna(30).astype(int))
+    df.to_csv(tmp_path / "ages.csv", index=False)
+    res = invoke("run", "--data", tmp_path / "ages.csv", "--model", model, "--label", "y", "--positive-class", ">50K",
+                 "--protected", "sex,age", "--bins", "hour=10", "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    assert "2 problems" in res.output and "['hour']" in res.output
+    assert "protected attribute 'age' is a number" in res.output
+    assert "--bins age=" in res.output
+
+
+def test_a_python_fix_is_written_as_a_flag_on_the_command_line():
+    from chiralfair.cli.console import command_line_syntax
+
+    assert command_line_syntax("pass bins={'fare': 10} or bins={'age': [0, 30, 60]}") == (
+        "pass --bins fare=10 or --bins age=0:30:60")
+    assert command_line_syntax("pass --trust-model-file (in Python: trust_model_file=True)") == (
+        "pass --trust-model-file")

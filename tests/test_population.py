@@ -38,8 +38,8 @@ COUPLE = {"sex": {"role": {"husband": "wife", "wife": "husband"}}}
 
 
 def pipeline(final):
-    pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), make_column_selector(dtype_exclude="number")),
-                                  remainder=StandardScaler())
+    text = make_column_selector(dtype_exclude="number")
+    pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), text), remainder=StandardScaler())
     return make_pipeline(pre, final)
 
 

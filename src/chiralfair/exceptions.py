@@ -95,3 +95,89 @@ class TimeLimitError(ChiralfairError, TimeoutError):
 
 class GridError(ConfigError):
     """An experiment grid file is invalid (the message names the key at fault and the valid values)."""
+
+
+class Refusals(ChiralfairError, ValueError):
+    """Several problems with one request, found before anything expensive ran, reported together.
+
+    Attributes
+    ----------
+    errors : list of ChiralfairError
+        Each problem, with its own message (and type).
+    """
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super().__init__(f"{len(self.errors)} problems, to fix together: "
+                         + " ".join(f"({i}) {e}" for i, e in enumerate(self.errors, 1)))
+
+
+class Problems:
+    """Collects the refusals of several independent checks, so that one message lists them all.
+
+    Examples
+    --------
+    >>> problems = Problems()
+    >>> with problems.check():
+    ...     raise DatasetError("label column 'y' is not in the data")
+    >>> with problems.check():
+    ...     raise ConfigError("max_global must be >= 1, got 0")
+    >>> try:
+    ...     problems.raise_all()
+    ... except Refusals as err:
+    ...     print(len(err.errors))
+    2
+    """
+
+    def __init__(self) -> None:
+        self.errors: list[ChiralfairError] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def check(self):
+        """A context in which a :class:`ChiralfairError` is kept for later instead of raised.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def keep():
+            try:
+                yield
+            except Refusals as err:
+                self.errors.extend(err.errors)
+            except ChiralfairError as err:
+                self.errors.append(err)
+        return keep()
+
+    def none_but(self, start: str) -> bool:
+        """Whether every problem kept so far is one whose message starts with ``start``.
+
+        Parameters
+        ----------
+        start : str
+
+        Returns
+        -------
+        bool
+        """
+        return all(str(e).startswith(start) for e in self.errors)
+
+    def raise_all(self) -> None:
+        """Raise what was kept: nothing, the one error itself, or :class:`Refusals` holding them all.
+
+        Raises
+        ------
+        ChiralfairError
+            The one problem kept (its own type).
+        Refusals
+            When several were kept.
+        """
+        if len(self.errors) == 1:
+            raise self.errors[0]
+        if self.errors:
+            raise Refusals(self.errors)

@@ -10,7 +10,7 @@ from typing import NoReturn
 
 import typer
 
-from ..exceptions import ChiralfairError, ConfigError
+from ..exceptions import ChiralfairError, ConfigError, Refusals
 
 # Python parameter names that a command-line user knows as flags.
 FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_home", "cache_dir",
@@ -35,11 +35,48 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> No
     code : int, default=2
         The exit code.
     """
-    text = str(err)
+    errors = err.errors if isinstance(err, Refusals) else [err]
+    lines = [command_line_syntax(str(e), flags) for e in errors]
+    if len(lines) == 1:
+        typer.secho(f"error: {lines[0]}", err=True, fg=typer.colors.RED)
+    else:
+        typer.secho(f"error: {len(lines)} problems, to fix together:", err=True, fg=typer.colors.RED)
+        for i, line in enumerate(lines, 1):
+            typer.secho(f"  ({i}) {line}", err=True, fg=typer.colors.RED)
+    raise typer.Exit(code=code)
+
+
+# A fix written in Python's syntax, `bins={'fare': 10}` or `bins={'age': [0, 30, 60]}`, and its flag form.
+_PYTHON_MAPPING = re.compile(r"\bbins=\{'([^']+)': (\[[^\]]*\]|[^}]+)\}")
+_IN_PYTHON = re.compile(r" \((?:in Python|Python): [^()]*\)")
+
+
+def command_line_syntax(text: str, flags: tuple[str, ...] = FLAGS) -> str:
+    """A message's fixes in the command line's syntax: ``--bins fare=10``, ``--trust-model-file``, ``--max-global``.
+
+    Parameters
+    ----------
+    text : str
+        The message as the Python API writes it.
+    flags : tuple of str
+        Python parameter names to show as ``--flag-names``.
+
+    Returns
+    -------
+    str
+    """
+    def bins_flag(match: re.Match) -> str:
+        spec = match.group(2).strip()
+        if spec.startswith("["):
+            spec = ":".join(part.strip() for part in spec.strip("[]").split(","))
+        return f"--bins {match.group(1)}={spec}"
+
+    text = _IN_PYTHON.sub("", text)
+    text = _PYTHON_MAPPING.sub(bins_flag, text)
+    text = re.sub(r"\btrust_model_file=True\b", "--trust-model-file", text)
     for name in flags:
         text = re.sub(rf"\b{name}\b(?!\.)", "--" + name.replace("_", "-"), text)
-    typer.secho(f"error: {text}", err=True, fg=typer.colors.RED)
-    raise typer.Exit(code=code)
+    return text
 
 
 @contextlib.contextmanager

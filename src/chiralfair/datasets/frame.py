@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
-from ..exceptions import DatasetError, DataWarning
+from ..exceptions import DatasetError, DataWarning, DomainError, Problems
 from ._spec import Column, Encoded
 from .base import Dataset
 from .codec import ColumnCodec, FrameCodec, bin_codec, category_codec, integer_codec, rank_codec
@@ -143,23 +143,21 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     if df.shape[0] == 0:
         raise DatasetError("df has no rows")
     columns = _columns_by_text(df)
-    if str(label) not in columns:
-        raise DatasetError(f"label column {label!r} is not in the frame; columns: "
-                           f"{', '.join(map(repr, df.columns))}")
-    label = columns[str(label)]
-    features = [c for c in df.columns if c != label]
-    if not features:
-        raise DatasetError(f"the frame has no column besides the label {label!r}")
-    unknown = [c for c in (bins or {}) if str(c) not in columns or columns[str(c)] == label]
-    if unknown:
-        raise DatasetError(f"bins names columns that are not features: {unknown}; features: "
-                           f"{', '.join(map(repr, features))}")
-    bins = {columns[str(c)]: spec for c, spec in (bins or {}).items()}
-    _refuse_protected_label(protected, protected_groups, label)
-    y = _encode_label(df[label], label, positive_class)
+    problems = Problems()  # every unknown name and every column's problem at once, not one run each
+    label, features, bins = _checked_names(problems, df, columns, label, bins, protected, protected_groups)
+    buildable = problems.none_but(_UNKNOWN_BINS)  # then the domain can be built, to check the protected attributes
+    if label in df.columns:
+        with problems.check():
+            y = _encode_label(df[label], label, positive_class)
     never_auto = {str(ref) for ref in _protected_references(protected, protected_groups)}
-    encoded_columns, codecs = zip(*(_encode_column(df[c], str(c), bins.get(c), auto=str(c) not in never_auto)
-                                    for c in features), strict=True)
+    encoded_columns, codecs = [], []
+    for c in features:
+        with problems.check():
+            column, column_codec = _encode_column(df[c], str(c), bins.get(c), auto=str(c) not in never_auto)
+            encoded_columns.append(column)
+            codecs.append(column_codec)
+    if not buildable or len(encoded_columns) < len(features) or not problems.none_but(_UNKNOWN_BINS):
+        problems.raise_all()
     _warn_identifier_columns(df, features, bins)
     encoded = Encoded.from_columns(list(encoded_columns), y)
     missing = {col.name: int(col.missing) for col in encoded_columns if col.missing is not None}
@@ -167,7 +165,9 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
     codec = FrameCodec(tuple(codecs))
-    check_protected_columns(domain, codec, encoded.X)
+    with problems.check():
+        check_protected_columns(domain, codec, encoded.X)
+    problems.raise_all()
     _warn_alike_values(df, features, codec, domain)
     domain = domain.with_couplings(couple)
     if constraints:
@@ -179,6 +179,36 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
 ID_MIN_ROWS = 20
+
+
+_UNKNOWN_BINS = "bins names columns that are not features:"
+
+
+def _checked_names(problems: Problems, df: pd.DataFrame, columns: dict, label, bins, protected, groups):
+    """The label column, the features and the bins by column; every unknown name is kept in ``problems``.
+
+    An unknown column in ``bins`` is kept last, so that the data can still be encoded and the protected attributes
+    checked: one message then lists all.
+    """
+    if str(label) not in columns:
+        with problems.check():
+            raise DatasetError(f"label column {label!r} is not in the frame; columns: "
+                               f"{', '.join(map(repr, df.columns))}")
+    label = columns.get(str(label), label)
+    features = [c for c in df.columns if c != label]
+    if not features:
+        raise DatasetError(f"the frame has no column besides the label {label!r}")
+    unknown = [c for c in (bins or {}) if str(c) not in columns or columns[str(c)] == label]
+    if unknown:
+        with problems.check():
+            raise DatasetError(f"{_UNKNOWN_BINS} {unknown}; features: {', '.join(map(repr, features))}")
+    for ref in _protected_references(protected, groups):
+        if str(ref) not in columns:
+            with problems.check():  # the protected attribute is named as Domain.with_protected names it
+                raise DomainError(f"unknown feature {ref!r}; valid names: {', '.join(repr(str(c)) for c in features)}")
+    with problems.check():
+        _refuse_protected_label(protected, groups, label)
+    return label, features, {columns[str(c)]: spec for c, spec in (bins or {}).items() if str(c) in columns}
 
 
 def _columns_by_text(df: pd.DataFrame) -> dict[str, object]:
@@ -520,6 +550,65 @@ def read_frame(path) -> pd.DataFrame:
         return read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
+
+
+def read_frame_header(path) -> list:
+    """The column names of a data file (``.csv`` or ``.parquet``), read without its rows.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    list
+
+    Raises
+    ------
+    DatasetError
+        As :func:`read_frame`.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    if path.suffix.lower() not in FRAME_SUFFIXES or not path.is_file():
+        return list(read_frame(path).columns)  # read_frame refuses it with the reason
+    try:
+        if path.suffix.lower() == ".parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        return list(pd.read_csv(path, nrows=0).columns)
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
+
+
+def read_frame_column(path, column: str) -> pd.DataFrame:
+    """One column of a data file (``.csv`` or ``.parquet``), read alone, as a one-column frame.
+
+    Parameters
+    ----------
+    path : str or path-like
+    column : str
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    DatasetError
+        As :func:`read_frame`.
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pd.read_parquet(path, columns=[column])
+        return pd.read_csv(path, usecols=[column])
+    except (OSError, ValueError) as err:
+        raise DatasetError(f"cannot read column {column!r} of data file {str(path)!r}: {err}") from err
 
 
 def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):

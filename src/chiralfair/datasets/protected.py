@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..domain import Domain
-from ..exceptions import DatasetError
+from ..exceptions import DatasetError, Problems
 from .values import alike_groups, show_spelling
 
 # A numeric protected attribute (unbinned, not categorical) may have at most this many values.
@@ -48,14 +48,18 @@ def check_protected_columns(domain: Domain, codec, X: np.ndarray, *, declared: M
     if codec is None:
         return
     declared_names = {str(k) for k in (declared or {})}
+    problems = Problems()  # every attribute's problem at once
     for attribute in domain.attributes:
         for c in attribute.columns:
             column = codec.columns[c]
             name = domain.features[c].name
-            if column.how in ("integer", "rank") and not attribute.is_group and attribute.name not in declared_names:
-                _refuse_many_valued_number(name, attribute.size, X[:, c], column)
-            if column.how == "category":
-                _refuse_two_spellings(name, column.table, X[:, c])
+            with problems.check():
+                if column.how in ("integer", "rank") and not attribute.is_group and \
+                        attribute.name not in declared_names:
+                    _refuse_many_valued_number(name, attribute.size, X[:, c], column)
+                if column.how == "category":
+                    _refuse_two_spellings(name, column.table, X[:, c])
+    problems.raise_all()
 
 
 def _refuse_many_valued_number(name: str, n_values: int, codes: np.ndarray, column) -> None:

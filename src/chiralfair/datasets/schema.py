@@ -16,7 +16,8 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
     bins = [0.17, 19.0, 24.0, ...]    # edges, or a number of equal-width bins
 
 Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` quantile bins (each holding
-about as many rows of the inferred file; one bin per value for a column with that few), written as edges so that later runs on other files cut them the same way.
+about as many rows of the inferred file; one bin per value for a column with that few), written as edges so that
+later runs on other files cut them the same way.
 Bins are the search's view only: the verdict, F1 and group metrics are computed on the rows as given.
 
 ``type`` is honoured: ``"category"`` reads the column as a pandas categorical of its ``categories`` in their order

@@ -65,6 +65,8 @@ def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:
             f"model file {str(path)!r} is a pickle: loading it runs whatever code the file holds. Save the model "
             "with skops (skops.io.dump) or export it to ONNX, or, if you made the file yourself or trust its source, "
             "pass --trust-model-file (in Python: trust_model_file=True)")
+    if suffix in SKOPS_SUFFIXES and not trust:
+        _untrusted_skops_types(path, trust)
     return path
 
 
@@ -206,7 +208,8 @@ def _load_pickle(path: Path):
         raise ModelFileError(f"model file {str(path)!r} cannot be unpickled: {type(err).__name__}: {err}") from err
 
 
-def _load_skops(path: Path, trust: bool):
+def _untrusted_skops_types(path: Path, trust: bool) -> list[str]:
+    """The types of a skops file outside skops' trusted set; refused unless ``trust`` (reads the file's schema)."""
     import skops.io as sio
 
     try:
@@ -218,6 +221,13 @@ def _load_skops(path: Path, trust: bool):
             f"model file {str(path)!r} holds types outside skops' trusted set: {', '.join(untrusted)}. Loading "
             "them may run their code; check that you expect them, then pass --trust-model-file (in Python: "
             "trust_model_file=True)")
+    return untrusted
+
+
+def _load_skops(path: Path, trust: bool):
+    import skops.io as sio
+
+    untrusted = _untrusted_skops_types(path, trust)
     return sio.load(path, trusted=untrusted or None)
 
 

@@ -303,15 +303,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
 
     settings = settings or DataSettings()
     test_size = held_out_share(test, test_size)
-    if not isinstance(data, Dataset):
-        settings.check()
-    if model is None:
-        raise ConfigError("model= is needed: the fitted model to test (command line: --model FILE, a .skops, "
-                          "TorchScript, .onnx, or .joblib/.pkl file with --trust-model-file)")
-    if isinstance(model, str | os.PathLike):  # refused before the data is read
-        from ..models.files import check_model_file
-
-        check_model_file(model, trust=trust_model_file)
+    _refuse_before_reading(model, data, settings, trust_model_file)
     seconds = {}
     step("data")
     t = time.perf_counter()
@@ -352,6 +344,66 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
                      favourable_note=favourable_note)
+
+
+def _refuse_before_reading(model, data, settings: DataSettings, trust: bool) -> None:
+    """Every problem found without the data's rows, at once: missing settings, the model file, unknown columns.
+
+    The model file's checks (it exists, its kind, a pickle or skops types that need trust) and the settings' run
+    before the data is read; when one fails, the names the settings give are also checked against the data file's
+    header (a cheap read), so that one message lists them all.
+
+    Raises
+    ------
+    ChiralfairError or Refusals
+    """
+    from ..datasets import Dataset
+    from ..exceptions import Problems
+
+    problems = Problems()
+    if not isinstance(data, Dataset):
+        with problems.check():
+            settings.check()
+    with problems.check():
+        if model is None:
+            raise ConfigError("model= is needed: the fitted model to test (command line: --model FILE, a .skops, "
+                              "TorchScript, .onnx, or .joblib/.pkl file with --trust-model-file)")
+        if isinstance(model, str | os.PathLike):
+            from ..models.files import check_model_file
+
+            check_model_file(model, trust=trust)
+    if problems and isinstance(data, str | os.PathLike):
+        with problems.check():
+            _check_header(data, settings)
+    problems.raise_all()
+
+
+def _check_header(path, settings: DataSettings) -> None:
+    """Refuse the names the settings give that the data file's columns do not hold (read from its header)."""
+    from ..datasets.frame import read_frame_header
+    from ..exceptions import Problems
+
+    columns = [str(c) for c in read_frame_header(path)]
+    problems = Problems()
+    named = [("label column", [settings.label] if settings.label is not None else []),
+             ("protected attribute", [str(p) for p in settings.protected if isinstance(p, str)]),
+             ("bins column", list(settings.bins))]
+    for what, names in named:
+        unknown = [n for n in names if str(n) not in columns]
+        if unknown:
+            with problems.check():
+                are = "is" if len(unknown) == 1 else "are"
+                raise DatasetError(f"{what}{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} {are} "
+                                   f"not in the data; columns: {', '.join(columns)}")
+    if settings.label is not None and str(settings.label) in columns:
+        from ..datasets.frame import match_label_value, read_frame_column
+
+        labels = read_frame_column(path, str(settings.label))
+        for what, value in (("positive_class", settings.positive_class), ("favourable", settings.favourable)):
+            if value is not None:
+                with problems.check():
+                    match_label_value(labels, str(settings.label), value, what=what)
+    problems.raise_all()
 
 
 def _frame_rows(data, settings: DataSettings, test, test_size, random_state, name):
