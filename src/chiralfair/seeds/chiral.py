@@ -17,10 +17,12 @@ import numpy as np
 
 from .._random import derive_seed
 from ..datasets.base import Dataset
+from ..datasets.population import population_of
 from ..domain import Domain
 from ..exceptions import DatasetError, ModelCapabilityError
 from ..models.adapters import as_model
 from ..models.protocol import CountingModel
+from ..models.threads import single_native_thread
 
 # chiral_trainer(X, y, random_state): X int codes (n, d), y labels in {0, 1} (1 = positive), random_state an int.
 ChiralTrainer = Callable[[np.ndarray, np.ndarray, int], object]
@@ -85,8 +87,9 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
        through the disk cache of ``chiralfair.models.training.train_model`` when that is available;
     3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines (a
        ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible), fitted in the
-       model's own language: ``to_frame(X)`` for a model that takes a DataFrame, and labels mapped from
-       {0, 1} back to the model's classes (1 -> its positive class).
+       model's own language: for a model that takes a DataFrame, the training rows as given (``Dataset.raw``)
+       with their protected and coupled values mutated (``to_frame(X)`` for a dataset without raw rows), and
+       labels mapped from {0, 1} back to the model's classes (1 -> its positive class); on one native thread.
 
     Parameters
     ----------
@@ -148,7 +151,11 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
         language = model.language
-        fitted = _seeded_clone(est, train_seed).fit(language.model_input(X_chiral), language.model_labels(y))
+        people = population_of(dataset, train_index) if model.takes_frame else None
+        # fed frames: the people as given with their protected (and coupled) values mutated, not bin representatives
+        rows = language.model_input(X_chiral) if people is None else language.frame_input(people.counterparts(X_chiral))
+        with single_native_thread():  # OpenMP pools spin on busy cores (models/threads.py)
+            fitted = _seeded_clone(est, train_seed).fit(rows, language.model_labels(y))
         return wrap_like(fitted, model), {**info, "how": "sklearn-clone"}
     raise ModelCapabilityError(
         f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "
