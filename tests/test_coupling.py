@@ -184,3 +184,18 @@ def test_census_rare_pairs_are_the_husband_wife_rules(home):
     assert rules == ["sex=Female excludes relationship=Husband", "sex=Male excludes relationship=Wife"]
     from chiralfair.domain.plausibility import suggested_couplings
     assert suggested_couplings(census.domain.rare_pairs(), census.domain) == ["sex:relationship=Husband/Wife"]
+
+
+def test_a_coupling_the_user_names_must_act_on_a_protected_attribute():
+    import pandas as pd
+
+    from chiralfair.datasets import from_frame
+
+    df = pd.DataFrame({"sex": ["f", "m"] * 10, "role": ["wife", "husband"] * 10, "y": [0, 1] * 10})
+    with pytest.raises(DomainError, match=r"couple names 'sexx', which is not a protected attribute under test; "
+                                          r"protected: 'sex'"):
+        from_frame(df, label="y", positive_class=1, protected="sex",
+                   couple={"sexx": {"role": {"wife": "husband", "husband": "wife"}}})
+    data = from_frame(df, label="y", positive_class=1, protected="sex")
+    with pytest.raises(DomainError, match="couple names 'role'"):
+        data.with_protected(["sex"], couple={"role": {"role": {"wife": "husband", "husband": "wife"}}})

@@ -112,3 +112,43 @@ def test_no_other_module_wires_the_steps_of_a_run():
             if needle in text:
                 wiring.append(f"{rel}: {needle}")
     assert not wiring, "\n".join(wiring)
+
+
+def _module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def _module_imports(path: Path) -> set[str]:
+    """The chiralfair modules (not package faces) that ``path`` imports at run time, function-local ones included."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    pkg = path.relative_to(ROOT).parent.parts
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skip or not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level:
+            base = list(pkg[: len(pkg) - (node.level - 1)])
+        elif node.module and node.module.startswith("chiralfair."):
+            base = []
+        else:
+            continue
+        parts = base + (node.module.split(".") if node.module and node.level else
+                        node.module.split(".")[1:] if node.module else [])
+        for alias in node.names:  # "from .x import y": y may be a module of package x
+            for candidate in (parts + [alias.name], parts):
+                target = ROOT.joinpath(*candidate).with_suffix(".py") if candidate else None
+                if target is not None and target.is_file():
+                    out.add(".".join(candidate))
+                    break
+    return out
+
+
+def test_no_runtime_import_cycle_between_modules():
+    graph = {_module_name(p): _module_imports(p) for p in ROOT.rglob("*.py") if p.name != "__init__.py"}
+    cycles = []
+    for a, targets in graph.items():
+        for b in targets:
+            if a in graph.get(b, ()) and a < b:
+                cycles.append(f"{a} <-> {b}")
+    assert not cycles, "\n".join(cycles)

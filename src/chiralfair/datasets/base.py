@@ -212,6 +212,9 @@ class Dataset:
                                             missing_protected=missing_protected)
         check_protected_columns(domain, self.codec, self.X, declared=values)
         if couple is not None:
+            from ..domain.coupling import check_coupled_attributes
+
+            check_coupled_attributes(couple, domain.protected_names)
             domain = domain.with_couplings(couple)
         if constraints is not None:
             domain = domain.with_constraints(constraints, data=self.X)

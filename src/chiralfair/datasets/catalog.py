@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..domain import Domain
+from ..domain.coupling import check_coupled_attributes
 from ..exceptions import ChecksumError, DatasetError
 from . import bank, census, compas, german, home
 from ._spec import DatasetSpec, Encoded
@@ -140,7 +141,10 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
     if unknown:
         raise unknown_protected_error(spec.name, unknown[0])
     X = encoded.X.copy()
-    domain = domain.with_protected(protected, data=X).with_couplings(spec.couple if couple is None else couple)
+    domain = domain.with_protected(protected, data=X)
+    if couple is not None:  # the user's: it must act (a dataset's own default may be inactive)
+        check_coupled_attributes(couple, domain.protected_names)
+    domain = domain.with_couplings(spec.couple if couple is None else couple)
     if constraints is None and couple is None and domain.coupled_columns:
         # the dataset's own rules: the rows that break them are known and said in its docstring, not warned about
         domain = domain.with_constraints(spec.couple_constraints)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
+from ..domain.coupling import check_coupled_attributes
 from ..exceptions import DatasetError, DataWarning, DomainError, Problems
 from ._spec import Column, Encoded
 from .base import Dataset
@@ -169,6 +170,7 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         check_protected_columns(domain, codec, encoded.X)
     problems.raise_all()
     _warn_alike_values(df, features, codec, domain)
+    check_coupled_attributes(couple, domain.protected_names)
     domain = domain.with_couplings(couple)
     if constraints:
         domain = domain.with_constraints(constraints, data=encoded.X)

@@ -158,6 +158,34 @@ def parse_couplings(spec, features) -> tuple[Coupling, ...]:
     return tuple(out)
 
 
+def check_coupled_attributes(spec, protected_names) -> None:
+    """Refuse a ``couple=`` that the user gave naming an attribute that is not protected (a misspelt name).
+
+    A dataset's own default couplings may name an attribute not under test (census's sex coupling while race is
+    tested): they stay inactive and are not checked here. A coupling the user writes is meant to act, so an
+    attribute outside the protected ones would silently give the uncoupled answer.
+
+    Parameters
+    ----------
+    spec : mapping, None or False
+        The user's ``couple=``.
+    protected_names : sequence of str
+        The protected attributes under test.
+
+    Raises
+    ------
+    DomainError
+        Naming the attribute(s) and listing the protected ones.
+    """
+    if not isinstance(spec, Mapping) or not spec:
+        return
+    unknown = [str(a) for a in spec if str(a) not in {str(p) for p in protected_names}]
+    if unknown:
+        raise DomainError(f"couple names {', '.join(map(repr, unknown))}, which {'is' if len(unknown) == 1 else 'are'} "
+                          f"not a protected attribute under test; protected: {', '.join(map(repr, protected_names))} "
+                          "(a coupling changes columns with one of them)")
+
+
 def _parse_one(attribute: str, feature, mapping) -> Coupling:
     where = f"couple[{attribute!r}][{feature.name!r}]"
     if isinstance(mapping, Mapping):

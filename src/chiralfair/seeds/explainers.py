@@ -43,6 +43,7 @@ from ..exceptions import ConfigError
 from ..models._torch import is_torch_module
 from ..models.protocol import CountingModel
 from ..models.threads import single_intra_op_thread, single_native_thread
+from .shap_outputs import positive_class_values
 
 logger = logging.getLogger(__name__)
 
@@ -450,7 +451,7 @@ def _linear(model, X, background, weights=None):
     if weights is not None:  # interventional linear SHAP depends on the background only through its mean
         scaled = (np.average(scaled, axis=0, weights=weights), np.cov(scaled, rowvar=False, aweights=weights))
     values = shap.LinearExplainer(est, scaled).shap_values(_scaled(whole, X))
-    return _positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index)
+    return positive_class_values(np.asarray(values, dtype=np.float64), X.shape, model.positive_index)
 
 
 def _tree(model, X):
@@ -461,7 +462,7 @@ def _tree(model, X):
                           f"{model.name!r} is not one")
     approximate = tree_shap_cost(est, len(X)) > EXACT_TREE_SHAP_BUDGET
     values = shap.TreeExplainer(est).shap_values(X, check_additivity=False, approximate=approximate)
-    return (_positive_class(np.asarray(values, dtype=np.float64), X.shape, model.positive_index),
+    return (positive_class_values(np.asarray(values, dtype=np.float64), X.shape, model.positive_index),
             "tree-approximate" if approximate else "tree")
 
 
@@ -546,7 +547,7 @@ def _deep(model, X, background, weights=None):
             raise DeepLIFTError(f"explainer='deep': shap.DeepExplainer cannot explain model {model.name!r} "
                                 f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); use "
                                 "explainer='integrated_gradients'") from err
-        return _positive_class(np.asarray(phi, dtype=np.float64).reshape(x.shape), x.shape, model.positive_index)
+        return positive_class_values(np.asarray(phi, dtype=np.float64).reshape(x.shape), x.shape, model.positive_index)
 
     with single_intra_op_thread():
         if weights is None:  # one call per chunk of rows, all references at once (shap takes their mean)
@@ -616,23 +617,3 @@ def _permutation(model, X, background, rng):
     # One forward and one backward pass over a single permutation: 2 d + 1 evaluations per row.
     out = explainer(X, max_evals=2 * X.shape[1] + 1, silent=True)
     return np.asarray(out.values, dtype=np.float64).reshape(X.shape)
-
-
-def _positive_class(values: np.ndarray, shape: tuple[int, int], positive_index: int = 1) -> np.ndarray:
-    """Reduce shap's layouts ((n, d, k), [k × (n, d)], (n, d)) to the positive class, shape (n, d).
-
-    With two outputs (k = 2, in the model's class order) the positive class's one is taken. A single output
-    (k = 1, or a bare (n, d)) explains ``classes[1]`` (its probability, log-odds or logit), so it is negated
-    when the positive class is ``classes[0]`` (``positive_index`` 0).
-    """
-    if values.ndim == 3 and values.shape[:2] == shape:
-        if values.shape[2] == 2:
-            return values[:, :, positive_index]
-        single = values[:, :, -1]
-    elif values.ndim == 3 and values.shape[1:] == shape:
-        if values.shape[0] == 2:
-            return values[positive_index]
-        single = values[-1]
-    else:
-        single = values.reshape(shape)
-    return single if positive_index == 1 else -single

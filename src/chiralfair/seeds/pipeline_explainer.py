@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..exceptions import ConfigError
+from .shap_outputs import positive_class_values
 
 # Rows through which the raw-column map is measured (explained rows first, then background rows).
 MAP_ROWS = 256
@@ -119,8 +120,6 @@ def explain_pipeline(model, X: np.ndarray, background: np.ndarray, domain=None) 
     """
     import shap
 
-    from .explainers import _positive_class
-
     parts = pipeline_parts(model.estimator)
     if parts is None:
         raise ConfigError(f"explainer='pipeline' needs an sklearn Pipeline whose last step is a tree model or a linear "
@@ -132,7 +131,7 @@ def explain_pipeline(model, X: np.ndarray, background: np.ndarray, domain=None) 
         values = shap.TreeExplainer(final).shap_values(Z, check_additivity=False)
     else:
         values = shap.LinearExplainer(final, _dense(pre.transform(language.model_input(background)))).shap_values(Z)
-    values = _positive_class(np.asarray(values, dtype=np.float64), Z.shape, model.positive_index)
+    values = positive_class_values(np.asarray(values, dtype=np.float64), Z.shape, model.positive_index)
     parents = raw_column_map(pre, language.model_input, np.vstack([X[:MAP_ROWS], background])[:MAP_ROWS * 2],
                              domain)
     orphans = parents.sum(axis=1) == 0
