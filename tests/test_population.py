@@ -131,3 +131,35 @@ def test_a_wide_integer_column_is_mapped_back_to_its_raw_column():
     assert 100 < fare.size <= 4 * 100
     parents = raw_column_map(pipe[:-1], model.language.model_input, data.X[:100], data.domain)
     assert parents.shape[1] == data.domain.n_features and (parents.sum(axis=1) >= 1).all()
+
+
+def test_values_only_the_held_out_rows_hold_follow_a_stated_rule():
+    from chiralfair.exceptions import DataWarning
+
+    rng = np.random.default_rng(7)
+
+    def rows(n, races):
+        df = pd.DataFrame({"race": rng.choice(races, n), "job": rng.choice(["a", "b"], n),
+                           "hours": rng.integers(10, 60, n)})
+        return df.assign(y=(df["hours"] + 5 * (df["race"] == "w") > 35).astype(int))
+
+    train, test = rows(300, ["w", "b"]), rows(100, ["w", "b", "x"])
+    test.loc[:4, "job"] = "new"
+    pipe = pipeline(LogisticRegression()).fit(train.drop(columns="y"), train["y"])
+    with pytest.warns(DataWarning) as caught:
+        result = chiralfair.audit(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                  protected="race", seeds="random", max_global=5, max_local=2)
+    texts = [str(w.message) for w in caught]
+    n_x = int((test["race"] == "x").sum())
+    assert any(f"'race' value(s) 'x' appear only in the held-out rows ({n_x} of them)" in t for t in texts)
+    assert any("'job' value(s) 'new' appear only in the held-out rows (5 of them)" in t and "used as they are" in t
+               for t in texts)
+    # 'x' is never a counterpart: its people are checked against w and b, so they stay in the population
+    assert result.dataset.domain.protected_value_labels() == [["b", "w"]]
+    assert result.verdict.n_individuals == len(test)
+    X = test.drop(columns="y")
+    own = pipe.predict(X)
+    affected = np.zeros(len(X), dtype=bool)
+    for value in ("b", "w"):
+        affected |= pipe.predict(X.assign(race=value)) != own
+    assert result.verdict.n_affected == int(affected.sum())
