@@ -9,7 +9,7 @@ import pytest
 from toys import fair_module, is_biased_idi, toy_dataset, toy_domain
 
 from chiralfair.datasets.base import Dataset
-from chiralfair.exceptions import ConfigError, ModelCapabilityError
+from chiralfair.exceptions import ConfigError, DataWarning, ModelCapabilityError
 from chiralfair.models import as_model
 from chiralfair.verdict import GROUP_COLUMNS, Verdict, estimate
 
@@ -277,3 +277,29 @@ def test_every_group_says_the_share_of_its_individuals_harmed(dataset, biased_mo
         assert g["share_harmed"] == g["n_harmed"] / g["n"]
         assert g["share_harmed"] <= g["share_affected"]
     assert sum(g["n_harmed"] for g in v.groups if g["attribute"] == v.protected[0]) == v.n_harmed
+
+
+def test_people_no_counterpart_of_whom_could_exist_are_left_out_of_the_share_and_counted():
+    import pandas as pd
+
+    from chiralfair.datasets import from_frame
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], 300), "role": rng.choice(["wife", "husband", "single"], 300),
+                       "h": rng.integers(0, 50, 300)})
+    df["y"] = ((df["h"] + 10 * (df["sex"] == "m")) > 30).astype(int)
+    with pytest.warns(DataWarning):
+        data = from_frame(df, label="y", positive_class=1, protected="sex",
+                          constraints=["sex=f excludes role=husband", "sex=m excludes role=wife"])
+    from sklearn.linear_model import LogisticRegression
+
+    model = as_model(LogisticRegression().fit(data.X, data.y))
+    verdict = estimate(model, data, population="rows", favourable=1)
+    # a husband's only counterpart is a female husband, a wife's a male wife: neither could exist
+    stuck = ((df["sex"] == "m") & (df["role"] == "husband")) | ((df["sex"] == "f") & (df["role"] == "wife"))
+    assert verdict.n_left_out == int(stuck.sum()) > 0
+    assert verdict.n_individuals == 300 - verdict.n_left_out
+    assert verdict.share == verdict.n_affected / verdict.n_individuals
+    assert verdict.notes[0].startswith(f"{verdict.n_left_out} of the 300 individuals checked are left out")
+    assert sum(g["n"] for g in verdict.groups) == verdict.n_individuals
+    assert Verdict.from_json(verdict.to_json()) == verdict

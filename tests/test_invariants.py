@@ -460,14 +460,24 @@ def test_the_exact_share_of_rows_is_the_share_of_rows_the_brute_force_check_find
     # The enumeration checks each key once and reads the other rows of the key off its counterparts.
     case, X = drawn
     proba = data.draw(threshold_models(case, X))
+    checked = [brute_check(case, proba, x) for x in X]
+    if not any(any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
+               for x, (_, _, _, possible, _) in zip(X, checked, strict=True)):
+        with pytest.raises(DomainError, match="has a counterpart that could exist"):
+            estimate(as_model(proba, output="probability", classes=[0, 1]), _dataset(case, X, 0),
+                     population="rows", favourable=1, exact=True)
+        return
     verdict = estimate(as_model(proba, output="probability", classes=[0, 1]), _dataset(case, X, 0),
                        population="rows", favourable=1, exact=True)
-    checked = [brute_check(case, proba, x) for x in X]
+    # an individual none of whose counterparts could exist is left out of the share (and counted apart)
+    countable = [any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
+                 for x, (_, _, _, possible, _) in zip(X, checked, strict=True)]
     affected = [any(lab != label for lab in labels) for label, labels, *_ in checked]
     harmed = [a and label != 1 for a, (label, *_) in zip(affected, checked, strict=True)]  # favourable label 1
-    assert verdict.exact and verdict.n_individuals == len(X)
+    n = sum(countable)
+    assert verdict.exact and verdict.n_individuals == n and verdict.n_left_out == len(X) - n
     assert (verdict.n_affected, verdict.n_harmed) == (sum(affected), sum(harmed))
-    assert verdict.lower == verdict.share == verdict.upper == sum(affected) / len(X)
+    assert verdict.lower == verdict.share == verdict.upper == sum(affected) / n
 
 
 @settings(max_examples=20, deadline=None)
@@ -478,9 +488,13 @@ def test_a_sampled_verdict_interval_holds_its_share_inside_0_1_and_so_do_its_gro
     X = case.domain.sample(30, np.random.default_rng(seed))
     proba = drawn.draw(threshold_models(case, X))
     data = _dataset(case, X, seed)
-    verdict = estimate(as_model(proba, output="probability", classes=[0, 1]), data, population="domain",
-                       favourable=1, exact=False, margin=margin, confidence=confidence, method=method,
-                       random_state=seed)
+    try:
+        verdict = estimate(as_model(proba, output="probability", classes=[0, 1]), data, population="domain",
+                           favourable=1, exact=False, margin=margin, confidence=confidence, method=method,
+                           random_state=seed)
+    except DomainError as err:  # every point drawn had no counterpart that could exist: refused, never a 0 share
+        assert "has a counterpart that could exist" in str(err)
+        return
     assert not verdict.exact and verdict.n_individuals > 0
     assert 0.0 <= verdict.lower <= verdict.share <= verdict.upper <= 1.0
     for g in verdict.groups:

@@ -79,6 +79,10 @@ TREE_DEPTH = 3
 MAX_RULES = 3
 
 
+_TALLY_FIELDS = ("X", "combination", "affected", "harmed", "gap", "affected_possible", "affected_plausible",
+                 "n_counterparts", "n_implausible")
+
+
 @dataclass
 class _Tally:
     """Per-individual outcomes of the checked individuals, batch after batch.
@@ -115,6 +119,21 @@ class _Tally:
         gap = None if self.gap[0] is None else np.concatenate(self.gap)
         return (np.concatenate(self.X), np.concatenate(self.combination), np.concatenate(self.affected),
                 np.concatenate(self.harmed), gap)
+
+    def countable(self) -> tuple[_Tally, int]:
+        """The individuals with at least one possible counterpart, and how many others were left out.
+
+        An individual every counterpart of which breaks a constraint cannot be affected whatever the model does:
+        counting them would dilute the share with people the question does not apply to.
+        """
+        keep = np.concatenate(self.n_counterparts) > 0
+        if keep.all():
+            return self, 0
+        out = _Tally.empty()
+        out.n_population = self.n_population
+        out.add(*(None if getattr(self, f)[0] is None else np.concatenate(getattr(self, f))[keep]
+                  for f in _TALLY_FIELDS))
+        return out, int((~keep).sum())
 
     def total(self, name: str) -> int | None:
         """Sum of a per-individual count or flag over every individual, None when it was not scored."""
@@ -256,6 +275,11 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                                            start_queries=start_queries, threshold=threshold, people=people)
     n_queries = counting.n_queries - start_queries
     is_exact = stopped_by in ("exact", "exhausted")
+    tally, n_left_out = tally.countable()
+    if n_left_out and not sum(len(a) for a in tally.affected):
+        raise DomainError(f"none of the {n_left_out:,} individuals checked has a counterpart that could exist: each "
+                          "one breaks a constraint of the domain (" + "; ".join(domain.describe_constraints())
+                          + "), so the question cannot be asked of anyone; check the constraints")
 
     X, combination, affected, harmed, gap = tally.arrays()
     n, n_affected = len(affected), int(affected.sum())
@@ -272,6 +296,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
                    len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
     notes += _counterpart_notes(domain, plausibility, plausible_only)
+    if n_left_out:
+        notes.insert(0, left_out_text(n_left_out, n + n_left_out, domain))
     if people is not None and dataset.codec is not None and dataset.codec.binned:
         notes.append("checked on the rows as given (" + ", ".join(dataset.codec.binned) + " at their own values, "
                      "each counterpart changing only the protected and coupled columns); the bins of those columns "
@@ -302,7 +328,24 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                    gap=_gap_summary(gap, affected), rules=rules, n_queries=int(n_queries), seconds=float(seconds),
                    notes=tuple(notes), meta=meta, counterparts="plausible" if plausible_only else "possible",
                    plausibility=plausibility, couplings=tuple(domain.describe_couplings()),
-                   constraints=tuple(domain.describe_constraints()))
+                   constraints=tuple(domain.describe_constraints()), n_left_out=n_left_out)
+
+
+def left_out_text(n_left_out: int, n_checked: int, domain: Domain) -> str:
+    """Why ``n_left_out`` of the ``n_checked`` individuals are not in the share, in one sentence.
+
+    Parameters
+    ----------
+    n_left_out, n_checked : int
+    domain : Domain
+
+    Returns
+    -------
+    str
+    """
+    rules = "; ".join(domain.describe_constraints()) or "the domain's constraints"
+    return (f"{n_left_out:,} of the {n_checked:,} individuals checked are left out of the share: every counterpart "
+            f"of theirs breaks a rule ({rules}), so no decision of the model could treat them differently")
 
 
 def resolve_favourable(dataset: Dataset, favourable: int | None) -> tuple[int, str]:
@@ -551,12 +594,12 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
     z2 = _z(confidence) ** 2
     fewest = max(1, math.ceil(z2 / margin - z2))  # share 0 needs this many before its upper bound fits the margin
     tally = _Tally.empty()
-    n = n_affected = looks = 0
+    n = n_countable = n_affected = looks = 0
     while True:
-        share = n_affected / n if n else 0.0
+        share = n_affected / n_countable if n_countable else 0.0
         needed = max(fewest, math.ceil(z2 * share * (1 - share) / (margin * margin)))
         # at most doubling: an early estimate of the share is too noisy to jump straight to its sample size
-        want = min(cap, needed if n == 0 else max(MIN_STEP, min(needed - n, n)))
+        want = min(cap, needed if n == 0 else max(MIN_STEP, min(needed - n_countable, n)))
         if threshold is not None and n:
             # a sequential decision doubles the sample at each look: few looks, so little confidence spent on each
             want = min(cap, n)
@@ -570,17 +613,22 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
         X = rows[index] if index is not None else domain.sample(want, rng)
         outcome = judge.check_rows(X, None if people is None or index is None else people.take(index))
         tally.add(X, *outcome)
-        affected = outcome[1]
+        affected, countable = outcome[1], outcome[6] > 0  # those with no possible counterpart are left out
         n += want
+        n_countable += int(countable.sum())
         n_affected += int(affected.sum())
         if rows is not None and n == len(rows):
             return tally, "exhausted", looks
+        if not n_countable:
+            if n >= fewest:  # no one drawn has a counterpart that could exist: estimate() refuses with the reason
+                return tally, "budget", looks
+            continue
         looks += 1
         level = confidence if threshold is None else look_confidence(confidence, looks)
-        lower, upper = _interval(n_affected, n, level, method)
+        lower, upper = _interval(n_affected, n_countable, level, method)
         if threshold is not None and (upper <= threshold or lower > threshold):
             return tally, "threshold", looks
-        if max(n_affected / n - lower, upper - n_affected / n) <= margin:
+        if max(n_affected / n_countable - lower, upper - n_affected / n_countable) <= margin:
             return tally, "margin", looks
 
 

@@ -112,6 +112,9 @@ class Verdict:
     couplings, constraints : tuple of str
         The domain's couplings and constraints, as text (:meth:`Domain.describe_couplings`,
         :meth:`Domain.describe_constraints`).
+    n_left_out : int
+        Individuals checked but left out of every share: each counterpart of theirs breaks a constraint, so no
+        decision could treat them differently (the first note says so). ``n_individuals`` does not count them.
     """
 
     population: str
@@ -142,6 +145,7 @@ class Verdict:
     plausibility: dict[str, Any] | None = None
     couplings: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
+    n_left_out: int = 0
 
     @property
     def half_width(self) -> float:
