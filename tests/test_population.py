@@ -163,3 +163,26 @@ def test_values_only_the_held_out_rows_hold_follow_a_stated_rule():
     for value in ("b", "w"):
         affected |= pipe.predict(X.assign(race=value)) != own
     assert result.verdict.n_affected == int(affected.sum())
+
+
+def test_a_verdict_of_no_one_affected_says_what_the_test_cannot_see():
+    # the model never reads sex, but 'job' stands in for it: 0% affected, and the proxy strength is measured
+    rng = np.random.default_rng(0)
+    sex = rng.choice(["f", "m"], 600)
+    job = np.where(rng.random(600) < 0.85, np.where(sex == "m", "engineer", "nurse"), rng.choice(["engineer", "nurse"],
+                                                                                                   600))
+    hours = rng.integers(10, 60, 600)
+    df = pd.DataFrame({"sex": sex, "job": job, "hours": hours, "y": ((hours + 15 * (job == "engineer")) > 40)
+                       .astype(int)})
+    train, test = df.iloc[:400], df.iloc[400:]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["job"]), remainder="passthrough"),
+                         LogisticRegression(max_iter=500)).fit(train[["job", "hours"]], train["y"])
+    with pytest.warns(UserWarning, match="it ignores"):
+        result = chiralfair.audit(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                  protected="sex", seeds="random", max_global=5, max_local=2)
+    verdict = result.verdict
+    assert verdict.n_affected == 0
+    (proxy,) = verdict.meta["proxies"]
+    assert proxy["attribute"] == "sex" and 0.85 < proxy["auc"] <= 1.0 and proxy["n_test"] == 200
+    assert verdict.notes[0].startswith("0 individuals affected: the model's output does not depend on sex")
+    assert "An IDI test cannot see proxies" in verdict.notes[0] and "group metrics" in verdict.notes[0]
