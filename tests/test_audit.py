@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -174,3 +176,32 @@ def test_a_model_without_the_protected_column_is_said_to_have_no_idis_on_it(monk
         res = chiralfair.audit(blind, df, **KW)
     assert res.n_idis == 0
     assert any("does not take protected attribute(s) sex" in n for n in res.notes)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda df: df[["sex", "y"]], "every column of the data is a protected attribute (sex)"),
+    (lambda df: df.assign(y=1), "holds one class only: every one of the 200 rows is the positive class"),
+])
+def test_data_on_which_the_question_cannot_be_asked_is_refused_with_the_reason(change, message):
+    from sklearn.dummy import DummyClassifier
+
+    from chiralfair.exceptions import DatasetError
+
+    rng = np.random.default_rng(0)
+    df = change(pd.DataFrame({"sex": rng.choice(["f", "m"], 200), "h": rng.integers(0, 50, 200),
+                              "y": rng.integers(0, 2, 200)}))
+    model = DummyClassifier().fit(np.zeros((4, 1)), [0, 1, 0, 1])
+    with pytest.raises(DatasetError, match=re.escape(message)):
+        chiralfair.audit(model, df, label="y", positive_class=1, favourable=1, protected="sex", model_input="codes")
+
+
+@pytest.mark.parametrize("test_size", [1e-9, 1 - 1e-9])
+def test_a_test_size_that_leaves_a_side_without_a_class_is_refused_with_the_range(test_size):
+    from chiralfair.exceptions import ConfigError
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], 200), "h": rng.integers(0, 50, 200),
+                       "y": rng.integers(0, 2, 200)})
+    with pytest.raises(ConfigError, match=r"for this data test_size must lie in \[0.01, 0.99\]"):
+        chiralfair.audit(LogisticRegression(), df, label="y", positive_class=1, favourable=1, protected="sex",
+                         test_size=test_size, model_input="codes")

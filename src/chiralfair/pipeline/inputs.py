@@ -18,6 +18,7 @@ to ``result.json["meta"]["source"]`` so that ``chiralfair retrain --from-run`` c
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -314,6 +315,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
         dataset, train_index, test_index, test_rows, data_source = _frame_rows(data, settings, test, test_size,
                                                                                 random_state, name)
     seconds["data"] = time.perf_counter() - t
+    _refuse_degenerate(dataset)
 
     step("model")
     t = time.perf_counter()
@@ -540,7 +542,40 @@ def _split(dataset, test_size, random_state):
     test_size = check_float(test_size, "test_size", minimum=0.0, maximum=1.0, exclusive_minimum=True)
     if test_size >= 1.0:
         raise ConfigError(f"test_size must be < 1, got {test_size}")
+    n, n_classes = dataset.n_samples, len(np.unique(dataset.y))
+    n_test = math.ceil(test_size * n)
+    if n_test < n_classes or n - n_test < n_classes:
+        low, high = n_classes / n, 1 - n_classes / n
+        raise ConfigError(f"test_size {test_size!r} of {n:,} rows holds out {n_test:,} rows and keeps {n - n_test:,}: "
+                          f"each side needs a row of each of the {n_classes} classes; for this data test_size must "
+                          f"lie in [{low:.3g}, {high:.3g}] (or pass test= rows the model never saw)")
     return dataset.split(random_state, test_size=test_size)
+
+
+def _refuse_degenerate(dataset) -> None:
+    """Refuse data on which the question cannot be asked: one class only, or nothing but protected columns.
+
+    Raises
+    ------
+    DatasetError
+    """
+    from ..exceptions import Problems
+
+    problems = Problems()
+    classes = np.unique(dataset.y)
+    if len(classes) < 2:
+        with problems.check():
+            which = "every one" if classes[0] == 1 else "none"
+            raise DatasetError(f"label column {dataset.label!r} holds one class only: {which} of the "
+                               f"{dataset.n_samples:,} rows is the positive class {dataset.positive_class!r}; F1 and "
+                               "the chiral model need both classes: check the label column and positive_class")
+    if not len(dataset.domain.non_protected):
+        with problems.check():
+            raise DatasetError(f"every column of the data is a protected attribute ({', '.join(dataset.domain.names)}):"
+                               " an individual is then nothing but their protected values, so no two individuals "
+                               "differ only in them — compare the groups instead (the group metrics), or give the "
+                               "other columns the model decides on")
+    problems.raise_all()
 
 
 def _load_model(model, dataset, trust: bool, output: str | None, model_input: str):
