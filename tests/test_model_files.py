@@ -219,3 +219,39 @@ def test_an_onnx_file_without_stored_labels_has_the_classes_of_a_torch_module(tm
 
     path = _onnx_logistic(tmp_path / "lr.onnx", [1.0, 1.0, 0.0, 0.0], -4.5, outputs="two")
     assert stored_classes(path) is None and list(load_model_file(path).classes_) == [0, 1]
+
+
+@pytest.mark.parametrize("suffix", [".skops", ".joblib"])
+def test_a_file_naming_a_function_that_cannot_be_imported_says_what_makes_it_load(tmp_path, monkeypatch, suffix):
+    import sys
+
+    import joblib
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    (tmp_path / "my_features.py").write_text("def double(X):\n    return X * 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_features
+
+    X, y = np.arange(40).reshape(20, 2), np.array([0, 1] * 10)
+    pipe = make_pipeline(FunctionTransformer(my_features.double), LogisticRegression()).fit(X, y)
+    path = tmp_path / f"model{suffix}"
+    (sio.dump if suffix == ".skops" else joblib.dump)(pipe, path)
+    monkeypatch.delitem(sys.modules, "my_features")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path)])
+    with pytest.raises(ModelFileError, match="must be importable where chiralfair runs") as caught:
+        load_model_file(path, trust=True)
+    assert "my_features" in str(caught.value)
+
+
+def test_a_torchscript_failure_quotes_its_real_cause():
+    import torch
+
+    from chiralfair.exceptions import ModelInputError
+
+    scripted = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(5, 1), torch.nn.Sigmoid()))
+    model = as_model(scripted)
+    with pytest.raises(ModelInputError, match=r"mat1 and mat2 shapes cannot be multiplied"):
+        model.predict(np.zeros((4, 3)))

@@ -205,7 +205,20 @@ def _load_pickle(path: Path):
     try:
         return joblib.load(path)
     except Exception as err:  # unpickling raises anything the file's code raises
-        raise ModelFileError(f"model file {str(path)!r} cannot be unpickled: {type(err).__name__}: {err}") from err
+        raise ModelFileError(f"model file {str(path)!r} cannot be unpickled: {type(err).__name__}: {err}"
+                             + _importable_advice(err)) from err
+
+
+def _importable_advice(err: Exception) -> str:
+    """What makes a file load that refers to a function or class this process cannot import, or ``""``."""
+    text = str(err)
+    if not isinstance(err, AttributeError | ImportError) or ("module" not in text and "attribute" not in text):
+        return ""
+    where = "the script that saved it (__main__)" if "__main__" in text else "a module this process cannot import"
+    return (f". The file refers to a function or class defined in {where}: a model file holds only its name, so "
+            "it must be importable where chiralfair runs. Move it into a module of its own (e.g. features.py), "
+            "import it from there when fitting, save the model again, and run chiralfair with that module on "
+            "PYTHONPATH")
 
 
 def _untrusted_skops_types(path: Path, trust: bool) -> list[str]:
@@ -228,7 +241,11 @@ def _load_skops(path: Path, trust: bool):
     import skops.io as sio
 
     untrusted = _untrusted_skops_types(path, trust)
-    return sio.load(path, trusted=untrusted or None)
+    try:
+        return sio.load(path, trusted=untrusted or None)
+    except (AttributeError, ImportError) as err:  # a function the file names is not importable here
+        raise ModelFileError(f"model file {str(path)!r} cannot be loaded: {type(err).__name__}: {err}"
+                             + _importable_advice(err)) from err
 
 
 def _load_torchscript(path: Path):

@@ -437,9 +437,20 @@ MODEL_INPUT_ADVICE = (
     "(e.g. OneHotEncoder(handle_unknown='ignore'))")
 
 
+# First lines that only announce the real cause, given on the error's last line (TorchScript's interpreter).
+_ANNOUNCING = ("The following operation failed in the TorchScript interpreter",)
+
+
 def _error_text(err: BaseException) -> str:
-    """``"ErrorType: first line of the message"`` (at most 200 characters of it)."""
-    return f"{type(err).__name__}: {(str(err).splitlines() or [''])[0][:200]}"
+    """``"ErrorType: the line that says what went wrong"`` (at most 200 characters of it).
+
+    The message's first line, unless it only announces a cause written on its last line (a TorchScript module's
+    ``RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x3 and 5x1)`` after its traceback).
+    """
+    lines = [line for line in str(err).splitlines() if line.strip()] or [""]
+    if lines[0].startswith(_ANNOUNCING) and len(lines) > 1:
+        return lines[-1].strip()[:200]
+    return f"{type(err).__name__}: {lines[0][:200]}"
 
 
 _COLUMN_INDEX = re.compile(r"\bin column \d+\b")
