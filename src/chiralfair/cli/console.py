@@ -6,6 +6,7 @@ import contextlib
 import logging
 import re
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -234,18 +235,25 @@ def parse_numbers(text: str, flag: str, example: str) -> list[float]:
         raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers, e.g. {example}") from None
 
 
-def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, model=None,
-              trust_model_file: bool = False) -> None:
-    """Write the model card (``--model-card``) and log into MLflow (``--mlflow``), saying where on standard error.
+def hand_over(subject, *, model_card=None, bom=None, mlflow: bool = False, folder=None, model=None,
+              trust_model_file: bool = False, data_files=None, bom_model=None, code: int = 2) -> None:
+    """After the result is printed: write the model card and BOM, log into MLflow, saying where on standard error.
 
-    ``model`` is the --model FILE of your own data (a skops card describes it); None on a benchmark.
+    Called once the verdict (or the gate's line, the retraining's table) is on standard output, so that a card that
+    cannot be written or an MLflow store that fails never hides it; each failure is one ``error:`` line naming
+    what was not handed over (the run folder stays written), then the command exits ``code``.
+
+    ``model`` is the --model FILE of your own data (a skops card describes it, a BOM hashes it), or a zoo model's
+    name on a benchmark.
 
     Parameters
     ----------
     subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
         What the command computed.
     model_card : str or path-like, optional
-        ``--model-card``: a ``.json`` file gets a CycloneDX model card, a ``.md`` one a skops card.
+        ``--model-card``: a ``.json`` file gets a CycloneDX model card, a ``.md`` one a skops card (or its section).
+    bom : str or path-like, optional
+        ``--bom``: a complete CycloneDX BOM.
     mlflow : bool, default=False
         ``--mlflow``: log into the active MLflow run, or a new one.
     folder : str or path-like, optional
@@ -254,17 +262,47 @@ def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, mo
         As described above.
     trust_model_file : bool, default=False
         Load the model file with untrusted types (for its skops card).
+    data_files : mapping of str to path, optional
+        The data files for the BOM (``--data``, ``--test``).
+    bom_model : str or path-like, optional
+        The model the BOM names when ``model`` is not a file or name (a retrained model object): its file.
+    code : int, default=2
+        Exit code when something could not be handed over (``chiralfair check``: 3, never a decision's code).
     """
+    from ..pipeline import exports
+
+    failed = False
+    card_model = None if isinstance(model, str) and not Path(model).suffix else model  # a zoo name describes nothing
+    bom_model = model if isinstance(model, str | Path) else bom_model
     if model_card is not None:
-        from ..pipeline.exports import write_model_card
-
-        path = write_model_card(subject, model_card, model=model, trust_model_file=trust_model_file)
-        typer.echo(f"model card: {path}", err=True)
+        try:
+            path = exports.write_model_card(subject, model_card, model=card_model, trust_model_file=trust_model_file)
+            typer.echo(f"model card: {path}", err=True)
+        except (ChiralfairError, OSError) as err:
+            failed = _not_handed_over(f"the model card {model_card}", err, folder)
+    if bom is not None:
+        try:
+            path = exports.write_bom(subject, bom, model=bom_model, data_files=data_files)
+            typer.echo(f"BOM: {path}", err=True)
+        except (ChiralfairError, OSError) as err:
+            failed = _not_handed_over(f"the BOM {bom}", err, folder)
     if mlflow:
-        from ..pipeline.exports import track
+        try:
+            run_id = exports.track(subject, folder=folder,
+                                   files=[f for f in (model_card, bom) if f is not None and Path(f).is_file()])
+            typer.echo(f"MLflow run: {run_id}", err=True)
+        except Exception as err:  # MLflow's own errors (a store, a server): the figures printed above still stand
+            failed = _not_handed_over("the MLflow run", err, folder)
+    if failed:
+        raise typer.Exit(code=code)
 
-        run_id = track(subject, folder=folder, files=[model_card])
-        typer.echo(f"MLflow run: {run_id}", err=True)
+
+def _not_handed_over(what: str, err: BaseException, folder) -> bool:
+    first = (str(err).strip().splitlines() or [""])[0]
+    kept = f"; the run folder {folder} is written" if folder is not None and Path(folder).is_dir() else ""
+    typer.secho(f"error: {what} was not written: {type(err).__name__}: {first} (the figures above stand{kept})",
+                err=True, fg=typer.colors.RED)
+    return True
 
 
 def only_with_data(**given) -> None:
