@@ -251,8 +251,9 @@ def refusing(own):
 
 def test_a_protected_value_the_model_refuses_is_named_in_the_line_and_makes_a_pass_undecided(own):
     folder = refusing(own)
-    args = ["check", "--data", folder / "train.csv", "--test", folder / "test-x.csv", "--model", folder / "unfair.skops",
-            "--label", "y", "--positive-class", "high", "--protected", "sex", "--trust-model-file"]
+    args = ["check", "--data", folder / "train.csv", "--test", folder / "test-x.csv", "--model",
+            folder / "unfair.skops", "--label", "y", "--positive-class", "high", "--protected", "sex",
+            "--trust-model-file"]
     res = runner.invoke(app, [str(a) for a in [*args, "--max-share", 0.99, "--json"]])
     assert res.exit_code == 2, res.output
     decided = json.loads(res.stdout)
@@ -263,17 +264,34 @@ def test_a_protected_value_the_model_refuses_is_named_in_the_line_and_makes_a_pa
 
 
 def test_check_writes_a_valid_cyclonedx_card_and_a_skops_card_of_the_model_file(own, tmp_path):
-    from test_model_card import validate
+    from test_model_card import validate, validate_bom
 
-    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json")
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json", "--bom",
+               tmp_path / "bom.json")
     assert res.exit_code == 1, res.output
     card = json.loads((tmp_path / "card.json").read_text())
     assert validate(card) == []
     assert card["considerations"]["technicalLimitations"][0].startswith("fairness gate: fail")
+    bom = json.loads((tmp_path / "bom.json").read_text())
+    assert validate_bom(bom) == [] and bom["components"][0]["name"] == "unfair.skops"
+    assert [c["name"] for c in bom["components"][1:]] == ["train.csv", "test.csv"]
+    assert bom["components"][0]["modelCard"]["quantitativeAnalysis"] == card["quantitativeAnalysis"]
+    assert res.stdout.startswith("chiralfair check FAIL") and f"BOM: {tmp_path / 'bom.json'}" in res.output
     res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "README.md")
     assert res.exit_code == 1, res.output
     text = (tmp_path / "README.md").read_text()
     assert "Individual fairness (chiralfair)" in text and "sex=f" in text and "LogisticRegression" in text
+
+
+def test_a_card_over_a_hand_written_file_is_refused_before_any_work_with_exit_3(own, tmp_path):
+    (tmp_path / "README.md").write_text("# Our model\n")
+    (tmp_path / "sbom.json").write_text('{"bomFormat": "CycloneDX", "components": []}')
+    for flag, name in (("--model-card", "README.md"), ("--bom", "sbom.json"), ("--bom", "bom.xml")):
+        res = gate(own, "no-such-model.skops", "--max-share", 0.02, flag, tmp_path / name)
+        assert res.exit_code == 3 and "no-such-model" not in res.output, res.output  # refused before the model
+    assert "has no chiralfair section" in gate(own, "x.skops", "--max-share", 0.1, "--model-card",
+                                               tmp_path / "README.md").output
+    assert (tmp_path / "README.md").read_text() == "# Our model\n"
 
 
 def test_a_skops_card_of_a_benchmark_zoo_model_is_refused_with_exit_3(tmp_path):

@@ -1,4 +1,4 @@
-"""What a run hands to the team's tools: a model card, a BOM and an MLflow run (``--model-card``, ``--bom``, ``--mlflow``).
+"""What a run hands to the team's tools: a model card, a BOM, an MLflow run (``--model-card``, ``--bom``, ``--mlflow``).
 
 The command line names the file or asks for tracking; these functions do the rest: :func:`write_model_card`
 loads the model file a skops card needs, :func:`write_bom` hashes the model and data files into a CycloneDX BOM,
@@ -70,7 +70,9 @@ def check_bom_path(path: str | os.PathLike | None) -> None:
 
 
 def write_bom(subject, path: str | os.PathLike, *, model=None, data_files=None) -> Path:
-    """Write the CycloneDX 1.6 BOM of the model with the card of ``subject`` (:func:`~chiralfair.reporting.model_card.write_bom`).
+    """Write the CycloneDX 1.6 BOM of the model with the card of ``subject``.
+
+    See :func:`chiralfair.reporting.model_card.write_bom`.
 
     Parameters
     ----------
@@ -100,7 +102,9 @@ def write_bom(subject, path: str | os.PathLike, *, model=None, data_files=None) 
 
 
 def check_tracking() -> str:
-    """Refuse, before any work, an MLflow store the installed MLflow cannot open (:func:`~chiralfair.reporting.tracking.check_tracking_store`).
+    """Refuse, before any work, an MLflow store the installed MLflow cannot open.
+
+    See :func:`chiralfair.reporting.tracking.check_tracking_store`.
 
     Returns
     -------

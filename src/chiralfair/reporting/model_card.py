@@ -134,13 +134,13 @@ def cyclonedx_bom(card: dict[str, Any], *, name: str = "model", version: str | N
     if model_file is not None:
         model["hashes"] = [_sha256(model_file)]
     model["modelCard"] = card
+    # The subject repeats the component without its card; a bom-ref is unique within a BOM, so it has none.
+    subject_component = {k: v for k, v in model.items() if k not in ("modelCard", "bom-ref")}
     bom = {"bomFormat": "CycloneDX", "specVersion": SPEC_VERSION, "version": 1,
            "metadata": {"tools": {"components": [{"type": "application", "name": "chiralfair",
                                                   "version": __version__}]},
-                        "component": {k: v for k, v in model.items() if k != "modelCard"}},
+                        "component": subject_component},
            "components": [model, *data_components]}
-    # The subject repeats the component without its card; a bom-ref is unique within a BOM, so it has none.
-    bom["metadata"]["component"].pop("bom-ref")
     return {"bomFormat": "CycloneDX", "specVersion": SPEC_VERSION, "serialNumber": f"urn:uuid:{_content_id(bom)}",
             **{k: v for k, v in bom.items() if k not in ("bomFormat", "specVersion")}}
 
