@@ -121,28 +121,67 @@ STEP_LABELS = {"data": "loading data", "model": "training or loading the model",
                "search": "searching for IDIs", "verdict": "estimating the share affected", "retrain": "retraining"}
 
 
+# A long step says it is still running at most this often, in seconds, where there is no progress bar.
+HEARTBEAT_SECONDS = 10.0
+
+
+class _StandardError(logging.StreamHandler):
+    """A handler writing to the standard error of the moment (a test runner swaps ``sys.stderr``)."""
+
+    @property  # type: ignore[override]  # reason: the stream is looked up at each record, never stored
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def progress_logger() -> logging.Logger:
+    """The ``chiralfair.progress`` logger: INFO records on standard error, whatever ``--verbose`` says.
+
+    Returns
+    -------
+    logging.Logger
+    """
+    logger = logging.getLogger("chiralfair.progress")
+    if not any(isinstance(h, _StandardError) for h in logger.handlers):
+        handler = _StandardError()
+        handler.setFormatter(logging.Formatter("chiralfair: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger
+
+
 @contextlib.contextmanager
 def progress(steps: list[str], enabled: bool):
-    """Yield an ``on_step(name)`` callback driving a tqdm bar over the steps of a run, on standard error.
+    """Yield an ``on_step(name)`` callback showing the steps of a run on standard error.
 
-    The bar is shown only on a terminal; log records are routed through tqdm so they do not break its line.
+    On a terminal, a tqdm bar (log records are routed through tqdm so they do not break its line). Elsewhere (a CI
+    log, a pipe, a file) one line per step through :func:`progress_logger` when the step ends, with its elapsed
+    time, and, while a step runs longer, a line every :data:`HEARTBEAT_SECONDS` saying it still runs.
 
     Parameters
     ----------
     steps : list of str
         The step names the run will announce, in order (the bar's length).
     enabled : bool
-        Show the bar (it is shown only on a terminal either way).
+        Show the bar on a terminal (off with ``--json``); the lines elsewhere go to standard error either way.
 
     Yields
     ------
     callable
-        ``on_step(name)``: advance the bar to step ``name``.
+        ``on_step(name)``: the run has reached step ``name``.
     """
+    if not sys.stderr.isatty():
+        with _logged_steps(steps) as on_step:
+            yield on_step
+        return
     from tqdm import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    bar = tqdm(total=len(steps), disable=not (enabled and sys.stderr.isatty()), file=sys.stderr, leave=False,
+    bar = tqdm(total=len(steps), disable=not enabled, file=sys.stderr, leave=False,
                bar_format="{desc:<32} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]")
     seen: list[str] = []
 
@@ -158,6 +197,52 @@ def progress(steps: list[str], enabled: bool):
         bar.update(bar.total - bar.n)
     finally:
         bar.close()
+
+
+@contextlib.contextmanager
+def _logged_steps(steps: list[str]):
+    """One line per finished step with its seconds, and a line every HEARTBEAT_SECONDS while a step runs."""
+    import threading
+    import time
+
+    logger = progress_logger()
+    state: dict = {"name": None, "number": 0, "started": 0.0}
+    lock = threading.Lock()
+    stop = threading.Event()
+    t_all = time.perf_counter()
+
+    def finish() -> None:
+        if state["name"] is not None:
+            logger.info("%s (step %d of %d) done in %.1f s", _label(state["name"]), state["number"], len(steps),
+                        time.perf_counter() - state["started"])
+
+    def on_step(name: str) -> None:
+        with lock:
+            finish()
+            state.update(name=name, number=state["number"] + 1, started=time.perf_counter())
+
+    def heartbeat() -> None:
+        while not stop.wait(HEARTBEAT_SECONDS):
+            with lock:
+                if state["name"] is not None:
+                    logger.info("%s (step %d of %d): still running, %.0f s so far", _label(state["name"]),
+                                state["number"], len(steps), time.perf_counter() - state["started"])
+
+    beating = threading.Thread(target=heartbeat, name="chiralfair-progress", daemon=True)
+    beating.start()
+    try:
+        yield on_step
+        with lock:
+            finish()
+            state["name"] = None
+        logger.info("done in %.1f s", time.perf_counter() - t_all)
+    finally:
+        stop.set()
+        beating.join()
+
+
+def _label(name: str) -> str:
+    return STEP_LABELS.get(name, name)
 
 
 def print_table(rows: list[tuple[str, str]], title: str) -> None:
