@@ -1,4 +1,4 @@
-"""Progress where there is no terminal (a CI log, a pipe): one line per step with its time, a heartbeat on long steps."""
+"""Progress where there is no terminal (a CI log, a pipe): a line per step with its time, a heartbeat on long steps."""
 
 import logging
 import time
