@@ -33,9 +33,12 @@ ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc
 RunModelOpt = Annotated[str | None, typer.Option(
     help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb (default dnn); with --data, a model file: .skops, "
          "TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
-SeedsOpt = Annotated[str, typer.Option(help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}.")]
+SeedsOpt = Annotated[str, typer.Option(
+    help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}, or one an installed package adds (entry point "
+         "chiralfair.seed_strategies).")]
 GeneratorOpt = Annotated[str, typer.Option(
-    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf).")]
+    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), or one an installed package adds (entry point "
+         "chiralfair.generators).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Seed for split, training, seeds and search.")]

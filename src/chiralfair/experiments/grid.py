@@ -280,15 +280,21 @@ def _model_names() -> tuple[str, ...]:
 
 
 def _seed_names() -> tuple[str, ...]:
+    """The built-in seed strategies, those installed packages add (entry points) and those registered in Python."""
+    from ..pipeline.checks import _registry, installed_names
     from ..seeds.names import BUILTIN_SEED_STRATEGIES
 
-    return BUILTIN_SEED_STRATEGIES
+    added = [*installed_names()[1], *_registry("seeds", "SEED_STRATEGIES")]
+    return tuple(dict.fromkeys([*BUILTIN_SEED_STRATEGIES, *sorted(added)]))
 
 
 def _generator_names() -> tuple[str, ...]:
+    """The built-in generators, those installed packages add (entry points) and those registered in Python."""
     from ..generators.names import BUILTIN_GENERATORS
+    from ..pipeline.checks import _registry, installed_names
 
-    return tuple(BUILTIN_GENERATORS)
+    added = [*installed_names()[0], *_registry("generators", "GENERATORS")]
+    return tuple(dict.fromkeys([*BUILTIN_GENERATORS, *sorted(added)]))
 
 
 def _list(axes: Mapping, key: str) -> list:
@@ -337,10 +343,10 @@ def _rows(axes: Mapping) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> None:
-    from ..generators.names import BUILTIN_GENERATORS
     from ..models.zoo import ModelSpec
+    from ..pipeline.checks import generator_needs_gradient
 
-    gradient = [g for g in generators if BUILTIN_GENERATORS[g]]
+    gradient = [g for g in generators if generator_needs_gradient(g)]
     without = [m for m in models if not ModelSpec(m).has_input_gradient]
     if gradient and without:
         raise GridError(
@@ -351,10 +357,10 @@ def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> No
 
 def _check_probabilities(grid: Grid) -> None:
     from ..exceptions import ChiralfairError
-    from ..generators.names import NEEDS_PROBABILITIES
     from ..models.zoo import ModelSpec
+    from ..pipeline.checks import generator_needs_proba
 
-    needing = [g for g in grid.generators if g in NEEDS_PROBABILITIES]
+    needing = [g for g in grid.generators if generator_needs_proba(g)]
     for model in grid.models if needing else ():
         try:
             spec = ModelSpec(model, dict(grid.model_params.get(model, {})))
