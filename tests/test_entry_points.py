@@ -68,8 +68,8 @@ def test_the_command_line_runs_an_installed_generator_and_seed_strategy(plugin, 
     from chiralfair.cli import app
 
     res = CliRunner().invoke(app, ["run", "--data", str(tmp_path / "data.csv"), "--model",
-                                   str(tmp_path / "model.skops"), "--label", "y", "--protected", "sex", "--generator", GENERATOR, "--seeds", SEEDS,
-                                   "--max-global", "10", "--max-local", "2", "--json"])
+                                   str(tmp_path / "model.skops"), "--label", "y", "--protected", "sex", "--generator",
+                                   GENERATOR, "--seeds", SEEDS, "--max-global", "10", "--max-local", "2", "--json"])
     assert res.exit_code == 0, res.output
     config = json.loads(res.stdout)["meta"]["config"]
     assert config["generator"] == GENERATOR and config["seeds"] == SEEDS
