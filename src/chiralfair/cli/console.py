@@ -128,8 +128,8 @@ HEARTBEAT_SECONDS = 10.0
 class _StandardError(logging.StreamHandler):
     """A handler writing to the standard error of the moment (a test runner swaps ``sys.stderr``)."""
 
-    @property  # type: ignore[override]  # reason: the stream is looked up at each record, never stored
-    def stream(self):
+    @property
+    def stream(self):  # looked up at each record, never stored
         return sys.stderr
 
     @stream.setter
@@ -175,8 +175,8 @@ def progress(steps: list[str], enabled: bool):
         ``on_step(name)``: the run has reached step ``name``.
     """
     if not sys.stderr.isatty():
-        with _logged_steps(steps) as on_step:
-            yield on_step
+        with _logged_steps(steps) as log_step:
+            yield log_step
         return
     from tqdm import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm

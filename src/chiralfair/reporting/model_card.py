@@ -363,16 +363,12 @@ def _with_section(text: str, subject) -> str:
 
 
 def _sha256(path: str | os.PathLike) -> dict[str, str]:
-    import hashlib
+    from ..results.provenance import file_sha256
 
-    digest = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+        return {"alg": "SHA-256", "content": file_sha256(path)}
     except OSError as err:
         raise ConfigError(f"cannot read {str(path)!r} to hash it for the BOM: {err.strerror or err}") from None
-    return {"alg": "SHA-256", "content": digest.hexdigest()}
 
 
 # ------------------------------------------------------------------------------------------------ the figures
