@@ -13,7 +13,9 @@ with the run's own keys:
   figures
   (``fair_n_idis``, ``fair_n_queries``, ``fair_success_rate``, ``fair_initialization_rate``, ...), the model's
   ``fair_model_f1`` on the held-out rows, and, when measured, each group's ``selection_rate``, ``tpr``, ``fpr``;
-  for a retraining, ``fair_retrain/<stage>/<figure>`` per model;
+  for a gate (``chiralfair check``), ``fair_gate_exit_code``, the interval it decided on (``fair_gate_lower``,
+  ``fair_gate_upper``, in its reading) and ``fair_gate_n_untested``; for a retraining,
+  ``fair_retrain/<stage>/<figure>`` per model;
 - artifacts: the run folder (``result.json``, the report, ...) under ``chiralfair/``, or, without a folder, the
   figures as ``chiralfair/<name>.json``.
 
@@ -238,8 +240,9 @@ def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str
         return _run_figures(subject.summary())
     if hasattr(subject, "max_share") and hasattr(subject, "verdict"):
         params, metrics, _, _ = _verdict_figures(subject.verdict)
-        params["max_share"] = subject.max_share
-        metrics["gate_exit_code"] = subject.exit_code
+        params.update(max_share=subject.max_share, gate_reading=subject.reading, gate_outcome=subject.outcome)
+        metrics.update(gate_exit_code=subject.exit_code, gate_lower=subject.lower, gate_upper=subject.upper,
+                       gate_n_untested=len(subject.untested))
         return params, metrics, "check", subject.to_dict()
     if hasattr(subject, "groups") and hasattr(subject, "share"):
         return _verdict_figures(subject)

@@ -36,13 +36,12 @@ References
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict
+from .result import Verdict, binomial_interval
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -277,33 +276,6 @@ def superpopulation_interval(verdict: Verdict, count: int | None = None, n: int 
 
             confidence = look_confidence(verdict.confidence, int(sequential["looks"]) + 1)
     return binomial_interval(count, n, confidence, verdict.method)
-
-
-def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
-    """The binomial interval of ``count`` successes in ``n`` draws (statsmodels' ``proportion_confint``).
-
-    Parameters
-    ----------
-    count, n : int
-        ``0 <= count <= n``, ``n >= 1``.
-    confidence : float
-        In (0, 1).
-    method : {"clopper-pearson", "wilson"}
-        Clopper-Pearson is exact: it covers at least ``confidence`` at every ``n`` and share.
-
-    Returns
-    -------
-    (float, float)
-    """
-    from statsmodels.stats.proportion import proportion_confint
-
-    from .params import METHODS
-
-    lower, upper = proportion_confint(count, n, alpha=1 - confidence, method=METHODS[method])
-    # Clopper-Pearson gives NaN bounds at 0 and n in some statsmodels versions; the bounds there are 0 and 1.
-    lower = 0.0 if count == 0 or math.isnan(lower) else float(lower)
-    upper = 1.0 if count == n or math.isnan(upper) else float(upper)
-    return lower, upper
 
 
 def untested_groups(verdict: Verdict) -> tuple[dict[str, Any], ...]:
