@@ -356,7 +356,7 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
     from ..verdict.result import people_line, plausibility_line
 
     if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
-        lines.append(f"  {people}")
+        out += ["", people[0].upper() + people[1:] + "."]
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
         out += ["", other[0].upper() + other[1:] + "."]
