@@ -189,7 +189,7 @@ def markdown(r: dict) -> str:
     if "tracking_uri" in rb:
         lines += [f"- read back from `{rb['tracking_uri']}` (MLflow's own default): status {rb['status']}, "
                   f"{rb['n_params']} parameters, {rb['n_metrics']} metrics, fair_share_affected "
-                  f"{rb['share_affected']:.4f}; groups with a share harmed: {', '.join(rb['groups'])}",
+                  f"{rb['share_affected']:.4f}; groups with a share harmed: {'; '.join(rb['groups'])}",
                   f"- artifacts: {', '.join(rb['artifacts'])}"]
     else:
         lines.append(f"- read back failed: {rb or m.get('stderr')}")

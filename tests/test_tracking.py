@@ -230,3 +230,17 @@ def test_run_logs_into_mlflows_default_store_with_no_variable_set(files, no_trac
     invoke(own(files, "estimate", "--mlflow"))
     client = mlflow.tracking.MlflowClient(f"sqlite:///{no_tracking_uri / 'mlflow.db'}")
     assert "fair_share_affected" in only_run(client).data.metrics
+
+
+def test_a_gate_decision_logs_its_reading_interval_and_untested_groups():
+    from toys import biased_module, toy_dataset
+
+    from chiralfair.reporting.tracking import figures_of
+    from chiralfair.verdict import decide, estimate
+
+    v = estimate(biased_module(), toy_dataset(100), population="rows", favourable=1, method="clopper-pearson")
+    d = decide(v, 0.5)
+    params, metrics, name, document = figures_of(d)
+    assert params["gate_reading"] == "superpopulation" and params["gate_outcome"] == d.outcome
+    assert (metrics["gate_lower"], metrics["gate_upper"]) == (d.lower, d.upper) and d.lower < v.share < d.upper
+    assert metrics["gate_n_untested"] == 0 and name == "check" and document["line"] == d.line()
