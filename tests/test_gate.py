@@ -62,11 +62,61 @@ def test_decide_on_each_side_and_straddling():
         decide(v, 1.5)
 
 
-def test_an_exact_verdict_is_never_undecided():
+def test_an_exact_verdict_read_for_its_rows_is_never_undecided():
     model, data = as_model(biased_module()), toy_dataset(200)
     v = estimate(model, data, population="rows", favourable=1)
     assert v.exact
-    assert decide(v, v.share).outcome == "pass" and decide(v, v.share - 1e-9).outcome == "fail"
+    rows = decide(v, v.share, reading="rows")
+    assert rows.outcome == "pass" and decide(v, v.share - 1e-9, reading="rows").outcome == "fail"
+    assert rows.lower == rows.upper == v.share and "exact for these 200 rows" in rows.line()
+
+
+def test_by_default_an_exact_verdict_is_read_as_a_sample_of_the_people_the_model_will_meet():
+    from scipy.stats import binomtest
+
+    model, data = as_model(biased_module()), toy_dataset(200)
+    v = estimate(model, data, population="rows", favourable=1, method="clopper-pearson")
+    d = decide(v, v.share)
+    exact = binomtest(v.n_affected, v.n_individuals).proportion_ci(0.95, method="exact")
+    assert d.reading == "superpopulation" and (d.lower, d.upper) == pytest.approx((exact.low, exact.high))
+    assert d.outcome == "undecided" and d.exit_code == 2  # 200 rows cannot tell the share from itself
+    assert "too few to tell" in d.line() and "give more held-out rows" in d.line()
+    assert decide(v, exact.high + 1e-9).outcome == "pass" and decide(v, exact.low - 1e-9).outcome == "fail"
+    line = decide(v, exact.high + 1e-9).line()
+    assert "for the people the model will meet" in line and f"exact for these 200 rows: {v.share:.2%}" in line
+    assert f"[{exact.low:.2%}, {exact.high:.2%}]" in line and "the dataset's rows" in line
+    with pytest.raises(ConfigError, match="reading"):
+        decide(v, 0.5, reading="people")
+
+
+def test_two_of_600_held_out_rows_is_a_clopper_pearson_interval_not_an_exact_share():
+    from chiralfair.verdict.gate import binomial_interval
+
+    lower, upper = binomial_interval(2, 600, 0.95)
+    assert f"{lower:.2%} {upper:.2%}" == "0.04% 1.20%"
+    assert binomial_interval(0, 600, 0.95)[0] == 0.0 and binomial_interval(600, 600, 0.95)[1] == 1.0
+
+
+def test_a_sampled_verdict_keeps_its_interval_in_either_reading():
+    model, data = as_model(biased_module()), toy_dataset(50)
+    v = estimate(model, data, population="domain", exact=False, margin=0.02, favourable=1, random_state=1)
+    assert (decide(v, 0.5).lower, decide(v, 0.5).upper) == (v.lower, v.upper)
+    assert decide(v, 0.5).reading == "domain" and "uniform draws" in decide(v, 0.5).line()
+
+
+def test_a_group_no_row_holds_makes_a_pass_undecided_and_is_named():
+    from dataclasses import replace
+
+    model, data = as_model(fair_module()), toy_dataset(300, biased=False)
+    v = estimate(model, data, population="rows", favourable=1)
+    assert decide(v, 0.5).outcome == "pass"
+    empty = replace(v, groups=(*v.groups[:1], {**v.groups[1], "n": 0, "n_affected": 0, "n_harmed": 0,
+                                               "share_affected": None, "share_harmed": None}))
+    d = decide(empty, 0.5)
+    assert d.outcome == "undecided" and d.exit_code == 2
+    assert f"not tested: {v.groups[1]['group']} (no row checked holds it)" in d.line()
+    assert "a pass would speak for the groups not tested" in d.line()
+    assert decide(replace(empty, n_affected=v.n_individuals, share=1.0), 0.5).outcome == "fail"  # fail stays fail
 
 
 # ------------------------------------------------------------------------------------------ own data and model
@@ -130,10 +180,11 @@ def test_the_gate_line_names_the_rows_it_was_measured_on(own):
             "high", "--protected", "sex", "--trust-model-file", "--max-share", 0.02]
     split = runner.invoke(app, [str(a) for a in args])
     assert split.exit_code == 1, split.output
-    assert "240 individuals of a held-out split of the given data (240 rows" in split.output
+    assert "the 240 individuals of a held-out split of the given data (240 rows" in split.output
     assert "may include rows the model was fitted on" in split.output
     given = gate(own, "unfair.skops", "--max-share", 0.02)
-    assert "300 individuals of the given test rows (300)" in given.output and "may include" not in given.output
+    assert "the 300 individuals of the given test rows (300)" in given.output and "may include" not in given.output
+    assert "for the people the model will meet" in given.output and "exact for these 300 rows: 13" in given.output
 
 
 @pytest.mark.parametrize("args, message", [
@@ -182,22 +233,65 @@ def test_assert_individually_fair_passes_a_fair_model_and_names_the_worst_group_
 
 def test_assert_individually_fair_takes_a_model_object_and_a_dataset():
     data = toy_dataset(300, biased=False)
-    assert assert_individually_fair(fair_module(), data, max_share=0.01, protected="sex", favourable=1,
-                                    test_size=0.5).passed
+    # 0 of 150 held-out rows affected: 2.43% at most among the people the model will meet (95% Clopper-Pearson)
+    kw = dict(protected="sex", favourable=1, test_size=0.5)
+    assert assert_individually_fair(fair_module(), data, max_share=0.03, **kw).passed
+    with pytest.raises(AssertionError, match="UNDECIDED.*too few to tell"):
+        assert_individually_fair(fair_module(), data, max_share=0.01, **kw)
+    assert assert_individually_fair(fair_module(), data, max_share=0.01, reading="rows", **kw).passed
+
+
+def refusing(own):
+    """Held-out rows holding sex=x, which the models' encoder never saw: the value is left out, with its rows."""
+    test = pd.read_csv(own / "test.csv")
+    test.loc[test.index[:7], "sex"] = "x"
+    test.to_csv(own / "test-x.csv", index=False)
+    return own
+
+
+def test_a_protected_value_the_model_refuses_is_named_in_the_line_and_makes_a_pass_undecided(own):
+    folder = refusing(own)
+    args = ["check", "--data", folder / "train.csv", "--test", folder / "test-x.csv", "--model",
+            folder / "unfair.skops", "--label", "y", "--positive-class", "high", "--protected", "sex",
+            "--trust-model-file"]
+    res = runner.invoke(app, [str(a) for a in [*args, "--max-share", 0.99, "--json"]])
+    assert res.exit_code == 2, res.output
+    decided = json.loads(res.stdout)
+    why = "the model refuses this value: 7 data rows, 7 of them held out, left out"
+    assert decided["untested"] == [{"group": "sex=x", "n_rows": 7, "why": why}]
+    assert decided["line"].startswith("chiralfair check UNDECIDED") and f"not tested: sex=x ({why})" in decided["line"]
+    assert "a pass would speak for the groups not tested" in decided["line"]
 
 
 def test_check_writes_a_valid_cyclonedx_card_and_a_skops_card_of_the_model_file(own, tmp_path):
-    from test_model_card import validate
+    from test_model_card import validate, validate_bom
 
-    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json")
+    res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "card.json", "--bom",
+               tmp_path / "bom.json")
     assert res.exit_code == 1, res.output
     card = json.loads((tmp_path / "card.json").read_text())
     assert validate(card) == []
     assert card["considerations"]["technicalLimitations"][0].startswith("fairness gate: fail")
+    bom = json.loads((tmp_path / "bom.json").read_text())
+    assert validate_bom(bom) == [] and bom["components"][0]["name"] == "unfair.skops"
+    assert [c["name"] for c in bom["components"][1:]] == ["train.csv", "test.csv"]
+    assert bom["components"][0]["modelCard"]["quantitativeAnalysis"] == card["quantitativeAnalysis"]
+    assert res.stdout.startswith("chiralfair check FAIL") and f"BOM: {tmp_path / 'bom.json'}" in res.output
     res = gate(own, "unfair.skops", "--max-share", 0.02, "--model-card", tmp_path / "README.md")
     assert res.exit_code == 1, res.output
     text = (tmp_path / "README.md").read_text()
     assert "Individual fairness (chiralfair)" in text and "sex=f" in text and "LogisticRegression" in text
+
+
+def test_a_card_over_a_hand_written_file_is_refused_before_any_work_with_exit_3(own, tmp_path):
+    (tmp_path / "README.md").write_text("# Our model\n")
+    (tmp_path / "sbom.json").write_text('{"bomFormat": "CycloneDX", "components": []}')
+    for flag, name in (("--model-card", "README.md"), ("--bom", "sbom.json"), ("--bom", "bom.xml")):
+        res = gate(own, "no-such-model.skops", "--max-share", 0.02, flag, tmp_path / name)
+        assert res.exit_code == 3 and "no-such-model" not in res.output, res.output  # refused before the model
+    assert "has no chiralfair section" in gate(own, "x.skops", "--max-share", 0.1, "--model-card",
+                                               tmp_path / "README.md").output
+    assert (tmp_path / "README.md").read_text() == "# Our model\n"
 
 
 def test_a_skops_card_of_a_benchmark_zoo_model_is_refused_with_exit_3(tmp_path):

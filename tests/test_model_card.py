@@ -17,14 +17,18 @@ from chiralfair.reporting.model_card import (
 from chiralfair.verdict import decide, estimate
 
 
-def validate(card):
-    """Errors of the card wrapped in a minimal BOM, against cyclonedx-python-lib's bundled 1.6 JSON schema."""
+def validate_bom(bom):
+    """Errors of a BOM against cyclonedx-python-lib's bundled CycloneDX 1.6 JSON schema (the official one)."""
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
-    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(cyclonedx_bom(card, name="toy")),
-                                                                  all_errors=True)
+    errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(json.dumps(bom), all_errors=True)
     return [] if errors is None else [str(e) for e in errors]
+
+
+def validate(card):
+    """Errors of the card in the BOM chiralfair writes around it."""
+    return validate_bom(cyclonedx_bom(card, name="toy"))
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +129,75 @@ def _sklearn_model():
 
     df = _frame()
     return LogisticRegression(max_iter=500).fit(df.drop(columns="y"), df["y"])
+
+
+# ------------------------------------------------------------------------------------------- the whole BOM
+def test_the_bom_is_a_complete_cyclonedx_document_with_the_model_its_hash_and_the_data(verdict, tmp_path):
+    import hashlib
+
+    from chiralfair.reporting.model_card import write_bom
+
+    (tmp_path / "model.skops").write_bytes(b"model bytes")
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    path = write_bom(verdict, tmp_path / "bom.json", name="model.skops", model_file=tmp_path / "model.skops",
+                     data_files={"data": tmp_path / "data.csv"})
+    bom = json.loads(path.read_text())
+    assert validate_bom(bom) == []
+    assert bom["bomFormat"] == "CycloneDX" and bom["specVersion"] == "1.6" and bom["serialNumber"].startswith("urn:")
+    model, data = bom["components"]
+    assert model["type"] == "machine-learning-model" and model["name"] == "model.skops"
+    assert model["hashes"] == [{"alg": "SHA-256", "content": hashlib.sha256(b"model bytes").hexdigest()}]
+    assert model["modelCard"]["quantitativeAnalysis"] == cyclonedx_model_card(verdict)["quantitativeAnalysis"]
+    assert model["modelCard"]["modelParameters"]["datasets"] == [{"ref": data["bom-ref"]}]
+    assert data["type"] == "data" and data["hashes"][0]["alg"] == "SHA-256"
+    assert bom["metadata"]["component"]["name"] == "model.skops"
+    assert write_bom(verdict, tmp_path / "again.json", name="model.skops", model_file=tmp_path / "model.skops",
+                     data_files={"data": tmp_path / "data.csv"}).read_text() == path.read_text()  # byte for byte
+    broken = {k: v for k, v in bom.items() if k != "bomFormat"}
+    assert any("'bomFormat' is a required property" in e for e in validate_bom(broken))
+
+
+def test_a_card_or_bom_never_overwrites_a_file_chiralfair_did_not_write(verdict, tmp_path):
+    from chiralfair.reporting.model_card import write_bom
+
+    mine = tmp_path / "notes.json"
+    mine.write_text('{"my": "notes"}')
+    for write in (write_model_card, write_bom):
+        with pytest.raises(ConfigError, match="not a model card or BOM chiralfair wrote: chiralfair never overwrites"):
+            write(verdict, mine)
+    assert mine.read_text() == '{"my": "notes"}'
+    card = write_model_card(verdict, tmp_path / "card.json")
+    bom = write_bom(verdict, tmp_path / "bom.json")
+    assert write_model_card(verdict, card) == card and write_bom(verdict, bom) == bom  # its own: replaced
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(ConfigError, match="is a folder"):
+        write_model_card(verdict, tmp_path / "folder.json")
+
+
+def test_a_hand_written_readme_is_refused_unless_it_marks_where_chiralfair_writes(verdict, tmp_path):
+    from chiralfair.reporting.model_card import MARK_BEGIN, MARK_END
+
+    readme = tmp_path / "README.md"
+    readme.write_text("# My model\n\nHand-written.\n")
+    with pytest.raises(ConfigError, match="has no chiralfair section: chiralfair never overwrites"):
+        write_model_card(verdict, readme, model=_sklearn_model())
+    assert readme.read_text() == "# My model\n\nHand-written.\n"
+    readme.write_text(f"# My model\n\nHand-written.\n\n{MARK_BEGIN}\nold figures\n{MARK_END}\n\nFooter.\n")
+    write_model_card(verdict, readme)  # no model needed: only the section is written
+    text = readme.read_text()
+    assert text.startswith(f"# My model\n\nHand-written.\n\n{MARK_BEGIN}\n")
+    assert text.endswith(f"{MARK_END}\n\nFooter.\n")
+    assert "old figures" not in text and f"{verdict.share:.2%}" in text
+    write_model_card(verdict, readme)
+    assert readme.read_text() == text
+
+
+def test_a_skops_card_chiralfair_wrote_has_only_its_section_replaced_the_next_time(verdict, tmp_path):
+    card = write_model_card(verdict, tmp_path / "card.md", model=_sklearn_model())
+    text = card.read_text().replace("# Model description\n", "# Model description\n\nEdited by hand.\n", 1)
+    card.write_text(text)
+    other = estimate(as_model(biased_module()), toy_dataset(50), population="domain", exact=False, margin=0.05,
+                     favourable=1, random_state=1)
+    write_model_card(other, card)
+    again = card.read_text()
+    assert "Edited by hand." in again and f"{other.share:.2%}" in again

@@ -164,7 +164,8 @@ def test_idi_directions_add_up_and_name_the_group_the_biased_toy_disfavours(tmp_
     assert streamed.summary()["idi_directions"] == d, "aggregates from the search equal counts over the pairs"
     lines = verdict_lines(outcome.summary())
     assert lines[0].startswith("share of the dataset's individuals affected: ")
-    assert lines[1].startswith("most harmed group: sex=Female")
+    assert lines[1].startswith("  for the people the model will meet (these ")  # the rows as a sample of them
+    assert lines[2].startswith("most harmed group: sex=Female")
     assert "| sex=Female |" in render_markdown(outcome.summary(), None)
 
 

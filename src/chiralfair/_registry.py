@@ -3,16 +3,59 @@
 Generators, seed strategies and mitigation methods (style: one family, one verb, one registry) each keep one
 :class:`Registry`. It reads like a dict (``name in GENERATORS``, ``GENERATORS[name]``, ``sorted(GENERATORS)``)
 and is written only through :meth:`Registry.add`, which refuses a name registered twice.
+
+An installed package adds generators and seed strategies through the entry-point groups of
+:data:`ENTRY_POINT_GROUPS` (``chiralfair.generators``, ``chiralfair.seed_strategies``), in its ``pyproject.toml``::
+
+    [project.entry-points."chiralfair.generators"]
+    nudge = "mypackage.nudge:Nudge"
+
+Their names are known without importing anything (:func:`installed_entry_points` reads the installed packages'
+metadata with :mod:`importlib.metadata`), so the command line lists and checks them as it does the built-in ones;
+the class is imported the first time its name is looked up, and registered under that name.
+
+References
+----------
+.. [1] Python Packaging User Guide, "Entry points specification".
+   https://packaging.python.org/en/latest/specifications/entry-points/
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from .exceptions import ConfigError
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 T = TypeVar("T", bound=Callable)
+
+# The entry-point group through which installed packages add to each family, by the family's noun.
+ENTRY_POINT_GROUPS = {"generator": "chiralfair.generators", "seed strategy": "chiralfair.seed_strategies"}
+
+
+def installed_entry_points(group: str) -> dict[str, EntryPoint]:
+    """The entry points of ``group`` that installed packages declare, by name (nothing is imported).
+
+    Parameters
+    ----------
+    group : str
+        E.g. ``"chiralfair.generators"``.
+
+    Returns
+    -------
+    dict of str to importlib.metadata.EntryPoint
+        The first package on ``sys.path`` that declares a name wins, as :func:`importlib.metadata.entry_points`
+        orders them.
+    """
+    from importlib.metadata import entry_points
+
+    out: dict[str, EntryPoint] = {}
+    for point in entry_points(group=group):
+        out.setdefault(point.name, point)
+    return out
 
 
 class Registry(Mapping[str, T], Generic[T]):
@@ -22,23 +65,60 @@ class Registry(Mapping[str, T], Generic[T]):
     ----------
     kind : str
         The family's noun in messages: ``"generator"``, ``"seed strategy"``, ``"mitigation method"``.
+    entry_point_group : str, optional
+        The entry-point group installed packages add to this family through; default the kind's in
+        :data:`ENTRY_POINT_GROUPS` (none for other families).
     """
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, entry_point_group: str | None = None):
         self.kind = kind
+        self.entry_point_group = entry_point_group or ENTRY_POINT_GROUPS.get(kind)
         self._entries: dict[str, T] = {}
 
     def __getitem__(self, name: str) -> T:
+        if name not in self._entries:
+            point = self.installed().get(name)
+            if point is None:
+                raise KeyError(name)
+            self._load(name, point)
         return self._entries[name]
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries or (isinstance(name, str) and name in self.installed())
+
     def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
+        return iter([*self._entries, *(n for n in self.installed() if n not in self._entries)])
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(list(iter(self)))
 
     def __repr__(self) -> str:
-        return f"Registry({self.kind!r}: {', '.join(sorted(self._entries))})"
+        return f"Registry({self.kind!r}: {', '.join(sorted(self))})"
+
+    def installed(self) -> dict[str, EntryPoint]:
+        """The entry points installed packages declare for this family (:func:`installed_entry_points`).
+
+        Returns
+        -------
+        dict of str to importlib.metadata.EntryPoint
+        """
+        return installed_entry_points(self.entry_point_group) if self.entry_point_group else {}
+
+    def _load(self, name: str, point: EntryPoint) -> None:
+        """Import the entry point's object and register it under ``name`` (unless importing it registered it)."""
+        where = f"entry point {point.name} = {point.value} (group {point.group}"
+        where += f", package {point.dist.name} {point.dist.version})" if point.dist is not None else ")"
+        try:
+            entry = point.load()
+        except Exception as err:  # an installed package's import error: name it, not a deep traceback
+            raise ConfigError(f"{self.kind} {name!r} cannot be loaded from {where}: {type(err).__name__}: "
+                              f"{err}") from err
+        if name in self._entries:
+            return
+        if not callable(entry):
+            raise ConfigError(f"{self.kind} {name!r}: {where} names a {type(entry).__name__}, not a class or a "
+                              "function returning an instance")
+        self._entries[name] = entry
 
     def add(self, name: str, entry: T) -> T:
         """Register ``entry`` under ``name``.
@@ -77,8 +157,8 @@ class Registry(Mapping[str, T], Generic[T]):
         ConfigError
             Listing the valid names.
         """
-        if name not in self._entries:
-            raise unknown_name(self.kind, name, self._entries)
+        if name not in self:
+            raise unknown_name(self.kind, name, self)
 
     def make(self, name: str, **params):
         """Build the entry registered as ``name`` with ``params``.
@@ -100,7 +180,7 @@ class Registry(Mapping[str, T], Generic[T]):
             If ``name`` is not registered (listing the valid names), or as the entry raises.
         """
         self.check(name)
-        return self._entries[name](**params)
+        return self[name](**params)
 
 
 def unknown_name(kind: str, name: str, valid: Iterable[str]) -> ConfigError:

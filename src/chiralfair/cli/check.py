@@ -1,8 +1,10 @@
 """``chiralfair check``: the fairness gate for a CI pipeline, with exit codes a script can branch on.
 
-Exit codes: 0 pass (the interval's upper bound is at most --max-share), 1 fail (its lower bound is above it),
-2 undecided (the interval straddles it), 3 a refusal or a usage error (a bad flag, file or value; a misspelt
-option), 4 an unexpected error. So a typo never reads as "undecided", and a crash never as "unfair".
+Exit codes: 0 pass (the interval's upper bound is at most --max-share and every protected group was tested), 1 fail
+(its lower bound is above it), 2 undecided (the interval straddles it, or a group could not be tested), 3 a refusal
+or a usage error (a bad flag, file or value; a misspelt option; a model card, BOM or MLflow run that could not be
+written after the decision was printed), 4 an unexpected error. So a typo never reads as "undecided", and a crash
+never as "unfair".
 """
 
 from __future__ import annotations
@@ -18,13 +20,15 @@ import typer
 from typer.core import TyperCommand
 
 from ..exceptions import ConfigError
-from .console import ESTIMATE_FLAGS, FLAGS, refusals, setup_logging
+from .console import ESTIMATE_FLAGS, FLAGS, hand_over, refusals, setup_logging
 from .estimate import _label
 from .options import (
+    BomOpt,
     Counterparts,
     GammaOpt,
     Inputs,
     MaxQueriesOpt,
+    MlflowOpt,
     ModelCardOpt,
     OutcomeOpt,
     PopulationOpt,
@@ -36,6 +40,7 @@ from .options import (
 # Mirrors chiralfair.verdict.gate (not imported here: the command must refuse a bad flag before pandas loads).
 REFUSED = 3
 CRASHED = 4
+READINGS = ("superpopulation", "rows")
 if TYPE_CHECKING:  # the classes themselves, for type checkers (typer's vendored click is private)
     from typer._click import Context as ClickContext
     from typer._click.exceptions import ClickException as CLICK_EXCEPTION
@@ -97,24 +102,32 @@ def check(
     max_queries: MaxQueriesOpt = None,
     method: Annotated[str, typer.Option(
         help="Interval: clopper-pearson (keeps the confidence over the looks) or wilson.")] = "clopper-pearson",
+    reading: Annotated[str, typer.Option(
+        help="superpopulation: decide for the people the model will meet, the held-out rows read as a sample of "
+             "them (a binomial interval on their count, even when every row is checked); rows: for the rows "
+             "checked alone.")] = "superpopulation",
     gamma: GammaOpt = None,
     favourable: OutcomeOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the decision and the verdict as JSON.")] = False,
     verbose: VerboseOpt = False,
     counterparts: Counterparts,
     model_card: ModelCardOpt = None,
+    bom: BomOpt = None,
+    mlflow: MlflowOpt = False,
 ) -> None:
     """Fairness gate: exit 0 if the share affected is at most --max-share, 1 if above, 2 if undecided, 3 if refused.
 
-    Prints one line: PASS, FAIL or UNDECIDED, the share affected with its interval, the threshold and the worst
-    group (the largest share harmed). Sampling stops as soon as the interval lies on one side of --max-share, with
-    the confidence spent over the looks so that the repeated looks keep it. Exit 3: a refusal or usage error; 4: an
-    unexpected error (its traceback on standard error).
+    Prints one line: PASS, FAIL or UNDECIDED, the share affected with its interval, the threshold, the population
+    the decision speaks for (by default the people the model will meet, with "exact for these N rows" beside it),
+    the worst group (the largest share harmed) and every group not tested. Sampling stops as soon as the interval
+    lies on one side of --max-share, with the confidence spent over the looks so that the repeated looks keep it.
+    Exit 3: a refusal or usage error; 4: an unexpected error (its traceback on standard error).
     """
     params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
-              "gamma": gamma, "plausible_only": counterparts.plausible_only}
+              "gamma": gamma, "plausible_only": counterparts.plausible_only, "reading": reading}
     try:
-        decision = _decide(max_share, inputs, counterparts, population, favourable, params, verbose, model_card)
+        decision = _decide(max_share, inputs, counterparts, population, favourable, params, verbose, model_card,
+                           bom, mlflow)
     except (typer.Exit, typer.Abort, CLICK_EXCEPTION, KeyboardInterrupt):
         raise
     except Exception as err:  # a bug must not read as a decision (1 would say "unfair")
@@ -126,13 +139,19 @@ def check(
         typer.echo(json.dumps(decision.to_dict(), indent=2, default=str))
     else:
         typer.echo(decision.line())
+    with refusals(code=REFUSED):
+        hand_over(decision, model_card=model_card, bom=bom, mlflow=mlflow,
+                  model=inputs.model_file or (inputs.model or "dnn"), trust_model_file=inputs.trust_model_file,
+                  data_files=inputs.data_files(), code=REFUSED)
     raise typer.Exit(code=decision.exit_code)
 
 
 def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, favourable, params, verbose,
-            model_card: Path | None):
-    with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold"), code=REFUSED):
-        inputs.check(model_card)
+            model_card: Path | None, bom: Path | None, mlflow: bool):
+    with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold", "reading"), code=REFUSED):
+        inputs.check(model_card, bom=bom, mlflow=mlflow)
+        if params["reading"] not in READINGS:
+            raise ConfigError(f"unknown --reading {params['reading']!r}; valid: {', '.join(READINGS)}")
         couplings = counterparts.options()
         if not 0 <= max_share <= 1:
             raise ConfigError(f"--max-share must lie in [0, 1], got {max_share}")
@@ -152,10 +171,6 @@ def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, f
             decision = check_fairness(inputs.model, inputs.data, max_share=max_share, favourable=favourable,
                                       population=population, **inputs.own_data(), **own_data_counterparts(couplings),
                                       **params)
-        if model_card is not None:
-            from ..pipeline import write_model_card
-
-            write_model_card(decision, model_card, model=inputs.model_file, trust_model_file=inputs.trust_model_file)
     return decision
 
 

@@ -6,6 +6,7 @@ import contextlib
 import logging
 import re
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 import typer
@@ -157,28 +158,67 @@ STEP_LABELS = {"data": "loading data", "model": "training or loading the model",
                "search": "searching for IDIs", "verdict": "estimating the share affected", "retrain": "retraining"}
 
 
+# A long step says it is still running at most this often, in seconds, where there is no progress bar.
+HEARTBEAT_SECONDS = 10.0
+
+
+class _StandardError(logging.StreamHandler):
+    """A handler writing to the standard error of the moment (a test runner swaps ``sys.stderr``)."""
+
+    @property
+    def stream(self):  # looked up at each record, never stored
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def progress_logger() -> logging.Logger:
+    """The ``chiralfair.progress`` logger: INFO records on standard error, whatever ``--verbose`` says.
+
+    Returns
+    -------
+    logging.Logger
+    """
+    logger = logging.getLogger("chiralfair.progress")
+    if not any(isinstance(h, _StandardError) for h in logger.handlers):
+        handler = _StandardError()
+        handler.setFormatter(logging.Formatter("chiralfair: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger
+
+
 @contextlib.contextmanager
 def progress(steps: list[str], enabled: bool):
-    """Yield an ``on_step(name)`` callback driving a tqdm bar over the steps of a run, on standard error.
+    """Yield an ``on_step(name)`` callback showing the steps of a run on standard error.
 
-    The bar is shown only on a terminal; log records are routed through tqdm so they do not break its line.
+    On a terminal, a tqdm bar (log records are routed through tqdm so they do not break its line). Elsewhere (a CI
+    log, a pipe, a file) one line per step through :func:`progress_logger` when the step ends, with its elapsed
+    time, and, while a step runs longer, a line every :data:`HEARTBEAT_SECONDS` saying it still runs.
 
     Parameters
     ----------
     steps : list of str
         The step names the run will announce, in order (the bar's length).
     enabled : bool
-        Show the bar (it is shown only on a terminal either way).
+        Show the bar on a terminal (off with ``--json``); the lines elsewhere go to standard error either way.
 
     Yields
     ------
     callable
-        ``on_step(name)``: advance the bar to step ``name``.
+        ``on_step(name)``: the run has reached step ``name``.
     """
+    if not sys.stderr.isatty():
+        with _logged_steps(steps) as log_step:
+            yield log_step
+        return
     from tqdm import tqdm
     from tqdm.contrib.logging import logging_redirect_tqdm
 
-    bar = tqdm(total=len(steps), disable=not (enabled and sys.stderr.isatty()), file=sys.stderr, leave=False,
+    bar = tqdm(total=len(steps), disable=not enabled, file=sys.stderr, leave=False,
                bar_format="{desc:<32} {bar:20} {n_fmt}/{total_fmt} [{elapsed}]")
     seen: list[str] = []
 
@@ -194,6 +234,52 @@ def progress(steps: list[str], enabled: bool):
         bar.update(bar.total - bar.n)
     finally:
         bar.close()
+
+
+@contextlib.contextmanager
+def _logged_steps(steps: list[str]):
+    """One line per finished step with its seconds, and a line every HEARTBEAT_SECONDS while a step runs."""
+    import threading
+    import time
+
+    logger = progress_logger()
+    state: dict = {"name": None, "number": 0, "started": 0.0}
+    lock = threading.Lock()
+    stop = threading.Event()
+    t_all = time.perf_counter()
+
+    def finish() -> None:
+        if state["name"] is not None:
+            logger.info("%s (step %d of %d) done in %.1f s", _label(state["name"]), state["number"], len(steps),
+                        time.perf_counter() - state["started"])
+
+    def on_step(name: str) -> None:
+        with lock:
+            finish()
+            state.update(name=name, number=state["number"] + 1, started=time.perf_counter())
+
+    def heartbeat() -> None:
+        while not stop.wait(HEARTBEAT_SECONDS):
+            with lock:
+                if state["name"] is not None:
+                    logger.info("%s (step %d of %d): still running, %.0f s so far", _label(state["name"]),
+                                state["number"], len(steps), time.perf_counter() - state["started"])
+
+    beating = threading.Thread(target=heartbeat, name="chiralfair-progress", daemon=True)
+    beating.start()
+    try:
+        yield on_step
+        with lock:
+            finish()
+            state["name"] = None
+        logger.info("done in %.1f s", time.perf_counter() - t_all)
+    finally:
+        stop.set()
+        beating.join()
+
+
+def _label(name: str) -> str:
+    return STEP_LABELS.get(name, name)
 
 
 def print_table(rows: list[tuple[str, str]], title: str) -> None:
@@ -271,18 +357,25 @@ def parse_numbers(text: str, flag: str, example: str) -> list[float]:
         raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers, e.g. {example}") from None
 
 
-def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, model=None,
-              trust_model_file: bool = False) -> None:
-    """Write the model card (``--model-card``) and log into MLflow (``--mlflow``), saying where on standard error.
+def hand_over(subject, *, model_card=None, bom=None, mlflow: bool = False, folder=None, model=None,
+              trust_model_file: bool = False, data_files=None, bom_model=None, code: int = 2) -> None:
+    """After the result is printed: write the model card and BOM, log into MLflow, saying where on standard error.
 
-    ``model`` is the --model FILE of your own data (a skops card describes it); None on a benchmark.
+    Called once the verdict (or the gate's line, the retraining's table) is on standard output, so that a card that
+    cannot be written or an MLflow store that fails never hides it; each failure is one ``error:`` line naming
+    what was not handed over (the run folder stays written), then the command exits ``code``.
+
+    ``model`` is the --model FILE of your own data (a skops card describes it, a BOM hashes it), or a zoo model's
+    name on a benchmark.
 
     Parameters
     ----------
     subject : AuditResult, RunOutcome, Verdict, GateDecision or RetrainResult
         What the command computed.
     model_card : str or path-like, optional
-        ``--model-card``: a ``.json`` file gets a CycloneDX model card, a ``.md`` one a skops card.
+        ``--model-card``: a ``.json`` file gets a CycloneDX model card, a ``.md`` one a skops card (or its section).
+    bom : str or path-like, optional
+        ``--bom``: a complete CycloneDX BOM.
     mlflow : bool, default=False
         ``--mlflow``: log into the active MLflow run, or a new one.
     folder : str or path-like, optional
@@ -291,17 +384,47 @@ def hand_over(subject, *, model_card=None, mlflow: bool = False, folder=None, mo
         As described above.
     trust_model_file : bool, default=False
         Load the model file with untrusted types (for its skops card).
+    data_files : mapping of str to path, optional
+        The data files for the BOM (``--data``, ``--test``).
+    bom_model : str or path-like, optional
+        The model the BOM names when ``model`` is not a file or name (a retrained model object): its file.
+    code : int, default=2
+        Exit code when something could not be handed over (``chiralfair check``: 3, never a decision's code).
     """
+    from ..pipeline import exports
+
+    failed = False
+    card_model = None if isinstance(model, str) and not Path(model).suffix else model  # a zoo name describes nothing
+    bom_model = model if isinstance(model, str | Path) else bom_model
     if model_card is not None:
-        from ..pipeline.exports import write_model_card
-
-        path = write_model_card(subject, model_card, model=model, trust_model_file=trust_model_file)
-        typer.echo(f"model card: {path}", err=True)
+        try:
+            path = exports.write_model_card(subject, model_card, model=card_model, trust_model_file=trust_model_file)
+            typer.echo(f"model card: {path}", err=True)
+        except (ChiralfairError, OSError) as err:
+            failed = _not_handed_over(f"the model card {model_card}", err, folder)
+    if bom is not None:
+        try:
+            path = exports.write_bom(subject, bom, model=bom_model, data_files=data_files)
+            typer.echo(f"BOM: {path}", err=True)
+        except (ChiralfairError, OSError) as err:
+            failed = _not_handed_over(f"the BOM {bom}", err, folder)
     if mlflow:
-        from ..pipeline.exports import track
+        try:
+            run_id = exports.track(subject, folder=folder,
+                                   files=[f for f in (model_card, bom) if f is not None and Path(f).is_file()])
+            typer.echo(f"MLflow run: {run_id}", err=True)
+        except Exception as err:  # MLflow's own errors (a store, a server): the figures printed above still stand
+            failed = _not_handed_over("the MLflow run", err, folder)
+    if failed:
+        raise typer.Exit(code=code)
 
-        run_id = track(subject, folder=folder, files=[model_card])
-        typer.echo(f"MLflow run: {run_id}", err=True)
+
+def _not_handed_over(what: str, err: BaseException, folder) -> bool:
+    first = (str(err).strip().splitlines() or [""])[0]
+    kept = f"; the run folder {folder} is written" if folder is not None and Path(folder).is_dir() else ""
+    typer.secho(f"error: {what} was not written: {type(err).__name__}: {first} (the figures above stand{kept})",
+                err=True, fg=typer.colors.RED)
+    return True
 
 
 def only_with_data(**given) -> None:

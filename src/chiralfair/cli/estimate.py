@@ -8,6 +8,7 @@ import typer
 
 from .console import ESTIMATE_FLAGS, FLAGS, hand_over, refusals, setup_logging
 from .options import (
+    BomOpt,
     Counterparts,
     GammaOpt,
     Inputs,
@@ -37,13 +38,18 @@ def estimate(
     verbose: VerboseOpt = False,
     counterparts: Counterparts,
     model_card: ModelCardOpt = None,
+    bom: BomOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
-    """Estimate the share of individuals a model discriminates, whom it harms and how badly."""
+    """Estimate the share of individuals a model discriminates, whom it harms and how badly.
+
+    The verdict is printed first; then the model card, the BOM and the MLflow run are written (a failure there is
+    one error line and exit 2).
+    """
     params: dict[str, Any] = {"confidence": confidence, "margin": margin, "max_queries": max_queries, "method": method,
               "gamma": gamma, "plausible_only": counterparts.plausible_only}
     with refusals(FLAGS + ESTIMATE_FLAGS):
-        inputs.check(model_card)
+        inputs.check(model_card, bom=bom, mlflow=mlflow)
         couplings = counterparts.options()
         if inputs.data is None:
             inputs.refuse_own_data_flags()
@@ -59,15 +65,17 @@ def estimate(
             setup_logging(verbose)
             verdict = estimate_objects(inputs.model, inputs.data, favourable=favourable, population=population,
                                        **inputs.own_data(), **own_data_counterparts(couplings), **params)
-        hand_over(verdict, model_card=model_card, mlflow=mlflow, model=inputs.model_file,
-                  trust_model_file=inputs.trust_model_file)
     if json_out:
         typer.echo(verdict.to_json())
-        return
-    typer.echo(verdict.summary())
-    m = verdict.meta
-    typer.echo(f"model: {m['dataset']} / {m['model']} (F1 {m['model_f1']:.3f}, accuracy {m['model_accuracy']:.3f} on "
-               f"{m['model_evaluated_on']}), random_state {inputs.random_state}")
+    else:
+        typer.echo(verdict.summary())
+        m = verdict.meta
+        typer.echo(f"model: {m['dataset']} / {m['model']} (F1 {m['model_f1']:.3f}, accuracy {m['model_accuracy']:.3f} "
+                   f"on {m['model_evaluated_on']}), random_state {inputs.random_state}")
+    with refusals():
+        hand_over(verdict, model_card=model_card, bom=bom, mlflow=mlflow,
+                  model=inputs.model_file or (inputs.model or "dnn"), trust_model_file=inputs.trust_model_file,
+                  data_files=inputs.data_files())
 
 
 def _label(text: str | None):

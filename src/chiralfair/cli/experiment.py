@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +11,7 @@ import typer
 from ..exceptions import ChiralfairError, ConfigError
 from .console import fail as _fail
 from .console import grid_logging as _grid_logging
+from .console import progress_logger as _progress_logger
 from .options import CacheOpt, DataHomeOpt, JsonOpt, VerboseOpt
 
 
@@ -47,9 +47,10 @@ def reproduce(
 
     folder = out if out is not None else Path("reproduce") / (f"{name}-quick" if quick else name)
     try:
+        _progress_logger()
         with _grid_logging(verbose) as cell_level:
             done = run_preset(name, folder, repeats=repeats, quick=quick, scheduler=scheduler, workers=workers,
-                             progress=sys.stderr.isatty(), log_level=cell_level)
+                             progress=True, log_level=cell_level)
     except ChiralfairError as err:
         _fail(err)
     typer.echo((folder / f"{name}.md").read_text())
@@ -98,6 +99,7 @@ def experiment_run(
     from ..experiments.execution import run_grid
 
     try:
+        _progress_logger()
         with _grid_logging(verbose) as cell_level, logging_redirect_tqdm():
             result = run_grid(loaded, out, scheduler=scheduler, workers=workers, progress=True,
                               retry_failed=retry_failed, data_home=data_home, cache_dir=cache_dir,

@@ -33,9 +33,12 @@ ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc
 RunModelOpt = Annotated[str | None, typer.Option(
     help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb (default dnn); with --data, a model file: .skops, "
          "TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
-SeedsOpt = Annotated[str, typer.Option(help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}.")]
+SeedsOpt = Annotated[str, typer.Option(
+    help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}, or one an installed package adds (entry point "
+         "chiralfair.seed_strategies).")]
 GeneratorOpt = Annotated[str, typer.Option(
-    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf).")]
+    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), or one an installed package adds (entry point "
+         "chiralfair.generators).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Seed for split, training, seeds and search.")]
@@ -93,10 +96,14 @@ OutcomeOpt = Annotated[str | None, typer.Option(
 # The team's tools (run, estimate, check, retrain).
 ModelCardOpt = Annotated[Path | None, typer.Option(
     "--model-card", help="Write the verdict as a model card: FILE.json a CycloneDX 1.6 modelCard, FILE.md a skops "
-                         "model card (an sklearn --model FILE).")]
+                         "model card (an sklearn --model FILE), or only the section between <!-- chiralfair:begin --> "
+                         "and <!-- chiralfair:end --> of an existing Markdown file; never another file.")]
+BomOpt = Annotated[Path | None, typer.Option(
+    "--bom", help="Write a complete CycloneDX 1.6 BOM (FILE.json): the model component, its hash and its modelCard, "
+                  "and the data files; never over a file chiralfair did not write.")]
 MlflowOpt = Annotated[bool, typer.Option(
     "--mlflow", help="Log parameters, figures (fair_*) and the run folder into the active MLflow run, or a new one "
-                     "(needs the mlflow extra).")]
+                     "(the mlflow extra; with no tracking URI, MLflow's default sqlite:///mlflow.db here).")]
 
 
 @dataclass(frozen=True)
@@ -125,8 +132,9 @@ class Inputs:
         """The --model FILE of your own data; None on a benchmark (the model is a zoo name)."""
         return self.model if self.data is not None else None
 
-    def check(self, model_card: Path | None, *, card_of_retrained: bool = False) -> None:
-        """The refusals that need no data: an empty --protected, a --model-card that cannot be written.
+    def check(self, model_card: Path | None, *, card_of_retrained: bool = False, bom: Path | None = None,
+              mlflow: bool = False) -> None:
+        """The refusals that need no data: an empty --protected, a --model-card or --bom that cannot be written.
 
         Parameters
         ----------
@@ -134,16 +142,34 @@ class Inputs:
             The ``--model-card`` file.
         card_of_retrained : bool, default=False
             The card describes the retrained model (``chiralfair retrain``), not yet known, not --model FILE.
+        bom : path or None
+            The ``--bom`` file.
+        mlflow : bool, default=False
+            ``--mlflow``: refuse an MLflow store the installed MLflow cannot open.
 
         Raises
         ------
-        ConfigError
+        ConfigError, MissingDependencyError
         """
         from ..pipeline.checks import check_protected_given
-        from ..pipeline.exports import check_model_card_path
+        from ..pipeline.exports import check_bom_path, check_model_card_path
 
         check_protected_given(self.protected, name="--protected")
         check_model_card_path(model_card, model_file=True if card_of_retrained else self.model_file)
+        check_bom_path(bom)
+        if mlflow:
+            from ..pipeline.exports import check_tracking
+
+            check_tracking()
+
+    def data_files(self) -> dict[str, typing.Any]:
+        """The data files given (``--data``, ``--test``), by role, for a BOM; empty on a benchmark.
+
+        Returns
+        -------
+        dict of str to path
+        """
+        return {"data": self.data, "test": self.test} if self.data is not None else {}
 
     def refuse_own_data_flags(self, favourable: str | None = None) -> None:
         """On a benchmark, refuse the flags that only your own data takes (they would be ignored).

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from .console import FLAGS, hand_over, only_with_data, parse_numbers, progress, refusals, setup_logging
-from .options import FavourableOpt, Inputs, JsonOpt, MlflowOpt, ModelCardOpt, Search, VerboseOpt, with_option_groups
+from .options import (
+    BomOpt,
+    FavourableOpt,
+    Inputs,
+    JsonOpt,
+    MlflowOpt,
+    ModelCardOpt,
+    Search,
+    VerboseOpt,
+    with_option_groups,
+)
 
 
 @with_option_groups
@@ -39,13 +49,18 @@ def retrain(
     verbose: VerboseOpt = False,
     favourable: FavourableOpt = None,
     model_card: ModelCardOpt = None,
+    bom: BomOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
-    """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free."""
+    """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free.
+
+    The table is printed first; then the model card, the BOM (of the retrained model) and the MLflow run are
+    written (a failure there is one error line and exit 2, the retrain folder kept).
+    """
     from ..pipeline.checks import check_retrain_options
 
     with refusals(FLAGS + ("protocol", "pairs", "mode", "share")):
-        inputs.check(model_card, card_of_retrained=True)
+        inputs.check(model_card, card_of_retrained=True, bom=bom, mlflow=mlflow)
         shares = parse_numbers(share, "--share", "1.0,0.5,0.05")
         zoo_model = (inputs.model or "dnn") if inputs.data is None and from_run is None else None
         methods = check_retrain_options(method=[m.strip() for m in method.split(",") if m.strip()], share=shares,
@@ -57,7 +72,6 @@ def retrain(
         with progress(["data", "model", "seeds", "search", "retrain"], enabled=not json_out) as on_step:
             result = _retrain(inputs, search, favourable, out, from_run, on_step, params)
         retrained = _retrained_model(result, model_card)
-        hand_over(result, model_card=model_card, mlflow=mlflow, folder=out, model=retrained)
     if json_out:
         typer.echo(result.to_json())
     else:
@@ -65,6 +79,9 @@ def retrain(
         for note in result.notes:
             typer.echo(f"  note: {note}")
         typer.echo(f"retrain folder: {out}")
+    with refusals():
+        hand_over(result, model_card=model_card, bom=bom, mlflow=mlflow, folder=out, model=retrained,
+                  bom_model=_retrained_file(result, out), data_files=inputs.data_files())
     if require_improvement and not result.improved:
         typer.secho("--require-improvement: " + " ".join(result.verdict_lines()), err=True, fg=typer.colors.RED)
         raise typer.Exit(code=1)
@@ -75,6 +92,13 @@ def _retrained_model(result, model_card):
     if model_card is None or Path(model_card).suffix.lower() != ".md" or not result.models:
         return None
     return getattr(result.model, "estimator", None)
+
+
+def _retrained_file(result, out: Path) -> Path | str:
+    """The file of the retrained model (its first method's) that a BOM names, else the method's name."""
+    method = result.methods[0] if result.methods else "retrained"
+    saved = sorted(Path(out).glob(f"model-{method}.*"))
+    return saved[0] if saved else f"model-{method}"
 
 
 def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step, params):

@@ -10,6 +10,7 @@ import typer
 
 from .console import fail, hand_over, progress, refusals, setup_logging
 from .options import (
+    BomOpt,
     Counterparts,
     FavourableOpt,
     Inputs,
@@ -39,11 +40,16 @@ def run(
              "paths.")] = False,
     counterparts: Counterparts,
     model_card: ModelCardOpt = None,
+    bom: BomOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
-    """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder."""
+    """Find IDIs of a model on a benchmark dataset (or on your --data with your --model file); write the run folder.
+
+    The result is printed first; then the model card, the BOM and the MLflow run are written (a failure there is
+    one error line and exit 2, the run folder kept).
+    """
     with refusals():
-        inputs.check(model_card)
+        inputs.check(model_card, bom=bom, mlflow=mlflow)
         couplings = counterparts.options()
         if inputs.data is None:
             inputs.refuse_own_data_flags(favourable)
@@ -64,9 +70,11 @@ def run(
                              out=out, diversity=diversity, on_step=on_step, **own_data_counterparts(couplings),
                              verdict_params={"plausible_only": True} if counterparts.plausible_only else None)
             summary = done.to_dict()
-        hand_over(done, model_card=model_card, mlflow=mlflow, folder=out, model=inputs.model_file,
-                  trust_model_file=inputs.trust_model_file)
     _print(summary, json_out, out)
+    with refusals():
+        hand_over(done, model_card=model_card, bom=bom, mlflow=mlflow, folder=out,
+                  model=inputs.model_file or (inputs.model or "dnn"), trust_model_file=inputs.trust_model_file,
+                  data_files=inputs.data_files())
 
 
 def _run_benchmark(config, out, json_out, verbose):

@@ -60,6 +60,13 @@ class Cell:
         The dataset's default couplings are on (design §12). False (the default, and every cell written before
         couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it is True, so the
         keys of uncoupled cells are those they always had.
+    own : dict
+        For a row of your own data with your model file: the files' SHA-256 (``data_sha256``, ``schema_sha256``,
+        ``test_sha256``, ``model_sha256``), ``trust_model_file`` and ``test_size``; in the key (only when given, so
+        the benchmark cells keep theirs). Empty for a benchmark.
+    paths : dict
+        Where those files are (``data``, ``schema``, ``test``, ``model``): not in the key, so a grid folder moved
+        with its files elsewhere keeps its cells.
     """
 
     task: str
@@ -80,6 +87,8 @@ class Cell:
     model_params: dict[str, Any] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
     couple: bool = False
+    own: dict[str, Any] = field(default_factory=dict)
+    paths: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def row(self) -> str:
@@ -99,7 +108,7 @@ class Cell:
                 "model_random_state": self.model_random_state, "generator_params": self.generator_params,
                 "seed_params": self.seed_params, "verdict": self.verdict, "save_pairs": self.save_pairs,
                 "retrain": self.retrain, "diversity": self.diversity, "model_params": self.model_params,
-                **({"couple": True} if self.couple else {})}
+                **({"couple": True} if self.couple else {}), **({"own": self.own} if self.own else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:

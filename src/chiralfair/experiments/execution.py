@@ -358,8 +358,16 @@ def _dashboard(client) -> str | None:
         return None
 
 
+# Where there is no terminal, a line on the cells done at most this often (seconds), and after the last one.
+PROGRESS_SECONDS = 10.0
+
+
 @contextlib.contextmanager
 def _progress_bar(total: int, name: str, enabled: bool):
+    """A tqdm bar over the cells on a terminal; elsewhere (a CI log, a pipe) :class:`_LoggedCells` lines."""
+    if enabled and not sys.stderr.isatty():
+        yield _LoggedCells(total, name)
+        return
     from tqdm import tqdm
 
     bar = tqdm(total=total, desc=name, unit="cell", disable=not enabled, file=sys.stderr, dynamic_ncols=True)
@@ -367,6 +375,30 @@ def _progress_bar(total: int, name: str, enabled: bool):
         yield bar
     finally:
         bar.close()
+
+
+class _LoggedCells:
+    """What the grid runner asks of a bar, as INFO lines of ``chiralfair.progress`` at most every PROGRESS_SECONDS."""
+
+    def __init__(self, total: int, name: str):
+        self.total, self.name, self.n, self.postfix = total, name, 0, ""
+        self.logger = logging.getLogger("chiralfair.progress")
+        self.started = self.said = time.perf_counter()
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        now = time.perf_counter()
+        if now - self.said >= PROGRESS_SECONDS or self.n == self.total:
+            self.said = now
+            left = (now - self.started) / self.n * (self.total - self.n)
+            self.logger.info("grid %r: %d of %d cells run%s, %.0f s, about %.0f s left", self.name, self.n,
+                             self.total, f" ({self.postfix})" if self.postfix else "", now - self.started, left)
+
+    def set_postfix_str(self, text: str) -> None:
+        self.postfix = text
+
+    def write(self, text: str, file=None) -> None:
+        self.logger.info("%s", text)
 
 
 def _text(path) -> str | None:

@@ -21,12 +21,28 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": [n_seeds, 0])
 
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
+    [datasets.loans]                # your own data: rows "loans:sex" (paths relative to the grid file)
+    data = "loans.csv"              #   a .csv or .parquet file with the label column
+    schema = "loans.schema.toml"    #   chiralfair schema infer: label, positive class, bins (the row: protected)
+    test = "loans-test.csv"         #   optional: held-out rows the model never saw (or test_size = 0.4)
+    [model_files.gbm]               # your own model file: a value of axes.models, run on its dataset's rows
+    file = "gbm.skops"              #   .skops, TorchScript, .onnx (or .joblib/.pkl with trust_model_file)
+    dataset = "loans"               #   optional when the grid has one own dataset
+    trust_model_file = false        #   optional
     [generator_params.sg]           # optional extra parameters per generator
     [seed_params.iandd]             # optional extra parameters per seed strategy (e.g. explainer = "deep")
     [retrain]                       # task = "retrain": parameters of chiralfair.mitigation.retraining.retrain
 
 A ``retrain`` cell runs the searches with every listed seed strategy, then retrains with each one's IDIs, so
 its seed strategies are one cell, not an axis.
+
+Rows of your own data name a ``[datasets.NAME]`` table, and the models that run on them ``[model_files.NAME]``
+tables: a cell pairs a benchmark row with each zoo model and an own row with each model file of its dataset (the
+product skips the pairs that cannot run). Each file's SHA-256 enters the cells' keys and the grid's identity (not
+its path): a grid resumed with a changed file is refused, and a grid folder moved to another machine resumes
+when its files are given there. The normalised ``grid.toml`` of the output folder keeps the absolute paths and
+the digests; a cell whose file no longer has its digest fails, saying so. Retraining (``task = "retrain"``) runs
+on benchmark rows only.
 
 This module imports only name tables (no model, strategy or generator), so a bad grid file is refused at once;
 the checks that need the implementations (generator parameters) run when the grid starts
@@ -49,7 +65,11 @@ from .cells import Cell
 
 TASKS = ("search", "seeds", "retrain")
 TOP_KEYS = ("name", "task", "repeats", "random_states", "model_random_state", "time_limit", "save_pairs", "verdict",
-            "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain", "couple")
+            "diversity", "axes", "model_params", "generator_params", "seed_params", "retrain", "couple", "datasets",
+            "model_files")
+# The keys of an own dataset's table and of a model file's table; a file key's digest is <key>_sha256.
+DATASET_FILES, DATASET_KEYS = ("data", "schema", "test"), ("data", "schema", "test", "test_size")
+MODEL_FILE_KEYS = ("file", "dataset", "trust_model_file")
 AXES = ("rows", "models", "seeds", "generators", "budgets")
 # Seed-strategy parameters a grid cell sets itself (chiralfair.seeds.names.chiral_params) or that TOML cannot hold.
 GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
@@ -107,6 +127,36 @@ class Grid:
     seed_params: dict[str, dict[str, Any]] = field(default_factory=dict)
     retrain: dict[str, Any] = field(default_factory=dict)
     couple: bool = True
+    datasets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    model_files: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def runs_on(self, dataset: str, model: str) -> bool:
+        """Whether ``model`` runs on the rows of ``dataset``: a zoo model on a benchmark, a model file on its own.
+
+        Parameters
+        ----------
+        dataset, model : str
+
+        Returns
+        -------
+        bool
+        """
+        if model in self.model_files:
+            return self.model_files[model]["dataset"] == dataset
+        return dataset not in self.datasets
+
+    def _own(self, dataset: str, model: str) -> tuple[dict[str, Any], dict[str, str]]:
+        """(identity, paths) of an own row's files: the digests and options that enter the key, and the paths."""
+        if model not in self.model_files:
+            return {}, {}
+        table, model_table = self.datasets[dataset], self.model_files[model]
+        identity = {f"{k}_sha256": table[f"{k}_sha256"] for k in DATASET_FILES if k in table}
+        identity.update(model_sha256=model_table["file_sha256"], trust_model_file=model_table["trust_model_file"])
+        if "test_size" in table:
+            identity["test_size"] = table["test_size"]
+        paths = {k: table[k] for k in DATASET_FILES if k in table}
+        paths["model"] = model_table["file"]
+        return identity, paths
 
     def cells(self) -> list[Cell]:
         """Every cell of the grid, in a deterministic order (rows, models, seeds, generators, budgets, states).
@@ -120,6 +170,9 @@ class Grid:
         out = []
         for (dataset, protected), model, seeds, generator, (max_global, max_local), state in itertools.product(
                 self.rows, self.models, seed_groups, generators, self.budgets, self.random_states):
+            if not self.runs_on(dataset, model):
+                continue
+            own, paths = self._own(dataset, model)
             out.append(Cell(
                 task=self.task, dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
                 max_global=max_global, max_local=max_local, random_state=state,
@@ -129,7 +182,7 @@ class Grid:
                 verdict=self.verdict, save_pairs=self.save_pairs, diversity=self.diversity,
                 model_params=dict(self.model_params.get(model, {})),
                 retrain=dict(self.retrain) if self.task == "retrain" else {},
-                couple=self.couple and _coupled(dataset, protected)))
+                couple=self.couple and _coupled(dataset, protected), own=own, paths=paths))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,6 +209,9 @@ class Grid:
                 d[key] = {k: dict(v) for k, v in getattr(self, key).items()}
         if self.task == "retrain":
             d["retrain"] = dict(self.retrain)
+        for key in ("datasets", "model_files"):
+            if getattr(self, key):
+                d[key] = {name: dict(table) for name, table in getattr(self, key).items()}
         return d
 
     def to_toml(self) -> str:
@@ -174,7 +230,8 @@ class Grid:
 
         A grid may be resumed with another time limit (e.g. to retry the cells that ran out of time), or with
         more (or fewer) random states: a cell's key does not depend on the others, so going from 3 to 10 repeats
-        runs only the 7 new random states, and the tables hold the grid's random states only.
+        runs only the 7 new random states, and the tables hold the grid's random states only. Your own files count
+        by their SHA-256, not their paths.
 
         Returns
         -------
@@ -183,6 +240,11 @@ class Grid:
         d = self.to_dict()
         d.pop("time_limit", None)
         d.pop("random_states", None)
+        # Your files by their digests, not their paths: the same files elsewhere are the same grid.
+        for key, paths in (("datasets", DATASET_FILES), ("model_files", ("file",))):
+            for table in d.get(key, {}).values():
+                for path_key in paths:
+                    table.pop(path_key, None)
         return d
 
 
@@ -192,7 +254,9 @@ def load_grid(source: str | os.PathLike | Mapping[str, Any] | Grid) -> Grid:
     Parameters
     ----------
     source : str, path-like, mapping or Grid
-        A path to a TOML file, or its content as a mapping (e.g. built in code); a Grid is returned as is.
+        A path to a TOML file, or its content as a mapping (e.g. built in code); a Grid is returned as is. The
+        paths of ``[datasets]`` and ``[model_files]`` are relative to the TOML file's folder (a mapping's: the
+        working folder).
 
     Returns
     -------
@@ -207,7 +271,7 @@ def load_grid(source: str | os.PathLike | Mapping[str, Any] | Grid) -> Grid:
     if isinstance(source, Grid):
         return source
     if isinstance(source, Mapping):
-        return _parse(source)
+        return _parse(source, Path.cwd())
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")
@@ -220,12 +284,12 @@ def load_grid(source: str | os.PathLike | Mapping[str, Any] | Grid) -> Grid:
     except tomllib.TOMLDecodeError as err:
         raise GridError(f"grid file {str(path)!r} is not valid TOML: {err}") from None
     try:
-        return _parse(data)
+        return _parse(data, path.resolve().parent)
     except GridError as err:
         raise GridError(f"grid file {str(path)!r}: {err}") from None
 
 
-def _parse(data: Mapping[str, Any]) -> Grid:
+def _parse(data: Mapping[str, Any], base: Path) -> Grid:
     _check_keys(data, TOP_KEYS, "top-level key")
     task = data.get("task", "search")
     if task not in TASKS:
@@ -240,18 +304,27 @@ def _parse(data: Mapping[str, Any]) -> Grid:
     missing = [a for a in required if a not in axes]
     if missing:
         raise GridError(f"[axes] lacks {', '.join(missing)}; a {task!r} grid lists {', '.join(required)}")
-    models = _names(axes, "models", _model_names())
+    datasets = _own_datasets(data, base)
+    model_files = _model_files(data, base, datasets)
+    models = _names(axes, "models", (*_model_names(), *model_files))
     seeds = _names(axes, "seeds", _seed_names())
     generators = _names(axes, "generators", _generator_names()) if task != "seeds" else ()
-    _check_gradients(models, generators)
+    _check_gradients(tuple(m for m in models if m not in model_files), generators)
+    rows = _rows(axes, datasets)
+    _check_pairs(rows, models, datasets, model_files)
+    if task == "retrain" and any(dataset in datasets for dataset, _ in rows):
+        raise GridError("task = \"retrain\" runs on benchmark rows (it retrains zoo models); retrain your own model "
+                        "with chiralfair retrain --data FILE --model FILE")
     grid = Grid(
-        name=_text(data, "name", "grid"), task=task, rows=_rows(axes), models=models, seeds=seeds,
+        name=_text(data, "name", "grid"), task=task, rows=rows, models=models, seeds=seeds,
         generators=generators, budgets=_budgets(axes), random_states=_random_states(data),
         model_random_state=_optional_int(data, "model_random_state", minimum=0),
         time_limit=_time_limit(data), save_pairs=_flag(data, "save_pairs"), verdict=_flag(data, "verdict"),
-        diversity=_flag(data, "diversity"), model_params=_params(data, "model_params", models),
+        diversity=_flag(data, "diversity"),
+        model_params=_params(data, "model_params", tuple(m for m in models if m not in model_files)),
         generator_params=_params(data, "generator_params", generators), seed_params=_params(data, "seed_params", seeds),
-        retrain=_retrain(data, task), couple=_flag(data, "couple", default=True))
+        retrain=_retrain(data, task), couple=_flag(data, "couple", default=True), datasets=datasets,
+        model_files=model_files)
     _check_probabilities(grid)
     for key in IGNORED_FLAGS.get(task, ()):
         if grid_flag := getattr(grid, key):
@@ -280,15 +353,21 @@ def _model_names() -> tuple[str, ...]:
 
 
 def _seed_names() -> tuple[str, ...]:
+    """The built-in seed strategies, those installed packages add (entry points) and those registered in Python."""
+    from ..pipeline.checks import _registry, installed_names
     from ..seeds.names import BUILTIN_SEED_STRATEGIES
 
-    return BUILTIN_SEED_STRATEGIES
+    added = [*installed_names()[1], *_registry("seeds", "SEED_STRATEGIES")]
+    return tuple(dict.fromkeys([*BUILTIN_SEED_STRATEGIES, *sorted(added)]))
 
 
 def _generator_names() -> tuple[str, ...]:
+    """The built-in generators, those installed packages add (entry points) and those registered in Python."""
     from ..generators.names import BUILTIN_GENERATORS
+    from ..pipeline.checks import _registry, installed_names
 
-    return tuple(BUILTIN_GENERATORS)
+    added = [*installed_names()[0], *_registry("generators", "GENERATORS")]
+    return tuple(dict.fromkeys([*BUILTIN_GENERATORS, *sorted(added)]))
 
 
 def _list(axes: Mapping, key: str) -> list:
@@ -310,37 +389,141 @@ def _names(axes: Mapping, key: str, valid: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(values)
 
 
-def _rows(axes: Mapping) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _rows(axes: Mapping, datasets: Mapping[str, Any]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     from ..datasets.published import PUBLISHED
 
     rows = []
     for text in _list(axes, "rows"):
         dataset, sep, protected = text.partition(":") if isinstance(text, str) else ("", "", "")
+        dataset = dataset.strip()
         names = tuple(p.strip() for p in protected.split(",") if p.strip())
         if not sep or not names:
             raise GridError(f"axes.rows item {text!r} is not \"dataset:protected\" (e.g. \"census:sex\" or "
                             "\"compas:race,sex\")")
-        if dataset not in PUBLISHED:
-            raise GridError(f"unknown dataset {dataset!r} in axes.rows; valid: {', '.join(PUBLISHED)}")
-        for name in names:
+        if dataset not in PUBLISHED and dataset not in datasets:
+            raise GridError(f"unknown dataset {dataset!r} in axes.rows; valid: {', '.join([*PUBLISHED, *datasets])} "
+                            f"(your own data: a [datasets.{dataset or 'NAME'}] table with data and schema files)")
+        for name in names if dataset in PUBLISHED else ():
             if name not in PUBLISHED[dataset]["attributes"]:
                 raise GridError(f"unknown protected attribute {name!r} for {dataset} in axes.rows; its protected "
                                 f"attributes are {', '.join(PUBLISHED[dataset]['protected'])} (any of its features "
                                 f"may be tested as one: {', '.join(PUBLISHED[dataset]['attributes'])})")
         if len(set(names)) < len(names):
             raise GridError(f"axes.rows item {text!r} lists a protected attribute twice")
-        rows.append((dataset.strip(), names))
+        rows.append((dataset, names))
     # "compas:race,sex" and "compas:sex,race" test the same thing: one row, twice the cells.
     if len({(dataset, frozenset(names)) for dataset, names in rows}) < len(rows):
         raise GridError(f"axes.rows lists a row twice (protected attributes in any order): {_list(axes, 'rows')!r}")
     return tuple(rows)
 
 
-def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> None:
-    from ..generators.names import BUILTIN_GENERATORS
-    from ..models.zoo import ModelSpec
+def _own_datasets(data: Mapping, base: Path) -> dict[str, dict[str, Any]]:
+    """The ``[datasets.NAME]`` tables: absolute paths and each file's SHA-256 (computed unless recorded)."""
+    from ..datasets.published import PUBLISHED
 
-    gradient = [g for g in generators if BUILTIN_GENERATORS[g]]
+    tables = _tables(data, "datasets")
+    out = {}
+    for name, table in tables.items():
+        if name in PUBLISHED:
+            raise GridError(f"[datasets.{name}]: {name!r} is a benchmark's name; give your data another name")
+        _check_keys(table, (*DATASET_KEYS, *(f"{k}_sha256" for k in DATASET_FILES)), "key", f"[datasets.{name}]")
+        for key in ("data", "schema"):
+            if key not in table:
+                raise GridError(f"[datasets.{name}] lacks {key} = \"FILE\" (data: a .csv or .parquet file with the "
+                                "label column; schema: chiralfair schema infer's TOML, with the label and positive "
+                                "class)")
+        if "test" in table and "test_size" in table:
+            raise GridError(f"[datasets.{name}]: give test (held-out rows) or test_size (a split of data), not both")
+        own: dict[str, Any] = {}
+        for key in DATASET_FILES:
+            if key in table:
+                own.update(_file(table, key, base, f"datasets.{name}"))
+        if "test_size" in table:
+            size = table["test_size"]
+            if isinstance(size, bool) or not isinstance(size, int | float) or not 0 < size < 1:
+                raise GridError(f"datasets.{name}.test_size = {size!r}: must be a share in (0, 1), e.g. 0.4")
+            own["test_size"] = float(size)
+        out[name] = own
+    return out
+
+
+def _model_files(data: Mapping, base: Path, datasets: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``[model_files.NAME]`` tables: the file (absolute, with its SHA-256), its dataset, whether to trust it."""
+    tables = _tables(data, "model_files")
+    out = {}
+    for name, table in tables.items():
+        if name in _model_names():
+            raise GridError(f"[model_files.{name}]: {name!r} is a zoo model's name; give your model another name")
+        _check_keys(table, (*MODEL_FILE_KEYS, "file_sha256"), "key", f"[model_files.{name}]")
+        if "file" not in table:
+            raise GridError(f"[model_files.{name}] lacks file = \"MODEL\" (a .skops, TorchScript or .onnx file)")
+        dataset = table.get("dataset")
+        if dataset is None:
+            if len(datasets) != 1:
+                raise GridError(f"[model_files.{name}] lacks dataset = \"NAME\": the [datasets] table its rows come "
+                                f"from ({', '.join(datasets) or 'none is given'})")
+            dataset = next(iter(datasets))
+        if dataset not in datasets:
+            raise GridError(f"model_files.{name}.dataset = {dataset!r} is not a [datasets] table; valid: "
+                            f"{', '.join(datasets) or 'none'}")
+        own = _file(table, "file", base, f"model_files.{name}")
+        own.update(dataset=dataset, trust_model_file=_flag(table, "trust_model_file"))
+        out[name] = own
+    return out
+
+
+def _tables(data: Mapping, key: str) -> dict[str, Mapping]:
+    tables = data.get(key, {})
+    if not isinstance(tables, Mapping) or not all(isinstance(t, Mapping) for t in tables.values()):
+        raise GridError(f"[{key}] must be a table of tables, e.g. [{key}.NAME]")
+    return dict(tables)
+
+
+def _file(table: Mapping, key: str, base: Path, where: str) -> dict[str, Any]:
+    """``{key: absolute path, key_sha256: digest}``: the digest recorded (a grid folder's grid.toml) or computed."""
+    from ..results.provenance import file_sha256
+
+    value = table[key]
+    if not isinstance(value, str) or not value:
+        raise GridError(f"{where}.{key} = {value!r}: must be a file path")
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else base / path
+    digest = table.get(f"{key}_sha256")
+    if digest is None:
+        if not path.is_file():
+            raise GridError(f"{where}.{key}: file {str(path)!r} does not exist")
+        try:
+            digest = file_sha256(path)
+        except OSError as err:
+            raise GridError(f"{where}.{key}: file {str(path)!r} cannot be read ({err.strerror or err})") from None
+    elif not isinstance(digest, str) or len(digest) != 64:
+        raise GridError(f"{where}.{key}_sha256 = {digest!r}: must be the file's SHA-256 (64 hex digits)")
+    return {key: str(path), f"{key}_sha256": digest}
+
+
+def _check_pairs(rows, models: tuple[str, ...], datasets: Mapping[str, Any], model_files: Mapping[str, Any]) -> None:
+    """Every row has a model that runs on it, and every model a row: no axis value that makes no cell."""
+    def runs_on(dataset: str, model: str) -> bool:
+        return model_files[model]["dataset"] == dataset if model in model_files else dataset not in datasets
+
+    for dataset, protected in rows:
+        if not any(runs_on(dataset, m) for m in models):
+            which = (f"a [model_files] table with dataset = \"{dataset}\"" if dataset in datasets else
+                     "a zoo model (dnn, lr, ...)")
+            raise GridError(f"axes.rows {dataset}:{','.join(protected)} has no model in axes.models to run on: add "
+                            f"{which}")
+    for model in models:
+        if not any(runs_on(dataset, model) for dataset, _ in rows):
+            where = (f"rows of dataset {model_files[model]['dataset']!r}" if model in model_files else
+                     "benchmark rows")
+            raise GridError(f"axes.models {model!r} runs on {where}, and axes.rows has none")
+
+
+def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> None:
+    from ..models.zoo import ModelSpec
+    from ..pipeline.checks import generator_needs_gradient
+
+    gradient = [g for g in generators if generator_needs_gradient(g)]
     without = [m for m in models if not ModelSpec(m).has_input_gradient]
     if gradient and without:
         raise GridError(
@@ -351,11 +534,13 @@ def _check_gradients(models: tuple[str, ...], generators: tuple[str, ...]) -> No
 
 def _check_probabilities(grid: Grid) -> None:
     from ..exceptions import ChiralfairError
-    from ..generators.names import NEEDS_PROBABILITIES
     from ..models.zoo import ModelSpec
+    from ..pipeline.checks import generator_needs_proba
 
-    needing = [g for g in grid.generators if g in NEEDS_PROBABILITIES]
+    needing = [g for g in grid.generators if generator_needs_proba(g)]
     for model in grid.models if needing else ():
+        if model in grid.model_files:
+            continue  # a model file's methods are known once it is loaded: its cells check them
         try:
             spec = ModelSpec(model, dict(grid.model_params.get(model, {})))
         except ChiralfairError:

@@ -1,6 +1,8 @@
 """What one grid cell runs, per task, and the seed selections its cells share.
 
-- ``search``: :func:`chiralfair.pipeline.run_experiment` (data, model, seeds, search, and the verdict if asked).
+- ``search``: :func:`chiralfair.pipeline.run_experiment` (data, model, seeds, search, and the verdict if asked);
+  on a row of your own data, :func:`chiralfair.pipeline.resolve_inputs` with your data, schema and model file, then
+  the same steps (:func:`chiralfair.pipeline.run_pipeline`).
 - ``seeds``: seed selection only (initialization rate, initial IDIs, time).
 - ``retrain``: leak-free mitigation (design §8). A search with each listed seed strategy, its seeds drawn from the
   model's training rows only (:func:`chiralfair.pipeline.search_training_rows`), then
@@ -150,7 +152,8 @@ class SeedStore:
         config = {"dataset": cell.dataset, "protected": list(cell.protected), "model": cell.model,
                   "model_random_state": cell.model_random_state, "seeds": strategy,
                   "seed_params": cell.seed_params.get(strategy, {}), "n_seeds": cell.max_global,
-                  "random_state": cell.random_state, **({"couple": True} if cell.couple else {})}
+                  "random_state": cell.random_state, **({"couple": True} if cell.couple else {}),
+                  **({"own": cell.own} if cell.own else {})}
         if pool != "rows":  # seeds drawn from another pool (the training rows) are another selection
             config["pool"] = pool
         key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
@@ -200,11 +203,36 @@ def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> 
     from ..datasets.published import PUBLISHED
     from ..results.provenance import manifest
 
-    rel = PUBLISHED[cell.dataset]["raw"]
-    path = find_raw(rel, data_home)
     states = {"random_state": cell.random_state, "model_random_state": cell.model_random_state,
               "chiral_random_state": cell.model_random_state, **(extra_states or {})}
+    if cell.own:
+        return manifest({role: path for role, path in cell.paths.items()}, states)
+    rel = PUBLISHED[cell.dataset]["raw"]
+    path = find_raw(rel, data_home)
     return manifest({rel: str(path)} if path is not None else {}, states)
+
+
+def _own_inputs(cell: Cell, step=lambda name: None):
+    """The inputs of a row of your own data: your data, schema and model file, checked against their digests."""
+    from ..exceptions import ConfigError
+    from ..pipeline import resolve_inputs
+    from ..results.provenance import file_sha256
+
+    for role, path in cell.paths.items():
+        recorded = cell.own[f"{role}_sha256"]
+        try:
+            now = file_sha256(path)
+        except OSError as err:
+            raise ConfigError(f"the {role} file {path!r} of grid row {cell.row} cannot be read "
+                              f"({err.strerror or err}): give it back where the grid's grid.toml says") from None
+        if now != recorded:
+            raise ConfigError(f"the {role} file {path!r} of grid row {cell.row} changed since the grid started "
+                              f"(SHA-256 {recorded[:12]}... then, {now[:12]}... now): restore it, or run the grid "
+                              "into a new folder")
+    return resolve_inputs(cell.paths["model"], cell.paths["data"], schema=cell.paths["schema"],
+                          protected=list(cell.protected), test=cell.paths.get("test"),
+                          test_size=cell.own.get("test_size"), random_state=cell.model_random_state,
+                          trust_model_file=bool(cell.own.get("trust_model_file")), name=cell.dataset, on_step=step)
 
 
 def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[str, Any]:
@@ -213,7 +241,14 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     from ..pipeline import run_experiment
 
     store = SeedStore(out, cell, cell.seeds[0])
-    outcome = run_experiment(_run_config(cell, cell.seeds[0], data_home, cache_dir), reuse_seeds=store)
+    if cell.own:
+        from ..pipeline import run_pipeline
+
+        inputs = _inputs(cell, data_home, cache_dir)
+        outcome = run_pipeline(inputs, _plan(cell, cell.seeds[0]), verdict=cell.verdict, diversity=cell.diversity,
+                               reuse_seeds=store, cache_dir=cache_dir)
+    else:
+        outcome = run_experiment(_run_config(cell, cell.seeds[0], data_home, cache_dir), reuse_seeds=store)
     if cell.save_pairs:
         _write_pairs(outcome, folder)
     summary = json.loads(json.dumps(outcome.summary(), default=json_default))
@@ -252,11 +287,16 @@ def _write_pairs(outcome, folder: Path) -> None:
 
 
 def _inputs(cell: Cell, data_home, cache_dir):
-    """The cell's model on its data (:func:`chiralfair.pipeline.inputs_from_names`), within the time limit."""
+    """The cell's model on its data (:func:`chiralfair.pipeline.inputs_from_names`, or your files), in time."""
     from ..pipeline import inputs_from_names
 
-    config = _run_config(cell, cell.seeds[0], data_home, cache_dir)
-    inputs = inputs_from_names(config, step=lambda name: check_deadline(f"the cell, before step {name!r}"))
+    def step(name: str) -> None:
+        check_deadline(f"the cell, before step {name!r}")
+
+    if cell.own:
+        inputs = _own_inputs(cell, step)
+    else:
+        inputs = inputs_from_names(_run_config(cell, cell.seeds[0], data_home, cache_dir), step=step)
     check_deadline("the cell, after training or loading the model")
     return inputs
 

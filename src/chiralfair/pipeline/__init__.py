@@ -30,6 +30,7 @@ _MODULE_OF = {
     "check_fairness": "gate", "check_fairness_benchmark": "gate",
     "held_out_frame": "held_out", "measure_group_metrics": "held_out",
     "check_model_card_path": "exports", "write_model_card": "exports", "track": "exports",
+    "check_bom_path": "exports", "write_bom": "exports", "check_tracking": "exports",
 }
 
 __all__ = sorted(_MODULE_OF)
@@ -37,7 +38,14 @@ __all__ = sorted(_MODULE_OF)
 if TYPE_CHECKING:
     from .checks import MAX_BUDGET, check_budget, protected_list  # noqa: F401
     from .config import RunConfig, validate_config  # noqa: F401
-    from .exports import check_model_card_path, track, write_model_card  # noqa: F401
+    from .exports import (  # noqa: F401
+        check_bom_path,
+        check_model_card_path,
+        check_tracking,
+        track,
+        write_bom,
+        write_model_card,
+    )
     from .front import AuditResult, audit, estimate, estimate_benchmark, resolve_inputs, resolve_seed, retrain  # noqa: F401  # noqa: F401
     from .gate import check_fairness, check_fairness_benchmark  # noqa: F401
     from .held_out import held_out_frame, measure_group_metrics  # noqa: F401

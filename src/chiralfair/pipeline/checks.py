@@ -2,15 +2,16 @@
 
 These checks import nothing heavy (only name tables: :mod:`chiralfair.datasets.published`,
 :mod:`chiralfair.generators.names`, :mod:`chiralfair.seeds.names`, :mod:`chiralfair.models.zoo`), so a refused
-flag answers before torch, scikit-learn, shap or z3 is imported. A name that is not built in (a generator or seed
-strategy registered by the user) is looked up in its registry, which costs that import.
+flag answers before torch, scikit-learn, shap or z3 is imported. A name that is not built in is looked up among
+the entry points installed packages declare (``chiralfair.generators``, ``chiralfair.seed_strategies``: their
+metadata only) and in its registry (a generator or seed strategy registered in Python), which costs that import.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._registry import unknown_name
+from .._registry import ENTRY_POINT_GROUPS, installed_entry_points, unknown_name
 from .._validation import check_int
 from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
 
@@ -168,6 +169,17 @@ def check_zoo_model(model):
     return as_spec(model)
 
 
+def installed_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The generator and seed strategy names installed packages add (entry points), sorted; nothing is imported.
+
+    Returns
+    -------
+    (tuple of str, tuple of str)
+    """
+    return (tuple(sorted(installed_entry_points(ENTRY_POINT_GROUPS["generator"]))),
+            tuple(sorted(installed_entry_points(ENTRY_POINT_GROUPS["seed strategy"]))))
+
+
 def builtin_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The built-in generator and seed strategy names, sorted (for the command line's help).
 
@@ -204,9 +216,10 @@ def generator_needs_gradient(name: str) -> bool:
     if name in BUILTIN_GENERATORS:
         return BUILTIN_GENERATORS[name]
     GENERATORS = _registry("generators", "GENERATORS")
-    if name not in GENERATORS:
-        raise unknown_name("generator", name, {*BUILTIN_GENERATORS, *GENERATORS})
-    return bool(getattr(GENERATORS[name], "needs_gradient", False))
+    installed = installed_entry_points(ENTRY_POINT_GROUPS["generator"])
+    if name not in GENERATORS and name not in installed:
+        raise unknown_name("generator", name, {*BUILTIN_GENERATORS, *GENERATORS, *installed})
+    return bool(getattr(_plugin("generators", "GENERATORS", name), "needs_gradient", False))
 
 
 def generator_needs_proba(name: str) -> bool:
@@ -231,8 +244,11 @@ def generator_needs_proba(name: str) -> bool:
     generator_needs_gradient(name)  # refuses an unknown name
     if name in NEEDS_PROBABILITIES:
         return True
-    GENERATORS = _registry("generators", "GENERATORS")
-    return bool(getattr(GENERATORS.get(name), "needs_proba", False))
+    from ..generators.names import BUILTIN_GENERATORS
+
+    if name in BUILTIN_GENERATORS:
+        return False
+    return bool(getattr(_plugin("generators", "GENERATORS", name), "needs_proba", False))
 
 
 def check_seed_strategy(name: str) -> None:
@@ -253,19 +269,29 @@ def check_seed_strategy(name: str) -> None:
     if name in BUILTIN_SEED_STRATEGIES:
         return
     SEED_STRATEGIES = _registry("seeds", "SEED_STRATEGIES")
-    if name not in SEED_STRATEGIES:
-        raise unknown_name("seed strategy", name, {*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES})
+    installed = installed_entry_points(ENTRY_POINT_GROUPS["seed strategy"])
+    if name not in SEED_STRATEGIES and name not in installed:
+        raise unknown_name("seed strategy", name, {*BUILTIN_SEED_STRATEGIES, *SEED_STRATEGIES, *installed})
 
 
-def _registry(package: str, name: str) -> dict:
+def _registry(package: str, name: str):
     """A registry of names, if its module was imported (a user who registered a name imported it); else empty.
 
-    Not importing it keeps a refused typo light: the registry module imports numpy, pandas and the models.
+    Not importing it keeps a refused typo light: the registry module imports numpy, pandas and the models. The
+    names installed packages declare (entry points) are read from their metadata instead
+    (:func:`chiralfair._registry.installed_entry_points`).
     """
     import sys
 
     module = sys.modules.get(f"chiralfair.{package}.base")
-    return dict(getattr(module, name, {})) if module is not None else {}
+    return getattr(module, name, {}) if module is not None else {}
+
+
+def _plugin(package: str, registry: str, name: str):
+    """The class registered as ``name``: registered in Python, or an installed package's entry point (imported)."""
+    import importlib
+
+    return getattr(importlib.import_module(f"chiralfair.{package}.base"), registry)[name]
 
 
 def check_gradient(generator: str, model_name: str, has_gradient: bool) -> None:

@@ -11,17 +11,23 @@ is kept only if every look's interval covers at its level, which Clopper-Pearson
 and Wilson only approximately. On the biased toy model (true share 0.28, threshold 0.28, margin 0.03, 400 random
 states) the decision was wrong 23 times with Wilson (5.75%, against the 5% allowed) and 12 times with
 Clopper-Pearson (3%); with one fixed 95% level at every look, 76 and 62 times.
+
+By default the decision speaks for the people the model will meet (``reading="superpopulation"``): the held-out
+rows are a sample of them, so a verdict exact for those rows is decided on the exact binomial interval of their
+count (:func:`chiralfair.verdict.gate.superpopulation_interval`), and its line says both. ``reading="rows"``
+decides for the rows checked alone. A protected value the model refuses (its rows left out) or a group no held-out
+row holds is named in the line, and makes a pass undecided.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._validation import check_float
+from .._validation import check_choice, check_float
 
 
 def check_fairness(model, data, *, max_share: float, confidence: float = 0.95, method: str = "clopper-pearson",
-                   **kwargs: Any):
+                   reading: str = "superpopulation", **kwargs: Any):
     """Pass, fail or undecided: is the share of held-out individuals your model discriminates at most max_share.
 
     Parameters
@@ -34,6 +40,8 @@ def check_fairness(model, data, *, max_share: float, confidence: float = 0.95, m
         Confidence level of the interval the decision is made on.
     method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
         Interval method (see the module docstring for why not Wilson).
+    reading : {"superpopulation", "rows"}, default="superpopulation"
+        Decide for the people the model will meet (the held-out rows as a sample of them) or for the rows checked.
     **kwargs
         Of :func:`chiralfair.estimate`: ``label``, ``positive_class``, ``favourable``, ``protected``, ``bins``,
         ``schema``, ``test``, ``test_size``, ``population`` (default ``"test"``), ``random_state``, ``margin``,
@@ -47,18 +55,18 @@ def check_fairness(model, data, *, max_share: float, confidence: float = 0.95, m
     Raises
     ------
     ConfigError, DatasetError, DomainError, ModelFileError, ModelCapabilityError
-        As :func:`chiralfair.estimate`; also for ``max_share`` outside [0, 1].
+        As :func:`chiralfair.estimate`; also for ``max_share`` outside [0, 1] or an unknown ``reading``.
     """
     from ..verdict import decide
     from .front import estimate
 
-    max_share = check_float(max_share, "max_share", minimum=0.0, maximum=1.0)
+    max_share = _checked(max_share, reading)
     verdict = estimate(model, data, confidence=confidence, method=method, threshold=max_share, **kwargs)
-    return decide(verdict, max_share)
+    return decide(verdict, max_share, reading=reading)
 
 
 def check_fairness_benchmark(config, *, max_share: float, confidence: float = 0.95, population: str = "test",
-                             method: str = "clopper-pearson", **params: Any):
+                             method: str = "clopper-pearson", reading: str = "superpopulation", **params: Any):
     """The gate on a zoo model trained on a benchmark (:class:`~.config.RunConfig`); see :func:`check_fairness`.
 
     Parameters
@@ -71,6 +79,8 @@ def check_fairness_benchmark(config, *, max_share: float, confidence: float = 0.
         Spent over the looks of the sequential decision.
     population : {"test", "rows", "domain"}, default="test"
     method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
+    reading : {"superpopulation", "rows"}, default="superpopulation"
+        As :func:`check_fairness`.
     **params
         Of :func:`chiralfair.verdict.estimate` (``margin``, ``max_queries``, ...).
 
@@ -86,10 +96,18 @@ def check_fairness_benchmark(config, *, max_share: float, confidence: float = 0.
     from ..verdict import decide
     from .front import estimate_benchmark
 
-    max_share = check_float(max_share, "max_share", minimum=0.0, maximum=1.0)
+    max_share = _checked(max_share, reading)
     verdict = estimate_benchmark(config, population=population, confidence=confidence, method=method,
                                  threshold=max_share, **params)
-    return decide(verdict, max_share)
+    return decide(verdict, max_share, reading=reading)
+
+
+def _checked(max_share, reading: str) -> float:
+    """``max_share`` and ``reading`` checked before any work."""
+    from ..verdict.gate import READINGS
+
+    check_choice(reading, "reading", READINGS)
+    return check_float(max_share, "max_share", minimum=0.0, maximum=1.0)
 
 
 __all__ = ["check_fairness", "check_fairness_benchmark"]

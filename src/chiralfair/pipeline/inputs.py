@@ -70,6 +70,8 @@ class RunInputs:
         The resolved random state of the split and the model (the zoo model's training seed).
     favourable_note : str or None
         Where :attr:`favourable` comes from, when it is not a benchmark's (given, or the positive class by default).
+    left_out : tuple of dict
+        The protected values the model refuses, left out with their rows (:func:`~.steps.left_out_values`).
     """
 
     dataset: Any
@@ -86,6 +88,7 @@ class RunInputs:
     trained: Any = None
     random_state: int = 0
     favourable_note: str | None = None
+    left_out: tuple[dict[str, Any], ...] = ()
 
     @property
     def domain(self):
@@ -320,7 +323,11 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     step("model")
     t = time.perf_counter()
     counting, model_name, model_source = _load_model(model, dataset, trust_model_file, model_output, model_input)
+    from .steps import left_out_values
+
+    probed = dataset
     counting, dataset, keep, probe_notes = _check_model(counting, dataset)
+    left_out = () if keep is None else left_out_values(probed, dataset, test_index)
     train_index, test_index = _kept_rows(keep, train_index, test_index)
     if len(test_index) == 0:
         raise DatasetError("no held-out row is left once the rows holding protected values the model refuses are "
@@ -345,7 +352,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
-                     favourable_note=favourable_note)
+                     favourable_note=favourable_note, left_out=left_out)
 
 
 def _refuse_before_reading(model, data, settings: DataSettings, trust: bool) -> None:

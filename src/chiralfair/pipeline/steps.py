@@ -234,10 +234,40 @@ def estimate_verdict(inputs, *, random_state: int, population: str = "test", **p
     notes = verdict.notes
     if note is not None:  # say where the favourable label came from, rather than "as given" to estimate()
         notes = tuple(note if n.startswith("favourable label") else n for n in notes)
+    left_out = list(getattr(inputs, "left_out", ())) if population != "domain" else []
     return replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
                                                "model_f1": inputs.quality["f1"],
                                                "model_accuracy": inputs.quality["accuracy"],
-                                               "model_evaluated_on": inputs.quality["evaluated_on"]})
+                                               "model_evaluated_on": inputs.quality["evaluated_on"],
+                                               "left_out": left_out})
+
+
+def left_out_values(before, after, test_index) -> tuple[dict[str, Any], ...]:
+    """The protected values the model refuses, left out of ``after``'s domain with their rows (none: empty).
+
+    Parameters
+    ----------
+    before, after : Dataset
+        The data before and after the probe (:func:`chiralfair.models.probe.restrict_to_accepted_values`).
+    test_index : numpy.ndarray of int
+        The held-out rows of ``before``.
+
+    Returns
+    -------
+    tuple of dict
+        ``attribute``, ``value`` (its label), ``n_rows`` (data rows holding it) and ``n_held_out`` (of them, held
+        out): what :func:`chiralfair.verdict.gate.untested_groups` names.
+    """
+    out = []
+    domain = before.domain
+    for col, values, kept in zip(domain.protected, domain.protected_values, after.domain.protected_values,
+                                 strict=True):
+        feature = domain.features[col]
+        for value in sorted(set(values) - set(kept)):
+            out.append({"attribute": feature.name, "value": feature.label(value),
+                        "n_rows": int((before.X[:, col] == value).sum()),
+                        "n_held_out": int((before.X[test_index, col] == value).sum())})
+    return tuple(out)
 
 
 def diversities(inputs, result, seed_report, random_state: int) -> tuple[dict[str, Any], dict[str, Any]]:

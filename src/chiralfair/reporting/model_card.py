@@ -8,7 +8,14 @@ model's F1 and accuracy on the held-out rows, and, when measured, each group's s
 unfavourable label while a counterpart differing only in the protected attributes gets the favourable one);
 ``considerations.technicalLimitations`` holds the verdict's notes. Every figure names its slice (the rows or
 group it was measured on). :func:`add_to_skops_card` adds the same figures to a :class:`skops.card.Card` (a
-section with the tables, and the headline figures in its metrics table).
+section with the tables, between the lines ``<!-- chiralfair:begin -->`` and ``<!-- chiralfair:end -->``, and the
+headline figures in its metrics table). :func:`cyclonedx_bom` wraps the card in a complete CycloneDX 1.6 BOM (the
+model component with its hash, the data files as ``data`` components), as ``--bom FILE`` writes it.
+
+A card is never written over a file chiralfair did not write (:func:`check_card_file`): a JSON card or BOM
+replaces only a card or BOM chiralfair wrote, and an existing Markdown file (a README) has only the text between
+its two marker lines replaced; any other existing file is refused, as ``--out`` refuses a folder holding other
+files.
 
 What a card is made from (``subject``): a :class:`~chiralfair.verdict.Verdict`, anything with a ``verdict``
 attribute (an :class:`~chiralfair.AuditResult`, a :class:`~chiralfair.pipeline.RunOutcome`, a gate's
@@ -26,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +43,10 @@ from ..storage import atomic_path, atomic_write_text
 
 SPEC_VERSION = "1.6"
 CARD_SUFFIXES = (".json", ".md")
+CARD_REF_PREFIX = "chiralfair-model-card-"
+# The lines around the figures chiralfair writes into a Markdown file; it never touches the text outside them.
+MARK_BEGIN, MARK_END = "<!-- chiralfair:begin -->", "<!-- chiralfair:end -->"
+DATA_ROLES = {"data": "the data given (--data)", "test": "the held-out rows given (--test)"}
 SKOPS_SECTION = "Individual fairness (chiralfair)"
 METRIC_NAMES = {"selection_rate": "selection rate", "tpr": "true positive rate", "fpr": "false positive rate"}
 
@@ -67,34 +79,70 @@ def cyclonedx_model_card(subject) -> dict[str, Any]:
     if considerations:
         card["considerations"] = considerations
     # Named by its content, so that the same verdict gives the same card byte for byte.
-    return {"bom-ref": f"chiralfair-model-card-{_content_id(card)}", **card}
+    return {"bom-ref": f"{CARD_REF_PREFIX}{_content_id(card)}", **card}
 
 
-def cyclonedx_bom(card: dict[str, Any], *, name: str = "model", version: str | None = None) -> dict[str, Any]:
-    """A minimal CycloneDX BOM holding ``card`` in one ``machine-learning-model`` component (to validate or ship).
+def cyclonedx_bom(card: dict[str, Any], *, name: str = "model", version: str | None = None,
+                  model_file: str | os.PathLike | None = None,
+                  data_files: Mapping[str, str | os.PathLike] | None = None) -> dict[str, Any]:
+    """A complete CycloneDX 1.6 BOM: the model as a ``machine-learning-model`` component holding ``card``.
+
+    The model is the BOM's subject (``metadata.component``) and its one component; chiralfair is the tool that
+    wrote it. Each data file given is a ``data`` component (with its SHA-256), referenced from the card's
+    ``modelParameters.datasets``; the model file's SHA-256 is the model component's hash. Named by its content
+    (``serialNumber``), without a timestamp, so that the same figures and files give the same BOM byte for byte.
 
     Parameters
     ----------
     card : dict
         :func:`cyclonedx_model_card`.
     name : str
-        The component's name (the model's).
+        The component's name (the model's: its file name, or a zoo model's name).
     version : str, optional
         The component's version.
+    model_file : path, optional
+        The model file, hashed (SHA-256).
+    data_files : mapping of str to path, optional
+        Role (``"data"``, ``"test"``) -> data file, each hashed (SHA-256).
 
     Returns
     -------
     dict
+        Valid against the CycloneDX 1.6 JSON schema (``tests/test_model_card.py`` checks it with
+        cyclonedx-python-lib's validator).
+
+    Raises
+    ------
+    ConfigError
+        For a model or data file that cannot be read.
     """
-    component: dict[str, Any] = {"type": "machine-learning-model", "name": name, "bom-ref": f"model-{name}",
-                                 "modelCard": card}
+    card = dict(card)
+    datasets = []
+    data_components = []
+    for role, path in (data_files or {}).items():
+        ref = f"data-{role}-{Path(path).name}"
+        data_components.append({"type": "data", "bom-ref": ref, "name": Path(path).name,
+                                "description": DATA_ROLES.get(role, role), "hashes": [_sha256(path)],
+                                "data": [{"type": "dataset", "name": Path(path).name}]})
+        datasets.append({"ref": ref})
+    if datasets:
+        card["modelParameters"] = {**card.get("modelParameters", {}), "task": "binary classification",
+                                   "datasets": datasets}
+    model: dict[str, Any] = {"type": "machine-learning-model", "bom-ref": f"model-{name}", "name": name}
     if version is not None:
-        component["version"] = version
-    return {"bomFormat": "CycloneDX", "specVersion": SPEC_VERSION,
-            "serialNumber": f"urn:uuid:{_content_id(component)}",
-            "version": 1, "metadata": {"tools": {"components": [
-                {"type": "application", "name": "chiralfair", "version": __version__}]}},
-            "components": [component]}
+        model["version"] = version
+    if model_file is not None:
+        model["hashes"] = [_sha256(model_file)]
+    model["modelCard"] = card
+    # The subject repeats the component without its card; a bom-ref is unique within a BOM, so it has none.
+    subject_component = {k: v for k, v in model.items() if k not in ("modelCard", "bom-ref")}
+    bom = {"bomFormat": "CycloneDX", "specVersion": SPEC_VERSION, "version": 1,
+           "metadata": {"tools": {"components": [{"type": "application", "name": "chiralfair",
+                                                  "version": __version__}]},
+                        "component": subject_component},
+           "components": [model, *data_components]}
+    return {"bomFormat": "CycloneDX", "specVersion": SPEC_VERSION, "serialNumber": f"urn:uuid:{_content_id(bom)}",
+            **{k: v for k, v in bom.items() if k not in ("bomFormat", "specVersion")}}
 
 
 def fairness_markdown(subject) -> str:
@@ -143,7 +191,7 @@ def add_to_skops_card(card, subject, *, section: str = SKOPS_SECTION):
         ``card``, changed in place.
     """
     metrics, _, _ = _card_parts(subject)
-    card.add(**{section: fairness_markdown(subject)})
+    card.add(**{section: f"{MARK_BEGIN}\n{fairness_markdown(subject)}\n{MARK_END}"})
     headline = {}
     for m in metrics[:1] + [m for m in metrics if m["type"].startswith("F1")][:1]:
         ci = m.get("confidenceInterval")
@@ -157,14 +205,21 @@ def add_to_skops_card(card, subject, *, section: str = SKOPS_SECTION):
 def write_model_card(subject, path: str | os.PathLike, *, model=None) -> Path:
     """Write the model card of ``subject``: CycloneDX JSON (``.json``) or a skops model card (``.md``).
 
+    Never overwrites a file chiralfair did not write (:func:`check_card_file`): a ``.json`` file is replaced only
+    when it holds a card chiralfair wrote; an existing ``.md`` file only has the text between its
+    ``<!-- chiralfair:begin -->`` and ``<!-- chiralfair:end -->`` lines replaced by the fairness figures (a new
+    ``.md`` card holds those lines around its fairness section, and a hand-written README can take them where the
+    figures go); any other existing file is refused.
+
     Parameters
     ----------
     subject : Verdict, AuditResult, RunOutcome, GateDecision or RetrainResult
     path : path
         ``*.json``: the CycloneDX ``modelCard`` fragment (:func:`cyclonedx_model_card`); ``*.md``: a skops model
-        card of ``model`` with the fairness section (:func:`add_to_skops_card`).
+        card of ``model`` with the fairness section (:func:`add_to_skops_card`), or the marked section of an
+        existing Markdown file.
     model : sklearn estimator, optional
-        Needed for ``.md``: the model the skops card describes.
+        Needed for a new ``.md`` card: the model the skops card describes.
 
     Returns
     -------
@@ -173,13 +228,17 @@ def write_model_card(subject, path: str | os.PathLike, *, model=None) -> Path:
     Raises
     ------
     ConfigError
-        For another suffix, or ``.md`` without an sklearn model.
+        For another suffix, a file chiralfair did not write, or a new ``.md`` card without an sklearn model.
     """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in CARD_SUFFIXES:
         raise ConfigError(f"model card {str(path)!r}: use a .json file (a CycloneDX modelCard) or a .md file (a skops "
                           f"model card of an sklearn model), not {path.suffix or 'no suffix'!r}")
+    check_card_file(path)
+    if suffix == ".md" and path.exists():
+        atomic_write_text(path, _with_section(path.read_text(encoding="utf-8"), subject))
+        return path
     if suffix == ".md":
         from sklearn.base import BaseEstimator
 
@@ -198,6 +257,118 @@ def write_model_card(subject, path: str | os.PathLike, *, model=None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(cyclonedx_model_card(subject), indent=2) + "\n")
     return path
+
+
+def write_bom(subject, path: str | os.PathLike, *, name: str = "model", model_file=None,
+              data_files: Mapping[str, str | os.PathLike] | None = None) -> Path:
+    """Write a complete CycloneDX 1.6 BOM (JSON) of the model with the model card of ``subject``.
+
+    Parameters
+    ----------
+    subject : Verdict, AuditResult, RunOutcome, GateDecision or RetrainResult
+    path : path
+        A ``.json`` file; an existing one is replaced only when chiralfair wrote it (:func:`check_card_file`).
+    name, model_file, data_files
+        As :func:`cyclonedx_bom`.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    ConfigError
+        For another suffix than ``.json``, a file chiralfair did not write, or a file that cannot be read.
+    """
+    path = Path(path)
+    if path.suffix.lower() != ".json":
+        raise ConfigError(f"BOM {str(path)!r}: a CycloneDX BOM is a .json file, not {path.suffix or 'no suffix'!r}")
+    check_card_file(path)
+    bom = cyclonedx_bom(cyclonedx_model_card(subject), name=name, model_file=model_file, data_files=data_files)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(bom, indent=2) + "\n")
+    return path
+
+
+def check_card_file(path: str | os.PathLike) -> None:
+    """Refuse a model card or BOM file that would overwrite a file chiralfair did not write (light: no import).
+
+    An absent file is fine. An existing ``.json`` file must hold a card (``bom-ref`` ``chiralfair-model-card-...``)
+    or a BOM (its ``metadata.tools`` naming chiralfair) that chiralfair wrote; an existing ``.md`` file must hold
+    the two lines ``<!-- chiralfair:begin -->`` and ``<!-- chiralfair:end -->``, in that order, once: only the text
+    between them is replaced.
+
+    Parameters
+    ----------
+    path : path
+
+    Raises
+    ------
+    ConfigError
+        Naming the file, why it is not chiralfair's, and what to do.
+    """
+    path = Path(path)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not path.is_file():
+        raise ConfigError(f"model card {str(path)!r} is a folder, not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"model card {str(path)!r} exists and cannot be read ({err}); chiralfair overwrites only "
+                          "the files it wrote: give a new file") from None
+    if path.suffix.lower() == ".md":
+        if _section_span(text) is None:
+            raise ConfigError(f"{str(path)!r} exists and has no chiralfair section: chiralfair never overwrites a file "
+                              f"it did not write, and updates an existing Markdown file only between a line "
+                              f"{MARK_BEGIN} and a line {MARK_END}; add those two lines where the fairness figures "
+                              "go, or give a new file")
+        return
+    if not _written_by_chiralfair(text):
+        raise ConfigError(f"{str(path)!r} exists and is not a model card or BOM chiralfair wrote: chiralfair never "
+                          "overwrites a file it did not write; give a new file, or remove this one")
+
+
+def _written_by_chiralfair(text: str) -> bool:
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return False
+    if not isinstance(document, dict):
+        return False
+    if str(document.get("bom-ref", "")).startswith(CARD_REF_PREFIX):
+        return True
+    tools = ((document.get("metadata") or {}).get("tools") or {})
+    components = tools.get("components", []) if isinstance(tools, dict) else []
+    return document.get("bomFormat") == "CycloneDX" and any(
+        isinstance(c, dict) and c.get("name") == "chiralfair" for c in components)
+
+
+def _section_span(text: str) -> tuple[int, int] | None:
+    """Where the marked section's content lies in ``text`` (after the begin line, before the end line), or None."""
+    lines = text.splitlines(keepends=True)
+    begins = [i for i, line in enumerate(lines) if line.strip() == MARK_BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.strip() == MARK_END]
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        return None
+    start = sum(len(line) for line in lines[:begins[0] + 1])
+    return start, sum(len(line) for line in lines[:ends[0]])
+
+
+def _with_section(text: str, subject) -> str:
+    span = _section_span(text)
+    assert span is not None  # check_card_file refused the file otherwise
+    return text[:span[0]] + ("" if text[:span[0]].endswith("\n") else "\n") + fairness_markdown(subject) + "\n" \
+        + text[span[1]:]
+
+
+def _sha256(path: str | os.PathLike) -> dict[str, str]:
+    from ..results.provenance import file_sha256
+
+    try:
+        return {"alg": "SHA-256", "content": file_sha256(path)}
+    except OSError as err:
+        raise ConfigError(f"cannot read {str(path)!r} to hash it for the BOM: {err.strerror or err}") from None
 
 
 # ------------------------------------------------------------------------------------------------ the figures
@@ -335,4 +506,5 @@ def _show(text: str) -> str:
         return text
 
 
-__all__ = ["add_to_skops_card", "cyclonedx_bom", "cyclonedx_model_card", "fairness_markdown", "write_model_card"]
+__all__ = ["add_to_skops_card", "check_card_file", "cyclonedx_bom", "cyclonedx_model_card", "fairness_markdown",
+           "write_bom", "write_model_card"]

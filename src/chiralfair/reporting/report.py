@@ -206,8 +206,10 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
-    from ..verdict.result import plausibility_line
+    from ..verdict.result import people_line, plausibility_line
 
+    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+        lines.append(f"  {people}")
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
         lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
@@ -351,8 +353,10 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
            f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
-    from ..verdict.result import plausibility_line
+    from ..verdict.result import people_line, plausibility_line
 
+    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+        out += ["", people[0].upper() + people[1:] + "."]
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
         out += ["", other[0].upper() + other[1:] + "."]

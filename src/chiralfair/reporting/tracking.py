@@ -7,14 +7,27 @@ with the run's own keys:
 - parameters: the run's configuration (dataset, protected attributes, model, generator, seeds, budget,
   random state) and the verdict's (population, confidence, margin, method, favourable label);
 - metrics: the share affected and its interval (``fair_share_affected``, ``fair_share_affected_lower``, ...),
-  per group ``fair_group/<group>/share_harmed`` and ``.../share_affected``, the search's figures
+  per group ``fair_group/<group>/share_harmed`` and ``.../share_affected`` (``<group>`` is the group's name with
+  every character but letters, digits, ``_``, ``-`` and spaces written ``.XX``, its UTF-8 bytes in hex: ``sex=f``
+  is ``sex.3Df``, ``age<40`` is ``age.3C40``; :func:`group_key` and its inverse :func:`group_name`), the search's
+  figures
   (``fair_n_idis``, ``fair_n_queries``, ``fair_success_rate``, ``fair_initialization_rate``, ...), the model's
   ``fair_model_f1`` on the held-out rows, and, when measured, each group's ``selection_rate``, ``tpr``, ``fpr``;
-  for a retraining, ``fair_retrain/<stage>/<figure>`` per model;
+  for a gate (``chiralfair check``), ``fair_gate_exit_code``, the interval it decided on (``fair_gate_lower``,
+  ``fair_gate_upper``, in its reading) and ``fair_gate_n_untested``; for a retraining,
+  ``fair_retrain/<stage>/<figure>`` per model;
 - artifacts: the run folder (``result.json``, the report, ...) under ``chiralfair/``, or, without a folder, the
   figures as ``chiralfair/<name>.json``.
 
-MLflow is an optional extra: ``pip install 'chiralfair[mlflow]'`` (``mlflow-skinny`` is enough).
+MLflow is an optional extra: ``pip install 'chiralfair[mlflow]'`` brings ``mlflow-skinny`` with SQLAlchemy and
+Alembic, which MLflow's default local store (``sqlite:///mlflow.db`` in the working folder, artifacts in
+``./mlruns``) needs. :func:`check_tracking_store` refuses, in one line naming MLflow's rule and the fix, a store the
+installed MLflow cannot open (the SQLite store without SQLAlchemy, a ``file:`` store without
+``MLFLOW_ALLOW_FILE_STORE=true``), so that the command line can say so before any work.
+
+References
+----------
+.. [1] MLflow Tracking, "Backend stores". https://mlflow.org/docs/latest/self-hosting/architecture/backend-store/
 """
 
 from __future__ import annotations
@@ -32,8 +45,14 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "fair_"
 ARTIFACT_PATH = "chiralfair"
-# MLflow keys may hold letters, digits, "_", "-", ".", " ", ":" and "/".
-_NOT_IN_KEY = re.compile(r"[^\w\-. :/]")
+# MLflow keys may hold letters, digits, "_", "-", ".", " ", "/" (and ":" but not on Windows).
+_NOT_IN_KEY = re.compile(r"[^\w\-. /]")
+# A group's name in a key keeps these characters; every other one (".", "/", "=", "<", ...) is written ".XX".
+_KEPT_IN_GROUP = re.compile(r"[A-Za-z0-9_\- ]")
+_ESCAPED = re.compile(r"\.([0-9A-F]{2})")
+# Schemes of MLflow's SQLAlchemy stores, and the packages they need beside mlflow-skinny.
+SQL_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+SQL_PACKAGES = ("sqlalchemy", "alembic")
 SEARCH_FIGURES = ("n_idis", "n_global", "n_local", "n_tested", "n_queries", "success_rate", "seconds",
                   "initialization_rate", "n_seeds", "n_seed_idis")
 CONFIG_KEYS = ("dataset", "protected", "model", "generator", "seeds", "max_global", "max_local", "random_state")
@@ -105,6 +124,97 @@ def key(name: str) -> str:
     return PREFIX + _NOT_IN_KEY.sub("_", name)
 
 
+def group_key(group: str) -> str:
+    """A group's name as one part of an MLflow key: reversible, so two groups never share a key.
+
+    Letters, digits, ``_``, ``-`` and spaces stay; every other character is written ``.XX`` per byte of its UTF-8
+    encoding (``.`` itself is ``.2E``), so the part holds only characters MLflow takes on every system and no
+    ``/`` that would read as another level of the key. ``<40`` and ``>40`` give ``.3C40`` and ``.3E40``.
+
+    Parameters
+    ----------
+    group : str
+        A group's name, e.g. ``"sex=f"`` or ``"race=b, sex=m"``.
+
+    Returns
+    -------
+    str
+        E.g. ``"sex.3Df"``; :func:`group_name` gives ``group`` back.
+    """
+    return "".join(c if _KEPT_IN_GROUP.fullmatch(c) else "".join(f".{b:02X}" for b in c.encode())
+                   for c in group)
+
+
+def group_name(part: str) -> str:
+    """The group's name a key part of :func:`group_key` stands for (its inverse).
+
+    Parameters
+    ----------
+    part : str
+        E.g. ``"sex.3Df"``.
+
+    Returns
+    -------
+    str
+        E.g. ``"sex=f"``.
+    """
+    out = bytearray()
+    i = 0
+    while i < len(part):
+        escaped = _ESCAPED.match(part, i)
+        if escaped:
+            out.append(int(escaped.group(1), 16))
+            i = escaped.end()
+        else:
+            out += part[i].encode()
+            i += 1
+    return out.decode()
+
+
+def check_tracking_store() -> str:
+    """The tracking URI MLflow will log to, or a one-line refusal when the installed MLflow cannot open its store.
+
+    With no tracking URI set (``MLFLOW_TRACKING_URI``, :func:`mlflow.set_tracking_uri`), MLflow 3 logs to
+    ``sqlite:///mlflow.db`` in the working folder, whose store needs SQLAlchemy and Alembic (the ``mlflow`` extra
+    brings them; ``mlflow-skinny`` alone does not), or to ``./mlruns`` when that folder already holds runs of the
+    file store, which MLflow opens only with ``MLFLOW_ALLOW_FILE_STORE=true``.
+
+    Returns
+    -------
+    str
+        The tracking URI.
+
+    Raises
+    ------
+    MissingDependencyError
+        Without MLflow, or for a SQL store without SQLAlchemy and Alembic.
+    ConfigError
+        For a ``file:`` store (or a plain path) without ``MLFLOW_ALLOW_FILE_STORE=true``.
+    """
+    import importlib.util
+
+    from ..exceptions import ConfigError
+
+    mlflow = _mlflow()
+    uri = mlflow.get_tracking_uri()
+    scheme = uri.partition(":")[0].partition("+")[0].lower() if "://" in uri or uri.startswith("file:") else ""
+    if scheme in SQL_SCHEMES:
+        missing = [p for p in SQL_PACKAGES if importlib.util.find_spec(p) is None]
+        if missing:
+            raise MissingDependencyError(
+                f"MLflow's tracking store {uri} needs {' and '.join(missing)}, which mlflow-skinny does not bring: "
+                "pip install 'chiralfair[mlflow]' (or set MLFLOW_TRACKING_URI to a tracking server, http://...)")
+    elif scheme in ("", "file"):
+        from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
+
+        if not MLFLOW_ALLOW_FILE_STORE.get():
+            raise ConfigError(
+                f"MLflow opens the file store {uri} only with MLFLOW_ALLOW_FILE_STORE=true (MLflow 3 keeps it in "
+                "maintenance mode): set that variable, or set MLFLOW_TRACKING_URI=sqlite:///mlflow.db (MLflow's "
+                "default, with pip install 'chiralfair[mlflow]') or a tracking server")
+    return uri
+
+
 def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str, Any]]:
     """(parameters, metrics, document name, document) of what :func:`log_to_mlflow` logs, keys without the prefix.
 
@@ -130,8 +240,9 @@ def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str
         return _run_figures(subject.summary())
     if hasattr(subject, "max_share") and hasattr(subject, "verdict"):
         params, metrics, _, _ = _verdict_figures(subject.verdict)
-        params["max_share"] = subject.max_share
-        metrics["gate_exit_code"] = subject.exit_code
+        params.update(max_share=subject.max_share, gate_reading=subject.reading, gate_outcome=subject.outcome)
+        metrics.update(gate_exit_code=subject.exit_code, gate_lower=subject.lower, gate_upper=subject.upper,
+                       gate_n_untested=len(subject.untested))
         return params, metrics, "check", subject.to_dict()
     if hasattr(subject, "groups") and hasattr(subject, "share"):
         return _verdict_figures(subject)
@@ -169,7 +280,7 @@ def _verdict_metrics(v: dict[str, Any]) -> dict[str, Any]:
            "verdict_queries": v["n_queries"], "verdict_exact": int(bool(v["exact"]))}
     for g in v["groups"]:
         for figure in ("share_harmed", "share_harmed_lower", "share_harmed_upper", "share_affected"):
-            out[f"group/{g['group']}/{figure}"] = g.get(figure)
+            out[f"group/{group_key(g['group'])}/{figure}"] = g.get(figure)
     return out
 
 
@@ -177,7 +288,7 @@ def _group_metric_metrics(gm: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for r in [gm["overall"], *gm["groups"]]:
         for figure in ("selection_rate", "tpr", "fpr", "idi_rate"):
-            out[f"group/{r['group']}/{figure}"] = r.get(figure)
+            out[f"group/{group_key(r['group'])}/{figure}"] = r.get(figure)
     return out
 
 
@@ -225,4 +336,4 @@ def _mlflow():
     return mlflow
 
 
-__all__ = ["figures_of", "key", "log_to_mlflow"]
+__all__ = ["check_tracking_store", "figures_of", "group_key", "group_name", "key", "log_to_mlflow"]

@@ -6,7 +6,7 @@ from typing import Any
 
 
 def assert_individually_fair(model, data, *, max_share: float, protected, confidence: float = 0.95,
-                             method: str = "clopper-pearson", **kwargs: Any):
+                             method: str = "clopper-pearson", reading: str = "superpopulation", **kwargs: Any):
     """Assert that at most ``max_share`` of the held-out individuals are affected by their protected attributes.
 
     The verdict (:func:`chiralfair.estimate`) is estimated against the threshold, sampling stops once its interval
@@ -29,6 +29,9 @@ def assert_individually_fair(model, data, *, max_share: float, protected, confid
         Confidence level of the decision.
     method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
         Interval method (:mod:`chiralfair.pipeline.gate` says why not Wilson).
+    reading : {"superpopulation", "rows"}, default="superpopulation"
+        Assert it for the people the model will meet (the held-out rows as a sample of them: their binomial
+        interval, even when every row is checked) or for the held-out rows themselves.
     **kwargs
         Of :func:`chiralfair.estimate` (``label``, ``positive_class``, ``favourable``, ``test``, ``test_size``,
         ``population``, ``random_state``, ``margin``, ``max_queries``, ...).
@@ -56,7 +59,7 @@ def assert_individually_fair(model, data, *, max_share: float, protected, confid
     from ..pipeline.gate import check_fairness
 
     decision = check_fairness(model, data, max_share=max_share, protected=protected, confidence=confidence,
-                              method=method, **kwargs)
+                              method=method, reading=reading, **kwargs)
     if not decision.passed:
         raise AssertionError(decision.message())
     return decision

@@ -13,13 +13,22 @@ from .._lazy import lazy_attributes
 _MODULE_OF = {"estimate": "estimation", "resolve_favourable": "estimation", "FAVOURABLE": "estimation",
               "POPULATIONS": "params", "METHODS": "params", "Verdict": "result",
               "GROUP_COLUMNS": "result", "plausibility_line": "result", "look_confidence": "estimation",
-              "GateDecision": "gate", "decide": "gate", "worst_group": "gate", "EXIT_CODES": "gate"}
+              "GateDecision": "gate", "decide": "gate", "worst_group": "gate", "EXIT_CODES": "gate",
+              "READINGS": "gate", "superpopulation_interval": "gate", "untested_groups": "gate"}
 
 __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:  # the real names, for type checkers and the API reference (griffe)
     from .estimation import FAVOURABLE, estimate, look_confidence, resolve_favourable  # noqa: F401
-    from .gate import EXIT_CODES, GateDecision, decide, worst_group  # noqa: F401
+    from .gate import (  # noqa: F401
+        EXIT_CODES,
+        READINGS,
+        GateDecision,
+        decide,
+        superpopulation_interval,
+        untested_groups,
+        worst_group,
+    )
     from .params import METHODS, POPULATIONS  # noqa: F401
     from .result import GROUP_COLUMNS, Verdict, plausibility_line  # noqa: F401
 

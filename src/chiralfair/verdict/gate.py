@@ -3,14 +3,34 @@
 A deploy gate asks one question: is the share of individuals the model discriminates at most ``max_share``? The
 verdict answers with an interval, so there are three answers, each with its exit code:
 
-- **pass** (0): the interval's upper bound is at most ``max_share``;
+- **pass** (0): the interval's upper bound is at most ``max_share``, and every protected group was tested;
 - **fail** (1): its lower bound is above ``max_share``;
-- **undecided** (2): the interval straddles ``max_share`` (more queries, or a threshold further from the share,
-  are needed).
+- **undecided** (2): the interval straddles ``max_share`` (more held-out rows or queries, or a threshold further
+  from the share, are needed), or the interval is below it but a protected group could not be tested (a value the
+  model refuses, whose rows were left out; a group no checked individual belongs to): a pass would speak for people
+  the gate never saw.
 
-An exact verdict (every individual checked) has an interval of width 0 and is never undecided. The decision
-quotes the worst group: the protected group with the largest share harmed (its individuals get the unfavourable
-label while a counterpart differing only in the protected attributes gets the favourable one).
+Which interval, that is which population the decision speaks about (:data:`READINGS`):
+
+- ``"superpopulation"`` (default): the people the model will meet. The held-out rows are read as a sample of
+  them, so even when every row was checked (an exact verdict, "exact for these N rows") the decision is made on
+  the exact binomial (Clopper-Pearson) interval of the count affected among those N rows
+  (:func:`superpopulation_interval`); 2 of 600 affected is 0.33% [0.04%, 1.20%], not 0.33% exactly. A sampled
+  verdict's interval already is such an interval (its individuals are a sample, drawn without replacement, of the
+  rows). Uniform draws from the input domain are no sample of people: for ``population="domain"`` the reading is
+  the domain's own.
+- ``"rows"``: the rows checked themselves. An exact verdict then has an interval of width 0 and is never
+  undecided by its share.
+
+The decision quotes the worst group: the protected group with the largest share harmed (its individuals get the
+unfavourable label while a counterpart differing only in the protected attributes gets the favourable one).
+
+References
+----------
+.. [1] Clopper, Pearson. "The use of confidence or fiducial limits illustrated in the case of the binomial."
+   Biometrika 26(4), 1934.
+.. [2] Cochran. *Sampling Techniques*, 3rd ed., Wiley 1977, ch. 3 (a finite population as a sample of a
+   superpopulation).
 """
 
 from __future__ import annotations
@@ -19,20 +39,23 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .._validation import check_float
+from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict
+from .result import Verdict, binomial_interval
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
+# Which population a decision speaks about: the people the model will meet, or the rows checked.
+READINGS = ("superpopulation", "rows")
 # Exit code of a refusal (bad flag, file or value) or a usage error of ``chiralfair check``: never 0, 1 or 2.
 REFUSED_EXIT_CODE = 3
 # Exit code of an unexpected error (a bug) in ``chiralfair check``: never read as a decision either.
 CRASHED_EXIT_CODE = 4
+METHOD_NAMES = {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson"}
 
 
 @dataclass(frozen=True)
 class GateDecision:
-    """Pass, fail or undecided: the verdict's share affected and its interval against ``max_share``.
+    """Pass, fail or undecided: the share affected and its interval, in the decision's reading, against ``max_share``.
 
     Attributes
     ----------
@@ -42,19 +65,29 @@ class GateDecision:
     max_share : float
         The threshold on the share affected, in [0, 1].
     share, lower, upper : float
-        The verdict's share affected and its interval (``confidence``; width 0 when ``exact``).
+        The share affected and the interval the decision was made on (``reading``; ``confidence``).
     confidence : float
     method : str
     exact : bool
+        Whether every individual of the population was checked (the verdict's share is exact for those rows).
     population : str
-        The rows the verdict checked, in words (:attr:`Verdict.population_text`; e.g. "a held-out split of the
-        given data (...) that may include rows the model was fitted on").
+        The rows the verdict checked, in words (:attr:`Verdict.population_text`; e.g. "the given test rows (600)").
     n_individuals, n_queries : int
     worst_group : dict or None
         The group with the largest share harmed (``group``, ``n``, ``n_harmed``, ``share_harmed``,
-        ``share_harmed_lower``, ``share_harmed_upper``, ``share_affected``); None when no group was harmed.
+        ``share_harmed_lower``, ``share_harmed_upper``, ``share_affected``), its interval in the decision's
+        reading; None when no group was harmed.
     verdict : Verdict
         The verdict the decision was made on.
+    reading : {"superpopulation", "rows", "domain"}
+        Which population the interval speaks about (see the module docstring); ``"domain"`` for uniform draws.
+    n_affected : int
+        Individuals affected among those checked.
+    rows_lower, rows_upper : float
+        The verdict's own interval, over the rows checked (width 0 when ``exact``: "exact for these N rows").
+    untested : tuple of dict
+        The protected groups the gate could not test (:func:`untested_groups`): ``group``, ``why`` and
+        ``n_rows`` (rows left out, for a value the model refuses). Any of them turns a pass into undecided.
     """
 
     outcome: str
@@ -71,28 +104,34 @@ class GateDecision:
     n_queries: int
     worst_group: dict[str, Any] | None
     verdict: Verdict
+    reading: str = "superpopulation"
+    n_affected: int = 0
+    rows_lower: float | None = None
+    rows_upper: float | None = None
+    untested: tuple[dict[str, Any], ...] = ()
 
     @property
     def passed(self) -> bool:
-        """Whether the gate passed (the whole interval is at most ``max_share``)."""
+        """Whether the gate passed (the whole interval is at most ``max_share``, every group tested)."""
         return self.outcome == "pass"
 
     def line(self) -> str:
-        """One line for a CI log: decision, share and interval, threshold, population, worst group.
+        """One line for a CI log: decision, share and interval, threshold, population and reading, groups.
 
         Returns
         -------
         str
         """
         head = {"pass": "PASS", "fail": "FAIL", "undecided": "UNDECIDED"}[self.outcome]
-        relation = {"pass": "<=", "fail": ">", "undecided": "straddles"}[self.outcome]
-        how = "exact" if self.exact else f"{self.confidence:.0%} {self.method}"
-        share = _interval_text(self.share, self.lower, self.upper, self.exact)
-        text = (f"chiralfair check {head}: share affected {share} ({how}; {self.n_individuals:,} individuals of "
-                f"{self.population}, {self.n_queries:,} queries) {relation} max share {self.max_share:.2%}; "
-                f"{self._worst_text()}")
+        straddles = self.lower <= self.max_share < self.upper
+        relation = "straddles" if straddles else ("<=" if self.upper <= self.max_share else ">")
+        share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
+        text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
+                f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+        if self.untested:
+            text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":
-            text += "; undecided: raise --max-queries, or lower --margin, to narrow the interval"
+            text += f"; undecided: {self._undecided_hint(straddles)}"
         return text
 
     def message(self) -> str:
@@ -112,18 +151,47 @@ class GateDecision:
         dict
         """
         out = {k: v for k, v in asdict(self).items() if k != "verdict"}
+        out["untested"] = [dict(g) for g in self.untested]
+        out["line"] = self.line()
         out["verdict"] = json.loads(self.verdict.to_json())
         return out
+
+    def _reading_text(self) -> str:
+        how = f"{self.confidence:.0%} {METHOD_NAMES.get(self.method, self.method)}"
+        n = self.n_individuals
+        if self.reading == "domain":
+            what = "every point checked" if self.exact else f"{n:,} draws, {how}"
+            return f"over {self.population} ({what})"
+        if self.reading == "rows":
+            if self.exact:
+                return (f"exact for these {n:,} rows: every individual of {self.population} checked (the people the "
+                        "model will meet may differ: the default reading, superpopulation, says how much)")
+            return f"over {self.population} ({n:,} individuals sampled from them, {how})"
+        if self.exact:
+            exact = _interval_text(self.verdict.share, None, None, True)
+            return (f"for the people the model will meet ({how}, the {n:,} individuals of {self.population} read as "
+                    f"a sample of them; exact for these {n:,} rows: {exact})")
+        return (f"for the people the model will meet ({how}; {n:,} individuals sampled from {self.population}, read "
+                "as a sample of them)")
+
+    def _undecided_hint(self, straddles: bool) -> str:
+        if not straddles:
+            return "the interval lies below the threshold, but a pass would speak for the groups not tested"
+        if self.exact and self.reading == "superpopulation":
+            return (f"{self.n_individuals:,} held-out rows are too few to tell at this confidence: give more "
+                    "held-out rows (--test), or a threshold further from the share")
+        return "raise --max-queries, or lower --margin, to narrow the interval"
 
     def _worst_text(self) -> str:
         g = self.worst_group
         if g is None:
             return "no group harmed"
-        share = _interval_text(g["share_harmed"], g["share_harmed_lower"], g["share_harmed_upper"], self.exact)
+        exact = g["share_harmed_lower"] is None or g["share_harmed_lower"] == g["share_harmed_upper"]
+        share = _interval_text(g["share_harmed"], g["share_harmed_lower"], g["share_harmed_upper"], exact)
         return f"worst group {g['group']}: {share} harmed ({g['n_harmed']:,} of {g['n']:,})"
 
 
-def decide(verdict: Verdict, max_share: float) -> GateDecision:
+def decide(verdict: Verdict, max_share: float, *, reading: str = "superpopulation") -> GateDecision:
     """Decide pass, fail or undecided on ``verdict`` against ``max_share``.
 
     Parameters
@@ -133,6 +201,9 @@ def decide(verdict: Verdict, max_share: float) -> GateDecision:
         as soon as the interval lies on one side of the threshold, with the confidence kept over the looks.
     max_share : float
         Largest acceptable share of individuals affected, in [0, 1].
+    reading : {"superpopulation", "rows"}, default="superpopulation"
+        Decide for the people the model will meet (the rows checked as a sample of them) or for the rows checked
+        themselves (see the module docstring). Uniform draws from the domain are read as the domain either way.
 
     Returns
     -------
@@ -141,31 +212,112 @@ def decide(verdict: Verdict, max_share: float) -> GateDecision:
     Raises
     ------
     ConfigError
-        If ``max_share`` lies outside [0, 1].
+        If ``max_share`` lies outside [0, 1], or ``reading`` is not one of :data:`READINGS`.
     """
     max_share = check_float(max_share, "max_share", minimum=0.0, maximum=1.0)
+    reading = check_choice(reading, "reading", READINGS)
     if not isinstance(verdict, Verdict):
         raise ConfigError(f"decide() needs a Verdict, got {type(verdict).__name__}")
-    if verdict.upper <= max_share:
-        outcome = "pass"
-    elif verdict.lower > max_share:
+    if verdict.population == "domain":
+        reading = "domain"
+    lower, upper = superpopulation_interval(verdict) if reading == "superpopulation" else (verdict.lower,
+                                                                                            verdict.upper)
+    untested = untested_groups(verdict)
+    if lower > max_share:
         outcome = "fail"
+    elif upper <= max_share and not untested:
+        outcome = "pass"
     else:
         outcome = "undecided"
     return GateDecision(outcome=outcome, exit_code=EXIT_CODES[outcome], max_share=max_share, share=verdict.share,
-                        lower=verdict.lower, upper=verdict.upper, confidence=verdict.confidence,
+                        lower=lower, upper=upper, confidence=verdict.confidence,
                         method=verdict.method, exact=verdict.exact,
                         population=verdict.population_text,
                         n_individuals=verdict.n_individuals, n_queries=verdict.n_queries,
-                        worst_group=worst_group(verdict), verdict=verdict)
+                        worst_group=worst_group(verdict, reading=reading), verdict=verdict, reading=reading,
+                        n_affected=verdict.n_affected, rows_lower=verdict.lower, rows_upper=verdict.upper,
+                        untested=untested)
 
 
-def worst_group(verdict: Verdict) -> dict[str, Any] | None:
+def superpopulation_interval(verdict: Verdict, count: int | None = None, n: int | None = None,
+                             confidence: float | None = None) -> tuple[float, float]:
+    """The interval of the share among the people the model will meet, the individuals checked read as a sample.
+
+    A sampled verdict's interval already is one (a binomial interval on a sample of the rows). An exact verdict
+    (every row checked) gets the binomial interval of its count, with the verdict's method (Clopper-Pearson for
+    the gate): the rows are N draws from the people the model will meet, and ``n_affected`` of them were affected.
+    When every row was reached by sampling against a threshold (``stopped_by="exhausted"``), that last look is
+    one more look of the sequential decision and gets its level (:func:`~chiralfair.verdict.look_confidence`).
+
+    Parameters
+    ----------
+    verdict : Verdict
+    count, n : int, optional
+        Another count among ``n`` individuals of the verdict (a group's ``n_harmed`` of its ``n``); default the
+        verdict's ``n_affected`` of ``n_individuals``.
+    confidence : float, optional
+        The level; default the verdict's (as above).
+
+    Returns
+    -------
+    (float, float)
+        Lower and upper bounds, in [0, 1].
+    """
+    if count is None:
+        if not verdict.exact or verdict.population == "domain":
+            return verdict.lower, verdict.upper
+        count, n = verdict.n_affected, verdict.n_individuals
+    assert n is not None
+    if confidence is None:
+        confidence = verdict.confidence
+        sequential = verdict.meta.get("sequential")
+        if verdict.stopped_by == "exhausted" and sequential:
+            from .estimation import look_confidence
+
+            confidence = look_confidence(verdict.confidence, int(sequential["looks"]) + 1)
+    return binomial_interval(count, n, confidence, verdict.method)
+
+
+def untested_groups(verdict: Verdict) -> tuple[dict[str, Any], ...]:
+    """The protected groups the verdict could not test: values the model refuses, groups nobody checked is in.
+
+    A protected value the model cannot take (its encoder never saw it) is left out of the protected domain, with
+    the rows holding it (``verdict.meta["left_out"]``, written by the pipeline); a group (a value, or a
+    combination of values) that no individual checked belongs to has ``n == 0``. The share harmed of neither is
+    known.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    tuple of dict
+        ``group`` (``"race=c"``), ``why`` (in words) and ``n_rows`` (rows left out; 0 for an empty group).
+    """
+    out = []
+    for value in verdict.meta.get("left_out") or ():
+        rows = int(value.get("n_rows", 0))
+        held_out = value.get("n_held_out")
+        where = f"{rows:,} data rows" + (f", {held_out:,} of them held out," if held_out is not None else "")
+        out.append({"group": f"{value['attribute']}={value['value']}", "n_rows": rows,
+                    "why": f"the model refuses this value: {where} left out"})
+    rows_word = "draw" if verdict.population == "domain" else "row checked"
+    for g in verdict.groups:
+        if not g.get("n"):
+            out.append({"group": g["group"], "n_rows": 0, "why": f"no {rows_word} holds it"})
+    return tuple(out)
+
+
+def worst_group(verdict: Verdict, *, reading: str = "rows") -> dict[str, Any] | None:
     """The group with the largest share harmed (ties: the larger group); None when no group was harmed.
 
     Parameters
     ----------
     verdict : Verdict
+    reading : {"rows", "superpopulation", "domain"}, default="rows"
+        The interval of its share harmed: the verdict's own, or, for ``"superpopulation"`` and an exact verdict,
+        the binomial interval of its count at the verdict's group confidence (Bonferroni over the groups).
 
     Returns
     -------
@@ -178,7 +330,11 @@ def worst_group(verdict: Verdict) -> dict[str, Any] | None:
     g = max(harmed, key=lambda g: (g["share_harmed"], g["n"]))
     keys = ("attribute", "group", "n", "n_harmed", "share_harmed", "share_harmed_lower", "share_harmed_upper",
             "share_affected")
-    return {k: g.get(k) for k in keys}
+    out = {k: g.get(k) for k in keys}
+    if reading == "superpopulation" and verdict.exact:
+        out["share_harmed_lower"], out["share_harmed_upper"] = superpopulation_interval(
+            verdict, g["n_harmed"], g["n"], verdict.group_confidence)
+    return out
 
 
 def _interval_text(share, lower, upper, exact: bool) -> str:

@@ -234,6 +234,10 @@ class Verdict:
         lines = [f"Share of individuals affected ({which} differing only in {pa} gets another label"
                  + (f" with a probability gap >= {self.gamma:g}" if self.gamma is not None else "") + "): "
                  + _share_text(self.share, self.lower, self.upper, self.exact)]
+        people = people_line(self.n_affected, self.n_individuals, self.confidence, self.population) \
+            if self.exact else None
+        if people:
+            lines.append(f"  {people}")
         other = plausibility_line(self.plausibility, self.counterparts, self.exact)
         if other:
             lines.append(f"  {other}")
@@ -291,6 +295,62 @@ class Verdict:
             out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
                        f"{r['coverage']:.1%} of all affected")
         return out
+
+
+def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
+    """The binomial interval of ``count`` successes in ``n`` draws (statsmodels' ``proportion_confint``).
+
+    Parameters
+    ----------
+    count, n : int
+        ``0 <= count <= n``, ``n >= 1``.
+    confidence : float
+        In (0, 1).
+    method : {"clopper-pearson", "wilson"}
+        Clopper-Pearson is exact: it covers at least ``confidence`` at every ``n`` and share.
+
+    Returns
+    -------
+    (float, float)
+
+    References
+    ----------
+    .. [1] Clopper, Pearson. "The use of confidence or fiducial limits illustrated in the case of the binomial."
+       Biometrika 26(4), 1934.
+    """
+    from statsmodels.stats.proportion import proportion_confint
+
+    from .params import METHODS
+
+    lower, upper = proportion_confint(count, n, alpha=1 - confidence, method=METHODS[method])
+    # Clopper-Pearson gives NaN bounds at 0 and n in some statsmodels versions; the bounds there are 0 and 1.
+    lower = 0.0 if count == 0 or math.isnan(lower) else float(lower)
+    upper = 1.0 if count == n or math.isnan(upper) else float(upper)
+    return lower, upper
+
+
+def people_line(n_affected: int, n: int, confidence: float, population: str) -> str | None:
+    """For a share exact over N rows: the interval among the people the model will meet, the rows read as a sample.
+
+    Parameters
+    ----------
+    n_affected, n : int
+        Affected individuals among the ``n`` rows checked (every one of them).
+    confidence : float
+    population : {"rows", "test", "domain"}
+        Uniform draws from the domain are no sample of people: None for them.
+
+    Returns
+    -------
+    str or None
+        E.g. ``"for the people the model will meet (these 300 rows as a sample of them): [9.41%, 17.34%], 95%
+        Clopper-Pearson"``.
+    """
+    if population == "domain" or not n:
+        return None
+    lower, upper = binomial_interval(n_affected, n, confidence)
+    return (f"for the people the model will meet (these {n:,} rows as a sample of them): [{lower:.2%}, "
+            f"{upper:.2%}], {confidence:.0%} Clopper-Pearson")
 
 
 def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool) -> str | None:
