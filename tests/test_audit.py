@@ -205,3 +205,22 @@ def test_a_test_size_that_leaves_a_side_without_a_class_is_refused_with_the_rang
     with pytest.raises(ConfigError, match=r"for this data test_size must lie in \[0.01, 0.99\]"):
         chiralfair.audit(LogisticRegression(), df, label="y", positive_class=1, favourable=1, protected="sex",
                          test_size=test_size, model_input="codes")
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda m, df, kw: chiralfair.audit(m, df, **kw, generator_params={"max_iterr": 5}),
+     "generator 'aequitas' takes no parameter 'max_iterr'; its parameters: delta_pr, delta_v, max_global"),
+    (lambda m, df, kw: chiralfair.audit(m, df, **kw, seeds="random", seed_params={"explainer": "auto"}),
+     "seed strategy 'random' takes no parameter 'explainer'; its parameters: none"),
+    (lambda m, df, kw: chiralfair.audit(m, df, **kw, verdict_params={"margn": 0.1}),
+     "verdict_params: unknown key 'margn'; valid: batch_size, confidence"),
+    (lambda m, df, kw: chiralfair.estimate(m, df, **kw, margn=0.1),
+     "estimate's keyword arguments: unknown key 'margn'"),
+    (lambda m, df, kw: chiralfair.retrain(m, df, **kw, methd="unaware"),
+     "retrain's keyword arguments: unknown key 'methd'; valid: ensemble"),
+])
+def test_every_parameter_name_is_checked_before_any_work_and_refused_with_the_valid_ones(call, message):
+    df = pd.DataFrame({"sex": ["f", "m"] * 50, "h": np.arange(100), "y": [0, 1] * 50})
+    model = LogisticRegression().fit(df[["h"]], df["y"])
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        call(model, df, dict(label="y", positive_class=1, favourable=1, protected="sex"))

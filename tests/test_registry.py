@@ -10,8 +10,13 @@ from chiralfair.seeds import SEED_STRATEGIES, make_seed_strategy, register_seed_
 
 
 class Made:
-    def __init__(self, **params):
-        self.params = params
+    def __init__(self, *, size: int = 1):
+        self.params = {"size": size}
+
+
+class Preset(Made):
+    def __init__(self, **params):  # passes its parameters on: it takes its base's
+        super().__init__(**params)
 
 
 def test_a_registry_reads_like_a_dict_and_builds_by_name():
@@ -20,12 +25,18 @@ def test_a_registry_reads_like_a_dict_and_builds_by_name():
     assert "b" in reg and reg["b"] is Made and sorted(reg) == ["a", "b"] and len(reg) == 2
     assert dict(reg) == {"b": Made, "a": dict} and reg.get("c") is None
     assert reg.make("b", size=3).params == {"size": 3}
+    with pytest.raises(ConfigError, match=r"^widget 'b' takes no parameter 'sise'; its parameters: size$"):
+        reg.make("b", sise=3)
+    reg.add("p", Preset)
+    assert reg.make("p", size=2).params == {"size": 2}
+    with pytest.raises(ConfigError, match=r"^widget 'p' takes no parameter 'sise'"):
+        reg.make("p", sise=3)
     with pytest.raises(ConfigError, match=r"^widget 'a' is already registered$"):
         reg.add("a", Made)
     assert reg["a"] is dict  # the first registration stands
-    with pytest.raises(ConfigError, match=r"^unknown widget 'c'; valid: a, b$"):
+    with pytest.raises(ConfigError, match=r"^unknown widget 'c'; valid: a, b, p$"):
         reg.make("c")
-    with pytest.raises(ConfigError, match=r"^unknown widget 'c'; valid: a, b$"):
+    with pytest.raises(ConfigError, match=r"^unknown widget 'c'; valid: a, b, p$"):
         reg.check("c")
     with pytest.raises(TypeError):
         reg["c"] = Made  # written only through add

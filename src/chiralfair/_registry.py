@@ -177,10 +177,67 @@ class Registry(Mapping[str, T], Generic[T]):
         Raises
         ------
         ConfigError
-            If ``name`` is not registered (listing the valid names), or as the entry raises.
+            If ``name`` is not registered (listing the valid names), if a parameter is not one the entry takes
+            (listing those it takes), or as the entry raises.
+        """
+        self.check_parameters(name, params)
+        return self[name](**params)
+
+    def check_parameters(self, name: str, params) -> None:
+        """Refuse a name that is not registered, or a parameter the entry does not take.
+
+        Parameters
+        ----------
+        name : str
+        params : mapping
+            The keyword arguments it would be built with.
+
+        Raises
+        ------
+        ConfigError
+            Listing the valid names, or the parameters the entry takes.
         """
         self.check(name)
-        return self[name](**params)
+        accepted = accepted_parameters(self[name])
+        unknown = sorted(set(params) - accepted) if accepted is not None else []
+        if unknown:
+            raise ConfigError(f"{self.kind} {name!r} takes no parameter {', '.join(map(repr, unknown))}; its "
+                              f"parameters: {', '.join(sorted(accepted or ())) or 'none'}")
+
+
+def accepted_parameters(entry) -> set[str] | None:
+    """The keyword parameters ``entry`` takes, following ``**params`` that a class passes on to its base classes.
+
+    A class whose ``__init__`` takes ``**params`` passes them to the next ``__init__`` in its method resolution
+    order, so its parameters are its own and those; the family's base class keeps what it is given (``**params``
+    only), which adds none. A function with ``**params`` may take anything: None (not checked).
+
+    Parameters
+    ----------
+    entry : callable
+        A registered class or function.
+
+    Returns
+    -------
+    set of str or None
+    """
+    import inspect
+
+    if not inspect.isclass(entry):
+        signature = inspect.signature(entry)
+        if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+            return None
+        return {p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    names: set[str] = set()
+    for cls in entry.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None or cls is object:
+            continue
+        parameters = list(inspect.signature(init).parameters.values())[1:]
+        names |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters):
+            break
+    return names
 
 
 def unknown_name(kind: str, name: str, valid: Iterable[str]) -> ConfigError:

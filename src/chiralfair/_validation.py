@@ -67,3 +67,31 @@ def check_training_data(X, y) -> tuple[np.ndarray, np.ndarray]:
     if not np.array_equal(labels, [0, 1]):
         raise ConfigError(f"y must hold both labels 0 and 1 (binary task), got labels {labels.tolist()}")
     return X, y.astype(np.int64)
+
+
+def check_keywords(params, function, name: str, *, fixed=()) -> None:
+    """Refuse keys of ``params`` that ``function`` does not take as keyword arguments, listing those it takes.
+
+    Parameters
+    ----------
+    params : mapping
+        Keyword arguments a caller passes on to ``function``.
+    function : callable
+    name : str
+        What the caller called them (``"verdict_params"``, ``"retrain's keyword arguments"``), for the message.
+    fixed : sequence of str
+        Arguments the caller sets itself: not the user's to give.
+
+    Raises
+    ------
+    ConfigError
+        Naming the unknown keys and the valid ones.
+    """
+    import inspect
+
+    valid = sorted(p.name for p in inspect.signature(function).parameters.values()
+                   if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in set(fixed))
+    unknown = sorted(set(params or {}) - set(valid))
+    if unknown:
+        raise ConfigError(f"{name}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+                          f"valid: {', '.join(valid)}")

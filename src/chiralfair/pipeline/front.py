@@ -18,6 +18,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from .._validation import check_keywords
 from .inputs import DataSettings, RunInputs, inputs_from_objects
 from .run import run_folder_guard, run_pipeline
 from .steps import SearchPlan
@@ -218,6 +219,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
                       random_state=seed, generator_params=dict(generator_params or {}),
                       seed_params=dict(seed_params or {}))
     plan.check()
+    _check_verdict_params(verdict_params)
     t_all = time.perf_counter()
     with run_folder_guard(out):
         inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
@@ -293,6 +295,7 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     from ..verdict.params import check_estimate_params
     from .steps import estimate_verdict
 
+    _check_verdict_params(params, "estimate's keyword arguments")
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
     inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
@@ -427,6 +430,9 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     0
     """
     seed, random_state_meta = resolve_seed(random_state)
+    from ..mitigation.retraining import retrain as retrain_model
+
+    check_keywords(retrain_params, retrain_model, "retrain's keyword arguments", fixed=RETRAIN_SETS)
     plan = None
     if idis is None:
         plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
@@ -441,6 +447,18 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
 
     return retrain_inputs(inputs, idis=_idis_of(idis), plan=plan, random_state=seed, out=out, on_step=on_step,
                           **retrain_params)
+
+
+# Arguments of chiralfair.mitigation.retrain that the front door sets from the inputs.
+RETRAIN_SETS = ("model", "dataset", "idis", "train_index", "searched_with", "cache_dir", "random_state")
+
+
+def _check_verdict_params(params, name: str = "verdict_params") -> None:
+    """Refuse keys of ``params`` that :func:`chiralfair.verdict.estimate` does not take (before any work)."""
+    from ..verdict import estimate
+
+    check_keywords(params, estimate, name, fixed=("model", "dataset", "population", "test_index",
+                                                               "random_state"))
 
 
 def _idis_of(idis):

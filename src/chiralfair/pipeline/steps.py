@@ -55,6 +55,18 @@ class SearchPlan:
         check_budget(self.max_global, self.max_local)
         check_seed_strategy(self.seeds)
         generator_needs_gradient(self.generator)  # the name; the model is checked in prepare_search
+        if self.generator_params:  # names of parameters: needs the classes (heavier), only when some are given
+            from ..generators import (
+                GENERATORS,
+                _load_all,  # noqa: F401  (registers the built-in generators)
+            )
+
+            GENERATORS.check_parameters(self.generator, {"max_global": 1, "max_local": 0, **self.generator_params})
+        if self.seed_params:
+            from ..seeds import SEED_STRATEGIES
+            from ..seeds import _load_all as _seeds  # noqa: F401  (registers the built-in strategies)
+
+            SEED_STRATEGIES.check_parameters(self.seeds, self.seed_params)
 
 
 @dataclass(frozen=True, eq=False)
