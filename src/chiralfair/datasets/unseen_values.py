@@ -4,10 +4,11 @@ The data and its test rows are encoded together, so that both share one domain; 
 rows hold (a protected value, or a value of another column) then exists in the domain although the data the model
 was fitted on never held it.
 
-- **A protected value only the test rows hold** is left out of the attribute's values: it is never a counterpart
-  (no person is asked "what if you had a value the model never met"), and the test rows holding it are checked
-  against the values the data holds, as a person with a missing protected value is (one more query each). Fewer
-  than two values left is refused.
+- **A protected value only the test rows hold** (and that the model takes: a value it refuses is left out with
+  its rows before, by :func:`chiralfair.models.probe.restrict_to_accepted_values`) is left out of the
+  attribute's values: it is never a counterpart (no person is asked "what if you had a value the model never
+  met"), and the test rows holding it are checked against the values the data holds, as a person with a missing
+  protected value is (one more query each). Fewer than two values left is refused.
 - **Another column's category only the test rows hold** is used as it is (the person is who they are): the model
   is asked about it, and a model that cannot take it is named by the usual check of the values it accepts.
 

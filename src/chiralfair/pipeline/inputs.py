@@ -332,9 +332,14 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     if len(test_index) == 0:
         raise DatasetError("no held-out row is left once the rows holding protected values the model refuses are "
                            "left out; give more test rows")
+    unseen: list[str] = []
+    if test is not None and not isinstance(data, Dataset):  # the values the model takes but the data never held
+        from ..datasets.unseen_values import held_out_only_values
+
+        dataset, unseen = held_out_only_values(dataset, train_index, test_index)
     quality = _quality(counting, dataset, test_index, test_rows)
     seconds["model"] = time.perf_counter() - t
-    notes = [*data_source.get("held_out_only_values", []), *probe_notes]
+    notes = [*unseen, *probe_notes]
     agreement = _binning_agreement(counting, dataset)
     if agreement is not None:
         quality["binning"] = agreement
@@ -470,10 +475,6 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         train_index = np.arange(len(frame), dtype=np.int64)
         test_index = np.arange(len(frame), len(whole), dtype=np.int64)
         test_rows = f"the given test rows ({len(test_index):,})" + _also_in_data(test_frame, frame)
-        from ..datasets.unseen_values import held_out_only_values
-
-        dataset, unseen = held_out_only_values(dataset, train_index, test_index)
-        source["held_out_only_values"] = unseen
     return dataset, train_index, test_index, test_rows, source
 
 
