@@ -28,6 +28,9 @@ from .ibp import interval_bounds
 from .symbolic import symbolic_bounds
 
 INTERMEDIATE = ("crown", "symbolic", "ibp")
+# Share of unstable (box, neuron) pairs of a layer below which only they are back-substituted (gathering each box's
+# relaxations costs more than it saves when most are unstable).
+GATHER_BELOW = 0.5
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,48 @@ def _relax_last(objective, relaxation):
     return coef, const
 
 
+def _tightened(k: int, weights: list, biases: list, relaxations: list, below: list, centre, radius):
+    """Bounds of ``z_k``: interval arithmetic from the layer below, then back-substitution for the unstable neurons.
+
+    A neuron whose interval bounds do not straddle 0 is relaxed exactly whatever its bounds, so only the unstable
+    (box, neuron) pairs are carried back, each with its own box's relaxations; both bounds hold, so they are
+    intersected. ``below[j]`` holds the bounds of ``z_j`` found before.
+    """
+    import torch
+
+    w, b = weights[k], biases[k]
+    if k == 0:  # exact
+        mid = centre @ w.T + b
+        spread = radius @ w.abs().T
+        return mid - spread, mid + spread
+    low_prev, up_prev = below[k - 1]
+    a_low, a_up = low_prev.clamp(min=0), up_prev.clamp(min=0)
+    mid = (a_low + a_up) / 2 @ w.T + b
+    spread = (a_up - a_low) / 2 @ w.abs().T
+    lower, upper = mid - spread, mid + spread
+    unstable = (lower < 0) & (upper > 0)
+    if unstable.float().mean() > GATHER_BELOW:  # most neurons unstable: back-substitute them all, no gathering
+        _, _, crown_lower, crown_upper = _both_sides(k, weights, biases, relaxations, centre, radius)
+        return torch.maximum(lower, crown_lower), torch.minimum(upper, crown_upper)
+    box, neuron = torch.nonzero(unstable, as_tuple=True)
+    if not len(box):
+        return lower, upper
+    rows = w[neuron]
+    objective = torch.stack([rows, -rows], dim=1)
+    offset = torch.stack([b[neuron], -b[neuron]], dim=1)
+    gathered = [tuple(x[box] for x in relaxation) for relaxation in relaxations[:k]]
+    lower_slope, upper_slope, intercept = gathered[k - 1]
+    negative = objective.clamp(max=0)
+    offset = offset + (negative @ intercept[:, :, None])[..., 0]
+    coef = objective * lower_slope[:, None, :] + negative * (upper_slope - lower_slope)[:, None, :]
+    coef, const = _back_substitute(coef, offset, k - 1, weights, biases, gathered)
+    at_centre = const + (coef @ centre[box][:, :, None])[..., 0]
+    bound = at_centre - (coef.abs() @ radius[box][:, :, None])[..., 0]
+    lower[box, neuron] = torch.maximum(lower[box, neuron], bound[:, 0])
+    upper[box, neuron] = torch.minimum(upper[box, neuron], -bound[:, 1])
+    return lower, upper
+
+
 def crown_bounds(weights: list, biases: list, lo, hi, *, intermediate: str = "crown") -> LinearBounds:
     """CROWN linear bounds of the network's one output over each box ``[lo, hi]``.
 
@@ -156,11 +201,13 @@ def crown_bounds(weights: list, biases: list, lo, hi, *, intermediate: str = "cr
     boxes = (interval_bounds(weights, biases, lo, hi) if intermediate == "ibp"
              else symbolic_bounds(weights, biases, lo, hi, layers=n_layers - 1) if intermediate == "symbolic"
              else None)
+    below: list = []
     for k in range(n_layers - 1):
         if boxes is not None:
             lower, upper = boxes[k]
         else:
-            _, _, lower, upper = _both_sides(k, weights, biases, relaxations, centre, radius)
+            lower, upper = _tightened(k, weights, biases, relaxations, below, centre, radius)
+        below.append((lower, upper))
         relaxations.append(relu_relaxation(lower, upper))
     coef, at_centre, lower, upper = _both_sides(n_layers - 1, weights, biases, relaxations, centre, radius)
     return LinearBounds(lower_coef=coef[:, 0], lower_const=at_centre[:, 0], upper_coef=-coef[:, 1],
