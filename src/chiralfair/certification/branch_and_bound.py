@@ -32,7 +32,7 @@ import numpy as np
 
 from ..models.threads import single_intra_op_thread
 from .crown import LinearBounds, crown_bounds
-from .decision import Carve, carve, decide
+from .decision import Carve, Decision, carve, decide
 from .ibp import interval_bounds
 from .key_space import IMPOSSIBLE, POSSIBLE, KeySpace, split_boxes
 from .options import STAGES, check_certify_options
@@ -108,9 +108,49 @@ class _Plan:
         self.carved[boxes] = -1
 
 
-def _select(bounds: LinearBounds, rows) -> LinearBounds:
-    return LinearBounds(bounds.lower_coef[rows], bounds.lower_const[rows], bounds.upper_coef[rows],
-                        bounds.upper_const[rows], bounds.lower[rows], bounds.upper[rows])
+@dataclass(frozen=True)
+class _Inputs:
+    """The network inputs of a batch: (box, combination) rows, box-major, and what the decisions read."""
+
+    lo: object  # torch.Tensor (n_boxes * n_combinations, n_inputs), float64
+    hi: object
+    radius: object  # (n_boxes, n_inputs)
+    centre: object  # (n_boxes, n_inputs)
+    possibility: np.ndarray | None
+    relevant: np.ndarray
+    n_combinations: int
+
+    def rows(self, boxes: np.ndarray) -> tuple:
+        import torch
+
+        k = self.n_combinations
+        index = torch.as_tensor((boxes[:, None] * k + np.arange(k)[None]).reshape(-1))
+        return self.lo[index], self.hi[index]
+
+
+def _as_double(bounds: LinearBounds) -> LinearBounds:
+    return LinearBounds(*(x.double() for x in (bounds.lower_coef, bounds.lower_const, bounds.upper_coef,
+                                               bounds.upper_const, bounds.lower, bounds.upper)))
+
+
+def _merge(quick: Decision, checked: Decision, claim: np.ndarray) -> Decision:
+    """``quick``'s decisions with the claimed boxes' replaced by ``checked`` (their float64 decisions)."""
+    merged = {}
+    for name in ("certified", "falsified", "candidate_high", "candidate_combination", "influence", "gap"):
+        value = getattr(quick, name).copy()
+        value[claim] = getattr(checked, name)
+        merged[name] = value
+    return Decision(**merged)
+
+
+def _merge_slab(quick: Carve | None, checked: Carve | None, claim: np.ndarray, n: int) -> Carve | None:
+    if quick is None or checked is None:
+        return None
+    merged = [getattr(quick, name).copy() for name in ("column", "mid", "high", "share")]
+    for value, name in zip(merged, ("column", "mid", "high", "share"), strict=True):
+        value[claim] = getattr(checked, name)
+    merged[3][~claim] = 0.0  # a float32 slab is never carved unchecked
+    return Carve(*merged)
 
 
 class _Frontier:
@@ -374,13 +414,11 @@ class BranchAndBound:
         candidates: tuple = (np.zeros(0, np.int64), np.zeros((0, xlo.shape[2]), bool), np.zeros(0, np.int64))
         rest = np.arange(n)
         gap = np.ones(n)
+        inputs = _Inputs(t_lo, t_hi, radius, ((t_lo + t_hi) / 2).reshape(n, k, -1)[:, 0], possibility, relevant, k)
         for stage in STAGES[self.bound]:
             if not len(rest):
                 break
-            rows = torch.as_tensor((rest[:, None] * k + np.arange(k)[None]).reshape(-1), device=self.device)
-            bounds = self._bounds(stage, weights, biases, t_lo[rows], t_hi[rows])
-            part = torch.as_tensor(rest, device=self.device)
-            decision = decide(bounds, radius[part], None if possibility is None else possibility[rest], k)
+            decision, slab = self._stage(stage, rest, inputs, weights, biases)
             verdict[rest[decision.certified]] = CERTIFIED
             verdict[rest[decision.falsified]] = FALSIFIED
             stats[f"n_decided_by_{stage}"] += int(decision.certified.sum() + decision.falsified.sum())
@@ -388,12 +426,8 @@ class BranchAndBound:
             influence[rest] = decision.influence
             gap[rest] = decision.gap
             candidates = (rest[still], decision.candidate_high[still], decision.candidate_combination[still])
-            if self.carve and stage != "ibp" and still.any():
-                open_rows = torch.as_tensor(np.flatnonzero(still).repeat(k) * k + np.tile(np.arange(k), still.sum()),
-                                            device=self.device)
-                slab = carve(_select(bounds, open_rows), ((t_lo + t_hi) / 2).reshape(n, k, -1)[rest[still], 0].numpy(),
-                             radius[part][torch.as_tensor(still)].numpy(), relevant[rest[still]], k)
-                plan.take(rest[still], slab, space.input_position)
+            if slab is not None:
+                plan.take(rest, slab, space.input_position)
             rest = rest[still]
         width = hi - lo
         score = influence[:, space.columns] if self.split == "influence" else width.astype(np.float64)
@@ -402,6 +436,48 @@ class BranchAndBound:
         score[flat] = np.where(width[flat] > 0, width[flat], -1)
         plan.bisect_on(np.flatnonzero(plan.carved < 0), score.argmax(axis=1), lo, hi)
         return verdict, plan, candidates, gap
+
+    def _stage(self, stage: str, rest: np.ndarray, inputs: _Inputs, weights, biases) -> tuple[Decision, Carve | None]:
+        """Bound and decide the boxes ``rest`` with one stage; every claim verified in float64.
+
+        Interval propagation runs in float64. CROWN runs in float32 first (half the cost); the boxes it certifies,
+        falsifies or carves a slab of are bounded again in float64 and decided by those bounds alone, so float32
+        only chooses splits and candidates.
+        """
+        import torch
+
+        k = inputs.n_combinations
+        possibility = None if inputs.possibility is None else inputs.possibility[rest]
+        if stage == "ibp":
+            bounds = self._bounds(stage, weights, biases, *inputs.rows(rest))
+            return decide(bounds, inputs.radius[torch.as_tensor(rest)], possibility, k), None
+        fast_weights = [w.float() for w in weights]
+        fast_biases = [b.float() for b in biases]
+        lo, hi = inputs.rows(rest)
+        quick = _as_double(self._bounds(stage, fast_weights, fast_biases, lo.float(), hi.float()))
+        decision = decide(quick, inputs.radius[torch.as_tensor(rest)], possibility, k)
+        slab = self._slab(quick, rest, inputs, decision)
+        claim = decision.certified | decision.falsified | (slab.share >= CARVE_MIN if slab is not None else False)
+        if not claim.any():
+            return decision, slab
+        sure = rest[claim]
+        exact = self._bounds(stage, weights, biases, *inputs.rows(sure))
+        checked = decide(exact, inputs.radius[torch.as_tensor(sure)], None if possibility is None
+                         else possibility[claim], k)
+        checked_slab = self._slab(exact, sure, inputs, checked)
+        return _merge(decision, checked, claim), _merge_slab(slab, checked_slab, claim, len(rest))
+
+    def _slab(self, bounds: LinearBounds, rest: np.ndarray, inputs: _Inputs, decision: Decision) -> Carve | None:
+        """The slab each open box of ``rest`` certifies (share 0 for decided boxes), or None without carving."""
+        if not self.carve:
+            return None
+        import torch
+
+        index = torch.as_tensor(rest)
+        slab = carve(bounds, inputs.centre[index].cpu().numpy(), inputs.radius[index].cpu().numpy(),
+                     inputs.relevant[rest], inputs.n_combinations)
+        decided = decision.certified | decision.falsified
+        return Carve(slab.column, slab.mid, slab.high, np.where(decided, 0.0, slab.share))
 
     @staticmethod
     def _bounds(stage: str, weights, biases, lo, hi) -> LinearBounds:
