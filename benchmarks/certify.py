@@ -149,7 +149,9 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
     (scratch / "res").mkdir()
     path = scratch / f"{data.name}-{protected}.nnet"
     write_nnet(network, domain, path)
-    diff = np.abs(read_nnet_logit(path, X) - own)
+    exported = read_nnet_logit(path, X)
+    diff = np.abs(exported - own)
+    p_diff = np.abs(1 / (1 + np.exp(-exported)) - 1 / (1 + np.exp(-own)))
     index = domain.index(protected)
     load_before = os.getloadavg()
     start = time.perf_counter()
@@ -161,6 +163,7 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
     row = {"dataset": data.name, "protected": protected, "values_compared": "minimum and maximum only",
            "export_max_abs_logit_difference": float(diff.max()),
            "export_max_relative_logit_difference": float((diff / np.maximum(1.0, np.abs(own))).max()),
+           "export_max_probability_difference": float(p_diff.max()),
            "wall_seconds": wall, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
            "stopped_by": "timeout" if "timeout" in out else "depth 20 or complete"}
     if found and rates:
@@ -176,8 +179,9 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
 
 def markdown(results: dict) -> str:
     lines = ["# Certification of the paper's DNN (`benchmarks/certify.py`)", "",
-             f"{results['date']}, chiralfair {results['versions']['chiralfair']}, torch {results['versions']['torch']}, "
-             f"{results['cpu_count']} CPUs shared with other jobs; budget {results['seconds']:g} s per case. Shares of "
+             f"{results['date']}, chiralfair {results['versions']['chiralfair']}, torch "
+             f"{results['versions']['torch']}, {results['cpu_count']} CPUs shared with other jobs; budget "
+             f"{results['seconds']:g} s per case. Shares of "
              "the domain by volume (keys); every protected value compared with every other; 'truth' is the share of "
              f"{TRUTH_POINTS:,} uniform domain points that the discrimination check finds fair.", "",
              "| case | coupled | combinations | log2 keys | certified | falsified | undecided | IDIs found | boxes | "
@@ -185,9 +189,10 @@ def markdown(results: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["cases"]:
         fair = 1 - r["truth"]["idi_share"]
-        lines.append(f"| {r['dataset']} {r['protected']} | {'yes' if r['coupled'] else 'no'} | {r['n_combinations']} | "
-                     f"{r['log2_domain_keys']:.1f} | {r['certified']:.2%} | {r['falsified']:.4%} | {r['undecided']:.2%}"
-                     f" | {r['n_idis']:,} | {r['boxes']:,} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {fair:.2%} | "
+        lines.append(f"| {r['dataset']} {r['protected']} | {'yes' if r['coupled'] else 'no'} | "
+                     f"{r['n_combinations']} | {r['log2_domain_keys']:.1f} | {r['certified']:.2%} | "
+                     f"{r['falsified']:.4%} | {r['undecided']:.2%} | {r['n_idis']:,} | {r['boxes']:,} | "
+                     f"{r['seconds']:.1f} | {r['cpu_seconds']:.1f} | {fair:.2%} | "
                      f"{r['loadavg_before'][0]:.1f}-{r['loadavg_after'][0]:.1f} |")
     p = results["individuals"]
     lines += ["", f"Per person ({p['dataset']} {', '.join(p['protected'])}, {p['n_individuals']:,} test individuals, "
@@ -196,16 +201,17 @@ def markdown(results: dict) -> str:
               f"{p['loadavg_before'][0]:.1f}-{p['loadavg_after'][0]:.1f})."]
     if results.get("fairquant"):
         lines += ["", "FairQuant (its own artifact, built outside the repository, the same exported network, the same "
-                  "budget; its figures, counted its way: extremes of the protected attribute only, falsified = points):",
-                  "", "| case | certified | falsified | undecided | seconds | sub-problems | export max logit diff | "
-                  "load |", "|---|---|---|---|---|---|---|---|"]
+                  "budget; its figures, counted its way: extremes of the protected attribute only, falsified = "
+                  "points):", "", "| case | certified | falsified | undecided | seconds | sub-problems | export max "
+                  "logit / probability diff | load |", "|---|---|---|---|---|---|---|---|"]
         for r in results["fairquant"]:
             if "certified" not in r:
                 lines.append(f"| {r['dataset']} {r['protected']} | did not report | | | | | | |")
                 continue
             lines.append(f"| {r['dataset']} {r['protected']} | {r['certified']:.2%} | {r['falsified']:.2%} | "
                          f"{r['undecided']:.2%} | {r['seconds']:.1f} | {r['subproblems']:,} | "
-                         f"{r['export_max_abs_logit_difference']:.1e} | {r['loadavg_before'][0]:.1f}-"
+                         f"{r['export_max_abs_logit_difference']:.1e} / {r['export_max_probability_difference']:.1e} | "
+                         f"{r['loadavg_before'][0]:.1f}-"
                          f"{r['loadavg_after'][0]:.1f} |")
     return "\n".join(lines) + "\n"
 

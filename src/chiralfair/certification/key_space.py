@@ -119,7 +119,13 @@ class KeySpace:
         return np.prod((hi - lo + 1).astype(np.float64), axis=1)
 
     def total_volume(self) -> float:
-        """Number of keys of the whole space (the product of the non-protected columns' sizes)."""
+        """Number of keys of the whole space.
+
+        Returns
+        -------
+        float
+            The product of the non-protected columns' sizes.
+        """
         return float(np.prod((self.upper - self.lower + 1).astype(np.float64)))
 
     # ------------------------------------------------------------------ boxes and inputs

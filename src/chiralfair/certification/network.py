@@ -128,10 +128,17 @@ class ReluNetwork:
         Returns
         -------
         weights, biases : list of torch.Tensor
+
+        Raises
+        ------
+        MissingDependencyError
+            Without torch (an ONNX network can be read without it, not bounded).
         """
         key = str(device)
         if key not in self._tensors:
-            import torch
+            from ..models._torch import require_torch
+
+            torch = require_torch("certification (the bounds are computed with torch)")
 
             self._tensors[key] = ([torch.as_tensor(w, device=device) for w in self.weights],
                                   [torch.as_tensor(b, device=device) for b in self.biases])
