@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -112,10 +113,10 @@ class _Plan:
 class _Inputs:
     """The network inputs of a batch: (box, combination) rows, box-major, and what the decisions read."""
 
-    lo: object  # torch.Tensor (n_boxes * n_combinations, n_inputs), float64
-    hi: object
-    radius: object  # (n_boxes, n_inputs)
-    centre: object  # (n_boxes, n_inputs)
+    lo: Any  # torch.Tensor (n_boxes * n_combinations, n_inputs), float64
+    hi: Any
+    radius: Any  # (n_boxes, n_inputs)
+    centre: Any  # (n_boxes, n_inputs)
     possibility: np.ndarray | None
     relevant: np.ndarray
     n_combinations: int
