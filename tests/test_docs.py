@@ -46,7 +46,8 @@ WARNS = {
         "constraint 'sex=Male excludes relationship=Wife' is broken by 2 of the 32,561 data rows",
     ],
 }
-REFERENCE = ["pipeline", "datasets", "models", "seeds", "generators", "verdict", "mitigation", "experiments"]
+REFERENCE = ["pipeline", "datasets", "models", "seeds", "generators", "verdict", "mitigation", "experiments",
+             "certification"]
 
 
 def page_param(path: Path):

@@ -10,7 +10,7 @@ LAYERS = [
     {"domain"},
     {"datasets"},
     {"models"},
-    {"oracle", "results", "verdict"},
+    {"oracle", "results", "verdict", "certification"},
     {"seeds"},
     {"generators"},
     {"mitigation"},

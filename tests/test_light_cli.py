@@ -55,6 +55,8 @@ REFUSALS = [
     (["retrain", "--generator", "fairx"], "unknown generator 'fairx'"),
     (["retrain", "--max-global", "0"], "--max-global must be >= 1"),
     (["retrain", "--generator", "adf", "--model", "dtc"], "needs input_gradient()"),
+    (["certify", "--model", "lr"], "is not a ReLU network"),
+    (["certify", "--bound", "exact"], "--bound must be one of"),
 ]
 
 

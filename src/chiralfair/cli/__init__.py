@@ -1,7 +1,8 @@
 """The ``chiralfair`` command line: one module per command, each only parsing flags and calling the pipeline.
 
 Commands: ``run``, ``estimate``, ``check`` (the fairness gate), ``retrain`` (benchmarks and your own data and
-model), ``seeds``, ``datasets``, ``schema infer``, ``experiment run|status|table`` and ``reproduce``. A refused flag
+model), ``certify`` (ReLU networks), ``seeds``, ``datasets``, ``schema infer``, ``experiment run|status|table`` and
+``reproduce``. A refused flag
 answers before torch, scikit-learn, shap or z3 are imported: the checks of :mod:`chiralfair.pipeline.checks` read
 name tables only.
 """
@@ -13,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from typer.core import TyperGroup
 
-from . import check, datasets, estimate, experiment, retrain, run, seeds
+from . import certify, check, datasets, estimate, experiment, retrain, run, seeds
 
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext
@@ -82,6 +83,7 @@ app.command("run")(run.run)
 app.command("estimate")(estimate.estimate)
 app.command("check", cls=check.GateCommand)(check.check)
 app.command("retrain")(retrain.retrain)
+app.command("certify")(certify.certify)
 app.command("seeds")(seeds.seeds)
 app.command("datasets")(datasets.datasets)
 app.add_typer(datasets.schema_app, name="schema")

@@ -31,11 +31,13 @@ _MODULE_OF = {
     "held_out_frame": "held_out", "measure_group_metrics": "held_out",
     "check_model_card_path": "exports", "write_model_card": "exports", "track": "exports",
     "check_bom_path": "exports", "write_bom": "exports", "check_tracking": "exports",
+    "certify": "certification", "certify_benchmark": "certification", "certify_inputs": "certification",
 }
 
 __all__ = sorted(_MODULE_OF)
 
 if TYPE_CHECKING:
+    from .certification import certify, certify_benchmark, certify_inputs  # noqa: F401
     from .checks import MAX_BUDGET, check_budget, protected_list  # noqa: F401
     from .config import RunConfig, validate_config  # noqa: F401
     from .exports import (  # noqa: F401

@@ -42,7 +42,7 @@ FLUSH_SECONDS = 30.0
 MAX_DICTIONARY = 1 << 16
 PAIRS_NAME = "idis.parquet"
 DOMAIN_KEY = b"chiralfair.domain"
-PHASES = ("global", "local")
+PHASES = ("global", "local", "leaf")  # leaf: met at a leaf of certification (chiralfair.certification)
 
 
 # ---------------------------------------------------------------------------------------------- the folder

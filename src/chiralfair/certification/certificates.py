@@ -1,0 +1,284 @@
+"""The front doors of certification: :func:`certify_domain` (how much of the domain) and :func:`certify_individuals`.
+
+Both read the model under test as a ReLU network (:func:`~.network.relu_network`, refused with the reason for any
+other model), build the key space of the dataset's domain (:mod:`.key_space`: couplings applied, constraints read)
+and run the branch and bound (:class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on the model
+with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from .. import __version__
+from .._random import RandomState, resolve_random_state
+from ..exceptions import ConfigError, DomainError
+from ..oracle import DiscriminationCheck
+from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
+from .key_space import INSIDE, KeySpace
+from .network import relu_network
+from .result import CertifyResult, IndividualCertificates
+
+
+def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
+                   max_depth: int | None = None, max_boxes: int | None = None, bound: str = "crown",
+                   split: str = "influence", batch_size: int = 2048, random_state: RandomState = 0,
+                   device: str = "cpu", on_progress: Callable[[dict], None] | None = None) -> CertifyResult:
+    """Prove how much of the input domain is fair: no counterpart of any input there gets another label.
+
+    Every combination of the protected attributes' values is compared with every other (not only the extremes),
+    coupled columns change with their attribute and inputs that break a constraint are left out, as in the
+    discrimination check. Anytime: at the time or box budget, or on ``KeyboardInterrupt``, it reports what it
+    proved so far.
+
+    Parameters
+    ----------
+    model : CountingModel, torch.nn.Module or OnnxClassifier
+        The model under test: the paper's DNN, a ``torch.nn.Sequential`` of Linear/ReLU layers, a TorchScript or
+        ONNX file of one (loaded: :func:`~chiralfair.models.files.load_model_file`), wrapped or not.
+    dataset : Dataset
+        With its protected attributes set (its domain's couplings and constraints apply).
+    rows : array-like of int, optional
+        Dataset rows whose keys are located in the answers (``row_counts``); default every row.
+    rows_name : str, optional
+        What ``rows`` are, in words (default: "all N rows of <dataset>" or "N given rows").
+    max_seconds : float or None, default=60.0
+        Wall-second budget of the branch and bound (None: none).
+    max_depth, max_boxes, bound, split, batch_size, device
+        Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound`.
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
+        Draws the points the network read from the model is checked on; recorded in ``meta``.
+    on_progress : callable, optional
+        Called after each batch of boxes (see :meth:`BranchAndBound.run
+        <chiralfair.certification.branch_and_bound.BranchAndBound.run>`).
+
+    Returns
+    -------
+    CertifyResult
+
+    Raises
+    ------
+    ModelCapabilityError
+        If the model is not a ReLU network certification reads (the message names the model and what is missing).
+    DomainError
+        If the dataset's domain has no protected attribute.
+    ConfigError
+        For a bad budget, name or row number.
+
+    References
+    ----------
+    .. [1] Zhang et al. "Efficient neural network robustness certification with general activation functions."
+       NeurIPS 2018 (CROWN).
+    .. [2] Biswas, Rajan. "Fairify: fairness verification of neural networks." ICSE 2023.
+    .. [3] Kim, Wang, Wang. "FairQuant: certifying and quantifying fairness of deep neural networks." ICSE 2025.
+    """
+    engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
+                            bound=bound, split=split, device=device)
+    rng, described = resolve_random_state(random_state)
+    model, domain = _model_and_domain(model, dataset)
+    network = relu_network(model, domain, rng=rng)
+    rows, rows_name = _rows(dataset, rows, rows_name)
+    space = KeySpace(domain)
+    lo, hi, outside = space.domain_boxes()
+    keys = space.keys_of(dataset.X[rows])
+    owner = _owner(keys, lo, hi)
+    check = DiscriminationCheck(model, domain)
+    queries = model.n_queries
+    tally = engine.run(network, space, check, lo, hi, row_keys=keys, row_owner=owner, on_progress=on_progress)
+    status = np.where(owner < 0, 3, tally.row_status)
+    row_counts = {name: int((status == code).sum()) for name, code in
+                  (("certified", CERTIFIED), ("falsified", FALSIFIED), ("undecided", UNDECIDED), ("outside", 3))}
+    pairs = _unique_pairs(tally, domain)
+    stats = {**tally.stats, "n_queries": int(model.n_queries - queries), "n_initial_boxes": int(len(lo))}
+    notes = []
+    if domain.constraints:
+        notes.append(f"{outside / space.total_volume():.2%} of the grid's keys lie outside the domain (every input "
+                     f"of theirs breaks a constraint: {'; '.join(domain.describe_constraints())})")
+    if domain.coupled_columns:
+        notes.append("coupled columns change with their protected attribute: " + "; ".join(domain.describe_couplings()))
+    meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name)
+    return CertifyResult(protected=tuple(domain.protected_names), n_combinations=space.n_combinations,
+                         domain_volume=float(space.volume(lo, hi).sum()), outside_volume=float(outside),
+                         certified_volume=float(tally.certified.sum()), falsified_volume=float(tally.falsified.sum()),
+                         n_idis=int(len(pairs[0])), idis=pairs[0], counterparts=pairs[1], idi_labels=pairs[2],
+                         counterpart_labels=pairs[3], rows_name=rows_name, row_counts=row_counts,
+                         seconds=float(tally.stats["seconds"]), stopped=tally.stats["stopped"], stats=stats,
+                         notes=tuple(notes), meta=meta)
+
+
+def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str | None = None,
+                        max_seconds: float | None = None, bound: str = "crown", batch_size: int = 2048,
+                        random_state: RandomState = 0, device: str = "cpu") -> IndividualCertificates:
+    """For each individual, whether they are certified unaffected: no counterpart of theirs gets another label.
+
+    A person's box holds every value of their binned columns' bins. A model certification reads takes the integer
+    codes, in which a bin is one code, so by default the box is the person's own row and the answer is exact:
+    their discrimination check (every protected combination, couplings and constraints as everywhere) either
+    finds a counterpart with another label (affected) or proves there is none (certified unaffected). Wider
+    boxes (``boxes``) are certified by the branch and bound: a person is certified unaffected when every key of
+    their box is, affected when one is proven an IDI, undecided otherwise.
+
+    Parameters
+    ----------
+    model : CountingModel, torch.nn.Module or OnnxClassifier
+        As :func:`certify_domain`.
+    dataset : Dataset
+        With its protected attributes set.
+    rows : array-like of int, optional
+        The individuals (dataset rows); default every row.
+    boxes : (array-like, array-like), optional
+        ``(lo, hi)`` of shape (n_individuals, n_features): each person's box of codes (protected columns are
+        ignored: every combination is compared); default their own row. Coupled columns must be single codes.
+    rows_name : str, optional
+        What ``rows`` are, in words.
+    max_seconds : float or None, default=None
+        Budget for wider boxes (None: until every person is decided).
+    bound, batch_size, device
+        Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound`.
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
+        Draws the points the network read from the model is checked on.
+
+    Returns
+    -------
+    IndividualCertificates
+
+    Raises
+    ------
+    ModelCapabilityError
+        If the model is not a ReLU network certification reads.
+    ConfigError, DomainError
+        For a bad row number, or boxes of the wrong shape, outside the domain's bounds, or wider than one code on a
+        coupled column.
+
+    Examples
+    --------
+    >>> certificates = certify_individuals(model, dataset, test_rows)              # doctest: +SKIP
+    >>> f"{certificates.certified_share:.1%} of test individuals certified unaffected"  # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    rng, described = resolve_random_state(random_state)
+    model, domain = _model_and_domain(model, dataset)
+    relu_network_checked = relu_network(model, domain, rng=rng)
+    rows, rows_name = _rows(dataset, rows, rows_name)
+    engine = BranchAndBound(max_seconds=max_seconds, batch_size=batch_size, bound=bound, device=device)
+    check = DiscriminationCheck(model, domain)
+    status = np.full(len(rows), UNDECIDED, dtype=np.int8)
+    if boxes is None:
+        result = check.check(dataset.X[rows])
+        status[:] = np.where(result.is_idi, 1, 0)
+    else:
+        space = KeySpace(domain)
+        lo, hi = _person_boxes(boxes, len(rows), domain, space)
+        inside = space.membership(lo, hi) == INSIDE
+        tally = engine.run(relu_network_checked, space, check, lo[inside], hi[inside])
+        volume = space.volume(lo[inside], hi[inside])
+        person = np.flatnonzero(inside)
+        status[person[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
+        status[person[tally.falsified > 0]] = 1
+        if tally.idis:  # a concrete IDI met inside a person's box: affected
+            holder = _owner(space.keys_of(np.concatenate(tally.idis)), lo[inside], hi[inside])
+            status[person[holder[holder >= 0]]] = 1
+        if not inside.all():  # no input of the box can exist: nothing to discriminate
+            status[~inside] = 0
+    meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
+                 boxes="given" if boxes is not None else "each row itself")
+    return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
+                                  rows_name=rows_name, meta=meta)
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _model_and_domain(model, dataset):
+    from ..models.protocol import CountingModel
+
+    if not isinstance(model, CountingModel):
+        from ..models import as_model
+
+        model = as_model(model)
+    domain = dataset.domain
+    if not domain.protected:
+        raise DomainError("certification compares protected combinations: set the protected attributes first "
+                          "(dataset.with_protected([...]))")
+    return model, domain
+
+
+def _rows(dataset, rows, rows_name: str | None) -> tuple[np.ndarray, str]:
+    n = dataset.n_samples
+    if rows is None:
+        return np.arange(n, dtype=np.int64), rows_name or f"all {n:,} rows of {dataset.name}"
+    given = np.asarray(rows)
+    if given.dtype == bool:
+        raise ConfigError("rows must be row numbers, not a boolean mask")
+    if given.size and (not np.issubdtype(given.dtype, np.integer) or given.min() < 0 or given.max() >= n):
+        raise ConfigError(f"rows must be row numbers in 0..{n - 1} of {dataset.name}")
+    return given.astype(np.int64).reshape(-1), rows_name or f"{given.size:,} given rows of {dataset.name}"
+
+
+def _owner(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The initial box holding each key (-1: none, the key is outside the domain)."""
+    owner = np.full(len(keys), -1, dtype=np.int64)
+    step = max(1, (1 << 22) // max(1, len(lo) * keys.shape[1]))
+    for start in range(0, len(keys), step):
+        part = keys[start:start + step, None, :]
+        inside = np.all((part >= lo[None]) & (part <= hi[None]), axis=2)
+        found = inside.any(axis=1)
+        owner[start:start + step] = np.where(found, inside.argmax(axis=1), -1)
+    return owner
+
+
+def _person_boxes(boxes, n: int, domain, space: KeySpace) -> tuple[np.ndarray, np.ndarray]:
+    lo, hi = (np.asarray(b) for b in boxes)
+    if lo.shape != (n, domain.n_features) or hi.shape != lo.shape:
+        raise ConfigError(f"boxes must be two arrays of shape ({n}, {domain.n_features}), got {lo.shape} and "
+                          f"{hi.shape}")
+    lo = domain.validate(lo, what="boxes' lower ends")
+    hi = domain.validate(hi, what="boxes' upper ends")
+    if (lo > hi).any():
+        r, c = np.argwhere(lo > hi)[0]
+        raise ConfigError(f"box {r}: column {domain.names[c]!r} has lower end {lo[r, c]} above upper end {hi[r, c]}")
+    key_lo, key_hi = space.keys_of(lo), space.keys_of(hi)
+    for i in space.coupled:
+        wide = key_lo[:, i] != key_hi[:, i]
+        if wide.any():
+            raise ConfigError(f"box {int(np.argmax(wide))}: coupled column {domain.names[space.columns[i]]!r} must be "
+                              "one code (it changes with its protected attribute)")
+    return np.minimum(key_lo, key_hi), np.maximum(key_lo, key_hi)
+
+
+def _unique_pairs(tally, domain) -> tuple[np.ndarray, ...]:
+    """The concrete IDIs found, one per key (the first met)."""
+    d = domain.n_features
+    if not tally.idis:
+        return (np.zeros((0, d), np.int64), np.zeros((0, d), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    X = np.concatenate(tally.idis)
+    _, first = np.unique(domain.keys(X), return_index=True)
+    first = np.sort(first)
+    return (X[first], np.concatenate(tally.counterparts)[first], np.concatenate(tally.labels)[first],
+            np.concatenate(tally.counterpart_labels)[first])
+
+
+def _meta(params: dict, random_state, dataset, model, **extra) -> dict:
+    from ..results.provenance import library_versions
+
+    return {"chiralfair_version": __version__, "versions": library_versions(), "params": params,
+            "random_state": random_state, "dataset": dataset.name, "model": model.name,
+            "cpu_count": os.cpu_count(), **extra}
+
+
+def with_individuals(result: CertifyResult, individuals: IndividualCertificates | None) -> CertifyResult:
+    """The domain's result carrying per-person certificates.
+
+    Parameters
+    ----------
+    result : CertifyResult
+    individuals : IndividualCertificates or None
+
+    Returns
+    -------
+    CertifyResult
+    """
+    return replace(result, individuals=individuals)

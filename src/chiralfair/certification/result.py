@@ -1,0 +1,389 @@
+"""What certification proved: :class:`CertifyResult` (the domain) and :class:`IndividualCertificates` (each person).
+
+Both are frozen records with ``to_frame()`` and a JSON round trip; ``meta`` records the package versions, the
+parameters and the resolved ``random_state``. :meth:`CertifyResult.write` writes a run folder: ``result.json``,
+``idis.parquet`` (the concrete IDIs found, as every run folder holds them) and, with per-person certificates,
+``individuals.parquet``.
+
+Volumes are numbers of **keys** (non-protected projections, design's counting rule): a key and all its
+counterparts are one point, so the shares do not depend on how many protected values there are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from ..storage import atomic_path, atomic_write_bytes, json_default
+
+ANSWERS = ("certified fair", "falsified", "undecided")
+PERSON_STATUSES = ("certified unaffected", "affected", "undecided")
+PAIR_FIELDS = ("idis", "counterparts", "idi_labels", "counterpart_labels")
+
+
+def _share(part: float, whole: float) -> float:
+    return float(part) / float(whole) if whole else 0.0
+
+
+@dataclass(frozen=True)
+class IndividualCertificates:
+    """Per person: certified unaffected, affected (an IDI, proven), or undecided (the budget ran out).
+
+    Certified unaffected: no counterpart of any point of their box gets another label.
+    A person's box holds every value of their own non-protected codes' bins; for a model over codes (every model
+    certification reads) a bin is one code, so the box is the person's own point and the answer is exact: certified
+    unaffected or affected, never undecided.
+
+    Attributes
+    ----------
+    rows : numpy.ndarray of int64, shape (n_individuals,)
+        The dataset rows certified.
+    status : numpy.ndarray of int8, shape (n_individuals,)
+        0 certified unaffected, 1 affected, 2 undecided (:data:`PERSON_STATUSES`).
+    seconds : float
+        Wall seconds.
+    rows_name : str
+        What the rows are, in words (e.g. the held-out test split).
+    meta : dict
+    """
+
+    rows: np.ndarray
+    status: np.ndarray
+    seconds: float
+    rows_name: str = "rows"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_individuals(self) -> int:
+        """Number of individuals."""
+        return int(len(self.rows))
+
+    def share(self, status: str) -> float:
+        """Share of the individuals with ``status`` (one of :data:`PERSON_STATUSES`).
+
+        Parameters
+        ----------
+        status : str
+
+        Returns
+        -------
+        float
+        """
+        return _share(int((self.status == PERSON_STATUSES.index(status)).sum()), self.n_individuals)
+
+    @property
+    def certified_share(self) -> float:
+        """Share of the individuals certified unaffected."""
+        return self.share("certified unaffected")
+
+    @property
+    def affected_share(self) -> float:
+        """Share of the individuals proven affected (IDIs)."""
+        return self.share("affected")
+
+    @property
+    def undecided_share(self) -> float:
+        """Share of the individuals left undecided."""
+        return self.share("undecided")
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures (JSON-ready).
+
+        Returns
+        -------
+        dict
+        """
+        return {"rows": self.rows_name, "n_individuals": self.n_individuals,
+                "certified_unaffected": self.certified_share, "affected": self.affected_share,
+                "undecided": self.undecided_share, "seconds": self.seconds}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per individual: ``row`` and ``status`` (text).
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_individuals, 2)
+        """
+        labels = np.asarray(PERSON_STATUSES, dtype=object)[self.status.astype(np.int64)]
+        return pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
+
+    def to_json(self) -> str:
+        """Serialize (arrays as lists).
+
+        Returns
+        -------
+        str
+        """
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["rows"] = self.rows.tolist()
+        d["status"] = self.status.tolist()
+        return json.dumps(d, default=json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> IndividualCertificates:
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+
+        Returns
+        -------
+        IndividualCertificates
+        """
+        d = json.loads(text)
+        d["rows"] = np.asarray(d["rows"], dtype=np.int64)
+        d["status"] = np.asarray(d["status"], dtype=np.int8)
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class CertifyResult:
+    """How much of the input domain is provably fair, provably discriminatory, or undecided.
+
+    Attributes
+    ----------
+    protected : tuple of str
+        The protected attributes; every combination of their values was compared with every other.
+    n_combinations : int
+    domain_volume : float
+        Keys in the domain (those with at least one input that satisfies the constraints).
+    outside_volume : float
+        Keys of the grid outside the domain (every input of theirs breaks a constraint).
+    certified_volume : float
+        Keys proven fair: no counterpart of any of their inputs gets another label.
+    falsified_volume : float
+        Keys proven IDIs (boxes every point of which is one, and single keys checked on the model).
+    n_idis : int
+        Concrete IDIs found (unique keys; the usual counting rule), proven or met at the leaves.
+    idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
+        The IDIs and the counterpart that gets the other label.
+    idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
+    rows_name : str
+        What the data rows counted in ``row_counts`` are.
+    row_counts : dict of str to int
+        Rows whose key lies in a certified, falsified or undecided part, or outside the domain.
+    seconds : float
+        Wall seconds of the branch and bound.
+    stopped : str
+        ``"complete"`` (nothing left undecided above the depth budget), ``"time"``, ``"boxes"`` or
+        ``"interrupted"``.
+    stats : dict
+        Of the branch and bound (:class:`~chiralfair.certification.branch_and_bound.Tally`).
+    individuals : IndividualCertificates or None
+        Per-person certificates, when asked for.
+    notes : tuple of str
+    meta : dict
+        ``chiralfair_version``, ``versions``, ``params``, ``random_state``, dataset and model.
+    """
+
+    protected: tuple[str, ...]
+    n_combinations: int
+    domain_volume: float
+    outside_volume: float
+    certified_volume: float
+    falsified_volume: float
+    n_idis: int
+    idis: np.ndarray
+    counterparts: np.ndarray
+    idi_labels: np.ndarray
+    counterpart_labels: np.ndarray
+    rows_name: str
+    row_counts: dict[str, int]
+    seconds: float
+    stopped: str
+    stats: dict[str, Any] = field(default_factory=dict)
+    individuals: IndividualCertificates | None = None
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ figures
+    @property
+    def undecided_volume(self) -> float:
+        """Keys of the domain neither certified nor falsified."""
+        return max(self.domain_volume - self.certified_volume - self.falsified_volume, 0.0)
+
+    @property
+    def certified_share(self) -> float:
+        """Share of the domain's keys certified fair."""
+        return _share(self.certified_volume, self.domain_volume)
+
+    @property
+    def falsified_share(self) -> float:
+        """Share of the domain's keys proven IDIs."""
+        return _share(self.falsified_volume, self.domain_volume)
+
+    @property
+    def undecided_share(self) -> float:
+        """Share of the domain's keys left undecided."""
+        return _share(self.undecided_volume, self.domain_volume)
+
+    @property
+    def n_rows(self) -> int:
+        """Data rows counted in :attr:`row_counts`."""
+        return int(sum(self.row_counts.values()))
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures under their ``result.json`` names.
+
+        Returns
+        -------
+        dict
+        """
+        out = {"protected": list(self.protected), "n_combinations": self.n_combinations,
+               "domain_volume": self.domain_volume, "outside_volume": self.outside_volume,
+               "certified_share": self.certified_share, "falsified_share": self.falsified_share,
+               "undecided_share": self.undecided_share, "certified_volume": self.certified_volume,
+               "falsified_volume": self.falsified_volume, "n_idis": self.n_idis, "rows": self.rows_name,
+               "row_counts": dict(self.row_counts), "seconds": self.seconds, "stopped": self.stopped,
+               "stats": dict(self.stats), "notes": list(self.notes)}
+        if self.individuals is not None:
+            out["individuals"] = self.individuals.summary()
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per answer: its volume (keys), its share of the domain, its data rows and their share.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (3, 5)
+            Columns ``answer``, ``volume``, ``share``, ``rows``, ``row_share``; rows follow :data:`ANSWERS`.
+        """
+        volumes = [self.certified_volume, self.falsified_volume, self.undecided_volume]
+        rows = [self.row_counts.get(k, 0) for k in ("certified", "falsified", "undecided")]
+        return pd.DataFrame({"answer": list(ANSWERS), "volume": volumes,
+                             "share": [_share(v, self.domain_volume) for v in volumes],
+                             "rows": rows, "row_share": [_share(r, self.n_rows) for r in rows]})
+
+    def idis_frame(self, domain: Domain) -> pd.DataFrame:
+        """The concrete IDIs with decoded values, beside their counterparts (suffix ``_counterpart``).
+
+        Parameters
+        ----------
+        domain : Domain
+            The domain certified.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_idis, 2 * n_features + 2)
+        """
+        frame = pd.concat([domain.decode(self.idis), domain.decode(self.counterparts, suffix="_counterpart")], axis=1)
+        frame["prediction"] = self.idi_labels
+        frame["prediction_counterpart"] = self.counterpart_labels
+        return frame
+
+    def lines(self) -> list[str]:
+        """What ``chiralfair certify`` prints.
+
+        Returns
+        -------
+        list of str
+        """
+        pa = ", ".join(self.protected)
+        out = [f"certified fair: {self.certified_share:.2%} of the domain ({pa}; {self.n_combinations} protected "
+               "combinations, every pair compared)",
+               f"falsified: {self.falsified_share:.4%} of the domain proven IDIs; {self.n_idis:,} concrete IDIs found",
+               f"undecided: {self.undecided_share:.2%} ({self.stopped} after {self.seconds:.1f} s, "
+               f"{self.stats.get('n_boxes', 0):,} boxes bounded)"]
+        if self.n_rows:
+            c = self.row_counts
+            out.append(f"{self.rows_name}: {_share(c.get('certified', 0), self.n_rows):.2%} in certified parts, "
+                       f"{_share(c.get('falsified', 0), self.n_rows):.2%} falsified, "
+                       f"{_share(c.get('undecided', 0), self.n_rows):.2%} undecided"
+                       + (f", {_share(c.get('outside', 0), self.n_rows):.2%} outside the domain"
+                          if c.get("outside") else ""))
+        if self.individuals is not None:
+            ind = self.individuals
+            out.append(f"individuals ({ind.rows_name}): {ind.certified_share:.2%} certified unaffected, "
+                       f"{ind.affected_share:.2%} affected, {ind.undecided_share:.2%} undecided "
+                       f"({ind.seconds:.2f} s)")
+        out += [f"note: {n}" for n in self.notes]
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    # ------------------------------------------------------------------ files
+    def to_json(self) -> str:
+        """Serialize everything (arrays as lists).
+
+        Returns
+        -------
+        str
+        """
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        for k in PAIR_FIELDS:
+            d[k] = np.asarray(d[k]).tolist()
+        d["n_features"] = int(self.idis.shape[1]) if self.idis.ndim == 2 else 0
+        d["individuals"] = None if self.individuals is None else json.loads(self.individuals.to_json())
+        d["protected"] = list(self.protected)
+        d["notes"] = list(self.notes)
+        return json.dumps(d, default=json_default)
+
+    @classmethod
+    def from_json(cls, text: str) -> CertifyResult:
+        """Inverse of :meth:`to_json`.
+
+        Parameters
+        ----------
+        text : str
+
+        Returns
+        -------
+        CertifyResult
+        """
+        d = json.loads(text)
+        width = d.pop("n_features")
+        for k in ("idis", "counterparts"):
+            d[k] = np.asarray(d[k], dtype=np.int64).reshape(-1, width)
+        for k in ("idi_labels", "counterpart_labels"):
+            d[k] = np.asarray(d[k], dtype=np.int64)
+        if d.get("individuals") is not None:
+            d["individuals"] = IndividualCertificates.from_json(json.dumps(d["individuals"]))
+        d["protected"] = tuple(d["protected"])
+        d["notes"] = tuple(d["notes"])
+        return cls(**d)
+
+    def write(self, out: str | os.PathLike, domain: Domain) -> Path:
+        """Write the run folder: ``result.json``, ``idis.parquet`` and ``individuals.parquet``.
+
+        ``individuals.parquet`` only with per-person certificates; each file is written whole (atomically).
+
+        Parameters
+        ----------
+        out : str or path-like
+            The folder; refused if it holds files of something else.
+        domain : Domain
+            The domain certified (the pairs' decoded columns).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Raises
+        ------
+        RunFolderError
+            See :func:`~chiralfair.results.run_folder.prepare_run_folder`.
+        """
+        from ..results.run_folder import PAIRS_NAME, PairSink, prepare_run_folder
+
+        prepare_run_folder(out)
+        folder = Path(out)
+        sink = PairSink(folder / PAIRS_NAME)
+        sink.open(domain)
+        if len(self.idis):
+            sink.write(self.idis, self.counterparts, self.idi_labels, self.counterpart_labels, "leaf")
+        sink.close()
+        if self.individuals is not None:
+            with atomic_path(folder / "individuals.parquet") as tmp:
+                self.individuals.to_frame().to_parquet(tmp, index=False)
+        record = {"kind": "certify", "partial": False, **self.summary(), "meta": self.meta}
+        atomic_write_bytes(folder / "result.json", json.dumps(record, indent=2, default=json_default).encode())
+        return folder

@@ -1,0 +1,68 @@
+"""``chiralfair certify``: prove how much of the input domain is fair, and which held-out people are unaffected."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..exceptions import ConfigError
+from .console import FLAGS, refusals, setup_logging
+from .options import Counterparts, Inputs, JsonOpt, VerboseOpt, own_data_counterparts, with_option_groups
+
+CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split")
+
+
+@with_option_groups
+def certify(
+    *,
+    inputs: Inputs,
+    counterparts: Counterparts,
+    max_seconds: Annotated[float, typer.Option(
+        help="Wall-second budget of the domain's branch and bound (0: no limit).")] = 60.0,
+    max_depth: Annotated[int | None, typer.Option(
+        help="Splits after which a box is left undecided (default: down to single keys).")] = None,
+    max_boxes: Annotated[int | None, typer.Option(
+        help="Boxes bounded before stopping (the same result on every machine; default: no limit).")] = None,
+    bound: Annotated[str, typer.Option(help="Bounds: crown (IBP, then CROWN), symbolic or ibp.")] = "crown",
+    split: Annotated[str, typer.Option(help="Split column: influence (loosens the bounds most) or widest.")] = (
+        "influence"),
+    individuals: Annotated[bool, typer.Option(
+        help="Also certify each held-out individual (certified unaffected or affected).")] = True,
+    out: Annotated[Path | None, typer.Option(
+        help="Run folder for result.json, idis.parquet, individuals.parquet.")] = None,
+    json_out: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Prove how much of a ReLU network's input domain is fair, and which held-out people are unaffected."""
+    budget: dict[str, Any] = {"max_seconds": max_seconds or None, "max_depth": max_depth, "max_boxes": max_boxes,
+                              "bound": bound, "split": split, "individuals": individuals, "out": out}
+    with refusals(FLAGS + CERTIFY_FLAGS):
+        inputs.check(None)
+        if counterparts.plausible_only:
+            raise ConfigError("--plausible-only applies to the verdict; certification covers every possible "
+                              "counterpart")
+        couplings = counterparts.options()
+        if inputs.data is None:
+            inputs.refuse_own_data_flags()
+            from ..pipeline import certify_benchmark
+
+            config = inputs.benchmark_config(**couplings)
+            setup_logging(verbose)
+            result = certify_benchmark(config, **budget)
+        else:
+            inputs.refuse_both_forms("the command")
+            from ..pipeline import certify as certify_objects
+
+            setup_logging(verbose)
+            result = certify_objects(inputs.model, inputs.data, **inputs.own_data(), **own_data_counterparts(couplings),
+                                     **budget)
+    if json_out:
+        typer.echo(json.dumps(result.summary(), indent=2, default=str))
+        return
+    for line in result.lines():
+        typer.echo(line)
+    if out is not None:
+        typer.echo(f"run folder: {out}")

@@ -1,0 +1,162 @@
+"""The front doors of certification: :func:`certify` (your model and data) and :func:`certify_benchmark`.
+
+:func:`certify` is ``chiralfair.certify``; :func:`certify_benchmark` (a benchmark and a zoo model) serves
+``chiralfair certify``. Both resolve the inputs as every run does (:func:`~.front.resolve_inputs`,
+:func:`~.inputs.inputs_from_names`: the model wrapped and probed, the held-out rows split off), then certify the
+domain (shares by volume, and of the held-out rows) and each held-out individual (:mod:`chiralfair.certification`),
+and write the run folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def certify(model, data, *, label=None, positive_class=None, protected: str | Sequence | None = None,
+            bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
+            test=None, test_size: float | None = None, random_state=0, trust_model_file: bool = False,
+            model_output: str | None = None, model_input: str = "auto", name: str | None = None, couple=None,
+            constraints=None, max_seconds: float | None = 60.0, max_depth: int | None = None,
+            max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
+            individuals: bool = True, out: str | os.PathLike | None = None,
+            on_progress: Callable[[dict], None] | None = None):
+    """Prove how much of your model's input domain is fair, and which held-out people are certified unaffected.
+
+    Takes the model and data as :func:`~chiralfair.pipeline.audit` does. The model must be a ReLU network
+    certification can read (the paper's DNN, a ``torch.nn.Sequential`` of Linear/ReLU layers, a TorchScript or ONNX
+    file of one); any other is refused, naming what is missing.
+
+    Parameters
+    ----------
+    model, data, label, positive_class, protected, bins, schema, test, test_size, random_state
+        As in :func:`~chiralfair.pipeline.audit`.
+    trust_model_file, model_output, model_input, name, couple, constraints
+        As in :func:`~chiralfair.pipeline.audit`.
+    max_seconds : float or None, default=60.0
+        Wall-second budget of the domain's branch and bound (None: until it is complete).
+    max_depth, max_boxes, bound, split
+        Of :class:`~chiralfair.certification.BranchAndBound`.
+    individuals : bool, default=True
+        Also certify each held-out individual (:func:`~chiralfair.certification.certify_individuals`).
+    out : path, optional
+        Run folder to write (``result.json``, ``idis.parquet``, ``individuals.parquet``).
+    on_progress : callable, optional
+        Called after each batch of boxes with ``{"seconds", "certified", "falsified", "n_open"}``.
+
+    Returns
+    -------
+    CertifyResult
+        Shares of the domain certified fair, falsified and undecided; the held-out rows' shares; ``individuals``.
+
+    Raises
+    ------
+    ModelCapabilityError
+        For a model that is not a ReLU network certification reads.
+    ConfigError, DatasetError, DomainError, ModelFileError
+        As :func:`~chiralfair.pipeline.audit`.
+
+    Examples
+    --------
+    >>> result = chiralfair.certify(net, train, test=test, label="y", protected="sex")    # doctest: +SKIP
+    >>> f"{result.certified_share:.1%} of the domain certified fair"                      # doctest: +SKIP
+    """
+    from ..certification.options import check_certify_options
+    from .front import resolve_inputs, resolve_seed
+    from .run import run_folder_guard
+
+    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    seed, random_state_meta = resolve_seed(random_state)
+    with run_folder_guard(out):
+        inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, protected=protected,
+                                bins=bins, schema=schema, test=test, test_size=test_size, random_state=seed,
+                                trust_model_file=trust_model_file, model_output=model_output, model_input=model_input,
+                                name=name, couple=couple, constraints=constraints)
+        return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
+                              split=split, individuals=individuals, out=out, on_progress=on_progress,
+                              random_state_meta=random_state_meta)
+
+
+def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
+                      max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
+                      individuals: bool = True, out: str | os.PathLike | None = None,
+                      on_progress: Callable[[dict], None] | None = None):
+    """Certify a zoo model trained (or loaded from the cache) on a benchmark; see :func:`certify`.
+
+    Parameters
+    ----------
+    config : RunConfig
+        The benchmark dataset, the zoo model (``dnn``: the only zoo model certification reads), the protected
+        attributes, couplings, constraints and random state.
+    max_seconds, max_depth, max_boxes, bound, split, individuals, out, on_progress
+        As in :func:`certify`.
+
+    Returns
+    -------
+    CertifyResult
+
+    Raises
+    ------
+    ConfigError, DatasetError
+        For a bad name or budget (before anything is loaded).
+    ModelCapabilityError
+        For a zoo model that is not a ReLU network (every one but ``dnn``), before it is trained.
+    """
+    from ..certification.options import check_certify_options, check_zoo_model
+    from .config import validate_config
+    from .inputs import inputs_from_names
+    from .run import run_folder_guard
+
+    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    validate_config(config, search=False)
+    check_zoo_model(config.model)
+    with run_folder_guard(out):
+        inputs = inputs_from_names(config)
+        return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
+                              split=split, individuals=individuals, out=out, on_progress=on_progress,
+                              random_state_meta={"random_state": config.random_state,
+                                                 "resolved_random_state": config.random_state})
+
+
+def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
+                   max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
+                   individuals: bool = True, out: str | os.PathLike | None = None,
+                   on_progress: Callable[[dict], None] | None = None,
+                   random_state_meta: dict[str, Any] | None = None):
+    """Certify the resolved inputs of a run: the domain, its held-out rows and (optionally) each held-out person.
+
+    Parameters
+    ----------
+    inputs : RunInputs
+        The model under test on its data, with the held-out rows.
+    max_seconds, max_depth, max_boxes, bound, split, individuals, out, on_progress
+        As in :func:`certify`.
+    random_state_meta : dict, optional
+        What to record of the random state (:func:`~.front.resolve_seed`).
+
+    Returns
+    -------
+    CertifyResult
+    """
+    from ..certification import certify_domain, certify_individuals
+
+    result = certify_domain(inputs.model, inputs.dataset, rows=inputs.test_index, rows_name=inputs.test_rows,
+                            max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
+                            split=split, random_state=inputs.random_state, on_progress=on_progress)
+    people = None
+    if individuals:
+        people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
+                                     random_state=inputs.random_state)
+    meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
+            **(random_state_meta or {})}
+    result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes, meta=meta)
+    if out is not None:
+        result.write(out, inputs.domain)
+    logger.info("certified %.2f%% of the domain in %.1f s (%s)", 100 * result.certified_share, result.seconds,
+                result.stopped)
+    return result
