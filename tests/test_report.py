@@ -165,7 +165,8 @@ def test_idi_directions_add_up_and_name_the_group_the_biased_toy_disfavours(tmp_
     lines = verdict_lines(outcome.summary())
     assert lines[0].startswith("share of the dataset's individuals affected: ")
     assert lines[1].startswith("  for the people the model will meet (these ")  # the rows as a sample of them
-    assert lines[2].startswith("most harmed group: sex=Female")
+    assert lines[2].startswith("  certified unaffected: ")  # exact: each of them had every counterpart checked
+    assert lines[3].startswith("most harmed group: sex=Female") and "for the people of that group" in lines[3]
     assert "| sex=Female |" in render_markdown(outcome.summary(), None)
 
 
@@ -195,3 +196,20 @@ def test_a_run_without_idis_says_it_is_no_proof_of_fairness_wherever_it_is_shown
     assert biased.n_idis > 0
     shown = biased.summary() + biased._repr_html_() + (tmp_path / "biased" / "report.md").read_text()
     assert "not a proof" not in shown
+
+
+def test_a_group_too_small_to_tell_is_never_the_headline_and_is_named():
+    from chiralfair.reporting.report import most_harmed_group, verdict_lines
+
+    def group(name, n, n_harmed):
+        return {"attribute": "race", "group": name, "n": n, "n_affected": n_harmed, "share_affected": n_harmed / n,
+                "lower": n_harmed / n, "upper": n_harmed / n, "n_harmed": n_harmed, "share_harmed": n_harmed / n}
+
+    verdict = {"share": 0.05, "lower": 0.05, "upper": 0.05, "exact": True, "confidence": 0.95, "population": "test",
+               "n_affected": 104, "n_individuals": 2012, "counterparts": "possible",
+               "groups": [group("race=a", 1000, 80), group("race=b", 1000, 20), group("race=c", 12, 4)]}
+    assert most_harmed_group(verdict)["group"] == "race=a"  # race=c's 33% on 12 people says little
+    lines = verdict_lines({"verdict": verdict})
+    assert any(line.startswith("most harmed group: race=a") for line in lines)
+    (small,) = [line for line in lines if "too small to tell" in line]
+    assert "race=c (12 individuals, 33.33% harmed, [9.92%, 65.11%])" in small

@@ -214,12 +214,71 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if other:
         lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
         lines.append(f"  {other}")
+    if v.get("n_left_out"):
+        lines.append(f"  left out: {left_out_line(v)}")
+    if v["exact"] and v["population"] != "domain" and v["n_individuals"]:
+        lines.append(f"  certified unaffected: {1 - v['share']:.2%} ({v['n_individuals'] - v['n_affected']:,} "
+                     "individuals: every counterpart of theirs was checked and keeps their label)")
     group = most_harmed_group(v)
     if group is not None:
+        from ..verdict.result import group_reading
+
+        reading = group_reading(group, v["confidence"])
         lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
                      f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
-                     "favourable one)")
+                     f"favourable one; [{reading['lower']:.2%}, {reading['upper']:.2%}] for the people of that "
+                     f"group, {v['confidence']:.0%} Clopper-Pearson)")
+    small = small_groups(v)
+    if small:
+        lines.append("  too small to tell, not ranked: " + "; ".join(small))
+    if v["n_affected"] == 0 and (proxies := (v.get("meta") or {}).get("proxies")):
+        strength = ", ".join(f"{p['attribute']} AUC {p['auc']:.2f}" for p in proxies if p["auc"] is not None)
+        lines.append("  what this test cannot see: proxies of the protected attribute (the other columns predict "
+                     f"it: {strength or 'not measured'}); read the group metrics")
     return lines
+
+
+def left_out_line(verdict: dict[str, Any]) -> str:
+    """Who is not in the share and why (individuals none of whose counterparts could exist), for the first screen.
+
+    Parameters
+    ----------
+    verdict : dict
+        ``result.json["verdict"]``.
+
+    Returns
+    -------
+    str
+    """
+    rules = "; ".join(verdict.get("constraints") or ()) or "the domain's constraints"
+    return (f"{verdict['n_left_out']:,} individuals, none of whose counterparts could exist (each breaks: {rules}); "
+            "no decision could treat them differently, so they are not in the share")
+
+
+def small_groups(verdict: dict[str, Any]) -> list[str]:
+    """The single-attribute groups too small to tell (:func:`~chiralfair.verdict.result.group_reading`), as text.
+
+    Parameters
+    ----------
+    verdict : dict
+        ``result.json["verdict"]``.
+
+    Returns
+    -------
+    list of str
+        ``"race=Other (12 individuals, 25.00% harmed, [5.49%, 57.19%])"`` per such group.
+    """
+    from ..verdict.result import group_reading
+
+    out = []
+    for g in verdict["groups"]:
+        if "," in g["attribute"] or not g["n"]:
+            continue
+        reading = group_reading(g, verdict["confidence"])
+        if reading["too_small"]:
+            out.append(f"{g['group']} ({g['n']:,} individuals, {reading['share']:.2%} harmed, "
+                       f"[{reading['lower']:.2%}, {reading['upper']:.2%}])")
+    return out
 
 
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
@@ -256,7 +315,8 @@ def counterpart_lines(summary: dict[str, Any]) -> list[str]:
 def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
     """The single-attribute group with the largest share of its individuals harmed (None if nobody is harmed).
 
-    A harmed individual gets the unfavourable label while a counterpart gets the favourable one.
+    A harmed individual gets the unfavourable label while a counterpart gets the favourable one. A group too
+    small to tell (:func:`~chiralfair.verdict.result.group_reading`) is never the headline.
 
     Parameters
     ----------
@@ -268,7 +328,10 @@ def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
     dict or None
         The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
     """
-    singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]]
+    from ..verdict.result import group_reading
+
+    singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]
+               and not group_reading(g, verdict.get("confidence", 0.95))["too_small"]]
     return max(singles, key=lambda g: g["n_harmed"] / g["n"], default=None)
 
 

@@ -268,12 +268,16 @@ class Verdict:
         lines = [f"Who is harmed (favourable label {self.favourable}): per group, the share that gets the unfavourable "
                  f"label while a counterpart gets the favourable one; {level}:"]
         width = max(len(g["group"]) for g in self.groups)
-        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}")
+        people = f"harmed, for the group's people ({self.confidence:.0%} Clopper-Pearson)"
+        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}  {people}")
         for g in self.groups:
             harmed = _share_text(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"),
                                  self.exact) + f" ({g['n_harmed']:,})"
             affected = _share_text(g["share_affected"], g["lower"], g["upper"], self.exact)
-            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {harmed:<28}  {affected:<28}")
+            reading = group_reading(g, self.confidence)
+            sample = (f"[{reading['lower']:.2%}, {reading['upper']:.2%}]" if g["n"] else "-") + (
+                " too small to tell" if reading["too_small"] else "")
+            lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {harmed:<28}  {affected:<28}  {sample}")
         return lines
 
     def _gap_lines(self) -> list[str]:
@@ -327,6 +331,35 @@ def binomial_interval(count: int, n: int, confidence: float, method: str = "clop
     lower = 0.0 if count == 0 or math.isnan(lower) else float(lower)
     upper = 1.0 if count == n or math.isnan(upper) else float(upper)
     return lower, upper
+
+
+# A group is too small to tell, and never a headline, below this many individuals or with a wider interval.
+MIN_GROUP_SIZE = 30
+MAX_GROUP_HALF_WIDTH = 0.10
+
+
+def group_reading(group: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
+    """A group's harmed share read as a sample of the people of that group the model will meet.
+
+    Parameters
+    ----------
+    group : dict
+        A record of :attr:`Verdict.groups` (``n``, ``n_harmed``).
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    dict
+        ``share`` (harmed among the group's individuals checked), ``lower``, ``upper`` (Clopper-Pearson at
+        ``confidence``), ``too_small`` (fewer than :data:`MIN_GROUP_SIZE` individuals, or an interval wider than
+        2 x :data:`MAX_GROUP_HALF_WIDTH`: too small to tell, never the headline).
+    """
+    n, harmed = int(group["n"]), int(group["n_harmed"] or 0)
+    if not n:
+        return {"share": None, "lower": 0.0, "upper": 1.0, "too_small": True}
+    lower, upper = binomial_interval(harmed, n, confidence)
+    return {"share": harmed / n, "lower": lower, "upper": upper,
+            "too_small": n < MIN_GROUP_SIZE or (upper - lower) / 2 > MAX_GROUP_HALF_WIDTH}
 
 
 def people_line(n_affected: int, n: int, confidence: float, population: str) -> str | None:
