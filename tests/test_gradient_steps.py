@@ -114,7 +114,7 @@ def _search(name, protected, params):
 def test_known_keys_cost_no_query_and_change_no_idi(name, params, protected, monkeypatch):
     skipping = _search(name, protected, params)
     monkeypatch.setattr(gradient_steps.KnownOutcomes, "lookup",
-                        lambda self, X: (np.zeros(len(X), bool), np.zeros(len(X), bool)))
+                        lambda self, X, **kw: (np.zeros(len(X), bool), np.zeros(len(X), bool)))
     checking_all = _search(name, protected, params)
     np.testing.assert_array_equal(skipping.idis, checking_all.idis)
     np.testing.assert_array_equal(skipping.counterparts, checking_all.counterparts)

@@ -34,7 +34,8 @@ from ..domain import Domain
 from ..exceptions import ConfigError
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult
-from .recorder import IDIRecorder, key_set_for
+from .key_table import KeyLocation
+from .recorder import IDIRecorder
 
 # Smallest probability of the own label used as a divisor; the own label's probability is >= 0.5 whenever
 # labels and probabilities agree, so this only guards models whose predict and predict_proba disagree.
@@ -627,11 +628,23 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     n = len(x0)
     if n == 0 or max_local == 0:
         return
+    known = KnownOutcomes(recorder)
+    try:
+        _walk(recorder, known, x0, checks0, prob0, max_local=max_local, step=step, update_interval=update_interval,
+              refresh=refresh, rng=rng)
+    finally:
+        known.close()
+
+
+def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
+          max_local: int, step: float, update_interval: int | None, refresh: Saliency,
+          rng: np.random.Generator) -> None:
+    """The iterations of :func:`local_walk`, with the outcomes the walk knows in ``known``."""
+    n = len(x0)
     lower, upper = recorder.domain.lower, recorder.domain.upper
     x = x0.copy()
     # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
     checks = checks0.copy()
-    known = KnownOutcomes(recorder)
     known.add(x0, np.ones(n, dtype=bool))
     # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
     stale = np.zeros(n, dtype=bool)
@@ -665,12 +678,14 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         moved, cand = moved[real], cand[real]
         kept = np.ones(n, dtype=bool)
         if len(moved):
-            is_known, outcome = known.lookup(cand)
+            where, inside = known.locate(cand)
+            is_known, outcome = known.lookup(cand, located=(where, inside))
             ask = np.flatnonzero(~is_known)
             if len(ask):
-                res, _ = recorder.check(cand[ask], "local", with_proba=True)
+                asked = where.rows(ask)
+                res, _ = recorder.check(cand[ask], "local", with_proba=True, located=asked)
                 outcome[ask] = res.is_idi
-                known.add(cand[ask], res.is_idi)
+                known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
                 stale[checked_hit] = False
@@ -691,24 +706,23 @@ class KnownOutcomes:
 
     Such an input's check tries every combination and compares with its own, so its outcome depends on its key
     only (design §2); an input outside the PA domains (a missing protected value) is never looked up or stored.
+    The outcomes are two flag bits borrowed from the recorder's key table (:meth:`close` gives them back), so a
+    key the walk knows costs no memory beyond the recorder's own entry for it.
 
     Parameters
     ----------
     recorder : IDIRecorder
-        Gives the domain and its discrimination check.
+        Gives the domain, its discrimination check and the key table.
     """
 
     def __init__(self, recorder: IDIRecorder):
         self.domain = recorder.domain
         self.checker = recorder.checker
-        self._idi = key_set_for(recorder.domain)
-        self._non_idi = key_set_for(recorder.domain)
+        self._table = recorder.key_table
+        self._idi, self._non_idi = self._table.borrow_bits(2)
 
-    def _keys(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.domain.keys(X), self.checker.own_combination(X) >= 0
-
-    def lookup(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.
+    def locate(self, X: np.ndarray) -> tuple[KeyLocation, np.ndarray]:
+        """Locate each row's key in the recorder's key table, and say whether its PA values lie in the PA domains.
 
         Parameters
         ----------
@@ -717,14 +731,33 @@ class KnownOutcomes:
 
         Returns
         -------
+        located : KeyLocation
+            Valid until the table's next ``locate`` (pass it, or its rows, to :meth:`IDIRecorder.check`).
+        inside : numpy.ndarray of bool, shape (n,)
+        """
+        return self._table.locate(self.domain.keys(X)), self.checker.own_combination(X) >= 0
+
+    def lookup(self, X: np.ndarray, *, located=None) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Codes.
+        located : tuple of (KeyLocation, numpy.ndarray), optional
+            :meth:`locate` of ``X``, when the caller has it.
+
+        Returns
+        -------
         known : numpy.ndarray of bool, shape (n,)
         is_idi : numpy.ndarray of bool, shape (n,)
         """
-        keys, inside = self._keys(X)
-        idi = inside & self._idi.contains(keys)
-        return idi | (inside & self._non_idi.contains(keys)), idi
+        where, inside = self.locate(X) if located is None else located
+        flags = self._table.flags_at(where)
+        idi = inside & (flags & self._idi != 0)
+        return idi | (inside & (flags & self._non_idi != 0)), idi
 
-    def add(self, X: np.ndarray, is_idi: np.ndarray) -> None:
+    def add(self, X: np.ndarray, is_idi: np.ndarray, *, located=None) -> None:
         """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains.
 
         Parameters
@@ -732,10 +765,18 @@ class KnownOutcomes:
         X : numpy.ndarray of int64, shape (n, n_features)
             Codes.
         is_idi : numpy.ndarray of bool, shape (n,)
+        located : tuple of (KeyLocation, numpy.ndarray), optional
+            :meth:`locate` of ``X``, when the caller has it.
         """
-        keys, inside = self._keys(X)
-        self._idi.add(keys[inside & is_idi])
-        self._non_idi.add(keys[inside & ~is_idi])
+        where, inside = self.locate(X) if located is None else located
+        rows = np.flatnonzero(inside)
+        if len(rows):
+            bits = np.where(np.asarray(is_idi)[rows], self._idi, self._non_idi).astype(np.uint8)
+            self._table.mark_at(where.rows(rows), bits)
+
+    def close(self) -> None:
+        """Give the borrowed bits back to the recorder's key table (clearing them)."""
+        self._table.return_bits((self._idi, self._non_idi))
 
 
 def local_gradient_rows(max_local: int, update_interval: int | None, rows_per_pair: int = 2) -> int:
