@@ -86,3 +86,13 @@ def test_huge_domains_keep_bytes_keys_in_a_dict():
     domain = Domain(feats).with_protected(["sex"])
     assert isinstance(key_table_for(domain), ObjectKeyTable)
     assert isinstance(key_table_for(toy_domain()), SortedKeyTable)
+
+
+def test_a_location_is_refused_after_the_next_locate():
+    table = SortedKeyTable()
+    first = table.locate(np.arange(10))
+    table.locate(np.arange(5, 20))  # may merge the runs first's places point into
+    with pytest.raises(RuntimeError, match="out of date"):
+        table.mark_at(first, TESTED)
+    with pytest.raises(RuntimeError, match="out of date"):
+        table.flags_at(first.rows(np.arange(3)))

@@ -147,6 +147,8 @@ class DiscriminationCheck:
         numpy.ndarray of int64, shape (n_samples,)
         """
         position = self.domain.protected_value_index(X)
+        if position.shape[1] == 1:  # one attribute: its value's position is the combination (-1 stays -1)
+            return position[:, 0]
         idx = np.maximum(position, 0) @ self._strides
         return np.where((position >= 0).all(axis=1), idx, -1)
 
@@ -228,31 +230,37 @@ class DiscriminationCheck:
             chunk, chunk_own = X[start:start + step], own[start:start + step]
             m = len(chunk)
             rows = domain.counterparts(chunk).reshape(m * k, -1)
-            send = np.ones(m * k, dtype=bool)
+            send = None  # every counterpart is sent
             if possible is not None:  # constrained
                 ok = domain.satisfies(rows).reshape(m, k)
                 possible[start:start + m] = ok
-                itself = np.zeros((m, k), dtype=bool)
-                itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
-                send = (ok | itself).ravel()
+                if not ok.all():
+                    itself = np.zeros((m, k), dtype=bool)
+                    itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
+                    send = (ok | itself).ravel()
             if plausible is not None:
                 # an array, not None: the domain has a support
                 plausible[start:start + m] = cast(np.ndarray, domain.plausible(rows)).reshape(m, k)
             outside = chunk[chunk_own < 0]
-            batch = np.concatenate([rows[send], outside])
+            sent = rows if send is None else rows[send]
+            batch = np.concatenate([sent, outside]) if len(outside) else sent
             lab, prob = self.model.predict_with_proba(batch) if with_proba else (self.model.predict(batch), None)
-            n_sent = int(send.sum())
-            block = cf[start:start + m].reshape(-1)
-            block[send] = lab[:n_sent]
-            cf[start:start + m] = block.reshape(m, k)
+            n_sent = len(sent)
+            self._fill(cf[start:start + m], send, lab[:n_sent])
             out.append(lab[n_sent:])
             if pcf is not None and prob is not None:  # with_proba
-                pblock = pcf[start:start + m].reshape(-1)
-                pblock[send] = prob[:n_sent]
-                pcf[start:start + m] = pblock.reshape(m, k)
+                self._fill(pcf[start:start + m], send, prob[:n_sent])
                 pout.append(prob[n_sent:])
         return (cf, np.concatenate(out).astype(np.int64), pcf, np.concatenate(pout) if with_proba else None,
                 possible, plausible)
+
+    @staticmethod
+    def _fill(block: np.ndarray, send: np.ndarray | None, values: np.ndarray) -> None:
+        """Write the model's answers for the sent counterparts into ``block`` (m, K) in place (all: ``send`` None)."""
+        if send is None:
+            block[...] = values.reshape(block.shape)
+        else:
+            block.reshape(-1)[send] = values
 
     def is_idi(self, X) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,).

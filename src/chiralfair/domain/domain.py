@@ -560,21 +560,24 @@ class Domain:
             table = self._value_position_table(j)
             if table is None:
                 out[:, j] = _row_position(X[:, list(a.columns)], a.value_array())
-            else:  # one column: its code's position is a table lookup
-                lo, codes = self.features[a.columns[0]].lo, X[:, a.columns[0]]
-                inside = (codes >= lo) & (codes < lo + len(table))
-                out[:, j] = np.where(inside, table[np.where(inside, codes - lo, 0)], -1)
+            else:  # one column: its code's position is a table lookup (a code below lo wraps to a huge offset)
+                offset = (X[:, a.columns[0]] - self.features[a.columns[0]].lo).view(np.uint64)
+                out[:, j] = table.take(np.minimum(offset, len(table) - 1))
         return out
 
     def _value_position_table(self, j: int) -> np.ndarray | None:
-        """For a one-column attribute ``j``: each code's position among its values (-1: none), else None."""
+        """For a one-column attribute ``j``: each code's position among its values, then one -1 for any other code.
+
+        Entry ``code - lo`` for the feature's codes, the last entry for codes outside its bounds; None for a group
+        or a feature with more than :data:`MAX_POSITION_TABLE` codes.
+        """
         a = self.attributes[j]
         if len(a.columns) != 1 or self.features[a.columns[0]].size > MAX_POSITION_TABLE:
             return None
 
         def make():
             feature = self.features[a.columns[0]]
-            table = np.full(feature.size, -1, dtype=np.int64)
+            table = np.full(feature.size + 1, -1, dtype=np.int64)
             values = a.value_array()[:, 0]
             table[values - feature.lo] = np.arange(len(values))
             return table
@@ -873,6 +876,19 @@ class Domain:
             nearest = np.abs(rows[bad][:, None, pa] - options[None, :, :]).sum(axis=2).argmin(axis=1)
             rows[np.ix_(np.flatnonzero(bad), np.asarray(pa))] = options[nearest]
         return rows
+
+    @property
+    def constrained_mask(self) -> np.ndarray:
+        """Which columns some constraint reads, shape (n_features,), bool (all False without constraints).
+
+        A row that satisfies the constraints still does after a change of columns outside this mask.
+        """
+        def make():
+            mask = np.zeros(self.n_features, dtype=bool)
+            for rule in self.constraints:
+                mask[list(rule.columns)] = True
+            return mask
+        return self._cached("constrained_mask", make).copy()
 
     def describe_constraints(self) -> list[str]:
         """The constraints as text, one per rule.

@@ -639,12 +639,19 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
 def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
           max_local: int, step: float, update_interval: int | None, refresh: Saliency,
           rng: np.random.Generator) -> None:
-    """The iterations of :func:`local_walk`, with the outcomes the walk knows in ``known``."""
+    """The iterations of :func:`local_walk`, with the outcomes the walk knows in ``known``.
+
+    Without refreshes (``update_interval=None``) nothing reads a chain's check records or its count of iterations
+    since a return, so neither is kept, and the checks need no probabilities (labels come from ``predict`` either
+    way, so the IDIs are the same).
+    """
     n = len(x0)
-    lower, upper = recorder.domain.lower, recorder.domain.upper
+    refreshing = update_interval is not None
+    domain = recorder.domain
+    lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
     x = x0.copy()
     # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
-    checks = checks0.copy()
+    checks = checks0.copy() if refreshing else checks0
     known.add(x0, np.ones(n, dtype=bool))
     # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
     stale = np.zeros(n, dtype=bool)
@@ -654,7 +661,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     since_return = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
     for _ in range(max_local):
-        if update_interval is not None:
+        if refreshing:
             due = np.flatnonzero(since_return >= update_interval)
             if len(due):
                 recheck = due[stale[due]]
@@ -664,7 +671,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
                     stale[recheck] = False
                 cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
                 since_return[due] = 0
-        since_return += 1
+            since_return += 1
         feature = _sample_from_cumulative(cum, rng)
         sign = rng.integers(0, 2, size=n) * 2 - 1
         old = x[rows, feature]
@@ -672,33 +679,44 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         moved = np.flatnonzero(value != old)
         cand = x[moved]
         cand[np.arange(len(moved)), feature[moved]] = value[moved]
-        # Onto the domain's constraints (design §12); a move the repair undoes is no move.
-        cand = recorder.domain.repair(cand)
-        real = (cand != x[moved]).any(axis=1)
-        moved, cand = moved[real], cand[real]
+        # Onto the domain's constraints (design §12); a move the repair undoes is no move. A chain's input meets
+        # them (it was checked), so only a move of a column some rule reads can break one.
+        risky = np.flatnonzero(constrained[feature[moved]])
+        if len(risky):
+            proposed = cand[risky]
+            repaired = domain.repair(proposed)
+            if repaired is not proposed:
+                cand[risky] = repaired
+                real = np.ones(len(moved), dtype=bool)
+                real[risky] = (repaired != x[moved[risky]]).any(axis=1)
+                moved, cand = moved[real], cand[real]
+        if not len(moved):
+            continue  # every chain stays on its IDI
         kept = np.ones(n, dtype=bool)
-        if len(moved):
-            where, inside = known.locate(cand)
-            is_known, outcome = known.lookup(cand, located=(where, inside))
-            ask = np.flatnonzero(~is_known)
-            if len(ask):
-                asked = where.rows(ask)
-                res, _ = recorder.check(cand[ask], "local", with_proba=True, located=asked)
-                outcome[ask] = res.is_idi
-                known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
+        where, inside = known.locate(cand)
+        is_known, outcome = known.lookup(cand, located=(where, inside))
+        ask = np.flatnonzero(~is_known)
+        if len(ask):
+            asked = where.rows(ask)
+            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked)
+            outcome[ask] = res.is_idi
+            known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
+            if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
                 stale[checked_hit] = False
-            kept[moved] = outcome
-            x[moved[outcome]] = cand[outcome]
-            stale[moved[is_known & outcome]] = True
+        kept[moved] = outcome
+        x[moved[outcome]] = cand[outcome]
         back = np.flatnonzero(~kept)
+        if refreshing:
+            stale[moved[is_known & outcome]] = True
         if len(back):
             x[back] = x0[back]
-            checks.set_rows(back, checks0.rows(back))
             cum[back] = cum0[back]
-            since_return[back] = 0
-            stale[back] = False
+            if refreshing:
+                checks.set_rows(back, checks0.rows(back))
+                since_return[back] = 0
+                stale[back] = False
 
 
 class KnownOutcomes:

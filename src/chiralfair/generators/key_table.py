@@ -54,17 +54,26 @@ class KeyLocation:
         Each row's index among the batch's distinct keys.
     places : tuple of (int, numpy.ndarray, numpy.ndarray)
         Per run holding some distinct keys: the run's index, which distinct keys (indices) and their positions.
-    n_unique : int
-        Distinct keys of the batch.
+    flags : numpy.ndarray of uint8, shape (n_unique,)
+        The distinct keys' flags, kept up to date by :meth:`SortedKeyTable.mark_at` (shared by the locations of
+        :meth:`rows`).
     repeats : bool
         Whether some key is on several rows of the batch.
+    generation : int
+        Which ``locate`` of its table made it (a location of an earlier one is refused).
     """
 
     keys: np.ndarray
     inverse: np.ndarray
     places: tuple[tuple[int, np.ndarray, np.ndarray], ...]
-    n_unique: int
+    flags: np.ndarray
     repeats: bool
+    generation: int = 0
+
+    @property
+    def n_unique(self) -> int:
+        """Distinct keys of the batch."""
+        return len(self.flags)
 
     def rows(self, rows) -> KeyLocation:
         """The location of some rows only (indices or mask).
@@ -77,7 +86,7 @@ class KeyLocation:
         -------
         KeyLocation
         """
-        return KeyLocation(self.keys[rows], self.inverse[rows], self.places, self.n_unique, self.repeats)
+        return KeyLocation(self.keys[rows], self.inverse[rows], self.places, self.flags, self.repeats, self.generation)
 
 
 class SortedKeyTable:
@@ -93,6 +102,7 @@ class SortedKeyTable:
         self._flags: list[np.ndarray] = []
         self._fences: list[np.ndarray | None] = []
         self._pending = False  # the last run came from the last locate and is not merged yet
+        self._generation = 0  # locates so far: a location is valid while this has not moved on
         self._counts = np.zeros(8, dtype=np.int64)
         self._free = list(BORROWABLE)
 
@@ -128,13 +138,17 @@ class SortedKeyTable:
         """
         keys = np.asarray(keys, dtype=np.int64)
         self._merge_pending()
+        self._generation += 1
         unique, inverse = _distinct(keys)
         places, missing = self._find(unique)
+        flags = np.zeros(len(unique), dtype=np.uint8)
+        for run, which, pos in places:
+            flags[which] = self._flags[run][pos]
         if len(missing):
             self._append(unique[missing], np.zeros(len(missing), dtype=np.uint8))
             self._pending = True
             places.append((len(self._keys) - 1, missing, np.arange(len(missing))))
-        return KeyLocation(keys, inverse, tuple(places), len(unique), len(unique) < len(keys))
+        return KeyLocation(keys, inverse, tuple(places), flags, len(unique) < len(keys), self._generation)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
         """The flags of each row's key, shape (n_rows,), uint8 (0 for a key added by the ``locate``).
@@ -148,10 +162,8 @@ class SortedKeyTable:
         -------
         numpy.ndarray of uint8, shape (n_rows,)
         """
-        found = np.zeros(location.n_unique, dtype=np.uint8)
-        for run, which, pos in location.places:
-            found[which] = self._flags[run][pos]
-        return found[location.inverse]
+        self._require_current(location)
+        return location.flags[location.inverse]
 
     def mark_at(self, location: KeyLocation, bits) -> None:
         """Set ``bits`` in the flags of each row's key.
@@ -163,6 +175,7 @@ class SortedKeyTable:
         bits : int or numpy.ndarray of uint8, shape (n_rows,)
             One value for all rows or one per row (a key on two rows gets both rows' bits).
         """
+        self._require_current(location)
         if not len(location.inverse):
             return
         add = np.zeros(location.n_unique, dtype=np.uint8)
@@ -170,13 +183,12 @@ class SortedKeyTable:
             add[location.inverse] = bits
         else:
             np.bitwise_or.at(add, location.inverse, np.asarray(bits, dtype=np.uint8))
-        before = np.zeros(location.n_unique, dtype=np.uint8)
-        for run, which, pos in location.places:
-            before[which] = self._flags[run][pos]
+        before = location.flags
         after = before | add
         for run, which, pos in location.places:
             self._flags[run][pos] = after[which]
         self._count_gains(before, after)
+        before[:] = after
 
     def flags(self, keys) -> np.ndarray:
         """The flags of each key, shape (n_keys,), uint8 (0 for a key not in the table); adds no key.
@@ -248,6 +260,11 @@ class SortedKeyTable:
         for flags in self._flags:
             flags &= ~mask
         _free(self, bits)
+
+    def _require_current(self, location: KeyLocation) -> None:
+        if location.generation != self._generation:
+            raise RuntimeError("this key location is out of date: a location is valid until the table's next locate "
+                               "(which may move the keys), so flags must be read and set before the next one")
 
     def _find(self, unique: np.ndarray) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
         """Places of the sorted distinct keys ``unique`` found in the runs, and the indices of those not found."""
@@ -330,7 +347,7 @@ class ObjectKeyTable:
         keys = np.asarray(keys, dtype=object)
         for k in keys:
             self._flags.setdefault(k, 0)
-        return KeyLocation(keys, np.arange(len(keys)), (), len(keys), False)
+        return KeyLocation(keys, np.arange(len(keys)), (), np.zeros(len(keys), dtype=np.uint8), False)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
         """As :meth:`SortedKeyTable.flags_at`.

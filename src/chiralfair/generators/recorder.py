@@ -129,7 +129,7 @@ class IDIRecorder:
         table.mark_at(located, np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8))
         new = np.zeros(len(is_idi), dtype=bool)
         idx = np.flatnonzero(is_idi & (before & RECORDED == 0))
-        if len(idx) > 1:  # a key met twice in the batch is new once, at its first IDI row
+        if len(idx) > 1 and located.repeats:  # a key met twice in the batch is new once, at its first IDI row
             idx = idx[np.sort(np.unique(located.inverse[idx], return_index=True)[1])]
         new[idx] = True
         return new
