@@ -18,11 +18,11 @@ a size that travels between machines:
 - **cap peak**: the peak resident memory of the budget cap ``--max-global 99999 --max-local 999`` (coupled, pairs
   streamed to Parquet), predicted from a smaller cap run in a subprocess: the same 99,999 seeds (so the same
   global phase, chains, check batches and Parquet buffers) with ``--max-local 30``. What grows with ``max_local``
-  is the key table: the prediction adds, to the smaller cap's peak, the memory the local walk held per key it added
-  (tracemalloc, at the walk's start and end) times the keys the full cap would add at the smaller cap's rate per
-  local iteration (the rate falls as walks revisit keys, so this overestimates), plus one merge of the largest
-  run (key_table.MAX_RUN_KEYS keys). At most 1024 MiB. ``benchmarks/speed_regained.py`` measures the full cap
-  beside its prediction.
+  is the key table: the prediction adds, to the smaller cap's peak, the memory the local walk held per key it
+  added (tracemalloc at the walk's start and end, less the pairs waiting for the next Parquet part) times the keys
+  the full cap would add at the smaller cap's rate per local iteration (the rate falls as walks revisit keys, so
+  this overestimates), plus one merge of the largest run (key_table.MAX_RUN_KEYS keys). At most 1024 MiB.
+  ``benchmarks/speed_regained.py`` measures the full cap beside its prediction.
 
 Each timed search runs ``--repeats`` times (default 2) per configuration; the ratios are medians of the rounds'
 ratios, and every round must find the same IDIs. Writes benchmarks/results/perf_guard.json and .md. Takes about
@@ -143,10 +143,15 @@ def cap_run(max_local: int) -> dict:
     walk = {}
     original = eidig.local_walk
 
+    def held(recorder) -> dict:
+        # what the search holds, less the pairs waiting for the next Parquet part (bounded, not per key)
+        return {"keys": recorder.n_tested, "table_bytes": recorder.key_table.nbytes,
+                "traced_bytes": tracemalloc.get_traced_memory()[0] - recorder.sink.buffered_nbytes}
+
     def measured_walk(recorder, *args, **kwargs):
-        walk["keys_before"], walk["traced_before"] = recorder.n_tested, tracemalloc.get_traced_memory()[0]
+        walk["before"] = held(recorder)
         original(recorder, *args, **kwargs)
-        walk["keys_after"], walk["traced_after"] = recorder.n_tested, tracemalloc.get_traced_memory()[0]
+        walk["after"] = held(recorder)
 
     eidig.local_walk = measured_walk
     peak = {"rss": 0}
@@ -185,14 +190,15 @@ def cap_in_subprocess(max_local: int) -> dict:
 
 def predicted_cap_peak(small: dict, full_local: int = CAP[1]) -> dict:
     """The full cap's peak predicted from a smaller cap's run (:func:`cap_run`); see the module docstring."""
-    walk = small["walk"]
-    added = walk["keys_after"] - walk["keys_before"]
-    bytes_per_key = max(walk["traced_after"] - walk["traced_before"], 0) / max(added, 1)
+    before, after = small["walk"]["before"], small["walk"]["after"]
+    added = max(after["keys"] - before["keys"], 1)
+    bytes_per_key = max(after["traced_bytes"] - before["traced_bytes"], 0) / added
     more_keys = added * (full_local - small["max_local"]) / small["max_local"]
     merge = 9 * small["max_run_keys"]
     predicted = small["peak_rss_bytes"] + bytes_per_key * more_keys + merge
-    return {"predicted_bytes": predicted, "bytes_per_key": bytes_per_key, "more_keys": more_keys,
-            "merge_allowance_bytes": merge, "keys_full_estimate": walk["keys_after"] + more_keys}
+    return {"predicted_bytes": predicted, "bytes_per_key": bytes_per_key,
+            "table_bytes_per_key": (after["table_bytes"] - before["table_bytes"]) / added, "more_keys": more_keys,
+            "merge_allowance_bytes": merge, "keys_full_estimate": after["keys"] + more_keys}
 
 
 def versions() -> dict:
@@ -264,7 +270,8 @@ def markdown(report: dict) -> str:
                   f"{r['coupled']['n_idis']:,} IDIs, {r['coupled']['n_queries']:,} queries.", "",
               f"Smaller cap (max_global {CAP[0]}, max_local {s['max_local']}, coupled, streamed): "
               f"{s['n_idis']:,} IDIs, {s['n_tested']:,} keys, {s['seconds']:.1f} s, peak RSS "
-              f"{s['peak_rss_bytes'] / 2**20:.0f} MiB; the walk held {c['bytes_per_key']:.1f} bytes per key it added; "
+              f"{s['peak_rss_bytes'] / 2**20:.0f} MiB; the walk held {c['bytes_per_key']:.1f} bytes per key it added "
+              f"(the key table {c['table_bytes_per_key']:.1f}); "
               f"the full cap would add {c['more_keys']:,.0f} keys more: predicted peak "
               f"{c['predicted_bytes'] / 2**20:.0f} MiB (with {c['merge_allowance_bytes'] / 2**20:.0f} MiB for one "
               "merge of the largest run).", ""]

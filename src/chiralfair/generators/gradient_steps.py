@@ -647,6 +647,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     """
     n = len(x0)
     refreshing = update_interval is not None
+    interval = update_interval or max_local + 1  # never reached without refreshes
     domain = recorder.domain
     lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
     x = x0.copy()
@@ -662,7 +663,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     rows = np.arange(n)
     for _ in range(max_local):
         if refreshing:
-            due = np.flatnonzero(since_return >= update_interval)
+            due = np.flatnonzero(since_return >= interval)
             if len(due):
                 recheck = due[stale[due]]
                 if len(recheck):

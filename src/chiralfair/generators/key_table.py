@@ -18,6 +18,7 @@ of the run. Keys of domains with 2**63 points or more are bytes objects (:meth:`
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,6 +109,12 @@ class SortedKeyTable:
 
     def __len__(self) -> int:
         return sum(len(run) for run in self._keys)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the runs hold: 9 per key (the key and its flags), and the fences' 8 per :data:`FENCE_STRIDE` keys."""
+        return sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
+                   for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
 
     def count(self, bit: int) -> int:
         """Keys whose flags hold ``bit`` (:data:`TESTED`, :data:`RECORDED` or a borrowed bit).
@@ -319,6 +326,11 @@ class ObjectKeyTable:
 
     def __len__(self) -> int:
         return len(self._flags)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the dict and its keys hold (as ``sys.getsizeof`` counts them; the flag ints are shared)."""
+        return sys.getsizeof(self._flags) + sum(sys.getsizeof(k) for k in self._flags)
 
     def count(self, bit: int) -> int:
         """As :meth:`SortedKeyTable.count`.

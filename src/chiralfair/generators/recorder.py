@@ -15,7 +15,7 @@ are kept in memory until :meth:`result`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -166,8 +166,10 @@ class IDIRecorder:
         numpy.ndarray of bool, shape (n_pairs,), or None
             None when the domain has no support (it was not built from data).
         """
-        own, other = self.domain.plausible(X), self.domain.plausible(C)
-        return None if own is None else own & other
+        if self.domain.support is None:
+            return None
+        both = cast(np.ndarray, self.domain.plausible(np.concatenate([X, C])))  # one lookup for both sides
+        return both[:len(X)] & both[len(X):]
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,).
