@@ -266,6 +266,7 @@ class SortedKeyTable:
         mask = np.uint8(sum(bits))
         for flags in self._flags:
             flags &= ~mask
+        self._generation += 1  # a location's copy of the flags still holds the bits
         _free(self, bits)
 
     def _require_current(self, location: KeyLocation) -> None:
