@@ -164,7 +164,7 @@ def _constrained_search(name, monkeypatch=None, **params):
     domain = toy_domain(("sex", "race")).with_couplings(TOY_COUPLE).with_constraints(list(TOY_RULES))
     seeds = domain.repair(domain.sample(40, np.random.default_rng(0)))
     model = as_model(LinearToy(W.tolist(), BIAS).double())
-    return make_generator(name, max_global=40, max_local=60, **params).run(model, domain, seeds, random_state=2)
+    return make_generator(name, max_global=30, max_local=30, **params).run(model, domain, seeds, random_state=2)
 
 
 def _same_search(a, b):
@@ -187,4 +187,4 @@ def test_a_walk_repairs_only_the_moves_of_columns_a_rule_reads(name, monkeypatch
 def test_a_walk_without_refreshes_needs_no_probabilities():
     # eidig-inf keeps no check records and asks labels only; an interval longer than the walk refreshes never
     # too but keeps them and asks probabilities: the same IDIs, tested keys and queries.
-    _same_search(_constrained_search("eidig-inf"), _constrained_search("eidig", update_interval=61))
+    _same_search(_constrained_search("eidig-inf"), _constrained_search("eidig", update_interval=31))
