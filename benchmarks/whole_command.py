@@ -11,8 +11,8 @@ Each run is ``chiralfair run --dataset census --protected sex --model dnn --seed
 run folder's ``result.json`` (``seconds_by_step``). The goal of issue 9: writing the folder costs at most as
 much as the search, and the peak memory stays under 1 GB at every budget.
 
-Also measures the recorder's key set (int64 keys in sorted numpy runs) against a Python set of ints at 10^7
-keys, in the same process (``--no-key-sets`` skips it).
+Also measures the recorder's key table (int64 keys and their flags in sorted numpy runs) against a Python set of
+ints at 10^7 keys, in the same process (``--no-key-sets`` skips it).
 
 Writes benchmarks/results/whole_command.json (figures, parameters, package versions, CPU count, date, load)
 and whole_command.md.
@@ -97,8 +97,8 @@ def median_row(runs: list[dict]) -> dict:
 
 
 def key_set_figures(n: int = 10**7, batch: int = 10**4, seed: int = 0) -> dict:
-    """Add ``n`` random int64 keys (half repeated) in batches: SortedKeySet against a Python set of ints."""
-    from chiralfair.generators.recorder import SortedKeySet
+    """Add ``n`` random int64 keys (half repeated) in batches: the recorder's key table against a Python set of ints."""
+    from chiralfair.generators.key_table import TESTED, SortedKeyTable
 
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 2 * n, size=n, dtype=np.int64)
@@ -107,10 +107,10 @@ def key_set_figures(n: int = 10**7, batch: int = 10**4, seed: int = 0) -> dict:
         tracemalloc.start()
         t0 = time.perf_counter()
         if name == "sorted_numpy_runs":
-            store = SortedKeySet()
+            store = SortedKeyTable()
             for i in range(0, n, batch):
-                store.add(keys[i:i + batch])
-            probe = store.contains(keys[:batch])
+                store.mark(keys[i:i + batch], TESTED)
+            probe = store.flags(keys[:batch]) & TESTED != 0
         else:
             store = set()
             for i in range(0, n, batch):

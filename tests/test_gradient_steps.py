@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from toys import LinearToy, toy_domain
+from toys import TOY_COUPLE, TOY_RULES, LinearToy, toy_domain
 
 from chiralfair.domain import Domain, Feature
 from chiralfair.exceptions import ConfigError
@@ -114,7 +114,7 @@ def _search(name, protected, params):
 def test_known_keys_cost_no_query_and_change_no_idi(name, params, protected, monkeypatch):
     skipping = _search(name, protected, params)
     monkeypatch.setattr(gradient_steps.KnownOutcomes, "lookup",
-                        lambda self, X: (np.zeros(len(X), bool), np.zeros(len(X), bool)))
+                        lambda self, X, **kw: (np.zeros(len(X), bool), np.zeros(len(X), bool)))
     checking_all = _search(name, protected, params)
     np.testing.assert_array_equal(skipping.idis, checking_all.idis)
     np.testing.assert_array_equal(skipping.counterparts, checking_all.counterparts)
@@ -158,3 +158,33 @@ def test_every_refresh_sees_the_check_records_of_its_inputs(name, params, monkey
     monkeypatch.setattr(f"chiralfair.generators.{module}.local_walk", spied_walk)
     _search(name, ("sex", "race"), params)
     assert sum(refreshed) > 50
+
+
+def _constrained_search(name, monkeypatch=None, **params):
+    domain = toy_domain(("sex", "race")).with_couplings(TOY_COUPLE).with_constraints(list(TOY_RULES))
+    seeds = domain.repair(domain.sample(40, np.random.default_rng(0)))
+    model = as_model(LinearToy(W.tolist(), BIAS).double())
+    return make_generator(name, max_global=30, max_local=30, **params).run(model, domain, seeds, random_state=2)
+
+
+def _same_search(a, b):
+    np.testing.assert_array_equal(a.idis, b.idis)
+    np.testing.assert_array_equal(a.counterparts, b.counterparts)
+    np.testing.assert_array_equal(a.phase, b.phase)
+    assert (a.n_tested, a.n_queries, a.n_plausible_idis) == (b.n_tested, b.n_queries, b.n_plausible_idis)
+
+
+@pytest.mark.parametrize("name", ["eidig", "adf"])
+def test_a_walk_repairs_only_the_moves_of_columns_a_rule_reads(name, monkeypatch):
+    # A chain's input meets the constraints, so a move of any other column cannot break one: repairing every
+    # move finds the same IDIs with the same queries.
+    only_risky = _constrained_search(name)
+    assert only_risky.n_local > 0
+    monkeypatch.setattr(Domain, "constrained_mask", property(lambda self: np.ones(self.n_features, dtype=bool)))
+    _same_search(only_risky, _constrained_search(name))
+
+
+def test_a_walk_without_refreshes_needs_no_probabilities():
+    # eidig-inf keeps no check records and asks labels only; an interval longer than the walk refreshes never
+    # too but keeps them and asks probabilities: the same IDIs, tested keys and queries.
+    _same_search(_constrained_search("eidig-inf"), _constrained_search("eidig", update_interval=31))

@@ -150,6 +150,8 @@ class DiscriminationCheck:
         numpy.ndarray of int64, shape (n_samples,)
         """
         position = self.domain.protected_value_index(X)
+        if position.shape[1] == 1:  # one attribute: its value's position is the combination (-1 stays -1)
+            return position[:, 0]
         idx = np.maximum(position, 0) @ self._strides
         return np.where((position >= 0).all(axis=1), idx, -1)
 
@@ -240,34 +242,40 @@ class DiscriminationCheck:
             chunk, chunk_own = X[start:start + step], own[start:start + step]
             m = len(chunk)
             rows = domain.counterparts(chunk).reshape(m * k, -1)
-            send = np.ones(m * k, dtype=bool)
+            send = None  # every counterpart is sent
             if possible is not None:  # constrained
                 ok = domain.satisfies(rows).reshape(m, k)
                 possible[start:start + m] = ok
-                itself = np.zeros((m, k), dtype=bool)
-                itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
-                send = (ok | itself).ravel()
+                if not ok.all():
+                    itself = np.zeros((m, k), dtype=bool)
+                    itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
+                    send = (ok | itself).ravel()
             if plausible is not None:
                 # an array, not None: the domain has a support
                 plausible[start:start + m] = cast(np.ndarray, domain.plausible(rows)).reshape(m, k)
             outside = chunk[chunk_own < 0]
+            sent = rows if send is None else rows[send]
             if population is None:
-                batch = np.concatenate([rows[send], outside])
+                batch = np.concatenate([sent, outside]) if len(outside) else sent
             else:
-                batch = _people_batch(population.take(np.arange(start, start + m)), rows, send, k, chunk_own < 0)
+                batch = _people_batch(population.take(np.arange(start, start + m)), sent, send, k, chunk_own < 0)
             lab, prob = self.model.predict_with_proba(batch) if with_proba else (self.model.predict(batch), None)
-            n_sent = int(send.sum())
-            block = cf[start:start + m].reshape(-1)
-            block[send] = lab[:n_sent]
-            cf[start:start + m] = block.reshape(m, k)
+            n_sent = len(sent)
+            self._fill(cf[start:start + m], send, lab[:n_sent])
             out.append(lab[n_sent:])
             if pcf is not None and prob is not None:  # with_proba
-                pblock = pcf[start:start + m].reshape(-1)
-                pblock[send] = prob[:n_sent]
-                pcf[start:start + m] = pblock.reshape(m, k)
+                self._fill(pcf[start:start + m], send, prob[:n_sent])
                 pout.append(prob[n_sent:])
         return (cf, np.concatenate(out).astype(np.int64), pcf, np.concatenate(pout) if with_proba else None,
                 possible, plausible)
+
+    @staticmethod
+    def _fill(block: np.ndarray, send: np.ndarray | None, values: np.ndarray) -> None:
+        """Write the model's answers for the sent counterparts into ``block`` (m, K) in place (all: ``send`` None)."""
+        if send is None:
+            block[...] = values.reshape(block.shape)
+        else:
+            block.reshape(-1)[send] = values
 
     def is_idi(self, X, *, population: Population | None = None) -> np.ndarray:
         """Shortcut for ``check(X).is_idi``, shape (n_samples,).
@@ -286,15 +294,17 @@ class DiscriminationCheck:
         return self.check(X, population=population).is_idi
 
 
-def _people_batch(people: Population, rows: np.ndarray, send: np.ndarray, k: int, outside: np.ndarray):
-    """The rows sent for ``people``: their counterparts ``rows`` (m * k, d) where ``send``, then those ``outside``.
+def _people_batch(people: Population, sent: np.ndarray, send: np.ndarray | None, k: int, outside: np.ndarray):
+    """The rows sent for ``people``: their counterparts ``sent``, then the people ``outside`` the protected domains.
 
-    Each counterpart is its person's own row with the columns it changes set to their new values.
+    ``sent`` are the (m * k, d) counterpart codes where ``send`` (all of them when it is None). Each counterpart is its person's own row with the columns it changes set to their new values.
     """
     import pandas as pd
 
-    who = np.repeat(np.arange(len(people)), k)[send]
-    parts = [people.take(who).counterparts(rows[send])]
+    who = np.repeat(np.arange(len(people)), k)
+    if send is not None:
+        who = who[send]
+    parts = [people.take(who).counterparts(sent)]
     if outside.any():
         parts.append(people.take(outside).frame)
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)

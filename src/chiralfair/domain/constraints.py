@@ -17,6 +17,7 @@ impossible, is not sent to the model and cannot make an input an IDI (:class:`~c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..exceptions import DomainError
+
+# Up to this many codes on a side of an exclusion, a row is tested with one comparison per code.
+FEW_CODES = 8
 
 _ORDER = re.compile(r"^\s*(?P<left>[^<>=]+?)\s*(?P<op>>=|<=|>|<)\s*(?P<right>[^<>=+]+?)\s*"
                     r"(?:(?P<sign>[+-])\s*(?P<offset>\d+))?\s*$")
@@ -66,7 +70,7 @@ class Excludes:
         -------
         numpy.ndarray of bool, shape (n_samples,)
         """
-        return np.isin(X[:, self.if_column], self.if_codes) & np.isin(X[:, self.then_column], self.then_codes)
+        return _holds(X[:, self.if_column], self.if_codes) & _holds(X[:, self.then_column], self.then_codes)
 
     def repair(self, X: np.ndarray, movable: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
         """Move violating rows in place: the excluded column to its nearest allowed code (ties: the lower code).
@@ -269,8 +273,38 @@ def _condition_text(feature, codes) -> str:
     return f"{feature.name}=" + "|".join(feature.label(c) for c in codes)
 
 
+def _holds(values: np.ndarray, codes: tuple[int, ...]) -> np.ndarray:
+    """Whether each value is one of ``codes``, shape (n,): a comparison per code for a few codes, else ``isin``.
+
+    ``np.isin`` sorts or builds a table on every call, which costs far more than the two comparisons a rule such
+    as ``sex=Female excludes relationship=Husband`` needs on the batches of a search.
+    """
+    if not codes or len(codes) > FEW_CODES:
+        return np.isin(values, codes)
+    out = values == codes[0]
+    for code in codes[1:]:
+        out |= values == code
+    return out
+
+
 def _nearest_allowed(values: np.ndarray, excluded: Sequence[int], lo: int, hi: int) -> np.ndarray | None:
     """For each of ``values``, the nearest code of lo..hi not in ``excluded`` (ties: the lower); None if all are.
+
+    Allowed values stay; each excluded code's nearest allowed code is worked out once per rule side
+    (:func:`_nearest_of_excluded`), so repairing a batch costs one search of the excluded codes.
+    """
+    nearest = _nearest_of_excluded(tuple(int(c) for c in excluded), int(lo), int(hi))
+    if nearest is None:
+        return None
+    codes, replacement = nearest
+    values = np.asarray(values, dtype=np.int64)
+    at = np.minimum(np.searchsorted(codes, values), len(codes) - 1)
+    return np.where(codes[at] == values, replacement[at], values)
+
+
+@functools.lru_cache(maxsize=256)
+def _nearest_of_excluded(excluded: tuple[int, ...], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The excluded codes inside lo..hi (sorted) and the nearest allowed code of each; None if every code is excluded.
 
     The nearest allowed code of an excluded one lies next to an excluded code (the codes between are excluded), so
     only those neighbours are candidates: a column of 10**6 codes costs what a column of ten does.
@@ -279,9 +313,9 @@ def _nearest_allowed(values: np.ndarray, excluded: Sequence[int], lo: int, hi: i
     codes = codes[(codes >= lo) & (codes <= hi)]
     if len(codes) == hi - lo + 1:
         return None
-    values = np.asarray(values, dtype=np.int64)
-    distinct, position = np.unique(values, return_inverse=True)
-    candidates = np.unique(np.concatenate([codes - 1, codes + 1, distinct]))
+    candidates = np.unique(np.concatenate([codes - 1, codes + 1]))
     allowed = candidates[(candidates >= lo) & (candidates <= hi) & ~np.isin(candidates, codes)]
-    distance = np.abs(distinct[:, None] - allowed[None, :])
-    return allowed[distance.argmin(axis=1)][position.reshape(values.shape)]
+    replacement = allowed[np.abs(codes[:, None] - allowed[None, :]).argmin(axis=1)]
+    codes.setflags(write=False)
+    replacement.setflags(write=False)
+    return codes, replacement

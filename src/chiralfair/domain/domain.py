@@ -48,6 +48,8 @@ logger = logging.getLogger(__name__)
 MAX_COMBINATIONS = 4096
 # Passes of Domain.repair over the constraints before a row that still breaks one is refused.
 MAX_REPAIR_PASSES = 8
+# A one-column protected attribute whose feature has at most this many codes finds its values' positions in a table.
+MAX_POSITION_TABLE = 1 << 16
 # Rounds of redrawing in Domain.sample before constraints that exclude almost every point are refused.
 MAX_SAMPLE_ROUNDS = 200
 # Uniform draws that Domain.with_constraints repairs to check that its rules can be met together.
@@ -436,12 +438,20 @@ class Domain:
     @property
     def lower(self) -> np.ndarray:
         """Lower bounds, shape (n_features,), int64."""
-        return np.array([f.lo for f in self.features], dtype=np.int64)
+        return self._cached("lower", lambda: np.array([f.lo for f in self.features], dtype=np.int64)).copy()
 
     @property
     def upper(self) -> np.ndarray:
         """Upper bounds, shape (n_features,), int64."""
-        return np.array([f.hi for f in self.features], dtype=np.int64)
+        return self._cached("upper", lambda: np.array([f.hi for f in self.features], dtype=np.int64)).copy()
+
+    def _cached(self, name: str, make) -> np.ndarray:
+        """A derived array, made on first use and kept read-only (public properties hand out copies of it)."""
+        if name not in self._derived:
+            value = make()
+            value.setflags(write=False)
+            self._derived[name] = value
+        return self._derived[name]
 
     @property
     def protected_names(self) -> list[str]:
@@ -456,16 +466,22 @@ class Domain:
     @property
     def non_protected(self) -> np.ndarray:
         """Column indices of the non-protected attributes, shape (n_features - n_protected,)."""
-        mask = np.ones(self.n_features, dtype=bool)
-        mask[list(self.protected)] = False
-        return np.flatnonzero(mask)
+        return self._non_protected().copy()
 
     @property
     def non_protected_mask(self) -> np.ndarray:
         """Boolean mask of the non-protected attributes, shape (n_features,)."""
-        mask = np.ones(self.n_features, dtype=bool)
-        mask[list(self.protected)] = False
-        return mask
+        return self._non_protected_mask().copy()
+
+    def _non_protected_mask(self) -> np.ndarray:
+        def make():
+            mask = np.ones(self.n_features, dtype=bool)
+            mask[list(self.protected)] = False
+            return mask
+        return self._cached("non_protected_mask", make)
+
+    def _non_protected(self) -> np.ndarray:
+        return self._cached("non_protected", lambda: np.flatnonzero(self._non_protected_mask()))
 
     def index(self, name) -> int:
         """Column index of feature ``name``.
@@ -541,8 +557,31 @@ class Domain:
         X = np.asarray(X, dtype=np.int64)
         out = np.empty((len(X), len(self.attributes)), dtype=np.int64)
         for j, a in enumerate(self.attributes):
-            out[:, j] = _row_position(X[:, list(a.columns)], a.value_array())
+            table = self._value_position_table(j)
+            if table is None:
+                out[:, j] = _row_position(X[:, list(a.columns)], a.value_array())
+            else:  # one column: its code's position is a table lookup (a code below lo wraps to a huge offset)
+                offset = (X[:, a.columns[0]] - self.features[a.columns[0]].lo).view(np.uint64)
+                out[:, j] = table.take(np.minimum(offset, len(table) - 1))
         return out
+
+    def _value_position_table(self, j: int) -> np.ndarray | None:
+        """For a one-column attribute ``j``: each code's position among its values, then one -1 for any other code.
+
+        Entry ``code - lo`` for the feature's codes, the last entry for codes outside its bounds; None for a group
+        or a feature with more than :data:`MAX_POSITION_TABLE` codes.
+        """
+        a = self.attributes[j]
+        if len(a.columns) != 1 or self.features[a.columns[0]].size > MAX_POSITION_TABLE:
+            return None
+
+        def make():
+            feature = self.features[a.columns[0]]
+            table = np.full(feature.size + 1, -1, dtype=np.int64)
+            values = a.value_array()[:, 0]
+            table[values - feature.lo] = np.arange(len(values))
+            return table
+        return self._cached(f"value_positions_{j}", make)
 
     def missing_protected(self, X) -> np.ndarray:
         """Rows holding a missing-value code in a protected column that is not one of the PA's values.
@@ -838,6 +877,19 @@ class Domain:
             rows[np.ix_(np.flatnonzero(bad), np.asarray(pa))] = options[nearest]
         return rows
 
+    @property
+    def constrained_mask(self) -> np.ndarray:
+        """Which columns some constraint reads, shape (n_features,), bool (all False without constraints).
+
+        A row that satisfies the constraints still does after a change of columns outside this mask.
+        """
+        def make():
+            mask = np.zeros(self.n_features, dtype=bool)
+            for rule in self.constraints:
+                mask[list(rule.columns)] = True
+            return mask
+        return self._cached("constrained_mask", make).copy()
+
     def describe_constraints(self) -> list[str]:
         """The constraints as text, one per rule.
 
@@ -996,11 +1048,11 @@ class Domain:
             int64 keys, or an object array of bytes keys for very large domains.
         """
         X = np.asarray(X, dtype=np.int64)
-        idx = self.non_protected
         proj = self.projection(X)
         radix = self._key_radix()
         if radix is not None:
-            return (proj - self.lower[idx]) @ radix
+            lower = self._cached("non_protected_lower", lambda: self.lower[self._non_protected()])
+            return (proj - lower) @ radix
         proj = np.ascontiguousarray(proj)
         return np.array([r.tobytes() for r in proj], dtype=object)
 
@@ -1032,7 +1084,7 @@ class Domain:
             Columns follow :attr:`non_protected`.
         """
         X = np.asarray(X, dtype=np.int64)
-        return self._roles(X)[:, self.non_protected]
+        return self._roles(X)[:, self._non_protected()]
 
     def _key_radix(self):
         if "radix" not in self._derived:

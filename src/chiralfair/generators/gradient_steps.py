@@ -34,7 +34,8 @@ from ..domain import Domain
 from ..exceptions import ConfigError
 from ..models.protocol import CountingModel
 from ..oracle import CheckResult
-from .recorder import IDIRecorder, key_set_for
+from .key_table import KeyLocation
+from .recorder import IDIRecorder
 
 # Smallest probability of the own label used as a divisor; the own label's probability is >= 0.5 whenever
 # labels and probabilities agree, so this only guards models whose predict and predict_proba disagree.
@@ -627,11 +628,31 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     n = len(x0)
     if n == 0 or max_local == 0:
         return
-    lower, upper = recorder.domain.lower, recorder.domain.upper
+    known = KnownOutcomes(recorder)
+    try:
+        _walk(recorder, known, x0, checks0, prob0, max_local=max_local, step=step, update_interval=update_interval,
+              refresh=refresh, rng=rng)
+    finally:
+        known.close()
+
+
+def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: ChainChecks, prob0: np.ndarray, *,
+          max_local: int, step: float, update_interval: int | None, refresh: Saliency,
+          rng: np.random.Generator) -> None:
+    """The iterations of :func:`local_walk`, with the outcomes the walk knows in ``known``.
+
+    Without refreshes (``update_interval=None``) nothing reads a chain's check records or its count of iterations
+    since a return, so neither is kept, and the checks need no probabilities (labels come from ``predict`` either
+    way, so the IDIs are the same).
+    """
+    n = len(x0)
+    refreshing = update_interval is not None
+    interval = update_interval or max_local + 1  # never reached without refreshes
+    domain = recorder.domain
+    lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
     x = x0.copy()
     # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
-    checks = checks0.copy()
-    known = KnownOutcomes(recorder)
+    checks = checks0.copy() if refreshing else checks0
     known.add(x0, np.ones(n, dtype=bool))
     # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
     stale = np.zeros(n, dtype=bool)
@@ -641,8 +662,8 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     since_return = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
     for _ in range(max_local):
-        if update_interval is not None:
-            due = np.flatnonzero(since_return >= update_interval)
+        if refreshing:
+            due = np.flatnonzero(since_return >= interval)
             if len(due):
                 recheck = due[stale[due]]
                 if len(recheck):
@@ -651,7 +672,7 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
                     stale[recheck] = False
                 cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
                 since_return[due] = 0
-        since_return += 1
+            since_return += 1
         feature = _sample_from_cumulative(cum, rng)
         sign = rng.integers(0, 2, size=n) * 2 - 1
         old = x[rows, feature]
@@ -659,31 +680,44 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
         moved = np.flatnonzero(value != old)
         cand = x[moved]
         cand[np.arange(len(moved)), feature[moved]] = value[moved]
-        # Onto the domain's constraints (design §12); a move the repair undoes is no move.
-        cand = recorder.domain.repair(cand)
-        real = (cand != x[moved]).any(axis=1)
-        moved, cand = moved[real], cand[real]
+        # Onto the domain's constraints (design §12); a move the repair undoes is no move. A chain's input meets
+        # them (it was checked), so only a move of a column some rule reads can break one.
+        risky = np.flatnonzero(constrained[feature[moved]])
+        if len(risky):
+            proposed = cand[risky]
+            repaired = domain.repair(proposed)
+            if repaired is not proposed:
+                cand[risky] = repaired
+                real = np.ones(len(moved), dtype=bool)
+                real[risky] = (repaired != x[moved[risky]]).any(axis=1)
+                moved, cand = moved[real], cand[real]
+        if not len(moved):
+            continue  # every chain stays on its IDI
         kept = np.ones(n, dtype=bool)
-        if len(moved):
-            is_known, outcome = known.lookup(cand)
-            ask = np.flatnonzero(~is_known)
-            if len(ask):
-                res, _ = recorder.check(cand[ask], "local", with_proba=True)
-                outcome[ask] = res.is_idi
-                known.add(cand[ask], res.is_idi)
+        where, inside = known.locate(cand)
+        is_known, outcome = known.lookup(cand, located=(where, inside))
+        ask = np.flatnonzero(~is_known)
+        if len(ask):
+            asked = where.rows(ask)
+            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked)
+            outcome[ask] = res.is_idi
+            known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
+            if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
                 stale[checked_hit] = False
-            kept[moved] = outcome
-            x[moved[outcome]] = cand[outcome]
-            stale[moved[is_known & outcome]] = True
+        kept[moved] = outcome
+        x[moved[outcome]] = cand[outcome]
         back = np.flatnonzero(~kept)
+        if refreshing:
+            stale[moved[is_known & outcome]] = True
         if len(back):
             x[back] = x0[back]
-            checks.set_rows(back, checks0.rows(back))
             cum[back] = cum0[back]
-            since_return[back] = 0
-            stale[back] = False
+            if refreshing:
+                checks.set_rows(back, checks0.rows(back))
+                since_return[back] = 0
+                stale[back] = False
 
 
 class KnownOutcomes:
@@ -691,24 +725,23 @@ class KnownOutcomes:
 
     Such an input's check tries every combination and compares with its own, so its outcome depends on its key
     only (design §2); an input outside the PA domains (a missing protected value) is never looked up or stored.
+    The outcomes are two flag bits borrowed from the recorder's key table (:meth:`close` gives them back), so a
+    key the walk knows costs no memory beyond the recorder's own entry for it.
 
     Parameters
     ----------
     recorder : IDIRecorder
-        Gives the domain and its discrimination check.
+        Gives the domain, its discrimination check and the key table.
     """
 
     def __init__(self, recorder: IDIRecorder):
         self.domain = recorder.domain
         self.checker = recorder.checker
-        self._idi = key_set_for(recorder.domain)
-        self._non_idi = key_set_for(recorder.domain)
+        self._table = recorder.key_table
+        self._idi, self._non_idi = self._table.borrow_bits(2)
 
-    def _keys(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.domain.keys(X), self.checker.own_combination(X) >= 0
-
-    def lookup(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.
+    def locate(self, X: np.ndarray) -> tuple[KeyLocation, np.ndarray]:
+        """Locate each row's key in the recorder's key table, and say whether its PA values lie in the PA domains.
 
         Parameters
         ----------
@@ -717,14 +750,33 @@ class KnownOutcomes:
 
         Returns
         -------
+        located : KeyLocation
+            Valid until the table's next ``locate`` (pass it, or its rows, to :meth:`IDIRecorder.check`).
+        inside : numpy.ndarray of bool, shape (n,)
+        """
+        return self._table.locate(self.domain.keys(X)), self.checker.own_combination(X) >= 0
+
+    def lookup(self, X: np.ndarray, *, located=None) -> tuple[np.ndarray, np.ndarray]:
+        """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Codes.
+        located : tuple of (KeyLocation, numpy.ndarray), optional
+            :meth:`locate` of ``X``, when the caller has it.
+
+        Returns
+        -------
         known : numpy.ndarray of bool, shape (n,)
         is_idi : numpy.ndarray of bool, shape (n,)
         """
-        keys, inside = self._keys(X)
-        idi = inside & self._idi.contains(keys)
-        return idi | (inside & self._non_idi.contains(keys)), idi
+        where, inside = self.locate(X) if located is None else located
+        flags = self._table.flags_at(where)
+        idi = inside & (flags & self._idi != 0)
+        return idi | (inside & (flags & self._non_idi != 0)), idi
 
-    def add(self, X: np.ndarray, is_idi: np.ndarray) -> None:
+    def add(self, X: np.ndarray, is_idi: np.ndarray, *, located=None) -> None:
         """Remember the outcomes ``is_idi`` (shape (n,)) of the rows of ``X`` inside the PA domains.
 
         Parameters
@@ -732,10 +784,18 @@ class KnownOutcomes:
         X : numpy.ndarray of int64, shape (n, n_features)
             Codes.
         is_idi : numpy.ndarray of bool, shape (n,)
+        located : tuple of (KeyLocation, numpy.ndarray), optional
+            :meth:`locate` of ``X``, when the caller has it.
         """
-        keys, inside = self._keys(X)
-        self._idi.add(keys[inside & is_idi])
-        self._non_idi.add(keys[inside & ~is_idi])
+        where, inside = self.locate(X) if located is None else located
+        rows = np.flatnonzero(inside)
+        if len(rows):
+            bits = np.where(np.asarray(is_idi)[rows], self._idi, self._non_idi).astype(np.uint8)
+            self._table.mark_at(where.rows(rows), bits)
+
+    def close(self) -> None:
+        """Give the borrowed bits back to the recorder's key table (clearing them)."""
+        self._table.return_bits((self._idi, self._non_idi))
 
 
 def local_gradient_rows(max_local: int, update_interval: int | None, rows_per_pair: int = 2) -> int:

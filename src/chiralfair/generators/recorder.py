@@ -6,8 +6,8 @@ domain's rules (design §12) hold for every generator alike: candidates are move
 (:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's counterparts carry
 the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
-Keys (design §2) are kept as int64 in a few sorted numpy arrays (:class:`SortedKeySet`): 8 bytes per key,
-against about 70 bytes per key in a Python set of ints. IDI pairs go to a
+Keys (design §2) are kept once, in one :mod:`~chiralfair.generators.key_table` (9 bytes per int64 key: the key
+and a byte of flags saying whether it was tested and whether it is a recorded IDI). IDI pairs go to a
 :class:`~chiralfair.results.run_folder.PairSink` when one is given (streamed to Parquet, bounded memory), else they
 are kept in memory until :meth:`result`.
 """
@@ -15,7 +15,7 @@ are kept in memory until :meth:`result`.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,133 +25,9 @@ from ..models.protocol import CountingModel
 from ..oracle import CheckResult, DiscriminationCheck
 from ..results import SearchResult, protected_pair_counts
 from ..results.run_folder import PairSink
+from .key_table import RECORDED, TESTED, KeyLocation, key_table_for
 
 PHASES = ("global", "local")
-
-# A newer run is merged into the one before it once that one is less than this many times larger, so the set
-# holds O(log n) runs and each key is copied O(log n) times in total.
-MERGE_RATIO = 4
-
-
-class SortedKeySet:
-    """A set of int64 keys held as a few disjoint sorted numpy arrays (a log-structured merge of runs).
-
-    Adding a batch of ``b`` keys to a set of ``n`` costs O(b log n) plus amortised merges of O(log n) copies
-    per key; membership is a binary search in each run.
-    """
-
-    def __init__(self) -> None:
-        self._runs: list[np.ndarray] = []
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def contains(self, keys: np.ndarray) -> np.ndarray:
-        """Whether each key is in the set, shape (n_keys,).
-
-        Parameters
-        ----------
-        keys : numpy.ndarray of int64, shape (n_keys,)
-
-        Returns
-        -------
-        numpy.ndarray of bool, shape (n_keys,)
-        """
-        keys = np.asarray(keys, dtype=np.int64)
-        found = np.zeros(len(keys), dtype=bool)
-        for run in self._runs:
-            pos = np.minimum(np.searchsorted(run, keys), len(run) - 1)
-            found |= run[pos] == keys
-        return found
-
-    def add(self, keys: np.ndarray) -> np.ndarray:
-        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,).
-
-        Parameters
-        ----------
-        keys : numpy.ndarray of int64, shape (n_keys,)
-
-        Returns
-        -------
-        numpy.ndarray of bool, shape (n_keys,)
-        """
-        keys = np.asarray(keys, dtype=np.int64)
-        new = np.zeros(len(keys), dtype=bool)
-        if not len(keys):
-            return new
-        unique, first = np.unique(keys, return_index=True)  # first occurrence of each key in the batch
-        fresh = ~self.contains(unique)
-        new[first[fresh]] = True
-        self._push(unique[fresh])
-        return new
-
-    def _push(self, run: np.ndarray) -> None:
-        if not len(run):
-            return
-        self._runs.append(run)
-        self._size += len(run)
-        while len(self._runs) > 1 and len(self._runs[-2]) < MERGE_RATIO * len(self._runs[-1]):
-            last = self._runs.pop()
-            # runs are disjoint and sorted: a stable sort (timsort for int64) merges the two runs in linear time
-            self._runs[-1] = np.sort(np.concatenate([self._runs[-1], last]), kind="stable")
-
-
-class ObjectKeySet:
-    """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python set."""
-
-    def __init__(self) -> None:
-        self._set: set = set()
-
-    def __len__(self) -> int:
-        return len(self._set)
-
-    def contains(self, keys) -> np.ndarray:
-        """Whether each key is in the set, shape (n_keys,).
-
-        Parameters
-        ----------
-        keys : sequence of bytes, length n_keys
-
-        Returns
-        -------
-        numpy.ndarray of bool, shape (n_keys,)
-        """
-        return np.fromiter((k in self._set for k in keys), dtype=bool, count=len(keys))
-
-    def add(self, keys) -> np.ndarray:
-        """Add keys; return the mask of first occurrences of keys that were not in the set, shape (n_keys,).
-
-        Parameters
-        ----------
-        keys : sequence of bytes, length n_keys
-
-        Returns
-        -------
-        numpy.ndarray of bool, shape (n_keys,)
-        """
-        new = np.zeros(len(keys), dtype=bool)
-        seen = self._set
-        for i, k in enumerate(keys):
-            if k not in seen:
-                seen.add(k)
-                new[i] = True
-        return new
-
-
-def key_set_for(domain: Domain) -> SortedKeySet | ObjectKeySet:
-    """The key set that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python set.
-
-    Parameters
-    ----------
-    domain : Domain
-
-    Returns
-    -------
-    SortedKeySet or ObjectKeySet
-    """
-    bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
-    return ObjectKeySet() if bytes_keys else SortedKeySet()
 
 
 class IDIRecorder:
@@ -175,10 +51,12 @@ class IDIRecorder:
         self.domain = domain
         self.checker = DiscriminationCheck(model, domain)
         self.sink = sink
-        self._tested = key_set_for(domain)
-        self._idi_keys = key_set_for(domain)
+        #: Every key checked, with its flags (:data:`~.key_table.TESTED`, :data:`~.key_table.RECORDED`, and the
+        #: bits a local walk borrows for what it knows, :class:`~.gradient_steps.KnownOutcomes`).
+        self.key_table = key_table_for(domain)
+        self._lower, self._upper = domain.lower, domain.upper
+        self._protected = list(domain.protected)
         self._parts: list[tuple] = []
-        self._pair_counts: dict[tuple, int] = {}
         self._label_counts: dict[tuple, int] = {}
         self._n_phase = dict.fromkeys(PHASES, 0)
         self._n_plausible = 0 if domain.support is not None else None
@@ -189,7 +67,8 @@ class IDIRecorder:
         if sink is not None:
             sink.open(domain)
 
-    def check(self, X, phase: str, *, with_proba: bool = False) -> tuple[CheckResult, np.ndarray]:
+    def check(self, X, phase: str, *, with_proba: bool = False,
+              located: KeyLocation | None = None) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
 
         Parameters
@@ -201,6 +80,9 @@ class IDIRecorder:
         phase : {"global", "local"}
         with_proba : bool
             Also return probabilities (see :meth:`DiscriminationCheck.check`).
+        located : KeyLocation, optional
+            Where the rows' keys sit in :attr:`key_table`, when the caller located them (its last
+            :meth:`~.key_table.SortedKeyTable.locate`); used only if no candidate needed a repair.
 
         Returns
         -------
@@ -212,14 +94,12 @@ class IDIRecorder:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
         X = self._inside_the_domain(X, phase)
-        res = self.checker.check(self.domain.repair(X), with_proba=with_proba)
+        repaired = self.domain.repair(X)
+        res = self.checker.check(repaired, with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
-        keys = self.domain.keys(res.X)
-        self._tested.add(keys)
-        new = np.zeros(len(keys), dtype=bool)
-        idx = np.flatnonzero(res.is_idi)
-        if len(idx):
-            new[idx[self._idi_keys.add(keys[idx])]] = True
+        if located is None or repaired is not X or len(located.keys) != len(X):
+            located = self.key_table.locate(self.domain.keys(res.X))
+        new = self._mark(located, res.is_idi)
         n_new = int(new.sum())
         if n_new:
             self._n_phase[phase] += n_new
@@ -235,17 +115,32 @@ class IDIRecorder:
         X = np.asarray(X)
         domain = self.domain
         if (X.ndim != 2 or X.shape[1] != domain.n_features or X.dtype.kind not in "iu"
-                or (X < domain.lower).any() or (X > domain.upper).any()):
+                or (X < self._lower).any() or (X > self._upper).any()):
             return domain.validate(X, what=f"{phase} candidates (a generator clips them into the domain first)")
         return X
 
+    def _mark(self, located: KeyLocation, is_idi: np.ndarray) -> np.ndarray:
+        """Mark the checked keys tested and the IDIs' keys recorded; the rows that are new IDIs, shape (n,).
+
+        A new IDI is the first IDI row of a key that was not recorded before this batch.
+        """
+        table = self.key_table
+        before = table.flags_at(located)
+        table.mark_at(located, np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8))
+        new = np.zeros(len(is_idi), dtype=bool)
+        idx = np.flatnonzero(is_idi & (before & RECORDED == 0))
+        if len(idx) > 1 and located.repeats:  # a key met twice in the batch is new once, at its first IDI row
+            idx = idx[np.sort(np.unique(located.inverse[idx], return_index=True)[1])]
+        new[idx] = True
+        return new
+
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
-        X, C = res.X[new], res.counterparts(self.domain)[new]
+        X = res.X[new]
+        C = self.domain.counterpart_rows(X, res.counterpart_index[new])  # an IDI's index is its counterpart's
         y, yc = res.labels[new], res.counterpart_label[new]
-        pa = list(self.domain.protected)
-        for values, count in protected_pair_counts(X[:, pa], C[:, pa]):
-            self._pair_counts[values] = self._pair_counts.get(values, 0) + count
-        # with the IDI's label, so a report can tell which side is favoured without reading the pairs back
+        pa = self._protected
+        # with the IDI's label, so a report can tell which side is favoured without reading the pairs back (the
+        # pair counts are their sums over the label, :meth:`result`)
         for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
             self._label_counts[values] = self._label_counts.get(values, 0) + count
         plausible = self.pair_plausible(X, C)
@@ -271,8 +166,10 @@ class IDIRecorder:
         numpy.ndarray of bool, shape (n_pairs,), or None
             None when the domain has no support (it was not built from data).
         """
-        own, other = self.domain.plausible(X), self.domain.plausible(C)
-        return None if own is None else own & other
+        if self.domain.support is None:
+            return None
+        both = cast(np.ndarray, self.domain.plausible(np.concatenate([X, C])))  # one lookup for both sides
+        return both[:len(X)] & both[len(X):]
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,).
@@ -286,7 +183,7 @@ class IDIRecorder:
         -------
         numpy.ndarray of bool, shape (n_samples,)
         """
-        return self._idi_keys.contains(self.domain.keys(X))
+        return self.key_table.flags(self.domain.keys(X)) & RECORDED != 0
 
     def is_tested(self, X) -> np.ndarray:
         """Whether each row's key was already checked (in either phase), shape (n_samples,).
@@ -300,17 +197,17 @@ class IDIRecorder:
         -------
         numpy.ndarray of bool, shape (n_samples,)
         """
-        return self._tested.contains(self.domain.keys(X))
+        return self.key_table.flags(self.domain.keys(X)) & TESTED != 0
 
     @property
     def n_idis(self) -> int:
         """Unique IDI keys recorded so far."""
-        return len(self._idi_keys)
+        return self.key_table.count(RECORDED)
 
     @property
     def n_tested(self) -> int:
         """Unique keys checked so far."""
-        return len(self._tested)
+        return self.key_table.count(TESTED)
 
     @property
     def n_queries(self) -> int:
@@ -345,7 +242,10 @@ class IDIRecorder:
         SearchResult
         """
         seconds = self.seconds
-        counts = sorted(self._pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        pair_counts: dict[tuple, int] = {}
+        for values, n in self._label_counts.items():
+            pair_counts[values[:-1]] = pair_counts.get(values[:-1], 0) + n
+        counts = sorted(pair_counts.items(), key=lambda kv: (-kv[1], kv[0]))
         k = len(self.domain.protected)
         common: dict[str, Any] = dict(
             generator=generator, seed_strategy=seed_strategy, n_seeds=int(n_seeds),

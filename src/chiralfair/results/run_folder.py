@@ -301,6 +301,11 @@ class PairSink:
             self._drain(everything=due)
 
     @property
+    def buffered_nbytes(self) -> int:
+        """Bytes of the pairs buffered for the next part (at most about :attr:`rows_per_part` pairs)."""
+        return sum(a.nbytes for batch in self._buffer for a in batch)
+
+    @property
     def is_open(self) -> bool:
         """Whether :meth:`open` was called (pairs can be written)."""
         return self._encoder is not None

@@ -72,6 +72,10 @@ def _lazy_pairs(name: str) -> Any:
     return _LazyPairs(name)
 
 
+# Up to this many distinct codes (or one per row), protected_pair_counts counts with a bincount, not a sort.
+BINCOUNT_CODES = 1 << 16
+
+
 def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
     """Count IDIs by (own protected values, counterpart protected values), vectorised.
 
@@ -90,10 +94,18 @@ def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tupl
         return []
     lo = rows.min(axis=0)
     spans = [int(s) for s in rows.max(axis=0) - lo + 1]
-    if math.prod(spans) < 2**62:  # one int64 code per row: a 1-D unique, far faster than unique over rows
+    size = math.prod(spans)
+    if size < 2**62:  # one int64 code per row: a 1-D count, far faster than unique over rows
         strides = np.array([math.prod(spans[j + 1:]) for j in range(len(spans))], dtype=np.int64)
-        _, first, counts = np.unique((rows - lo) @ strides, return_index=True, return_counts=True)
-        values = rows[first]
+        codes = (rows - lo) @ strides
+        if size <= max(BINCOUNT_CODES, len(rows)):  # few codes (census sex: 8): counted without sorting the rows
+            every = np.bincount(codes, minlength=size)
+            code = np.flatnonzero(every)
+            counts = every[code]
+            values = (code[:, None] // strides % np.array(spans)) + lo
+        else:
+            _, first, counts = np.unique(codes, return_index=True, return_counts=True)
+            values = rows[first]
     else:
         values, counts = np.unique(rows, axis=0, return_counts=True)
     return [(tuple(v), int(c)) for v, c in zip(values.tolist(), counts.tolist(), strict=True)]

@@ -1,0 +1,283 @@
+"""The search's speed and the budget cap's memory, guarded: one line, exit 1 when a figure is past its bound.
+
+Run before every submission that touches ``generators/``, ``oracle.py``, ``domain/`` or ``models/``
+(docs/development.md), from the repository root, the census DNN in the model cache:
+
+    CHIRALFAIR_DATA=/path/to/data python benchmarks/perf_guard.py
+
+The run guarded is ``chiralfair run --dataset census --protected sex --model dnn --seeds cluster --generator
+eidig-inf --max-global 1000 --max-local 1000`` (model random state 0, random_state 0). Three figures, each a ratio or
+a size that travels between machines:
+
+- **search / forward**: the search's seconds with ``--couple none`` over the seconds of pushing as many rows as it
+  queried through the same model wrapper (one ``predict_with_proba`` call on the data's rows, which the wrapper
+  batches), measured in the same process, alternately. At most 4.0: the search runs at 25% of the forward-pass
+  limit or more.
+- **coupled / uncoupled**: the same search with census's default coupling (sex -> relationship Husband <-> Wife,
+  and the constraints that come with it) over the uncoupled one. At most 1.15.
+- **cap peak**: the peak resident memory of the budget cap ``--max-global 99999 --max-local 999`` (coupled, pairs
+  streamed to Parquet), predicted from a smaller cap run in a subprocess: the same 99,999 seeds (so the same
+  global phase, chains, check batches and Parquet buffers) with ``--max-local 30``. What grows with ``max_local``
+  is the key table: the prediction adds, to the smaller cap's peak, the memory the local walk held per key it
+  added (tracemalloc at the walk's start and end, less the pairs waiting for the next Parquet part) times the keys
+  the full cap would add at the smaller cap's rate per local iteration (the rate falls as walks revisit keys, so
+  this overestimates), plus one merge of the largest run (key_table.MAX_RUN_KEYS keys). At most 1024 MiB.
+  ``benchmarks/speed_regained.py`` measures the full cap beside its prediction.
+
+Each timed search runs ``--repeats`` times (default 2) per configuration; the ratios are medians of the rounds'
+ratios, and every round must find the same IDIs. Writes benchmarks/results/perf_guard.json and .md. Takes about
+40 s on 2 quiet cores (the smaller cap's subprocess about half of it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+MAX_SEARCH_OVER_FORWARD = 4.0
+MAX_COUPLED_OVER_UNCOUPLED = 1.15
+MAX_CAP_PEAK_MIB = 1024
+BUDGET = (1000, 1000)
+CAP = (99999, 999)
+SMALL_CAP_LOCAL = 30
+RANDOM_STATE = 0
+
+
+def load(couple: bool):
+    """(dataset, zoo DNN, cluster seeds) as ``chiralfair run`` makes them, with or without census's coupling."""
+    from chiralfair.datasets import load_dataset
+    from chiralfair.models.training import train_model
+
+    dataset = load_dataset("census", protected="sex", **({} if couple else {"couple": False}))
+    model = train_model(dataset, "dnn", random_state=0).model
+    return dataset, model
+
+
+def seeds_for(model, dataset, n: int):
+    from chiralfair.seeds import make_seed_strategy
+
+    return make_seed_strategy("cluster").select(model, dataset, n, random_state=RANDOM_STATE)
+
+
+def search(model, dataset, seeds, *, max_global: int, max_local: int, sink=None):
+    from chiralfair.generators import make_generator
+
+    model.reset_queries()
+    return make_generator("eidig-inf", max_global=max_global, max_local=max_local).run(
+        model, dataset.domain, seeds, random_state=RANDOM_STATE, sink=sink)
+
+
+def forward_seconds(model, dataset, n_rows: int) -> float:
+    """Seconds to push ``n_rows`` of the data's rows through the model wrapper, in one call it batches itself."""
+    rows = np.resize(dataset.X, (n_rows, dataset.X.shape[1]))
+    t = time.perf_counter()
+    model.predict_with_proba(rows)
+    seconds = time.perf_counter() - t
+    model.reset_queries()
+    return seconds
+
+
+def fingerprint(result) -> tuple:
+    return (result.n_idis, result.n_global, result.n_tested, result.n_queries,
+            hash(np.ascontiguousarray(result.idis).tobytes()))
+
+
+def timed_rounds(repeats: int) -> dict:
+    """Alternate uncoupled search, forward pass and coupled search ``repeats`` times in this process."""
+    plain, model = load(couple=False)
+    coupled, _ = load(couple=True)
+    seeds = {"uncoupled": seeds_for(model, plain, BUDGET[0]), "coupled": seeds_for(model, coupled, BUDGET[0])}
+    data = {"uncoupled": plain, "coupled": coupled}
+    for name in data:  # warm up (first model calls, first imports of the search's modules), untimed
+        search(model, data[name], seeds[name], max_global=100, max_local=100)
+    rounds, prints = [], {}
+    for _ in range(repeats):
+        row = {}
+        for name in ("uncoupled", "coupled"):
+            res = search(model, data[name], seeds[name], max_global=BUDGET[0], max_local=BUDGET[1])
+            if prints.setdefault(name, fingerprint(res)) != fingerprint(res):
+                raise RuntimeError(f"the {name} search found other IDIs in a repeated run with one random_state")
+            row[name] = {"seconds": res.seconds, "n_idis": res.n_idis, "n_queries": res.n_queries,
+                         "n_tested": res.n_tested}
+            if name == "uncoupled":
+                row["forward_seconds"] = forward_seconds(model, plain, res.n_queries)
+        row["search_over_forward"] = row["uncoupled"]["seconds"] / row["forward_seconds"]
+        row["coupled_over_uncoupled"] = row["coupled"]["seconds"] / row["uncoupled"]["seconds"]
+        rounds.append(row)
+    return {"rounds": rounds,
+            "search_over_forward": statistics.median(r["search_over_forward"] for r in rounds),
+            "coupled_over_uncoupled": statistics.median(r["coupled_over_uncoupled"] for r in rounds),
+            "search_seconds": statistics.median(r["uncoupled"]["seconds"] for r in rounds),
+            "coupled_seconds": statistics.median(r["coupled"]["seconds"] for r in rounds),
+            "forward_seconds": statistics.median(r["forward_seconds"] for r in rounds)}
+
+
+def cap_run(max_local: int) -> dict:
+    """The budget cap with ``max_local`` (coupled, pairs streamed to Parquet): peak RSS, keys and the walk's growth.
+
+    Meant for a fresh process (its peak RSS is the process's). The local walk is wrapped to read the keys tested
+    and the memory tracemalloc sees at its start and end.
+    """
+    import chiralfair.generators.eidig as eidig
+    from chiralfair.generators import key_table
+    from chiralfair.results.run_folder import PairSink
+
+    dataset, model = load(couple=True)
+    seeds = seeds_for(model, dataset, CAP[0])
+    walk = {}
+    original = eidig.local_walk
+
+    def held(recorder) -> dict:
+        # what the search holds, less the pairs waiting for the next Parquet part (bounded, not per key)
+        return {"keys": recorder.n_tested, "table_bytes": recorder.key_table.nbytes,
+                "traced_bytes": tracemalloc.get_traced_memory()[0] - recorder.sink.buffered_nbytes}
+
+    def measured_walk(recorder, *args, **kwargs):
+        walk["before"] = held(recorder)
+        original(recorder, *args, **kwargs)
+        walk["after"] = held(recorder)
+
+    eidig.local_walk = measured_walk
+    peak = {"rss": 0}
+    done = threading.Event()
+
+    def sample():
+        import psutil
+
+        process = psutil.Process()
+        while not done.wait(0.02):
+            peak["rss"] = max(peak["rss"], process.memory_info().rss)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    tracemalloc.start()
+    with tempfile.TemporaryDirectory() as folder:
+        t = time.perf_counter()
+        res = search(model, dataset, seeds, max_global=CAP[0], max_local=max_local,
+                     sink=PairSink(Path(folder) / "idis.parquet"))
+        seconds = time.perf_counter() - t
+    tracemalloc.stop()
+    done.set()
+    sampler.join()
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    return {"max_local": max_local, "n_idis": res.n_idis, "n_global": res.n_global, "n_tested": res.n_tested,
+            "seconds": seconds, "peak_rss_bytes": max(maxrss, peak["rss"]), "walk": walk,
+            "max_run_keys": key_table.MAX_RUN_KEYS}
+
+
+def cap_in_subprocess(max_local: int) -> dict:
+    code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); from perf_guard import cap_run; "
+            f"print(json.dumps(cap_run({max_local})))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def predicted_cap_peak(small: dict, full_local: int = CAP[1]) -> dict:
+    """The full cap's peak predicted from a smaller cap's run (:func:`cap_run`); see the module docstring."""
+    before, after = small["walk"]["before"], small["walk"]["after"]
+    added = max(after["keys"] - before["keys"], 1)
+    bytes_per_key = max(after["traced_bytes"] - before["traced_bytes"], 0) / added
+    more_keys = added * (full_local - small["max_local"]) / small["max_local"]
+    merge = 9 * small["max_run_keys"]
+    predicted = small["peak_rss_bytes"] + bytes_per_key * more_keys + merge
+    return {"predicted_bytes": predicted, "bytes_per_key": bytes_per_key,
+            "table_bytes_per_key": (after["table_bytes"] - before["table_bytes"]) / added, "more_keys": more_keys,
+            "merge_allowance_bytes": merge, "keys_full_estimate": after["keys"] + more_keys}
+
+
+def versions() -> dict:
+    from importlib.metadata import version
+
+    import chiralfair
+
+    out = {"python": platform.python_version(), "chiralfair": chiralfair.__version__,
+           "chiralfair_source": str(Path(chiralfair.__file__).parent)}
+    for pkg in ("numpy", "torch", "pyarrow", "scikit-learn"):
+        out[pkg] = version(pkg)
+    return out
+
+
+def line(timed: dict, cap: dict, failures: list[str]) -> str:
+    mib = cap["predicted_bytes"] / 2**20
+    text = (f"perf_guard: search {timed['search_seconds']:.2f} s = {timed['search_over_forward']:.2f}x forward "
+            f"{timed['forward_seconds']:.2f} s (<= {MAX_SEARCH_OVER_FORWARD:.2f}), coupled/uncoupled "
+            f"{timed['coupled_over_uncoupled']:.2f} (<= {MAX_COUPLED_OVER_UNCOUPLED:.2f}), cap peak {mib:.0f} MiB "
+            f"predicted from max_local {SMALL_CAP_LOCAL} (<= {MAX_CAP_PEAK_MIB})")
+    return text + (": FAIL " + "; ".join(failures) if failures else ": ok")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2, help="timed rounds (each: uncoupled, forward, coupled)")
+    args = parser.parse_args(argv)
+    t0, load_before = time.perf_counter(), os.getloadavg()
+    small = cap_in_subprocess(SMALL_CAP_LOCAL)
+    cap = predicted_cap_peak(small)
+    timed = timed_rounds(args.repeats)
+    failures = []
+    if timed["search_over_forward"] > MAX_SEARCH_OVER_FORWARD:
+        failures.append(f"the search takes {timed['search_over_forward']:.2f}x the forward pass")
+    if timed["coupled_over_uncoupled"] > MAX_COUPLED_OVER_UNCOUPLED:
+        failures.append(f"the coupled search takes {timed['coupled_over_uncoupled']:.2f}x the uncoupled one")
+    if cap["predicted_bytes"] / 2**20 > MAX_CAP_PEAK_MIB:
+        failures.append(f"the cap would peak at {cap['predicted_bytes'] / 2**20:.0f} MiB")
+    text = line(timed, cap, failures)
+    report = {"benchmark": "perf_guard", "line": text, "ok": not failures, "timed": timed, "small_cap": small,
+              "cap_prediction": cap,
+              "bounds": {"search_over_forward": MAX_SEARCH_OVER_FORWARD,
+                         "coupled_over_uncoupled": MAX_COUPLED_OVER_UNCOUPLED, "cap_peak_mib": MAX_CAP_PEAK_MIB},
+              "parameters": {"budget": BUDGET, "cap": CAP, "small_cap_max_local": SMALL_CAP_LOCAL,
+                             "repeats": args.repeats, "random_state": RANDOM_STATE},
+              "wall_seconds": time.perf_counter() - t0, "versions": versions(), "cpu_count": os.cpu_count(),
+              "load_before": load_before, "load_after": os.getloadavg(),
+              "date": datetime.now(UTC).isoformat(timespec="seconds")}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "perf_guard.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / "perf_guard.md").write_text(markdown(report))
+    print(text)
+    return 1 if failures else 0
+
+
+def markdown(report: dict) -> str:
+    t, s, c = report["timed"], report["small_cap"], report["cap_prediction"]
+    lines = ["# perf_guard: the search's speed and the budget cap's memory", "",
+             f"{report['date']}, {report['cpu_count']} CPUs, load average {report['load_before'][0]:.2f} before, "
+             f"{report['load_after'][0]:.2f} after; {report['wall_seconds']:.0f} s wall.", "", f"`{report['line']}`",
+             "", "| round | uncoupled s | forward s | search / forward | coupled s | coupled / uncoupled |",
+             "|---|---|---|---|---|---|"]
+    for i, r in enumerate(t["rounds"]):
+        lines.append(f"| {i + 1} | {r['uncoupled']['seconds']:.2f} | {r['forward_seconds']:.2f} | "
+                     f"{r['search_over_forward']:.2f} | {r['coupled']['seconds']:.2f} | "
+                     f"{r['coupled_over_uncoupled']:.2f} |")
+    r = t["rounds"][0]
+    lines += ["", f"Uncoupled: {r['uncoupled']['n_idis']:,} IDIs, {r['uncoupled']['n_queries']:,} queries; coupled: "
+                  f"{r['coupled']['n_idis']:,} IDIs, {r['coupled']['n_queries']:,} queries.", "",
+              f"Smaller cap (max_global {CAP[0]}, max_local {s['max_local']}, coupled, streamed): "
+              f"{s['n_idis']:,} IDIs, {s['n_tested']:,} keys, {s['seconds']:.1f} s, peak RSS "
+              f"{s['peak_rss_bytes'] / 2**20:.0f} MiB; the walk held {c['bytes_per_key']:.1f} bytes per key it added "
+              f"(the key table {c['table_bytes_per_key']:.1f}); "
+              f"the full cap would add {c['more_keys']:,.0f} keys more: predicted peak "
+              f"{c['predicted_bytes'] / 2**20:.0f} MiB (with {c['merge_allowance_bytes'] / 2**20:.0f} MiB for one "
+              "merge of the largest run).", ""]
+    versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+    return "\n".join(lines + [f"Versions: {versions}.", ""])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,528 @@
+"""Every IDI key a search met, once, with a byte of flags: what the recorder and a local walk know of it.
+
+A search asks the same few questions of the keys (non-protected projections, :meth:`Domain.keys
+<chiralfair.domain.Domain.keys>`) it meets: was this key checked (``n_tested``), is it a recorded IDI
+(``n_idis``), has this local walk checked it already and with what outcome
+(:class:`~chiralfair.generators.gradient_steps.KnownOutcomes`)? Each answer is a bit of one flag byte per key, in
+one table, so a key costs 9 bytes however many questions are asked of it. A batch is looked up once
+(:meth:`SortedKeyTable.locate`): the walk reads what it knows there, the recorder and the walk then set their
+bits at the same places (:meth:`~SortedKeyTable.flags_at`, :meth:`~SortedKeyTable.mark_at`) without searching
+again.
+
+int64 keys live in a few sorted numpy runs (a log-structured merge): locating a batch of ``b`` keys in a table of
+``n`` costs a sort of the batch and a search of each run, and a key is copied O(log n) times in all by the merges.
+A run large enough for its binary search to miss the cache at every step gets a fence (every
+:data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short block
+of the run. Keys of domains with 2**63 points or more are bytes objects (:meth:`Domain.keys`) and live in a dict.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..domain import Domain
+
+#: The key was checked (in either phase).
+TESTED = 1
+#: The key is a recorded IDI.
+RECORDED = 2
+# Bits a caller may borrow for its own questions (a local walk takes two, :meth:`SortedKeyTable.borrow_bits`).
+BORROWABLE = (4, 8, 16, 32, 64, 128)
+
+# A newer run is merged into the one before it once that one is less than this many times larger, so the table
+# holds O(log n) runs and each key is copied O(log n) times in total.
+MERGE_RATIO = 4
+# A run is not merged past this many keys (36 MiB with its flags): a merge copies both runs, so the last merges
+# would otherwise hold twice the whole table at once (about 270 MB more on the budget cap's 15 M keys).
+MAX_RUN_KEYS = 1 << 22
+# Runs of at least this many keys are searched through a fence of every FENCE_STRIDE-th key.
+FENCE_MIN_KEYS = 1 << 16
+FENCE_STRIDE = 32
+
+
+@dataclass(frozen=True)
+class KeyLocation:
+    """Where the keys of a batch sit in a table (:meth:`SortedKeyTable.locate`); valid until its next ``locate``.
+
+    Attributes
+    ----------
+    keys : numpy.ndarray, shape (n_rows,)
+        The rows' keys.
+    inverse : numpy.ndarray of int64, shape (n_rows,)
+        Each row's index among the batch's distinct keys.
+    places : tuple of (int, numpy.ndarray, numpy.ndarray)
+        Per run holding some distinct keys: the run's index, which distinct keys (indices) and their positions.
+    flags : numpy.ndarray of uint8, shape (n_unique,)
+        The distinct keys' flags, kept up to date by :meth:`SortedKeyTable.mark_at` (shared by the locations of
+        :meth:`rows`).
+    repeats : bool
+        Whether some key is on several rows of the batch.
+    generation : int
+        Which ``locate`` of its table made it (a location of an earlier one is refused).
+    """
+
+    keys: np.ndarray
+    inverse: np.ndarray
+    places: tuple[tuple[int, np.ndarray, np.ndarray], ...]
+    flags: np.ndarray
+    repeats: bool
+    generation: int = 0
+
+    @property
+    def n_unique(self) -> int:
+        """Distinct keys of the batch."""
+        return len(self.flags)
+
+    def rows(self, rows) -> KeyLocation:
+        """The location of some rows only (indices or mask).
+
+        Parameters
+        ----------
+        rows : array-like of int or bool
+
+        Returns
+        -------
+        KeyLocation
+        """
+        return KeyLocation(self.keys[rows], self.inverse[rows], self.places, self.flags, self.repeats, self.generation)
+
+
+class SortedKeyTable:
+    """int64 keys, each once, with a uint8 of flags, held as a few disjoint sorted numpy runs.
+
+    Locating a batch of ``b`` keys costs one sort of the batch and a search of each run (O(log n) runs of at most
+    :data:`MAX_RUN_KEYS` keys); reading and setting flags at a location costs a gather or scatter per run. A key
+    costs 9 bytes.
+    """
+
+    def __init__(self) -> None:
+        self._keys: list[np.ndarray] = []
+        self._flags: list[np.ndarray] = []
+        self._fences: list[np.ndarray | None] = []
+        self._pending = False  # the last run came from the last locate and is not merged yet
+        self._generation = 0  # locates so far: a location is valid while this has not moved on
+        self._counts = np.zeros(8, dtype=np.int64)
+        self._free = list(BORROWABLE)
+
+    def __len__(self) -> int:
+        return sum(len(run) for run in self._keys)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the runs hold: 9 per key (the key and its flags), and the fences' 8 per :data:`FENCE_STRIDE` keys."""
+        return sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
+                   for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
+
+    def count(self, bit: int) -> int:
+        """Keys whose flags hold ``bit`` (:data:`TESTED`, :data:`RECORDED` or a borrowed bit).
+
+        Parameters
+        ----------
+        bit : int
+            A single bit.
+
+        Returns
+        -------
+        int
+        """
+        return int(self._counts[int(bit).bit_length() - 1])
+
+    def locate(self, keys) -> KeyLocation:
+        """Find each key, adding the keys not in the table (with no flag set).
+
+        The location is valid until the next call of ``locate`` (which may merge runs).
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of int64, shape (n_keys,)
+
+        Returns
+        -------
+        KeyLocation
+        """
+        keys = np.asarray(keys, dtype=np.int64)
+        self._merge_pending()
+        self._generation += 1
+        unique, inverse = _distinct(keys)
+        places, missing = self._find(unique)
+        flags = np.zeros(len(unique), dtype=np.uint8)
+        for run, which, pos in places:
+            flags[which] = self._flags[run][pos]
+        if len(missing):
+            self._append(unique[missing], np.zeros(len(missing), dtype=np.uint8))
+            self._pending = True
+            places.append((len(self._keys) - 1, missing, np.arange(len(missing))))
+        return KeyLocation(keys, inverse, tuple(places), flags, len(unique) < len(keys), self._generation)
+
+    def flags_at(self, location: KeyLocation) -> np.ndarray:
+        """The flags of each row's key, shape (n_rows,), uint8 (0 for a key added by the ``locate``).
+
+        Parameters
+        ----------
+        location : KeyLocation
+            Of this table's last :meth:`locate`.
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_rows,)
+        """
+        self._require_current(location)
+        return location.flags[location.inverse]
+
+    def mark_at(self, location: KeyLocation, bits) -> None:
+        """Set ``bits`` in the flags of each row's key.
+
+        Parameters
+        ----------
+        location : KeyLocation
+            Of this table's last :meth:`locate` (or some of its rows, :meth:`KeyLocation.rows`).
+        bits : int or numpy.ndarray of uint8, shape (n_rows,)
+            One value for all rows or one per row (a key on two rows gets both rows' bits).
+        """
+        self._require_current(location)
+        if not len(location.inverse):
+            return
+        add = np.zeros(location.n_unique, dtype=np.uint8)
+        if np.ndim(bits) == 0 or not location.repeats:
+            add[location.inverse] = bits
+        else:
+            np.bitwise_or.at(add, location.inverse, np.asarray(bits, dtype=np.uint8))
+        before = location.flags
+        after = before | add
+        for run, which, pos in location.places:
+            self._flags[run][pos] = after[which]
+        self._count_gains(before, after)
+        before[:] = after
+
+    def flags(self, keys) -> np.ndarray:
+        """The flags of each key, shape (n_keys,), uint8 (0 for a key not in the table); adds no key.
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of int64, shape (n_keys,)
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_keys,)
+        """
+        keys = np.asarray(keys, dtype=np.int64)
+        unique, inverse = _distinct(keys)
+        found = np.zeros(len(unique), dtype=np.uint8)
+        places, _ = self._find(unique)
+        for run, which, pos in places:
+            found[which] = self._flags[run][pos]
+        return found[inverse]
+
+    def mark(self, keys, bits) -> np.ndarray:
+        """Set ``bits`` in the flags of each key (adding keys not in the table); return the flags before.
+
+        :meth:`locate`, :meth:`flags_at` and :meth:`mark_at` in one.
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of int64, shape (n_keys,)
+        bits : int or numpy.ndarray of uint8, shape (n_keys,)
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_keys,)
+            Each key's flags before this call.
+        """
+        location = self.locate(keys)
+        before = self.flags_at(location)
+        self.mark_at(location, bits)
+        return before
+
+    def borrow_bits(self, n: int) -> tuple[int, ...]:
+        """``n`` flag bits no one else uses, for a caller's own questions; give them back with :meth:`return_bits`.
+
+        Parameters
+        ----------
+        n : int
+
+        Returns
+        -------
+        tuple of int
+            Single bits.
+
+        Raises
+        ------
+        RuntimeError
+            If fewer than ``n`` bits are free (at most three local walks hold bits at once).
+        """
+        return _borrow(self, n)
+
+    def return_bits(self, bits) -> None:
+        """Clear ``bits`` in every key's flags and make them free again.
+
+        Parameters
+        ----------
+        bits : sequence of int
+            Bits of :meth:`borrow_bits`.
+        """
+        mask = np.uint8(sum(bits))
+        for flags in self._flags:
+            flags &= ~mask
+        self._generation += 1  # a location's copy of the flags still holds the bits
+        _free(self, bits)
+
+    def _require_current(self, location: KeyLocation) -> None:
+        if location.generation != self._generation:
+            raise RuntimeError("this key location is out of date: a location is valid until the table's next locate "
+                               "(which may move the keys), so flags must be read and set before the next one")
+
+    def _find(self, unique: np.ndarray) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
+        """Places of the sorted distinct keys ``unique`` found in the runs, and the indices of those not found."""
+        places = []
+        todo = np.arange(len(unique))
+        for run, (keys, fence) in enumerate(zip(self._keys, self._fences, strict=True)):
+            if not len(todo):
+                break
+            query = unique[todo]
+            pos = _search(keys, fence, query)
+            found = keys[pos] == query
+            if found.any():
+                places.append((run, todo[found], pos[found]))
+                todo = todo[~found]
+        return places, todo
+
+    def _count_gains(self, before: np.ndarray, after: np.ndarray) -> None:
+        gained = after & ~before
+        present = int(np.bitwise_or.reduce(gained)) if len(gained) else 0
+        for b in range(8):
+            if present >> b & 1:
+                self._counts[b] += np.count_nonzero(gained & (1 << b))
+
+    def _append(self, keys: np.ndarray, flags: np.ndarray) -> None:
+        self._keys.append(keys)
+        self._flags.append(flags)
+        self._fences.append(_fence(keys))
+
+    def _merge_pending(self) -> None:
+        if not self._pending:
+            return
+        self._pending = False
+        keys, flags, fences = self._keys, self._flags, self._fences
+        while (len(keys) > 1 and len(keys[-2]) < MERGE_RATIO * len(keys[-1])
+               and len(keys[-2]) + len(keys[-1]) <= MAX_RUN_KEYS):
+            newer, newer_flags = keys.pop(), flags.pop()
+            fences.pop()
+            keys[-1], flags[-1] = _merged(keys[-1], flags[-1], newer, newer_flags)
+            fences[-1] = _fence(keys[-1])
+
+
+class ObjectKeyTable:
+    """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python dict.
+
+    The methods of :class:`SortedKeyTable`, one dict operation per key.
+    """
+
+    def __init__(self) -> None:
+        self._flags: dict[bytes, int] = {}
+        self._counts = np.zeros(8, dtype=np.int64)
+        self._free = list(BORROWABLE)
+
+    def __len__(self) -> int:
+        return len(self._flags)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the dict and its keys hold (as ``sys.getsizeof`` counts them; the flag ints are shared)."""
+        return sys.getsizeof(self._flags) + sum(sys.getsizeof(k) for k in self._flags)
+
+    def count(self, bit: int) -> int:
+        """As :meth:`SortedKeyTable.count`.
+
+        Parameters
+        ----------
+        bit : int
+
+        Returns
+        -------
+        int
+        """
+        return int(self._counts[int(bit).bit_length() - 1])
+
+    def locate(self, keys) -> KeyLocation:
+        """As :meth:`SortedKeyTable.locate` (the location holds the keys themselves).
+
+        Parameters
+        ----------
+        keys : numpy.ndarray of bytes objects, shape (n_keys,)
+
+        Returns
+        -------
+        KeyLocation
+        """
+        keys = np.asarray(keys, dtype=object)
+        for k in keys:
+            self._flags.setdefault(k, 0)
+        return KeyLocation(keys, np.arange(len(keys)), (), np.zeros(len(keys), dtype=np.uint8), False)
+
+    def flags_at(self, location: KeyLocation) -> np.ndarray:
+        """As :meth:`SortedKeyTable.flags_at`.
+
+        Parameters
+        ----------
+        location : KeyLocation
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_rows,)
+        """
+        return self.flags(location.keys)
+
+    def mark_at(self, location: KeyLocation, bits) -> None:
+        """As :meth:`SortedKeyTable.mark_at`.
+
+        Parameters
+        ----------
+        location : KeyLocation
+        bits : int or numpy.ndarray of uint8, shape (n_rows,)
+        """
+        table = self._flags
+        bits = np.broadcast_to(np.asarray(bits, dtype=np.uint8), (len(location.keys),))
+        for k, b in zip(location.keys, bits.tolist(), strict=True):
+            before = table[k]
+            after = before | b
+            table[k] = after
+            gained = after & ~before
+            for bit in range(8):
+                if gained >> bit & 1:
+                    self._counts[bit] += 1
+
+    def flags(self, keys) -> np.ndarray:
+        """As :meth:`SortedKeyTable.flags`.
+
+        Parameters
+        ----------
+        keys : sequence of bytes, length n_keys
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_keys,)
+        """
+        get = self._flags.get
+        return np.fromiter((get(k, 0) for k in keys), dtype=np.uint8, count=len(keys))
+
+    def mark(self, keys, bits) -> np.ndarray:
+        """As :meth:`SortedKeyTable.mark`.
+
+        Parameters
+        ----------
+        keys : sequence of bytes, length n_keys
+        bits : int or numpy.ndarray of uint8, shape (n_keys,)
+
+        Returns
+        -------
+        numpy.ndarray of uint8, shape (n_keys,)
+        """
+        before = self.flags(keys)
+        location = self.locate(keys)
+        self.mark_at(location, bits)
+        return before
+
+    def borrow_bits(self, n: int) -> tuple[int, ...]:
+        """As :meth:`SortedKeyTable.borrow_bits`.
+
+        Parameters
+        ----------
+        n : int
+
+        Returns
+        -------
+        tuple of int
+        """
+        return _borrow(self, n)
+
+    def return_bits(self, bits) -> None:
+        """As :meth:`SortedKeyTable.return_bits`.
+
+        Parameters
+        ----------
+        bits : sequence of int
+        """
+        mask = sum(bits)
+        for k, f in self._flags.items():
+            self._flags[k] = f & ~mask
+        _free(self, bits)
+
+
+def key_table_for(domain: Domain) -> SortedKeyTable | ObjectKeyTable:
+    """The table that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python dict.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    SortedKeyTable or ObjectKeyTable
+    """
+    bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
+    return ObjectKeyTable() if bytes_keys else SortedKeyTable()
+
+
+def _borrow(table, n: int) -> tuple[int, ...]:
+    if n > len(table._free):
+        raise RuntimeError(f"the key table has {len(table._free)} free flag bits, {n} were asked for")
+    taken, table._free = tuple(table._free[:n]), table._free[n:]
+    return taken
+
+
+def _free(table, bits) -> None:
+    for bit in bits:
+        table._counts[int(bit).bit_length() - 1] = 0
+    table._free = sorted([*table._free, *bits])
+
+
+def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct keys and each key's index among them (``np.unique``'s, from one argsort)."""
+    if not len(keys):
+        return keys, np.zeros(0, dtype=np.int64)
+    order = np.argsort(keys)
+    ordered = keys[order]
+    starts = np.empty(len(keys), dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    return ordered[starts], inverse
+
+
+def _merged(keys: np.ndarray, flags: np.ndarray, newer: np.ndarray,
+            newer_flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two disjoint sorted runs (and their flags) as one, in linear time: the newer keys go to their places."""
+    n = len(keys) + len(newer)
+    at = np.searchsorted(keys, newer) + np.arange(len(newer))
+    older = np.ones(n, dtype=bool)
+    older[at] = False
+    out_keys, out_flags = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.uint8)
+    out_keys[at], out_flags[at] = newer, newer_flags
+    out_keys[older], out_flags[older] = keys, flags
+    return out_keys, out_flags
+
+
+def _fence(run: np.ndarray) -> np.ndarray | None:
+    return run[::FENCE_STRIDE].copy() if len(run) >= FENCE_MIN_KEYS else None
+
+
+def _search(run: np.ndarray, fence: np.ndarray | None, query: np.ndarray) -> np.ndarray:
+    """For each sorted query, a position in ``run`` that holds it if ``run`` does (in bounds, shape (m,)).
+
+    Without a fence, ``searchsorted``. With one, the block of :data:`FENCE_STRIDE` keys that could hold each query
+    comes from the fence, and a branch-free binary search inside the block finds the last key <= the query.
+    """
+    last = len(run) - 1
+    if fence is None:
+        return np.minimum(np.searchsorted(run, query), last)
+    pos = np.maximum(np.searchsorted(fence, query, side="right") - 1, 0) * FENCE_STRIDE
+    step = FENCE_STRIDE >> 1
+    while step:
+        probe = np.minimum(pos + step, last)
+        pos = np.where(run[probe] <= query, probe, pos)
+        step >>= 1
+    return pos

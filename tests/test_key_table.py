@@ -1,0 +1,98 @@
+"""The key table of a search: every key once, with its flags, in sorted runs or a dict (issue 34)."""
+
+import numpy as np
+import pytest
+from toys import toy_domain
+
+from chiralfair.domain import Domain, Feature
+from chiralfair.generators import key_table
+from chiralfair.generators.key_table import RECORDED, TESTED, ObjectKeyTable, SortedKeyTable, key_table_for
+
+
+class ReferenceTable:
+    """What a key table must answer, as a dict of Python ints."""
+
+    def __init__(self):
+        self.flags = {}
+
+    def mark(self, keys, bits):
+        before = [self.flags.get(k, 0) for k in keys]
+        for k, b in zip(keys, np.broadcast_to(bits, (len(keys),)).tolist(), strict=True):
+            self.flags[k] = self.flags.get(k, 0) | b
+        return before
+
+    def count(self, bit):
+        return sum(1 for f in self.flags.values() if f & bit)
+
+
+def as_keys(table, values):
+    values = np.asarray(values, dtype=np.int64)
+    if isinstance(table, ObjectKeyTable):
+        return np.array([int(v).to_bytes(8, "little", signed=True) for v in values], dtype=object)
+    return values
+
+
+@pytest.fixture(params=["sorted", "fenced", "dict"])
+def table(request, monkeypatch):
+    if request.param == "fenced":  # small runs, fences and a run cap, so that a few hundred keys reach every path
+        monkeypatch.setattr(key_table, "FENCE_MIN_KEYS", 40)
+        monkeypatch.setattr(key_table, "FENCE_STRIDE", 4)
+        monkeypatch.setattr(key_table, "MAX_RUN_KEYS", 300)
+    return ObjectKeyTable() if request.param == "dict" else SortedKeyTable()
+
+
+def test_a_table_answers_like_a_dict_of_flags(table):
+    rng = np.random.default_rng(1)
+    ref = ReferenceTable()
+    for size in rng.integers(0, 120, size=40):
+        values = rng.integers(-300, 900, size=size)  # repeats within and across batches
+        bits = rng.choice(np.array([TESTED, TESTED | RECORDED, 4, 8], dtype=np.uint8), size=size)
+        keys = as_keys(table, values)
+        probe = as_keys(table, rng.integers(-350, 950, size=30))
+        np.testing.assert_array_equal(table.flags(probe), [ref.flags.get(k, 0) for k in probe.tolist()])
+        if size % 2:
+            np.testing.assert_array_equal(table.mark(keys, bits), ref.mark(keys.tolist(), bits))
+        else:  # the same through a location, its flags read and its rows marked in two halves
+            where = table.locate(keys)
+            np.testing.assert_array_equal(table.flags_at(where), [ref.flags.get(k, 0) for k in keys.tolist()])
+            half = np.arange(size) < size // 2
+            for rows in (half, ~half):
+                table.mark_at(where.rows(rows), bits[rows])
+                ref.mark(keys[rows].tolist(), bits[rows])
+        for bit in (TESTED, RECORDED, 4, 8):
+            assert table.count(bit) == ref.count(bit)
+    if isinstance(table, SortedKeyTable):
+        runs = [len(r) for r in table._keys]
+        assert all(np.all(np.diff(r) > 0) for r in table._keys), "each run is sorted and holds a key once"
+        assert sum(runs) == len(set(np.concatenate(table._keys).tolist())), "runs are disjoint"
+        assert len(runs) <= 8 + sum(runs) // key_table.MAX_RUN_KEYS, "runs are merged: their number grows like log n"
+
+
+def test_borrowed_bits_are_cleared_when_given_back(table):
+    keys = as_keys(table, [5, 6, 7])
+    first = table.borrow_bits(2)
+    table.mark(keys, np.array([first[0], first[1], TESTED | first[0]], dtype=np.uint8))
+    table.return_bits(first)
+    np.testing.assert_array_equal(table.flags(keys), [0, 0, TESTED])
+    assert table.count(first[0]) == 0 and table.count(TESTED) == 1
+    assert table.borrow_bits(2) == first, "given back, the bits are free again"
+    table.borrow_bits(4)
+    with pytest.raises(RuntimeError, match="free flag bits"):
+        table.borrow_bits(1)
+
+
+def test_huge_domains_keep_bytes_keys_in_a_dict():
+    feats = (Feature("sex", 0, 1), Feature("u", 0, 2**40), Feature("v", 0, 2**40))
+    domain = Domain(feats).with_protected(["sex"])
+    assert isinstance(key_table_for(domain), ObjectKeyTable)
+    assert isinstance(key_table_for(toy_domain()), SortedKeyTable)
+
+
+def test_a_location_is_refused_after_the_next_locate():
+    table = SortedKeyTable()
+    first = table.locate(np.arange(10))
+    table.locate(np.arange(5, 20))  # may merge the runs first's places point into
+    with pytest.raises(RuntimeError, match="out of date"):
+        table.mark_at(first, TESTED)
+    with pytest.raises(RuntimeError, match="out of date"):
+        table.flags_at(first.rows(np.arange(3)))
