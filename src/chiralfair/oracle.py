@@ -297,7 +297,8 @@ class DiscriminationCheck:
 def _people_batch(people: Population, sent: np.ndarray, send: np.ndarray | None, k: int, outside: np.ndarray):
     """The rows sent for ``people``: their counterparts ``sent``, then the people ``outside`` the protected domains.
 
-    ``sent`` are the (m * k, d) counterpart codes where ``send`` (all of them when it is None). Each counterpart is its person's own row with the columns it changes set to their new values.
+    ``sent`` are the (m * k, d) counterpart codes where ``send`` (all of them when it is None). Each counterpart is
+    its person's own row with the columns it changes set to their new values.
     """
     import pandas as pd
 
