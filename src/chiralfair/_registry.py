@@ -199,13 +199,13 @@ class Registry(Mapping[str, T], Generic[T]):
         """
         self.check(name)
         accepted = accepted_parameters(self[name])
-        unknown = sorted(set(params) - accepted) if accepted is not None else []
+        unknown = sorted(set(params) - set(accepted)) if accepted is not None else []
         if unknown:
             raise ConfigError(f"{self.kind} {name!r} takes no parameter {', '.join(map(repr, unknown))}; its "
                               f"parameters: {', '.join(sorted(accepted or ())) or 'none'}")
 
 
-def accepted_parameters(entry) -> set[str] | None:
+def accepted_parameters(entry) -> tuple[str, ...] | None:
     """The keyword parameters ``entry`` takes, following ``**params`` that a class passes on to its base classes.
 
     A class whose ``__init__`` takes ``**params`` passes them to the next ``__init__`` in its method resolution
@@ -219,25 +219,27 @@ def accepted_parameters(entry) -> set[str] | None:
 
     Returns
     -------
-    set of str or None
+    tuple of str or None
+        In the order of the signatures, the class's own first.
     """
     import inspect
 
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     if not inspect.isclass(entry):
-        signature = inspect.signature(entry)
-        if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        parameters = list(inspect.signature(entry).parameters.values())
+        if any(p.kind is p.VAR_KEYWORD for p in parameters):
             return None
-        return {p.name for p in signature.parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    names: set[str] = set()
+        return tuple(p.name for p in parameters if p.kind in keyword)
+    names: list[str] = []
     for cls in entry.__mro__:
         init = cls.__dict__.get("__init__")
         if init is None or cls is object:
             continue
         parameters = list(inspect.signature(init).parameters.values())[1:]
-        names |= {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        names += [p.name for p in parameters if p.kind in keyword and p.name not in names]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters):
             break
-    return names
+    return tuple(names)
 
 
 def unknown_name(kind: str, name: str, valid: Iterable[str]) -> ConfigError:

@@ -19,7 +19,7 @@ from .._lazy import lazy_attributes
 _MODULE_OF = {"BranchAndBound": "branch_and_bound", "CertifyResult": "result", "IndividualCertificates": "result",
               "KeySpace": "key_space", "LinearBounds": "crown", "ReluNetwork": "network",
               "certify_domain": "certificates", "certify_individuals": "certificates", "crown_bounds": "crown",
-              "interval_bounds": "ibp", "relu_network": "network", "symbolic_bounds": "symbolic"}
+              "interval_bounds": "ibp", "relu_network": "reading", "symbolic_bounds": "symbolic"}
 
 __all__ = sorted(_MODULE_OF)
 
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from .crown import LinearBounds, crown_bounds  # noqa: F401
     from .ibp import interval_bounds  # noqa: F401
     from .key_space import KeySpace  # noqa: F401
-    from .network import ReluNetwork, relu_network  # noqa: F401
+    from .network import ReluNetwork  # noqa: F401
+    from .reading import relu_network  # noqa: F401
     from .result import CertifyResult, IndividualCertificates  # noqa: F401
     from .symbolic import symbolic_bounds  # noqa: F401
 

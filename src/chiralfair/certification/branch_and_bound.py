@@ -271,7 +271,7 @@ class BranchAndBound:
         Parameters
         ----------
         network : ReluNetwork
-            The model under test's network (:func:`~chiralfair.certification.network.relu_network`).
+            The model under test's network (:func:`~chiralfair.certification.reading.relu_network`).
         space : KeySpace
             The boxes' space (the domain's keys).
         check : DiscriminationCheck

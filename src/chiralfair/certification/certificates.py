@@ -1,6 +1,6 @@
 """The front doors of certification: :func:`certify_domain` (how much of the domain) and :func:`certify_individuals`.
 
-Both read the model under test as a ReLU network (:func:`~.network.relu_network`, refused with the reason for any
+Both read the model under test as a ReLU network (:func:`~.reading.relu_network`, refused with the reason for any
 other model), build the key space of the dataset's domain (:mod:`.key_space`: couplings applied, constraints read)
 and run the branch and bound (:class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on the model
 with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
@@ -21,7 +21,7 @@ from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
 from .key_space import INSIDE, KeySpace
-from .network import relu_network
+from .reading import relu_network
 from .result import CertifyResult, IndividualCertificates
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .ibp import interval_bounds
+from .relaxation import relu_relaxation
 from .symbolic import symbolic_bounds
 
 INTERMEDIATE = ("crown", "symbolic", "ibp")
@@ -55,29 +56,6 @@ class LinearBounds:
     upper_const: Any
     lower: Any
     upper: Any
-
-
-def relu_relaxation(lower, upper):
-    """Slopes and intercept of each ReLU's relaxation from its pre-activation bounds.
-
-    Parameters
-    ----------
-    lower, upper : torch.Tensor, shape (n_boxes, n)
-
-    Returns
-    -------
-    lower_slope, upper_slope, upper_intercept : torch.Tensor, shape (n_boxes, n)
-        ``lower_slope * z <= relu(z) <= upper_slope * z + upper_intercept`` for ``z`` in ``[lower, upper]``.
-    """
-    import torch
-
-    active = lower >= 0
-    unstable = (lower < 0) & (upper > 0)
-    span = torch.where(unstable, upper - lower, torch.ones_like(upper))
-    chord = torch.where(unstable, upper / span, active.to(upper.dtype))
-    intercept = torch.where(unstable, -chord * lower, torch.zeros_like(upper))
-    lower_slope = torch.where(unstable, (upper > -lower).to(upper.dtype), active.to(upper.dtype))
-    return lower_slope, chord, intercept
 
 
 def _back_substitute(coef, const, k: int, weights: list, biases: list, relaxations: list):

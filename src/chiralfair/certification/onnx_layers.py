@@ -6,7 +6,7 @@ The chain runs from the graph's one input to the probability (or logit) output t
 one affine layer between two ``Relu`` nodes; ``Identity``, ``Dropout``, ``Flatten`` and ``Cast`` pass the tensor on; a
 ``Sigmoid`` or ``Softmax`` may end the chain. Any other node on the chain is refused, naming its operator. Nodes off the
 chain (a label output computed from the probabilities) are not read: the network is checked against the model's own
-labels (:func:`~chiralfair.certification.network.check_agreement`).
+labels (:func:`~chiralfair.certification.reading.check_agreement`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each neuron's pre-activation is kept between two linear functions of the input, ``lower(x) <= z <= upper(x)``; an
 affine layer maps them exactly (positive weights take the same side, negative weights the other), and a ReLU whose
-bounds straddle 0 is replaced by its CROWN relaxation (:func:`~.crown.relu_relaxation`) applied to the side it
+bounds straddle 0 is replaced by its CROWN relaxation (:func:`~.relaxation.relu_relaxation`) applied to the side it
 bounds. With few inputs (a tabular domain has a dozen) this bounds *all* hidden layers in one forward pass whose
 cost does not grow with their width, much tighter than :mod:`.ibp` and nearly as tight as CROWN's per-layer
 back-substitution; :func:`~.crown.crown_bounds` uses it for the hidden layers (``intermediate="symbolic"``) and
@@ -16,6 +16,8 @@ References
 """
 
 from __future__ import annotations
+
+from .relaxation import relu_relaxation
 
 
 def symbolic_bounds(weights: list, biases: list, lo, hi, *, layers: int | None = None) -> list[tuple]:
@@ -34,8 +36,6 @@ def symbolic_bounds(weights: list, biases: list, lo, hi, *, layers: int | None =
     list of (torch.Tensor, torch.Tensor)
         Per layer, ``(lower, upper)`` of shape (n_boxes, n_k).
     """
-    from .crown import relu_relaxation
-
     centre, radius = (lo + hi) / 2, (hi - lo) / 2
     n_layers = len(weights) if layers is None else layers
     out: list[tuple] = []

@@ -682,21 +682,23 @@ def check_implementations(grid: Grid) -> None:
             ModelSpec(model, dict(params))
         except ChiralfairError as err:
             raise GridError(f"[model_params.{model}]: {err}") from None
+    from ..generators import _load_all as _generators  # noqa: F401  (registers the built-in generators)
     from ..generators.base import GENERATORS
     from ..seeds import _load_all  # noqa: F401  (registers the built-in seed strategies)
     from ..seeds.base import SEED_STRATEGIES
 
     max_global, max_local = grid.budgets[0]
     for generator in grid.generators:
+        params = grid.generator_params.get(generator, {})
+        valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local"))
+        unknown = [name for name in params if name not in valid.split(", ")]
+        if unknown:  # the budget is a grid axis: named apart from the generator's own parameters
+            raise GridError(f"[generator_params.{generator}]: unknown parameter {unknown[0]!r} of generator "
+                            f"{generator!r}; valid: {valid} (the budget comes from axes.budgets)")
         try:
-            make_generator(generator, max_global=max_global, max_local=max_local,
-                           **grid.generator_params.get(generator, {}))
+            make_generator(generator, max_global=max_global, max_local=max_local, **params)
         except ChiralfairError as err:
             raise GridError(f"[generator_params.{generator}]: {err}") from None
-        except TypeError as err:  # an unknown or doubled keyword: name the ones the generator takes
-            valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local"))
-            raise GridError(f"[generator_params.{generator}]: {err}; valid: {valid} (the budget comes from "
-                            "axes.budgets)") from None
     for strategy in grid.seeds:
         params = grid.seed_params.get(strategy, {})
         set_by_grid = [name for name in params if name in GRID_SEED_PARAMS]
@@ -719,22 +721,13 @@ def check_implementations(grid: Grid) -> None:
 
 
 def _keywords(cls, skip: tuple[str, ...]) -> str:
-    """The named keyword parameters of ``cls`` and of the parents its ``**params`` reach, comma-separated.
+    """The keyword parameters ``cls`` takes (:func:`~chiralfair._registry.accepted_parameters`), comma-separated.
 
     ``"none"`` when there is none.
     """
-    import inspect
+    from .._registry import accepted_parameters
 
-    names: list[str] = []
-    for klass in cls.__mro__:
-        if "__init__" not in vars(klass):
-            continue
-        parameters = list(inspect.signature(klass.__init__).parameters.values())[1:]
-        names += [p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-                  and p.name not in skip and p.name not in names]
-        if not any(p.kind == p.VAR_KEYWORD for p in parameters):
-            break
-    return ", ".join(names) or "none"
+    return ", ".join(p for p in accepted_parameters(cls) or () if p not in skip) or "none"
 
 
 def _check_retrain(params: dict[str, Any]) -> None:
