@@ -1,0 +1,132 @@
+"""Method ``auto``: the lowest IDI rate that keeps F1 and the group metrics, chosen on validation rows.
+
+The candidates (:func:`candidates`) are trained on the fitting rows of a validation split carved from the training
+rows and measured on its validation rows, beside the model's own kind trained on the same fitting rows (the
+reference, and with other training seeds the F1 spread, :mod:`.spread`). A candidate is *within the bounds* when its
+validation F1 is at most ``max(max_f1_loss, spread)`` below the reference's and neither its demographic-parity nor
+its equalized-odds difference exceeds the reference's by more than ``max_group_increase``. ``auto`` picks the
+candidate within the bounds with the lowest validation IDI rate (ties: the higher F1, then the earlier candidate);
+if none is within them, the one that breaks the fewest bounds, then the lowest IDI rate, and says so. The pick is
+trained again on all training rows; the test rows are never looked at before the final figures.
+
+Candidates, by model kind:
+
+- the paper's DNN: ``consistency`` fine-tuned 10 epochs from the model's weights, λ in (0.3, 1) × reweighing
+  strength in (0, 0.5, 1): the penalty removes the use of the protected attributes while the start keeps the
+  model's decision boundary, and reweighing holds the group metrics; and ``consistency`` trained from scratch at
+  λ = 1 with each strength (on a few hundred rows, 10 epochs are too few steps);
+- any other model chiralfair can refit: ``counterfactual`` and ``unaware``, each at reweighing strength
+  (0, 0.5, 1).
+
+References
+----------
+.. [1] Garg et al. "Counterfactual Fairness in Text Classification through Robustness." AIES 2019.
+.. [2] Kamiran, Calders. "Data preprocessing techniques for classification without discrimination." KAIS 2012.
+.. [3] GRFT (ICSE 2025): the counterfactual loss over every protected value (``pairing="all"``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TORCH_LAMS = (0.3, 1.0)
+REWEIGH_STRENGTHS = (0.0, 0.5, 1.0)
+FINE_TUNE_EPOCHS = 10
+# From scratch too: on a few hundred rows, 10 epochs from the model's weights are too few optimiser steps.
+SCRATCH_LAM = 1.0
+
+
+def candidates(*, torch: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The (method, parameters) ``auto`` tries, for the paper's DNN (``torch``) or a model refitted from scratch.
+
+    Parameters
+    ----------
+    torch : bool
+
+    Returns
+    -------
+    list of (str, dict)
+    """
+    if torch:
+        tuned = [("consistency", {"lam": lam, "reweigh": r, "fine_tune_epochs": FINE_TUNE_EPOCHS})
+                 for lam in TORCH_LAMS for r in REWEIGH_STRENGTHS]
+        return tuned + [("consistency", {"lam": SCRATCH_LAM, "reweigh": r}) for r in REWEIGH_STRENGTHS]
+    return [(name, {"reweigh": r}) for name in ("counterfactual", "unaware") for r in REWEIGH_STRENGTHS]
+
+
+def describe(name: str, params: dict[str, Any]) -> str:
+    """A candidate in words, e.g. ``"consistency λ=1, reweigh 0.5, fine-tuned 10 epochs"``.
+
+    Parameters
+    ----------
+    name : str
+    params : dict
+
+    Returns
+    -------
+    str
+    """
+    parts = [name]
+    if "lam" in params:
+        parts.append(f"λ={params['lam']:g}")
+    parts.append(f"reweigh {params.get('reweigh', 0.0):g}")
+    if params.get("fine_tune_epochs"):
+        parts.append(f"fine-tuned {params['fine_tune_epochs']} epochs")
+    return ", ".join(parts)
+
+
+def broken_bounds(figures: dict[str, Any], reference: dict[str, Any], *, f1_budget: float,
+                  max_group_increase: float) -> list[str]:
+    """The bounds a candidate's validation figures break, in words (empty: within every bound).
+
+    Parameters
+    ----------
+    figures, reference : dict
+        ``f1``, ``demographic_parity_difference``, ``equalized_odds_difference`` on the validation rows.
+    f1_budget : float
+    max_group_increase : float
+
+    Returns
+    -------
+    list of str
+    """
+    out = []
+    if reference["f1"] - figures["f1"] > f1_budget:
+        out.append(f"F1 {figures['f1']:.3f} < {reference['f1']:.3f} - {f1_budget:.3f}")
+    for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
+        a, b = figures.get(key), reference.get(key)
+        if a is not None and b is not None and a - b > max_group_increase:
+            out.append(f"{short} {a:.3f} > {b:.3f} + {max_group_increase:g}")
+    return out
+
+
+def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget: float,
+           max_group_increase: float) -> tuple[int, str]:
+    """The candidate ``auto`` picks among ``tried`` (validation figures), and why, in words.
+
+    Parameters
+    ----------
+    tried : list of dict
+        One per candidate: ``label`` and the validation ``f1``, ``idi_rate``, ``demographic_parity_difference``,
+        ``equalized_odds_difference``.
+    reference : dict
+        The model's kind on the same validation rows.
+    f1_budget, max_group_increase : float
+
+    Returns
+    -------
+    index : int
+    why : str
+    """
+    broken = [broken_bounds(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase)
+              for t in tried]
+    within = [i for i, b in enumerate(broken) if not b]
+    if within:
+        pick = min(within, key=lambda i: (tried[i]["idi_rate"], -tried[i]["f1"], i))
+        why = (f"the lowest validation IDI rate ({tried[pick]['idi_rate']:.2%}) among the {len(within)} of "
+               f"{len(tried)} candidates within the bounds")
+    else:
+        pick = min(range(len(tried)), key=lambda i: (len(broken[i]), tried[i]["idi_rate"], -tried[i]["f1"], i))
+        why = (f"no candidate stayed within the bounds on the validation rows; it breaks the fewest "
+               f"({'; '.join(broken[pick])}), then has the lowest validation IDI rate ({tried[pick]['idi_rate']:.2%})")
+    return pick, why
