@@ -347,6 +347,7 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
                                                                     if m in method_params},
             cache_dir=cache_dir, random_state=cell.random_state, **params))
         summary["shared"] = json.loads(shared.to_json())
+    spread = None if shared is None else shared.spread  # the model's own F1 spread, measured once per cell
     for strategy in cell.seeds:
         result = None
         if with_idis and found[strategy].n_idis == 0:  # nothing to add: the strategy's IDI figures stay empty
@@ -358,7 +359,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             result = retrain(trained, inputs.dataset, found[strategy], method=with_idis,
                              method_params={m: method_params[m] for m in with_idis if m in method_params},
                              recheck=np.vstack(others) if others else None, cache_dir=cache_dir,
-                             random_state=cell.random_state, **params)
+                             random_state=cell.random_state, own_spread=spread, **params)
+            spread = spread if spread is not None else result.spread
             figures[strategy]["seconds_retrain"] = time.perf_counter() - t
             summary[strategy] = json.loads(result.to_json())
         for part in (result, shared):
@@ -379,6 +381,8 @@ def retrain_figures(result) -> dict[str, Any]:
 
     ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
     ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
+    ``f1_spread`` (the model's own F1 spread over training seeds, NaN when not measured), ``couplings_on`` (1 when
+    the counterparts moved coupled columns) and, for ``auto``, ``auto_choice`` (what it picked, in words).
 
     Parameters
     ----------
@@ -392,6 +396,11 @@ def retrain_figures(result) -> dict[str, Any]:
     out: dict[str, Any] = {f"{f}_before": _number(before[f]) for f in ROW_FIGURES
                            if f not in ("improved", "n_rows_added")}
     out["n_test_projections_added"] = result.leakage["n_test_projections_added"]
+    out["f1_spread"] = _number(None if not result.spread else result.spread["spread"])
+    out["couplings_on"] = float(bool(result.meta.get("couplings")))
+    if "auto" in result.methods:
+        choice = next(r["choice"] for r in result.after if r["method"] == "auto")
+        out["auto_choice"] = str(choice).split(":")[0].removeprefix("picked ")
     for method in result.methods:
         rows = [r for r in result.after if r["method"] == method]
         row = max(rows, key=lambda r: r["share"] or 0.0)
