@@ -63,7 +63,7 @@ def retrain(
     mlflow: MlflowOpt = False,
 ) -> None:
     """Mitigate a model (retrain with IDIs, counterfactual augmentation, unawareness, consistency), leak-free."""
-    from ..pipeline.checks import check_retrain_options
+    from ..pipeline.checks import check_card_of_retrained, check_retrain_options
 
     with refusals(FLAGS + ("protocol", "pairs", "mode", "share", "max_group_increase", "spread_seeds")):
         inputs.check(model_card, card_of_retrained=True)
@@ -73,7 +73,7 @@ def retrain(
                                         protocol=protocol, pairs=pairs, mode=mode, max_f1_loss=max_f1_loss,
                                         model=zoo_model, max_group_increase=max_group_increase,
                                         spread_seeds=spread_seeds)
-        _refuse_skops_card_of_a_network(model_card, inputs, zoo_model)
+        check_card_of_retrained(model_card, model_file=inputs.model_file, zoo_model=zoo_model)
         couplings = counterparts.options()
         params = {"share": shares, "protocol": protocol, "pairs": pairs, "mode": mode, "method": list(methods),
                   "max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase,
@@ -93,21 +93,6 @@ def retrain(
     if require_improvement and not result.improved:
         typer.secho("--require-improvement: " + " ".join(result.verdict_lines()), err=True, fg=typer.colors.RED)
         raise typer.Exit(code=1)
-
-
-def _refuse_skops_card_of_a_network(model_card, inputs: Inputs, zoo_model) -> None:
-    """A skops card (``.md``) describes an sklearn model: refuse it for a torch model before any training."""
-    if model_card is None or Path(model_card).suffix.lower() != ".md":
-        return
-    from ..models.files import TORCHSCRIPT_SUFFIXES
-
-    torch_file = inputs.model_file is not None and Path(inputs.model_file).suffix.lower() in TORCHSCRIPT_SUFFIXES
-    if zoo_model == "dnn" or torch_file:
-        from ..exceptions import ConfigError
-
-        raise ConfigError(f"a skops model card ({Path(model_card).name}) describes an sklearn model, and the model "
-                          "retrained here is a torch network; write the CycloneDX card instead (--model-card "
-                          "FILE.json)")
 
 
 def _retrained_model(result, model_card):

@@ -371,6 +371,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             "meta": _meta(cell, data_home, {"retrain_random_state": cell.random_state})}
 
 
+# The methods auto can pick, by index (the auto_method figure of a retrain cell).
+AUTO_METHODS = ("consistency", "counterfactual", "unaware")
 # Figures of a row kept in a retrain cell, before and after each method (``<method>_<field>_after``).
 ROW_FIGURES = ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
                "demographic_parity_difference", "equalized_odds_difference", "n_rows_added", "improved")
@@ -382,7 +384,8 @@ def retrain_figures(result) -> dict[str, Any]:
     ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
     ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
     ``f1_spread`` (the model's own F1 spread over training seeds, NaN when not measured), ``couplings_on`` (1 when
-    the counterparts moved coupled columns) and, for ``auto``, ``auto_choice`` (what it picked, in words).
+    the counterparts moved coupled columns) and, for ``auto``, what it picked: ``auto_method`` (its index in
+    :data:`AUTO_METHODS`), ``auto_lam``, ``auto_reweigh``, ``auto_fine_tuned``.
 
     Parameters
     ----------
@@ -398,9 +401,11 @@ def retrain_figures(result) -> dict[str, Any]:
     out["n_test_projections_added"] = result.leakage["n_test_projections_added"]
     out["f1_spread"] = _number(None if not result.spread else result.spread["spread"])
     out["couplings_on"] = float(bool(result.meta.get("couplings")))
-    if "auto" in result.methods:
-        choice = next(r["choice"] for r in result.after if r["method"] == "auto")
-        out["auto_choice"] = str(choice).split(":")[0].removeprefix("picked ")
+    pick = result.meta.get("auto_pick")
+    if pick:  # numbers, as every figure: the method by its place in AUTO_METHODS
+        out.update(auto_method=float(AUTO_METHODS.index(pick["method"])),
+                   auto_lam=_number(pick["params"].get("lam")), auto_reweigh=float(pick["params"].get("reweigh", 0)),
+                   auto_fine_tuned=float(bool(pick["params"].get("fine_tune_epochs"))))
     for method in result.methods:
         rows = [r for r in result.after if r["method"] == method]
         row = max(rows, key=lambda r: r["share"] or 0.0)

@@ -132,7 +132,8 @@ class RetrainResult:
         Wall times in seconds: ``ensemble``, ``train`` (one per after-row), ``total``. The only figures that
         differ between two runs with the same ``random_state``.
     meta : dict
-        Package version, parameters, resolved random states, dataset and model names.
+        Package version, parameters, resolved random states, dataset and model names, the couplings and
+        constraints of the counterparts, and what ``auto`` picked (``auto_pick``: method and parameters).
     models : tuple of CountingModel
         The retrained models, one per after-row (not serialised; empty after :meth:`from_json`).
     methods : tuple of str
@@ -663,7 +664,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                          domain_seed=domain_seed, plausible_only=plausible_only)
     before = {**dict.fromkeys(ROW_FIELDS), **evaluate(counting), "stage": "before", "share": 0.0,
               "n_pairs_added": 0, "n_rows_added": 0, "n_test_projections_added": 0}
-    rows, models, how = [before], [], {}
+    rows, models, how, picked = [before], [], {}, None
     bounds = {"max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase, "spread": own.spread}
     for name in methods:
         for s in (shares if name in with_idis else (None,)):
@@ -682,6 +683,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                 retrained, info = _auto(counting, dataset, train, own, params[name], bounds, train_seed,
                                         method_seeds[name])
                 how[name] = info.pop("how")
+                picked = info.pop("pick")
             else:
                 retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
                                             method_seeds[name])
@@ -718,7 +720,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                        "mode": mode, "paper_mode": paper_mode, "margin": margin, "confidence": CONFIDENCE,
                        "max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase,
                        "spread_seeds": spread_seeds, "validation_size": validation_size, "method_params": params},
-            "source": {k: v for k, v in source.items() if k != "result"},
+            "source": {k: v for k, v in source.items() if k != "result"}, "auto_pick": picked,
             "n_train": int(len(train)), "n_test": int(len(test)),
             "n_rechecked": None if union is None else int(len(union))}
     plain = tuple(_plain_row(r) for r in rows)
@@ -860,6 +862,7 @@ def _auto(model: CountingModel, dataset: Dataset, train, own: _OwnSpread, params
                       f"of max_f1_loss and the spread), DPD and EOD at most {bounds['max_group_increase']:g} higher. "
                       f"Candidates: {listed}")
     info["how"] = f"auto: {name} ({info['how']})"
+    info["pick"] = {"method": name, "params": dict(chosen)}
     return retrained, info
 
 

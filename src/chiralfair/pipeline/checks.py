@@ -398,6 +398,35 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     return methods
 
 
+def check_card_of_retrained(model_card, *, model_file=None, zoo_model: str | None = None) -> None:
+    """Refuse a skops card (``.md``) of a retrained torch network before any training: it describes sklearn models.
+
+    Parameters
+    ----------
+    model_card : path or None
+        ``--model-card``.
+    model_file : path, optional
+        ``--model FILE`` of your own data.
+    zoo_model : str, optional
+        The zoo model of a benchmark.
+
+    Raises
+    ------
+    ConfigError
+    """
+    from pathlib import Path
+
+    from ..models.files import TORCHSCRIPT_SUFFIXES
+
+    if model_card is None or Path(model_card).suffix.lower() != ".md":
+        return
+    torch_file = model_file is not None and Path(model_file).suffix.lower() in TORCHSCRIPT_SUFFIXES
+    if zoo_model == "dnn" or torch_file:
+        raise ConfigError(f"a skops model card ({Path(model_card).name}) describes an sklearn model, and the model "
+                          "retrained here is a torch network; write the CycloneDX card instead (--model-card "
+                          "FILE.json)")
+
+
 def counterpart_options(couple: str | None, constraints=None) -> dict:
     """``couple=`` and ``constraints=`` of the library from the command line's --couple and --constraint texts.
 

@@ -517,8 +517,7 @@ def _table4(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     if not methods and "remaining_idis" not in figures:
         raise ConfigError(f"preset {name}: the cells' frame has no retraining figures (no <method>_test_idi_rate_after "
                           "and no remaining_idis)")
-    method_figures = [c for c in tidy.columns if any(c.startswith(f"{m}_") for m in methods)
-                      and pd.api.types.is_numeric_dtype(tidy[c])]
+    method_figures = [c for c in tidy.columns if any(c.startswith(f"{m}_") for m in methods)]
     table = summarise(tidy, [*figures, *[f for f in method_figures if f not in figures]])
     order = _orders(table, grid)
     strategies = order["seeds"]
@@ -708,14 +707,19 @@ def _goal_lines(tidy: pd.DataFrame, order, methods: Sequence[str]) -> list[str]:
 
 
 def _auto_lines(tidy: pd.DataFrame, order) -> list[str]:
-    """What ``auto`` picked on each row (on validation rows), the most frequent pick over the repeats first."""
-    if "auto_choice" not in tidy.columns:
+    """What ``auto`` picked on each row (on validation rows), over the repeats."""
+    if "auto_method" not in tidy.columns:
         return []
+    from ..tasks import AUTO_METHODS
+
     lines = ["## What auto picked (on validation rows of the training split, never the test rows)", ""]
     for row in order["row"]:
-        picks = tidy[tidy["row"] == row].drop_duplicates(subset=["random_state"])["auto_choice"].dropna()
-        if not picks.empty:
-            counted = picks.value_counts()
+        cells = tidy[tidy["row"] == row].drop_duplicates(subset=["random_state"]).dropna(subset=["auto_method"])
+        picks = [AUTO_METHODS[int(c["auto_method"])] + ("" if math.isnan(c["auto_lam"]) else f" λ={c['auto_lam']:g}")
+                 + f", reweigh {c['auto_reweigh']:g}" + (", fine-tuned" if c["auto_fine_tuned"] else "")
+                 for _, c in cells.iterrows()]
+        if picks:
+            counted = pd.Series(picks).value_counts()
             lines.append(f"- {row}: " + "; ".join(f"{pick} ({n} of {len(picks)})" for pick, n in counted.items()))
     return [*lines, ""]
 
