@@ -39,22 +39,24 @@ def files(tmp_path_factory):
     pipe = Pipeline([("pre", pre), ("lr", LogisticRegression(max_iter=500))]).fit(train.drop(columns="y"), train["y"])
     sio.dump(pipe, folder / "pipe.skops")
     torch.jit.script(Net()).save(str(folder / "net.pt"))
-    from skl2onnx import to_onnx
+    from test_model_files import _onnx_logistic
 
-    X = np.zeros((1, 4), dtype=np.float32)
-    lr = LogisticRegression().fit(np.random.default_rng(0).integers(0, 3, (50, 4)).astype(np.float32),
-                                  np.where(np.arange(50) % 2, "yes", "no"))
-    (folder / "lr.onnx").write_bytes(to_onnx(lr, X, options={"zipmap": False}).SerializeToString())
+    _onnx_logistic(folder / "lr.onnx", [2.0, 0.5, 0.5, 0.1], -3.5, outputs="two")  # labels 0/1, on the codes
+    for name, frame in (("train01.csv", train), ("test01.csv", test)):
+        frame.assign(y=(frame["y"] == "yes").astype(int)).to_csv(folder / name, index=False)
     return folder
 
 
 # OneHotEncoder stores numpy.dtype, which skops lists as untrusted: the file (and its refit) needs --trust-model-file.
 DATA = ("--label", "y", "--positive-class", "yes", "--protected", "sex", "--bins", "hours=4",
         "--couple", "sex:rel=husband/wife")
-FAST = ("--seeds", "random", "--max-global", 10, "--max-local", 5, "--spread-seeds", 2)
+FAST = ("--seeds", "random", "--max-global", 5, "--max-local", 2, "--spread-seeds", 2)
 
 
 def own(files, model, *more):
+    if model == "lr.onnx":  # its labels are 0 and 1
+        return ("retrain", "--data", files / "train01.csv", "--test", files / "test01.csv",
+                *[("1" if a == "yes" else a) for a in DATA], "--model", files / model, *FAST, *more)
     return ("retrain", "--data", files / "train.csv", "--test", files / "test.csv", *DATA, "--model", files / model,
             *FAST, *more)
 

@@ -43,6 +43,11 @@ def refusal(kind, method):
         return "not the zoo DNN"
     return WHY_NOT[kind] + (".*trainer=" if method == "paper" else "")
 FAST = {"margin": 0.2, "spread_seeds": 2, "random_state": 0}
+# The matrix checks that each method runs and saves on each kind, not how well it chooses: one λ for consistency,
+# two candidates for auto on the DNN (test_auto_picks_on_validation_rows_and_says_what_and_why runs the default).
+MATRIX_PARAMS = {"dnn": {"consistency": {"lam": 1.0},
+                         "auto": {"candidates": [("consistency", {"lam": 1.0, "reweigh": 0.5, "fine_tune_epochs": 2}),
+                                                 ("consistency", {"lam": 1.0})]}}}
 
 
 def people(n=500, seed=0):
@@ -103,11 +108,9 @@ def model_of(setting, kind):
         torch.jit.script(Net()).save(str(folder / "net.pt"))
         model = as_model(load_model_file(folder / "net.pt"), name="net.pt")
     else:
-        from skl2onnx import to_onnx
+        from test_model_files import _onnx_logistic
 
-        lr = LogisticRegression().fit(X.astype(np.float32), y)
-        (folder / "lr.onnx").write_bytes(to_onnx(lr, X[:1].astype(np.float32),
-                                                 options={"zipmap": False}).SerializeToString())
+        _onnx_logistic(folder / "lr.onnx", [2.0, 0.5, 0.5, 0.1], -3.5, outputs="two")
         model = as_model(load_model_file(folder / "lr.onnx"), name="lr.onnx")
     setting["models"][kind] = model
     return model
@@ -124,7 +127,7 @@ def result_of(setting, kind):
     if kind not in setting["results"]:
         model, data, train = model_of(setting, kind), setting["data"], setting["train"]
         setting["results"][kind] = retrain(model, data, idi_pairs(model, data, train), method=RUNS[kind],
-                                           train_index=train, **FAST)
+                                           train_index=train, method_params=MATRIX_PARAMS.get(kind), **FAST)
     return setting["results"][kind]
 
 
@@ -211,6 +214,21 @@ def test_the_penalty_never_pairs_a_counterpart_that_breaks_a_constraint():
     np.testing.assert_array_equal(drawn[moved], every[moved, possible[moved].argmax(axis=1)])  # one combination each
 
 
+def test_counterfactual_augmentation_leaves_out_the_counterparts_that_cannot_exist():
+    from toys import breaks_toy_rules, coupled_toy_domain
+
+    from chiralfair.mitigation.counterfactual import augment
+
+    domain = coupled_toy_domain()
+    X = domain.sample(300, np.random.default_rng(0))
+    y = np.arange(300) % 2
+    rows, labels, weights = augment(X, y, domain, weight=np.full(300, 2.0))
+    real = (rows[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
+    assert not breaks_toy_rules(rows[~real]).any()  # every copy added can exist
+    assert weights.sum() == pytest.approx(600.0)  # each row's weight kept, shared by its copies
+    assert breaks_toy_rules(domain.counterparts(X).reshape(-1, 5)).sum() == 2 * len(X) - len(rows) > 0
+
+
 def test_unaware_blinding_is_the_counterpart_at_the_first_combination_in_codes_and_raw_values(setting):
     from chiralfair.mitigation.blinding import BlindedClassifier, blind, codes_blinding, frame_blinding
 
@@ -235,7 +253,7 @@ def test_the_leak_report_counts_the_pairs_the_search_excluded():
     train, test = data.split(0)
     model = as_model(LogisticRegression().fit(data.X[train], data.y[train]), name="lr")
     inputs = inputs_from_objects(model, data, test=test)
-    plan = SearchPlan(seeds="random", generator="aequitas", max_global=30, max_local=30, random_state=0)
+    plan = SearchPlan(seeds="random", generator="aequitas", max_global=20, max_local=20, random_state=0)
     _, info = search_training_rows(inputs, plan)
     assert info["n_idis_excluded"] > 0  # the local phase walked onto held-out individuals
     result = retrain_inputs(inputs, plan=plan, method="paper", **FAST)
@@ -338,3 +356,15 @@ def test_auto_picks_on_validation_rows_and_says_what_and_why(setting):
     again = retrain(model_of(setting, "lr"), flipped, method="auto", train_index=train, **FAST)
     assert again.after[0]["choice"] == row["choice"]  # the test rows' labels play no part in the choice
     assert again.rows[0]["f1"] != result.rows[0]["f1"]  # while every figure is measured on them
+
+
+def test_plausible_only_counts_the_plausible_counterparts_in_every_idi_rate():
+    from toys import married_dataset
+
+    data = married_dataset(n=400)  # flipping sex alone makes each married row's counterpart implausible
+    train, _ = data.split(0)
+    model = as_model(LogisticRegression().fit(data.X[train], data.y[train]), name="lr")
+    every = retrain(model, data, method="unaware", train_index=train, **FAST)
+    plausible = retrain(model, data, method="unaware", train_index=train, plausible_only=True, **FAST)
+    assert plausible.rows[0]["test_idi_rate"] < every.rows[0]["test_idi_rate"]
+    assert plausible.rows[1]["test_idi_rate"] == every.rows[1]["test_idi_rate"] == 0

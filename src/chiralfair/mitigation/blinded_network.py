@@ -62,7 +62,17 @@ class BlindedNetwork(torch.nn.Module):
         self.n_features = int(getattr(network, "n_features", 0))
 
     def blind(self, x: torch.Tensor) -> torch.Tensor:
-        """``x`` (n, n_features) with the protected side blinded."""
+        """``x`` with the protected side blinded.
+
+        Parameters
+        ----------
+        x : torch.Tensor of float32, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        torch.Tensor of float32, shape (n_samples, n_features)
+        """
         out = x.clone()
         for move in self.coupled:
             out = move(x, out)
@@ -70,9 +80,29 @@ class BlindedNetwork(torch.nn.Module):
         return out
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
-        """The network's pre-sigmoid output of the blinded ``x``, shape (n, 1)."""
+        """The network's pre-sigmoid output of the blinded ``x``.
+
+        Parameters
+        ----------
+        x : torch.Tensor of float32, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        torch.Tensor, shape (n_samples, 1)
+        """
         return self.network.logit(self.blind(x))  # type: ignore[operator]  # reason: the paper's DNN has logit
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """The network's output of the blinded ``x``, P(y = 1), shape (n, 1)."""
+        """The network's output of the blinded ``x``: P(y = 1).
+
+        Parameters
+        ----------
+        x : torch.Tensor of float32, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        torch.Tensor, shape (n_samples, 1)
+        """
         return self.network(self.blind(x))

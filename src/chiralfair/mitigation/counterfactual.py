@@ -7,7 +7,8 @@ comes with the same label. With ``with_idis=True`` the labelled IDI pairs that :
 hands over (``added=``) join the augmented rows, each pair also in every combination, weight 1 per pair.
 
 A row whose protected value is missing appears with the valid combinations only (design §4: a missing value is
-never a counterpart).
+never a counterpart). Coupled columns move with the protected values, and a counterpart that breaks one of the
+domain's constraints is left out (:func:`augment`), as the discrimination check builds counterparts.
 
 References
 ----------
@@ -26,7 +27,10 @@ from .base import MitigationMethod, fit_with_weights, register_method
 
 
 def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
-    """Every row in every protected combination: rows (n·k, d), labels (n·k,), weights (n·k,) summing to sum(weight).
+    """Every row in every protected combination (couplings applied), weights summing to sum(weight).
+
+    A counterpart that breaks one of the domain's constraints is left out, its row's weight shared by the copies
+    that can exist, so the rows are those the discrimination check would ask about.
 
     Parameters
     ----------
@@ -38,14 +42,24 @@ def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
 
     Returns
     -------
-    rows : numpy.ndarray of int64, shape (n_samples * k, n_features)
-    labels : numpy.ndarray, shape (n_samples * k,)
-    weights : numpy.ndarray of float64, shape (n_samples * k,)
+    rows : numpy.ndarray of int64, shape (m, n_features)
+        ``m = n_samples * k`` for ``k`` combinations, less the counterparts that break a constraint.
+    labels : numpy.ndarray, shape (m,)
+    weights : numpy.ndarray of float64, shape (m,)
     """
-    k = len(domain.combinations)
-    rows = domain.counterparts(X).reshape(-1, X.shape[1])
-    base = np.ones(len(X)) if weight is None else np.asarray(weight, dtype=np.float64)
-    return rows, np.repeat(y, k), np.repeat(base / k, k)
+    n, d = X.shape
+    every = domain.counterparts(X)  # (n, k, d), couplings applied
+    k = every.shape[1]
+    rows = every.reshape(-1, d)
+    base = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    if not domain.constraints:
+        return rows, np.repeat(y, k), np.repeat(base / k, k)
+    # A counterpart that breaks a constraint cannot exist (the discrimination check never asks about it): it is
+    # left out, and the row's weight is shared by the copies that can exist (the row itself always among them).
+    keep = domain.satisfies(rows).reshape(n, k) | (every == X[:, None, :]).all(axis=2)
+    share = base / np.maximum(keep.sum(axis=1), 1)
+    flat = keep.reshape(-1)
+    return rows[flat], np.repeat(y, k)[flat], np.repeat(share, k)[flat]
 
 
 def augmented_training_rows(X: np.ndarray, y: np.ndarray, domain, weight=None, added=None):

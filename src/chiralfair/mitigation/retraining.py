@@ -17,14 +17,26 @@ The methods (one module each, registered by name, :mod:`.base`):
   cost in F1 and group metrics is what it shows.
 - ``consistency``: the zoo DNN trained with counterfactual logit pairing, λ chosen on a validation split carved
   from the training rows (:mod:`.consistency`).
+- ``auto``: on a validation split of the training rows, the methods above at several strengths (λ, and the
+  reweighing of the training rows by group and label, :mod:`.reweighing`); the pick has the lowest validation IDI
+  rate among the candidates whose F1 and group metrics stay within the bounds, and the report says what and why
+  (:mod:`.auto`).
+
+Every method builds counterparts as the discrimination check does (:meth:`Domain.counterparts
+<chiralfair.domain.Domain.counterparts>`: couplings applied, a counterpart that breaks a constraint left out). Of
+several methods, one the model's kind cannot run is skipped with a note; a model in another language than the
+codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`), and every retrained
+model is saved in its kind's format (:func:`chiralfair.models.files.save_model_file`).
 
 Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
 are excluded before anything is added, and every set of added rows is checked for test projections, a count that
 must be 0 (``leakage`` in the result). Use :func:`chiralfair.pipeline.search_training_rows` to find the
 IDIs with seeds from the training rows only. Choices (λ) are made on a validation split, never on the test rows.
 
-Guardrail (:mod:`.guardrail`): a method whose held-out IDI interval is not wholly below the before interval, or
-that costs more than ``max_f1_loss`` F1, is marked ``improved = False`` and said first in the report.
+Guardrail (:mod:`.guardrail`): a method that raises the demographic-parity or equalized-odds difference by more
+than ``max_group_increase``, whose held-out IDI interval is not wholly below the before interval, or that costs
+more F1 than the larger of ``max_f1_loss`` and the model's own F1 spread over training seeds (:mod:`.spread`), is
+marked ``improved = False`` and said first in the report.
 
 Protocols: ``holdout`` (default) measures the figures above; ``paper`` re-checks the union of the IDIs added and of
 ``recheck`` against each retrained model ("remaining IDIs", I&D Table 4) and skips the domain draws; ``both`` does
@@ -41,6 +53,7 @@ References
    sweep over shares of the training size).
 .. [4] Garg et al. "Counterfactual Fairness in Text Classification through Robustness." AIES 2019.
 .. [5] Bird et al. "Fairlearn: A toolkit for assessing and improving fairness in AI." Microsoft, 2020.
+.. [6] Kamiran, Calders. "Data preprocessing techniques for classification without discrimination." KAIS 2012.
 """
 
 from __future__ import annotations
