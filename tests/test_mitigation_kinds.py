@@ -368,3 +368,18 @@ def test_plausible_only_counts_the_plausible_counterparts_in_every_idi_rate():
     plausible = retrain(model, data, method="unaware", train_index=train, plausible_only=True, **FAST)
     assert plausible.rows[0]["test_idi_rate"] < every.rows[0]["test_idi_rate"]
     assert plausible.rows[1]["test_idi_rate"] == every.rows[1]["test_idi_rate"] == 0
+
+
+def test_auto_takes_the_best_f1_among_candidates_as_low_as_the_lowest_within_the_noise():
+    from chiralfair.mitigation.auto import choose
+
+    reference = {"f1": 0.70, "demographic_parity_difference": 0.10, "equalized_odds_difference": 0.10}
+    tried = [{"idi_rate": 0.0020, "f1": 0.680, "demographic_parity_difference": 0.1, "equalized_odds_difference": 0.1},
+             {"idi_rate": 0.0025, "f1": 0.695, "demographic_parity_difference": 0.1, "equalized_odds_difference": 0.1},
+             {"idi_rate": 0.0000, "f1": 0.690, "demographic_parity_difference": 0.2, "equalized_odds_difference": 0.1},
+             {"idi_rate": 0.0300, "f1": 0.700, "demographic_parity_difference": 0.1, "equalized_odds_difference": 0.1}]
+    pick, why = choose(tried, reference, f1_budget=0.03, max_group_increase=0.02, n_validation=4000)
+    assert pick == 1 and "as low as the lowest (0.20%)" in why  # 0.25% lies inside 0.20%'s interval; 3% does not
+    assert choose(tried, reference, f1_budget=0.03, max_group_increase=0.02, n_validation=10**7)[0] == 0
+    pick, why = choose(tried[2:3], reference, f1_budget=0.03, max_group_increase=0.02, n_validation=4000)
+    assert pick == 0 and why.startswith("no candidate stayed within the bounds") and "DPD 0.200 > 0.100" in why

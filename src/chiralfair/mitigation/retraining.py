@@ -862,7 +862,8 @@ def _auto(model: CountingModel, dataset: Dataset, train, own: _OwnSpread, params
         fitted, _ = _mitigate(name, reference_model, dataset, own.fit_rows, None, dict(candidate), train_seed,
                               method_seed)
         tried.append({"label": describe(name, candidate), **_validation_figures(evaluate(fitted))})
-    pick, why = choose(tried, reference, f1_budget=budget, max_group_increase=bounds["max_group_increase"])
+    pick, why = choose(tried, reference, f1_budget=budget, max_group_increase=bounds["max_group_increase"],
+                       n_validation=len(own.validation_rows))
     name, chosen = tried_on[pick]
     retrained, info = _mitigate(name, model, dataset, train, None, dict(chosen), train_seed, method_seed)
     listed = "; ".join(_candidate_text(t, broken_bounds(t, reference, f1_budget=budget,
