@@ -8,8 +8,8 @@ its equalized-odds difference exceeds the reference's by more than ``max_group_i
 the candidates within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95%
 Wilson interval of that lowest one is as low within the noise of the validation rows, and of those the one with the
 highest validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not
-bought with F1. If none is within the bounds, the one that breaks the fewest, then the lowest IDI rate, and it
-says so. The pick is
+bought with F1. If none is within the bounds, the one that lies the least beyond its farthest bound (in units of
+that bound, :func:`excess`), then the lowest IDI rate, and it says so. The pick is
 trained again on all training rows; the test rows are never looked at before the final figures.
 
 Candidates, by model kind:
@@ -85,6 +85,28 @@ def describe(name: str, params: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def excess(figures: dict[str, Any], reference: dict[str, Any], *, f1_budget: float,
+           max_group_increase: float) -> float:
+    """How far a candidate lies beyond its farthest bound, in units of that bound (0 within every bound).
+
+    Parameters
+    ----------
+    figures, reference : dict
+        As :func:`broken_bounds`.
+    f1_budget, max_group_increase : float
+
+    Returns
+    -------
+    float
+    """
+    out = [max(0.0, reference["f1"] - figures["f1"] - f1_budget) / max(f1_budget, 1e-12)]
+    for key in ("demographic_parity_difference", "equalized_odds_difference"):
+        a, b = figures.get(key), reference.get(key)
+        if a is not None and b is not None:
+            out.append(max(0.0, a - b - max_group_increase) / max(max_group_increase, 1e-12))
+    return max(out)
+
+
 def broken_bounds(figures: dict[str, Any], reference: dict[str, Any], *, f1_budget: float,
                   max_group_increase: float) -> list[str]:
     """The bounds a candidate's validation figures break, in words (empty: within every bound).
@@ -144,7 +166,9 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
                f"validation IDI rate is as low as the lowest ({lowest:.2%}) within its 95% interval (up to "
                f"{upper:.2%}), of the {len(within)} of {len(tried)} within the bounds")
     else:
-        pick = min(range(len(tried)), key=lambda i: (len(broken[i]), tried[i]["idi_rate"], -tried[i]["f1"], i))
-        why = (f"no candidate stayed within the bounds on the validation rows; it breaks the fewest "
-               f"({'; '.join(broken[pick])}), then has the lowest validation IDI rate ({tried[pick]['idi_rate']:.2%})")
+        beyond = [excess(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase) for t in tried]
+        pick = min(range(len(tried)), key=lambda i: (beyond[i], tried[i]["idi_rate"], -tried[i]["f1"], i))
+        why = (f"no candidate stayed within the bounds on the validation rows; it lies the least beyond them "
+               f"({'; '.join(broken[pick])}: {beyond[pick]:.2f} of a bound beyond), with a validation IDI rate of "
+               f"{tried[pick]['idi_rate']:.2%}")
     return pick, why
