@@ -103,10 +103,8 @@ def _group(row: dict[str, Any], key: str) -> str:
 
 
 def _in_spreads(loss: float, spread: dict[str, Any] | None) -> str:
-    if not spread:
+    if not spread or not spread["spread"]:  # not measured, or a model no seed moves: the budget says it all
         return ""
-    if not spread["spread"]:
-        return f"; the model's F1 does not move with its training seed ({len(spread['seeds'])} seeds)"
     return (f"; {loss / spread['spread']:.1f}x the model's own spread {spread['spread']:.3f} over "
             f"{len(spread['seeds'])} training seeds on validation rows")
 
