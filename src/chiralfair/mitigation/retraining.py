@@ -761,9 +761,9 @@ def _runnable(methods: tuple[str, ...], model: CountingModel, paper_mode, traine
                 _check_trainable(model, paper_mode, trainer)
             elif name == AUTO:
                 for candidate, _ in candidates(torch=_is_zoo_dnn(model)):
-                    _base_or_own(candidate, model, trainer)
+                    _base_estimator(candidate, model, 0, trainer)
             else:
-                _base_or_own(name, model, trainer)
+                _base_estimator(name, model, 0, trainer)  # raises for a model kind the method cannot train
         except ModelCapabilityError as err:
             first = first or err
             skipped[name] = str(err)
@@ -772,11 +772,6 @@ def _runnable(methods: tuple[str, ...], model: CountingModel, paper_mode, traine
     if not runnable:
         raise cast(ModelCapabilityError, first)
     return tuple(runnable), skipped
-
-
-def _base_or_own(name: str, model: CountingModel, trainer) -> None:
-    """Refuse (ModelCapabilityError) a method that cannot train this model's kind again."""
-    _base_estimator(name, model, 0, trainer)
 
 
 def _is_zoo_dnn(model: CountingModel) -> bool:
@@ -813,7 +808,7 @@ class _OwnSpread:
                 raise ConfigError(f"method 'auto' chooses on a validation split of the training rows: {err}") from None
             return cls(notes=[f"the model's own F1 spread was not measured: {err}"])
         fit_rows, validation_rows = train[fit_at], train[validation_at]
-        if _fit_model_kind(model, dataset, fit_rows[:0], 0, trainer, probe=True) is None:
+        if not _can_fit_kind(model, trainer):
             return cls(notes=[f"the model's own F1 spread was not measured: chiralfair cannot train {model.name!r} "
                               "again (pass trainer=)"])
         evaluate = Evaluator(dataset, validation_rows, domain_rate=False, plausible_only=plausible_only)
@@ -824,15 +819,16 @@ class _OwnSpread:
                    evaluate=evaluate)
 
 
-def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, trainer, *, probe: bool = False):
-    """The model's kind trained from scratch on dataset rows ``rows`` with training seed ``seed`` (None: cannot)."""
+def _can_fit_kind(model: CountingModel, trainer) -> bool:
+    """Whether chiralfair can train the model's kind from scratch (a trainer, a zoo model, an sklearn estimator)."""
+    return trainer is not None or getattr(model, "spec", None) is not None or _is_sklearn_estimator(model.estimator)
+
+
+def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, trainer):
+    """The model's kind trained from scratch on dataset rows ``rows`` with training seed ``seed``."""
     from .refit import refit_copy
 
     spec = getattr(model, "spec", None)
-    if not (trainer is not None or spec is not None or _is_sklearn_estimator(model.estimator)):
-        return None
-    if probe:
-        return True
     X, y = dataset.X[rows], dataset.y[rows]
     if trainer is not None:
         return _wrap_trained(trainer(X, y, int(seed)), model, f"seed{seed}-{model.name}")
