@@ -87,6 +87,9 @@ def retrain(
         typer.echo(result.to_json())
     else:
         typer.echo(result.to_markdown().split("\n\nRates are")[0])
+        for row in result.after:
+            if row["method"] == "auto" and row.get("choice"):  # what it picked and why; the candidates: report.md
+                typer.echo(f"  auto: {row['choice'].split('. Bounds on')[0]}")
         for note in result.notes:
             typer.echo(f"  note: {note}")
         typer.echo(f"retrain folder: {out}")
