@@ -37,7 +37,7 @@ def test_a_group_flag_named_like_another_parameter_is_refused_when_the_command_i
 
 @pytest.mark.parametrize(("command", "groups"), [
     ("run", (Inputs, Search, Counterparts)), ("estimate", (Inputs, Counterparts)),
-    ("check", (Inputs, Counterparts)), ("retrain", (Inputs, Search)),
+    ("check", (Inputs, Counterparts)), ("retrain", (Inputs, Search, Counterparts)),
 ])
 def test_every_flag_of_a_group_is_an_option_of_the_commands_that_take_it(command, groups):
     group = typer.main.get_command(app)

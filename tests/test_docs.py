@@ -30,7 +30,7 @@ QUOTED = {
         "sex=Male      10,860  7.79% (846)", "sex=Female     5,421  0.46% (25)",
         "sex=Female 3,308, sex=Male 1,328 (of 4,636 pairs)",
         "it costs 0.015 F1 on the test rows (0.628 -> 0.613)",
-        "| 0.0745 |", "| 0.1696 |", "0.202569",                              # equalized-odds differences
+        "| 0.0745 [", "| 0.1696 [", "0.202569",                              # equalized-odds differences
     ],
     "tutorials/fairer-model.md": [
         "| after | unaware | – | 0 | 0.4946 | 0.8081 | 0.0000 [0.0000, 0.0003] |",

@@ -127,7 +127,12 @@ def test_pairs_idi_adds_one_row_per_pair_and_user_trainer_is_called(biased):
                      train_index=train)
     added = round(0.5 * result.n_idis)
     assert result.how == {"paper": "trainer"} and result.rows[1]["n_rows_added"] == added
-    assert calls == [(len(train) + added, result.meta["train_random_state"])]
+    # three trainings on the fitting rows of the validation split measure the model's own F1 spread, the model's
+    # own seed first; then the retraining on the training rows plus the IDI rows
+    n_fit = len(train) - result.spread["n_validation"]
+    assert calls == [(n_fit, s) for s in result.spread["seeds"]] + [(len(train) + added,
+                                                                     result.meta["train_random_state"])]
+    assert result.spread["seeds"][0] == result.meta["train_random_state"]
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import typer
 from .console import FLAGS, hand_over, only_with_data, parse_numbers, progress, refusals, setup_logging
 from .options import (
     BomOpt,
+    Counterparts,
     FavourableOpt,
     Inputs,
     JsonOpt,
@@ -17,6 +18,7 @@ from .options import (
     ModelCardOpt,
     Search,
     VerboseOpt,
+    own_data_counterparts,
     with_option_groups,
 )
 
@@ -31,15 +33,24 @@ def retrain(
     share: Annotated[str, typer.Option(
         help="Share(s) of the IDI pairs added, in (0, 1], comma-separated for a sweep, e.g. 1.0,0.5,0.05.")] = "1.0",
     method: Annotated[str, typer.Option(
-        help="Mitigation method(s), comma-separated: paper, counterfactual, unaware, consistency.")] = "paper",
+        help="Mitigation method(s), comma-separated: paper, counterfactual, unaware, consistency, or auto (the "
+             "lowest IDI rate within the F1 and group bounds, chosen on validation rows). A method that cannot "
+             "train the model's kind is skipped with a note.")] = "paper",
     protocol: Annotated[str, typer.Option(
         help="holdout (fresh search, IDI rates with 95% intervals), paper (adds remaining IDIs; leaks) or both.")
     ] = "holdout",
     pairs: Annotated[str, typer.Option(help="Add both rows of each IDI pair, or the IDI only: both, idi.")] = "both",
     mode: Annotated[str, typer.Option(
         help="paper on the DNN: auto (fine-tune 10 epochs), fine-tune, or retrain (from scratch).")] = "auto",
-    max_f1_loss: Annotated[float, typer.Option(help="F1 a method may cost on the test rows and still improve.")
-    ] = 0.01,
+    max_f1_loss: Annotated[float, typer.Option(
+        help="F1 a method may cost on the test rows and still improve (raised to the model's own F1 spread over "
+             "training seeds when that is larger).")] = 0.01,
+    max_group_increase: Annotated[float, typer.Option(
+        help="How much a method may raise the demographic-parity or equalized-odds difference and still "
+             "improve.")] = 0.02,
+    spread_seeds: Annotated[int, typer.Option(
+        help="Training seeds over which the model's F1 spread is measured on validation rows (0: not measured).")
+    ] = 3,
     require_improvement: Annotated[bool, typer.Option(
         "--require-improvement", help="Exit with code 1 when a method does not improve (the guardrail).")] = False,
     from_run: Annotated[Path | None, typer.Option(
@@ -48,6 +59,7 @@ def retrain(
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
     favourable: FavourableOpt = None,
+    counterparts: Counterparts,
     model_card: ModelCardOpt = None,
     bom: BomOpt = None,
     mlflow: MlflowOpt = False,
@@ -57,25 +69,32 @@ def retrain(
     The table is printed first; then the model card, the BOM (of the retrained model) and the MLflow run are
     written (a failure there is one error line and exit 2, the retrain folder kept).
     """
-    from ..pipeline.checks import check_retrain_options
+    from ..pipeline.checks import check_card_of_retrained, check_retrain_options
 
-    with refusals(FLAGS + ("protocol", "pairs", "mode", "share")):
+    with refusals(FLAGS + ("protocol", "pairs", "mode", "share", "max_group_increase", "spread_seeds")):
         inputs.check(model_card, card_of_retrained=True, bom=bom, mlflow=mlflow)
         shares = parse_numbers(share, "--share", "1.0,0.5,0.05")
         zoo_model = (inputs.model or "dnn") if inputs.data is None and from_run is None else None
         methods = check_retrain_options(method=[m.strip() for m in method.split(",") if m.strip()], share=shares,
                                         protocol=protocol, pairs=pairs, mode=mode, max_f1_loss=max_f1_loss,
-                                        model=zoo_model)
+                                        model=zoo_model, max_group_increase=max_group_increase,
+                                        spread_seeds=spread_seeds)
+        check_card_of_retrained(model_card, model_file=inputs.model_file, zoo_model=zoo_model)
+        couplings = counterparts.options()
         params = {"share": shares, "protocol": protocol, "pairs": pairs, "mode": mode, "method": list(methods),
-                  "max_f1_loss": max_f1_loss}
+                  "max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase,
+                  "spread_seeds": spread_seeds, "plausible_only": counterparts.plausible_only}
         setup_logging(verbose)
         with progress(["data", "model", "seeds", "search", "retrain"], enabled=not json_out) as on_step:
-            result = _retrain(inputs, search, favourable, out, from_run, on_step, params)
+            result = _retrain(inputs, search, favourable, out, from_run, on_step, params, couplings)
         retrained = _retrained_model(result, model_card)
     if json_out:
         typer.echo(result.to_json())
     else:
         typer.echo(result.to_markdown().split("\n\nRates are")[0])
+        for row in result.after:
+            if row["method"] == "auto" and row.get("choice"):  # what it picked and why; the candidates: report.md
+                typer.echo(f"  auto: {row['choice'].split('. Bounds on')[0]}")
         for note in result.notes:
             typer.echo(f"  note: {note}")
         typer.echo(f"retrain folder: {out}")
@@ -101,12 +120,13 @@ def _retrained_file(result, out: Path) -> Path | str:
     return saved[0] if saved else f"model-{method}"
 
 
-def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step, params):
+def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step, params, couplings):
     if from_run is not None:
         from ..pipeline import protected_list, retrain_from_run
 
         only_with_data(label=inputs.label, positive_class=inputs.positive_class, favourable=favourable,
                        bins=inputs.bins, schema=inputs.schema)
+        _refuse_couplings_with_a_run(couplings)
         is_file = inputs.model is not None and Path(inputs.model).suffix != ""
         expect = {"dataset": inputs.dataset, "protected": protected_list(inputs.protected) or None,
                   "model": None if is_file else inputs.model}
@@ -119,9 +139,19 @@ def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step,
         from ..pipeline import retrain_benchmark
 
         inputs.refuse_own_data_flags(favourable)
-        return retrain_benchmark(inputs.benchmark_config(**search.params()), out=out, on_step=on_step, **params)
+        return retrain_benchmark(inputs.benchmark_config(**search.params(), **couplings), out=out, on_step=on_step,
+                                 **params)
     inputs.refuse_both_forms("retrain")
     from ..pipeline import retrain as retrain_objects
 
     return retrain_objects(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(), **search.params(),
-                           out=out, on_step=on_step, **params)
+                           out=out, on_step=on_step, **own_data_counterparts(couplings), **params)
+
+
+def _refuse_couplings_with_a_run(couplings) -> None:
+    """--from-run retrains with the run's own counterparts (its IDIs were found with them)."""
+    if couplings["couple"] is not None or couplings["constraints"]:
+        from ..exceptions import ConfigError
+
+        raise ConfigError("--couple and --constraint do not apply with --from-run: the run's IDIs were found with "
+                          "its own couplings and constraints, which retraining keeps (run again with the flags)")

@@ -75,7 +75,8 @@ AXES = ("rows", "models", "seeds", "generators", "budgets")
 GRID_SEED_PARAMS = ("chiral_model", "chiral_trainer", "chiral_random_state", "chiral_cache_dir")
 # Flags a task's cells would ignore (see chiralfair.experiments.tasks).
 IGNORED_FLAGS = {"seeds": ("verdict", "save_pairs"), "retrain": ("verdict", "save_pairs", "diversity")}
-RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin", "methods", "max_f1_loss", "method_params")
+RETRAIN_KEYS = ("protocol", "share", "pairs", "mode", "search", "margin", "methods", "max_f1_loss", "method_params",
+               "max_group_increase", "spread_seeds", "validation_size")
 # The I&D paper's protocol as benchmarks/retrain.py runs it: both protocols' figures, no fresh search.
 RETRAIN_DEFAULTS = {"protocol": "both", "search": False}
 
@@ -731,7 +732,7 @@ def _keywords(cls, skip: tuple[str, ...]) -> str:
 
 
 def _check_retrain(params: dict[str, Any]) -> None:
-    from .._validation import check_choice, check_float
+    from .._validation import check_choice, check_float, check_int
     from ..exceptions import ChiralfairError
     from ..mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_methods, check_shares
 
@@ -742,6 +743,10 @@ def _check_retrain(params: dict[str, Any]) -> None:
         check_shares(params.get("share", 1.0))
         check_float(params.get("margin", 0.005), "retrain.margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
         check_float(params.get("max_f1_loss", 0.01), "retrain.max_f1_loss", minimum=0.0)
+        check_float(params.get("max_group_increase", 0.02), "retrain.max_group_increase", minimum=0.0)
+        check_float(params.get("validation_size", 0.2), "retrain.validation_size", minimum=0.0, maximum=0.5,
+                    exclusive_minimum=True)
+        check_int(params.get("spread_seeds", 3), "retrain.spread_seeds", minimum=0)
         methods = check_methods(params.get("methods", ["paper"]))
     except ChiralfairError as err:
         raise GridError(f"[retrain]: {err}") from None

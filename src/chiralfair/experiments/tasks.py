@@ -387,6 +387,7 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
                                                                     if m in method_params},
             cache_dir=cache_dir, random_state=cell.random_state, **params))
         summary["shared"] = json.loads(shared.to_json())
+    spread = None if shared is None else shared.spread  # the model's own F1 spread, measured once per cell
     for strategy in cell.seeds:
         result = None
         if with_idis and found[strategy].n_idis == 0:  # nothing to add: the strategy's IDI figures stay empty
@@ -398,7 +399,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             result = retrain(trained, inputs.dataset, found[strategy], method=with_idis,
                              method_params={m: method_params[m] for m in with_idis if m in method_params},
                              recheck=np.vstack(others) if others else None, cache_dir=cache_dir,
-                             random_state=cell.random_state, **params)
+                             random_state=cell.random_state, own_spread=spread, **params)
+            spread = spread if spread is not None else result.spread
             figures[strategy]["seconds_retrain"] = time.perf_counter() - t
             summary[strategy] = json.loads(result.to_json())
         for part in (result, shared):
@@ -409,6 +411,8 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             "meta": _meta(cell, data_home, {"retrain_random_state": cell.random_state})}
 
 
+# The methods auto can pick, by index (the auto_method figure of a retrain cell).
+AUTO_METHODS = ("consistency", "counterfactual", "unaware")
 # Figures of a row kept in a retrain cell, before and after each method (``<method>_<field>_after``).
 ROW_FIGURES = ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
                "demographic_parity_difference", "equalized_odds_difference", "n_rows_added", "improved")
@@ -419,6 +423,9 @@ def retrain_figures(result) -> dict[str, Any]:
 
     ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
     ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
+    ``f1_spread`` (the model's own F1 spread over training seeds, NaN when not measured), ``couplings_on`` (1 when
+    the counterparts moved coupled columns) and, for ``auto``, what it picked: ``auto_method`` (its index in
+    :data:`AUTO_METHODS`), ``auto_lam``, ``auto_reweigh``, ``auto_fine_tuned``.
 
     Parameters
     ----------
@@ -432,6 +439,13 @@ def retrain_figures(result) -> dict[str, Any]:
     out: dict[str, Any] = {f"{f}_before": _number(before[f]) for f in ROW_FIGURES
                            if f not in ("improved", "n_rows_added")}
     out["n_test_projections_added"] = result.leakage["n_test_projections_added"]
+    out["f1_spread"] = _number(None if not result.spread else result.spread["spread"])
+    out["couplings_on"] = float(bool(result.meta.get("couplings")))
+    pick = result.meta.get("auto_pick")
+    if pick:  # numbers, as every figure: the method by its place in AUTO_METHODS
+        out.update(auto_method=float(AUTO_METHODS.index(pick["method"])),
+                   auto_lam=_number(pick["params"].get("lam")), auto_reweigh=float(pick["params"].get("reweigh", 0)),
+                   auto_fine_tuned=float(bool(pick["params"].get("fine_tune_epochs"))))
     for method in result.methods:
         rows = [r for r in result.after if r["method"] == method]
         row = max(rows, key=lambda r: r["share"] or 0.0)

@@ -188,6 +188,17 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
                                        "predict_proba")
         return np.asarray(self.estimator_.predict_proba(self._model_input(self._codes(X))), dtype=np.float64)
 
+    def deployable_model(self):
+        """The fitted model as it is saved to a file (:func:`chiralfair.models.files.save_model_file`).
+
+        Returns
+        -------
+        object
+            ``self`` here; a method whose fitted estimator predicts on its own returns that instead (a torch
+            network, an sklearn estimator, or the estimator with the blinding of ``unaware``).
+        """
+        return self
+
     def _has_proba(self) -> bool:
         from sklearn.utils.validation import check_is_fitted
         check_is_fitted(self, "estimator_")

@@ -1,9 +1,12 @@
 """Method ``consistency``: counterfactual logit pairing for torch models, λ chosen on a validation split.
 
 The paper's DNN is trained from scratch with its own recipe plus the penalty λ·mean|logit(x) − logit(x')|, x' being
-x with its protected attributes set to another combination of their values (the discrimination check's
-counterparts), drawn afresh each epoch (:class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`). The protected
-attributes stay an input: the penalty teaches the network not to use them.
+a counterpart of x exactly as the discrimination check builds it (:meth:`Domain.counterparts
+<chiralfair.domain.Domain.counterparts>`: another combination of the protected values, coupled columns moved with
+it, a counterpart that breaks a constraint never used), drawn afresh each epoch, or every counterpart at once
+(``pairing="all"``, GRFT's repair) (:class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`). The protected
+attributes stay an input: the penalty teaches the network not to use them. ``reweigh`` adds the reweighing of the
+training rows by group and label (:mod:`.reweighing`), the knob that holds the group metrics.
 
 λ: with ``lam="auto"`` a validation split is carved from the training rows
 (:func:`~chiralfair.mitigation.validation.validation_split`); a reference network (λ = 0) and one per candidate
@@ -62,6 +65,10 @@ class CounterfactualLogitPairing(MitigationMethod):
         Train this many epochs with the penalty from the estimator's fitted weights (from a fit on the same rows
         if it is not fitted) instead of from scratch. λ candidates then fine-tune a network fitted on the
         fitting rows only, so the validation rows stay unseen.
+    pairing : {"draw", "all"}, default="draw"
+        One counterpart per row and epoch, or every counterpart (GRFT's repair).
+    reweigh : float, default=0.0
+        Strength of the reweighing of the training rows by group and label (0: none).
     random_state : int, numpy.random.Generator or None, default=None
         Of the validation split (and of the network, see ``estimator``).
 
@@ -85,7 +92,8 @@ class CounterfactualLogitPairing(MitigationMethod):
     """
 
     def __init__(self, estimator=None, domain=None, *, lam="auto", lams=DEFAULT_LAMS, validation_size: float = 0.2,
-                 max_f1_loss: float = 0.01, fine_tune_epochs: int | None = None, random_state=None):
+                 max_f1_loss: float = 0.01, fine_tune_epochs: int | None = None, pairing: str = "draw",
+                 reweigh: float = 0.0, random_state=None):
         self.estimator = estimator
         self.domain = domain
         self.lam = lam
@@ -93,11 +101,14 @@ class CounterfactualLogitPairing(MitigationMethod):
         self.validation_size = validation_size
         self.max_f1_loss = max_f1_loss
         self.fine_tune_epochs = fine_tune_epochs
+        self.pairing = pairing
+        self.reweigh = reweigh
         self.random_state = random_state
 
     def _fit(self, X, y, sample_weight=None) -> None:
-        if sample_weight is not None:
-            raise ModelCapabilityError(f"{type(self).__name__} takes no sample_weight")
+        from .reweighing import reweighed
+
+        weight = reweighed(self.domain, X, y, self.reweigh, sample_weight)
         template = PaperDNNClassifier() if self.estimator is None else self.estimator
         if not isinstance(template, PaperDNNClassifier):
             raise ModelCapabilityError(
@@ -108,29 +119,40 @@ class CounterfactualLogitPairing(MitigationMethod):
         if self.fine_tune_epochs is not None:
             from .counterfactual import fitted_start
             start = fitted_start(template, X, y)
-        template = clone(template).set_params(domain=self.domain)
+        template = clone(template).set_params(domain=self.domain, pairing=self.pairing)
         if template.random_state is None:
             template.set_params(random_state=derive_seed(rng))
         if self.lam == "auto":
-            lam, info = self._choose(template, X, y, derive_seed(rng))
+            lam, info = self._choose(template, X, y, weight, derive_seed(rng))
         else:
             lam, info = check_float(self.lam, "lam", minimum=0.0), {"how": "given"}
         self.lam_ = float(lam)
         if start is None:
-            self.estimator_ = template.set_params(consistency=self.lam_).fit(X, y)
+            self.estimator_ = template.set_params(consistency=self.lam_).fit(X, y, sample_weight=weight)
         else:
-            self.estimator_ = self._tuned(start, self.lam_, X, y)
-        self.info_ = {"lam": self.lam_, **info, "start": "scratch" if start is None else
+            self.estimator_ = self._tuned(start, self.lam_, X, y, weight)
+        self.info_ = {"lam": self.lam_, **info, "pairing": self.pairing, "reweigh": float(self.reweigh),
+                      "start": "scratch" if start is None else
                       f"fine-tuned {self.fine_tune_epochs} epochs from the model's weights"}
 
-    def _tuned(self, start: PaperDNNClassifier, lam: float, X, y) -> PaperDNNClassifier:
+    def deployable_model(self):
+        """The fitted network as it is saved (TorchScript): it takes the codes as they are.
+
+        Returns
+        -------
+        torch.nn.Module
+        """
+        from .counterfactual import deployable_estimator
+        return deployable_estimator(self)
+
+    def _tuned(self, start: PaperDNNClassifier, lam: float, X, y, weight) -> PaperDNNClassifier:
         epochs = self.fine_tune_epochs
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ConfigError(f"fine_tune_epochs must be an int >= 1, got {epochs!r}")
-        base = copy.deepcopy(start).set_params(consistency=lam, domain=self.domain)
-        return base.fine_tune(X, y, epochs=epochs, random_state=start.random_state)
+        base = copy.deepcopy(start).set_params(consistency=lam, domain=self.domain, pairing=self.pairing)
+        return base.fine_tune(X, y, epochs=epochs, sample_weight=weight, random_state=start.random_state)
 
-    def _choose(self, template: PaperDNNClassifier, X, y, seed: int):
+    def _choose(self, template: PaperDNNClassifier, X, y, weight, seed: int):
         from sklearn.metrics import f1_score
 
         from ..models.adapters import as_model
@@ -142,12 +164,13 @@ class CounterfactualLogitPairing(MitigationMethod):
         max_loss = check_float(self.max_f1_loss, "max_f1_loss", minimum=0.0)
         fit_rows, val_rows = validation_split(y, self.validation_size, random_state=seed)
         candidates = []
+        w = None if weight is None else weight[fit_rows]
         base = None if self.fine_tune_epochs is None else clone(template).fit(X[fit_rows], y[fit_rows])
         for lam in [0.0, *lams]:
             if base is None:
-                fitted = clone(template).set_params(consistency=lam).fit(X[fit_rows], y[fit_rows])
+                fitted = clone(template).set_params(consistency=lam).fit(X[fit_rows], y[fit_rows], sample_weight=w)
             else:
-                fitted = self._tuned(base, lam, X[fit_rows], y[fit_rows])
+                fitted = self._tuned(base, lam, X[fit_rows], y[fit_rows], w)
             predicted = fitted.predict(X[val_rows])
             rate = float(DiscriminationCheck(as_model(fitted, name="candidate"), self.domain)
                          .is_idi(X[val_rows]).mean())

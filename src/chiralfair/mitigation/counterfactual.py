@@ -7,7 +7,8 @@ comes with the same label. With ``with_idis=True`` the labelled IDI pairs that :
 hands over (``added=``) join the augmented rows, each pair also in every combination, weight 1 per pair.
 
 A row whose protected value is missing appears with the valid combinations only (design §4: a missing value is
-never a counterpart).
+never a counterpart). Coupled columns move with the protected values, and a counterpart that breaks one of the
+domain's constraints is left out (:func:`augment`), as the discrimination check builds counterparts.
 
 References
 ----------
@@ -26,7 +27,10 @@ from .base import MitigationMethod, fit_with_weights, register_method
 
 
 def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
-    """Every row in every protected combination: rows (n·k, d), labels (n·k,), weights (n·k,) summing to sum(weight).
+    """Every row in every protected combination (couplings applied), weights summing to sum(weight).
+
+    A counterpart that breaks one of the domain's constraints is left out, its row's weight shared by the copies
+    that can exist, so the rows are those the discrimination check would ask about.
 
     Parameters
     ----------
@@ -38,14 +42,24 @@ def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
 
     Returns
     -------
-    rows : numpy.ndarray of int64, shape (n_samples * k, n_features)
-    labels : numpy.ndarray, shape (n_samples * k,)
-    weights : numpy.ndarray of float64, shape (n_samples * k,)
+    rows : numpy.ndarray of int64, shape (m, n_features)
+        ``m = n_samples * k`` for ``k`` combinations, less the counterparts that break a constraint.
+    labels : numpy.ndarray, shape (m,)
+    weights : numpy.ndarray of float64, shape (m,)
     """
-    k = len(domain.combinations)
-    rows = domain.counterparts(X).reshape(-1, X.shape[1])
-    base = np.ones(len(X)) if weight is None else np.asarray(weight, dtype=np.float64)
-    return rows, np.repeat(y, k), np.repeat(base / k, k)
+    n, d = X.shape
+    every = domain.counterparts(X)  # (n, k, d), couplings applied
+    k = every.shape[1]
+    rows = every.reshape(-1, d)
+    base = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    if not domain.constraints:
+        return rows, np.repeat(y, k), np.repeat(base / k, k)
+    # A counterpart that breaks a constraint cannot exist (the discrimination check never asks about it): it is
+    # left out, and the row's weight is shared by the copies that can exist (the row itself always among them).
+    keep = domain.satisfies(rows).reshape(n, k) | (every == X[:, None, :]).all(axis=2)
+    share = base / np.maximum(keep.sum(axis=1), 1)
+    flat = keep.reshape(-1)
+    return rows[flat], np.repeat(y, k)[flat], np.repeat(share, k)[flat]
 
 
 def augmented_training_rows(X: np.ndarray, y: np.ndarray, domain, weight=None, added=None):
@@ -95,6 +109,9 @@ class CounterfactualAugmentation(MitigationMethod):
     fine_tune_epochs : int, optional
         For a :class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`: train it this many epochs on the augmented
         rows from its fitted weights (from a fit on the same rows if it is not fitted) instead of from scratch.
+    reweigh : float, default=0.0
+        Strength of the reweighing of the training rows by group and label (:mod:`.reweighing`; 0: none); each
+        row's copies share its weight.
 
     Attributes
     ----------
@@ -114,11 +131,13 @@ class CounterfactualAugmentation(MitigationMethod):
 
     uses_idis = False
 
-    def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None):
+    def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None,
+                 reweigh: float = 0.0):
         self.estimator = estimator
         self.domain = domain
         self.with_idis = with_idis
         self.fine_tune_epochs = fine_tune_epochs
+        self.reweigh = reweigh
 
     def _fit(self, X, y, sample_weight=None, added=None) -> None:
         if self.estimator is None:
@@ -127,8 +146,11 @@ class CounterfactualAugmentation(MitigationMethod):
             raise ConfigError("with_idis=True: pass the labelled IDI pairs as fit(X, y, added=(rows, labels))")
         if self.with_idis:
             added = (self._codes(added[0]), added[1])
-        rows, labels, weights, n_added = augmented_training_rows(X, y, self.domain, sample_weight,
-                                                                 added if self.with_idis else None)
+        from .reweighing import reweighed
+
+        rows, labels, weights, n_added = augmented_training_rows(
+            X, y, self.domain, reweighed(self.domain, X, y, self.reweigh, sample_weight),
+            added if self.with_idis else None)
         if self.fine_tune_epochs is None:
             self.estimator_ = fit_with_weights(clone(self.estimator), rows, labels, weights)
         else:
@@ -136,8 +158,42 @@ class CounterfactualAugmentation(MitigationMethod):
             self.estimator_ = start.fine_tune(rows, labels, epochs=self.fine_tune_epochs, sample_weight=weights,
                                               random_state=start.random_state)
         self.info_ = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(self.domain.combinations)),
-                      "n_rows_added": n_added, "start": "scratch" if self.fine_tune_epochs is None else
+                      "n_rows_added": n_added, "reweigh": float(self.reweigh),
+                      "start": "scratch" if self.fine_tune_epochs is None else
                       f"fine-tuned {self.fine_tune_epochs} epochs from the model's weights"}
+
+    def deployable_model(self):
+        """The fitted model as it is saved: the estimator fitted on the augmented codes (it needs no wrapper).
+
+        Returns
+        -------
+        sklearn estimator or torch.nn.Module
+            ``estimator_``, or for the paper's DNN its network (TorchScript); ``self`` when the labels are not
+            {0, 1} (the estimator predicts 0/1, not them).
+        """
+        return deployable_estimator(self)
+
+
+def deployable_estimator(method):
+    """A fitted method's ``estimator_`` as a model on its own: the network of a PaperDNNClassifier, else itself.
+
+    Parameters
+    ----------
+    method : MitigationMethod
+        Fitted; its ``estimator_`` takes the codes as they are.
+
+    Returns
+    -------
+    object
+        ``method`` itself when its labels are not {0, 1}.
+    """
+    from .dnn import PaperDNNClassifier
+
+    if [str(c) for c in method.classes_] != ["0", "1"]:
+        return method
+    if isinstance(method.estimator_, PaperDNNClassifier):
+        return method.estimator_.module_
+    return method.estimator_
 
 
 def fitted_start(estimator, X, y):

@@ -5,12 +5,14 @@
 numpy generator, one intra-op thread): with no weights and no penalty the weights are bit-identical to
 ``train_dnn``'s for the same ``random_state``. On top:
 
-- ``sample_weight``: each epoch draws ``round(sum(w))`` rows without replacement with probabilities in proportion to
-  ``w`` (exactly uniform for equal weights), so weights of ``1/k`` on ``k`` copies of each row keep the number of
-  optimiser steps of the original data: the data's size does not change the fit (counterfactual augmentation).
-- ``consistency`` (λ) with a ``domain``: the loss adds λ·mean|logit(x) − logit(x')| over each batch, where x' is x
-  with its protected attributes set to another combination of their values, drawn afresh each epoch
-  (counterfactual logit pairing, Garg et al. 2019, with the counterparts of the discrimination check).
+- ``sample_weight``: when the weights sum to fewer rows than they weigh, each epoch draws ``round(sum(w))`` rows
+  without replacement with probabilities in proportion to ``w``, so weights of ``1/k`` on ``k`` copies of each row
+  keep the number of optimiser steps of the original data: the data's size does not change the fit
+  (counterfactual augmentation). Weights of about one per row (reweighing) weight each row's loss instead.
+- ``consistency`` (λ) with a ``domain``: the loss adds λ·mean|logit(x) − logit(x')| over each batch, where x' is a
+  counterpart of x built by the domain as the discrimination check builds it (couplings applied; one that breaks a
+  constraint is never used), drawn afresh each epoch, or every counterpart at once (``pairing="all"``)
+  (counterfactual logit pairing, Garg et al. 2019; GRFT's repair).
 - :meth:`fine_tune`: a copy trained further for some epochs from the fitted weights (the paper's retraining of
   the DNN, design §8).
 
@@ -30,10 +32,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from .._random import as_generator, derive_seed
-from .._validation import check_float, check_int, check_training_data
+from .._validation import check_choice, check_float, check_int, check_training_data
 from ..exceptions import ConfigError
 
 logger = logging.getLogger(__name__)
+
+PAIRINGS = ("draw", "all")
 
 
 class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
@@ -51,8 +55,13 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
     device : str, default="cpu"
     consistency : float, default=0.0
         λ of the counterfactual logit-pairing penalty (0: none); needs ``domain``.
+    pairing : {"draw", "all"}, default="draw"
+        Which counterparts the penalty pairs each row with: one possible counterpart drawn afresh each epoch, or
+        every possible one (GRFT's repair, the counterfactual loss over all protected values; ``k - 1`` more
+        forward passes per row for ``k`` combinations).
     domain : Domain, optional
-        Names the protected attributes whose values the penalty's counterparts take.
+        Builds the penalty's counterparts as the discrimination check does (couplings applied, counterparts that
+        break a constraint left out).
     random_state : int, numpy.random.Generator or None, default=None
         Seeds the initial weights, the shuffles and the counterparts; None draws fresh entropy.
 
@@ -69,13 +78,15 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, epochs: int = 30, batch_size: int = 128, lr: float = 0.01, standardize: bool = True,
-                 device: str = "cpu", consistency: float = 0.0, domain=None, random_state=None):
+                 device: str = "cpu", consistency: float = 0.0, pairing: str = "draw", domain=None,
+                 random_state=None):
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
         self.standardize = standardize
         self.device = device
         self.consistency = consistency
+        self.pairing = pairing
         self.domain = domain
         self.random_state = random_state
 
@@ -215,11 +226,14 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
         batch_size = check_int(self.batch_size, "batch_size", minimum=1)
         lr = check_float(self.lr, "lr", minimum=0.0, exclusive_minimum=True)
         lam = check_float(self.consistency, "consistency", minimum=0.0)
-        probabilities, epoch_rows = _epoch_draw(sample_weight, len(X))
-        counterparts = _CounterpartDraw(self.domain, X) if lam > 0 else None
+        pairing = check_choice(self.pairing, "pairing", PAIRINGS)
+        probabilities, epoch_rows, loss_weight = _epoch_draw(sample_weight, len(X))
+        counterparts = _Counterparts(self.domain, X) if lam > 0 else None
         module = self.module_.train()
         x_all = torch.as_tensor(X, dtype=torch.float32, device=self.device)
         y_all = torch.as_tensor(y, dtype=torch.float32, device=self.device)[:, None]
+        w_all = None if loss_weight is None else torch.as_tensor(loss_weight, dtype=torch.float32,
+                                                                 device=self.device)[:, None]
         optimizer = torch.optim.NAdam(module.parameters(), lr=lr)
         with single_intra_op_thread():
             for epoch in range(epochs):
@@ -229,15 +243,25 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
                     order = rng.choice(len(X), size=epoch_rows, replace=False, p=probabilities)
                 order_t = torch.as_tensor(order, device=self.device)
                 x_epoch, y_epoch = x_all[order_t], y_all[order_t]
-                x_cf = None if counterparts is None else torch.as_tensor(
-                    counterparts.draw(order, rng), dtype=torch.float32, device=self.device)
+                w_epoch = None if w_all is None else w_all[order_t]
+                x_cf = mask = None
+                if counterparts is not None and pairing == "draw":
+                    x_cf = torch.as_tensor(counterparts.draw(order, rng), dtype=torch.float32, device=self.device)
+                elif counterparts is not None:
+                    every, possible = counterparts.all(order)
+                    x_cf = torch.as_tensor(every, dtype=torch.float32, device=self.device)
+                    mask = torch.as_tensor(possible, dtype=torch.float32, device=self.device)
                 total = 0.0
                 for start in range(0, len(order), batch_size):
-                    xb, yb = x_epoch[start:start + batch_size], y_epoch[start:start + batch_size]
+                    end = start + batch_size
+                    xb, yb = x_epoch[start:end], y_epoch[start:end]
                     logit = module.logit(xb)
-                    loss = F.binary_cross_entropy_with_logits(logit, yb)
-                    if x_cf is not None:
-                        loss = loss + lam * (logit - module.logit(x_cf[start:start + batch_size])).abs().mean()
+                    weight = None if w_epoch is None else w_epoch[start:end]
+                    loss = F.binary_cross_entropy_with_logits(logit, yb, weight=weight)
+                    if x_cf is not None and mask is None:
+                        loss = loss + lam * (logit - module.logit(x_cf[start:end])).abs().mean()
+                    elif x_cf is not None and mask is not None:
+                        loss = loss + lam * _all_pairs_penalty(module, logit, x_cf[start:end], mask[start:end])
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
@@ -246,41 +270,60 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
         module.eval()
 
 
+def _all_pairs_penalty(module, logit, every, possible):
+    """Mean over the possible (row, counterpart) pairs of |logit(x) - logit(x')| (GRFT's repair: every value)."""
+    b, k, d = every.shape
+    gap = (logit - module.logit(every.reshape(b * k, d)).reshape(b, k)).abs() * possible
+    return gap.sum() / possible.sum().clamp(min=1.0)
+
+
 def _epoch_draw(sample_weight, n: int):
-    """Probabilities and rows per epoch for weighted epochs, or (None, n) for plain shuffles."""
+    """How weights act on an epoch: ``(probabilities, rows, None)`` or ``(None, n, loss weights)``.
+
+    When the weights sum to fewer rows than they weigh (counterfactual augmentation's ``k`` copies at ``1/k``),
+    each epoch draws that many rows without replacement in proportion to the weights, keeping the number of
+    optimiser steps of the original data. Otherwise (weights of about 1 per row, such as reweighing's) every row
+    is visited once per epoch and its loss weighted by ``w / mean(w)``. No weights: ``(None, n, None)``.
+    """
     if sample_weight is None:
-        return None, n
+        return None, n, None
     w = np.asarray(sample_weight, dtype=np.float64)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ConfigError(f"sample_weight must hold {n} finite weights >= 0 with a positive sum")
-    rows = min(int(np.count_nonzero(w)), max(1, round(float(w.sum()))))
-    return w / w.sum(), rows
+    rows = max(1, round(float(w.sum())))
+    if rows < int(np.count_nonzero(w)):
+        return w / w.sum(), rows, None
+    return None, n, w / w.mean()
 
 
-class _CounterpartDraw:
-    """Each row with its protected attributes set to another combination of their values, drawn uniformly."""
+class _Counterparts:
+    """Each row's counterparts as the discrimination check builds them: through the domain, couplings applied.
+
+    :meth:`Domain.counterparts <chiralfair.domain.Domain.counterparts>` gives every combination of the protected
+    values applied to the row (coupled columns changed with it, census's Husband <-> Wife). A counterpart equal to
+    the row, or one that breaks a constraint of the domain (which cannot exist, so the check never queries it), is
+    never paired. A row with no possible counterpart is paired with itself: its penalty is 0.
+    """
 
     def __init__(self, domain, X: np.ndarray):
         if domain is None or domain.n_features != X.shape[1] or not domain.protected:
             raise ConfigError("consistency > 0 needs domain=<the Domain of X> with its protected attributes set")
-        self.X, self.columns = X, list(domain.protected)
-        self.combinations = domain.combinations
-        sizes = [a.size for a in domain.attributes]
-        position = domain.protected_value_index(X)
-        valid = (position >= 0).all(axis=1)
-        own = np.full(len(X), -1, dtype=np.int64)
-        if valid.any():
-            own[valid] = np.ravel_multi_index(position[valid].T, sizes)
-        self.own = own
+        n, d = X.shape
+        every = domain.counterparts(X)  # (n, k, d)
+        possible = (every != X[:, None, :]).any(axis=2)
+        if domain.constraints:
+            possible &= domain.satisfies(every.reshape(-1, d)).reshape(possible.shape)
+        self.X, self.every, self.possible = X, every, possible
 
     def draw(self, order: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        k = len(self.combinations)
-        own = self.own[order]
-        pick = np.where(own >= 0, (own + rng.integers(1, max(2, k), size=len(order))) % k,
-                        rng.integers(0, k, size=len(order)))
-        out = self.X[order].copy()
-        out[:, self.columns] = self.combinations[pick]
-        return out
+        """One possible counterpart per row of ``order``, drawn uniformly, shape (len(order), n_features)."""
+        possible = self.possible[order]
+        pick = np.where(possible, rng.random(possible.shape), -1.0).argmax(axis=1)
+        return np.where(possible.any(axis=1)[:, None], self.every[order, pick], self.X[order])
+
+    def all(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every counterpart of each row of ``order`` (n, k, n_features) and which are possible (n, k)."""
+        return self.every[order], self.possible[order]
 
 
 def _safe_std(X: np.ndarray) -> np.ndarray:

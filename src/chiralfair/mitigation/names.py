@@ -5,3 +5,5 @@ Read by the command line to refuse an unknown ``--method`` before the methods ar
 """
 
 BUILTIN_METHODS: tuple[str, ...] = ("paper", "counterfactual", "unaware", "consistency")
+# Not a method class: retrain() tries the methods above at several strengths and picks one on validation rows.
+AUTO_METHOD = "auto"

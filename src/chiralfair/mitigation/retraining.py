@@ -17,14 +17,26 @@ The methods (one module each, registered by name, :mod:`.base`):
   cost in F1 and group metrics is what it shows.
 - ``consistency``: the zoo DNN trained with counterfactual logit pairing, λ chosen on a validation split carved
   from the training rows (:mod:`.consistency`).
+- ``auto``: on a validation split of the training rows, the methods above at several strengths (λ, and the
+  reweighing of the training rows by group and label, :mod:`.reweighing`); the pick has the lowest validation IDI
+  rate among the candidates whose F1 and group metrics stay within the bounds, and the report says what and why
+  (:mod:`.auto`).
+
+Every method builds counterparts as the discrimination check does (:meth:`Domain.counterparts
+<chiralfair.domain.Domain.counterparts>`: couplings applied, a counterpart that breaks a constraint left out). Of
+several methods, one the model's kind cannot run is skipped with a note; a model in another language than the
+codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`), and every retrained
+model is saved in its kind's format (:func:`chiralfair.models.files.save_model_file`).
 
 Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
 are excluded before anything is added, and every set of added rows is checked for test projections, a count that
 must be 0 (``leakage`` in the result). Use :func:`chiralfair.pipeline.search_training_rows` to find the
 IDIs with seeds from the training rows only. Choices (λ) are made on a validation split, never on the test rows.
 
-Guardrail (:mod:`.guardrail`): a method whose held-out IDI interval is not wholly below the before interval, or
-that costs more than ``max_f1_loss`` F1, is marked ``improved = False`` and said first in the report.
+Guardrail (:mod:`.guardrail`): a method that raises the demographic-parity or equalized-odds difference by more
+than ``max_group_increase``, whose held-out IDI interval is not wholly below the before interval, or that costs
+more F1 than the larger of ``max_f1_loss`` and the model's own F1 spread over training seeds (:mod:`.spread`), is
+marked ``improved = False`` and said first in the report.
 
 Protocols: ``holdout`` (default) measures the figures above; ``paper`` re-checks the union of the IDIs added and of
 ``recheck`` against each retrained model ("remaining IDIs", I&D Table 4) and skips the domain draws; ``both`` does
@@ -41,6 +53,7 @@ References
    sweep over shares of the training size).
 .. [4] Garg et al. "Counterfactual Fairness in Text Classification through Robustness." AIES 2019.
 .. [5] Bird et al. "Fairlearn: A toolkit for assessing and improving fairness in AI." Microsoft, 2020.
+.. [6] Kamiran, Calders. "Data preprocessing techniques for classification without discrimination." KAIS 2012.
 """
 
 from __future__ import annotations
@@ -58,7 +71,7 @@ import pandas as pd
 
 from .. import __version__
 from .._random import derive_seed, resolve_random_state
-from .._validation import check_choice, check_float
+from .._validation import check_choice, check_float, check_int
 from ..datasets.base import Dataset
 from ..domain import Domain
 from ..exceptions import ConfigError, ModelCapabilityError
@@ -67,13 +80,16 @@ from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
 from ..storage import json_default
+from .auto import candidates
 from .base import check_shares, make_method, unfitted_copy
 from .evaluation import CONFIDENCE, Evaluator, wilson
-from .guardrail import DEFAULT_MAX_F1_LOSS, judge
+from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, f1_budget, judge
 from .labelling import default_ensemble, fit_ensemble, vote_labels
 from .leakage import HeldOutProjections
+from .names import AUTO_METHOD as AUTO
 from .names import BUILTIN_METHODS
 from .paper import FINE_TUNE_EPOCHS, added_rows, shared_count
+from .spread import DEFAULT_SPREAD_SEEDS, in_spreads
 
 logger = logging.getLogger(__name__)
 
@@ -94,8 +110,9 @@ Trainer = Callable[[np.ndarray, np.ndarray, int], object]
 ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_test_projections_added", "f1",
               "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "test_n",
               "domain_idi_rate", "domain_idi_lower", "domain_idi_upper", "domain_n",
-              "demographic_parity_difference", "equalized_odds_difference", "equalized_odds_undefined",
-              "search_n_idis", "search_n_tested", "search_success_rate",
+              "demographic_parity_difference", "demographic_parity_lower", "demographic_parity_upper",
+              "equalized_odds_difference", "equalized_odds_lower", "equalized_odds_upper", "equalized_odds_undefined",
+              "f1_loss_in_spread", "search_n_idis", "search_n_tested", "search_success_rate",
               "remaining_idis", "n_rechecked", "improved", "guardrail", "choice")
 
 
@@ -128,7 +145,8 @@ class RetrainResult:
         Wall times in seconds: ``ensemble``, ``train`` (one per after-row), ``total``. The only figures that
         differ between two runs with the same ``random_state``.
     meta : dict
-        Package version, parameters, resolved random states, dataset and model names.
+        Package version, parameters, resolved random states, dataset and model names, the couplings and
+        constraints of the counterparts, and what ``auto`` picked (``auto_pick``: method and parameters).
     models : tuple of CountingModel
         The retrained models, one per after-row (not serialised; empty after :meth:`from_json`).
     methods : tuple of str
@@ -137,9 +155,16 @@ class RetrainResult:
         ``n_test_rows_seen`` (test rows whose projection a training row shares: duplicates, not a leak),
         ``n_test``.
     max_f1_loss : float
-        The F1 budget of the guardrail.
+        The F1 budget of the guardrail (raised to the model's own spread when that is larger).
     improved : bool
         Whether every method improved (every after-row's ``improved``).
+    skipped : dict of str to str
+        Methods given that could not train this model's kind again, and why.
+    spread : dict or None
+        The model's own F1 spread over training seeds on validation rows (:mod:`.spread`): ``seeds``,
+        ``validation_f1``, ``spread``, ``std``, ``n_validation``, ``reference``; None when not measured.
+    max_group_increase : float
+        How much a method may raise a group metric.
     """
 
     protocol: str
@@ -157,6 +182,9 @@ class RetrainResult:
     leakage: dict[str, Any] = field(default_factory=dict)
     max_f1_loss: float = DEFAULT_MAX_F1_LOSS
     improved: bool = True
+    skipped: dict[str, str] = field(default_factory=dict)
+    spread: dict[str, Any] | None = None
+    max_group_increase: float = DEFAULT_MAX_GROUP_INCREASE
 
     @property
     def after(self) -> tuple[dict[str, Any], ...]:
@@ -273,7 +301,10 @@ class RetrainResult:
         """
         if self.improved:
             return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
-                    f"before one) at an F1 cost of at most {self.max_f1_loss:g}."]
+                    f"before one) at an F1 cost of at most {f1_budget(self.max_f1_loss, self.spread):g}"
+                    + (" (the model's own F1 spread)" if f1_budget(self.max_f1_loss, self.spread) > self.max_f1_loss
+                       else "") + f", and raised neither the demographic-parity nor the equalized-odds difference by "
+                    f"more than {self.max_group_increase:g}."]
         return ["**Not an improvement**" + f" ({len(self.failures)} of {len(self.after)}):"] + [
             f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
 
@@ -295,6 +326,9 @@ class RetrainResult:
                  f"{self.meta.get('model')}", "", *self.verdict_lines(), "",
                  f"- methods: {', '.join(self.methods)}; protocol: {self.protocol}; held-out rows: "
                  f"{self.meta.get('n_test')} test rows, never trained on",
+                 f"- counterparts: {counterparts_line(self.meta)}",
+                 *[f"- method {name} skipped: {why}" for name, why in self.skipped.items()],
+                 f"- {spread_line(self.spread, self.max_f1_loss)}",
                  f"- leak check: {self.leakage.get('n_idis_excluded', 0)} IDI pairs with a test row's projection "
                  f"excluded; test projections in the training data: {self.leakage.get('n_test_projections_added', 0)}"
                  f" (must be 0); {self.leakage.get('n_test_rows_seen', 0)} of {self.leakage.get('n_test', 0)} test "
@@ -308,9 +342,9 @@ class RetrainResult:
             lines.append("| " + " | ".join(_cell(row, key) for key in columns) + " |")
         lines += ["", "Rates are shares of individuals with a counterpart that gets another label, with 95% "
                   "Wilson intervals; F1, accuracy, the test IDI rate and fairlearn's demographic-parity (DPD) and "
-                  "equalized-odds (EOD) differences are measured on the held-out test rows, over the groups of "
-                  f"{', '.join(self.meta.get('protected', ['?']))}. An EOD is undefined when a group has no "
-                  "positive (or no negative) test row."]
+                  "equalized-odds (EOD) differences (95% bootstrap intervals over the rows) are measured on the "
+                  f"held-out test rows, over the groups of {', '.join(self.meta.get('protected', ['?']))}. An EOD "
+                  "is undefined when a group has no positive (or no negative) test row."]
         choices = [f"- {_label(r)}: {r['choice']}" for r in self.after if r.get("choice")]
         if choices:
             lines += ["", "## Choices (made on a validation split of the training rows)", "", *choices]
@@ -362,10 +396,50 @@ class RetrainResult:
         plt.close(fig)
 
 
-_TABLE = ("stage", "method", "share", "n_rows_added", "f1", "accuracy", "test_idi_rate", "domain_idi_rate",
-          "search_n_idis", "remaining_idis", "demographic_parity_difference", "equalized_odds_difference",
-          "improved")
-_OPTIONAL = ("domain_idi_rate", "search_n_idis", "remaining_idis", "share", "n_rows_added")
+_TABLE = ("stage", "method", "share", "n_rows_added", "f1", "f1_loss_in_spread", "accuracy", "test_idi_rate",
+          "domain_idi_rate", "search_n_idis", "remaining_idis", "demographic_parity_difference",
+          "equalized_odds_difference", "improved")
+_OPTIONAL = ("domain_idi_rate", "search_n_idis", "remaining_idis", "share", "n_rows_added", "f1_loss_in_spread")
+
+
+def counterparts_line(meta: dict[str, Any]) -> str:
+    """How the counterparts were built: the couplings and constraints on, or none (every table says which).
+
+    Parameters
+    ----------
+    meta : dict
+        :attr:`RetrainResult.meta`.
+
+    Returns
+    -------
+    str
+    """
+    couplings, constraints = meta.get("couplings"), meta.get("constraints")
+    if couplings is None:
+        return "not recorded"
+    text = "couplings on: " + "; ".join(couplings) if couplings else "no coupling (the protected columns only)"
+    return text + (f"; constraints: {'; '.join(constraints)}" if constraints else "")
+
+
+def spread_line(spread: dict[str, Any] | None, max_f1_loss: float) -> str:
+    """The model's own F1 spread and the F1 budget it sets, in words.
+
+    Parameters
+    ----------
+    spread : dict or None
+    max_f1_loss : float
+
+    Returns
+    -------
+    str
+    """
+    if not spread:
+        return f"F1 budget {max_f1_loss:g} (the model's own F1 spread over training seeds was not measured)"
+    values = ", ".join(f"{v:.3f}" for v in spread["validation_f1"])
+    return (f"the model's own F1 spread: {spread['spread']:.3f} (its kind trained with {len(spread['seeds'])} "
+            f"training seeds, F1 {values} on {spread['n_validation']} validation rows of the training split); F1 "
+            f"budget: {f1_budget(max_f1_loss, spread):.3f}, the larger of max_f1_loss ({max_f1_loss:g}) and the "
+            "spread; the column f1_loss_in_spread is the F1 loss in units of the spread")
 
 
 def _label(row) -> str:
@@ -382,6 +456,12 @@ def _cell(row, key: str) -> str:
     if key in ("test_idi_rate", "domain_idi_rate"):
         prefix = key[: -len("rate")]
         return f"{value:.4f} [{row[prefix + 'lower']:.4f}, {row[prefix + 'upper']:.4f}]"
+    if key in ("demographic_parity_difference", "equalized_odds_difference"):
+        prefix = key[: -len("difference")]
+        low, high = row.get(prefix + "lower"), row.get(prefix + "upper")
+        return f"{value:.4f}" + ("" if low is None or high is None else f" [{low:.3f}, {high:.3f}]")
+    if key == "f1_loss_in_spread":
+        return f"{value:.2f}"
     if key == "remaining_idis":
         return f"{int(value)} / {int(row['n_rechecked'])} (paper protocol, leaks)"
     if key == "improved":
@@ -412,9 +492,10 @@ def check_methods(method) -> tuple[str, ...]:
 
     names = [method] if isinstance(method, str) else list(method)
     if not names:
-        raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}")
+        raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}, {AUTO}")
     for name in names:
-        METHODS.check(name)
+        if name != AUTO:
+            METHODS.check(name)
     return tuple(dict.fromkeys(names))
 
 
@@ -423,6 +504,8 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
             trainer: Trainer | None = None, recheck=None, train_index=None, searched_with: dict | None = None,
             search: bool | None = None, search_random_state: int | None = None,
             method_params: dict[str, dict] | None = None, max_f1_loss: float = DEFAULT_MAX_F1_LOSS,
+            max_group_increase: float = DEFAULT_MAX_GROUP_INCREASE, spread_seeds: int = DEFAULT_SPREAD_SEEDS,
+            validation_size: float = 0.2, own_spread: dict | None = None, plausible_only: bool = False,
             margin: float = 0.005, cache_dir=None, random_state: int = 0) -> RetrainResult:
     """Train the model again with each mitigation method and compare before and after on the held-out rows.
 
@@ -436,7 +519,8 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         The IDIs to add; needed by ``paper`` (and ``counterfactual`` with ``with_idis``). A bare array of IDIs is
         accepted with ``pairs="idi"``. Pairs with a test row's projection are excluded (``leakage``).
     method : str or sequence of str, default="paper"
-        ``paper``, ``counterfactual``, ``unaware``, ``consistency`` (see the module docstring), one or several.
+        ``paper``, ``counterfactual``, ``unaware``, ``consistency``, ``auto`` (see the module docstring), one or
+        several. Of several, one that cannot train this model's kind again is skipped with a note.
     protocol : {"holdout", "paper", "both"}, default="holdout"
     share : float or sequence of float, default=1.0
         Share of the IDI pairs added, in (0, 1]; several values retrain once per value (smaller shares are
@@ -465,7 +549,20 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         Constructor arguments per method, e.g. ``{"consistency": {"lam": 1.0}, "counterfactual":
         {"with_idis": True}}``.
     max_f1_loss : float, default=0.01
-        The guardrail's F1 budget.
+        The guardrail's F1 budget; the model's own F1 spread over training seeds raises it when larger.
+    max_group_increase : float, default=0.02
+        How much a method may raise the demographic-parity or equalized-odds difference on the test rows.
+    spread_seeds : int, default=3
+        Training seeds over which the model's kind is trained on a validation split of the training rows to measure
+        its own F1 spread (:mod:`.spread`; 0: not measured unless ``auto`` needs it).
+    validation_size : float, default=0.2
+        Share of the training rows held out for the spread and for ``auto``'s choice.
+    own_spread : dict, optional
+        The model's own F1 spread measured before (an earlier :attr:`RetrainResult.spread` of the same model and
+        training rows), used instead of measuring it again (``auto`` still trains its reference).
+    plausible_only : bool, default=False
+        The IDI rates count plausible counterparts only (their values occur in the data); the methods still make
+        the model consistent on every possible counterpart.
     margin : float, default=0.005
         Sampling margin of the IDI rate over domain draws, in (0, 0.5].
     cache_dir : str or path-like, optional
@@ -482,10 +579,11 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     ------
     ConfigError
         For a parameter outside its bounds, an unknown method or method parameter, a method that adds IDIs
-        without ``idis`` or with none left after the leak exclusion, or IDIs of another width than the domain's.
+        without ``idis`` or with none left after the leak exclusion, IDIs of another width than the domain's, or
+        ``auto`` with too few training rows for a validation split.
     ModelCapabilityError
-        For a model a method cannot train again (the message says what to pass), or ``mode="fine-tune"`` on a
-        model that is not the zoo DNN.
+        For a model no method given can train again (the message says what to pass), or ``mode="fine-tune"`` on
+        a model that is not the zoo DNN.
 
     Examples
     --------
@@ -518,25 +616,25 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     shares = check_shares(share)
     margin = check_float(margin, "margin", minimum=0.0, maximum=0.5, exclusive_minimum=True)
     max_f1_loss = check_float(max_f1_loss, "max_f1_loss", minimum=0.0)
+    max_group_increase = check_float(max_group_increase, "max_group_increase", minimum=0.0)
+    spread_seeds = check_int(spread_seeds, "spread_seeds", minimum=0)
     params = _method_params(method_params, methods)
     domain = dataset.domain
     start = time.perf_counter()
     rng, random_state_described = resolve_random_state(random_state)
     counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
     paper_mode = _paper_mode(counting, mode, trainer) if "paper" in methods else None
-    if paper_mode is not None:  # "paper" in methods
-        _check_trainable(counting, paper_mode, trainer)
-    for name in methods:
-        if name != "paper":
-            _base_estimator(name, counting, train_seed, trainer)  # refuse before any training
+    methods, skipped = _runnable(methods, counting, paper_mode, trainer)  # refused before any training
     ensemble_seed, choice_seed, domain_seed = derive_seed(rng), derive_seed(rng), derive_seed(rng)
-    method_seeds = {name: derive_seed(rng) for name in methods}
+    method_seeds = {name: derive_seed(rng) for name in (*methods, *skipped)}
+    validation_seed, spread_extra = derive_seed(rng), [derive_seed(rng) for _ in range(max(0, spread_seeds - 1))]
     projections = HeldOutProjections.of(domain, dataset.X[train], dataset.X[test])
     leakage = {"n_idis_excluded": 0, "n_test_projections_added": 0,
                "n_test_rows_seen": projections.n_test_rows_seen, "n_test": projections.n_test}
+    notes: list[str] = [f"method {name!r} skipped: {why}" for name, why in skipped.items()]
 
     with_idis = [name for name in methods if name == "paper" or params[name].get("with_idis")]
-    seconds: dict[str, Any] = {"ensemble": 0.0, "train": []}
+    seconds: dict[str, Any] = {"ensemble": 0.0, "train": [], "spread": 0.0}
     X_idi = X_counterpart = labels = None
     ensemble_info, source = None, {"kind": "none"}
     if with_idis:
@@ -560,6 +658,15 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         values, counts = np.unique(labels, return_counts=True)
         ensemble_info["label_counts"] = {str(k): int(v) for k, v in zip(values, counts, strict=True)}
 
+    t = time.perf_counter()
+    own = _OwnSpread.measure(counting, dataset, train, trainer, seeds=[train_seed, *spread_extra],
+                             validation_size=validation_size, random_state=validation_seed,
+                             needed=AUTO in methods, wanted=spread_seeds > 0 and own_spread is None,
+                             plausible_only=plausible_only)
+    if own_spread is not None and AUTO not in methods:
+        own.spread = dict(own_spread)
+    seconds["spread"] = time.perf_counter() - t
+    notes += own.notes
     do_search = _resolve_search(search, protocol, source)
     fresh_state = _fresh_search_state(source, search_random_state) if do_search else None
     union = (_recheck_union(X_idi, recheck, domain) if X_idi is not None and protocol in ("paper", "both")
@@ -567,10 +674,11 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     order = None if X_idi is None else np.random.default_rng(choice_seed).permutation(len(X_idi))
     evaluate = Evaluator(dataset, test, union=union, domain_rate=protocol != "paper",
                          source=source if do_search else None, search_state=fresh_state, margin=margin,
-                         domain_seed=domain_seed)
+                         domain_seed=domain_seed, plausible_only=plausible_only)
     before = {**dict.fromkeys(ROW_FIELDS), **evaluate(counting), "stage": "before", "share": 0.0,
               "n_pairs_added": 0, "n_rows_added": 0, "n_test_projections_added": 0}
-    rows, models, how = [before], [], {}
+    rows, models, how, picked = [before], [], {}, None
+    bounds = {"max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase, "spread": own.spread}
     for name in methods:
         for s in (shares if name in with_idis else (None,)):
             added, n_pairs = None, 0
@@ -584,6 +692,11 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                 retrained, how[name] = _train_again(counting, dataset, train, X_new, y_new, mode=paper_mode,
                                                     trainer=trainer, random_state=train_seed, cache_dir=cache_dir)
                 info = {"n_rows_added": int(len(X_new))}
+            elif name == AUTO:
+                retrained, info = _auto(counting, dataset, train, own, params[name], bounds, train_seed,
+                                        method_seeds[name])
+                how[name] = info.pop("how")
+                picked = info.pop("pick")
             else:
                 retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
                                             method_seeds[name])
@@ -594,11 +707,13 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                    "n_pairs_added": n_pairs, "n_rows_added": info.get("n_rows_added", 0),
                    "n_test_projections_added": 0 if added is None else projections.verify(domain, added[0], name),
                    "choice": info.get("choice")}
-            row["improved"], row["guardrail"] = judge(before, row, max_f1_loss)
+            row["f1_loss_in_spread"] = in_spreads(before["f1"] - row["f1"], own.spread)
+            row["improved"], row["guardrail"] = judge(before, row, max_f1_loss, max_group_increase=max_group_increase,
+                                                      spread=own.spread)
             rows.append(row)
             models.append(retrained)
 
-    notes = _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
+    notes += _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
     if X_idi is not None and protocol != "holdout" and recheck is None:
         notes.append("paper protocol: only the IDIs added were re-checked (no recheck= set, e.g. the IDIs of the "
                      "other seed strategy as in I&D Table 4)")
@@ -612,10 +727,13 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
             "model": counting.name, "random_state": random_state_described, "train_random_state": train_seed,
             "search_random_state": fresh_state,
             "fine_tune_epochs": FINE_TUNE_EPOCHS if paper_mode == "fine-tune" else None,
+            "couplings": [c for c in domain.describe_couplings() if "inactive" not in c],
+            "constraints": domain.describe_constraints(),
             "params": {"methods": list(methods), "protocol": protocol, "share": list(shares), "pairs": pairs,
                        "mode": mode, "paper_mode": paper_mode, "margin": margin, "confidence": CONFIDENCE,
-                       "max_f1_loss": max_f1_loss, "method_params": params},
-            "source": {k: v for k, v in source.items() if k != "result"},
+                       "max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase,
+                       "spread_seeds": spread_seeds, "validation_size": validation_size, "method_params": params},
+            "source": {k: v for k, v in source.items() if k != "result"}, "auto_pick": picked,
             "n_train": int(len(train)), "n_test": int(len(test)),
             "n_rechecked": None if union is None else int(len(union))}
     plain = tuple(_plain_row(r) for r in rows)
@@ -623,10 +741,167 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                          n_idis=0 if X_idi is None else int(len(X_idi)), rows=plain, ensemble=ensemble_info,
                          notes=tuple(notes), seconds={**seconds, "total": time.perf_counter() - start}, meta=meta,
                          models=tuple(models), methods=methods, leakage=leakage, max_f1_loss=max_f1_loss,
-                         improved=all(r["improved"] for r in plain[1:]))
+                         improved=all(r["improved"] for r in plain[1:]), skipped=skipped,
+                         spread=_plain_spread(own.spread), max_group_increase=max_group_increase)
 
 
 # ------------------------------------------------------------------------------------------- methods
+def _runnable(methods: tuple[str, ...], model: CountingModel, paper_mode, trainer):
+    """The methods that can train this model again, and those that cannot with why (skipped, said in the notes).
+
+    Raises
+    ------
+    ModelCapabilityError
+        When none can: the first method's reason.
+    """
+    runnable, skipped, first = [], {}, None
+    for name in methods:
+        try:
+            if name == "paper":
+                _check_trainable(model, paper_mode, trainer)
+            elif name == AUTO:
+                for candidate, _ in candidates(torch=_is_zoo_dnn(model)):
+                    _base_estimator(candidate, model, 0, trainer)
+            else:
+                _base_estimator(name, model, 0, trainer)  # raises for a model kind the method cannot train
+        except ModelCapabilityError as err:
+            first = first or err
+            skipped[name] = str(err)
+            continue
+        runnable.append(name)
+    if not runnable:
+        raise cast(ModelCapabilityError, first)
+    return tuple(runnable), skipped
+
+
+def _is_zoo_dnn(model: CountingModel) -> bool:
+    spec = getattr(model, "spec", None)
+    return spec is not None and spec.is_torch
+
+
+@dataclass
+class _OwnSpread:
+    """The validation split of the training rows, the model's kind trained on its fitting rows once per seed.
+
+    With the spread of their validation F1 (:mod:`.spread`); None figures when not measured (said in the notes).
+    """
+
+    spread: dict[str, Any] | None = None
+    references: list = field(default_factory=list)
+    fit_rows: np.ndarray | None = None
+    validation_rows: np.ndarray | None = None
+    notes: list[str] = field(default_factory=list)
+    evaluate: Evaluator | None = None
+
+    @classmethod
+    def measure(cls, model: CountingModel, dataset: Dataset, train, trainer, *, seeds, validation_size: float,
+                random_state: int, needed: bool, wanted: bool, plausible_only: bool = False) -> _OwnSpread:
+        from .spread import measure_spread
+        from .validation import validation_split
+
+        if not (needed or wanted):
+            return cls()
+        try:
+            fit_at, validation_at = validation_split(dataset.y[train], validation_size, random_state=random_state)
+        except ConfigError as err:
+            if needed:
+                raise ConfigError(f"method 'auto' chooses on a validation split of the training rows: {err}") from None
+            return cls(notes=[f"the model's own F1 spread was not measured: {err}"])
+        fit_rows, validation_rows = train[fit_at], train[validation_at]
+        if not _can_fit_kind(model, trainer):
+            return cls(notes=[f"the model's own F1 spread was not measured: chiralfair cannot train {model.name!r} "
+                              "again (pass trainer=)"])
+        evaluate = Evaluator(dataset, validation_rows, domain_rate=False, plausible_only=plausible_only)
+        spread, models = measure_spread(lambda rows, seed: _fit_model_kind(model, dataset, rows, seed, trainer),
+                                        evaluate, fit_rows, seeds)
+        spread["n_validation"] = int(len(validation_rows))
+        return cls(spread=spread, references=models, fit_rows=fit_rows, validation_rows=validation_rows,
+                   evaluate=evaluate)
+
+
+def _can_fit_kind(model: CountingModel, trainer) -> bool:
+    """Whether chiralfair can train the model's kind from scratch (a trainer, a zoo model, an sklearn estimator)."""
+    return trainer is not None or getattr(model, "spec", None) is not None or _is_sklearn_estimator(model.estimator)
+
+
+def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, trainer):
+    """The model's kind trained from scratch on dataset rows ``rows`` with training seed ``seed``."""
+    from .refit import refit_copy
+
+    spec = getattr(model, "spec", None)
+    X, y = dataset.X[rows], dataset.y[rows]
+    if trainer is not None:
+        return _wrap_trained(trainer(X, y, int(seed)), model, f"seed{seed}-{model.name}")
+    if spec is not None:
+        return spec.fit(X, y, random_state=int(seed))
+    return refit_copy(model, X, y, int(seed), f"seed{seed}-{model.name}")
+
+
+def _auto(model: CountingModel, dataset: Dataset, train, own: _OwnSpread, params: dict, bounds: dict,
+          train_seed: int, method_seed: int):
+    """Method ``auto`` (:mod:`.auto`): each candidate on the validation split, the pick trained on all rows."""
+    from .auto import broken_bounds, choose, describe
+    from .guardrail import f1_budget
+
+    unknown = set(params) - {"candidates"}
+    if unknown:
+        raise ConfigError(f"auto: unknown parameters {sorted(unknown)} (candidates: a list of (method, params))")
+    tried_on = params.get("candidates") or candidates(torch=_is_zoo_dnn(model))
+    if own.spread is None or own.evaluate is None or own.fit_rows is None or own.validation_rows is None:
+        raise ConfigError("method 'auto' needs the model's kind trained on a validation split (none was made)")
+    reference_model = own.references[0]
+    evaluate = own.evaluate
+    reference = _validation_figures(own.spread["reference"])
+    budget = f1_budget(bounds["max_f1_loss"], own.spread)
+    tried = []
+    for name, candidate in tried_on:
+        fitted, _ = _mitigate(name, reference_model, dataset, own.fit_rows, None, dict(candidate), train_seed,
+                              method_seed)
+        tried.append({"label": describe(name, candidate), **_validation_figures(evaluate(fitted))})
+    pick, why = choose(tried, reference, f1_budget=budget, max_group_increase=bounds["max_group_increase"],
+                       n_validation=len(own.validation_rows))
+    name, chosen = tried_on[pick]
+    retrained, info = _mitigate(name, model, dataset, train, None, dict(chosen), train_seed, method_seed)
+    listed = "; ".join(_candidate_text(t, broken_bounds(t, reference, f1_budget=budget,
+                                                        max_group_increase=bounds["max_group_increase"]))
+                       for t in tried)
+    info["choice"] = (f"picked {tried[pick]['label']}: {why}. Bounds on the {len(own.validation_rows)} validation "
+                      f"rows, against the model's kind trained on the other {len(own.fit_rows)} training rows (F1 "
+                      f"{reference['f1']:.3f}, DPD {_short(reference['demographic_parity_difference'])}, EOD "
+                      f"{_short(reference['equalized_odds_difference'])}): F1 at most {budget:.3f} lower (the larger "
+                      f"of max_f1_loss and the spread), DPD and EOD at most {bounds['max_group_increase']:g} higher. "
+                      f"Candidates: {listed}")
+    info["how"] = f"auto: {name} ({info['how']})"
+    info["pick"] = {"method": name, "params": dict(chosen)}
+    return retrained, info
+
+
+def _candidate_text(tried: dict[str, Any], broken: list[str]) -> str:
+    return (f"{tried['label']}: IDI rate {tried['idi_rate']:.2%}, F1 {tried['f1']:.3f}, DPD "
+            f"{_short(tried['demographic_parity_difference'])}, EOD {_short(tried['equalized_odds_difference'])}"
+            + (f" (breaks {', '.join(broken)})" if broken else ""))
+
+
+def _validation_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of :class:`Evaluator` on validation rows as ``auto`` reads it (a row already read is kept)."""
+    if "idi_rate" in row:
+        return dict(row)
+    return {"f1": row["f1"], "idi_rate": row["test_idi_rate"],
+            "demographic_parity_difference": row["demographic_parity_difference"],
+            "equalized_odds_difference": row["equalized_odds_difference"]}
+
+
+def _short(value) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _plain_spread(spread: dict[str, Any] | None) -> dict[str, Any] | None:
+    if spread is None:
+        return None
+    kept = {k: v for k, v in spread.items() if k != "reference"}
+    return {**kept, "reference": _validation_figures(spread["reference"])}
+
+
 def _method_params(method_params, methods) -> dict[str, dict]:
     given = dict(method_params or {})
     unknown = sorted(set(given) - set(methods))
@@ -676,15 +951,39 @@ def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import FunctionTransformer
         return Pipeline([("to_frame", FunctionTransformer(model.language.to_frame)), ("model", copy)])
-    raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: it is neither a zoo model "
-                               "nor an sklearn estimator")
+    raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: {_why_not(model)}")
+
+
+def _why_not(model: CountingModel) -> str:
+    """Why chiralfair cannot train a model's kind again (its methods train the zoo models and sklearn estimators)."""
+    from ..models._torch import is_torch_module
+    from ..models.files import OnnxClassifier
+
+    estimator = model.estimator
+    if isinstance(estimator, OnnxClassifier):
+        return ("it is an ONNX graph, which holds no training recipe; retrain the model it was exported from (an "
+                "sklearn estimator, the zoo DNN) and export it again")
+    if is_torch_module(estimator):
+        return ("it is a torch module whose training recipe chiralfair does not know; the methods train the zoo DNN "
+                "and sklearn estimators, and 'paper' trains any model with trainer=<callable(X, y, random_state)> "
+                "(Python)")
+    return f"it is neither a zoo model nor an sklearn estimator ({type(estimator).__name__})"
 
 
 def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, params: dict, train_seed: int,
               method_seed: int):
     """Fit method ``name`` on the training rows (plus ``added`` rows); the wrapped model and what was done."""
-    if name == "counterfactual" and _refits_in_its_own_language(model, params):
-        return _counterfactual_in_its_own_language(model, dataset, train, added, params, train_seed)
+    from .refit import (
+        counterfactual_in_its_own_language,
+        refits_in_its_own_language,
+        speaks_codes_and_labels,
+        unaware_in_its_own_language,
+    )
+
+    if name == "counterfactual" and refits_in_its_own_language(model, params):
+        return counterfactual_in_its_own_language(model, dataset, train, added, params, train_seed)
+    if name == "unaware" and refits_in_its_own_language(model, params):
+        return unaware_in_its_own_language(model, dataset, train, params, train_seed)
     estimator = _base_estimator(name, model, train_seed, None)
     from .dnn import PaperDNNClassifier
     if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
@@ -701,56 +1000,8 @@ def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, p
             for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
             if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
     info["how"] = type(method).__name__
-    method.in_model_language_ = _speaks_codes_and_labels(model.language)
+    method.in_model_language_ = speaks_codes_and_labels(model.language)
     return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
-
-
-def _refits_in_its_own_language(model: CountingModel, params: dict) -> bool:
-    """Whether counterfactual augmentation refits the user's own estimator on its own input and labels.
-
-    For an sklearn estimator that does not speak codes and labels {0, 1} (a raw-frame Pipeline, labels such as
-    ``">50K"``): the augmented rows go through the model's language, so the fitted estimator is the user's kind of
-    model, measured as it is saved and loaded back with ``--model``.
-    """
-    return (getattr(model, "spec", None) is None and _is_sklearn_estimator(model.estimator)
-            and params.get("fine_tune_epochs") is None and not _speaks_codes_and_labels(model.language))
-
-
-def _counterfactual_in_its_own_language(model: CountingModel, dataset: Dataset, train, added, params: dict,
-                                        seed: int):
-    """:class:`CounterfactualAugmentation`'s rows and weights, fitted by a copy of the user's estimator."""
-    from .base import fit_with_weights
-    from .counterfactual import augmented_training_rows
-
-    unknown = set(params) - {"with_idis"}
-    if unknown:
-        raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
-                          "language (with_idis only)")
-    if params.get("with_idis") and added is None:
-        raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
-    domain, language = dataset.domain, model.language
-    rows, labels, weights, n_added = augmented_training_rows(dataset.X[train], dataset.y[train], domain,
-                                                             added=added if params.get("with_idis") else None)
-    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), language.model_input(rows),
-                              language.model_labels(labels), weights)
-    retrained = as_model(fitted, name=f"counterfactual-{model.name}", batch_size=model.batch_size,
-                         output="auto" if language.output == "label" else language.output,
-                         positive_class=language.positive_class, to_frame=language.to_frame,
-                         classes=None if hasattr(fitted, "classes_") else language.classes)
-    info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
-            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
-            "language": "refitted in the model's own input and labels (saved as your kind of model)"}
-    return retrained, info
-
-
-def _speaks_codes_and_labels(language) -> bool:
-    """Whether a model of this language takes the integer codes and labels {0, 1}, as every mitigation method does.
-
-    Then a fitted method can stand in for the model (``--model`` loads it back); a raw-frame Pipeline with labels
-    such as ``">50K"`` is spoken to through ``to_frame`` and ``model_labels``, which a saved method does not do.
-    """
-    classes = language.classes
-    return not language.takes_frame and (classes is None or [str(c) for c in classes] == ["0", "1"])
 
 
 # ------------------------------------------------------------------------------------------- inputs
@@ -870,9 +1121,8 @@ def _check_trainable(model: CountingModel, mode: str, trainer) -> None:
     if spec is not None or _is_sklearn_estimator(model.estimator):
         return
     raise ModelCapabilityError(
-        f"cannot train model {model.name!r} again: it is neither a zoo model nor an sklearn estimator. Pass "
-        "trainer=<callable(X, y, random_state) -> model> that trains its architecture on int codes X (n, d) and "
-        "labels y in {0, 1}")
+        f"cannot train model {model.name!r} again: {_why_not(model)}. Pass trainer=<callable(X, y, random_state) -> "
+        "model> that trains its architecture on int codes X (n, d) and labels y in {0, 1}")
 
 
 def _is_sklearn_estimator(obj) -> bool:
@@ -927,12 +1177,9 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
         rows = np.concatenate([train, np.arange(dataset.n_samples, dataset.n_samples + len(X_new))])
         trained = train_model(augmented, spec, random_state=random_state, train_index=rows, cache_dir=cache_dir)
         return trained.model, "spec"
-    language = model.language
-    fitted = unfitted_copy(model.estimator, random_state).fit(language.model_input(X), language.model_labels(y))
-    return as_model(fitted, name=name, batch_size=model.batch_size,
-                    output="auto" if language.output == "label" else language.output,
-                    positive_class=language.positive_class, to_frame=language.to_frame,
-                    classes=None if hasattr(fitted, "classes_") else language.classes), "sklearn-clone"
+    from .refit import refit_copy
+
+    return refit_copy(model, X, y, int(random_state), name), "sklearn-clone"
 
 
 def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:

@@ -34,6 +34,8 @@ class Unawareness(MitigationMethod):
     estimator : sklearn classifier
         Unfitted; cloned and fitted on the blinded codes, shape (n_samples, n_features).
     domain : Domain
+    reweigh : float, default=0.0
+        Strength of the reweighing of the training rows by group and label (:mod:`.reweighing`; 0: none).
 
     Attributes
     ----------
@@ -42,21 +44,47 @@ class Unawareness(MitigationMethod):
         ``n_columns_blinded``: the protected columns and the coupled ones.
     """
 
-    def __init__(self, estimator=None, domain=None):
+    def __init__(self, estimator=None, domain=None, *, reweigh: float = 0.0):
         self.estimator = estimator
         self.domain = domain
+        self.reweigh = reweigh
 
     def _fit(self, X, y, sample_weight=None) -> None:
+        from .reweighing import reweighed
+
         if self.estimator is None:
             raise ConfigError("Unawareness needs estimator=<an sklearn classifier>")
+        sample_weight = reweighed(self.domain, X, y, self.reweigh, sample_weight)
         inner = clone(self.estimator)
         if sample_weight is None:
             self.estimator_ = fit_plain(inner, self._model_input(X), y)
         else:
             from .base import fit_with_weights
             self.estimator_ = fit_with_weights(inner, self._model_input(X), y, np.asarray(sample_weight))
-        self.info_ = {"n_columns_blinded": int(len(self.domain.protected) + len(self.domain.coupled_columns))}
+        self.info_ = {"n_columns_blinded": int(len(self.domain.protected) + len(self.domain.coupled_columns)),
+                      "reweigh": float(self.reweigh)}
 
     def _model_input(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64)
         return self.domain.counterpart_rows(X, np.zeros(len(X), dtype=np.int64))
+
+    def deployable_model(self):
+        """The fitted model as it is saved: the estimator with its blinding, predicting on codes on its own.
+
+        Returns
+        -------
+        BlindedClassifier or BlindedNetwork
+            A :class:`~chiralfair.mitigation.blinding.BlindedClassifier` (skops), or for the paper's DNN a
+            :class:`~chiralfair.mitigation.blinded_network.BlindedNetwork` (TorchScript); ``self`` when the labels
+            are not {0, 1} (the saved model would not speak them).
+        """
+        from .blinding import BlindedClassifier, codes_blinding
+        from .dnn import PaperDNNClassifier
+
+        if [str(c) for c in self.classes_] != ["0", "1"]:
+            return self
+        blinding = codes_blinding(self.domain)
+        if isinstance(self.estimator_, PaperDNNClassifier):
+            from .blinded_network import BlindedNetwork
+            return BlindedNetwork(self.estimator_.module_, blinding)
+        return BlindedClassifier.of(self.estimator_, blinding)

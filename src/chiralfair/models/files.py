@@ -4,7 +4,8 @@
 suffix                      loaded with
 ==========================  ==================================================================================
 ``.skops``                  ``skops.io.load`` after ``skops.io.get_untrusted_types``: a file holding types
-                            outside skops' trusted set is refused (listing them) unless ``trust=True``
+                            outside skops' trusted set (and chiralfair's own, :data:`CHIRALFAIR_TRUSTED_TYPES`)
+                            is refused (listing them) unless ``trust=True``
 ``.pt``, ``.pth``, ``.ts``  ``torch.jit.load`` (TorchScript; loading runs no Python code from the file)
 ``.onnx``                   ``onnxruntime.InferenceSession`` (CPU), batched; a black box (no input gradient)
 ``.joblib``, ``.pkl``,      ``joblib.load`` only with ``trust=True``: unpickling runs code stored in the file
@@ -30,6 +31,10 @@ TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts")
 ONNX_SUFFIXES = (".onnx",)
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 MODEL_SUFFIXES = SKOPS_SUFFIXES + TORCHSCRIPT_SUFFIXES + ONNX_SUFFIXES + PICKLE_SUFFIXES
+# chiralfair's own types that a saved model holds (the unaware model's wrapper: a fitted estimator and lists of
+# codes). Loading them runs chiralfair's code only, never code from the file, so they need no --trust-model-file;
+# the types inside them are checked as any others.
+CHIRALFAIR_TRUSTED_TYPES = ("chiralfair.mitigation.blinding.BlindedClassifier",)
 
 
 def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:
@@ -115,6 +120,8 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
     trained torch model)            one input row of zeros); loads back with ``--model FILE``
     an sklearn estimator/pipeline   ``<stem>.skops`` (``skops.io.dump``), or ``<stem>.joblib`` when ``like`` is a
                                     joblib/pickle file
+    a mitigation method             what its ``deployable_model()`` returns, saved as above: the network or the
+                                    estimator it fitted (with the blinding of ``unaware``)
     ==============================  ==============================================================================
 
     The file is written under a temporary name and renamed when whole.
@@ -157,6 +164,9 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
             f"the {getattr(est, 'name', type(est).__name__)} model takes chiralfair's integer codes and labels 0/1, "
             "not your model's input and labels, so a saved file would not load back with --model; its figures are "
             "in the report. In Python, chiralfair.retrain(...).model_of(method) predicts on the dataset's codes")
+    deployable = getattr(est, "deployable_model", None)
+    if callable(deployable):  # a fitted mitigation method: the model it fitted, predicting on its own
+        est = deployable()
     if _is_torch_module(est):
         import torch
 
@@ -229,9 +239,10 @@ def _untrusted_skops_types(path: Path, trust: bool) -> list[str]:
         untrusted = sio.get_untrusted_types(file=path)
     except Exception as err:  # skops raises zipfile/json/key errors for a damaged file
         raise ModelFileError(f"model file {str(path)!r} is not a readable skops file: {err}") from err
-    if untrusted and not trust:
+    unknown = [t for t in untrusted if t not in CHIRALFAIR_TRUSTED_TYPES]
+    if unknown and not trust:
         raise ModelFileError(
-            f"model file {str(path)!r} holds types outside skops' trusted set: {', '.join(untrusted)}. Loading "
+            f"model file {str(path)!r} holds types outside skops' trusted set: {', '.join(unknown)}. Loading "
             "them may run their code; check that you expect them, then pass --trust-model-file (in Python: "
             "trust_model_file=True)")
     return untrusted

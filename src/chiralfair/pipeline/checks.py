@@ -364,7 +364,7 @@ RETRAIN_CHOICES = {"protocol": ("holdout", "paper", "both"), "pairs": ("both", "
 
 
 def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mode="auto", max_f1_loss=0.01,
-                          model: str | None = None) -> tuple[str, ...]:
+                          model: str | None = None, max_group_increase=0.02, spread_seeds=3) -> tuple[str, ...]:
     """Check a retraining's options before any work (light: name tables only).
 
     Parameters
@@ -376,8 +376,13 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     protocol, pairs, mode : str
     max_f1_loss : float
         In [0, 1].
+    max_group_increase : float
+        In [0, 1].
+    spread_seeds : int
+        >= 0.
     model : str, optional
-        A zoo model's name: ``consistency`` and ``mode="fine-tune"`` need the DNN.
+        A zoo model's name: ``mode="fine-tune"`` needs the DNN, and so does ``consistency`` given alone (given
+        beside other methods, it is skipped with a note on another model).
 
     Returns
     -------
@@ -389,13 +394,14 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     ConfigError
         Naming the option and its valid values.
     """
-    from ..mitigation.names import BUILTIN_METHODS
+    from ..mitigation.names import AUTO_METHOD, BUILTIN_METHODS
 
     methods = (method,) if isinstance(method, str) else tuple(method)
     registered = _registry("mitigation", "METHODS")
-    unknown = [m for m in methods if m not in BUILTIN_METHODS and m not in registered]
+    known = {*BUILTIN_METHODS, AUTO_METHOD, *registered}
+    unknown = [m for m in methods if m not in known]
     if unknown or not methods:
-        raise unknown_name("mitigation method", unknown[0] if unknown else "(none)", {*BUILTIN_METHODS, *registered})
+        raise unknown_name("mitigation method", unknown[0] if unknown else "(none)", known)
     for name, value in (("protocol", protocol), ("pairs", pairs), ("mode", mode)):
         if value not in RETRAIN_CHOICES[name]:
             raise ConfigError(f"{name} must be one of {', '.join(RETRAIN_CHOICES[name])}, got {value!r}")
@@ -404,14 +410,47 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
         raise ConfigError(f"share values must lie in (0, 1], got {bad or 'none'}")
     if not 0 <= max_f1_loss <= 1:
         raise ConfigError(f"max_f1_loss must lie in [0, 1], got {max_f1_loss}")
+    if not 0 <= max_group_increase <= 1:
+        raise ConfigError(f"max_group_increase must lie in [0, 1], got {max_group_increase}")
+    if isinstance(spread_seeds, bool) or not isinstance(spread_seeds, int) or spread_seeds < 0:
+        raise ConfigError(f"spread_seeds must be an int >= 0, got {spread_seeds!r}")
     if model is not None and model != "dnn":
-        if "consistency" in methods:
+        if methods == ("consistency",):  # one of several is skipped with a note instead
             raise ConfigError(f"method consistency trains the zoo DNN with a logit penalty; model {model!r} is not it "
                               "(use counterfactual or unaware)")
         if mode == "fine-tune":
             raise ConfigError(f"mode fine-tune continues training the zoo DNN; model {model!r} is retrained from "
                               "scratch (use mode retrain)")
     return methods
+
+
+def check_card_of_retrained(model_card, *, model_file=None, zoo_model: str | None = None) -> None:
+    """Refuse a skops card (``.md``) of a retrained torch network before any training: it describes sklearn models.
+
+    Parameters
+    ----------
+    model_card : path or None
+        ``--model-card``.
+    model_file : path, optional
+        ``--model FILE`` of your own data.
+    zoo_model : str, optional
+        The zoo model of a benchmark.
+
+    Raises
+    ------
+    ConfigError
+    """
+    from pathlib import Path
+
+    from ..models.files import TORCHSCRIPT_SUFFIXES
+
+    if model_card is None or Path(model_card).suffix.lower() != ".md":
+        return
+    torch_file = model_file is not None and Path(model_file).suffix.lower() in TORCHSCRIPT_SUFFIXES
+    if zoo_model == "dnn" or torch_file:
+        raise ConfigError(f"a skops model card ({Path(model_card).name}) describes an sklearn model, and the model "
+                          "retrained here is a torch network; write the CycloneDX card instead (--model-card "
+                          "FILE.json)")
 
 
 def counterpart_options(couple: str | None, constraints=None) -> dict:

@@ -71,25 +71,28 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
     from ..results.run_folder import remove_empty_folders
 
     created = prepare_retrain_folder(out) if out is not None else []
-    searched = False
+    searched = None
     try:
         if idis is None and _adds_idis(params):
             if plan is None:
                 raise ConfigError("retraining needs IDIs: pass idis= or a search plan")
-            idis, _ = search_training_rows(inputs, plan, out=None if out is None else Path(out) / "search",
-                                           cache_dir=cache_dir, on_step=on_step)
-            searched = True
+            idis, searched = search_training_rows(inputs, plan, out=None if out is None else Path(out) / "search",
+                                                  cache_dir=cache_dir, on_step=on_step)
         if on_step is not None:
             on_step("retrain")
         trained = inputs.trained if inputs.trained is not None else inputs.model
         result = retrain(trained, inputs.dataset, idis, train_index=inputs.train_index, searched_with=searched_with,
                          cache_dir=cache_dir, random_state=random_state, **params)
         notes = [n for n in result.notes if not (searched and n.startswith("leak-free only if"))]
+        leakage = dict(result.leakage)
         if searched:
             notes.append("leak-free: the search drew its seeds from the training rows only, and IDI pairs with a "
                          "held-out row's projection were excluded")
+            # the search dropped its pairs with a held-out projection before retrain() saw them: count them here
+            leakage["n_idis_excluded"] += searched["n_idis_excluded"]
+            leakage["n_seeds_excluded"] = searched["n_seeds_excluded"]
         result = replace(result, meta={**result.meta, "test_rows": inputs.test_rows, "source": inputs.source},
-                         notes=tuple(inputs.notes) + tuple(notes))
+                         notes=tuple(inputs.notes) + tuple(notes), leakage=leakage)
         if out is not None:
             write_retrain_folder(result, out, like=inputs.source.get("model_file"))
         return result

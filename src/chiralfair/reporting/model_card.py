@@ -465,7 +465,8 @@ def _retrain_parts(r) -> tuple[list[dict], list[dict], list[str]]:
     metrics = []
     for row in r.rows:
         stage = "before retraining" if row["stage"] == "before" else (
-            f"after retraining ({row.get('method') or 'paper'}, share {row['share']:g})")
+            f"after retraining ({row.get('method') or 'paper'}"
+            + ("" if row["share"] is None else f", share {row['share']:g}") + ")")
         if row.get("test_idi_rate") is not None:
             metrics.append(_metric("share of held-out rows that are IDIs", row["test_idi_rate"],
                                    f"{rows_text}, {stage}",

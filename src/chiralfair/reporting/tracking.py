@@ -297,7 +297,8 @@ def _retrain_figures(result) -> tuple[dict[str, Any], dict[str, float], str, dic
               "dataset": result.meta.get("dataset"), "model": result.meta.get("model")}
     metrics: dict[str, Any] = {"retrain_n_idis": result.n_idis}
     for row in result.rows:
-        stage = "before" if row["stage"] == "before" else f"after_{row.get('method') or 'retrain'}_{row['share']:g}"
+        stage = "before" if row["stage"] == "before" else (f"after_{row.get('method') or 'retrain'}"
+                                                            + ("" if row["share"] is None else f"_{row['share']:g}"))
         for figure in ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
                        "demographic_parity_difference", "equalized_odds_difference", "remaining_idis"):
             metrics[f"retrain/{stage}/{figure}"] = row.get(figure)

@@ -1,0 +1,207 @@
+"""Refitting a copy of your estimator in its own language: its input (codes or your raw frame) and its labels.
+
+A mitigation method on chiralfair's integer codes and labels {0, 1} can stand in for a model that speaks them (the
+zoo models, an estimator fitted on the codes). A model that takes your raw DataFrame, or labels such as ``">50K"``,
+is refitted here instead: the method's training rows are built in codes, sent through the model's language
+(:meth:`ModelLanguage.model_input <chiralfair.models.language.ModelLanguage.model_input>`, ``model_labels``) and a
+copy of your estimator (same hyper-parameters, :func:`~chiralfair.mitigation.base.unfitted_copy`) is fitted on
+them, so the model saved is your kind of model and ``--model`` loads it back.
+
+One function per method builds those rows and fits the copy: :func:`counterfactual_in_its_own_language`,
+:func:`unaware_in_its_own_language`, and :func:`refit_copy` (the model itself on other rows: ``paper``'s added IDI
+pairs, the training-seed spread and ``auto``'s reference).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import ConfigError
+from ..models.adapters import as_model
+from ..models.protocol import CountingModel
+from .base import fit_plain, fit_with_weights, unfitted_copy
+
+
+def speaks_codes_and_labels(language) -> bool:
+    """Whether a model of this language takes the integer codes and labels {0, 1}, as every mitigation method does.
+
+    Then a fitted method can stand in for the model (``--model`` loads it back); a raw-frame Pipeline with labels
+    such as ``">50K"`` is spoken to through ``to_frame`` and ``model_labels``, which a saved method does not do.
+
+    Parameters
+    ----------
+    language : ModelLanguage
+
+    Returns
+    -------
+    bool
+    """
+    classes = language.classes
+    return not language.takes_frame and (classes is None or [str(c) for c in classes] == ["0", "1"])
+
+
+def refits_in_its_own_language(model: CountingModel, params: dict) -> bool:
+    """Whether a method refits the user's own estimator on its own input and labels (see the module docstring).
+
+    For an sklearn estimator that does not speak codes and labels {0, 1} (a raw-frame Pipeline, labels such as
+    ``">50K"``), unless the method fine-tunes the paper's DNN.
+
+    Parameters
+    ----------
+    model : CountingModel
+    params : dict
+        The method's parameters.
+
+    Returns
+    -------
+    bool
+    """
+    from sklearn.base import BaseEstimator
+
+    return (getattr(model, "spec", None) is None and isinstance(model.estimator, BaseEstimator)
+            and params.get("fine_tune_epochs") is None and not speaks_codes_and_labels(model.language))
+
+
+def like_the_model(fitted, model: CountingModel, name: str) -> CountingModel:
+    """``fitted`` (your kind of estimator, in your model's language) wrapped as ``model`` is.
+
+    Parameters
+    ----------
+    fitted : sklearn estimator
+        Fitted on the model's own input and labels.
+    model : CountingModel
+        The model under test, whose language is kept.
+    name : str
+
+    Returns
+    -------
+    CountingModel
+    """
+    language = model.language
+    return as_model(fitted, name=name, batch_size=model.batch_size,
+                    output="auto" if language.output == "label" else language.output,
+                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    classes=None if hasattr(fitted, "classes_") else language.classes)
+
+
+def refit_copy(model: CountingModel, X: np.ndarray, y: np.ndarray, seed: int, name: str) -> CountingModel:
+    """A copy of the model's sklearn estimator fitted on codes ``X`` and labels {0, 1} ``y``, in its own language.
+
+    Parameters
+    ----------
+    model : CountingModel
+        An sklearn estimator or pipeline under test.
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+    y : numpy.ndarray of {0, 1}, shape (n_samples,)
+    seed : int
+        The ``random_state`` of every ``random_state`` left at None.
+    name : str
+
+    Returns
+    -------
+    CountingModel
+    """
+    language = model.language
+    fitted = fit_plain(unfitted_copy(model.estimator, seed), language.model_input(X), language.model_labels(y))
+    return like_the_model(fitted, model, name)
+
+
+def counterfactual_in_its_own_language(model: CountingModel, dataset, train, added, params: dict, seed: int):
+    """Counterfactual augmentation's rows and weights, fitted by a copy of the user's estimator.
+
+    The rows are :class:`~chiralfair.mitigation.counterfactual.CounterfactualAugmentation`'s (its function
+    :func:`~chiralfair.mitigation.counterfactual.augmented_training_rows`), in the model's input and labels.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    train : numpy.ndarray of int64
+        The training rows.
+    added : (numpy.ndarray, numpy.ndarray) or None
+        Labelled IDI rows (``with_idis``).
+    params : dict
+        ``with_idis``, ``reweigh``.
+    seed : int
+
+    Returns
+    -------
+    retrained : CountingModel
+    info : dict
+
+    Raises
+    ------
+    ConfigError
+        For another parameter, or ``with_idis`` without IDI pairs.
+    """
+    from .counterfactual import augmented_training_rows
+    from .reweighing import reweighed
+
+    unknown = set(params) - {"with_idis", "reweigh"}
+    if unknown:
+        raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
+                          "language (with_idis, reweigh)")
+    if params.get("with_idis") and added is None:
+        raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
+    domain, language = dataset.domain, model.language
+    X, y = dataset.X[train], dataset.y[train]
+    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
+    rows, labels, weights, n_added = augmented_training_rows(X, y, domain, weight,
+                                                             added=added if params.get("with_idis") else None)
+    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), language.model_input(rows),
+                              language.model_labels(labels), weights)
+    info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
+            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
+            "reweigh": float(params.get("reweigh", 0.0)),
+            "language": "refitted in the model's own input and labels (saved as your kind of model)"}
+    return like_the_model(fitted, model, f"counterfactual-{model.name}"), info
+
+
+def unaware_in_its_own_language(model: CountingModel, dataset, train, params: dict, seed: int):
+    """Unawareness in the user's language: a copy of the user's estimator fitted on the blinded training rows.
+
+    As :class:`~chiralfair.mitigation.unaware.Unawareness`, with the blinding saved in the model's own raw values.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    train : numpy.ndarray of int64
+    params : dict
+        ``reweigh``.
+    seed : int
+
+    Returns
+    -------
+    retrained : CountingModel
+        Its estimator is a :class:`~chiralfair.mitigation.blinding.BlindedClassifier` that takes the model's own
+        input (your raw frame: the protected and coupled columns blinded in raw values).
+    info : dict
+
+    Raises
+    ------
+    ConfigError
+        For another parameter, or a coupling a raw frame cannot be blinded by (:func:`.blinding.frame_blinding`).
+    """
+    from .blinding import BlindedClassifier, blind, codes_blinding, frame_blinding
+    from .reweighing import reweighed
+
+    unknown = set(params) - {"reweigh"}
+    if unknown:
+        raise ConfigError(f"unaware: unknown parameters {sorted(unknown)} for a model refitted in its own language "
+                          "(reweigh)")
+    domain, language = dataset.domain, model.language
+    X, y = dataset.X[train], dataset.y[train]
+    codes = codes_blinding(domain)
+    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
+    inputs, labels = language.model_input(blind(X, codes)), language.model_labels(y)
+    copy = unfitted_copy(model.estimator, seed)
+    fitted = fit_plain(copy, inputs, labels) if weight is None else fit_with_weights(copy, inputs, labels, weight)
+    blinding: dict[str, Any] = (frame_blinding(domain, language.to_frame, language.feature_names)
+                                if language.takes_frame else codes)
+    info = {"n_columns_blinded": int(len(domain.protected) + len(domain.coupled_columns)), "how": "Unawareness",
+            "reweigh": float(params.get("reweigh", 0.0)),
+            "language": "refitted in the model's own input and labels, the blinding saved with it"}
+    return like_the_model(BlindedClassifier.of(fitted, blinding), model, f"unaware-{model.name}"), info
