@@ -259,7 +259,7 @@ def test_counterfactual_augmentation_keeps_the_data_weight_and_every_label():
     from chiralfair.mitigation.counterfactual import augment
 
     data = toy_dataset(n=50, protected=("sex", "race"))
-    rows, labels, weights = augment(data.X, data.y, data.domain)
+    rows, labels, weights, _ = augment(data.X, data.y, data.domain)
     assert rows.shape == (50 * 6, 5) and weights.sum() == pytest.approx(50)
     assert np.array_equal(labels, np.repeat(data.y, 6))
     # every row in every one of the 2 x 3 protected combinations, its other columns unchanged

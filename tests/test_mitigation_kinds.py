@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
@@ -223,7 +224,7 @@ def test_counterfactual_augmentation_leaves_out_the_counterparts_that_cannot_exi
     domain = coupled_toy_domain()
     X = domain.sample(300, np.random.default_rng(0))
     y = np.arange(300) % 2
-    rows, labels, weights = augment(X, y, domain, weight=np.full(300, 2.0))
+    rows, labels, weights, _ = augment(X, y, domain, weight=np.full(300, 2.0))
     real = (rows[:, None, :] == X[None, :, :]).all(axis=2).any(axis=1)
     assert not breaks_toy_rules(rows[~real]).any()  # every copy added can exist
     assert weights.sum() == pytest.approx(600.0)  # each row's weight kept, shared by its copies
@@ -386,3 +387,33 @@ def test_auto_takes_the_best_f1_among_candidates_as_low_as_the_lowest_within_the
               {**tried[2], "demographic_parity_difference": 0.1, "f1": 0.660}]  # 1/3 of the F1 budget beyond it
     pick, why = choose(beyond, reference, f1_budget=0.03, max_group_increase=0.02, n_validation=4000)
     assert pick == 1 and why.startswith("no candidate stayed within the bounds") and "0.33 of a bound beyond" in why
+
+
+class HoursSeen(TransformerMixin, BaseEstimator):
+    """Passes rows through; remembers how many distinct ``hours`` values its fit saw."""
+
+    def fit(self, X, y=None):
+        self.n_hours_seen_ = int(X["hours"].nunique())
+        self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        return self
+
+    def transform(self, X):
+        return X
+
+
+def test_a_pipeline_is_refitted_on_its_peoples_own_values_not_on_their_bins(setting):
+    data, train, df = setting["data"], setting["train"], setting["df"]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "rel", "job"])],
+                            remainder="passthrough")
+    rows = df.iloc[train]
+    pipe = Pipeline([("seen", HoursSeen()), ("pre", pre), ("lr", LogisticRegression(max_iter=500))]).fit(
+        rows.drop(columns="y"), rows["y"])
+    model = wrap_model(pipe, data, name="pipe")
+    n_hours = rows["hours"].nunique()
+    assert n_hours > 4 == len(np.unique(data.X[train, list(data.domain.names).index("hours")]))
+    result = retrain(model, data, idi_pairs(model, data, train), method=("paper", "counterfactual", "unaware"),
+                     train_index=train, **FAST)
+    for method in ("paper", "counterfactual", "unaware"):
+        fitted = result.model_of(method).estimator
+        fitted = getattr(fitted, "estimator", fitted)  # unaware: the pipeline inside its blinding
+        assert fitted.named_steps["seen"].n_hours_seen_ >= n_hours, method

@@ -46,20 +46,23 @@ def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
         ``m = n_samples * k`` for ``k`` combinations, less the counterparts that break a constraint.
     labels : numpy.ndarray, shape (m,)
     weights : numpy.ndarray of float64, shape (m,)
+    origin : numpy.ndarray of int64, shape (m,)
+        The row of ``X`` each row was made from.
     """
     n, d = X.shape
     every = domain.counterparts(X)  # (n, k, d), couplings applied
     k = every.shape[1]
     rows = every.reshape(-1, d)
     base = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    origin = np.repeat(np.arange(n, dtype=np.int64), k)
     if not domain.constraints:
-        return rows, np.repeat(y, k), np.repeat(base / k, k)
+        return rows, np.repeat(y, k), np.repeat(base / k, k), origin
     # A counterpart that breaks a constraint cannot exist (the discrimination check never asks about it): it is
     # left out, and the row's weight is shared by the copies that can exist (the row itself always among them).
     keep = domain.satisfies(rows).reshape(n, k) | (every == X[:, None, :]).all(axis=2)
     share = base / np.maximum(keep.sum(axis=1), 1)
     flat = keep.reshape(-1)
-    return rows[flat], np.repeat(y, k)[flat], np.repeat(share, k)[flat]
+    return rows[flat], np.repeat(y, k)[flat], np.repeat(share, k)[flat], origin[flat]
 
 
 def augmented_training_rows(X: np.ndarray, y: np.ndarray, domain, weight=None, added=None):
@@ -84,14 +87,17 @@ def augmented_training_rows(X: np.ndarray, y: np.ndarray, domain, weight=None, a
     weights : numpy.ndarray of float64, shape ((n_samples + m) * k,)
     n_added : int
         ``m``.
+    origin : numpy.ndarray of int64
+        The row of ``X`` each row was made from; -1 for one made from an added IDI row.
     """
-    rows, labels, weights = augment(X, y, domain, weight)
+    rows, labels, weights, origin = augment(X, y, domain, weight)
     if added is None:
-        return rows, labels, weights, 0
+        return rows, labels, weights, 0, origin
     X_add, y_add = np.asarray(added[0], dtype=np.int64), np.asarray(added[1], dtype=np.int64)
-    extra_rows, extra_labels, extra_weights = augment(X_add, y_add, domain)
+    extra_rows, extra_labels, extra_weights, extra_origin = augment(X_add, y_add, domain)
     return (np.vstack([rows, extra_rows]), np.concatenate([labels, extra_labels]),
-            np.concatenate([weights, extra_weights]), int(len(X_add)))
+            np.concatenate([weights, extra_weights]), int(len(X_add)),
+            np.concatenate([origin, np.full(len(extra_origin), -1, dtype=np.int64)]))
 
 
 @register_method("counterfactual")
@@ -148,7 +154,7 @@ class CounterfactualAugmentation(MitigationMethod):
             added = (self._codes(added[0]), added[1])
         from .reweighing import reweighed
 
-        rows, labels, weights, n_added = augmented_training_rows(
+        rows, labels, weights, n_added, _ = augmented_training_rows(
             X, y, self.domain, reweighed(self.domain, X, y, self.reweigh, sample_weight),
             added if self.with_idis else None)
         if self.fine_tune_epochs is None:

@@ -2,8 +2,8 @@
 
 A mitigation method on chiralfair's integer codes and labels {0, 1} can stand in for a model that speaks them (the
 zoo models, an estimator fitted on the codes). A model that takes your raw DataFrame, or labels such as ``">50K"``,
-is refitted here instead: the method's training rows are built in codes, sent through the model's language
-(:meth:`ModelLanguage.model_input <chiralfair.models.language.ModelLanguage.model_input>`, ``model_labels``) and a
+is refitted here instead: the method's training rows are built in codes, then fed as your own rows with only the
+columns a method changes decoded (:func:`training_input`; an IDI, nobody's row, decoded whole) and a
 copy of your estimator (same hyper-parameters, :func:`~chiralfair.mitigation.base.unfitted_copy`) is fitted on
 them, so the model saved is your kind of model and ``--model`` loads it back.
 
@@ -86,25 +86,75 @@ def like_the_model(fitted, model: CountingModel, name: str) -> CountingModel:
                     classes=None if hasattr(fitted, "classes_") else language.classes)
 
 
-def refit_copy(model: CountingModel, X: np.ndarray, y: np.ndarray, seed: int, name: str) -> CountingModel:
-    """A copy of the model's sklearn estimator fitted on codes ``X`` and labels {0, 1} ``y``, in its own language.
+def training_input(model: CountingModel, dataset, codes: np.ndarray, origin: np.ndarray):
+    """The model's own input for training rows given in codes, each made from one person or from the domain.
+
+    For a model fed frames, over a dataset that holds the user's rows (:attr:`Dataset.raw
+    <chiralfair.datasets.Dataset.raw>`), a row made from person ``origin[i]`` is that person's own row with only
+    the columns its codes change decoded (:meth:`Population.counterparts
+    <chiralfair.datasets.population.Population.counterparts>`): the estimator is fitted on the user's values, not
+    on the representatives of their bins. A row with ``origin[i] == -1`` (an IDI the search found: a point of the
+    domain, nobody's row) is decoded whole. Otherwise the codes go through the model's language.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    codes : numpy.ndarray of int64, shape (n_rows, n_features)
+    origin : numpy.ndarray of int, shape (n_rows,)
+        The dataset row each training row was made from, or -1.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame, n_rows rows in the order of ``codes``
+    """
+    import pandas as pd
+
+    from ..datasets.population import population_of
+
+    language = model.language
+    people = population_of(dataset) if language.takes_frame else None
+    origin = np.asarray(origin, dtype=np.int64)
+    own = origin >= 0
+    if people is None or not own.any():
+        return language.model_input(codes)
+    from_people = language.frame_input(people.take(origin[own]).counterparts(codes[own]))
+    if own.all():
+        return from_people
+    from_domain = language.model_input(codes[~own])
+    order = np.concatenate([np.flatnonzero(own), np.flatnonzero(~own)])
+    joined = pd.concat([from_people.reset_index(drop=True), from_domain.reset_index(drop=True)], ignore_index=True)
+    return joined.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+
+
+def refit_copy(model: CountingModel, dataset, rows, seed: int, name: str, added=None) -> CountingModel:
+    """A copy of the model's sklearn estimator fitted on dataset rows (and added rows), in its own language.
 
     Parameters
     ----------
     model : CountingModel
         An sklearn estimator or pipeline under test.
-    X : numpy.ndarray of int64, shape (n_samples, n_features)
-    y : numpy.ndarray of {0, 1}, shape (n_samples,)
+    dataset : Dataset
+    rows : numpy.ndarray of int
+        The dataset rows fitted on (fed as the user gave them, see :func:`training_input`).
     seed : int
         The ``random_state`` of every ``random_state`` left at None.
     name : str
+    added : (numpy.ndarray of int64, shape (m, n_features), numpy.ndarray of {0, 1}, shape (m,)), optional
+        Labelled rows in codes that are nobody's row (``paper``'s IDI pairs), decoded whole.
 
     Returns
     -------
     CountingModel
     """
-    language = model.language
-    fitted = fit_plain(unfitted_copy(model.estimator, seed), language.model_input(X), language.model_labels(y))
+    rows = np.asarray(rows, dtype=np.int64)
+    X, y, origin = dataset.X[rows], dataset.y[rows], rows
+    if added is not None and len(added[0]):
+        X = np.vstack([X, np.asarray(added[0], dtype=np.int64)])
+        y = np.concatenate([y, np.asarray(added[1])])
+        origin = np.concatenate([rows, np.full(len(added[0]), -1, dtype=np.int64)])
+    fitted = fit_plain(unfitted_copy(model.estimator, seed), training_input(model, dataset, X, origin),
+                       model.language.model_labels(y))
     return like_the_model(fitted, model, name)
 
 
@@ -146,11 +196,13 @@ def counterfactual_in_its_own_language(model: CountingModel, dataset, train, add
     if params.get("with_idis") and added is None:
         raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
     domain, language = dataset.domain, model.language
+    train = np.asarray(train, dtype=np.int64)
     X, y = dataset.X[train], dataset.y[train]
     weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
-    rows, labels, weights, n_added = augmented_training_rows(X, y, domain, weight,
-                                                             added=added if params.get("with_idis") else None)
-    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), language.model_input(rows),
+    rows, labels, weights, n_added, origin = augmented_training_rows(
+        X, y, domain, weight, added=added if params.get("with_idis") else None)
+    origin = np.where(origin >= 0, train[np.maximum(origin, 0)], -1)
+    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), training_input(model, dataset, rows, origin),
                               language.model_labels(labels), weights)
     info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
             "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
@@ -193,10 +245,11 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
         raise ConfigError(f"unaware: unknown parameters {sorted(unknown)} for a model refitted in its own language "
                           "(reweigh)")
     domain, language = dataset.domain, model.language
+    train = np.asarray(train, dtype=np.int64)
     X, y = dataset.X[train], dataset.y[train]
     codes = codes_blinding(domain)
     weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
-    inputs, labels = language.model_input(blind(X, codes)), language.model_labels(y)
+    inputs, labels = training_input(model, dataset, blind(X, codes), train), language.model_labels(y)
     copy = unfitted_copy(model.estimator, seed)
     fitted = fit_plain(copy, inputs, labels) if weight is None else fit_with_weights(copy, inputs, labels, weight)
     blinding: dict[str, Any] = (frame_blinding(domain, language.to_frame, language.feature_names)

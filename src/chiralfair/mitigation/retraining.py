@@ -834,7 +834,7 @@ def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, tra
         return _wrap_trained(trainer(X, y, int(seed)), model, f"seed{seed}-{model.name}")
     if spec is not None:
         return spec.fit(X, y, random_state=int(seed))
-    return refit_copy(model, X, y, int(seed), f"seed{seed}-{model.name}")
+    return refit_copy(model, dataset, rows, int(seed), f"seed{seed}-{model.name}")
 
 
 def _auto(model: CountingModel, dataset: Dataset, train, own: _OwnSpread, params: dict, bounds: dict,
@@ -1179,7 +1179,7 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
         return trained.model, "spec"
     from .refit import refit_copy
 
-    return refit_copy(model, X, y, int(random_state), name), "sklearn-clone"
+    return refit_copy(model, dataset, train, int(random_state), name, added=(X_new, y_new)), "sklearn-clone"
 
 
 def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:
