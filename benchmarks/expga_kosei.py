@@ -185,7 +185,7 @@ def markdown(results: dict) -> str:
              f"{results['versions']['chiralfair']}, {results['cpu_count']} CPUs shared with other jobs; load average "
              f"at start {results['loadavg_start'][0]:.2f}, at last write {results['loadavg_last'][0]:.2f} (each "
              "cell's 1-minute load is in the JSON): seconds are noisy.", "",
-             "Counting rule: unique non-protected projections, global ∪ local (design §2). Each cell: median "
+             "Counting rule: unique non-protected projections, global ∪ local. Each cell: median "
              "IDIs / IDIs per 1,000 model queries / search seconds. `expga` seeds = ExpGA's own "
              "explanation-filtered random seeds (its `original`).", ""]
     strategies = [*p["strategies"], "expga"]

@@ -176,7 +176,7 @@ def markdown(results: dict) -> str:
              f"shared with other engineers: load average {results['loadavg_start'][0]:.1f} at the start, "
              f"{results['loadavg_end'][0]:.1f} at the end (each job's is in the JSON). Seconds are search seconds "
              "(seed selection excluded, shared by the generators); compare them as ratios within a table.", "",
-             "Counting rule: unique non-protected projections, global ∪ local (design §2); queries = rows sent "
+             "Counting rule: unique non-protected projections, global ∪ local; queries = rows sent "
              "to the model by any method (checks, gradients, finite-difference probes, Aft's training labels). "
              "Each cell: IDIs / IDIs per 1,000 queries / seconds / IDIs per second.", ""]
     for model, rows in summary.items():

@@ -1,4 +1,4 @@
-"""Constraints over the domain (design §12): parsing, repair, sampling, and impossible counterparts in the check."""
+"""Constraints over the domain (architecture: counterparts that could exist): parsing, repair, sampling, and impossible counterparts in the check."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Coupled attributes (design §12): counterparts change coupled columns, keys are the orbits of the counterpart map."""
+"""Coupled attributes (architecture: counterparts that could exist): counterparts change coupled columns, keys are the orbits of the counterpart map."""
 
 import numpy as np
 import pytest

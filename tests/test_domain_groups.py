@@ -1,4 +1,4 @@
-"""Protected attributes spanning several columns (design §4): one-hot race over race_A/race_B/race_C."""
+"""Protected attributes spanning several columns (architecture: the model under test): one-hot race over race_A/race_B/race_C."""
 
 import json
 import warnings

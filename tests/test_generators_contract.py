@@ -1,4 +1,4 @@
-"""Contract tests run over every registered generator (design §10): counting, re-checking, budget, errors."""
+"""Contract tests run over every registered generator (architecture: layers and habits): counting, re-checking, budget, errors."""
 
 import functools
 
@@ -89,7 +89,7 @@ def test_search_result_json_round_trip_and_frame(name):
     assert (frame["prediction"] != frame["prediction_counterpart"]).all()
 
 
-# ------------------------------------------------------------------ couplings and constraints (design §12)
+# ------------------------------------------------------------------ couplings and constraints (architecture: counterparts that could exist)
 # c changes with sex (0 <-> 1, a wife and a husband), and three rules say who can exist (toys.TOY_RULES).
 
 def test_coupled_search_is_deterministic(name):

@@ -1,11 +1,11 @@
-"""Properties the counting rule rests on (design §2, §12), over random small domains, each against a brute force;
-and the JSON round trips of the result records (design §7).
+"""Properties the counting rule rests on (architecture: the counting rule; counterparts that could exist), over random small domains, each against a brute force;
+and the JSON round trips of the result records (architecture: results and files).
 
 A drawn domain has 2-6 features with random bounds (negative codes, one-code columns, now and then columns so wide
 that the keys no longer fit an int64), one or two protected attributes over a random subset of their codes (so an
 input can hold a protected code outside the attribute's values, as a missing value does), and optionally a column
 coupled to one attribute (a swap map or role classes) and a few random rules. The brute forces below read the
-definitions (the module docstrings of ``domain/coupling.py`` and ``domain/constraints.py``, design §2) one input,
+definitions (the module docstrings of ``domain/coupling.py`` and ``domain/constraints.py``, architecture: the counting rule) one input,
 one combination at a time, and call none of the code under test. Each property was seen failing on a broken copy of
 the code it guards (the keys without roles, the coupling without its offset, a chiral mutation that may keep the
 value, clip by floor, an unclamped ordering repair, an exclusion tie broken upwards, sampling without rejection, the
@@ -257,7 +257,7 @@ def brute_check(case: Case, proba, x):
     return int(p_x > 0.5), labels, probs, possible, queries
 
 
-# ------------------------------------------------------------------ keys (design §2)
+# ------------------------------------------------------------------ keys (architecture: the counting rule)
 @SETTINGS
 @given(case_and_inputs())
 def test_an_input_and_each_of_its_counterparts_share_a_key(drawn):
@@ -300,7 +300,7 @@ def test_two_wide_columns_make_bytes_keys():
     assert domain.keys(np.zeros((1, 3), dtype=np.int64)).dtype == object
 
 
-# ------------------------------------------------------------------ counterparts (design §2, §12)
+# ------------------------------------------------------------------ counterparts (architecture: the counting rule; counterparts that could exist)
 @SETTINGS
 @given(case_and_inputs())
 def test_counterparts_are_the_brute_force_ones_and_change_only_protected_and_coupled_columns(drawn):
@@ -420,7 +420,7 @@ def test_a_domain_survives_its_json_round_trip(drawn):
     assert (back.satisfies(X) == case.domain.satisfies(X)).all()
 
 
-# ------------------------------------------------------------------ the discrimination check (design §2)
+# ------------------------------------------------------------------ the discrimination check (architecture: the counting rule)
 @SETTINGS
 @given(case_and_inputs(constrain=True), st.sampled_from([1, 5, oracle.CHUNK_ROWS]), st.data())
 def test_the_check_agrees_with_a_brute_force_check_on_a_threshold_model(drawn, chunk, data):
@@ -511,7 +511,7 @@ def test_every_interval_holds_its_share_inside_0_1(nobs, data, confidence, metho
     assert 0.0 <= lower <= count / nobs <= upper <= 1.0
 
 
-# ------------------------------------------------------------------ result records (design §7)
+# ------------------------------------------------------------------ result records (architecture: results and files)
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-2**63, 2**64) | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),

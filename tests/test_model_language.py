@@ -1,4 +1,4 @@
-"""The model's language, declared once in the adapter (design §4, issue 10 cases 1-5 and 9).
+"""The model's language, declared once in the adapter (architecture: the model under test, issue 10 cases 1-5 and 9).
 
 Each case of the issue has a test with the right value: the declared model gives the IDIs of the same model in
 chiralfair's own language ({0, 1} labels, P(positive)), and the undeclared one is refused naming the fix.

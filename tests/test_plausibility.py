@@ -1,4 +1,4 @@
-"""Plausibility (design §12): support counts, scored pairs, and a verdict over counterparts that could exist.
+"""Plausibility (architecture: counterparts that could exist): support counts, scored pairs, and a verdict over counterparts that could exist.
 
 The issue's toy: half the rows are married (a woman is a wife, a man a husband), so flipping sex alone makes
 exactly half the naive counterparts impossible people.

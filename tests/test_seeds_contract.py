@@ -1,4 +1,4 @@
-"""Contract tests over every registered seed strategy (design §10)."""
+"""Contract tests over every registered seed strategy (architecture: layers and habits)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The discrimination check (design §2): does some counterpart of ``x`` get another label.
+"""The discrimination check (architecture: the counting rule): does some counterpart of ``x`` get another label.
 
 Every combination of the protected attributes' domain values is tried, for a whole batch of inputs in one
 model call; a protected attribute that spans several columns (one-hot) contributes only its valid rows. The
@@ -7,7 +7,7 @@ candidate costs at most ``n_combinations`` model queries (one more if its PA val
 a missing protected value, or a group row that is none of the valid ones).
 
 Counterparts come from :meth:`Domain.counterparts <chiralfair.domain.Domain.counterparts>`, so coupled columns
-change with their attribute (design §12). A counterpart that breaks one of the domain's constraints cannot exist:
+change with their attribute (architecture: counterparts that could exist). A counterpart that breaks one of the domain's constraints cannot exist:
 it is not sent to the model (no query), carries the input's own label and probability, and never makes the input
 an IDI (``CheckResult.possible``).
 """

@@ -72,7 +72,7 @@ TrustOpt = Annotated[bool, typer.Option(
 ModelOutputOpt = Annotated[str | None, typer.Option(
     help="For torch and one-column ONNX models: whether the output is a 'probability' or a 'logit'.")]
 
-# Counterparts that could exist (design §12): run, estimate, retrain.
+# Counterparts that could exist (architecture: counterparts that could exist): run, estimate, retrain.
 CoupleOpt = Annotated[str | None, typer.Option(
     help="Columns that change with a protected attribute: sex:relationship=Husband/Wife (';' between columns); "
          "'none' turns off the dataset's default (census couples relationship to sex).")]
@@ -263,7 +263,7 @@ class Search:
 
 @dataclass(frozen=True)
 class Counterparts:
-    """Counterparts that could exist (design §12): couplings, constraints, plausible only (run, estimate, check)."""
+    """Counterparts that could exist (architecture: counterparts that could exist): couplings, constraints, plausible only (run, estimate, check)."""
 
     couple: CoupleOpt = None
     constraint: ConstraintOpt = None

@@ -91,7 +91,7 @@ class DatasetSpec:
         ``encode(table) -> Encoded``: the encoding of the columns read.
     couple : mapping or None
         The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form
-        of :func:`chiralfair.domain.coupling.parse_couplings` (design §12); None for none.
+        of :func:`chiralfair.domain.coupling.parse_couplings` (architecture: counterparts that could exist); None for none.
     couple_constraints : tuple of str
         Rules that come with the default couplings and hold while one is active (:mod:`chiralfair.domain.constraints`
         text): without them a search still proposes inputs whose coupled side cannot exist.

@@ -30,7 +30,7 @@ def describe_datasets(data_home: str | os.PathLike | None = None) -> list[dict]:
         ``n_attributes``, ``attributes`` (names), ``label``, ``positive_class``, ``positive_rows``,
         ``protected`` (each protected attribute → {code: label} of its observed values, or None when the file
         is missing or unreadable), ``default_protected`` and ``couple`` (the dataset's default couplings,
-        design §12; ``{}`` for none).
+        architecture: counterparts that could exist; ``{}`` for none).
     """
     return [_describe(name, facts, data_home) for name, facts in PUBLISHED.items()]
 

@@ -1,6 +1,6 @@
 """The data home: where raw benchmark files are found, downloaded to, and checked by SHA-256.
 
-Resolution (design §3): the ``data_home`` argument, else the environment variable ``CHIRALFAIR_DATA``, else
+Resolution (architecture: the population and the domain): the ``data_home`` argument, else the environment variable ``CHIRALFAIR_DATA``, else
 the user cache folder that platformdirs names (``$XDG_CACHE_HOME/chiralfair/data``, ``~/.cache/chiralfair/data``
 on Linux; the platform's own elsewhere). Each raw file has a path relative to the data home
 (``census/raw/adult.data``), its original public address and its SHA-256. A file that is in none of the searched

@@ -25,7 +25,7 @@ PUBLISHED: dict[str, dict] = {
             "race": {0: "White", 1: "Asian-Pac-Islander", 2: "Amer-Indian-Eskimo", 3: "Other", 4: "Black"},
             "sex": {0: "Female", 1: "Male"},
         },
-        # The dataset's default couplings (DatasetSpec.couple, design §12).
+        # The dataset's default couplings (DatasetSpec.couple, architecture: counterparts that could exist).
         "couple": {"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}},
     },
     "compas": {

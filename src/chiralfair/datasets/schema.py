@@ -25,7 +25,7 @@ Bins are the search's view only: the verdict, F1 and group metrics are computed 
 ``"float64"``, ``"bool"``, ...) casts it; an unknown type, or a table or key the schema does not know, is refused
 with the valid names.
 
-Couplings and constraints (design §12) are written by hand::
+Couplings and constraints (architecture: counterparts that could exist) are written by hand::
 
     constraints = ["sex=Female excludes relationship=Husband", "age >= education_num + 1"]
 

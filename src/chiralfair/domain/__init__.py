@@ -2,7 +2,7 @@
 
 :class:`Domain` (:mod:`.domain`) holds the features in order with their integer bounds and labels, and the
 protected attributes (:class:`Feature`, :class:`ProtectedAttribute`: :mod:`.features`, declared by
-:mod:`.declaration`); it builds every counterpart and every IDI key (design §2). Beside it: the coupled attributes
+:mod:`.declaration`); it builds every counterpart and every IDI key (architecture: the counting rule). Beside it: the coupled attributes
 that change with a protected one (:mod:`.coupling`), the rules an input must satisfy to be a possible person
 (:mod:`.constraints`), and the support of value pairs in the data that scores a counterpart's plausibility
 (:mod:`.plausibility`).

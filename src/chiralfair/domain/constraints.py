@@ -1,4 +1,4 @@
-"""Constraints over the domain (design §12): simple rules that every input and every counterpart satisfies.
+"""Constraints over the domain (architecture: counterparts that could exist): simple rules that every input and every counterpart satisfies.
 
 Two kinds of rule, written as text and parsed against the domain's features (labels or codes):
 

@@ -1,4 +1,4 @@
-"""Coupled attributes (design §12): columns that change with a protected attribute, so counterparts can exist.
+"""Coupled attributes (architecture: counterparts that could exist): columns that change with a protected attribute, so counterparts can exist.
 
 Changing only ``sex`` turns a married man (``relationship=Husband``) into a female husband, a person the data
 never holds. A **coupling** belongs to a protected attribute and says how another column changes with it:

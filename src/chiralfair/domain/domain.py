@@ -1,7 +1,7 @@
 """The input domain: features in order, integer bounds, code labels and the protected attributes.
 
 Every generator clips and rounds into a :class:`Domain`; the discrimination check takes the protected
-attributes' value sets from it; an IDI's key (its identity for counting, design §2) is computed here.
+attributes' value sets from it; an IDI's key (its identity for counting, architecture: the counting rule) is computed here.
 
 Counterparts are built here and only here (:meth:`Domain.counterparts`, :meth:`Domain.counterpart_rows`), with
 the domain's couplings applied (:mod:`chiralfair.domain.coupling`: columns that change with a protected attribute, such
@@ -901,7 +901,7 @@ class Domain:
 
     # ------------------------------------------------------------------ plausibility
     def plausible(self, X) -> np.ndarray | None:
-        """Whether each row's (protected value, categorical value) pairs all occur in the data (design §12).
+        """Whether each row's (protected value, categorical value) pairs all occur in the data (architecture: counterparts that could exist).
 
         See :mod:`chiralfair.domain.plausibility` for the rule. Reads the protected attributes under test.
 
@@ -1030,7 +1030,7 @@ class Domain:
             X[:, list(a.columns)] = a.value_array()[rng.integers(0, a.size, size=n)]
         return X
 
-    # ------------------------------------------------------------------ identity (design §2)
+    # ------------------------------------------------------------------ identity (architecture: the counting rule)
     def keys(self, X) -> np.ndarray:
         """IDI keys: the non-protected projection of each input (:meth:`projection`), one comparable value per row.
 

@@ -1,4 +1,4 @@
-"""Plausibility (design §12): do a counterpart's protected and categorical values occur together in the data.
+"""Plausibility (architecture: counterparts that could exist): do a counterpart's protected and categorical values occur together in the data.
 
 The data's co-occurrence counts of every pair of column codes are computed once, vectorised
 (:meth:`Support.from_data`). A row is **plausible** when each of its (protected value, categorical value) pairs is

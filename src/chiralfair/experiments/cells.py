@@ -57,7 +57,7 @@ class Cell:
     retrain : dict
         Parameters of :func:`chiralfair.mitigation.retraining.retrain` (retrain cells).
     couple : bool
-        The dataset's default couplings are on (design §12). False (the default, and every cell written before
+        The dataset's default couplings are on (architecture: counterparts that could exist). False (the default, and every cell written before
         couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it is True, so the
         keys of uncoupled cells are those they always had.
     own : dict

@@ -463,7 +463,7 @@ def load_held_grid(path: Path) -> Grid:
     """The grid of a grid folder's ``grid.toml``, as it was run.
 
     A ``grid.toml`` written before couplings existed (no ``couple`` key) ran uncoupled, so it reads as
-    ``couple = false`` (design §12), not as the default of a new grid file.
+    ``couple = false`` (architecture: counterparts that could exist), not as the default of a new grid file.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Mitigation (design §8): retraining a model with the IDIs found, and the methods beside it.
+"""Mitigation (architecture: mitigation): retraining a model with the IDIs found, and the methods beside it.
 
 Names are imported on first use (PEP 562), so that importing the package stays light.
 """

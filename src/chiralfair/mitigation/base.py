@@ -1,4 +1,4 @@
-"""Mitigation methods (design §8): one class per method, registered by name, each an sklearn meta-estimator.
+"""Mitigation methods (architecture: mitigation): one class per method, registered by name, each an sklearn meta-estimator.
 
 A method wraps a classifier on int codes (``estimator``) and a :class:`~chiralfair.domain.Domain` that names the
 protected attributes; ``fit(X, y)`` trains the mitigated classifier, ``predict`` / ``predict_proba`` use it.

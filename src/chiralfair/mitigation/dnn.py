@@ -14,7 +14,7 @@ numpy generator, one intra-op thread): with no weights and no penalty the weight
   constraint is never used), drawn afresh each epoch, or every counterpart at once (``pairing="all"``)
   (counterfactual logit pairing, Garg et al. 2019; GRFT's repair).
 - :meth:`fine_tune`: a copy trained further for some epochs from the fitted weights (the paper's retraining of
-  the DNN, design §8).
+  the DNN, architecture: mitigation).
 
 References
 ----------

@@ -1,6 +1,6 @@
 """The figures of one model on the held-out rows: F1, accuracy, IDI rates with intervals, group metrics.
 
-Every figure names its rows (design §8, "held-out or nothing"): F1, accuracy, the IDI rate and fairlearn's group
+Every figure names its rows (architecture: mitigation, "held-out or nothing"): F1, accuracy, the IDI rate and fairlearn's group
 metrics are measured on the test split, which no step of retraining saw; the domain IDI rate over uniform draws
 from the input domain (:func:`chiralfair.verdict.estimate`, 95% Wilson intervals).
 

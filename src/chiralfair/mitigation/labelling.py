@@ -116,7 +116,7 @@ def fit_vote(X, y, domain: Domain, ensemble=None, *, random_state: int = 0):
         ensemble = clone(ensemble)
     with warnings.catch_warnings(), single_native_thread():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        try:  # the non-protected projection, coupled columns as roles (design §12)
+        try:  # the non-protected projection, coupled columns as roles (architecture: counterparts that could exist)
             fitted = ensemble.fit(domain.projection(X), y)
         except ValueError as err:
             raise ConfigError(f"the labelling ensemble cannot be fitted on the {len(y)} training rows (label counts "

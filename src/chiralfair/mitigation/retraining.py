@@ -1,4 +1,4 @@
-"""Mitigation side by side on the held-out rows: does the model get fairer, and what does it cost? (design §8).
+"""Mitigation side by side on the held-out rows: does the model get fairer, and what does it cost? (architecture: mitigation).
 
 :func:`retrain` takes a model under test, its training split and (for the methods that add them) the IDIs of a
 search, trains the model again with each mitigation method, and measures the model before and every model after
@@ -118,7 +118,7 @@ ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_te
 
 @dataclass(frozen=True, eq=False)  # holds models: compared by identity
 class RetrainResult:
-    """The model before and after each mitigation method, measured on one held-out split (design §7, §8).
+    """The model before and after each mitigation method, measured on one held-out split (architecture: results and files; mitigation).
 
     Attributes
     ----------
@@ -530,7 +530,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         Labels the IDIs; cloned and fitted on the training split without the protected columns. Default
         :func:`~chiralfair.mitigation.labelling.default_ensemble`.
     mode : {"auto", "retrain", "fine-tune"}, default="auto"
-        How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (design §8), ``retrain``
+        How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (architecture: mitigation), ``retrain``
         trains from scratch (the I&D reference code).
     trainer : callable, optional
         ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train.

@@ -1,4 +1,4 @@
-"""The validation split: rows carved from the training split for every choice a method makes (design §8).
+"""The validation split: rows carved from the training split for every choice a method makes (architecture: mitigation).
 
 λ of ``consistency`` (and any later hyper-parameter) is chosen on these rows with candidates trained on the rest
 of the training split; the test split is never looked at before the final figures.

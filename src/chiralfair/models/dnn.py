@@ -199,7 +199,7 @@ def train_dnn(X, y, *, random_state: RandomState = 0, standardize: bool = True, 
 
 def fine_tune_dnn(module: PaperDNN, X, y, *, epochs: int = 10, batch_size: int = 128, lr: float = 0.01,
                   random_state: RandomState = 0) -> PaperDNN:
-    """Train a copy of a trained DNN further on ``(X, y)`` (design §8: fine-tuning for 10 epochs).
+    """Train a copy of a trained DNN further on ``(X, y)`` (architecture: mitigation: fine-tuning for 10 epochs).
 
     The copy keeps the weights and the input standardisation of ``module``; a fresh Nadam optimiser runs
     ``epochs`` passes with per-epoch shuffles drawn from ``random_state``. ``module`` itself is not changed.

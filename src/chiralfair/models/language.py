@@ -1,4 +1,4 @@
-"""A model's language (design §4): its input, its class labels, its positive class and what it outputs.
+"""A model's language (architecture: the model under test): its input, its class labels, its positive class and what it outputs.
 
 The language is declared once, when a model is wrapped by :func:`~chiralfair.models.as_model`; from then on
 every algorithm sees integer codes in and, out, labels in {0, 1} (1 = the positive class), P(positive class)

@@ -1,4 +1,4 @@
-"""The model protocol (design §4) and the query-counting wrapper every algorithm talks to.
+"""The model protocol (architecture: the model under test) and the query-counting wrapper every algorithm talks to.
 
 A model under test needs only ``predict(X) -> (n,) labels``; its adapter (:func:`~chiralfair.models.as_model`)
 maps them to {0, 1}, 1 being the positive class. ``predict_proba(X) -> (n, 2)`` and ``input_gradient(X) -> (n, d)``
@@ -49,7 +49,7 @@ class CountingModel:
     """Batched, query-counting access to a model under test.
 
     Every row sent to the model, through any method, adds one to :attr:`n_queries`, so all generators are
-    measured the same way (design §2). Large requests are split into chunks of ``batch_size`` rows to bound
+    measured the same way (architecture: the counting rule). Large requests are split into chunks of ``batch_size`` rows to bound
     memory; a request is never split finer than that.
 
     Parameters

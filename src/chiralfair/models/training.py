@@ -1,4 +1,4 @@
-"""Training a zoo model on a dataset's 60/40 split, with an on-disk cache (design §4).
+"""Training a zoo model on a dataset's 60/40 split, with an on-disk cache (architecture: the model under test).
 
 :func:`train_model` trains a :class:`~chiralfair.models.zoo.ModelSpec` on the training rows of a
 :class:`~chiralfair.datasets.base.Dataset`, measures F1 and accuracy on the test rows, and stores the fitted

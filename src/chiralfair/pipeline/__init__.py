@@ -1,4 +1,4 @@
-"""The run pipeline (design §10): data → model → seeds → search → verdict → (retrain) → write, wired once.
+"""The run pipeline (architecture: layers and habits): data → model → seeds → search → verdict → (retrain) → write, wired once.
 
 Two resolvers make the inputs of a run: :func:`inputs_from_names` (a benchmark dataset and a zoo model) and
 :func:`inputs_from_objects` (your DataFrame or data file and your fitted model or model file); every front door

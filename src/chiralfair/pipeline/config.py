@@ -33,7 +33,7 @@ class RunConfig:
     generator : str
         Generator name.
     max_global, max_local : int
-        Budget (design §1).
+        Budget (architecture: vocabulary).
     random_state : int
         Drives the seeds and the search, and the split and model training unless ``model_random_state`` is given.
     model_random_state : int or None
@@ -55,7 +55,7 @@ class RunConfig:
         Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
         into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.
     couple : mapping, bool or None
-        Coupled columns (design §12), as :func:`~chiralfair.datasets.load_dataset` takes them: None or True the
+        Coupled columns (architecture: counterparts that could exist), as :func:`~chiralfair.datasets.load_dataset` takes them: None or True the
         dataset's own (census: relationship Husband <-> Wife with sex), False none (the I&D paper's setting), a
         mapping replaces them.
     constraints : tuple of str

@@ -160,7 +160,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     on_step : callable, optional
         Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"``, ``"verdict"`` as each step starts.
     couple : mapping, optional
-        Columns that change with a protected attribute (design §12), e.g. ``{"sex": {"relationship":
+        Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex": {"relationship":
         {"Husband": "Wife", "Wife": "Husband"}}}`` in the data's own values (:func:`~chiralfair.datasets.from_frame`);
         default: the schema's ``[couple]`` table, else none.
     constraints : str or sequence of str, optional
@@ -255,7 +255,7 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     population : {"test", "rows", "domain"}, default="test"
         The held-out rows, every row of the data, or uniform draws from the input domain.
     couple, constraints : optional
-        As in :func:`audit` (design §12).
+        As in :func:`audit` (architecture: counterparts that could exist).
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
         ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``, ``plausible_only``.
@@ -388,7 +388,7 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     on_step : callable, optional
         Called with each step's name as it starts.
     couple, constraints : optional
-        As in :func:`audit` (design §12).
+        As in :func:`audit` (architecture: counterparts that could exist).
     **retrain_params
         Of :func:`chiralfair.mitigation.retrain` (``method``, ``protocol``, ``share``, ``pairs``, ``mode``, ``trainer``,
         ``ensemble``, ``margin``, ...).

@@ -187,7 +187,7 @@ def _benchmark_notes(config, dataset) -> list[str]:
     if config.dataset_couple is None:
         for text in dataset.domain.describe_couplings():
             if "inactive" not in text:
-                notes.append(f"coupled ({spec.name}'s default, design §12): {text}; couple=False (--couple none) "
+                notes.append(f"coupled ({spec.name}'s default): {text}; couple=False (--couple none) "
                              "turns it off, as in the I&D paper")
     return notes
 
@@ -198,7 +198,7 @@ class DataSettings:
     """How to read a user's data: label, positive and favourable class, protected attributes, bins, categories.
 
     Built from keyword arguments, a schema TOML (``chiralfair schema infer``) and command-line flags (flags win).
-    ``couple`` and ``constraints`` (design §12) are those of :func:`~chiralfair.datasets.from_frame`; the schema's
+    ``couple`` and ``constraints`` (architecture: counterparts that could exist) are those of :func:`~chiralfair.datasets.from_frame`; the schema's
     ``[couple]`` table and ``constraints`` list apply when none are given.
     """
 

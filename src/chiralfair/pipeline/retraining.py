@@ -111,7 +111,7 @@ def _adds_idis(params: dict[str, Any]) -> bool:
 
 def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out=None, cache_dir=None,
                          reuse_seeds=None, on_step=None):
-    """Search for IDIs to retrain with, leak-free (design §8): seeds from the training rows only.
+    """Search for IDIs to retrain with, leak-free (architecture: mitigation): seeds from the training rows only.
 
     The seed strategy (its chiral model, clusters and SHAP background included) sees the training rows alone
     (:meth:`RunInputs.training_rows`); given seeds with a held-out row's non-protected projection are excluded;

@@ -1,4 +1,4 @@
-"""The run pipeline: inputs → seeds → search → verdict → write, the one place a run is wired (design §10).
+"""The run pipeline: inputs → seeds → search → verdict → write, the one place a run is wired (architecture: layers and habits).
 
 :func:`run_pipeline` takes resolved :class:`~.inputs.RunInputs` (from names or from objects) and a
 :class:`~.steps.SearchPlan`; :func:`run_experiment` is the same from a :class:`~.config.RunConfig` of names.

@@ -1,4 +1,4 @@
-"""The run folder (design §7): ``result.json``, ``idis.parquet``, ``report.md`` with PNG plots, ``report.html``.
+"""The run folder (architecture: results and files): ``result.json``, ``idis.parquet``, ``report.md`` with PNG plots, ``report.html``.
 
 The report shows the verdict first (share of the test split affected, per group, with intervals; the
 probability gap), then the search. ``report.html`` is the same report as one self-contained page (plots embedded
@@ -282,7 +282,7 @@ def small_groups(verdict: dict[str, Any]) -> list[str]:
 
 
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
-    """What the counterparts were (design §12), for the CLI: couplings, constraints, rules the data suggests.
+    """What the counterparts were (architecture: counterparts that could exist), for the CLI: couplings, constraints, rules the data suggests.
 
     Parameters
     ----------
@@ -487,7 +487,7 @@ def _rate(record: dict[str, Any], metric: str) -> str:
 
 
 def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
-    """The counterparts section (design §12): couplings, constraints, plausible IDIs, rules the data suggests."""
+    """The counterparts section (architecture: counterparts that could exist): couplings, constraints, plausible IDIs, rules the data suggests."""
     if not c:
         return []
     out = ["", "## Counterparts", ""]

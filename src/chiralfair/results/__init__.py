@@ -1,6 +1,6 @@
 """What a search leaves: frozen result records with a JSON round trip, the run folder, and provenance.
 
-:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, design §7); the run folder's files and its
+:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, architecture: results and files); the run folder's files and its
 streamed IDI pairs (:mod:`.run_folder`); the library versions every ``result.json`` records
 (:mod:`.provenance`).
 

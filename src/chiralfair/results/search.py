@@ -1,4 +1,4 @@
-"""Frozen result records with a JSON round trip (design §7): :class:`SearchResult` and :class:`SeedReport`.
+"""Frozen result records with a JSON round trip (architecture: results and files): :class:`SearchResult` and :class:`SeedReport`.
 
 A :class:`SearchResult` holds its IDI pairs in memory, or, when the search streamed them to a run folder,
 reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.results.run_folder`).
@@ -113,7 +113,7 @@ def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tupl
 
 @dataclass(frozen=True)
 class SearchResult:
-    """What a generator found, counted by the one rule of design §2.
+    """What a generator found, counted by the one rule of architecture: the counting rule.
 
     Attributes
     ----------
@@ -137,7 +137,7 @@ class SearchResult:
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
         Each IDI and one counterpart that gets a different label (coupled columns changed with the protected
-        attributes, design §12). Read from ``pairs_path`` on first access when the pairs were streamed there
+        attributes, architecture: counterparts that could exist). Read from ``pairs_path`` on first access when the pairs were streamed there
         (pass ``pairs_path`` instead of the five arrays).
     idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
     phase : numpy.ndarray of str, shape (n_idis,)

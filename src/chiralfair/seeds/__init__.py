@@ -1,4 +1,4 @@
-"""Seed strategies: random, rows, cluster, I and I&D, and the data_rows baseline (design §5).
+"""Seed strategies: random, rows, cluster, I and I&D, and the data_rows baseline (architecture: seed strategies).
 
 Names are imported on first use (PEP 562), so that :mod:`chiralfair.seeds.names` can be read without importing
 the strategies, e.g. to refuse a bad command-line flag at once.

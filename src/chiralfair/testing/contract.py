@@ -1,4 +1,4 @@
-"""The contract every generator and every seed strategy keeps (design §10), runnable on your own.
+"""The contract every generator and every seed strategy keeps (architecture: layers and habits), runnable on your own.
 
 A generator you register (:func:`chiralfair.generators.register_generator`) or a seed strategy
 (:func:`chiralfair.seeds.register_seed_strategy`) can be checked the way scikit-learn's ``check_estimator`` checks

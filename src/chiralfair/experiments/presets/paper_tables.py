@@ -492,7 +492,7 @@ def _table3(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     if "cluster" in strategies and "random" in strategies:
         claims.append(claim("cluster seeds have a higher initialization rate than random seeds on every row", table,
                             "initialization_rate", "cluster", ["random"], ["row", "model"], strategies))
-    lines = ["Initialization rate: share of the selected seeds that are IDIs (design §1), median [q25–q75] over "
+    lines = ["Initialization rate: share of the selected seeds that are IDIs, median [q25–q75] over "
              "the repeats.", "", *_markdown_table(header, body), "## Claims", "", *claims, ""]
     if "iandd_seconds" in paper:
         lines += [f"The paper's I&D selection time ({paper['iandd_seconds']} s on average) is measured by "
