@@ -264,7 +264,8 @@ def test_version():
 
 
 def test_census_runs_coupled_by_default_and_says_so(data_home, cache):
-    # architecture: counterparts that could exist: relationship changes with sex (Husband <-> Wife), stated in the output; --couple none is the paper's
+    # architecture: counterparts that could exist: relationship changes with sex (Husband <-> Wife), stated in the
+    # output; --couple none is the paper's
     args = ("--dataset", "census", "--protected", "sex", "--model", "lr", "--seeds", "random", "--max-global", 30,
             "--max-local", 10)
     res = invoke(*run_args(data_home, cache, *args))

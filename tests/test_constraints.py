@@ -1,4 +1,7 @@
-"""Constraints over the domain (architecture: counterparts that could exist): parsing, repair, sampling, and impossible counterparts in the check."""
+"""Constraints over the domain: parsing, repair, sampling, and impossible counterparts in the check.
+
+See architecture: counterparts that could exist.
+"""
 
 import numpy as np
 import pytest

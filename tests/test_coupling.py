@@ -1,4 +1,7 @@
-"""Coupled attributes (architecture: counterparts that could exist): counterparts change coupled columns, keys are the orbits of the counterpart map."""
+"""Coupled attributes: counterparts change coupled columns, keys are the orbits of the counterpart map.
+
+See architecture: counterparts that could exist.
+"""
 
 import numpy as np
 import pytest

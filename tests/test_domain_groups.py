@@ -1,4 +1,7 @@
-"""Protected attributes spanning several columns (architecture: the model under test): one-hot race over race_A/race_B/race_C."""
+"""Protected attributes spanning several columns: one-hot race over race_A/race_B/race_C.
+
+See architecture: the model under test.
+"""
 
 import json
 import warnings

@@ -1,4 +1,7 @@
-"""Contract tests run over every registered generator (architecture: layers and habits): counting, re-checking, budget, errors."""
+"""Contract tests run over every registered generator: counting, re-checking, budget, errors.
+
+See architecture: layers and habits.
+"""
 
 import functools
 
@@ -89,8 +92,9 @@ def test_search_result_json_round_trip_and_frame(name):
     assert (frame["prediction"] != frame["prediction_counterpart"]).all()
 
 
-# ------------------------------------------------------------------ couplings and constraints (architecture: counterparts that could exist)
-# c changes with sex (0 <-> 1, a wife and a husband), and three rules say who can exist (toys.TOY_RULES).
+# ------------------------------------------------------------------ couplings and constraints
+# (architecture: counterparts that could exist) c changes with sex (0 <-> 1, a wife and a husband), and three rules
+# say who can exist (toys.TOY_RULES).
 
 def test_coupled_search_is_deterministic(name):
     domain = coupled_toy_domain()

@@ -1,16 +1,19 @@
-"""Properties the counting rule rests on (architecture: the counting rule; counterparts that could exist), over random small domains, each against a brute force;
-and the JSON round trips of the result records (architecture: results and files).
+"""Properties the counting rule rests on, over random small domains, each against a brute force; JSON round trips.
+
+See architecture: the counting rule; counterparts that could exist. The JSON round trips are those of the result
+records (architecture: results and files).
 
 A drawn domain has 2-6 features with random bounds (negative codes, one-code columns, now and then columns so wide
 that the keys no longer fit an int64), one or two protected attributes over a random subset of their codes (so an
 input can hold a protected code outside the attribute's values, as a missing value does), and optionally a column
 coupled to one attribute (a swap map or role classes) and a few random rules. The brute forces below read the
-definitions (the module docstrings of ``domain/coupling.py`` and ``domain/constraints.py``, architecture: the counting rule) one input,
-one combination at a time, and call none of the code under test. Each property was seen failing on a broken copy of
-the code it guards (the keys without roles, the coupling without its offset, a chiral mutation that may keep the
-value, clip by floor, an unclamped ordering repair, an exclusion tie broken upwards, sampling without rejection, the
-check counting impossible counterparts or not asking the input itself, the enumeration reading the wrong row's
-label, an interval without its edge guard, a result forgetting its width, round robin bucket by bucket).
+definitions (the module docstrings of ``domain/coupling.py`` and ``domain/constraints.py``,
+architecture: the counting rule) one input, one combination at a time, and call none of the code under test. Each
+property was seen failing on a broken copy of the code it guards (the keys without roles, the coupling without its
+offset, a chiral mutation that may keep the value, clip by floor, an unclamped ordering repair, an exclusion tie broken
+upwards, sampling without rejection, the check counting impossible counterparts or not asking the input itself, the
+enumeration reading the wrong row's label, an interval without its edge guard, a result forgetting its width, round
+robin bucket by bucket).
 """
 
 from __future__ import annotations
@@ -300,7 +303,8 @@ def test_two_wide_columns_make_bytes_keys():
     assert domain.keys(np.zeros((1, 3), dtype=np.int64)).dtype == object
 
 
-# ------------------------------------------------------------------ counterparts (architecture: the counting rule; counterparts that could exist)
+# ------------------------------------------------------------------ counterparts
+# (architecture: the counting rule; counterparts that could exist)
 @SETTINGS
 @given(case_and_inputs())
 def test_counterparts_are_the_brute_force_ones_and_change_only_protected_and_coupled_columns(drawn):
@@ -420,7 +424,8 @@ def test_a_domain_survives_its_json_round_trip(drawn):
     assert (back.satisfies(X) == case.domain.satisfies(X)).all()
 
 
-# ------------------------------------------------------------------ the discrimination check (architecture: the counting rule)
+# ------------------------------------------------------------------ the discrimination check
+# (architecture: the counting rule)
 @SETTINGS
 @given(case_and_inputs(constrain=True), st.sampled_from([1, 5, oracle.CHUNK_ROWS]), st.data())
 def test_the_check_agrees_with_a_brute_force_check_on_a_threshold_model(drawn, chunk, data):

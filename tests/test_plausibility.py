@@ -1,7 +1,7 @@
-"""Plausibility (architecture: counterparts that could exist): support counts, scored pairs, and a verdict over counterparts that could exist.
+"""Plausibility: support counts, scored pairs, and a verdict over counterparts that could exist.
 
 The issue's toy: half the rows are married (a woman is a wife, a man a husband), so flipping sex alone makes
-exactly half the naive counterparts impossible people.
+exactly half the naive counterparts impossible people. See architecture: counterparts that could exist.
 """
 
 from dataclasses import replace

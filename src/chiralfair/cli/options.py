@@ -263,7 +263,10 @@ class Search:
 
 @dataclass(frozen=True)
 class Counterparts:
-    """Counterparts that could exist (architecture: counterparts that could exist): couplings, constraints, plausible only (run, estimate, check)."""
+    """Counterparts that could exist: couplings, constraints, plausible only (run, estimate, check).
+
+    See architecture: counterparts that could exist.
+    """
 
     couple: CoupleOpt = None
     constraint: ConstraintOpt = None

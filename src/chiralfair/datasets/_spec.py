@@ -90,8 +90,8 @@ class DatasetSpec:
     encode : callable
         ``encode(table) -> Encoded``: the encoding of the columns read.
     couple : mapping or None
-        The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form
-        of :func:`chiralfair.domain.coupling.parse_couplings` (architecture: counterparts that could exist); None for none.
+        The couplings :func:`~chiralfair.datasets.load_dataset` declares by default (``couple=None``), in the form of
+        :func:`chiralfair.domain.coupling.parse_couplings` (architecture: counterparts that could exist); None for none.
     couple_constraints : tuple of str
         Rules that come with the default couplings and hold while one is active (:mod:`chiralfair.domain.constraints`
         text): without them a search still proposes inputs whose coupled side cannot exist.

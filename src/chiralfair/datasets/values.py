@@ -6,7 +6,8 @@ codes, and a protected attribute would then have counterparts that differ only i
 nothing. :func:`spelling_key` is the form two values share when they differ only in Unicode normal form or
 whitespace, and :func:`alike_groups` finds them. Adult's missing-value token ``"?"`` often keeps the space that
 follows the comma in the raw file (``" ?"``): :func:`is_missing_token` recognises it, so that it is a missing
-value (a category of its own, architecture: the population and the domain) while the model is still fed the original text.
+value (a category of its own, architecture: the population and the domain) while the model is still fed the original
+text.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""Constraints over the domain (architecture: counterparts that could exist): simple rules that every input and every counterpart satisfies.
+"""Constraints over the domain: simple rules that every input and every counterpart satisfies.
 
-Two kinds of rule, written as text and parsed against the domain's features (labels or codes):
+See architecture: counterparts that could exist. Two kinds of rule, written as text and parsed against the domain's
+features (labels or codes):
 
 - **exclusion** ``"sex=Female excludes relationship=Husband"`` (several values with ``|``:
   ``"relationship=Husband|Wife excludes marital_status=Never-married"``): no input holds both;

@@ -1,11 +1,11 @@
-"""Coupled attributes (architecture: counterparts that could exist): columns that change with a protected attribute, so counterparts can exist.
+"""Coupled attributes: columns that change with a protected attribute, so counterparts can exist.
 
 Changing only ``sex`` turns a married man (``relationship=Husband``) into a female husband, a person the data
 never holds. A **coupling** belongs to a protected attribute and says how another column changes with it:
 ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}``. Every counterpart of the code base is built
 by :meth:`chiralfair.domain.Domain.counterparts` / :meth:`~chiralfair.domain.Domain.counterpart_rows`, which apply
 the couplings compiled here; the discrimination check, the generators' pair recording, the chiral mutation of
-I&D and the verdict all go through them.
+I&D and the verdict all go through them. See architecture: counterparts that could exist.
 
 How a coupling is compiled
 --------------------------

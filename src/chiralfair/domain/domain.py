@@ -1,7 +1,7 @@
 """The input domain: features in order, integer bounds, code labels and the protected attributes.
 
-Every generator clips and rounds into a :class:`Domain`; the discrimination check takes the protected
-attributes' value sets from it; an IDI's key (its identity for counting, architecture: the counting rule) is computed here.
+Every generator clips and rounds into a :class:`Domain`; the discrimination check takes the protected attributes' value
+sets from it; an IDI's key (its identity for counting, architecture: the counting rule) is computed here.
 
 Counterparts are built here and only here (:meth:`Domain.counterparts`, :meth:`Domain.counterpart_rows`), with
 the domain's couplings applied (:mod:`chiralfair.domain.coupling`: columns that change with a protected attribute, such
@@ -901,9 +901,10 @@ class Domain:
 
     # ------------------------------------------------------------------ plausibility
     def plausible(self, X) -> np.ndarray | None:
-        """Whether each row's (protected value, categorical value) pairs all occur in the data (architecture: counterparts that could exist).
+        """Whether each row's (protected value, categorical value) pairs all occur in the data.
 
         See :mod:`chiralfair.domain.plausibility` for the rule. Reads the protected attributes under test.
+        See architecture: counterparts that could exist.
 
         Parameters
         ----------

@@ -1,9 +1,10 @@
-"""Plausibility (architecture: counterparts that could exist): do a counterpart's protected and categorical values occur together in the data.
+"""Plausibility: do a counterpart's protected and categorical values occur together in the data.
 
 The data's co-occurrence counts of every pair of column codes are computed once, vectorised
 (:meth:`Support.from_data`). A row is **plausible** when each of its (protected value, categorical value) pairs is
 supported by the data: for each protected column ``p`` and each categorical column ``c`` outside ``p``'s attribute
 (the other protected attributes included), the pair ``(x[p], x[c])`` is not *rare against independence*.
+See architecture: counterparts that could exist.
 
 A pair ``(a, b)`` is rare when the data had the chance to show it and did not: with ``E = n(a) n(b) / N`` the count
 independence predicts, it is rare when ``E >= min_expected`` and ``n(a, b) < min_lift * E``. The literal rule

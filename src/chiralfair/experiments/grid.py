@@ -11,7 +11,8 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     save_pairs = false              # write each cell's IDI pairs to <cell>/idis.parquet    (task "search")
     verdict = false                 # estimate the test-split share affected in each cell  (task "search")
     diversity = false               # measure the diversity of each cell's seeds and IDIs  ("search", "seeds")
-    couple = true                   # the datasets' default couplings (census: relationship with sex; architecture: counterparts that could exist)
+    couple = true                   # the datasets' default couplings (census: relationship with sex;
+                                    # architecture: counterparts that could exist)
 
     [axes]
     rows = ["census:age", "compas:race,sex"]   # "dataset:protected[,protected2]"
@@ -105,9 +106,9 @@ class Grid:
     retrain : dict
         Parameters of :func:`chiralfair.mitigation.retraining.retrain` (``task = "retrain"``).
     couple : bool
-        The datasets' default couplings are on (architecture: counterparts that could exist; default True, as :func:`~chiralfair.datasets.
-        load_dataset`). A cell is coupled only where a default coupling is active: its row protects the
-        coupling's attribute (census:sex, not census:age), so the other cells keep their keys.
+        The datasets' default couplings are on (architecture: counterparts that could exist; default True, as
+        :func:`~chiralfair.datasets.load_dataset`). A cell is coupled only where a default coupling is active: its row
+        protects the coupling's attribute (census:sex, not census:age), so the other cells keep their keys.
     """
 
     name: str

@@ -4,8 +4,8 @@
   on a row of your own data, :func:`chiralfair.pipeline.resolve_inputs` with your data, schema and model file, then
   the same steps (:func:`chiralfair.pipeline.run_pipeline`).
 - ``seeds``: seed selection only (initialization rate, initial IDIs, time).
-- ``retrain``: leak-free mitigation (architecture: mitigation). A search with each listed seed strategy, its seeds drawn from the
-  model's training rows only (:func:`chiralfair.pipeline.search_training_rows`), then
+- ``retrain``: leak-free mitigation (architecture: mitigation). A search with each listed seed strategy, its seeds drawn
+  from the model's training rows only (:func:`chiralfair.pipeline.search_training_rows`), then
   :func:`chiralfair.mitigation.retrain` with each one's IDIs for the methods that add IDIs (``paper``), the other
   strategies' IDIs re-checked with them (the I&D paper's Table 4/5, as ``benchmarks/retrain.py``); the methods
   that add no IDIs (``counterfactual``, ``unaware``, ``consistency``) do not depend on the search and run once per

@@ -1,11 +1,11 @@
-"""Mitigation methods (architecture: mitigation): one class per method, registered by name, each an sklearn meta-estimator.
+"""Mitigation methods: one class per method, registered by name, each an sklearn meta-estimator.
 
 A method wraps a classifier on int codes (``estimator``) and a :class:`~chiralfair.domain.Domain` that names the
 protected attributes; ``fit(X, y)`` trains the mitigated classifier, ``predict`` / ``predict_proba`` use it.
 Parameters are stored unchanged and validated in ``fit`` (scikit-learn's convention), so ``get_params``,
 ``set_params``, ``clone`` and ``repr`` come from :class:`sklearn.base.BaseEstimator`, and a mitigated model goes
 into a user's own pipeline and cross-validation. :func:`chiralfair.mitigation.retrain` uses the same classes to
-compare the methods on one held-out split.
+compare the methods on one held-out split. See architecture: mitigation.
 
 Labels: any two classes; they are encoded to {0, 1} (``classes_[1]`` is 1) before the wrapped estimator sees them.
 """

@@ -1,10 +1,10 @@
-"""Keeping the test split out of retraining (architecture: mitigation, issue 21): seeds, IDIs and added rows from training rows only.
+"""Keeping the test split out of retraining (issue 21): seeds, IDIs and added rows from training rows only.
 
-Held-out figures are honest only if nothing about a test individual enters the training data. A search for IDIs
-to retrain with therefore draws its seeds from the training rows alone (:func:`training_rows`: the seed strategy,
-its chiral model, its clusters and its SHAP background see no test row; the pipeline's
-:func:`chiralfair.pipeline.search_training_rows` runs it), and every row added to the training data is checked
-against the test split by its non-protected projection (its IDI key, architecture: the counting rule):
+See architecture: mitigation. Held-out figures are honest only if nothing about a test individual enters the training
+data. A search for IDIs to retrain with therefore draws its seeds from the training rows alone (:func:`training_rows`:
+the seed strategy, its chiral model, its clusters and its SHAP background see no test row; the pipeline's
+:func:`chiralfair.pipeline.search_training_rows` runs it), and every row added to the training data is checked against
+the test split by its non-protected projection (its IDI key, architecture: the counting rule):
 
 - a **test projection** is the key of a test row that no training row shares. Rows whose key is a test
   projection are excluded before training (a planted test row among the seeds, or an IDI that the local phase

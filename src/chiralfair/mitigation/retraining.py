@@ -1,10 +1,10 @@
-"""Mitigation side by side on the held-out rows: does the model get fairer, and what does it cost? (architecture: mitigation).
+"""Mitigation side by side on the held-out rows: whether the model gets fairer, and what it costs.
 
-:func:`retrain` takes a model under test, its training split and (for the methods that add them) the IDIs of a
-search, trains the model again with each mitigation method, and measures the model before and every model after
-on the **same held-out test rows**: F1, accuracy, the IDI rate over the test rows (95% Wilson interval), the IDI
-rate over domain draws, and fairlearn's demographic-parity and equalized-odds differences (:mod:`.evaluation`).
-The methods (one module each, registered by name, :mod:`.base`):
+See architecture: mitigation. :func:`retrain` takes a model under test, its training split and (for the methods that add
+them) the IDIs of a search, trains the model again with each mitigation method, and measures the model before and every
+model after on the **same held-out test rows**: F1, accuracy, the IDI rate over the test rows (95% Wilson interval), the
+IDI rate over domain draws, and fairlearn's demographic-parity and equalized-odds differences (:mod:`.evaluation`). The
+methods (one module each, registered by name, :mod:`.base`):
 
 - ``paper``: the I&D paper's retraining. IDI pairs labelled by the LR/SVC/DTC/MLP vote without the protected
   attributes (:mod:`.labelling`) are added to the training split; the zoo DNN is fine-tuned for 10 epochs from
@@ -118,7 +118,9 @@ ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_te
 
 @dataclass(frozen=True, eq=False)  # holds models: compared by identity
 class RetrainResult:
-    """The model before and after each mitigation method, measured on one held-out split (architecture: results and files; mitigation).
+    """The model before and after each mitigation method, measured on one held-out split.
+
+    See architecture: results and files; mitigation.
 
     Attributes
     ----------
@@ -530,8 +532,8 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         Labels the IDIs; cloned and fitted on the training split without the protected columns. Default
         :func:`~chiralfair.mitigation.labelling.default_ensemble`.
     mode : {"auto", "retrain", "fine-tune"}, default="auto"
-        How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (architecture: mitigation), ``retrain``
-        trains from scratch (the I&D reference code).
+        How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (architecture: mitigation),
+        ``retrain`` trains from scratch (the I&D reference code).
     trainer : callable, optional
         ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train.
     recheck : SearchResult or array of shape (n, n_features), optional

@@ -3,9 +3,10 @@
 Every input reaches the estimator as one representative of its counterparts: the protected attributes at their
 first combination of values, and each coupled column moved with them (:meth:`Domain.counterpart_rows
 <chiralfair.domain.Domain.counterpart_rows>` at combination 0; census's relationship Husband <-> Wife then reads as
-the role it plays, architecture: counterparts that could exist). An input and each of its counterparts are one input to the estimator, so they get
-one label: zero IDIs by construction, with or without couplings. Blinding rather than dropping the columns keeps the
-input's width, so a raw-frame pipeline or the DNN is refit in its own language; a constant column tells it nothing.
+the role it plays, architecture: counterparts that could exist). An input and each of its counterparts are one input to
+the estimator, so they get one label: zero IDIs by construction, with or without couplings. Blinding rather than
+dropping the columns keeps the input's width, so a raw-frame pipeline or the DNN is refit in its own language; a
+constant column tells it nothing.
 
 That is why its cost is the point: F1, accuracy and the group metrics beside the other methods, and the proxies it
 leaves in place (a non-protected column correlated with the protected one still carries it into the decision).

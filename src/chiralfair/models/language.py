@@ -1,9 +1,9 @@
-"""A model's language (architecture: the model under test): its input, its class labels, its positive class and what it outputs.
+"""A model's language: its input, its class labels, its positive class and what it outputs.
 
 The language is declared once, when a model is wrapped by :func:`~chiralfair.models.as_model`; from then on
 every algorithm sees integer codes in and, out, labels in {0, 1} (1 = the positive class), P(positive class)
 in [0, 1] and gradients of P(positive class). This module turns what a model returns into that form and refuses,
-with a message naming the fix, what it cannot read without guessing.
+with a message naming the fix, what it cannot read without guessing. See architecture: the model under test.
 
 Rules
 -----

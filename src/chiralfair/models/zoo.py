@@ -5,7 +5,8 @@ possible: the model under test carries its spec (``model.spec``), and
 ``model.spec.fit(X_chiral, y, random_state=...)`` trains the same architecture with the same
 hyper-parameters on the mutated data (I&D §3.1).
 
-Names (architecture: the model under test; the paper's RQ2 uses ``lr``, ``svc``, ``dtc`` and ``mlp`` at sklearn defaults):
+Names (architecture: the model under test; the paper's RQ2 uses ``lr``, ``svc``, ``dtc`` and ``mlp`` at sklearn
+defaults):
 
 ======  ==================================================  =========================================
 name    model                                               defaults that differ from the library's

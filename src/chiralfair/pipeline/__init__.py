@@ -1,11 +1,11 @@
-"""The run pipeline (architecture: layers and habits): data → model → seeds → search → verdict → (retrain) → write, wired once.
+"""The run pipeline: data → model → seeds → search → verdict → (retrain) → write, wired once.
 
 Two resolvers make the inputs of a run: :func:`inputs_from_names` (a benchmark dataset and a zoo model) and
 :func:`inputs_from_objects` (your DataFrame or data file and your fitted model or model file); every front door
 calls the steps that follow: ``chiralfair run`` and grid cells (:func:`run_experiment`), :func:`audit`,
 :func:`estimate` and :func:`retrain` (also ``chiralfair.audit``, ``chiralfair.estimate``, ``chiralfair.retrain``),
 and every command of the CLI. Each check (names, budget, gradient needed, protected attributes, positive class)
-lives in one place (:mod:`.checks`, :mod:`.inputs`, :func:`.steps.prepare_search`).
+lives in one place (:mod:`.checks`, :mod:`.inputs`, :func:`.steps.prepare_search`). See architecture: layers and habits.
 
 Names are imported on first use (PEP 562), so that the command line can refuse a bad flag at once.
 """

@@ -198,8 +198,9 @@ class DataSettings:
     """How to read a user's data: label, positive and favourable class, protected attributes, bins, categories.
 
     Built from keyword arguments, a schema TOML (``chiralfair schema infer``) and command-line flags (flags win).
-    ``couple`` and ``constraints`` (architecture: counterparts that could exist) are those of :func:`~chiralfair.datasets.from_frame`; the schema's
-    ``[couple]`` table and ``constraints`` list apply when none are given.
+    ``couple`` and ``constraints`` (architecture: counterparts that could exist) are those of
+    :func:`~chiralfair.datasets.from_frame`; the schema's ``[couple]`` table and ``constraints`` list apply when none
+    are given.
     """
 
     label: Any = None

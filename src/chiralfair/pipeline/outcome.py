@@ -122,7 +122,9 @@ MAX_RULES_LISTED = 10
 
 
 def counterpart_summary(domain, result) -> dict[str, Any]:
-    """What the counterparts of a run were (architecture: counterparts that could exist): couplings, constraints, plausibility, suggested rules.
+    """What the counterparts of a run were: couplings, constraints, plausibility, suggested rules.
+
+    See architecture: counterparts that could exist.
 
     Parameters
     ----------

@@ -1,8 +1,9 @@
-"""The run pipeline: inputs → seeds → search → verdict → write, the one place a run is wired (architecture: layers and habits).
+"""The run pipeline: inputs → seeds → search → verdict → write, the one place a run is wired.
 
 :func:`run_pipeline` takes resolved :class:`~.inputs.RunInputs` (from names or from objects) and a
 :class:`~.steps.SearchPlan`; :func:`run_experiment` is the same from a :class:`~.config.RunConfig` of names.
 Every front door (``chiralfair run``, ``chiralfair.audit``, grid cells) calls one of them.
+See architecture: layers and habits.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The run folder (architecture: results and files): ``result.json``, ``idis.parquet``, ``report.md`` with PNG plots, ``report.html``.
+"""The run folder: ``result.json``, ``idis.parquet``, ``report.md`` with PNG plots, ``report.html``.
 
 The report shows the verdict first (share of the test split affected, per group, with intervals; the
 probability gap), then the search. ``report.html`` is the same report as one self-contained page (plots embedded
-as base64 PNG data URIs, no external assets).
+as base64 PNG data URIs, no external assets). See architecture: results and files.
 
 Writes are atomic (temporary file + rename). A folder is accepted for output when it does not exist, is
 empty, or holds a previous run (its ``result.json`` carries chiralfair metadata); anything else is refused so
@@ -282,7 +282,9 @@ def small_groups(verdict: dict[str, Any]) -> list[str]:
 
 
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
-    """What the counterparts were (architecture: counterparts that could exist), for the CLI: couplings, constraints, rules the data suggests.
+    """What the counterparts were, for the CLI: couplings, constraints, rules the data suggests.
+
+    See architecture: counterparts that could exist.
 
     Parameters
     ----------
@@ -487,7 +489,10 @@ def _rate(record: dict[str, Any], metric: str) -> str:
 
 
 def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
-    """The counterparts section (architecture: counterparts that could exist): couplings, constraints, plausible IDIs, rules the data suggests."""
+    """The counterparts section: couplings, constraints, plausible IDIs, rules the data suggests.
+
+    See architecture: counterparts that could exist.
+    """
     if not c:
         return []
     out = ["", "## Counterparts", ""]

@@ -1,4 +1,4 @@
-"""The run folder on disk (architecture: results and files): safe folder checks, ``result.json``, and IDI pairs streamed to Parquet.
+"""The run folder on disk: safe folder checks, ``result.json``, and IDI pairs streamed to Parquet.
 
 Pairs go to ``idis.parquet``, a Parquet *dataset folder* of part files ``part-000000.parquet``,
 ``part-000001.parquet``, ... in search order, which ``pandas.read_parquet`` and ``pyarrow.dataset`` read as one
@@ -7,13 +7,14 @@ many are buffered, or :data:`FLUSH_SECONDS` after the previous part, under a hid
 once the file is complete (footer included). A killed run therefore leaves a readable ``idis.parquet`` holding
 every pair up to the last part written (at most ``ROWS_PER_PART`` pairs or ``FLUSH_SECONDS`` of search are lost),
 and its ``result.json`` still says ``"partial": true``. Readers skip the hidden temporaries (names starting with
-``.``).
+``.``). See architecture: results and files.
 
 Columns: every feature under its name, then again with suffix ``_counterpart``, ``prediction``,
 ``prediction_counterpart``, ``phase``, and ``plausible`` (bool: the IDI and its counterpart are both plausible,
-architecture: counterparts that could exist) when the search scored plausibility. A feature with labels is a dictionary-encoded string column (pandas
-reads it as a categorical of labels); a feature without labels is an int64 column of codes. The domain is kept
-in the schema metadata (key ``chiralfair.domain``), so the codes can be read back without it (:func:`read_pairs`).
+architecture: counterparts that could exist) when the search scored plausibility. A feature with labels is a
+dictionary-encoded string column (pandas reads it as a categorical of labels); a feature without labels is an int64
+column of codes. The domain is kept in the schema metadata (key ``chiralfair.domain``), so the codes can be read back
+without it (:func:`read_pairs`).
 """
 
 from __future__ import annotations

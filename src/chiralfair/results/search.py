@@ -1,7 +1,8 @@
-"""Frozen result records with a JSON round trip (architecture: results and files): :class:`SearchResult` and :class:`SeedReport`.
+"""Frozen result records with a JSON round trip: :class:`SearchResult` and :class:`SeedReport`.
 
 A :class:`SearchResult` holds its IDI pairs in memory, or, when the search streamed them to a run folder,
 reads them from its ``idis.parquet`` on first access (see :mod:`chiralfair.results.run_folder`).
+See architecture: results and files.
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ class SearchResult:
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
         Each IDI and one counterpart that gets a different label (coupled columns changed with the protected
-        attributes, architecture: counterparts that could exist). Read from ``pairs_path`` on first access when the pairs were streamed there
-        (pass ``pairs_path`` instead of the five arrays).
+        attributes, architecture: counterparts that could exist). Read from ``pairs_path`` on first access when the
+        pairs were streamed there (pass ``pairs_path`` instead of the five arrays).
     idi_labels, counterpart_labels : numpy.ndarray of int64, shape (n_idis,)
     phase : numpy.ndarray of str, shape (n_idis,)
         ``"global"`` or ``"local"``.

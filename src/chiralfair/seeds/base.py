@@ -1,4 +1,7 @@
-"""Seed strategies (architecture: seed strategies): ``select(model, dataset, n_seeds, *, random_state) -> SeedReport``."""
+"""Seed strategies: ``select(model, dataset, n_seeds, *, random_state) -> SeedReport``.
+
+See architecture: seed strategies.
+"""
 
 from __future__ import annotations
 
@@ -137,7 +140,8 @@ class SeedStrategy(ABC):
         rng, random_state_described = resolve_random_state(random_state)
         q0 = model.n_queries
         t0 = time.perf_counter()
-        # Rows with a missing protected value are reported apart, never drawn as seeds (architecture: the model under test).
+        # Rows with a missing protected value are reported apart, never drawn as seeds
+        # (architecture: the model under test).
         pool = dataset.without_missing_protected()
         seeds, info = self._choose(model, pool, n_seeds, rng)
         if pool is not dataset:

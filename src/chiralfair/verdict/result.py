@@ -36,8 +36,8 @@ class Verdict:
     values, every combination of the protected domains, coupled columns changed with them; one that breaks a
     constraint of the domain cannot exist and does not count) gets another label, and, when ``gamma`` is set,
     the gap between their positive-class probabilities is at least ``gamma``. With ``counterparts ==
-    "plausible"`` only plausible counterparts count (architecture: counterparts that could exist). An affected individual is *harmed* when it
-    gets the unfavourable label (its counterpart then gets the favourable one).
+    "plausible"`` only plausible counterparts count (architecture: counterparts that could exist). An affected
+    individual is *harmed* when it gets the unfavourable label (its counterpart then gets the favourable one).
 
     Attributes
     ----------
