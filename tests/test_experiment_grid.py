@@ -174,8 +174,8 @@ def test_cells_come_in_a_fixed_order_with_distinct_keys():
 
 
 def test_couplings_enter_the_key_only_of_the_cells_they_change(tmp_path):
-    # The default couples census relationship to sex (architecture: counterparts that could exist): census:sex cells change, the others keep the
-    # keys they had before couplings existed; couple = false gives every cell its old key.
+    # The default couples census relationship to sex (architecture: counterparts that could exist): census:sex cells
+    # change, the others keep the keys they had before couplings existed; couple = false gives every cell its old key.
     rows = {"axes": {"rows": ["census:sex", "census:age", "german:sex"]}}
     default, off = load_grid(small_grid(**rows)), load_grid(small_grid(couple=False, **rows))
     assert default.couple and not off.couple

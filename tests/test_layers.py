@@ -98,8 +98,8 @@ def test_the_cli_imports_only_the_pipeline_and_the_result_and_report_modules():
 
 
 def test_no_other_module_wires_the_steps_of_a_run():
-    # Selecting seeds and running a generator happen in the pipeline's steps only (architecture: layers and habits: one pipeline);
-    # the retraining's holdout protocol searches the model before and after inside its own evaluation.
+    # Selecting seeds and running a generator happen in the pipeline's steps only (architecture: layers and habits: one
+    # pipeline); the retraining's holdout protocol searches the model before and after inside its own evaluation.
     wiring = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT)

@@ -61,9 +61,9 @@ def toy_dataset(n=600, protected=("sex",), biased=True, seed=0) -> Dataset:
     return Dataset("toy", X, y, dom, label="y", positive_class="1")
 
 
-# ------------------------------------------------------------------ couplings and constraints (architecture: counterparts that could exist)
-# On the toy domain, c plays a role that changes with sex: code 0 belongs to Female, code 1 to Male (a wife and a
-# husband), 2..4 to neither. The coupling swaps 0 and 1 with sex; the rules say who can exist.
+# ------------------------------------------------------------------ couplings and constraints (architecture:
+# counterparts that could exist) On the toy domain, c plays a role that changes with sex: code 0 belongs to Female, code
+# 1 to Male (a wife and a husband), 2..4 to neither. The coupling swaps 0 and 1 with sex; the rules say who can exist.
 TOY_COUPLE = {"sex": {"c": {0: 1, 1: 0}}}
 TOY_RULES = ("sex=Female excludes c=1", "sex=Male excludes c=0", "a >= c")
 

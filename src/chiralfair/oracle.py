@@ -7,9 +7,9 @@ candidate costs at most ``n_combinations`` model queries (one more if its PA val
 a missing protected value, or a group row that is none of the valid ones).
 
 Counterparts come from :meth:`Domain.counterparts <chiralfair.domain.Domain.counterparts>`, so coupled columns
-change with their attribute (architecture: counterparts that could exist). A counterpart that breaks one of the domain's constraints cannot exist:
-it is not sent to the model (no query), carries the input's own label and probability, and never makes the input
-an IDI (``CheckResult.possible``).
+change with their attribute (architecture: counterparts that could exist). A counterpart that breaks one of the domain's
+constraints cannot exist: it is not sent to the model (no query), carries the input's own label and probability, and
+never makes the input an IDI (``CheckResult.possible``).
 """
 
 from __future__ import annotations

@@ -166,9 +166,9 @@ class Dataset:
         one attribute spanning those columns, e.g. ``with_protected(["sex", ("race_A", "race_B",
         "race_C")])``.
 
-        ``couple`` (architecture: counterparts that could exist): None keeps the domain's couplings; a mapping such as ``{"sex":
-        {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` replaces them; False or ``{}`` removes them
-        (:meth:`~chiralfair.domain.Domain.with_couplings`). ``constraints``: None keeps the domain's; rules as
+        ``couple`` (architecture: counterparts that could exist): None keeps the domain's couplings; a mapping such as
+        ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` replaces them; False or ``{}`` removes
+        them (:meth:`~chiralfair.domain.Domain.with_couplings`). ``constraints``: None keeps the domain's; rules as
         text replace them; ``()`` removes them (:meth:`~chiralfair.domain.Domain.with_constraints`).
 
         Parameters

@@ -79,10 +79,10 @@ def load_dataset(name: str, *, protected: str | Sequence[str] | None = None,
     allow_checksum_mismatch : bool
         Use a raw file whose SHA-256 differs from the published one (a warning is logged).
     couple : mapping, None or False
-        Columns that change with a protected attribute (architecture: counterparts that could exist; :meth:`Domain.with_couplings
-        <chiralfair.domain.Domain.with_couplings>`). None (default): the dataset's own couplings, on census
-        ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` (active when sex is protected);
-        False or ``{}``: none, as in the I&D paper and its reference tools; a mapping replaces the default.
+        Columns that change with a protected attribute (architecture: counterparts that could exist;
+        :meth:`Domain.with_couplings <chiralfair.domain.Domain.with_couplings>`). None (default): the dataset's own
+        couplings, on census ``{"sex": {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` (active when sex is
+        protected); False or ``{}``: none, as in the I&D paper and its reference tools; a mapping replaces the default.
     constraints : str or sequence of str, optional
         Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``
         (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`). Default: the rules that

@@ -5,10 +5,10 @@ lists of ``adult.names``; a missing ``?`` is a category of its own (the next cod
 AEQUITAS wrote the sentinel 100. age // 10, fnlwgt // 20,000, capital-gain // 1,000, capital-loss // 100,
 hours-per-week unchanged. Label: income ``>50K`` = 1.
 
-Coupling (architecture: counterparts that could exist), on by default: ``relationship`` changes with ``sex``, Husband <-> Wife. In the data a
-husband is a man and a wife a woman (1 female husband and 2 male wives among 32,561 rows), so flipping sex alone
-makes every married person's counterpart someone who does not exist; with the coupling a husband's counterpart is
-a wife. Two rules come with the coupling, active while it is (sex protected): ``sex=Female excludes
+Coupling (architecture: counterparts that could exist), on by default: ``relationship`` changes with ``sex``, Husband
+<-> Wife. In the data a husband is a man and a wife a woman (1 female husband and 2 male wives among 32,561 rows), so
+flipping sex alone makes every married person's counterpart someone who does not exist; with the coupling a husband's
+counterpart is a wife. Two rules come with the coupling, active while it is (sex protected): ``sex=Female excludes
 relationship=Husband`` and ``sex=Male excludes relationship=Wife``, so that no search proposes a female husband
 (whose coupled counterpart would be a male wife): measured on the quick start, the coupling alone left 14.6% of the
 IDI pairs with an impossible side, the coupling with the rules 0% (``benchmarks/results/counterparts.md``).

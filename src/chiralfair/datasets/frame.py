@@ -87,8 +87,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         checkable, and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value
         like the others (the behaviour before this option).
     couple : mapping, optional
-        Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex": {"relationship":
-        {"Husband": "Wife", "Wife": "Husband"}}}`` (labels are the frame's values as text);
+        Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex":
+        {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` (labels are the frame's values as text);
         see :meth:`Domain.with_couplings <chiralfair.domain.Domain.with_couplings>`. None: no coupling.
     constraints : str or sequence of str, optional
         Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"`` or

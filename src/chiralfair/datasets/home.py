@@ -1,8 +1,8 @@
 """The data home: where raw benchmark files are found, downloaded to, and checked by SHA-256.
 
-Resolution (architecture: the population and the domain): the ``data_home`` argument, else the environment variable ``CHIRALFAIR_DATA``, else
-the user cache folder that platformdirs names (``$XDG_CACHE_HOME/chiralfair/data``, ``~/.cache/chiralfair/data``
-on Linux; the platform's own elsewhere). Each raw file has a path relative to the data home
+Resolution (architecture: the population and the domain): the ``data_home`` argument, else the environment variable
+``CHIRALFAIR_DATA``, else the user cache folder that platformdirs names (``$XDG_CACHE_HOME/chiralfair/data``,
+``~/.cache/chiralfair/data`` on Linux; the platform's own elsewhere). Each raw file has a path relative to the data home
 (``census/raw/adult.data``), its original public address and its SHA-256. A file that is in none of the searched
 folders is downloaded into the user cache folder by pooch, which checks its SHA-256 (a file inside a zip archive,
 whose archive has no published digest, is checked once extracted).

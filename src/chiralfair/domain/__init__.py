@@ -2,9 +2,9 @@
 
 :class:`Domain` (:mod:`.domain`) holds the features in order with their integer bounds and labels, and the
 protected attributes (:class:`Feature`, :class:`ProtectedAttribute`: :mod:`.features`, declared by
-:mod:`.declaration`); it builds every counterpart and every IDI key (architecture: the counting rule). Beside it: the coupled attributes
-that change with a protected one (:mod:`.coupling`), the rules an input must satisfy to be a possible person
-(:mod:`.constraints`), and the support of value pairs in the data that scores a counterpart's plausibility
+:mod:`.declaration`); it builds every counterpart and every IDI key (architecture: the counting rule). Beside it: the
+coupled attributes that change with a protected one (:mod:`.coupling`), the rules an input must satisfy to be a possible
+person (:mod:`.constraints`), and the support of value pairs in the data that scores a counterpart's plausibility
 (:mod:`.plausibility`).
 
 Names are imported on first use (PEP 562), so that parsing a ``--couple`` flag does not load pandas.

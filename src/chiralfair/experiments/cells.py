@@ -57,9 +57,9 @@ class Cell:
     retrain : dict
         Parameters of :func:`chiralfair.mitigation.retraining.retrain` (retrain cells).
     couple : bool
-        The dataset's default couplings are on (architecture: counterparts that could exist). False (the default, and every cell written before
-        couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it is True, so the
-        keys of uncoupled cells are those they always had.
+        The dataset's default couplings are on (architecture: counterparts that could exist). False (the default, and
+        every cell written before couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it
+        is True, so the keys of uncoupled cells are those they always had.
     own : dict
         For a row of your own data with your model file: the files' SHA-256 (``data_sha256``, ``schema_sha256``,
         ``test_sha256``, ``model_sha256``), ``trust_model_file`` and ``test_size``; in the key (only when given, so

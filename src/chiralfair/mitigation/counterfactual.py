@@ -6,9 +6,9 @@ data and regularisation, does not change. A model fitted on it cannot gain from 
 comes with the same label. With ``with_idis=True`` the labelled IDI pairs that :func:`~chiralfair.mitigation.retrain`
 hands over (``added=``) join the augmented rows, each pair also in every combination, weight 1 per pair.
 
-A row whose protected value is missing appears with the valid combinations only (architecture: the model under test: a missing value is
-never a counterpart). Coupled columns move with the protected values, and a counterpart that breaks one of the
-domain's constraints is left out (:func:`augment`), as the discrimination check builds counterparts.
+A row whose protected value is missing appears with the valid combinations only (architecture: the model under test: a
+missing value is never a counterpart). Coupled columns move with the protected values, and a counterpart that breaks one
+of the domain's constraints is left out (:func:`augment`), as the discrimination check builds counterparts.
 
 References
 ----------

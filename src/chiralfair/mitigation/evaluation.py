@@ -1,8 +1,8 @@
 """The figures of one model on the held-out rows: F1, accuracy, IDI rates with intervals, group metrics.
 
-Every figure names its rows (architecture: mitigation, "held-out or nothing"): F1, accuracy, the IDI rate and fairlearn's group
-metrics are measured on the test split, which no step of retraining saw; the domain IDI rate over uniform draws
-from the input domain (:func:`chiralfair.verdict.estimate`, 95% Wilson intervals).
+Every figure names its rows (architecture: mitigation, "held-out or nothing"): F1, accuracy, the IDI rate and
+fairlearn's group metrics are measured on the test split, which no step of retraining saw; the domain IDI rate over
+uniform draws from the input domain (:func:`chiralfair.verdict.estimate`, 95% Wilson intervals).
 
 Group metrics: fairlearn's demographic-parity and equalized-odds differences over the groups of the protected
 attributes (their joint values) in the test rows, through :class:`fairlearn.metrics.MetricFrame`. The

@@ -5,8 +5,8 @@ The estimator is fitted; a search finds IDIs of the fitted model with seeds from
 row is ever a seed); each pair is labelled by the LR/SVC/DTC/MLP vote trained on the same rows without the
 protected attributes (:mod:`.labelling`); a share of the pairs is added, both rows or the IDI only; the estimator is
 refitted on rows plus pairs, or, for the paper's DNN, fine-tuned for 10 epochs from its weights (paper §4.4,
-architecture: mitigation). :func:`~chiralfair.mitigation.retrain` runs the same steps on a model under test and its split,
-with the model cache and the other model kinds.
+architecture: mitigation). :func:`~chiralfair.mitigation.retrain` runs the same steps on a model under test and its
+split, with the model cache and the other model kinds.
 
 References
 ----------

@@ -49,8 +49,8 @@ class CountingModel:
     """Batched, query-counting access to a model under test.
 
     Every row sent to the model, through any method, adds one to :attr:`n_queries`, so all generators are
-    measured the same way (architecture: the counting rule). Large requests are split into chunks of ``batch_size`` rows to bound
-    memory; a request is never split finer than that.
+    measured the same way (architecture: the counting rule). Large requests are split into chunks of ``batch_size`` rows
+    to bound memory; a request is never split finer than that.
 
     Parameters
     ----------

@@ -55,9 +55,9 @@ class RunConfig:
         Also measure the diversity of the IDIs found (:func:`chiralfair.seeds.diversity_report.seed_diversity`,
         into ``SearchResult.diversity``); off by default: it reads streamed pairs back into memory.
     couple : mapping, bool or None
-        Coupled columns (architecture: counterparts that could exist), as :func:`~chiralfair.datasets.load_dataset` takes them: None or True the
-        dataset's own (census: relationship Husband <-> Wife with sex), False none (the I&D paper's setting), a
-        mapping replaces them.
+        Coupled columns (architecture: counterparts that could exist), as :func:`~chiralfair.datasets.load_dataset`
+        takes them: None or True the dataset's own (census: relationship Husband <-> Wife with sex), False none (the I&D
+        paper's setting), a mapping replaces them.
     constraints : tuple of str
         Rules every input satisfies (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`).
     plausible_only : bool

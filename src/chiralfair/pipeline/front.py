@@ -160,9 +160,9 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     on_step : callable, optional
         Called with ``"data"``, ``"model"``, ``"seeds"``, ``"search"``, ``"verdict"`` as each step starts.
     couple : mapping, optional
-        Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex": {"relationship":
-        {"Husband": "Wife", "Wife": "Husband"}}}`` in the data's own values (:func:`~chiralfair.datasets.from_frame`);
-        default: the schema's ``[couple]`` table, else none.
+        Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex":
+        {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` in the data's own values
+        (:func:`~chiralfair.datasets.from_frame`); default: the schema's ``[couple]`` table, else none.
     constraints : str or sequence of str, optional
         Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``; default: the schema's.
 

@@ -1,7 +1,7 @@
 """What a search leaves: frozen result records with a JSON round trip, the run folder, and provenance.
 
-:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, architecture: results and files); the run folder's files and its
-streamed IDI pairs (:mod:`.run_folder`); the library versions every ``result.json`` records
+:class:`SearchResult` and :class:`SeedReport` (:mod:`.search`, architecture: results and files); the run folder's files
+and its streamed IDI pairs (:mod:`.run_folder`); the library versions every ``result.json`` records
 (:mod:`.provenance`).
 
 Names are imported on first use (PEP 562), so that a command that only checks a run folder does not load pandas.

@@ -1,15 +1,15 @@
 """Estimate the share of a population that a model discriminates, whom it harms and how badly (issue 11).
 
 Individuals come from a population the user chooses: the dataset's rows, its test split, or uniform draws
-from the input domain. Each is put through the discrimination check (architecture: the counting rule: every combination of the
-protected attributes' values) in batches, and checking stops when the confidence interval of the share lies
+from the input domain. Each is put through the discrimination check (architecture: the counting rule: every combination
+of the protected attributes' values) in batches, and checking stops when the confidence interval of the share lies
 within ``margin`` of the estimate, or when the query budget is spent. A population whose enumeration costs no
 more queries than the worst-case sample is enumerated instead, and its shares are exact.
 
-Counterparts are those of the domain (architecture: counterparts that could exist): coupled columns change with their protected attribute, and a
-counterpart that breaks one of the domain's constraints is impossible and not counted. Each counterpart is also
-scored for plausibility (:meth:`Domain.plausible <chiralfair.domain.Domain.plausible>`); the verdict reports
-the share affected through a plausible counterpart beside the share affected through any possible one, and
+Counterparts are those of the domain (architecture: counterparts that could exist): coupled columns change with their
+protected attribute, and a counterpart that breaks one of the domain's constraints is impossible and not counted. Each
+counterpart is also scored for plausibility (:meth:`Domain.plausible <chiralfair.domain.Domain.plausible>`); the verdict
+reports the share affected through a plausible counterpart beside the share affected through any possible one, and
 ``plausible_only=True`` makes the first the headline.
 
 With a ``threshold`` (the fairness gate, :mod:`chiralfair.verdict.gate`), checking also stops as soon as the

@@ -14,8 +14,8 @@ resumes), then writes into the same folder:
 - plots (PNG): table2 and ablation a bar chart of IDIs, fig6 bar plots of global and local IDIs per sklearn
   model, fig7 the IDIs against the limit (number of seeds), one curve per seed strategy with its IQR band.
 
-Counting rule: ours counts unique non-protected projections (architecture: the counting rule), I&D counts (counterpart vector, vote
-label) tuples (algorithms.md §8), so the paper's numbers are not directly comparable with ours; the claims
+Counting rule: ours counts unique non-protected projections (architecture: the counting rule), I&D counts (counterpart
+vector, vote label) tuples (algorithms.md §8), so the paper's numbers are not directly comparable with ours; the claims
 compare directions (which seed strategy finds more), not values.
 
 References
