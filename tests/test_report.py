@@ -213,3 +213,11 @@ def test_a_group_too_small_to_tell_is_never_the_headline_and_is_named():
     assert any(line.startswith("most harmed group: race=a") for line in lines)
     (small,) = [line for line in lines if "too small to tell" in line]
     assert "race=c (12 individuals, 33.33% harmed, [9.92%, 65.11%])" in small
+
+
+def test_the_left_out_line_counts_one_individual_in_the_singular():
+    from chiralfair.reporting.report import left_out_line
+
+    assert left_out_line({"n_left_out": 1, "constraints": ["x=1 excludes y=2"]}).startswith(
+        "1 individual, none of whose counterparts could exist (each breaks: x=1 excludes y=2)")
+    assert left_out_line({"n_left_out": 1200}).startswith("1,200 individuals, none")

@@ -251,8 +251,10 @@ def left_out_line(verdict: dict[str, Any]) -> str:
     str
     """
     rules = "; ".join(verdict.get("constraints") or ()) or "the domain's constraints"
-    return (f"{verdict['n_left_out']:,} individuals, none of whose counterparts could exist (each breaks: {rules}); "
-            "no decision could treat them differently, so they are not in the share")
+    n = int(verdict["n_left_out"])
+    who = "1 individual" if n == 1 else f"{n:,} individuals"
+    return (f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat them "
+            "differently, so they are not in the share")
 
 
 def small_groups(verdict: dict[str, Any]) -> list[str]:
