@@ -290,11 +290,15 @@ def test_table4_puts_the_held_out_methods_first_and_the_leaking_protocol_after(t
     assert done.claims[1].startswith("- (paper protocol, leaks)") and done.claims[1].endswith("(1 of 1 comparisons)")
     assert "mean relative change -39.0% over 1 rows × generators, paper -29%): **holds**" in done.claims[2]
     md = (tmp_path / "table4.md").read_text()
-    assert md.index("## Held-out IDI rate and F1") < md.index("## The paper's protocol (leaks; not the headline)")
-    assert "| census:sex | counterfactual | 20.0% | 1.0% [1.0%–1.0%] | -95% | 0.650 | 0.645 | -0.005 | 3 of 3 |" in md
-    assert ("| census:sex | paper (I&D seeds) | 20.0% | 12.0% [12.0%–12.0%] | -40% | 0.650 | 0.600 | -0.050 | 0 of 3 |"
-            in md)
-    assert "**Met by: counterfactual.**" in md and "(12 in all cells; test projections added to training: 0" in md
+    assert md.index("## Held-out IDI rate, F1 and group metrics") < md.index(
+        "## The paper's protocol (leaks; not the headline)")
+    # No spread and no group metrics in these records: "–" for loss / spread, "undefined" for DPD and EOD.
+    assert ("| census:sex | counterfactual | 20.0% | 1.0% [1.0%–1.0%] | -95% | 0.650 | 0.645 | -0.005 | – | undefined "
+            "| undefined | 3 of 3 |") in md
+    assert ("| census:sex | paper (I&D seeds) | 20.0% | 12.0% [12.0%–12.0%] | -40% | 0.650 | 0.600 | -0.050 | – "
+            "| undefined | undefined | 0 of 3 |") in md
+    assert "**Met on every row by: counterfactual.**" in md
+    assert "(12 in all cells; test projections added to training: 0" in md
     assert "mean relative change +20.0% (95% bootstrap interval over cells [+20.0%, +20.0%], 3 cells" in md
     assert "the paper protocol favours I&D in 3 of 3 cells, the holdout protocol in 0; they disagree in 3" in md
     assert (tmp_path / "table4.png").read_bytes()[:8] == PNG_MAGIC

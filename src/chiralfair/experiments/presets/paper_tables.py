@@ -610,6 +610,8 @@ def _group_cell(before: float, after: float) -> str:
     if math.isnan(after):
         return "undefined"
     return f"{before:.3f} → {after:.3f}" if not math.isnan(before) else f"{after:.3f}"
+
+
 def _lower_with_iandd(text: str, table: pd.DataFrame, figure: str, strategies) -> str:
     """The claim ``text`` that retraining with I&D-seeded IDIs leaves a lower ``figure`` than baseline-seeded ones."""
     losers = _baselines(strategies)
