@@ -33,6 +33,7 @@ KW = dict(label="y", positive_class=">50K", protected=["sex"], bins={"age": [0, 
           seeds="cluster", max_global=20, max_local=5)
 
 
+@pytest.mark.slow
 def test_raw_pipeline_audit_pairs_recheck_against_the_pipeline():
     df = raw_frame()
     pipe = pipeline(df)
@@ -133,6 +134,7 @@ def test_black_box_callable_with_iandd_is_refused_before_the_search():
         chiralfair.audit(lambda X: (X[:, 3] > 5).astype(int), df, **{**KW, "seeds": "iandd"})
 
 
+@pytest.mark.slow
 def test_out_folder_written_and_left_clean_on_failure(tmp_path):
     df = raw_frame()
     pipe = pipeline(df)

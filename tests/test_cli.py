@@ -263,6 +263,7 @@ def test_version():
     assert res.exit_code == 0 and res.stdout.startswith("chiralfair ")
 
 
+@pytest.mark.slow
 def test_census_runs_coupled_by_default_and_says_so(data_home, cache):
     # architecture: counterparts that could exist: relationship changes with sex (Husband <-> Wife), stated in the
     # output; --couple none is the paper's

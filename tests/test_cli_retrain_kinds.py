@@ -100,6 +100,7 @@ def test_every_method_writes_json_the_card_and_the_mlflow_run_and_its_model_meas
     assert figures["f1"] == pytest.approx(row["f1"]) and figures["test_idi_rate"] == pytest.approx(row["test_idi_rate"])
 
 
+@pytest.mark.slow
 def test_a_skops_card_of_the_retrained_pipeline_and_a_method_skipped_with_a_note(files, tmp_path):
     res = invoke(*own(files, "pipe.skops", "--trust-model-file", "--method", "counterfactual,consistency", "--out",
                       tmp_path / "o", "--model-card", tmp_path / "card.md"))

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from toys import TOY_RULES, biased_module, breaks_toy_rules, coupled_toy_domain, toy_domain
 
+from chiralfair.domain import Domain, Feature
 from chiralfair.domain.constraints import AtLeast, Excludes, parse_constraint
 from chiralfair.exceptions import DomainError
 from chiralfair.models import as_model
@@ -117,3 +118,12 @@ def test_domain_round_trips_its_constraints():
     back = Domain.from_dict(domain.to_dict())
     assert back.constraints == domain.constraints
     assert back.describe_constraints() == ["sex=Female excludes c=1", "sex=Male excludes c=0", "a >= c"]
+
+
+def test_a_rule_whose_other_column_cannot_move_is_a_rule_over_the_protected_attribute():
+    # f0 has one value, so 'f0=0 excludes f1=-1' says f1 is never -1: the row moves its protected value (a
+    # hypothesis case once refused as "the rules conflict").
+    domain = Domain((Feature("f0", 0, 0), Feature("f1", -4, -1), Feature("f2", 0, 1)), protected=(1, 2),
+                    protected_values=((-3, -2), (0, 1))).with_constraints(["f0=0 excludes f1=-1"])
+    assert domain.repair([[0, -1, 0]]).tolist() == [[0, -2, 0]]
+    assert domain.repair([[0, -3, 1]]).tolist() == [[0, -3, 1]]

@@ -48,6 +48,7 @@ def test_training_does_not_touch_global_torch_rng(easy):
     assert torch.equal(torch.rand(3), expected)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("standardize", [False, True])
 def test_learns_the_easy_toy_rule(easy, standardize):
     model = ModelSpec("dnn", {"standardize": standardize}).fit(easy.X[:1000], easy.y[:1000], random_state=0)

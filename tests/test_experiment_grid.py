@@ -305,6 +305,7 @@ def test_a_damaged_shared_seed_selection_is_selected_again(tmp_path, data_home, 
     assert json.loads(stored.read_text())["seeds"] == json.loads(text)["seeds"]  # the same selection, whole
 
 
+@pytest.mark.slow
 def test_a_failing_cell_is_recorded_and_the_grid_goes_on(tmp_path, data_home, monkeypatch):
     search = tasks.TASKS["search"]
 
@@ -378,6 +379,7 @@ def test_the_cells_log_at_the_level_the_caller_asks(tmp_path, data_home, caplog)
     assert not [r for r in caplog.records if r.levelno < logging.ERROR and r.name.startswith("chiralfair.seeds")]
 
 
+@pytest.mark.slow
 def test_generators_share_one_seed_selection(tmp_path, data_home):
     out = tmp_path / "out"
     run(small_grid(), out, tmp_path / "cache", data_home)
@@ -406,6 +408,7 @@ def test_an_output_folder_holding_another_grid_is_refused(tmp_path, data_home):
         run(grid, other, tmp_path / "cache", data_home)
 
 
+@pytest.mark.slow
 def test_more_repeats_into_the_same_folder_run_only_the_new_random_states(tmp_path, data_home, attempts):
     grid = small_grid(repeats=1, axes={"seeds": ["random", "iandd"], "generators": ["aequitas"]})
     out = tmp_path / "out"
@@ -428,6 +431,7 @@ def test_sync_and_local_cluster_give_identical_tables(tmp_path, data_home):
                                   without_timings(grid_table(tmp_path / "local")))
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_at_an_address_gives_the_tables_of_sync(tmp_path, data_home):
     """The cheap version of the previous test: two worker threads of an in-process cluster, one model cache."""
     from dask.distributed import LocalCluster
@@ -442,6 +446,7 @@ def test_a_dask_cluster_at_an_address_gives_the_tables_of_sync(tmp_path, data_ho
 
 
 # ------------------------------------------------------------------------------------------------------ tables
+@pytest.mark.slow
 def test_tables_and_ratios(tmp_path, data_home):
     out = tmp_path / "out"
     run(small_grid(repeats=3, axes={"seeds": ["random", "iandd"]}), out, tmp_path / "cache", data_home)
@@ -494,6 +499,7 @@ def test_median_and_ratio_tables_hold_only_the_grid_budget_pairs():
     assert ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
 
 
+@pytest.mark.slow
 def test_tables_of_a_grid_whose_baseline_strategy_has_no_finished_cell_yet(tmp_path, data_home):
     out = tmp_path / "out"
     grid = small_grid(repeats=1, axes={"seeds": ["iandd", "random"], "generators": ["aequitas"]})
@@ -507,6 +513,7 @@ def test_tables_of_a_grid_whose_baseline_strategy_has_no_finished_cell_yet(tmp_p
     assert "| random |" in (out / "tables" / "medians.md").read_text()
 
 
+@pytest.mark.slow
 def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home):
     from chiralfair.experiments.grid import check_implementations
 
@@ -523,6 +530,7 @@ def test_model_params_reach_the_model_and_a_bad_one_is_named(tmp_path, data_home
     assert json.loads(next((out / "cells").glob("*/result.json")).read_text())["config"]["model_params"] == {"C": 0.001}
 
 
+@pytest.mark.slow
 def test_a_diversity_grid_measures_seeds_and_idis(tmp_path, data_home):
     out = tmp_path / "d"
     run(small_grid(repeats=1, diversity=True, axes={"generators": ["aequitas"]}), out, tmp_path / "cache", data_home)

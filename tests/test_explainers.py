@@ -80,6 +80,7 @@ def _shap_gradient(module, X, background, nsamples):
 
 
 # ------------------------------------------------------------------ integrated gradients vs shap and completeness
+@pytest.mark.slow
 def test_integrated_gradients_from_one_baseline_matches_shap_gradient_explainer(data):
     # With one background row, shap.GradientExplainer estimates the same path integral by random points; our
     # 512-point quadrature error (<1e-5 here) is far below shap's sampling error, so 5 standard errors bound it.
@@ -91,6 +92,7 @@ def test_integrated_gradients_from_one_baseline_matches_shap_gradient_explainer(
     assert np.all(np.abs(ours - theirs) <= 5 * se + 1e-5)
 
 
+@pytest.mark.slow
 def test_weighted_integrated_gradients_match_shap_on_the_equivalent_uniform_background(data):
     # Weights 1/2, 1/4, 1/4 on rows (a, b, c) are the uniform background (a, a, b, c).
     module = _mlp()
@@ -118,6 +120,7 @@ def test_integrated_gradients_add_up_to_the_output_difference(data, n_steps, tol
     assert np.abs(values.sum(axis=1) - expected).max() < tolerance
 
 
+@pytest.mark.slow
 def test_expected_gradients_match_shap_gradient_explainer(data):
     # Both are Monte Carlo estimates of the same expectation: their difference has a standard error of about
     # sqrt(se_ours^2 + se_shap^2) ~ sqrt(2) se_shap for equal sample counts.
@@ -407,6 +410,7 @@ def test_iandd_explainer_deep_asked_for_explicitly_is_not_replaced(data):
             as_model(module), data, 20, random_state=0)
 
 
+@pytest.mark.slow
 def test_iandd_on_an_sklearn_mlp_uses_integrated_gradients(data):
     from sklearn.neural_network import MLPClassifier
     mlp = MLPClassifier(hidden_layer_sizes=(8,), max_iter=2000, random_state=0).fit(data.X, data.y)  # converges

@@ -24,6 +24,7 @@ def test_spent_confidence_adds_up_to_at_most_alpha():
     assert misses[0] == pytest.approx(0.05 * 6 / np.pi ** 2)
 
 
+@pytest.mark.slow
 def test_repeated_looks_keep_the_confidence_with_the_threshold_at_the_true_share():
     # With the threshold at the true share, every stop "by threshold" is a wrong decision. One fixed 95% level at
     # each look gets it wrong 15% of the time here; the confidence spent over the looks keeps it within 5%.
@@ -263,6 +264,7 @@ def test_a_protected_value_the_model_refuses_is_named_in_the_line_and_makes_a_pa
     assert "a pass would speak for the groups not tested" in decided["line"]
 
 
+@pytest.mark.slow
 def test_check_writes_a_valid_cyclonedx_card_and_a_skops_card_of_the_model_file(own, tmp_path):
     from test_model_card import validate, validate_bom
 

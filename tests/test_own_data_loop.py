@@ -67,6 +67,7 @@ def verdict_figures(v: dict):
             [(g["group"], g["n"], g["n_affected"], g["n_harmed"]) for g in v["groups"]])
 
 
+@pytest.mark.slow
 def test_cli_and_python_give_the_same_figures_on_the_same_held_out_rows(files, tmp_path):
     data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
     run = invoke("run", "--data", data, "--test", test, "--model", model, *FLAGS, "--seeds", "cluster",
@@ -97,6 +98,7 @@ def test_cli_and_python_give_the_same_figures_on_the_same_held_out_rows(files, t
     assert retrained_cli["rows"][0]["f1"] == summary["model"]["f1"]  # before = the model as tested, same rows
 
 
+@pytest.mark.slow
 def test_a_retrained_own_model_loads_back_with_the_figures_retrain_printed(files, tmp_path):
     data, test, model = files / "train.csv", files / "test.csv", files / "pipe.skops"
     out = tmp_path / "retrain"

@@ -96,10 +96,11 @@ def test_the_own_data_example_runs_and_prints_the_figures_the_readme_quotes(tmp_
     part = section(README, "Your own data and model")
     printed = run_blocks(code_blocks(part), tmp_path, where="README.md")
     quoted = re.search(r"print\(result\.summary\(\)\)\s+# (.*?) \.\.\.", part).group(1)
-    assert quoted in printed  # "share of test individuals affected: 6.30% (exact)"
-    assert "6.30% of the 16,281 test individuals" in part and "test F1 0.628" in printed
-    assert "most harmed group: sex=Male (7.79% of its 10,860" in printed
-    # no IDI left, but the equalized-odds difference doubles: the guardrail says it is not an improvement
-    assert re.search(r"after\s+counterfactual\s+0\.639\d*\s+0\.0+\s+False", printed), printed
-    assert "| 0.0745 [" in printed and "| 0.1696 [" in printed  # the equalized-odds difference, before and after
+    assert quoted in printed  # "share of test individuals affected: 6.29% (exact)"
+    assert "6.29% of the 16,281 test individuals" in part and "test F1 0.658" in printed
+    assert "most harmed group: sex=Male (7.34% of its 10,860" in printed
+    # no IDI left, but the equalized-odds difference nearly doubles: the guardrail says it is not an improvement
+    assert re.search(r"after\s+counterfactual\s+0\.655\d*\s+0\.0+\s+False", printed), printed
+    assert "| 0.0864 [" in printed and "| 0.1574 [" in printed  # the equalized-odds difference, before and after
+    assert "0.086 →\n0.157" in part and "F1 0.655" in part and "men more often harmed: 7.34%" in part
     assert (tmp_path / "runs" / "cli-fairer" / "model-counterfactual.skops").is_file()

@@ -86,6 +86,7 @@ def test_the_vote_ignores_the_protected_attributes():
     assert set(np.unique(labels)) == {0, 1}
 
 
+@pytest.mark.slow
 def test_same_random_state_same_json_and_round_trip(biased):
     data, train, model, found = biased
     kwargs = {"protocol": "both", "share": [1.0, 0.2], "train_index": train, "random_state": 3}

@@ -65,6 +65,7 @@ def test_defaults_follow_the_paper_and_documented_choices():
     assert not isinstance(ModelSpec("lr", {"standardize": False}).build(), Pipeline)
 
 
+@pytest.mark.slow
 def test_chiral_model_reuses_the_spec(easy):
     spec = ModelSpec("mlp", {"hidden_layer_sizes": (3,), "max_iter": 300, "standardize": True})
     model = spec.fit(easy.X, easy.y, random_state=0)

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ConfigError, DataWarning, DomainError
-from .constraints import Constraint, parse_constraints
+from .constraints import Constraint, Excludes, parse_constraints
 from .coupling import Coupling, compile_frames, parse_couplings
 from .declaration import (
     attribute_columns,
@@ -850,8 +850,7 @@ class Domain:
     def _allowed_combinations(self) -> np.ndarray:
         """Which combinations the rules over protected columns only allow, shape (n_combinations,), bool."""
         if "allowed" not in self._derived:
-            protected = set(self.protected)
-            pure = [r for r in self.constraints if set(r.columns) <= protected]
+            pure = [r for r in self.constraints if self._reads_only_protected(r)]
             rows = np.tile(self.lower, (len(self.combinations), 1))
             rows[:, list(self.protected)] = self.combinations
             allowed = np.ones(len(rows), dtype=bool)
@@ -859,6 +858,22 @@ class Domain:
                 allowed &= ~rule.violated(rows)
             self._derived["allowed"] = (allowed, pure)
         return self._derived["allowed"][0]
+
+    def _reads_only_protected(self, rule) -> bool:
+        """Whether ``rule`` constrains only protected columns: it reads no other column, or every other column it
+        reads is pinned (an exclusion whose codes cover that column's whole range, so no move of it mends a row).
+        """
+        protected = set(self.protected)
+        if set(rule.columns) <= protected:
+            return True
+        if not isinstance(rule, Excludes):
+            return False
+        def pinned(column: int, codes) -> bool:
+            lo, hi = int(self.lower[column]), int(self.upper[column])
+            return hi - lo + 1 <= len(set(codes)) and set(range(lo, hi + 1)) <= set(codes)
+
+        sides = ((rule.if_column, rule.if_codes), (rule.then_column, rule.then_codes))
+        return all(column in protected or pinned(column, codes) for column, codes in sides)
 
     def _nearest_allowed_combination(self, rows: np.ndarray) -> np.ndarray:
         if not self.protected:
