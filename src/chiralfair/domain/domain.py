@@ -860,8 +860,10 @@ class Domain:
         return self._derived["allowed"][0]
 
     def _reads_only_protected(self, rule) -> bool:
-        """Whether ``rule`` constrains only protected columns: it reads no other column, or every other column it
-        reads is pinned (an exclusion whose codes cover that column's whole range, so no move of it mends a row).
+        """Whether ``rule`` constrains only protected columns.
+
+        It reads no other column, or every other column it reads is pinned: an exclusion whose codes cover that
+        column's whole range, so that no move of it mends a row.
         """
         protected = set(self.protected)
         if set(rule.columns) <= protected:
