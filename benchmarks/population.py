@@ -98,7 +98,7 @@ def pipeline(kind: str, train: pd.DataFrame, label: str):
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
     text = make_column_selector(dtype_exclude="number")
-    pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), text),
+    pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore", sparse_output=kind == "lr"), text),
                                   remainder=StandardScaler() if kind == "lr" else "passthrough")
     final = LogisticRegression(max_iter=1000) if kind == "lr" else HistGradientBoostingClassifier(random_state=0)
     return make_pipeline(pre, final).fit(train.drop(columns=label), train[label])
