@@ -448,7 +448,7 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
         out += ["", "How badly: the gap max |P(x) - P(x')| in positive-class probability between an individual and"
                     " its counterparts: " + ", ".join(f"{_quantile_name(k)} {x:.3f}" for k, x in q.items()) + "."]
     if v.get("rules"):
-        out += ["", "What the affected share (depth-3 tree on the non-protected features):"]
+        out += ["", "What the affected have in common (depth-3 tree on the non-protected features):"]
         out += [f"- {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}),"
                 f" {r['coverage']:.1%} of all affected" for r in v["rules"]]
     for name in plots:

@@ -294,7 +294,7 @@ class Verdict:
     def _rule_lines(self) -> list[str]:
         if not self.rules:
             return []
-        out = ["What the affected share (depth-3 tree on the non-protected features):"]
+        out = ["What the affected have in common (depth-3 tree on the non-protected features):"]
         for r in self.rules:
             out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
                        f"{r['coverage']:.1%} of all affected")
