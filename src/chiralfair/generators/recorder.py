@@ -95,6 +95,9 @@ class IDIRecorder:
         check_deadline(f"the {phase} phase of the search")
         X = self._inside_the_domain(X, phase)
         repaired = self.domain.repair(X)
+        affordable, next_cost = self._rows_affordable(repaired)
+        if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
+            repaired, located = repaired[:affordable], None
         res = self.checker.check(repaired, with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
@@ -104,7 +107,32 @@ class IDIRecorder:
         if n_new:
             self._n_phase[phase] += n_new
             self._record_pairs(res, new, phase)
+        if next_cost:
+            raise self.model.over_budget(next_cost)
         return res, new
+
+    def _rows_affordable(self, X: np.ndarray) -> tuple[int, int]:
+        """How many leading rows of ``X`` the query budget lets the check send, and the cost of the next (0: all).
+
+        A row costs one query per counterpart sent (:class:`~chiralfair.oracle.DiscriminationCheck`: every
+        combination, its own included, one more outside the PA domains, none for an impossible counterpart). Only
+        a batch that might not fit is costed row by row.
+        """
+        remaining = self.model.remaining_queries
+        k = self.checker.n_combinations
+        if remaining is None or len(X) * (k + 1) <= remaining:
+            return len(X), 0
+        head = X[:remaining + 1]  # every row costs at least one query
+        own = self.checker.own_combination(head)
+        cost = np.full(len(head), k, dtype=np.int64) + (own < 0)
+        if self.domain.constraints:
+            d = self.domain.n_features
+            ok = self.domain.satisfies(self.domain.counterparts(head).reshape(-1, d)).reshape(len(head), k)
+            inside = np.flatnonzero(own >= 0)
+            ok[inside, own[inside]] = True
+            cost = ok.sum(axis=1) + (own < 0)
+        fits = int(np.searchsorted(np.cumsum(cost), remaining, side="right"))
+        return (len(X), 0) if fits >= len(X) else (fits, int(cost[fits]))
 
     def _inside_the_domain(self, X, phase: str) -> np.ndarray:
         """``X`` as given when it is integer codes inside the bounds; else the DomainError naming the first fault.

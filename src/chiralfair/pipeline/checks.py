@@ -9,6 +9,7 @@ metadata only) and in its registry (a generator or seed strategy registered in P
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 from .._registry import ENTRY_POINT_GROUPS, installed_entry_points, unknown_name
@@ -122,6 +123,34 @@ def check_budget(max_global, max_local) -> tuple[int, int]:
         raise ConfigError(f"max_global x (max_local + 1) = {size:,} exceeds {MAX_BUDGET:,}: a run keeps the key of "
                           "every input it tests in memory (about 1 GB at that bound); split it into several runs")
     return max_global, max_local
+
+
+def check_max_queries(max_queries) -> int | None:
+    """Check a query budget of a run: None (no budget) or an int >= 1.
+
+    Parameters
+    ----------
+    max_queries : int or None
+        Model queries (rows sent to the model) the seeds and the search may spend together.
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ConfigError
+        Naming ``max_queries`` (``--max-queries``) and the value at fault.
+    """
+    if max_queries is None:
+        return None
+    if isinstance(max_queries, bool) or not isinstance(max_queries, numbers.Integral):
+        raise ConfigError(f"max_queries (--max-queries) must be a whole number of model queries >= 1, got "
+                          f"{max_queries!r}")
+    if max_queries < 1:
+        raise ConfigError(f"max_queries (--max-queries) must be >= 1 model query, got {int(max_queries)}: leave it "
+                          "out for no query budget")
+    return int(max_queries)
 
 
 def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
