@@ -21,6 +21,7 @@ BUILTIN_GENERATORS: dict[str, bool] = {
     "eidig-5": True,
     "eidig-inf": True,
     "expga": False,
+    "grft": False,
     "kosei": False,
     "maft": False,
     "sg": False,
@@ -28,4 +29,4 @@ BUILTIN_GENERATORS: dict[str, bool] = {
 }
 
 # The generators that need predict_proba (their class's needs_proba): refused on a labels-only model.
-NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "maft"})
+NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "grft", "maft"})
