@@ -120,6 +120,8 @@ def test_run_max_queries_on_the_command_line(tmp_path):
             "sex",
             "--seeds",
             "random",
+            "--generator",
+            "auto",
             "--max-global",
             "50",
             "--max-local",
@@ -133,4 +135,5 @@ def test_run_max_queries_on_the_command_line(tmp_path):
     summary = json.loads(res.stdout)
     assert summary["query_budget"]["n_queries"] <= 200 and summary["query_budget"]["hit"]
     assert summary["meta"]["config"]["max_queries"] == 200
+    assert summary["generator_choice"]["generator"] == summary["generator"]  # auto, said in the output
     assert any(note.startswith("query budget: ") for note in summary["notes"])

@@ -30,3 +30,33 @@ BUILTIN_GENERATORS: dict[str, bool] = {
 
 # The generators that need predict_proba (their class's needs_proba): refused on a labels-only model.
 NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "grft", "maft"})
+
+# ``generator="auto"`` (``--generator auto``): the generator is picked by what the model under test offers.
+AUTO = "auto"
+AUTO_CHOICES: dict[str, tuple[str, str]] = {
+    "gradient": ("eidig", "the model has an input gradient: EIDIG follows it (white box)"),
+    "proba": ("grft", "the model gives probabilities but no gradient: GRFT's genetic global phase needs "
+                      "probabilities only (black box)"),
+    "labels": ("aequitas", "the model answers labels only: AEQUITAS needs nothing but labels"),
+}
+
+
+def auto_generator(*, has_gradient: bool, has_proba: bool) -> tuple[str, str]:
+    """The generator ``"auto"`` stands for on a model, and why.
+
+    Parameters
+    ----------
+    has_gradient : bool
+        Whether the model has ``input_gradient``.
+    has_proba : bool
+        Whether the model has ``predict_proba``.
+
+    Returns
+    -------
+    name : str
+        A built-in generator name (``eidig``, ``grft`` or ``aequitas``).
+    reason : str
+        One sentence saying why, for the run's notes and ``meta["generator_choice"]``.
+    """
+    offers = "gradient" if has_gradient and has_proba else "proba" if has_proba else "labels"
+    return AUTO_CHOICES[offers]

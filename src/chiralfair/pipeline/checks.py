@@ -240,8 +240,10 @@ def generator_needs_gradient(name: str) -> bool:
     ConfigError
         For a name that is neither built in nor registered (lists the valid names).
     """
-    from ..generators.names import BUILTIN_GENERATORS
+    from ..generators.names import AUTO, BUILTIN_GENERATORS
 
+    if name == AUTO:  # picked by the model (auto_generator): never more than the model offers
+        return False
     if name in BUILTIN_GENERATORS:
         return BUILTIN_GENERATORS[name]
     GENERATORS = _registry("generators", "GENERATORS")
@@ -268,9 +270,11 @@ def generator_needs_proba(name: str) -> bool:
     ConfigError
         For a name that is neither built in nor registered (lists the valid names).
     """
-    from ..generators.names import NEEDS_PROBABILITIES
+    from ..generators.names import AUTO, NEEDS_PROBABILITIES
 
     generator_needs_gradient(name)  # refuses an unknown name
+    if name == AUTO:
+        return False
     if name in NEEDS_PROBABILITIES:
         return True
     from ..generators.names import BUILTIN_GENERATORS

@@ -30,6 +30,7 @@ from .steps import (
     prepare_search,
     run_search,
     select_seeds,
+    with_generator_choice,
     with_query_budget,
 )
 
@@ -162,6 +163,8 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         seconds["search"] = time.perf_counter() - t
     if plan.max_queries is not None:
         result = with_query_budget(result, seed_report, plan.max_queries)
+    if prepared.generator_choice is not None:
+        result = with_generator_choice(result, prepared.generator_choice)
     seed_diversity = None
     if diversity:
         t = time.perf_counter()

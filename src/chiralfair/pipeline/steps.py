@@ -35,7 +35,7 @@ class SearchPlan:
     seeds : str
         Seed strategy name (``iandd``, ``i``, ``data_rows``, ``cluster``, ``random``, ``rows``, ``expga``).
     generator : str
-        Generator name.
+        Generator name, or ``"auto"``: picked by what the model offers (:func:`resolve_generator`).
     max_global, max_local : int
         Budget: seeds of the global phase, local iterations per global IDI.
     random_state : int
@@ -67,6 +67,10 @@ class SearchPlan:
         check_max_queries(self.max_queries)
         check_seed_strategy(self.seeds)
         generator_needs_gradient(self.generator)  # the name; the model is checked in prepare_search
+        if self.generator_params and self.generator == "auto":
+            raise ConfigError(f"generator_params {dict(self.generator_params)!r} need a named generator: 'auto' picks "
+                              "eidig, grft or aequitas by what the model offers, each with its own parameters; name "
+                              "the generator (--generator NAME) to pass them")
         if self.generator_params:  # names of parameters: needs the classes (heavier), only when some are given
             from ..generators import (
                 GENERATORS,
@@ -88,6 +92,8 @@ class PreparedSearch:
     plan: SearchPlan
     strategy: Any
     generator: Any
+    #: How ``generator="auto"`` was resolved (``asked``, ``generator``, ``reason``); None for a named generator.
+    generator_choice: dict[str, str] | None = None
 
 
 def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearch:
@@ -121,17 +127,63 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
     from ..seeds import make_seed_strategy
     from ..seeds.names import CHIRAL_SEED_STRATEGIES, chiral_params
 
-    generator = make_generator(plan.generator, max_global=plan.max_global, max_local=plan.max_local,
+    name, choice = resolve_generator(plan.generator, inputs.model)
+    generator = make_generator(name, max_global=plan.max_global, max_local=plan.max_local,
                                **dict(plan.generator_params))
-    check_gradient(plan.generator, inputs.model_name, inputs.model.has_gradient)
-    check_probabilities(plan.generator, inputs.model_name, inputs.model.has_proba)
+    check_gradient(name, inputs.model_name, inputs.model.has_gradient)
+    check_probabilities(name, inputs.model_name, inputs.model.has_proba)
     seed_params = dict(plan.seed_params)
     if plan.seeds in CHIRAL_SEED_STRATEGIES:
         _check_chiral_trainable(plan.seeds, seed_params, inputs.model)
         for key, value in chiral_params(plan.seeds, inputs.random_state, cache_dir).items():
             seed_params.setdefault(key, value)
     strategy = make_seed_strategy(plan.seeds, **seed_params)
-    return PreparedSearch(plan, strategy, generator)
+    return PreparedSearch(plan, strategy, generator, choice)
+
+
+def resolve_generator(name: str, model) -> tuple[str, dict[str, str] | None]:
+    """The generator a plan names, ``"auto"`` resolved by what ``model`` offers.
+
+    ``auto``: EIDIG on a model with an input gradient and probabilities, GRFT on one with probabilities only,
+    AEQUITAS on a labels-only model (:func:`chiralfair.generators.names.auto_generator`).
+
+    Parameters
+    ----------
+    name : str
+        A generator name, or ``"auto"``.
+    model : CountingModel
+        The model under test.
+
+    Returns
+    -------
+    name : str
+        The generator to build.
+    choice : dict or None
+        For ``"auto"``: ``asked``, ``generator`` and ``reason``; None for a named generator.
+    """
+    from ..generators.names import AUTO, auto_generator
+
+    if name != AUTO:
+        return name, None
+    chosen, reason = auto_generator(has_gradient=model.has_gradient, has_proba=model.has_proba)
+    return chosen, {"asked": AUTO, "generator": chosen, "reason": reason}
+
+
+def with_generator_choice(result, choice: dict[str, str]):
+    """``result`` saying which generator ``"auto"`` picked and why (``meta["generator_choice"]`` and a note).
+
+    Parameters
+    ----------
+    result : SearchResult
+    choice : dict
+        Of :func:`resolve_generator`.
+
+    Returns
+    -------
+    SearchResult
+    """
+    note = f"generator auto: {choice['generator']}, since {choice['reason']}"
+    return result.with_meta({"generator_choice": dict(choice)}, notes=(note,))
 
 
 def _check_chiral_trainable(seeds: str, seed_params: dict, model) -> None:
