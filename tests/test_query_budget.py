@@ -137,3 +137,16 @@ def test_run_max_queries_on_the_command_line(tmp_path):
     assert summary["meta"]["config"]["max_queries"] == 200
     assert summary["generator_choice"]["generator"] == summary["generator"]  # auto, said in the output
     assert any(note.startswith("query budget: ") for note in summary["notes"])
+
+
+def test_seeds_selected_before_count_in_the_budget_of_the_search():
+    from chiralfair.pipeline import SearchPlan, run_pipeline
+    from chiralfair.pipeline.inputs import inputs_from_objects
+
+    inputs = inputs_from_objects(as_model(biased_module()), toy_dataset(400), test_size=0.5, random_state=0)
+    plan = SearchPlan(seeds="random", generator="aequitas", max_global=40, max_local=1000, max_queries=MAX_QUERIES)
+    stored = run_pipeline(inputs, plan, verdict=False).seed_report
+    outcome = run_pipeline(inputs, plan, verdict=False, reuse_seeds=lambda select: stored)
+    budget = outcome.result.meta["query_budget"]
+    assert budget["n_seed_queries"] == stored.n_queries > 0
+    assert budget["hit"] and budget["n_queries"] <= MAX_QUERIES

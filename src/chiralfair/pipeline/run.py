@@ -157,7 +157,10 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         step("search")
         t = time.perf_counter()
         if seeds_spent is None:
-            result = run_search(prepared, inputs, seed_report, out=out, meta=meta)
+            # what the seeds cost counts even when they were not selected here (reuse_seeds: a stored report)
+            left = None if plan.max_queries is None else max(plan.max_queries - seed_report.n_queries, 0)
+            with inputs.model.query_budget(left):
+                result = run_search(prepared, inputs, seed_report, out=out, meta=meta)
         else:
             result = no_search(prepared, inputs, seed_report, seeds_spent, out=out, meta=meta)
         seconds["search"] = time.perf_counter() - t
