@@ -22,9 +22,9 @@ def _toy_probability(X):
 
 
 AUTO_MODELS = {
-    "gradient": (lambda: as_model(biased_module()), "eidig"),
-    "probabilities only": (lambda: as_model(_toy_probability, output="probability"), "grft"),
-    "labels only": (lambda: as_model(lambda X: (_toy_probability(X) > 0.5).astype(int)), "aequitas"),
+    "gradient": (lambda: as_model(biased_module()), "eidig", "input gradient"),
+    "probabilities only": (lambda: as_model(_toy_probability, output="probability"), "aequitas", "probabilities but"),
+    "labels only": (lambda: as_model(lambda X: (_toy_probability(X) > 0.5).astype(int)), "aequitas", "labels only"),
 }
 
 
@@ -33,14 +33,14 @@ def test_auto_picks_the_generator_by_what_the_model_offers_and_says_why(offers):
     from chiralfair.pipeline import SearchPlan, run_pipeline
     from chiralfair.pipeline.inputs import inputs_from_objects
 
-    make_model, expected = AUTO_MODELS[offers]
+    make_model, expected, why = AUTO_MODELS[offers]
     inputs = inputs_from_objects(make_model(), toy_dataset(400), test_size=0.5, random_state=0)
     outcome = run_pipeline(
         inputs, SearchPlan(seeds="random", generator="auto", max_global=20, max_local=10), verdict=False
     )
     assert outcome.result.generator == expected and outcome.result.n_idis > 0
     choice = outcome.summary()["generator_choice"]
-    assert choice["asked"] == "auto" and choice["generator"] == expected and choice["reason"]
+    assert choice["asked"] == "auto" and choice["generator"] == expected and why in choice["reason"]
     assert any(note.startswith(f"generator auto: {expected}, since ") for note in outcome.result.notes)
     assert is_real_idi(as_model(biased_module()), outcome.result.idis, outcome.result.counterparts).all()
 

@@ -38,7 +38,7 @@ SeedsOpt = Annotated[str, typer.Option(
          "chiralfair.seed_strategies).")]
 GeneratorOpt = Annotated[str, typer.Option(
     help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), auto (picked by what the model offers: eidig with "
-         "a gradient, grft with probabilities, aequitas on labels), or one an installed package adds (entry point "
+         "a gradient, else aequitas), or one an installed package adds (entry point "
          "chiralfair.generators).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]

@@ -69,7 +69,7 @@ class SearchPlan:
         generator_needs_gradient(self.generator)  # the name; the model is checked in prepare_search
         if self.generator_params and self.generator == "auto":
             raise ConfigError(f"generator_params {dict(self.generator_params)!r} need a named generator: 'auto' picks "
-                              "eidig, grft or aequitas by what the model offers, each with its own parameters; name "
+                              "eidig or aequitas by what the model offers, each with its own parameters; name "
                               "the generator (--generator NAME) to pass them")
         if self.generator_params:  # names of parameters: needs the classes (heavier), only when some are given
             from ..generators import (
@@ -144,8 +144,9 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
 def resolve_generator(name: str, model) -> tuple[str, dict[str, str] | None]:
     """The generator a plan names, ``"auto"`` resolved by what ``model`` offers.
 
-    ``auto``: EIDIG on a model with an input gradient and probabilities, GRFT on one with probabilities only,
-    AEQUITAS on a labels-only model (:func:`chiralfair.generators.names.auto_generator`).
+    ``auto``: EIDIG on a model with an input gradient and probabilities, AEQUITAS on any other (the black-box
+    generator that found the most IDIs at an equal query budget in ``benchmarks/results/blackbox.md``;
+    :func:`chiralfair.generators.names.auto_generator`).
 
     Parameters
     ----------
