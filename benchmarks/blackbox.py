@@ -1,7 +1,7 @@
 """Black-box generators at an equal query budget: IDIs found by grft, maft, aft, aequitas, expga, kosei and sg.
 
 Run by hand:  python benchmarks/blackbox.py [--models hgb rf] [--seeds cluster random] [--repeats 3]
-              [--max-queries 20000] [--max-global 1000] [--generators grft maft ...] [--sg-repeats 3]
+              [--max-queries 20000] [--max-global 1000] [--max-local 1000] [--generators grft maft ...] [--sg-repeats 3]
               [--processes 2] [--name blackbox]
 
 Census, protected attribute sex; the zoo's HistGradientBoostingClassifier (``hgb``) and RandomForest (``rf``),
@@ -9,7 +9,8 @@ trained once with model random state 0 on the 60% split. For each model, seed st
 0 .. ``--repeats`` - 1, the seeds (``--max-global`` of them) are selected once and shared by every generator;
 every generator then runs through the pipeline (:func:`chiralfair.pipeline.run_pipeline`, no verdict) with
 ``max_queries = --max-queries``: the seeds' queries count against the budget, and the search stops at the first
-model call that would pass it. ``max_local`` is 1,000, so the budget, not the local phase, ends every search.
+model call that would pass it. ``max_local`` (``--max-local``, 1,000) is large so that the budget, not the local
+phase, ends the searches.
 Reported per cell: the median over the random states of IDIs found (and of the queries used). SG runs for the
 first ``--sg-repeats`` random states only (it is slow; its cells are then single runs).
 
@@ -40,7 +41,8 @@ def _uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def job(model: str, seeds: str, state: int, generators: list[str], max_queries: int, max_global: int) -> list[dict]:
+def job(model: str, seeds: str, state: int, generators: list[str], max_queries: int, max_global: int,
+        max_local: int) -> list[dict]:
     """Every generator from one shared seed selection of ``seeds`` on ``model`` at ``state``."""
     from chiralfair.models.threads import single_native_thread
     from chiralfair.pipeline import RunConfig, SearchPlan, run_pipeline
@@ -57,7 +59,7 @@ def job(model: str, seeds: str, state: int, generators: list[str], max_queries: 
         seed_seconds = time.perf_counter() - t
     out = []
     for name in generators:
-        plan = SearchPlan(seeds=seeds, generator=name, max_global=max_global, max_local=1000, random_state=state,
+        plan = SearchPlan(seeds=seeds, generator=name, max_global=max_global, max_local=max_local, random_state=state,
                           max_queries=max_queries)
         load = os.getloadavg()[0]
         t = time.perf_counter()
@@ -96,7 +98,8 @@ def write_markdown(doc: dict, path: Path) -> None:
              f"Each cell: median over random states {p['random_states']} of the IDIs found (queries used in "
              f"brackets). Per random state the seeds ({p['max_global']} per strategy) are selected once and shared "
              f"by every generator; their queries count against the budget of {p['max_queries']:,} (the pipeline's "
-             f"`max_queries`), and max_local = 1,000 so that the budget ends every search. SG: random states "
+             f"`max_queries`), and max_local = {p['max_local']:,} so that the budget ends the searches. "
+             f"SG: random states "
              f"{p['sg_random_states']} only.", "",
              f"Load: before `{doc['uptime_before']}`; after `{doc['uptime_after']}`. Wall time "
              f"{doc['seconds']:.0f} s with {p['processes']} processes.", ""]
@@ -143,6 +146,7 @@ def main(argv=None) -> None:
     ap.add_argument("--sg-repeats", type=int, default=3)
     ap.add_argument("--max-queries", type=int, default=20_000)
     ap.add_argument("--max-global", type=int, default=1000)
+    ap.add_argument("--max-local", type=int, default=1000)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--shrunk", default="", help="What was cut from the grid, and why (said in the Markdown).")
     ap.add_argument("--findings", default="", help="A Markdown file appended to the results as they are written.")
@@ -154,7 +158,7 @@ def main(argv=None) -> None:
         for seeds in args.seeds:
             for state in range(args.repeats):
                 gens = [g for g in args.generators if g != "sg" or state < args.sg_repeats]
-                jobs.append((model, seeds, state, gens, args.max_queries, args.max_global))
+                jobs.append((model, seeds, state, gens, args.max_queries, args.max_global, args.max_local))
     runs = []
     with ProcessPoolExecutor(args.processes) as pool:
         for done in as_completed([pool.submit(job, *j) for j in jobs]):
@@ -166,7 +170,7 @@ def main(argv=None) -> None:
            "parameters": {"models": args.models, "seeds": args.seeds, "generators": args.generators,
                           "random_states": list(range(args.repeats)),
                           "sg_random_states": list(range(min(args.sg_repeats, args.repeats))),
-                          "max_queries": args.max_queries, "max_global": args.max_global, "max_local": 1000,
+                          "max_queries": args.max_queries, "max_global": args.max_global, "max_local": args.max_local,
                           "processes": args.processes, "shrunk": args.shrunk},
            "f1": {m: next(r["f1"] for r in runs if r["model"] == m) for m in args.models},
            "findings": Path(args.findings).read_text() if args.findings else "",
