@@ -37,10 +37,14 @@ SeedsOpt = Annotated[str, typer.Option(
     help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}, or one an installed package adds (entry point "
          "chiralfair.seed_strategies).")]
 GeneratorOpt = Annotated[str, typer.Option(
-    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), or one an installed package adds (entry point "
+    help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), auto (picked by what the model offers: eidig with "
+         "a gradient, else aequitas), or one an installed package adds (entry point "
          "chiralfair.generators).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]
+SearchQueriesOpt = Annotated[int | None, typer.Option(
+    help="Query budget: the seeds and the search together send at most this many rows to the model (>= 1); the "
+         "run stops at the first call that would pass it and says so. Default: none.")]
 RandomOpt = Annotated[int, typer.Option("--random-state", help="Seed for split, training, seeds and search.")]
 DataHomeOpt = Annotated[str | None, typer.Option(help="Folder with the raw data (default: $CHIRALFAIR_DATA).")]
 CacheOpt = Annotated[str | None, typer.Option(help="Model cache folder (default: $CHIRALFAIR_CACHE).")]

@@ -18,6 +18,7 @@ from .options import (
     MlflowOpt,
     ModelCardOpt,
     Search,
+    SearchQueriesOpt,
     VerboseOpt,
     own_data_counterparts,
     with_option_groups,
@@ -31,6 +32,7 @@ def run(
     *,
     inputs: Inputs,
     search: Search,
+    max_queries: SearchQueriesOpt = None,
     out: Annotated[Path | None, typer.Option(help="Run folder for result.json, idis.parquet, report.md.")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -53,7 +55,7 @@ def run(
         couplings = counterparts.options()
         if inputs.data is None:
             inputs.refuse_own_data_flags(favourable)
-            config = inputs.benchmark_config(**search.params(), diversity=diversity,
+            config = inputs.benchmark_config(**search.params(), max_queries=max_queries, diversity=diversity,
                                              plausible_only=counterparts.plausible_only, **couplings)
             done = _run_benchmark(config, out, json_out, verbose)
             summary = done.summary()
@@ -67,7 +69,8 @@ def run(
             setup_logging(verbose)
             with progress(STEPS, enabled=not json_out) as on_step:
                 done = audit(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(), **search.params(),
-                             out=out, diversity=diversity, on_step=on_step, **own_data_counterparts(couplings),
+                             max_queries=max_queries, out=out, diversity=diversity, on_step=on_step,
+                             **own_data_counterparts(couplings),
                              verdict_params={"plausible_only": True} if counterparts.plausible_only else None)
             summary = done.to_dict()
     _print(summary, json_out, out)

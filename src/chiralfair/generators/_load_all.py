@@ -7,6 +7,7 @@ from . import aft  # noqa: F401
 from . import aequitas  # noqa: F401
 from . import eidig  # noqa: F401
 from . import expga  # noqa: F401
+from . import grft  # noqa: F401
 from . import kosei  # noqa: F401
 from . import maft  # noqa: F401
 from . import sg  # noqa: F401

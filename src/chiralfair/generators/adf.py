@@ -85,13 +85,14 @@ class ADF(Generator):
     needs_gradient = True
     needs_proba = True
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_iter: int = 10,
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 max_iter: int = 10,
                  step_global: float = 1.0, step_local: float = 1.0, epsilon: float = 1e-6):
         self.max_iter = check_int(max_iter, "max_iter", minimum=0)
         self.step_global = check_float(step_global, "step_global", minimum=0, exclusive_minimum=True)
         self.step_local = check_float(step_local, "step_local", minimum=0, exclusive_minimum=True)
         self.epsilon = check_float(epsilon, "epsilon", minimum=0, exclusive_minimum=True)
-        super().__init__(max_global=max_global, max_local=max_local, max_iter=self.max_iter,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries, max_iter=self.max_iter,
                          step_global=self.step_global, step_local=self.step_local, epsilon=self.epsilon)
 
     def query_budget(self, n_seeds: int, n_combinations: int, n_features: int | None = None) -> int:

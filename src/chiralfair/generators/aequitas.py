@@ -82,13 +82,14 @@ class Aequitas(Generator):
 
     name = "aequitas"
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, variant: str = "fully",
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 variant: str = "fully",
                  perturbation_unit: int = 1, delta_v: float = 0.001, delta_pr: float = 0.001):
         self.variant = check_choice(variant, "variant", VARIANTS)
         self.perturbation_unit = check_int(perturbation_unit, "perturbation_unit", minimum=1)
         self.delta_v = check_float(delta_v, "delta_v", minimum=0.0, maximum=1.0)
         self.delta_pr = check_float(delta_pr, "delta_pr", minimum=0.0, maximum=1.0)
-        super().__init__(max_global=max_global, max_local=max_local, variant=self.variant,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries, variant=self.variant,
                          perturbation_unit=self.perturbation_unit, delta_v=self.delta_v,
                          delta_pr=self.delta_pr)
 

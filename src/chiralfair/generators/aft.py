@@ -278,7 +278,8 @@ class Aft(Generator):
 
     name = "aft"
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, n_train: int = 1000,
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 n_train: int = 1000,
                  max_leaf_nodes: int = 1000, max_pairs: int = 100, max_samples_per_pair: int = 100,
                  max_failures_per_pair: int = 10, samples_per_step: int = 10, max_restarts: int = 5):
         self.n_train = check_int(n_train, "n_train", minimum=1)
@@ -288,7 +289,7 @@ class Aft(Generator):
         self.max_failures_per_pair = check_int(max_failures_per_pair, "max_failures_per_pair", minimum=1)
         self.samples_per_step = check_int(samples_per_step, "samples_per_step", minimum=1)
         self.max_restarts = check_int(max_restarts, "max_restarts", minimum=0)
-        super().__init__(max_global=max_global, max_local=max_local, n_train=self.n_train,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries, n_train=self.n_train,
                          max_leaf_nodes=self.max_leaf_nodes, max_pairs=self.max_pairs,
                          max_samples_per_pair=self.max_samples_per_pair,
                          max_failures_per_pair=self.max_failures_per_pair, samples_per_step=self.samples_per_step,

@@ -14,7 +14,7 @@ from .._validation import check_int
 from ..domain import Domain
 from ..exceptions import DomainError, ModelCapabilityError, ModelInputError
 from ..models.adapters import as_model
-from ..models.protocol import in_domain_terms
+from ..models.protocol import QueryBudgetSpent, in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
 from ..results.run_folder import PairSink
 from .recorder import IDIRecorder
@@ -98,6 +98,12 @@ class Generator(ABC):
         Seeds taken by the global phase (the first ``max_global`` seeds).
     max_local : int
         Local iterations per global IDI.
+    max_queries : int, optional
+        Query budget of :meth:`run`: the search stops once this many model rows (checks, gradients, probes,
+        training labels: everything the model wrapper counts) have been queried, and the result says so
+        (``notes``, ``meta["stopped_by"] == "max_queries"``). A call that would pass it is not made. None: no
+        budget but ``max_global`` and ``max_local`` (a budget already set on the model, e.g. by a run that
+        counts the seeds' queries too, holds as well).
     **params
         Algorithm hyper-parameters, stored verbatim in :attr:`params`.
     """
@@ -108,10 +114,13 @@ class Generator(ABC):
     #: Whether the search needs the model's ``predict_proba`` (ADF, EIDIG, MAFT); labels-only models are refused.
     needs_proba: ClassVar[bool] = False
 
-    def __init__(self, *, max_global: int = 100, max_local: int = 100, **params: Any):
+    def __init__(self, *, max_global: int = 100, max_local: int = 100, max_queries: int | None = None,
+                 **params: Any):
         self.max_global = check_int(max_global, "max_global", minimum=1)
         self.max_local = check_int(max_local, "max_local", minimum=0)
-        self.params = {"max_global": self.max_global, "max_local": self.max_local, **params}
+        self.max_queries = None if max_queries is None else check_int(max_queries, "max_queries", minimum=1)
+        budget = {} if self.max_queries is None else {"max_queries": self.max_queries}
+        self.params = {"max_global": self.max_global, "max_local": self.max_local, **budget, **params}
 
     def run(self, model, domain: Domain, seeds, *, random_state: RandomState = None,
             seed_strategy: str | None = None, sink: PairSink | None = None) -> SearchResult:
@@ -161,15 +170,20 @@ class Generator(ABC):
         X = domain.repair(X[: self.max_global])  # onto the domain's constraints, as every proposal (design §12)
         rng, random_state_described = resolve_random_state(random_state)
         recorder = IDIRecorder(model, domain, sink=sink)
+        stopped: dict[str, Any] = {}
         try:
-            notes = self._search(recorder, X, rng) or ()
+            with model.query_budget(self.max_queries):
+                try:
+                    notes = self._search(recorder, X, rng) or ()
+                except QueryBudgetSpent as spent:
+                    notes, stopped = _budget_spent(spent, recorder)
         except ModelInputError as err:  # name the feature as the domain does, and whether it is protected
             clear = in_domain_terms(err, domain)
             if clear is err:
                 raise
             raise clear from err
         meta = base_meta(params=self.params, random_state=random_state_described,
-                         model=model.name, protected=domain.protected_names)
+                         model=model.name, protected=domain.protected_names, **stopped)
         return recorder.result(generator=self.name, seed_strategy=seed_strategy, n_seeds=len(X),
                                n_seed_idis=recorder.n_seed_idis, notes=notes, meta=meta)
 
@@ -232,3 +246,11 @@ class Generator(ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}({args})"
+
+
+def _budget_spent(spent: QueryBudgetSpent, recorder: IDIRecorder) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The note and the ``meta`` entries of a search the query budget stopped."""
+    left = spent.max_queries - spent.spent
+    note = (f"stopped: the query budget of {spent.max_queries:,} model queries was spent ({recorder.n_queries:,} by "
+            f"this search; the next call, of {spent.asked:,} rows, would have passed it, {left:,} were left)")
+    return (note,), {"stopped_by": "max_queries", "max_queries": spent.max_queries}

@@ -88,7 +88,8 @@ class EIDIG(Generator):
     needs_gradient = True
     needs_proba = True
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_iter: int = 10, decay: float = 0.5,
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 max_iter: int = 10, decay: float = 0.5,
                  update_interval: int | None = None, step_global: float = 1.0, step_local: float = 1.0,
                  epsilon: float = 1e-6):
         self.max_iter = check_int(max_iter, "max_iter", minimum=0)
@@ -98,7 +99,8 @@ class EIDIG(Generator):
         self.step_global = check_float(step_global, "step_global", minimum=0, exclusive_minimum=True)
         self.step_local = check_float(step_local, "step_local", minimum=0, exclusive_minimum=True)
         self.epsilon = check_float(epsilon, "epsilon", minimum=0, exclusive_minimum=True)
-        super().__init__(max_global=max_global, max_local=max_local, max_iter=self.max_iter, decay=self.decay,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries,
+                         max_iter=self.max_iter, decay=self.decay,
                          update_interval=self.update_interval, step_global=self.step_global,
                          step_local=self.step_local, epsilon=self.epsilon)
 

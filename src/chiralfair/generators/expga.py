@@ -84,14 +84,16 @@ class ExpGA(Generator):
 
     name = "expga"
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, cross_rate: float = 0.9,
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 cross_rate: float = 0.9,
                  mutation_rate: float = 0.05, time_budget: float | None = None):
         self.cross_rate = check_float(cross_rate, "cross_rate", minimum=0.0, maximum=1.0)
         self.mutation_rate = check_float(mutation_rate, "mutation_rate", minimum=0.0, maximum=1.0)
         if time_budget is not None:
             time_budget = check_float(time_budget, "time_budget", minimum=0.0, exclusive_minimum=True)
         self.time_budget = time_budget
-        super().__init__(max_global=max_global, max_local=max_local, cross_rate=self.cross_rate,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries,
+                         cross_rate=self.cross_rate,
                          mutation_rate=self.mutation_rate, time_budget=time_budget)
 
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):

@@ -74,13 +74,15 @@ class Kosei(Generator):
 
     name = "kosei"
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, batch_size: int = 4096,
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 batch_size: int = 4096,
                  time_budget: float | None = None):
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         if time_budget is not None:
             time_budget = check_float(time_budget, "time_budget", minimum=0.0, exclusive_minimum=True)
         self.time_budget = time_budget
-        super().__init__(max_global=max_global, max_local=max_local, batch_size=self.batch_size,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries,
+                         batch_size=self.batch_size,
                          time_budget=time_budget)
 
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):

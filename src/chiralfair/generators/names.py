@@ -21,6 +21,7 @@ BUILTIN_GENERATORS: dict[str, bool] = {
     "eidig-5": True,
     "eidig-inf": True,
     "expga": False,
+    "grft": False,
     "kosei": False,
     "maft": False,
     "sg": False,
@@ -28,4 +29,38 @@ BUILTIN_GENERATORS: dict[str, bool] = {
 }
 
 # The generators that need predict_proba (their class's needs_proba): refused on a labels-only model.
-NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "maft"})
+NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "grft", "maft"})
+
+# ``generator="auto"`` (``--generator auto``): the generator is picked by what the model under test offers.
+AUTO = "auto"
+AUTO_CHOICES: dict[str, tuple[str, str]] = {
+    "gradient": ("eidig", "the model has an input gradient: EIDIG follows it (white box)"),
+    # Measured (benchmarks/results/blackbox.md: census sex, HGB and RandomForest, cluster and random seeds, 20,000
+    # queries): AEQUITAS found more IDIs than GRFT (0.61-0.90x AEQUITAS) in every cell, and the most of all black-box
+    # generators in three of the four (2% behind KOSEI in the fourth).
+    "proba": ("aequitas", "the model gives probabilities but no gradient: AEQUITAS found the most IDIs of the "
+                          "black-box generators (or within 2% of the most) at an equal query budget on tree ensembles "
+                          "(benchmarks/results/blackbox.md)"),
+    "labels": ("aequitas", "the model answers labels only: AEQUITAS needs nothing but labels"),
+}
+
+
+def auto_generator(*, has_gradient: bool, has_proba: bool) -> tuple[str, str]:
+    """The generator ``"auto"`` stands for on a model, and why.
+
+    Parameters
+    ----------
+    has_gradient : bool
+        Whether the model has ``input_gradient``.
+    has_proba : bool
+        Whether the model has ``predict_proba``.
+
+    Returns
+    -------
+    name : str
+        A built-in generator name: ``eidig`` (gradient and probabilities) or ``aequitas``.
+    reason : str
+        One sentence saying why, for the run's notes and ``meta["generator_choice"]``.
+    """
+    offers = "gradient" if has_gradient and has_proba else "proba" if has_proba else "labels"
+    return AUTO_CHOICES[offers]

@@ -95,6 +95,9 @@ class IDIRecorder:
         check_deadline(f"the {phase} phase of the search")
         X = self._inside_the_domain(X, phase)
         repaired = self.domain.repair(X)
+        affordable, next_cost = self._rows_affordable(repaired)
+        if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
+            repaired, located = repaired[:affordable], None
         res = self.checker.check(repaired, with_proba=with_proba)
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
@@ -104,7 +107,124 @@ class IDIRecorder:
         if n_new:
             self._n_phase[phase] += n_new
             self._record_pairs(res, new, phase)
+        if next_cost:
+            raise self.model.over_budget(next_cost)
         return res, new
+
+    def check_first(self, X, first, phase: str) -> tuple[CheckResult, np.ndarray]:
+        """Check candidates trying one counterpart per row first, the other combinations only if it does not flip.
+
+        The check is the one of :meth:`check` (an input is an IDI when some counterpart gets another label) made
+        in two steps: each row and its counterpart ``first[i]`` (say, the one that flipped at the IDI the row was
+        proposed from) go to the model first; a row whose label that counterpart changes is an IDI at two
+        queries, and only the other rows have their remaining counterparts sent. A local walk whose proposals are
+        mostly IDIs so checks one at about two queries instead of one per combination. Labels only; with two
+        combinations, a row that cannot lead (outside the PA domains, ``first[i]`` its own combination, -1, or
+        impossible under the constraints), or a query budget the worst case might pass, this is :meth:`check`.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Candidates inside the bounds (repaired onto the constraints here, as by :meth:`check`).
+        first : numpy.ndarray of int64, shape (n_samples,)
+            Index into :attr:`Domain.combinations` of the counterpart to try first, or -1.
+        phase : {"global", "local"}
+
+        Returns
+        -------
+        result : CheckResult
+            As :meth:`check`'s, except that ``counterpart_labels`` holds the input's own label where a counterpart
+            was not sent (the other combinations of a row whose first counterpart flipped), and
+            ``counterpart_index`` of an IDI is the first counterpart found to flip.
+        new : numpy.ndarray of bool, shape (n_samples,)
+        """
+        if phase not in PHASES:
+            raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
+        k = self.checker.n_combinations
+        remaining = self.model.remaining_queries
+        X = self._inside_the_domain(X, phase)
+        repaired = self.domain.repair(X)
+        first = np.asarray(first, dtype=np.int64)
+        own = self.checker.own_combination(repaired)
+        lead = (own >= 0) & (first >= 0) & (first != own)
+        if k <= 2 or not lead.any() or (remaining is not None and len(repaired) * (k + 1) > remaining):
+            return self.check(repaired, phase)
+        check_deadline(f"the {phase} phase of the search")
+        n, d = repaired.shape
+        possible = None
+        if self.domain.constraints:
+            possible = self.domain.satisfies(self.domain.counterparts(repaired).reshape(-1, d)).reshape(n, k)
+            lead &= possible[np.arange(n), np.maximum(first, 0)]
+        labels = np.empty(n, dtype=np.int64)
+        counterpart_labels = np.empty((n, k), dtype=np.int64)
+        index = np.full(n, -1, dtype=np.int64)
+        rows = np.flatnonzero(lead)
+        pair = self.model.predict(np.concatenate([repaired[rows], self.domain.counterpart_rows(repaired[rows],
+                                                                                               first[rows])]))
+        labels[rows], flipped = pair[:len(rows)], pair[:len(rows)] != pair[len(rows):]
+        counterpart_labels[rows] = labels[rows, None]
+        counterpart_labels[rows, first[rows]] = pair[len(rows):]
+        index[rows[flipped]] = first[rows[flipped]]
+        self._rest_of_the_check(repaired, rows[~flipped], first, own, possible, labels, counterpart_labels, index)
+        others = np.flatnonzero(~lead)
+        if len(others):
+            full = self.checker.check(repaired[others])
+            labels[others], counterpart_labels[others] = full.labels, full.counterpart_labels
+            index[others] = full.counterpart_index
+        res = CheckResult(repaired, labels, counterpart_labels, index >= 0, index, possible=possible)
+        self.n_checked[phase] += n
+        new = self._mark(self.key_table.locate(self.domain.keys(repaired)), res.is_idi)
+        n_new = int(new.sum())
+        if n_new:
+            self._n_phase[phase] += n_new
+            self._record_pairs(res, new, phase)
+        return res, new
+
+    def _rest_of_the_check(self, X: np.ndarray, rows: np.ndarray, first: np.ndarray, own: np.ndarray,
+                           possible: np.ndarray | None, labels: np.ndarray, counterpart_labels: np.ndarray,
+                           index: np.ndarray) -> None:
+        """Send the counterparts of ``rows`` other than their own and ``first`` (possible ones only); fill in place.
+
+        ``index`` gets the first combination (in :attr:`Domain.combinations` order) whose label differs.
+        """
+        if not len(rows):
+            return
+        k, d = self.checker.n_combinations, self.domain.n_features
+        send = np.ones((len(rows), k), dtype=bool)
+        send[np.arange(len(rows)), own[rows]] = False
+        send[np.arange(len(rows)), first[rows]] = False
+        if possible is not None:
+            send &= possible[rows]
+        counterparts = self.domain.counterparts(X[rows])
+        answers = self.model.predict(counterparts[send].reshape(-1, d))
+        block = counterpart_labels[rows]
+        block[send] = answers
+        counterpart_labels[rows] = block
+        differs = block != labels[rows, None]
+        index[rows] = np.where(differs.any(axis=1), differs.argmax(axis=1), -1)
+
+    def _rows_affordable(self, X: np.ndarray) -> tuple[int, int]:
+        """How many leading rows of ``X`` the query budget lets the check send, and the cost of the next (0: all).
+
+        A row costs one query per counterpart sent (:class:`~chiralfair.oracle.DiscriminationCheck`: every
+        combination, its own included, one more outside the PA domains, none for an impossible counterpart). Only
+        a batch that might not fit is costed row by row.
+        """
+        remaining = self.model.remaining_queries
+        k = self.checker.n_combinations
+        if remaining is None or len(X) * (k + 1) <= remaining:
+            return len(X), 0
+        head = X[:remaining + 1]  # every row costs at least one query
+        own = self.checker.own_combination(head)
+        cost = np.full(len(head), k, dtype=np.int64) + (own < 0)
+        if self.domain.constraints:
+            d = self.domain.n_features
+            ok = self.domain.satisfies(self.domain.counterparts(head).reshape(-1, d)).reshape(len(head), k)
+            inside = np.flatnonzero(own >= 0)
+            ok[inside, own[inside]] = True
+            cost = ok.sum(axis=1) + (own < 0)
+        fits = int(np.searchsorted(np.cumsum(cost), remaining, side="right"))
+        return (len(X), 0) if fits >= len(X) else (fits, int(cost[fits]))
 
     def _inside_the_domain(self, X, phase: str) -> np.ndarray:
         """``X`` as given when it is integer codes inside the bounds; else the DomainError naming the first fault.

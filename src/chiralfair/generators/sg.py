@@ -322,7 +322,8 @@ class SymbolicGeneration(Generator):
 
     name = "sg"
 
-    def __init__(self, *, max_global: int = 100, max_local: int = 100, limit: int | None = None,
+    def __init__(self, *, max_global: int = 100, max_local: int = 100, max_queries: int | None = None,
+                 limit: int | None = None,
                  n_samples: int = 1000, perturb_prob: float = 0.2, max_depth: int | None = None,
                  threshold: float = 0.3, solver: str = "auto", solver_timeout_ms: int = 1000,
                  time_budget: float | None = None, batch_size: int = 8, cap_local: bool = True):
@@ -334,7 +335,7 @@ class SymbolicGeneration(Generator):
             max_depth = check_int(max_depth, "max_depth", minimum=1)
         if time_budget is not None:
             time_budget = check_float(time_budget, "time_budget", minimum=0.0, exclusive_minimum=True)
-        super().__init__(max_global=max_global, max_local=max_local, limit=limit,
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries, limit=limit,
                          n_samples=check_int(n_samples, "n_samples", minimum=2),
                          perturb_prob=check_float(perturb_prob, "perturb_prob", minimum=0.0, maximum=1.0,
                                                   exclusive_minimum=True),

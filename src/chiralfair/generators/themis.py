@@ -43,9 +43,11 @@ class Themis(Generator):
 
     name = "themis"
 
-    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, chunk_size: int = 100_000):
+    def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
+                 chunk_size: int = 100_000):
         self.chunk_size = check_int(chunk_size, "chunk_size", minimum=1)
-        super().__init__(max_global=max_global, max_local=max_local, chunk_size=self.chunk_size)
+        super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries,
+                         chunk_size=self.chunk_size)
 
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
         res, new = recorder.check(seeds, "global")

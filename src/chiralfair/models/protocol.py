@@ -17,6 +17,8 @@ columns in which that row differs from a row it accepts), so the batched hot pat
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -29,6 +31,28 @@ if TYPE_CHECKING:
     from .zoo import ModelSpec
 
 DEFAULT_BATCH_SIZE = 65_536
+
+
+class QueryBudgetSpent(ChiralfairError):
+    """A model call would pass the query budget (:meth:`CountingModel.query_budget`), so it was not made.
+
+    Raised before the call: :attr:`CountingModel.n_queries` never passes the budget. A search catches it and ends
+    with what it found, saying so (:meth:`chiralfair.generators.Generator.run`).
+
+    Parameters
+    ----------
+    message : str
+    max_queries : int
+        The budget, in model queries (rows) since it was set.
+    spent : int
+        Queries spent under it when the call was refused.
+    asked : int
+        Rows of the refused call.
+    """
+
+    def __init__(self, message: str, *, max_queries: int, spent: int, asked: int):
+        super().__init__(message)
+        self.max_queries, self.spent, self.asked = int(max_queries), int(spent), int(asked)
 
 
 @runtime_checkable
@@ -80,6 +104,8 @@ class CountingModel:
         can be trained with the same architecture and hyper-parameters; None for models wrapped directly.
     """
 
+    _budget: tuple[int, int, int] | None = None
+
     def __init__(self, predict, *, predict_proba=None, input_gradient=None, name: str = "model",
                  batch_size: int = DEFAULT_BATCH_SIZE, estimator=None, predict_both=None,
                  language: ModelLanguage | None = None):
@@ -96,6 +122,8 @@ class CountingModel:
         self.wrapping: tuple[Any, dict[str, Any]] | None = None
         self.n_queries = 0
         self.n_gradient_queries = 0
+        # (absolute cap on n_queries, the budget it came from, n_queries when it was set), or None: no budget
+        self._budget = None
 
     @property
     def positive_index(self) -> int:
@@ -218,8 +246,82 @@ class CountingModel:
             If the model has no gradient.
         """
         self.require("input_gradient", by="input_gradient")
+        out = self._chunked(self._input_gradient, X, count="n_queries").astype(np.float64)
         self.n_gradient_queries += len(X)
-        return self._chunked(self._input_gradient, X, count="n_queries").astype(np.float64)
+        return out
+
+    # -------------------------------------------------------------- the query budget
+    @contextmanager
+    def query_budget(self, max_queries: int | None) -> Iterator[None]:
+        """Within the block, refuse any call that would bring the queries past ``max_queries`` more than now.
+
+        A refused call raises :class:`QueryBudgetSpent` before it reaches the model, so :attr:`n_queries` never
+        passes the budget. Budgets nest: inside another one, the smaller remainder holds.
+
+        Parameters
+        ----------
+        max_queries : int or None
+            Model queries (rows) allowed inside the block, >= 0; None sets no budget (an outer one still holds).
+
+        Yields
+        ------
+        None
+            The block runs under the budget; on leaving it, the outer budget (or none) holds again.
+
+        Raises
+        ------
+        ConfigError
+            If ``max_queries`` is not an int >= 0.
+        """
+        if max_queries is None:
+            yield
+            return
+        max_queries = check_int(max_queries, "max_queries", minimum=0)
+        outer = self._budget
+        cap = self.n_queries + max_queries
+        self._budget = (cap, max_queries, self.n_queries) if outer is None or cap < outer[0] else outer
+        try:
+            yield
+        finally:
+            self._budget = outer
+
+    @property
+    def remaining_queries(self) -> int | None:
+        """Queries left under the current :meth:`query_budget`; None when there is none."""
+        return None if self._budget is None else max(self._budget[0] - self.n_queries, 0)
+
+    def over_budget(self, n: int) -> QueryBudgetSpent:
+        """The error refusing a call of ``n`` rows under the current :meth:`query_budget` (not raised here).
+
+        For a caller that sends what fits of a batch and then stops (the IDI recorder's last check).
+
+        Parameters
+        ----------
+        n : int
+            Rows of the call that does not fit.
+
+        Returns
+        -------
+        QueryBudgetSpent
+
+        Raises
+        ------
+        RuntimeError
+            If no query budget is in force.
+        """
+        if self._budget is None:
+            raise RuntimeError("over_budget() needs a query budget in force (CountingModel.query_budget)")
+        cap, budget, start = self._budget
+        return QueryBudgetSpent(
+            f"model {self.name!r}: a call of {n:,} rows would pass the query budget of {budget:,} "
+            f"({self.n_queries - start:,} spent, {cap - self.n_queries:,} left), so it was not made",
+            max_queries=budget, spent=self.n_queries - start, asked=n)
+
+    def _spend(self, count: str, n: int) -> None:
+        """Count ``n`` rows about to be sent, or refuse them (:class:`QueryBudgetSpent`) if they pass the budget."""
+        if self._budget is not None and count == "n_queries" and self.n_queries + n > self._budget[0]:
+            raise self.over_budget(n)
+        setattr(self, count, getattr(self, count) + n)
 
     def _chunked(self, fn, X, *, count: str) -> np.ndarray:
         if is_frame(X):  # rows as the user gave them, for a model fed frames (Dataset.raw)
@@ -228,7 +330,7 @@ class CountingModel:
         if X.ndim != 2:
             raise ValueError(f"model input must be 2-D (n_samples, n_features), got shape {X.shape}")
         n = X.shape[0]
-        setattr(self, count, getattr(self, count) + n)
+        self._spend(count, n)
         if n <= self.batch_size:
             return self._call(fn, X)
         return np.concatenate([self._call(fn, X[i:i + self.batch_size]) for i in range(0, n, self.batch_size)])
@@ -238,7 +340,7 @@ class CountingModel:
             raise ModelCapabilityError(f"model {self.name!r} takes integer codes, not a DataFrame of rows: send it "
                                        "the codes (Dataset.X)")
         n = len(frame)
-        setattr(self, count, getattr(self, count) + n)
+        self._spend(count, n)
         parts = [frame.iloc[i:i + self.batch_size] for i in range(0, n, self.batch_size)] or [frame]
         out = []
         for part in parts:
@@ -354,7 +456,10 @@ class CountingModel:
         return f"column {column} is code {int(row[column])}"
 
     def reset_queries(self) -> None:
-        """Set the query counters to zero."""
+        """Set the query counters to zero (a query budget in force keeps what it has left)."""
+        if self._budget is not None:
+            cap, budget, start = self._budget
+            self._budget = (cap - self.n_queries, budget, start - self.n_queries)
         self.n_queries = 0
         self.n_gradient_queries = 0
 

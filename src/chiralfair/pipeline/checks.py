@@ -9,6 +9,7 @@ metadata only) and in its registry (a generator or seed strategy registered in P
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 from .._registry import ENTRY_POINT_GROUPS, installed_entry_points, unknown_name
@@ -124,6 +125,34 @@ def check_budget(max_global, max_local) -> tuple[int, int]:
     return max_global, max_local
 
 
+def check_max_queries(max_queries) -> int | None:
+    """Check a query budget of a run: None (no budget) or an int >= 1.
+
+    Parameters
+    ----------
+    max_queries : int or None
+        Model queries (rows sent to the model) the seeds and the search may spend together.
+
+    Returns
+    -------
+    int or None
+
+    Raises
+    ------
+    ConfigError
+        Naming ``max_queries`` (``--max-queries``) and the value at fault.
+    """
+    if max_queries is None:
+        return None
+    if isinstance(max_queries, bool) or not isinstance(max_queries, numbers.Integral):
+        raise ConfigError(f"max_queries (--max-queries) must be a whole number of model queries >= 1, got "
+                          f"{max_queries!r}")
+    if max_queries < 1:
+        raise ConfigError(f"max_queries (--max-queries) must be >= 1 model query, got {int(max_queries)}: leave it "
+                          "out for no query budget")
+    return int(max_queries)
+
+
 def check_benchmark(dataset: str, protected: Sequence[str] = ()) -> None:
     """Check a benchmark dataset name and the protected attributes asked of it.
 
@@ -211,8 +240,10 @@ def generator_needs_gradient(name: str) -> bool:
     ConfigError
         For a name that is neither built in nor registered (lists the valid names).
     """
-    from ..generators.names import BUILTIN_GENERATORS
+    from ..generators.names import AUTO, BUILTIN_GENERATORS
 
+    if name == AUTO:  # picked by the model (auto_generator): never more than the model offers
+        return False
     if name in BUILTIN_GENERATORS:
         return BUILTIN_GENERATORS[name]
     GENERATORS = _registry("generators", "GENERATORS")
@@ -239,9 +270,11 @@ def generator_needs_proba(name: str) -> bool:
     ConfigError
         For a name that is neither built in nor registered (lists the valid names).
     """
-    from ..generators.names import NEEDS_PROBABILITIES
+    from ..generators.names import AUTO, NEEDS_PROBABILITIES
 
     generator_needs_gradient(name)  # refuses an unknown name
+    if name == AUTO:
+        return False
     if name in NEEDS_PROBABILITIES:
         return True
     from ..generators.names import BUILTIN_GENERATORS

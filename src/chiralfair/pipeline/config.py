@@ -9,6 +9,7 @@ from .._validation import check_int
 from .checks import (
     check_benchmark,
     check_gradient,
+    check_max_queries,
     check_probabilities,
     check_search_names,
     check_zoo_model,
@@ -62,6 +63,8 @@ class RunConfig:
         Rules every input satisfies (:meth:`Domain.with_constraints <chiralfair.domain.Domain.with_constraints>`).
     plausible_only : bool
         The verdict counts plausible counterparts only (:func:`chiralfair.verdict.estimate`).
+    max_queries : int or None
+        Query budget of the seeds and the search together, in model queries (:class:`~.steps.SearchPlan`).
     """
 
     dataset: str = "census"
@@ -84,6 +87,7 @@ class RunConfig:
     couple: Any = None
     constraints: tuple[str, ...] = ()
     plausible_only: bool = False
+    max_queries: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
@@ -102,7 +106,8 @@ class RunConfig:
                 "max_local": self.max_local, "random_state": self.random_state,
                 "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
                 "seed_params": dict(self.seed_params), "model_params": dict(self.model_params),
-                "couple": self.couple, "constraints": list(self.constraints), "plausible_only": self.plausible_only}
+                "couple": self.couple, "constraints": list(self.constraints), "plausible_only": self.plausible_only,
+                "max_queries": self.max_queries}
 
     @property
     def dataset_couple(self):
@@ -152,5 +157,6 @@ def validate_config(config: RunConfig, *, search: bool = True) -> None:
     if search:
         check_search_names(seeds=config.seeds, generator=config.generator, max_global=config.max_global,
                            max_local=config.max_local)
+        check_max_queries(config.max_queries)
         check_gradient(config.generator, config.model, spec.has_input_gradient)
         check_probabilities(config.generator, config.model, config.model_spec.has_predict_proba)

@@ -91,7 +91,8 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
           trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
           name: str | None = None, generator_params: Mapping[str, Any] | None = None,
           seed_params: Mapping[str, Any] | None = None, diversity: bool = False,
-          on_step: Callable[[str], None] | None = None, couple=None, constraints=None) -> AuditResult:
+          on_step: Callable[[str], None] | None = None, couple=None, constraints=None,
+          max_queries: int | None = None) -> AuditResult:
     """Find IDIs of your fitted model on your data, and say how many people it affects and whom it harms.
 
     Steps: encode the data (with the held-out rows); load the model if it is a file; wrap it so that an sklearn
@@ -138,6 +139,11 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
         Resolved once to an int seed that drives the split, the seeds and the search; both the given value and the
         int are recorded in ``meta``.
+    max_queries : int, optional
+        Query budget: the seed strategy and the generator together send at most this many rows to the model
+        (every row predicted, every probability, gradient and probe counts); the search stops when the next call
+        would pass it, and the result says so (``result.meta["query_budget"]``, a note). The verdict's queries are
+        apart (``verdict_params={"max_queries": ...}``). Default: no budget but ``max_global`` and ``max_local``.
     verdict : bool, default=True
         Estimate the share of the held-out rows affected (:func:`chiralfair.verdict.estimate`).
     verdict_params : mapping, optional
@@ -217,7 +223,7 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     seed, random_state_meta = resolve_seed(random_state)
     plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
                       random_state=seed, generator_params=dict(generator_params or {}),
-                      seed_params=dict(seed_params or {}))
+                      seed_params=dict(seed_params or {}), max_queries=max_queries)
     plan.check()
     _check_verdict_params(verdict_params)
     t_all = time.perf_counter()

@@ -88,6 +88,8 @@ class RunOutcome:
             "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
             "diversity": self.seed_diversity}
+        out["query_budget"] = self.result.meta.get("query_budget")
+        out["generator_choice"] = self.result.meta.get("generator_choice")
         out["counterparts"] = counterpart_summary(self.domain, self.result)
         out["model"] = dict(self.model_info)
         out["seconds_by_step"] = dict(self.seconds)

@@ -17,11 +17,23 @@ from typing import Any
 
 from .. import __version__
 from .._deadline import check_deadline
+from ..models.protocol import QueryBudgetSpent
 from .config import RunConfig, validate_config
 from .held_out import measure_group_metrics
 from .inputs import RunInputs, inputs_from_names
 from .outcome import RunOutcome
-from .steps import SearchPlan, diversities, estimate_verdict, prepare_search, run_search, select_seeds
+from .steps import (
+    SearchPlan,
+    budget_spent_on_seeds,
+    diversities,
+    estimate_verdict,
+    no_search,
+    prepare_search,
+    run_search,
+    select_seeds,
+    with_generator_choice,
+    with_query_budget,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +84,8 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
     validate_config(config)
     plan = SearchPlan(seeds=config.seeds, generator=config.generator, max_global=config.max_global,
                       max_local=config.max_local, random_state=config.random_state,
-                      generator_params=dict(config.generator_params), seed_params=dict(config.seed_params))
+                      generator_params=dict(config.generator_params), seed_params=dict(config.seed_params),
+                      max_queries=config.max_queries)
     with run_folder_guard(out):
         step = _checked_steps(on_step)
         t_all = time.perf_counter()
@@ -126,21 +139,36 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
                            model=inputs.model_name, seeds=plan.seeds, generator=plan.generator,
                            max_global=plan.max_global, max_local=plan.max_local, random_state=plan.random_state,
                            generator_params=dict(plan.generator_params), seed_params=dict(plan.seed_params),
-                           verdict=verdict, diversity=diversity)
+                           verdict=verdict, diversity=diversity, max_queries=plan.max_queries)
     prepared = prepare_search(plan, inputs, cache_dir=cache_dir)
 
-    step("seeds")
-    t = time.perf_counter()
-    seed_report = select_seeds(prepared, inputs, reuse_seeds=reuse_seeds,
-                               dataset=inputs.training_rows() if seeds_from_training_rows else None)
-    seconds["seeds"] = time.perf_counter() - t
-
-    step("search")
-    t = time.perf_counter()
     meta = {"chiralfair_version": __version__, "config": config.to_dict(), "source": inputs.source,
             "protected": inputs.domain.protected_names, "domain": inputs.domain.to_dict()}
-    result = run_search(prepared, inputs, seed_report, out=out, meta=meta)
-    seconds["search"] = time.perf_counter() - t
+    with inputs.model.query_budget(plan.max_queries):  # the seeds and the search share it
+        step("seeds")
+        t = time.perf_counter()
+        seeds_spent: QueryBudgetSpent | None = None
+        try:
+            seed_report = select_seeds(prepared, inputs, reuse_seeds=reuse_seeds,
+                                       dataset=inputs.training_rows() if seeds_from_training_rows else None)
+        except QueryBudgetSpent as spent:
+            seed_report, seeds_spent = budget_spent_on_seeds(prepared, inputs, spent), spent
+        seconds["seeds"] = time.perf_counter() - t
+
+        step("search")
+        t = time.perf_counter()
+        if seeds_spent is None:
+            # what the seeds cost counts even when they were not selected here (reuse_seeds: a stored report)
+            left = None if plan.max_queries is None else max(plan.max_queries - seed_report.n_queries, 0)
+            with inputs.model.query_budget(left):
+                result = run_search(prepared, inputs, seed_report, out=out, meta=meta)
+        else:
+            result = no_search(prepared, inputs, seed_report, seeds_spent, out=out, meta=meta)
+        seconds["search"] = time.perf_counter() - t
+    if plan.max_queries is not None:
+        result = with_query_budget(result, seed_report, plan.max_queries)
+    if prepared.generator_choice is not None:
+        result = with_generator_choice(result, prepared.generator_choice)
     seed_diversity = None
     if diversity:
         t = time.perf_counter()

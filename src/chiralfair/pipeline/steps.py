@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import ConfigError
-from .checks import check_budget, check_gradient, check_probabilities, check_seed_strategy, generator_needs_gradient
+from .checks import (
+    check_budget,
+    check_gradient,
+    check_max_queries,
+    check_probabilities,
+    check_seed_strategy,
+    generator_needs_gradient,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +35,16 @@ class SearchPlan:
     seeds : str
         Seed strategy name (``iandd``, ``i``, ``data_rows``, ``cluster``, ``random``, ``rows``, ``expga``).
     generator : str
-        Generator name.
+        Generator name, or ``"auto"``: picked by what the model offers (:func:`resolve_generator`).
     max_global, max_local : int
         Budget: seeds of the global phase, local iterations per global IDI.
     random_state : int
         Drives the seeds and the search.
     generator_params, seed_params : dict
         Extra parameters of the generator and of the seed strategy.
+    max_queries : int or None
+        Query budget of the seeds and the search together, in model queries (rows sent to the model); None: none
+        but ``max_global`` and ``max_local`` (:func:`run_pipeline`).
     """
 
     seeds: str = "iandd"
@@ -44,6 +54,7 @@ class SearchPlan:
     random_state: int = 0
     generator_params: Mapping[str, Any] = field(default_factory=dict)
     seed_params: Mapping[str, Any] = field(default_factory=dict)
+    max_queries: int | None = None
 
     def check(self) -> None:
         """Names and budget (light: no heavy import).
@@ -53,8 +64,13 @@ class SearchPlan:
         ConfigError
         """
         check_budget(self.max_global, self.max_local)
+        check_max_queries(self.max_queries)
         check_seed_strategy(self.seeds)
         generator_needs_gradient(self.generator)  # the name; the model is checked in prepare_search
+        if self.generator_params and self.generator == "auto":
+            raise ConfigError(f"generator_params {dict(self.generator_params)!r} need a named generator: 'auto' picks "
+                              "eidig or aequitas by what the model offers, each with its own parameters; name "
+                              "the generator (--generator NAME) to pass them")
         if self.generator_params:  # names of parameters: needs the classes (heavier), only when some are given
             from ..generators import (
                 GENERATORS,
@@ -76,6 +92,8 @@ class PreparedSearch:
     plan: SearchPlan
     strategy: Any
     generator: Any
+    #: How ``generator="auto"`` was resolved (``asked``, ``generator``, ``reason``); None for a named generator.
+    generator_choice: dict[str, str] | None = None
 
 
 def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearch:
@@ -109,17 +127,64 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
     from ..seeds import make_seed_strategy
     from ..seeds.names import CHIRAL_SEED_STRATEGIES, chiral_params
 
-    generator = make_generator(plan.generator, max_global=plan.max_global, max_local=plan.max_local,
+    name, choice = resolve_generator(plan.generator, inputs.model)
+    generator = make_generator(name, max_global=plan.max_global, max_local=plan.max_local,
                                **dict(plan.generator_params))
-    check_gradient(plan.generator, inputs.model_name, inputs.model.has_gradient)
-    check_probabilities(plan.generator, inputs.model_name, inputs.model.has_proba)
+    check_gradient(name, inputs.model_name, inputs.model.has_gradient)
+    check_probabilities(name, inputs.model_name, inputs.model.has_proba)
     seed_params = dict(plan.seed_params)
     if plan.seeds in CHIRAL_SEED_STRATEGIES:
         _check_chiral_trainable(plan.seeds, seed_params, inputs.model)
         for key, value in chiral_params(plan.seeds, inputs.random_state, cache_dir).items():
             seed_params.setdefault(key, value)
     strategy = make_seed_strategy(plan.seeds, **seed_params)
-    return PreparedSearch(plan, strategy, generator)
+    return PreparedSearch(plan, strategy, generator, choice)
+
+
+def resolve_generator(name: str, model) -> tuple[str, dict[str, str] | None]:
+    """The generator a plan names, ``"auto"`` resolved by what ``model`` offers.
+
+    ``auto``: EIDIG on a model with an input gradient and probabilities, AEQUITAS on any other (the black-box
+    generator that found the most IDIs at an equal query budget in ``benchmarks/results/blackbox.md``;
+    :func:`chiralfair.generators.names.auto_generator`).
+
+    Parameters
+    ----------
+    name : str
+        A generator name, or ``"auto"``.
+    model : CountingModel
+        The model under test.
+
+    Returns
+    -------
+    name : str
+        The generator to build.
+    choice : dict or None
+        For ``"auto"``: ``asked``, ``generator`` and ``reason``; None for a named generator.
+    """
+    from ..generators.names import AUTO, auto_generator
+
+    if name != AUTO:
+        return name, None
+    chosen, reason = auto_generator(has_gradient=model.has_gradient, has_proba=model.has_proba)
+    return chosen, {"asked": AUTO, "generator": chosen, "reason": reason}
+
+
+def with_generator_choice(result, choice: dict[str, str]):
+    """``result`` saying which generator ``"auto"`` picked and why (``meta["generator_choice"]`` and a note).
+
+    Parameters
+    ----------
+    result : SearchResult
+    choice : dict
+        Of :func:`resolve_generator`.
+
+    Returns
+    -------
+    SearchResult
+    """
+    note = f"generator auto: {choice['generator']}, since {choice['reason']}"
+    return result.with_meta({"generator_choice": dict(choice)}, notes=(note,))
 
 
 def _check_chiral_trainable(seeds: str, seed_params: dict, model) -> None:
@@ -308,3 +373,99 @@ def diversities(inputs, result, seed_report, random_state: int) -> tuple[dict[st
     reference = diversity_reference(inputs.model, inputs.dataset, random_state=inputs.random_state)
     return (seed_diversity(result.idis, reference, random_state=random_state).to_dict(),
             seed_diversity(seed_report.seeds, reference, random_state=random_state).to_dict())
+
+
+def budget_spent_on_seeds(prepared: PreparedSearch, inputs, spent):
+    """The seed report of a seed strategy that the query budget stopped: no seeds, and why.
+
+    Parameters
+    ----------
+    prepared : PreparedSearch
+    inputs : RunInputs
+    spent : QueryBudgetSpent
+        What :meth:`~chiralfair.models.protocol.CountingModel.query_budget` refused.
+
+    Returns
+    -------
+    SeedReport
+        No seeds; ``n_queries`` the rows the strategy sent before the refused call; a note naming the budget.
+    """
+    import numpy as np
+
+    from ..results import SeedReport
+
+    note = (f"the query budget of {spent.max_queries:,} model queries was spent selecting seeds: seed strategy "
+            f"{prepared.plan.seeds!r} had sent {spent.spent:,} rows when its next call, of {spent.asked:,} rows, "
+            "would have passed it; no search was run (raise --max-queries / max_queries, or use seeds that cost "
+            "fewer queries: random, cluster)")
+    n = inputs.domain.n_features
+    return SeedReport(strategy=prepared.plan.seeds, seeds=np.zeros((0, n), dtype=np.int64),
+                      is_idi=np.zeros(0, dtype=bool), n_queries=int(inputs.model.n_queries), notes=(note,),
+                      meta={"stopped_by": "max_queries", "max_queries": spent.max_queries})
+
+
+def no_search(prepared: PreparedSearch, inputs, seed_report, spent, *, out: str | os.PathLike | None = None,
+              meta=None):
+    """The search result of a run whose query budget was spent before the search: nothing searched, said so.
+
+    Parameters
+    ----------
+    prepared : PreparedSearch
+    inputs : RunInputs
+    seed_report : SeedReport
+        Of :func:`budget_spent_on_seeds`.
+    spent : QueryBudgetSpent
+    out : str or path-like, optional
+        Run folder: an empty ``idis.parquet`` is written there.
+    meta : dict, optional
+        Recorded in the result's ``meta``.
+
+    Returns
+    -------
+    SearchResult
+        No seed, no query, no IDI; ``meta["stopped_by"] == "max_queries"`` and the seed report's note.
+    """
+    from ..generators.recorder import IDIRecorder
+    from ..results import base_meta
+    from ..results.run_folder import PAIRS_NAME, PairSink, mark_partial
+
+    sink = None
+    if out is not None:
+        mark_partial(out, meta or {})
+        sink = PairSink(Path(out) / PAIRS_NAME)
+    generator = prepared.generator
+    recorder = IDIRecorder(inputs.model, inputs.domain, sink=sink)
+    return recorder.result(
+        generator=generator.name, seed_strategy=prepared.plan.seeds, n_seeds=0, n_seed_idis=0,
+        notes=seed_report.notes,
+        meta=base_meta(params=generator.params, random_state=prepared.plan.random_state, model=inputs.model.name,
+                       protected=inputs.domain.protected_names, stopped_by="max_queries",
+                       max_queries=spent.max_queries))
+
+
+def with_query_budget(result, seed_report, max_queries: int):
+    """``result`` saying what a run's query budget allowed and what the seeds and the search used of it.
+
+    Parameters
+    ----------
+    result : SearchResult
+    seed_report : SeedReport
+    max_queries : int
+        The budget of the seeds and the search together.
+
+    Returns
+    -------
+    SearchResult
+        With ``meta["query_budget"]``: ``max_queries``, ``n_queries`` (seeds and search, never more than
+        ``max_queries``), ``n_seed_queries``, ``n_search_queries`` and ``hit`` (True when a call was refused
+        because it would have passed the budget), and a note saying the same.
+    """
+    n_seeds, n_search = int(seed_report.n_queries), int(result.n_queries)
+    used = n_seeds + n_search
+    hit = result.meta.get("stopped_by") == "max_queries"
+    budget = {"max_queries": int(max_queries), "n_queries": used, "n_seed_queries": n_seeds,
+              "n_search_queries": n_search, "hit": hit}
+    note = (f"query budget: {used:,} of {max_queries:,} model queries used ({n_seeds:,} by the seeds, {n_search:,} "
+            "by the search); " + ("hit: the run stopped at the first call that would have passed it" if hit else
+                                  "not hit: max_global and max_local ended the search first"))
+    return result.with_meta({"query_budget": budget}, notes=(note,))

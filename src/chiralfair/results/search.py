@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -245,6 +246,24 @@ class SearchResult:
         if self.pairs_path is None:
             kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
         return SearchResult(**{**kept, "diversity": diversity})
+
+    def with_meta(self, meta: dict[str, Any], notes: Sequence[str] = ()) -> SearchResult:
+        """A copy with ``meta`` entries added and ``notes`` appended; streamed pairs stay on disk.
+
+        Parameters
+        ----------
+        meta : dict
+            Entries laid over :attr:`meta`.
+        notes : sequence of str, default=()
+
+        Returns
+        -------
+        SearchResult
+        """
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*PAIR_ARRAYS, "plausible")}
+        if self.pairs_path is None:
+            kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
+        return SearchResult(**{**kept, "meta": {**self.meta, **meta}, "notes": (*self.notes, *notes)})
 
     def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
         """One row per IDI: the IDI, its counterpart (suffix ``_counterpart``), both predictions and the phase.
