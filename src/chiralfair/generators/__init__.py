@@ -1,4 +1,4 @@
-"""Generators of IDIs: a registry mapping names to classes (design §6).
+"""Generators of IDIs: a registry mapping names to classes (architecture: generators).
 
 Names are imported on first use (PEP 562), so that :mod:`chiralfair.generators.names` can be read without
 importing the generators, e.g. to refuse a bad command-line flag at once.

@@ -58,9 +58,9 @@ class ADF(Generator):
       re-differentiated, and a local move to a key the walk has already checked is not checked again
       (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic, so the outcome is
       known. The IDIs found are the same; only the queries are fewer.
-    - With coupled columns (design §12), the mask also leaves out a coupled column on which x' holds another
-      code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two different
-      points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
+    - With coupled columns (architecture: counterparts that could exist), the mask also leaves out a coupled column on
+      which x' holds another code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two
+      different points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------

@@ -66,7 +66,7 @@ class Aequitas(Generator):
       code shares them across the local searches, which run one after another.
     - **A step clipped back onto its own IDI is not checked** (at a bound the direction is a fair coin, so
       half of those steps are no-ops): it costs no query and updates neither σ_v nor σ_pr. Likewise a step
-      that the domain's constraints repair back onto the IDI (design §12). The code
+      that the domain's constraints repair back onto the IDI (architecture: counterparts that could exist). The code
       re-evaluated the unchanged IDI and rewarded the no-op, which drifts σ_pr towards features that sit at a
       bound (binary features always do). The step still counts towards ``max_local``.
     - **No wall-clock reseeding**: every draw comes from the ``random_state``'s generator.

@@ -233,8 +233,8 @@ class Aft(Generator):
       one by one in random order). A pair's stopping rule is checked after every step of
       ``samples_per_step`` samples instead of after every sample.
     - **An input whose key was already checked is not checked again** (its outcome is known; the draw still
-      counts toward its pair's ``max_samples_per_pair``), and inputs count once by key (design §2), not as
-      (x, x') pairs of full vectors.
+      counts toward its pair's ``max_samples_per_pair``), and inputs count once by key
+      (architecture: the counting rule), not as (x, x') pairs of full vectors.
     - **Pairs are drawn uniformly among all discriminatory pairs** (the code draws a random leaf, then takes
       all of its discriminatory partners, until ``MaxDiscPathPair`` pairs).
     - **The seeds' checks seed the training data**, and a mislabelled counterpart is learnt like a mislabelled
@@ -242,7 +242,7 @@ class Aft(Generator):
     - **Leaves are read as integer boxes** (``floor`` of the threshold, inside the domain's bounds) and a
       protected value is valid only if it is one of the attribute's values (a one-hot group's valid rows), so
       every sample lies in the domain; the code truncates thresholds with ``int()`` and samples any integer.
-      Samples are repaired onto the domain's constraints (design §12).
+      Samples are repaired onto the domain's constraints (architecture: counterparts that could exist).
     - **Defaults scaled to the budgets here**: ``n_train`` 1000 (the code: 5000 per start, for an hour-long
       run); ``max_leaf_nodes`` 1000, ``max_pairs`` 100, ``max_samples_per_pair`` 100 and
       ``max_failures_per_pair`` 10 as the code.
@@ -389,7 +389,8 @@ class _AftRun:
             per_pair = np.minimum(gen.samples_per_step, gen.max_samples_per_pair - drawn[open_])
             region = np.repeat(open_, per_pair)
             drawn[open_] += per_pair
-            X = domain.repair(regions.sample(region, domain, self.rng))  # onto the constraints (design §12)
+            # onto the constraints (architecture: counterparts that could exist)
+            X = domain.repair(regions.sample(region, domain, self.rng))
             ask = self._untested(X)[: self.budget - self.checked]
             if not len(ask):
                 continue

@@ -1,4 +1,7 @@
-"""The generator family (design §6): one verb, ``run(model, domain, seeds, *, random_state)``, and a registry."""
+"""The generator family: one verb, ``run(model, domain, seeds, *, random_state)``, and a registry.
+
+See architecture: generators.
+"""
 
 from __future__ import annotations
 
@@ -131,8 +134,9 @@ class Generator(ABC):
         model : CountingModel or anything :func:`~chiralfair.models.as_model` accepts
         domain : Domain
             With the protected attributes under test, and the couplings and constraints the search respects
-            (design §12): counterparts change coupled columns, and every seed and proposal that breaks a
-            constraint is repaired before it is checked (:meth:`Domain.repair`), in the shared recorder.
+            (architecture: counterparts that could exist): counterparts change coupled columns, and every seed and
+            proposal that breaks a constraint is repaired before it is checked (:meth:`Domain.repair`), in the shared
+            recorder.
         seeds : SeedReport or array-like of int, shape (n_seeds, n_features)
             Inputs inside the domain; the global phase takes the first ``max_global``.
         random_state : None, int, numpy.random.RandomState or numpy.random.Generator
@@ -167,7 +171,8 @@ class Generator(ABC):
         X = domain.validate(seeds, what="seeds")
         if len(X) == 0:
             raise DomainError("no seeds: the global phase needs at least one seed")
-        X = domain.repair(X[: self.max_global])  # onto the domain's constraints, as every proposal (design §12)
+        # onto the domain's constraints, as every proposal (architecture: counterparts that could exist)
+        X = domain.repair(X[: self.max_global])
         rng, random_state_described = resolve_random_state(random_state)
         recorder = IDIRecorder(model, domain, sink=sink)
         stopped: dict[str, Any] = {}

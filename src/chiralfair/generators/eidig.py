@@ -50,7 +50,7 @@ class EIDIG(Generator):
     Departures from the reference code (``LingfengZhang98/EIDIG``), each deliberate:
 
     - The last global step is checked (``max_iter + 1`` checks; the reference stops after ``max_iter``).
-    - IDIs are counted by their non-protected projection (design §2), not by the full vector.
+    - IDIs are counted by their non-protected projection (architecture: the counting rule), not by the full vector.
     - All global phases run before all local phases, batched over chains; the random stream is one
       ``numpy.random.Generator`` (the reference uses ``np.random.seed(42)`` and per-row draws), so runs are
       reproducible but not draw-for-draw identical to the reference.
@@ -58,9 +58,9 @@ class EIDIG(Generator):
       local move that clipping turns into no move, or that reaches a key the walk has already checked, costs no
       query (:func:`~chiralfair.generators.gradient_steps.local_walk`): the model is deterministic. The IDIs
       found are the same; only the queries are fewer.
-    - With coupled columns (design §12), the global step also leaves a coupled column on which x2 holds another
-      code than x (:func:`~.gradient_steps.steppable`): the two momenta are then taken at two different points
-      of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
+    - With coupled columns (architecture: counterparts that could exist), the global step also leaves a coupled column
+      on which x2 holds another code than x (:func:`~.gradient_steps.steppable`): the two momenta are then taken at two
+      different points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
 
     Parameters
     ----------

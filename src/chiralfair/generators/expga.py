@@ -33,7 +33,7 @@ class ExpGA(Generator):
     Genes are the non-protected features and the protected attributes, in column order; an attribute over
     several columns (one-hot) is one gene, so crossover and mutation never split it into an invalid row.
     The population therefore stays inside the domain with valid protected values; after mutation it is repaired
-    onto the domain's constraints (:meth:`Domain.repair`, design §12).
+    onto the domain's constraints (:meth:`Domain.repair`, architecture: counterparts that could exist).
 
     Parameters
     ----------
@@ -70,7 +70,8 @@ class ExpGA(Generator):
       Duplicates within a generation are checked once. Hence each generation costs at most ``n * K``
       queries, usually far fewer.
     - **Seeds count as global IDIs** when they are IDIs (the reference counts only local IDIs and never
-      verifies its seeds); the key is the non-protected projection (design §2), not the full vector.
+      verifies its seeds); the key is the non-protected projection (architecture: the counting rule), not the full
+      vector.
     - **Budgets**: ``max_local`` generations and an optional ``time_budget`` (the paper stops after one
       hour, logging every 300 s).
 
@@ -109,7 +110,8 @@ class ExpGA(Generator):
             population = population[rng.choice(len(population), size=len(population), p=fitness / fitness.sum())]
             population = crossover(population, gene, self.cross_rate, rng)
             population = mutate(population, recorder.domain, gene, self.mutation_rate, rng)
-            population = recorder.domain.repair(population)  # onto the domain's constraints (design §12)
+            # onto the domain's constraints (architecture: counterparts that could exist)
+            population = recorder.domain.repair(population)
             fitness = _evaluate(population, recorder)
         return ()
 

@@ -6,8 +6,8 @@ from the discrimination check of x, so an input costs exactly one query per mova
 Probes stay inside the domain: δ_j is ``+step`` where x_j + step fits the feature's bounds, else ``-step``,
 else the longer of the two moves that reach a bound. Protected attributes and single-valued features get 0: the
 gradient generators never step along them. A change of P smaller than :data:`MIN_CHANGE` counts as none. With
-constraints over the domain (design §12), a probe that breaks one is not sent: the opposite step is tried, else
-that feature's estimate is 0.
+constraints over the domain (architecture: counterparts that could exist), a probe that breaks one is not sent: the
+opposite step is tried, else that feature's estimate is 0.
 
 References
 ----------
@@ -138,8 +138,8 @@ def _probe_allowed(X, domain: Domain, cols, step, lo, hi) -> np.ndarray:
 def _allowed_steps(X: np.ndarray, domain: Domain, columns: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """``delta`` where the probe satisfies the domain's constraints, else the opposite step, else 0 (no probe).
 
-    A probe that breaks a constraint (design §12) is an input that cannot occur: it is not sent, and the
-    feature's estimate there is 0, so the gradient steps never lean on it.
+    A probe that breaks a constraint (architecture: counterparts that could exist) is an input that cannot occur: it is
+    not sent, and the feature's estimate there is 0, so the gradient steps never lean on it.
     """
     if not domain.constraints:
         return delta

@@ -680,8 +680,8 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         moved = np.flatnonzero(value != old)
         cand = x[moved]
         cand[np.arange(len(moved)), feature[moved]] = value[moved]
-        # Onto the domain's constraints (design §12); a move the repair undoes is no move. A chain's input meets
-        # them (it was checked), so only a move of a column some rule reads can break one.
+        # Onto the domain's constraints (architecture: counterparts that could exist); a move the repair undoes is no
+        # move. A chain's input meets them (it was checked), so only a move of a column some rule reads can break one.
         risky = np.flatnonzero(constrained[feature[moved]])
         if len(risky):
             proposed = cand[risky]
@@ -724,9 +724,9 @@ class KnownOutcomes:
     """Discrimination-check outcomes of the keys checked so far, for inputs whose PA values lie in the PA domains.
 
     Such an input's check tries every combination and compares with its own, so its outcome depends on its key
-    only (design §2); an input outside the PA domains (a missing protected value) is never looked up or stored.
-    The outcomes are two flag bits borrowed from the recorder's key table (:meth:`close` gives them back), so a
-    key the walk knows costs no memory beyond the recorder's own entry for it.
+    only (architecture: the counting rule); an input outside the PA domains (a missing protected value) is never looked
+    up or stored. The outcomes are two flag bits borrowed from the recorder's key table (:meth:`close` gives them back),
+    so a key the walk knows costs no memory beyond the recorder's own entry for it.
 
     Parameters
     ----------

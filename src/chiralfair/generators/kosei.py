@@ -53,15 +53,15 @@ class Kosei(Generator):
       IDI), so that it reads like the budget of :class:`~chiralfair.generators.aequitas.Aequitas` and ADF
       here. The paper's ``limit`` counts popped IDIs for the whole local search (2000 in its experiments),
       each costing up to ``2 * n_features`` checks.
-    - **"Evaluated before" is by key** (the non-protected projection, design §2), not by the full vector:
-      two inputs that differ only in protected attributes have the same discrimination check, so the second
+    - **"Evaluated before" is by key** (the non-protected projection, architecture: the counting rule), not by the full
+      vector: two inputs that differ only in protected attributes have the same discrimination check, so the second
       one is skipped too. The set of evaluated inputs also holds the global phase's seeds.
     - **Global phase = the given seeds**, checked once; the paper's global phase is AEQUITAS's random
       sampling (the ``random`` seed strategy here).
     - The paper's line 10 reads "if d'[p] ∈ Dom(p) then continue"; its text says invalid values are
       skipped, which is what is done. Features with a single value are never perturbed. A neighbour that
-      breaks one of the domain's constraints is repaired onto them (:meth:`Domain.repair`, design §12) before
-      it is compared with the tested keys.
+      breaks one of the domain's constraints is repaired onto them (:meth:`Domain.repair`,
+      architecture: counterparts that could exist) before it is compared with the tested keys.
     - Multi-valued and several PAs: the discrimination check tries every combination of PA values, as in the
       paper's Alg. 2 (``γ = 0``: any change of the predicted label).
 
@@ -138,7 +138,8 @@ def _untested_neighbours(parents: np.ndarray, moves: np.ndarray, recorder: IDIRe
     children[rows, cols] += np.tile(moves[:, 1], n)
     moved = children[rows, cols]
     children = children[(moved >= domain.lower[cols]) & (moved <= domain.upper[cols])]
-    # Onto the domain's constraints (design §12) before the keys are compared, so a repaired child is one key.
+    # Onto the domain's constraints (architecture: counterparts that could exist) before the keys are compared, so a
+    # repaired child is one key.
     children = domain.repair(children)
     _, first = np.unique(domain.keys(children), return_index=True)
     children = children[np.sort(first)]

@@ -1,13 +1,13 @@
-"""Counting IDIs by the one rule of design §2, shared by every generator.
+"""Counting IDIs by the one rule of architecture: the counting rule, shared by every generator.
 
 Every generator sends its candidates through :meth:`IDIRecorder.check`, so that ``n_idis``, ``n_global``,
 ``n_local``, ``n_tested`` and ``n_queries`` mean the same thing for all of them. The recorder is also where the
-domain's rules (design §12) hold for every generator alike: candidates are moved onto the constraints
-(:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's counterparts carry
-the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
+domain's rules (architecture: counterparts that could exist) hold for every generator alike: candidates are moved onto
+the constraints (:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's
+counterparts carry the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
-Keys (design §2) are kept once, in one :mod:`~chiralfair.generators.key_table` (9 bytes per int64 key: the key
-and a byte of flags saying whether it was tested and whether it is a recorded IDI). IDI pairs go to a
+Keys (architecture: the counting rule) are kept once, in one :mod:`~chiralfair.generators.key_table` (9 bytes per int64
+key: the key and a byte of flags saying whether it was tested and whether it is a recorded IDI). IDI pairs go to a
 :class:`~chiralfair.results.run_folder.PairSink` when one is given (streamed to Parquet, bounded memory), else they
 are kept in memory until :meth:`result`.
 """

@@ -310,7 +310,7 @@ class SymbolicGeneration(Generator):
     - Seeds are tested when popped, as in the reference; seeds never reached before the run stops are not
       tested, so ``n_seed_idis`` counts only the tested seeds (the notes say how many were not reached).
     - Solutions and surrogate samples are repaired onto the domain's constraints (:meth:`Domain.repair`,
-      design §12), so no query is spent on an input that cannot exist.
+      architecture: counterparts that could exist), so no query is spent on an input that cannot exist.
 
     References
     ----------
@@ -498,7 +498,8 @@ class _SGRun:
         """
         n, d = self.p["n_samples"] - 1, self.domain.n_features
         S = local_samples(X, self.domain, n, self.p["perturb_prob"], self.rng)
-        # No query on an input that breaks the domain's constraints, samples included (design §12).
+        # No query on an input that breaks the domain's constraints, samples included
+        # (architecture: counterparts that could exist).
         S = self.domain.repair(S.reshape(-1, d)).reshape(S.shape)
         L = self.recorder.model.predict(S.reshape(-1, d)).reshape(len(X), n)
         paths = []
@@ -521,7 +522,8 @@ class _SGRun:
     def _push_candidate(self, priority: float, phase: str, x_new: np.ndarray | None, root: int = -1) -> None:
         if x_new is None:
             return
-        x_new = self.domain.repair(x_new[None, :])[0]  # onto the domain's constraints (design §12)
+        # onto the domain's constraints (architecture: counterparts that could exist)
+        x_new = self.domain.repair(x_new[None, :])[0]
         if self.domain.keys(x_new[None, :])[0] not in self.tested:
             self._push(priority, phase, x_new, root=root)
 
