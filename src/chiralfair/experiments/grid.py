@@ -692,7 +692,7 @@ def check_implementations(grid: Grid) -> None:
     max_global, max_local = grid.budgets[0]
     for generator in grid.generators:
         params = grid.generator_params.get(generator, {})
-        valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local"))
+        valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local", "max_queries"))
         unknown = [name for name in params if name not in valid.split(", ")]
         if unknown:  # the budget is a grid axis: named apart from the generator's own parameters
             raise GridError(f"[generator_params.{generator}]: unknown parameter {unknown[0]!r} of generator "
