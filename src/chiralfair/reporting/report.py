@@ -232,9 +232,9 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if small:
         lines.append("  too small to tell, not ranked: " + "; ".join(small))
     if v["n_affected"] == 0 and (proxies := (v.get("meta") or {}).get("proxies")):
-        strength = ", ".join(f"{p['attribute']} AUC {p['auc']:.2f}" for p in proxies if p["auc"] is not None)
-        lines.append("  what this test cannot see: proxies of the protected attribute (the other columns predict "
-                     f"it: {strength or 'not measured'}); read the group metrics")
+        from ..verdict.proxies import blind_spot_line
+
+        lines.append(f"  {blind_spot_line(proxies)}")
     return lines
 
 

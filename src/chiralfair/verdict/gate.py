@@ -128,6 +128,10 @@ class GateDecision:
         share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
         text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
                 f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+        if self.n_affected == 0 and (proxies := self.verdict.meta.get("proxies")):
+            from .proxies import blind_spot_line
+
+            text += f"; {blind_spot_line(proxies)}"
         if self.untested:
             text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":

@@ -241,6 +241,10 @@ class Verdict:
         other = plausibility_line(self.plausibility, self.counterparts, self.exact)
         if other:
             lines.append(f"  {other}")
+        if self.n_affected == 0 and (proxies := self.meta.get("proxies")):
+            from .proxies import blind_spot_line
+
+            lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
         how = ("exact: every individual checked" if self.exact else
                f"{self.confidence:.0%} {_method_text(self.method)} interval")
