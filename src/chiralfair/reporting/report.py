@@ -214,8 +214,8 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if other:
         lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
         lines.append(f"  {other}")
-    if v.get("n_left_out"):
-        lines.append(f"  left out: {left_out_line(v)}")
+    if left_out := left_out_line(v):
+        lines.append(f"  left out: {left_out}")
     if v["exact"] and v["population"] != "domain" and v["n_individuals"]:
         lines.append(f"  certified unaffected: {1 - v['share']:.2%} ({v['n_individuals'] - v['n_affected']:,} "
                      "individuals: every counterpart of theirs was checked and keeps their label)")
@@ -238,8 +238,8 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def left_out_line(verdict: dict[str, Any]) -> str:
-    """Who is not in the share and why (individuals none of whose counterparts could exist), for the first screen.
+def left_out_line(verdict: dict[str, Any]) -> str | None:
+    """Who is not in the share and why (:func:`chiralfair.verdict.result.left_out_line`), for the first screen.
 
     Parameters
     ----------
@@ -248,13 +248,13 @@ def left_out_line(verdict: dict[str, Any]) -> str:
 
     Returns
     -------
-    str
+    str or None
+        None when no one is left out.
     """
-    rules = "; ".join(verdict.get("constraints") or ()) or "the domain's constraints"
-    n = int(verdict["n_left_out"])
-    who = "1 individual" if n == 1 else f"{n:,} individuals"
-    return (f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat them "
-            "differently, so they are not in the share")
+    from ..verdict.result import left_out_line as line
+
+    return line(int(verdict.get("n_left_out") or 0), verdict.get("constraints"),
+                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
 
 
 def small_groups(verdict: dict[str, Any]) -> list[str]:

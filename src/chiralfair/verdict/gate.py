@@ -132,6 +132,8 @@ class GateDecision:
             from .proxies import blind_spot_line
 
             text += f"; {blind_spot_line(proxies)}"
+        if self.verdict.n_left_out:
+            text += f"; left out: {self._left_out_text()}"
         if self.untested:
             text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":
@@ -182,9 +184,18 @@ class GateDecision:
         if not straddles:
             return "the interval lies below the threshold, but a pass would speak for the groups not tested"
         if self.exact and self.reading == "superpopulation":
-            return (f"{self.n_individuals:,} held-out rows are too few to tell at this confidence: give more "
-                    "held-out rows (--test), or a threshold further from the share")
+            few = f"{self.n_individuals:,} held-out rows are too few to tell at this confidence"
+            if self.verdict.n_left_out:
+                return (f"{few}, because {self._left_out_text()}: loosen the constraint(s), give more held-out rows "
+                        "(--test), or a threshold further from the share")
+            return f"{few}: give more held-out rows (--test), or a threshold further from the share"
         return "raise --max-queries, or lower --margin, to narrow the interval"
+
+    def _left_out_text(self) -> str:
+        v = self.verdict
+        rules = "; ".join(v.constraints) or "the domain's constraints"
+        return (f"{v.n_left_out:,} of the {v.n_individuals + v.n_left_out:,} individuals checked were left out, none "
+                f"of whose counterparts could exist (each breaks: {rules})")
 
     def _worst_text(self) -> str:
         g = self.worst_group
