@@ -249,9 +249,12 @@ def estimate_verdict(inputs, *, random_state: int, population: str = "test", **p
     left_out = list(getattr(inputs, "left_out", ())) if population != "domain" else []
     verdict = replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
                                                   "model_f1": inputs.quality["f1"],
+                                                  "model_one_class": inputs.quality.get("one_class"),
                                                   "model_accuracy": inputs.quality["accuracy"],
                                                   "model_evaluated_on": inputs.quality["evaluated_on"],
                                                   "left_out": left_out})
+    if verdict.n_affected == 0 and population == "test" and inputs.quality.get("one_label") is not None:
+        verdict = replace(verdict, meta={**verdict.meta, "one_label": inputs.quality["one_label"]})
     return with_blind_spot(verdict, inputs, random_state) if verdict.n_affected == 0 else verdict
 
 

@@ -150,7 +150,7 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     cfg = summary["meta"]["config"]
     m = summary["model"]
     title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
-             f"{m['f1']:.3f}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"{_f1_text(m)}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
              f"max_local {cfg['max_local']}")
     lines = [*verdict_lines(summary), title]
     rows = summary_rows(summary)
@@ -170,6 +170,13 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     if summary["n_idis"] == 0:
         lines.append(f"  {NO_IDI_TEXT}")
     return lines
+
+
+def _f1_text(model: dict[str, Any]) -> str:
+    """The model's held-out F1, or why it is undefined (the held-out labels hold one class)."""
+    if model.get("one_class") is not None:
+        return f"undefined: the held-out rows hold one class, label {model['one_class']}"
+    return f"{model['f1']:.3f}"
 
 
 def summary_title(summary: dict[str, Any]) -> str:
@@ -214,6 +221,10 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if other:
         lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
         lines.append(f"  {other}")
+    from ..verdict.result import one_label_line
+
+    if one_label := one_label_line(v.get("meta") or {}):
+        lines.append(f"  {one_label}")
     if left_out := left_out_line(v):
         lines.append(f"  left out: {left_out}")
     if v["exact"] and v["population"] != "domain" and v["n_individuals"]:

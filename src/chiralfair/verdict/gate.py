@@ -41,7 +41,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, binomial_interval
+from .result import Verdict, binomial_interval, one_label_line
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -128,6 +128,8 @@ class GateDecision:
         share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
         text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
                 f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+        if one_label := one_label_line(self.verdict.meta):
+            text += f"; {one_label}"
         if self.n_affected == 0 and (proxies := self.verdict.meta.get("proxies")):
             from .proxies import blind_spot_line
 

@@ -241,6 +241,8 @@ class Verdict:
         other = plausibility_line(self.plausibility, self.counterparts, self.exact)
         if other:
             lines.append(f"  {other}")
+        if one_label := one_label_line(self.meta):
+            lines.append(f"  {one_label}")
         left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population)
         if left_out:
             lines.append(f"  left out: {left_out}")
@@ -391,6 +393,27 @@ def people_line(n_affected: int, n: int, confidence: float, population: str) -> 
     lower, upper = binomial_interval(n_affected, n, confidence)
     return (f"for the people the model will meet (these {n:,} rows as a sample of them): [{lower:.2%}, "
             f"{upper:.2%}], {confidence:.0%} Clopper-Pearson")
+
+
+def one_label_line(meta: dict[str, Any]) -> str | None:
+    """The first-screen note when the model gives every row checked one label, and no one is affected.
+
+    Parameters
+    ----------
+    meta : dict
+        :attr:`Verdict.meta`; ``one_label`` (the label, written by the pipeline) when the model predicts it for every
+        held-out row.
+
+    Returns
+    -------
+    str or None
+    """
+    label = meta.get("one_label")
+    if label is None:
+        return None
+    return (f"note: the model predicts one label ({label}) for every held-out row, so no counterpart can change it: "
+            "0% affected is no evidence of fairness (a constant decision treats no one differently, and serves no "
+            "one); check the model")
 
 
 def left_out_line(n_left_out: int, constraints, refused, population: str) -> str | None:
