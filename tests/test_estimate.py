@@ -378,3 +378,91 @@ def test_estimate_counts_the_rows_of_a_protected_value_the_model_refuses_as_left
     assert verdict.n_individuals == len(test) - n_x
     head = "\n".join(verdict.summary().splitlines()[:4])
     assert f"  left out: {n_x} individuals with race=x, a value the model refuses" in head
+
+
+def test_a_model_that_gives_every_held_out_row_one_label_says_so_on_the_first_screen():
+    import warnings
+
+    from sklearn.dummy import DummyClassifier
+
+    import chiralfair
+    from chiralfair.pipeline import check_fairness
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    constant = DummyClassifier(strategy="constant", constant=0).fit(train.drop(columns="y"), train["y"])
+    kwargs = {"test": test, "label": "y", "positive_class": 1, "favourable": 1, "protected": "sex"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(constant, train, **kwargs)
+        decision = check_fairness(constant, train, max_share=0.05, **kwargs)
+    assert verdict.n_affected == 0 and verdict.meta["one_label"] == 0
+    line = "note: the model predicts one label (0) for every held-out row, so no counterpart can change it: 0% " \
+           "affected is no evidence of fairness"
+    assert line in "\n".join(verdict.summary().splitlines()[:4])
+    assert line in decision.line()
+
+
+def test_held_out_labels_of_one_class_say_f1_is_undefined():
+    import warnings
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    test = test[test["y"] == 0]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "role"]), remainder="passthrough"),
+                         LogisticRegression()).fit(train.drop(columns="y"), train["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                      protected="sex")
+    assert verdict.meta["model_one_class"] == 0
+    assert any(n.startswith("F1 is undefined here: the labels of the given test rows") and "(label 0)" in n
+               for n in verdict.notes)
+
+
+def test_a_model_whose_probabilities_are_nan_is_refused_naming_it_and_the_rows():
+    import warnings
+
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+    from chiralfair.exceptions import ModelOutputError
+
+    class NaNForWives(ClassifierMixin, BaseEstimator):
+        def __init__(self, inner=None):
+            self.inner = inner
+
+        def fit(self, X, y):
+            self.inner.fit(X, y)
+            self.classes_, self.feature_names_in_ = self.inner.classes_, self.inner.feature_names_in_
+            return self
+
+        def predict(self, X):
+            return self.inner.predict(X)
+
+        def predict_proba(self, X):
+            p = self.inner.predict_proba(X).copy()
+            p[X["role"].to_numpy() == "wife"] = np.nan
+            return p
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    inner = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "role"]), remainder="passthrough"),
+                          LogisticRegression())
+    model = NaNForWives(inner).fit(train.drop(columns="y"), train["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ModelOutputError, match=r"model 'NaNForWives' returned probabilities that are NaN or "
+                                                   r"infinite for [\d,]+ of [\d,]+ rows \(predict_proba\)"):
+            chiralfair.estimate(model, train, test=test, label="y", positive_class=1, favourable=1, protected="sex")

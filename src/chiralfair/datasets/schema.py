@@ -68,8 +68,10 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     Raises
     ------
     DatasetError
-        If ``label`` or a protected attribute is not a column.
+        If ``label`` or a protected attribute is not a column, or the frame has no rows (no values to write).
     """
+    if len(frame) == 0:
+        raise DatasetError("the frame has no rows: a schema's types and categories are read from its values")
     missing = [c for c in [label, *protected] if c not in frame.columns]
     if missing:
         raise DatasetError(f"columns {missing} are not in the frame; columns: {', '.join(map(str, frame.columns))}")
