@@ -298,3 +298,20 @@ def test_infer_schema_refuses_a_frame_without_rows():
 
     with pytest.raises(DatasetError, match="the frame has no rows"):
         infer_schema(raw_frame().iloc[:0], label="y", positive_class=">50K", protected=["sex"])
+
+
+def test_a_schema_unknown_key_lists_the_toml_keys_and_a_column_table_the_data_lacks_is_refused(files, tmp_path):
+    csv, model = files
+    misspelt = tmp_path / "misspelt.toml"
+    misspelt.write_text('label = "y"\npostive_class = ">50K"\nprotected = ["sex"]\n')
+    res = invoke("run", "--data", csv, "--model", model, "--schema", misspelt, "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    keys = "(keys: 'label', 'positive_class', 'protected', 'columns', 'couple', 'constraints')"
+    assert f"unknown key 'postive_class' {keys}" in " ".join(res.output.split()), res.output
+    agee = tmp_path / "agee.toml"
+    agee.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n[columns."agee"]\ntype = "int64"\n'
+                    '[columns."hours"]\nbins = 3\n')
+    res = invoke("estimate", "--data", csv, "--model", model, "--schema", agee, "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    assert ('describes column the data does not have: [columns."agee"]; the data\'s columns: sex, race, age, hours, '
+            'y') in " ".join(res.output.split()), res.output

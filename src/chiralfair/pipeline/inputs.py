@@ -520,6 +520,14 @@ def _test_frame(test, frame, label):
 
 
 def _check_schema_categories(frame, settings: DataSettings) -> None:
+    """Refuse a schema's column table the data has no column for, and a value its categories do not list."""
+    columns = [str(c) for c in frame.columns]
+    unknown_columns = sorted({str(c) for c in (*settings.types, *settings.categories)} - set(columns))
+    if unknown_columns:
+        where = f"schema {settings.schema!r}" if settings.schema else "the schema"
+        tables = ", ".join(f"[columns.\"{c}\"]" for c in unknown_columns)
+        raise DatasetError(f"{where} describes column{'s' if len(unknown_columns) > 1 else ''} the data does not "
+                           f"have: {tables}; the data's columns: {', '.join(columns)}")
     for column, categories in settings.categories.items():
         if column in frame.columns:
             unknown = sorted(set(map(str, frame[column].dropna().unique())) - set(map(str, categories)))
