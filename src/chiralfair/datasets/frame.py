@@ -558,6 +558,18 @@ def read_frame(path) -> pd.DataFrame:
 def refuse_no_rows(frame: pd.DataFrame, path) -> pd.DataFrame:
     """``frame``, refused when the file it was read from has columns but no rows (a header alone).
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        As read from ``path``.
+    path : str or path-like
+        The file, for the message.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself.
+
     Raises
     ------
     DatasetError
