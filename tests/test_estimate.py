@@ -348,9 +348,9 @@ def test_estimate_and_the_gate_say_who_is_left_out_by_a_constraint_on_the_first_
     # a threshold on the share itself: undecided, and the hint says the constraint took the rows, not the data
     undecided = decide(verdict, verdict.share)
     assert undecided.outcome == "undecided"
-    assert (f"{100 - stuck} held-out rows are too few to tell at this confidence, because {stuck} of the 100 "
-            "individuals checked were left out") in undecided.line()
-    assert "loosen the constraint(s)" in undecided.line()
+    assert (f"undecided: {100 - stuck} held-out rows are too few to tell at this confidence, because the "
+            f"constraint(s) left the other {stuck} out (above): loosen them") in undecided.line()
+    assert checked in undecided.line()
 
 
 def test_estimate_counts_the_rows_of_a_protected_value_the_model_refuses_as_left_out_on_the_first_screen():

@@ -188,8 +188,8 @@ class GateDecision:
         if self.exact and self.reading == "superpopulation":
             few = f"{self.n_individuals:,} held-out rows are too few to tell at this confidence"
             if self.verdict.n_left_out:
-                return (f"{few}, because {self._left_out_text()}: loosen the constraint(s), give more held-out rows "
-                        "(--test), or a threshold further from the share")
+                return (f"{few}, because the constraint(s) left the other {self.verdict.n_left_out:,} out (above): "
+                        "loosen them, give more held-out rows (--test), or a threshold further from the share")
             return f"{few}: give more held-out rows (--test), or a threshold further from the share"
         return "raise --max-queries, or lower --margin, to narrow the interval"
 
