@@ -466,3 +466,25 @@ def test_a_model_whose_probabilities_are_nan_is_refused_naming_it_and_the_rows()
         with pytest.raises(ModelOutputError, match=r"model 'NaNForWives' returned probabilities that are NaN or "
                                                    r"infinite for [\d,]+ of [\d,]+ rows \(predict_proba\)"):
             chiralfair.estimate(model, train, test=test, label="y", positive_class=1, favourable=1, protected="sex")
+
+
+@pytest.mark.parametrize("kind", ["callable", "torch"])
+def test_nan_probabilities_of_any_model_kind_are_refused_naming_the_model(kind):
+    from chiralfair.exceptions import ModelOutputError
+
+    X = np.zeros((4, 2), dtype=np.int64)
+    if kind == "callable":
+        def proba(X):
+            return np.where(np.arange(len(X))[:, None] % 2 == 0, np.nan, 0.5) * np.ones((len(X), 2))
+
+        model = as_model(proba, name="nan-callable", output="probability")
+    else:
+        torch = pytest.importorskip("torch")
+
+        class NaNLogit(torch.nn.Module):
+            def forward(self, x):
+                return torch.full((len(x), 1), float("nan"))
+
+        model = as_model(NaNLogit(), name="nan-torch", output="logit")
+    with pytest.raises(ModelOutputError, match=rf"model 'nan-{kind}' returned .*NaN or infinite .*for [24] of 4 rows"):
+        model.predict_proba(X)

@@ -17,6 +17,7 @@ from .language import (
     ModelLanguage,
     check_feature_names,
     check_output,
+    finite_probabilities,
     native_categories,
     positive_probability,
     resolve_classes,
@@ -267,36 +268,6 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
 
     return CountingModel(predict, predict_proba=predict_proba if has_proba else None, input_gradient=gradient,
                          name=name, batch_size=batch_size, estimator=est, language=language)
-
-
-def finite_probabilities(p, name: str) -> np.ndarray:
-    """The positive-class probabilities ``p``, refused when any is NaN or infinite (no share or gap could be read).
-
-    Parameters
-    ----------
-    p : array-like of float, shape (n,)
-    name : str
-        The model's name, for the message.
-
-    Returns
-    -------
-    numpy.ndarray, shape (n,)
-
-    Raises
-    ------
-    ModelOutputError
-        Naming the model and how many of the rows got no finite probability.
-    """
-    p = np.asarray(p)
-    bad = ~np.isfinite(p)
-    if bad.any():
-        from ..exceptions import ModelOutputError
-
-        raise ModelOutputError(f"model {name!r} returned probabilities that are NaN or infinite for {int(bad.sum()):,} "
-                               f"of {len(p):,} rows (predict_proba): no label or probability gap can be read from "
-                               "them; fix the model, or wrap it as chiralfair.models.as_model(model, output='label') "
-                               "to read only its labels")
-    return p
 
 
 def _native(fn):
