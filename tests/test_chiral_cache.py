@@ -82,3 +82,54 @@ def test_static_list_of_chiral_strategies_matches_the_registry():
     assert sorted(CHIRAL_SEED_STRATEGIES) == chiral
     assert chiral_params("iandd", 7, "c") == {"chiral_random_state": 7, "chiral_cache_dir": "c"}
     assert chiral_params("random", 7) == {}
+
+
+def rare_countries_and_a_refusing_pipeline():
+    """Rows with five countries held by one row each, and a pipeline whose encoder refuses unknown categories."""
+    import pandas as pd
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    n = 300
+    country = rng.choice(["us", "mx"], n).astype(object)
+    country[:5] = ["a", "b", "c", "d", "e"]
+    race = rng.choice(["w", "b", "o"], n).astype(object)
+    hours = rng.integers(10, 60, n)
+    df = pd.DataFrame({"race": race, "country": country, "hours": hours,
+                       "y": ((hours + 10 * (race == "w") + rng.normal(0, 5, n)) > 40).astype(int)})
+    fit_on = df[df["race"] != "o"]  # race 'o' is refused by the model: left out of the protected values
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="error"), ["race", "country"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression(max_iter=500)).fit(fit_on.drop(columns="y"), fit_on["y"])
+    return pipe, df
+
+
+def test_the_chiral_model_of_a_pipeline_that_refuses_unknown_categories_knows_every_category_of_the_data():
+    # the chiral model's training split lacks some of the rare countries; the user's model accepts them all
+    import warnings
+
+    import chiralfair
+
+    pipe, df = rare_countries_and_a_refusing_pipeline()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = chiralfair.audit(pipe, df, label="y", positive_class=1, favourable=1, protected="race",
+                                  seeds="iandd", max_global=5, max_local=2)
+    info = chiral_meta(result.outcome.seed_report)
+    assert info["how"] == "sklearn-clone" and info["n_added_for_categories"] > 0
+    assert result.dataset.domain.protected_value_labels() == [["b", "w"]]
+
+
+def test_a_chiral_model_that_fails_on_a_data_row_is_named_as_chiralfairs_not_the_users(monkeypatch):
+    from chiralfair.exceptions import ModelInputError
+    from chiralfair.seeds import initial
+
+    class Refusing:
+        def predict(self, X):
+            raise ModelInputError("model 'chiral-m' fails on inputs such as country=a")
+
+    with pytest.raises(ModelInputError, match=r"chiralfair's chiral model .* not your model\) fails on a data row: "
+                                              r"model 'chiral-m' fails .*seeds='cluster'"):
+        initial._chiral_labels(Refusing(), np.zeros((2, 3), dtype=np.int64))

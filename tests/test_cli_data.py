@@ -274,3 +274,44 @@ def test_a_python_fix_is_written_as_a_flag_on_the_command_line():
         "pass --bins fare=10 or --bins age=0:30:60")
     assert command_line_syntax("pass --trust-model-file (in Python: trust_model_file=True)") == (
         "pass --trust-model-file")
+
+
+@pytest.mark.parametrize("command", ["run", "estimate", "check", "schema infer"])
+def test_a_data_file_with_a_header_and_no_rows_is_refused_by_every_command(files, tmp_path, command):
+    csv, model = files
+    header = tmp_path / "header.csv"
+    raw_frame().iloc[:0].to_csv(header, index=False)
+    if command == "schema infer":
+        args = ["schema", "infer", header, "--label", "y", "--protected", "sex"]
+    else:
+        args = [command, "--data", header, "--model", model, *BASE] + (["--max-share", "0.1"] if command == "check"
+                                                                        else [])
+    res = invoke(*args)
+    assert res.exit_code not in (0, 1), res.output
+    assert f"data file '{header}' has no rows (a header only: sex, race, age, hours, y)" in res.output, res.output
+    assert "Traceback" not in res.output and "categories = []" not in res.output
+
+
+def test_infer_schema_refuses_a_frame_without_rows():
+    from chiralfair.datasets.schema import infer_schema
+    from chiralfair.exceptions import DatasetError
+
+    with pytest.raises(DatasetError, match="the frame has no rows"):
+        infer_schema(raw_frame().iloc[:0], label="y", positive_class=">50K", protected=["sex"])
+
+
+def test_a_schema_unknown_key_lists_the_toml_keys_and_a_column_table_the_data_lacks_is_refused(files, tmp_path):
+    csv, model = files
+    misspelt = tmp_path / "misspelt.toml"
+    misspelt.write_text('label = "y"\npostive_class = ">50K"\nprotected = ["sex"]\n')
+    res = invoke("run", "--data", csv, "--model", model, "--schema", misspelt, "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    keys = "(keys: 'label', 'positive_class', 'protected', 'columns', 'couple', 'constraints')"
+    assert f"unknown key 'postive_class' {keys}" in " ".join(res.output.split()), res.output
+    agee = tmp_path / "agee.toml"
+    agee.write_text('label = "y"\npositive_class = ">50K"\nprotected = ["sex"]\n[columns."agee"]\ntype = "int64"\n'
+                    '[columns."hours"]\nbins = 3\n')
+    res = invoke("estimate", "--data", csv, "--model", model, "--schema", agee, "--trust-model-file")
+    assert res.exit_code == 2, res.output
+    assert ('describes column the data does not have: [columns."agee"]; the data\'s columns: sex, race, age, hours, '
+            'y') in " ".join(res.output.split()), res.output

@@ -303,3 +303,188 @@ def test_people_no_counterpart_of_whom_could_exist_are_left_out_of_the_share_and
     assert verdict.notes[0].startswith(f"{verdict.n_left_out} of the 300 individuals checked are left out")
     assert sum(g["n"] for g in verdict.groups) == verdict.n_individuals
     assert Verdict.from_json(verdict.to_json()) == verdict
+
+
+def husbands_and_wives(n=300):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "role": rng.choice(["wife", "husband", "single"], n),
+                       "h": rng.integers(0, 50, n)})
+    df["y"] = ((df["h"] + 10 * (df["sex"] == "m")) > 30).astype(int)
+    return df
+
+
+def test_estimate_and_the_gate_say_who_is_left_out_by_a_constraint_on_the_first_screen():
+    import warnings
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+    from chiralfair.pipeline import check_fairness
+    from chiralfair.verdict import decide
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "role"]), remainder="passthrough"),
+                         LogisticRegression()).fit(train.drop(columns="y"), train["y"])
+    rules = ["sex=f excludes role=husband", "sex=m excludes role=wife"]
+    kwargs = {"test": test, "label": "y", "positive_class": 1, "favourable": 1, "protected": "sex",
+              "constraints": rules}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(pipe, train, **kwargs)
+        decision = check_fairness(pipe, train, max_share=0.5, **kwargs)
+    stuck = int((((test["sex"] == "m") & (test["role"] == "husband")) |
+                 ((test["sex"] == "f") & (test["role"] == "wife"))).sum())
+    assert verdict.n_left_out == stuck > 0
+    head = "\n".join(verdict.summary().splitlines()[:4])
+    assert f"  left out: {stuck} individuals, none of whose counterparts could exist (each breaks: " in head
+    checked = f"left out: {stuck} of the 100 individuals checked were left out, none of whose counterparts"
+    assert checked in decision.line()
+    # a threshold on the share itself: undecided, and the hint says the constraint took the rows, not the data
+    undecided = decide(verdict, verdict.share)
+    assert undecided.outcome == "undecided"
+    assert (f"undecided: {100 - stuck} held-out rows are too few to tell at this confidence, because the "
+            f"constraint(s) left the other {stuck} out (above): loosen them") in undecided.line()
+    assert checked in undecided.line()
+
+
+def test_estimate_counts_the_rows_of_a_protected_value_the_model_refuses_as_left_out_on_the_first_screen():
+    import warnings
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+
+    df = husbands_and_wives(400)
+    df["race"] = np.where(np.arange(400) % 20 == 0, "x", np.where(np.arange(400) % 2 == 0, "a", "b"))
+    train, test = df.iloc[:300], df.iloc[300:]
+    fit_on = train[train["race"] != "x"]  # the model's encoder never meets 'x', and refuses it
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="error"), ["sex", "role", "race"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression()).fit(fit_on.drop(columns="y"), fit_on["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                      protected="race")
+    n_x = int((test["race"] == "x").sum())
+    assert verdict.n_individuals == len(test) - n_x
+    head = "\n".join(verdict.summary().splitlines()[:4])
+    assert f"  left out: {n_x} individuals with race=x, a value the model refuses" in head
+
+
+def test_a_model_that_gives_every_held_out_row_one_label_says_so_on_the_first_screen():
+    import warnings
+
+    from sklearn.dummy import DummyClassifier
+
+    import chiralfair
+    from chiralfair.pipeline import check_fairness
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    constant = DummyClassifier(strategy="constant", constant=0).fit(train.drop(columns="y"), train["y"])
+    kwargs = {"test": test, "label": "y", "positive_class": 1, "favourable": 1, "protected": "sex"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(constant, train, **kwargs)
+        decision = check_fairness(constant, train, max_share=0.05, **kwargs)
+    assert verdict.n_affected == 0 and verdict.meta["one_label"] == 0
+    line = "note: the model predicts one label (0) for every held-out row, so no counterpart can change it: 0% " \
+           "affected is no evidence of fairness"
+    assert line in "\n".join(verdict.summary().splitlines()[:4])
+    assert line in decision.line()
+
+
+def test_held_out_labels_of_one_class_say_f1_is_undefined():
+    import warnings
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    test = test[test["y"] == 0]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "role"]), remainder="passthrough"),
+                         LogisticRegression()).fit(train.drop(columns="y"), train["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                      protected="sex")
+    assert verdict.meta["model_one_class"] == 0
+    assert any(n.startswith("F1 is undefined here: the labels of the given test rows") and "(label 0)" in n
+               for n in verdict.notes)
+
+
+def test_a_model_whose_probabilities_are_nan_is_refused_naming_it_and_the_rows():
+    import warnings
+
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    import chiralfair
+    from chiralfair.exceptions import ModelOutputError
+
+    class NaNForWives(ClassifierMixin, BaseEstimator):
+        def __init__(self, inner=None):
+            self.inner = inner
+
+        def fit(self, X, y):
+            self.inner.fit(X, y)
+            self.classes_, self.feature_names_in_ = self.inner.classes_, self.inner.feature_names_in_
+            return self
+
+        def predict(self, X):
+            return self.inner.predict(X)
+
+        def predict_proba(self, X):
+            p = self.inner.predict_proba(X).copy()
+            p[X["role"].to_numpy() == "wife"] = np.nan
+            return p
+
+    df = husbands_and_wives()
+    train, test = df.iloc[:200], df.iloc[200:]
+    inner = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "role"]), remainder="passthrough"),
+                          LogisticRegression())
+    model = NaNForWives(inner).fit(train.drop(columns="y"), train["y"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ModelOutputError, match=r"model 'NaNForWives' returned probabilities that are NaN or "
+                                                   r"infinite for [\d,]+ of [\d,]+ rows \(predict_proba\)"):
+            chiralfair.estimate(model, train, test=test, label="y", positive_class=1, favourable=1, protected="sex")
+
+
+@pytest.mark.parametrize("kind", ["callable", "torch"])
+def test_nan_probabilities_of_any_model_kind_are_refused_naming_the_model(kind):
+    from chiralfair.exceptions import ModelOutputError
+
+    X = np.zeros((4, 2), dtype=np.int64)
+    if kind == "callable":
+        def proba(X):
+            return np.where(np.arange(len(X))[:, None] % 2 == 0, np.nan, 0.5) * np.ones((len(X), 2))
+
+        model = as_model(proba, name="nan-callable", output="probability")
+    else:
+        torch = pytest.importorskip("torch")
+
+        class NaNLogit(torch.nn.Module):
+            def forward(self, x):
+                return torch.full((len(x), 1), float("nan"))
+
+        model = as_model(NaNLogit(), name="nan-torch", output="logit")
+    with pytest.raises(ModelOutputError, match=rf"model 'nan-{kind}' returned .*NaN or infinite .*for [24] of 4 rows"):
+        model.predict_proba(X)

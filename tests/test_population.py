@@ -5,6 +5,8 @@ metrics) is checked against a direct computation with the user's own pipeline on
 protected (and coupled) columns changed, every other value exact.
 """
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,7 +21,7 @@ import chiralfair
 from chiralfair.datasets import from_frame
 from chiralfair.datasets.population import population_of
 from chiralfair.models import as_model
-from chiralfair.verdict import estimate
+from chiralfair.verdict import decide, estimate
 
 
 def people(n, seed):
@@ -165,8 +167,8 @@ def test_values_only_the_held_out_rows_hold_follow_a_stated_rule():
     assert result.verdict.n_affected == int(affected.sum())
 
 
-def test_a_verdict_of_no_one_affected_says_what_the_test_cannot_see():
-    # the model never reads sex, but 'job' stands in for it: 0% affected, and the proxy strength is measured
+def sex_blind_model_and_rows():
+    """A model that never reads sex, with a 'job' column that stands in for it (about 85% of the time)."""
     rng = np.random.default_rng(0)
     sex = rng.choice(["f", "m"], 600)
     job = np.where(rng.random(600) < 0.85, np.where(sex == "m", "engineer", "nurse"), rng.choice(["engineer", "nurse"],
@@ -177,6 +179,12 @@ def test_a_verdict_of_no_one_affected_says_what_the_test_cannot_see():
     train, test = df.iloc[:400], df.iloc[400:]
     pipe = make_pipeline(make_column_transformer((OneHotEncoder(), ["job"]), remainder="passthrough"),
                          LogisticRegression(max_iter=500)).fit(train[["job", "hours"]], train["y"])
+    return pipe, train, test
+
+
+def test_a_verdict_of_no_one_affected_says_what_the_test_cannot_see():
+    # the model never reads sex, but 'job' stands in for it: 0% affected, and the proxy strength is measured
+    pipe, train, test = sex_blind_model_and_rows()
     with pytest.warns(UserWarning, match="it ignores"):
         result = chiralfair.audit(pipe, train, test=test, label="y", positive_class=1, favourable=1,
                                   protected="sex", seeds="random", max_global=5, max_local=2)
@@ -186,3 +194,20 @@ def test_a_verdict_of_no_one_affected_says_what_the_test_cannot_see():
     assert proxy["attribute"] == "sex" and 0.85 < proxy["auc"] <= 1.0 and proxy["n_test"] == 200
     assert verdict.notes[0].startswith("0 individuals affected: the model's output does not depend on sex")
     assert "An IDI test cannot see proxies" in verdict.notes[0] and "group metrics" in verdict.notes[0]
+
+
+def test_every_door_with_a_verdict_of_no_one_affected_says_what_the_test_cannot_see_on_its_first_screen():
+    # estimate (Python and its summary, which the CLI prints) and the gate's PASS line: the proxy strength too
+    pipe, train, test = sex_blind_model_and_rows()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        verdict = chiralfair.estimate(pipe, train, test=test, label="y", positive_class=1, favourable=1,
+                                      protected="sex")
+    assert verdict.n_affected == 0
+    (proxy,) = verdict.meta["proxies"]
+    assert 0.85 < proxy["auc"] <= 1.0
+    line = f"what this test cannot see: proxies of the protected attribute (the other columns predict it: sex AUC " \
+           f"{proxy['auc']:.2f}); read the group metrics"
+    assert line in "\n".join(verdict.summary().splitlines()[:4])
+    decision = decide(verdict, 0.05)  # what check_fairness decides on the verdict estimate gives
+    assert decision.outcome == "pass" and line in decision.line()

@@ -75,8 +75,8 @@ def command_line_syntax(text: str, flags: tuple[str, ...] = FLAGS) -> str:
     text = _IN_PYTHON.sub("", text)
     text = _PYTHON_MAPPING.sub(bins_flag, text)
     text = re.sub(r"\btrust_model_file=True\b", "--trust-model-file", text)
-    for name in flags:
-        text = re.sub(rf"\b{name}\b(?!\.)", "--" + name.replace("_", "-"), text)
+    for name in flags:  # a quoted name is a key as written in a file (a schema's 'positive_class'), never a flag
+        text = re.sub(rf"(?<!['\w]){name}\b(?![.'])", "--" + name.replace("_", "-"), text)
     return text
 
 

@@ -70,7 +70,9 @@ def estimate(
     else:
         typer.echo(verdict.summary())
         m = verdict.meta
-        typer.echo(f"model: {m['dataset']} / {m['model']} (F1 {m['model_f1']:.3f}, accuracy {m['model_accuracy']:.3f} "
+        f1 = (f"{m['model_f1']:.3f}" if m.get("model_one_class") is None else
+              f"undefined: the held-out rows hold one class, label {m['model_one_class']}")
+        typer.echo(f"model: {m['dataset']} / {m['model']} (F1 {f1}, accuracy {m['model_accuracy']:.3f} "
                    f"on {m['model_evaluated_on']}), random_state {inputs.random_state}")
     with refusals():
         hand_over(verdict, model_card=model_card, bom=bom, mlflow=mlflow,

@@ -549,9 +549,37 @@ def read_frame(path) -> pd.DataFrame:
     if not path.is_file():
         raise DatasetError(f"data file {str(path)!r} does not exist")
     try:
-        return read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
+        frame = read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
+    return refuse_no_rows(frame, path)
+
+
+def refuse_no_rows(frame: pd.DataFrame, path) -> pd.DataFrame:
+    """``frame``, refused when the file it was read from has columns but no rows (a header alone).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        As read from ``path``.
+    path : str or path-like
+        The file, for the message.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` itself.
+
+    Raises
+    ------
+    DatasetError
+        Naming the file and its columns.
+    """
+    if len(frame) == 0:
+        columns = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
+        raise DatasetError(f"data file {str(path)!r} has no rows (a header only: {columns}): there is nothing to "
+                           "read values or people from; give a file with rows")
+    return frame
 
 
 def read_frame_header(path) -> list:
@@ -607,10 +635,12 @@ def read_frame_column(path, column: str) -> pd.DataFrame:
     path = Path(path)
     try:
         if path.suffix.lower() == ".parquet":
-            return pd.read_parquet(path, columns=[column])
-        return pd.read_csv(path, usecols=[column])
+            frame = pd.read_parquet(path, columns=[column])
+        else:
+            frame = pd.read_csv(path, usecols=[column])
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read column {column!r} of data file {str(path)!r}: {err}") from err
+    return refuse_no_rows(frame, path)
 
 
 def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):

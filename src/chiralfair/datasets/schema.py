@@ -68,8 +68,10 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     Raises
     ------
     DatasetError
-        If ``label`` or a protected attribute is not a column.
+        If ``label`` or a protected attribute is not a column, or the frame has no rows (no values to write).
     """
+    if len(frame) == 0:
+        raise DatasetError("the frame has no rows: a schema's types and categories are read from its values")
     missing = [c for c in [label, *protected] if c not in frame.columns]
     if missing:
         raise DatasetError(f"columns {missing} are not in the frame; columns: {', '.join(map(str, frame.columns))}")
@@ -184,7 +186,8 @@ def read_schema(path: str | os.PathLike) -> dict:
 
 def _check_keys(doc: dict, path) -> None:
     """Refuse every key or table the schema does not know, all at once, and every unknown column type."""
-    problems = [f"unknown key {key!r} (keys: {', '.join(TOP_KEYS)})" for key in doc if key not in TOP_KEYS]
+    # the keys quoted as TOML writes them (the command line leaves a quoted name alone: 'positive_class')
+    problems = [f"unknown key {key!r} (keys: {', '.join(map(repr, TOP_KEYS))})" for key in doc if key not in TOP_KEYS]
     columns = doc.get("columns", {})
     if not isinstance(columns, dict):
         problems.append('"columns" must be tables [columns."<name>"]')
@@ -193,8 +196,9 @@ def _check_keys(doc: dict, path) -> None:
         if not isinstance(spec, dict):
             problems.append(f'[columns] key {name!r} is not a table [columns.{_toml(name)}]')
             continue
-        problems += [f"[columns.{_toml(name)}] has unknown key {key!r} (keys: {', '.join(COLUMN_KEYS)}; a key "
-                     "written after a [columns.\"...\"] table belongs to it)" for key in spec if key not in COLUMN_KEYS]
+        keys = ", ".join(map(repr, COLUMN_KEYS))
+        problems += [f"[columns.{_toml(name)}] has unknown key {key!r} (keys: {keys}; a key written after "
+                     "a [columns.\"...\"] table belongs to it)" for key in spec if key not in COLUMN_KEYS]
         if "type" in spec and _dtype_problem(spec["type"]) is not None:
             problems.append(f"[columns.{_toml(name)}] {_dtype_problem(spec['type'])}")
     if problems:

@@ -17,6 +17,7 @@ from .language import (
     ModelLanguage,
     check_feature_names,
     check_output,
+    finite_probabilities,
     native_categories,
     positive_probability,
     resolve_classes,
@@ -182,7 +183,7 @@ def _callable_model(fn, *, name: str, batch_size: int, output: str, positive_cla
         return CountingModel(predict, name=name, batch_size=batch_size, estimator=estimator, language=language)
 
     def proba1(X):
-        return positive_probability(fn(model_input(X)), language, len(X), name)
+        return finite_probabilities(positive_probability(fn(model_input(X)), language, len(X), name), name)
 
     return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=estimator,
                                       language=language)
@@ -250,7 +251,7 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
 
     def proba1(X):
         with single_native_thread():
-            return est.predict_proba(model_input(X))[:, column]
+            return finite_probabilities(est.predict_proba(model_input(X))[:, column], name)
 
     if output == "probability":
         return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=est,

@@ -405,6 +405,36 @@ def check_finite(out: np.ndarray, model_name: str) -> None:
                                "to_frame's frame)")
 
 
+def finite_probabilities(p, name: str) -> np.ndarray:
+    """The positive-class probabilities ``p``, refused when any is NaN or infinite (no share or gap could be read).
+
+    Parameters
+    ----------
+    p : array-like of float, shape (n,) or (n, k)
+    name : str
+        The model's name, for the message.
+
+    Returns
+    -------
+    numpy.ndarray, shape of ``p``
+
+    Raises
+    ------
+    ModelOutputError
+        Naming the model and how many of the rows got no finite probability.
+    """
+    p = np.asarray(p)
+    bad = ~np.isfinite(p)
+    if p.ndim == 2:
+        bad = bad.any(axis=1)
+    if bad.any():
+        raise ModelOutputError(f"model {name!r} returned probabilities that are NaN or infinite for {int(bad.sum()):,} "
+                               f"of {len(p):,} rows (predict_proba): no label or probability gap can be read from "
+                               "them; fix the model, or wrap it as chiralfair.models.as_model(model, output='label') "
+                               "to read only its labels")
+    return p
+
+
 def check_probabilities(out: np.ndarray, model_name: str) -> None:
     """Refuse outputs, shape (n, 1) or (n, 2), that cannot be probabilities (naming ``output="logit"``).
 
@@ -421,6 +451,7 @@ def check_probabilities(out: np.ndarray, model_name: str) -> None:
     """
     if out.size == 0:
         return
+    finite_probabilities(out, model_name)
     lo, hi = float(np.min(out)), float(np.max(out))
     if not (lo >= 0.0 and hi <= 1.0):  # also catches NaN
         raise ModelOutputError(f"model {model_name!r} was declared output='probability' but returned values "

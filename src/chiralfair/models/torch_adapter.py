@@ -14,7 +14,7 @@ import numpy as np
 
 from ..exceptions import ConfigError, ModelOutputError
 from ._torch import require_torch
-from .language import ModelLanguage, check_probabilities, resolve_classes
+from .language import ModelLanguage, check_probabilities, finite_probabilities, resolve_classes
 from .protocol import CountingModel, from_positive_probability
 from .threads import single_intra_op_thread
 
@@ -125,7 +125,8 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
     def proba1(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode(), single_intra_op_thread():
             x = torch.as_tensor(X, dtype=dtype, device=device)
-            return positive_probability(module, x, output, index, name=name).double().cpu().numpy()
+            return finite_probabilities(positive_probability(module, x, output, index, name=name).double().cpu()
+                                        .numpy(), name)
 
     def gradient(X):
         x = torch.as_tensor(X, dtype=dtype, device=device).requires_grad_(True)

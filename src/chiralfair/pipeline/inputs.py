@@ -345,6 +345,10 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     if agreement is not None:
         quality["binning"] = agreement
         notes.append(_binning_note(agreement))
+    one_class = _one_class_note(quality)
+    if one_class:
+        logger.warning(one_class)
+        notes.append(one_class)
     worse_than_a_coin = _inverted_labels_note(quality, dataset.positive_class)
     if worse_than_a_coin:
         logger.warning(worse_than_a_coin)
@@ -516,6 +520,14 @@ def _test_frame(test, frame, label):
 
 
 def _check_schema_categories(frame, settings: DataSettings) -> None:
+    """Refuse a schema's column table the data has no column for, and a value its categories do not list."""
+    columns = [str(c) for c in frame.columns]
+    unknown_columns = sorted({str(c) for c in (*settings.types, *settings.categories)} - set(columns))
+    if unknown_columns:
+        where = f"schema {settings.schema!r}" if settings.schema else "the schema"
+        tables = ", ".join(f"[columns.\"{c}\"]" for c in unknown_columns)
+        raise DatasetError(f"{where} describes column{'s' if len(unknown_columns) > 1 else ''} the data does not "
+                           f"have: {tables}; the data's columns: {', '.join(columns)}")
     for column, categories in settings.categories.items():
         if column in frame.columns:
             unknown = sorted(set(map(str, frame[column].dropna().unique())) - set(map(str, categories)))
@@ -656,9 +668,21 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
     pred = model.predict(dataset.raw.iloc[test_index] if as_given else dataset.X[test_index])
     model.reset_queries()
     y = dataset.y[test_index]
+    classes = np.unique(y)
     return {"name": model.name, "f1": float(f1_score(y, pred, zero_division=0.0)),
             "accuracy": float(accuracy_score(y, pred)), "evaluated_on": test_rows, "n_test": int(len(test_index)),
-            "train_seconds": 0.0, "from_cache": False}
+            "train_seconds": 0.0, "from_cache": False,
+            "one_class": int(classes[0]) if len(classes) == 1 else None,
+            "one_label": int(np.asarray(pred).ravel()[0]) if len(pred) and len(np.unique(pred)) == 1 else None}
+
+
+def _one_class_note(quality: dict[str, Any]) -> str | None:
+    """A note when the held-out labels hold one class: the F1 printed (0.000 or 1.000) then says nothing."""
+    label = quality.get("one_class")
+    if label is None:
+        return None
+    return (f"F1 is undefined here: the labels of {quality['evaluated_on']} hold one class only (label {label}), so "
+            f"the F1 of {quality['f1']:.3f} says nothing of the model; give held-out rows with both classes (--test)")
 
 
 # Fewer held-out rows than this say too little about a model's accuracy to suspect its labels.

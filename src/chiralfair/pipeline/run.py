@@ -181,8 +181,6 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         step("verdict")
         t = time.perf_counter()
         found_verdict = estimate_verdict(inputs, random_state=plan.random_state, **dict(verdict_params or {}))
-        if found_verdict.n_affected == 0:
-            found_verdict = with_blind_spot(found_verdict, inputs, plan.random_state)
         seconds["verdict"] = time.perf_counter() - t
         t = time.perf_counter()
         found_group_metrics = measure_group_metrics(inputs, random_state=plan.random_state)
@@ -194,28 +192,6 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
                       source=inputs.source,
                       random_state=random_state_meta or {"random_state": plan.random_state,
                                                          "resolved_random_state": plan.random_state})
-
-
-def with_blind_spot(verdict, inputs: RunInputs, random_state: int):
-    """A verdict of no one affected, with what the test cannot see: the proxies' strength (first note, and meta).
-
-    Parameters
-    ----------
-    verdict : Verdict
-    inputs : RunInputs
-    random_state : int
-
-    Returns
-    -------
-    Verdict
-    """
-    from dataclasses import replace
-
-    from ..verdict.proxies import blind_spot_note, proxy_strength
-
-    proxies = proxy_strength(inputs.dataset, inputs.train_index, inputs.test_index, random_state=random_state)
-    return replace(verdict, notes=(blind_spot_note(verdict, proxies), *verdict.notes),
-                   meta={**verdict.meta, "proxies": proxies})
 
 
 class run_folder_guard:

@@ -312,11 +312,43 @@ def estimate_verdict(inputs, *, random_state: int, population: str = "test", **p
     if note is not None:  # say where the favourable label came from, rather than "as given" to estimate()
         notes = tuple(note if n.startswith("favourable label") else n for n in notes)
     left_out = list(getattr(inputs, "left_out", ())) if population != "domain" else []
-    return replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
-                                               "model_f1": inputs.quality["f1"],
-                                               "model_accuracy": inputs.quality["accuracy"],
-                                               "model_evaluated_on": inputs.quality["evaluated_on"],
-                                               "left_out": left_out})
+    verdict = replace(verdict, notes=notes, meta={**verdict.meta, "population_rows": rows,
+                                                  "model_f1": inputs.quality["f1"],
+                                                  "model_one_class": inputs.quality.get("one_class"),
+                                                  "model_accuracy": inputs.quality["accuracy"],
+                                                  "model_evaluated_on": inputs.quality["evaluated_on"],
+                                                  "left_out": left_out})
+    if verdict.n_affected == 0 and population == "test" and inputs.quality.get("one_label") is not None:
+        verdict = replace(verdict, meta={**verdict.meta, "one_label": inputs.quality["one_label"]})
+    return with_blind_spot(verdict, inputs, random_state) if verdict.n_affected == 0 else verdict
+
+
+def with_blind_spot(verdict, inputs, random_state: int):
+    """A verdict of no one affected, with what the test cannot see: the proxies' strength (first note, and meta).
+
+    Every front door's verdict passes here (``run``, ``audit``, ``estimate``, ``check``), so each of them says,
+    beside a 0% verdict, how well the other columns stand in for the protected attribute.
+
+    Parameters
+    ----------
+    verdict : Verdict
+        With ``n_affected == 0``.
+    inputs : RunInputs
+    random_state : int
+        Seeds the proxy model.
+
+    Returns
+    -------
+    Verdict
+        ``meta["proxies"]`` (:func:`chiralfair.verdict.proxies.proxy_strength`), the note first.
+    """
+    from dataclasses import replace
+
+    from ..verdict.proxies import blind_spot_note, proxy_strength
+
+    proxies = proxy_strength(inputs.dataset, inputs.train_index, inputs.test_index, random_state=random_state)
+    return replace(verdict, notes=(blind_spot_note(verdict, proxies), *verdict.notes),
+                   meta={**verdict.meta, "proxies": proxies})
 
 
 def left_out_values(before, after, test_index) -> tuple[dict[str, Any], ...]:

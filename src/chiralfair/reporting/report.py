@@ -150,7 +150,7 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     cfg = summary["meta"]["config"]
     m = summary["model"]
     title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
-             f"{m['f1']:.3f}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"{_f1_text(m)}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
              f"max_local {cfg['max_local']}")
     lines = [*verdict_lines(summary), title]
     rows = summary_rows(summary)
@@ -170,6 +170,13 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     if summary["n_idis"] == 0:
         lines.append(f"  {NO_IDI_TEXT}")
     return lines
+
+
+def _f1_text(model: dict[str, Any]) -> str:
+    """The model's held-out F1, or why it is undefined (the held-out labels hold one class)."""
+    if model.get("one_class") is not None:
+        return f"undefined: the held-out rows hold one class, label {model['one_class']}"
+    return f"{model['f1']:.3f}"
 
 
 def summary_title(summary: dict[str, Any]) -> str:
@@ -214,8 +221,12 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if other:
         lines[0] += " (plausible counterparts only)" if v.get("counterparts") == "plausible" else ""
         lines.append(f"  {other}")
-    if v.get("n_left_out"):
-        lines.append(f"  left out: {left_out_line(v)}")
+    from ..verdict.result import one_label_line
+
+    if one_label := one_label_line(v.get("meta") or {}):
+        lines.append(f"  {one_label}")
+    if left_out := left_out_line(v):
+        lines.append(f"  left out: {left_out}")
     if v["exact"] and v["population"] != "domain" and v["n_individuals"]:
         lines.append(f"  certified unaffected: {1 - v['share']:.2%} ({v['n_individuals'] - v['n_affected']:,} "
                      "individuals: every counterpart of theirs was checked and keeps their label)")
@@ -232,14 +243,14 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if small:
         lines.append("  too small to tell, not ranked: " + "; ".join(small))
     if v["n_affected"] == 0 and (proxies := (v.get("meta") or {}).get("proxies")):
-        strength = ", ".join(f"{p['attribute']} AUC {p['auc']:.2f}" for p in proxies if p["auc"] is not None)
-        lines.append("  what this test cannot see: proxies of the protected attribute (the other columns predict "
-                     f"it: {strength or 'not measured'}); read the group metrics")
+        from ..verdict.proxies import blind_spot_line
+
+        lines.append(f"  {blind_spot_line(proxies)}")
     return lines
 
 
-def left_out_line(verdict: dict[str, Any]) -> str:
-    """Who is not in the share and why (individuals none of whose counterparts could exist), for the first screen.
+def left_out_line(verdict: dict[str, Any]) -> str | None:
+    """Who is not in the share and why (:func:`chiralfair.verdict.result.left_out_line`), for the first screen.
 
     Parameters
     ----------
@@ -248,13 +259,13 @@ def left_out_line(verdict: dict[str, Any]) -> str:
 
     Returns
     -------
-    str
+    str or None
+        None when no one is left out.
     """
-    rules = "; ".join(verdict.get("constraints") or ()) or "the domain's constraints"
-    n = int(verdict["n_left_out"])
-    who = "1 individual" if n == 1 else f"{n:,} individuals"
-    return (f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat them "
-            "differently, so they are not in the share")
+    from ..verdict.result import left_out_line as line
+
+    return line(int(verdict.get("n_left_out") or 0), verdict.get("constraints"),
+                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
 
 
 def small_groups(verdict: dict[str, Any]) -> list[str]:

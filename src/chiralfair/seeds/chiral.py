@@ -151,6 +151,13 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
         language = model.language
+        # a clone's encoder must know every category the user's model accepts: the rows for the rare ones added
+        extra = missing_category_rows(dataset, train_index)
+        if len(extra):
+            train_index = np.concatenate([train_index, extra])
+            X_chiral = np.vstack([X_chiral, mutate_protected(dataset.X[extra], dataset.domain, rng)])
+            y = dataset.y[train_index]
+            info["n_train"], info["n_added_for_categories"] = int(len(train_index)), int(len(extra))
         people = population_of(dataset, train_index) if model.takes_frame else None
         # fed frames: the people as given with their protected (and coupled) values mutated, not bin representatives
         rows = language.model_input(X_chiral) if people is None else language.frame_input(people.counterparts(X_chiral))
@@ -163,6 +170,37 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
         "Pass chiral_model=<a model trained like it on data with mutated protected attributes "
         "(chiralfair.seeds.chiral.mutate_protected)> or chiral_trainer=<callable(X, y, random_state) -> model> "
         "to the seed strategy.")
+
+
+def missing_category_rows(dataset: Dataset, train_index: np.ndarray) -> np.ndarray:
+    """One row for each categorical value of the data that the training split lacks.
+
+    The chiral model is later asked about every data row: a clone of a pipeline whose encoder refuses unknown
+    categories (``OneHotEncoder(handle_unknown="error")``) would refuse a rare value that only the other split
+    holds, although the user's model, fitted on all its rows, accepts it. One row per missing value (the first
+    that holds it), added to the split, is enough for the encoder to know it; none when the split holds every
+    value (the chiral model is then the one trained on the split alone).
+
+    Parameters
+    ----------
+    dataset : Dataset
+    train_index : numpy.ndarray of int
+        The chiral model's training split.
+
+    Returns
+    -------
+    numpy.ndarray of int64
+        Row indices in column then value order (reproducible); empty when none is missing.
+    """
+    extra = []
+    domain = dataset.domain
+    for j, feature in enumerate(domain.features):
+        if feature.kind != "categorical" or j in domain.protected:  # protected values are mutated over all values
+            continue
+        column = dataset.X[:, j]
+        missing = np.setdiff1d(np.unique(column), column[train_index])
+        extra += [int(np.flatnonzero(column == value)[0]) for value in missing]
+    return np.asarray(extra, dtype=np.int64)
 
 
 def wrap_like(chiral, model: CountingModel) -> CountingModel:

@@ -172,11 +172,25 @@ def initial_idis(model, chiral, check: DiscriminationCheck, X: np.ndarray,
     n_candidate_idis : int
         Those that are IDIs, before deduplication.
     """
-    candidates = X[model.predict(X) != chiral.predict(X)]
+    candidates = X[model.predict(X) != _chiral_labels(chiral, X)]
     hits = candidates[check.check(candidates).is_idi] if len(candidates) else candidates
     _, first = np.unique(check.domain.keys(hits), return_index=True)
     unique = hits[np.sort(first)]
     return unique[rng.permutation(len(unique))], int(len(candidates)), int(len(hits))
+
+
+def _chiral_labels(chiral, X: np.ndarray) -> np.ndarray:
+    """The chiral model's labels; its failure on a data row is chiralfair's chiral model's, never the user's."""
+    from ..exceptions import ModelInputError
+
+    try:
+        return chiral.predict(X)
+    except (ModelInputError, ValueError) as err:  # an encoder's "unknown categories" is a ValueError
+        raise ModelInputError(
+            f"chiralfair's chiral model (a copy of your model that I and I&D seeds train on the data with the "
+            f"protected attributes mutated, not your model) fails on a data row: {err}. Your model is not at fault: "
+            "choose seeds that need no chiral model (seeds='cluster' or 'random'; --seeds cluster), or pass "
+            "chiral_model= to the seed strategy") from err
 
 
 def _fill(check: DiscriminationCheck, dataset, initial: np.ndarray, n_fill: int,

@@ -166,7 +166,7 @@ def raw_column_map(pre, model_input, rows: np.ndarray, domain=None) -> np.ndarra
     m, d = rows.shape
     copies, owners = [rows], []
     for j in range(d):  # a column with many codes gets more copies than the others
-        for values in _moved_values(rows[:, j], None if domain is None else domain.features[j]):
+        for values in _moved_values(rows[:, j], None if domain is None else _codes_to_try(domain, j)):
             moved = rows.copy()
             moved[:, j] = values
             copies.append(moved)
@@ -179,12 +179,19 @@ def raw_column_map(pre, model_input, rows: np.ndarray, domain=None) -> np.ndarra
     return np.stack([changed[owner == j].any(axis=0) for j in range(d)], axis=1).astype(np.float64)
 
 
-def _moved_values(column: np.ndarray, feature) -> list[np.ndarray]:
-    """Other values for one column of the probed rows: rotated among the rows, and cycled over its codes."""
+def _codes_to_try(domain, j: int) -> np.ndarray:
+    """The codes column ``j`` may take: a protected attribute's values (not those the model refuses), or its bounds."""
+    if j in domain.protected:
+        return np.asarray(domain.protected_values[list(domain.protected).index(j)], dtype=np.int64)
+    feature = domain.features[j]
+    return np.arange(feature.lo, feature.hi + 1, dtype=np.int64)
+
+
+def _moved_values(column: np.ndarray, codes: np.ndarray | None) -> list[np.ndarray]:
+    """Other values for one column of the probed rows: rotated among the rows, and cycled over ``codes``."""
     m = len(column)
     moved = [np.roll(column, 1), np.roll(column, max(1, m // 2))]
-    if feature is not None:
-        codes = np.arange(feature.lo, feature.hi + 1, dtype=np.int64)
+    if codes is not None and len(codes):
         for start in range(0, len(codes), m):  # every code at least once, m codes per copy
             moved.append(codes[(start + np.arange(m)) % len(codes)])
             if len(codes) > 4 * m:  # a wide integer column: a numeric input, any change shows; no need for all

@@ -41,7 +41,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, binomial_interval
+from .result import Verdict, binomial_interval, one_label_line
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -128,6 +128,14 @@ class GateDecision:
         share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
         text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
                 f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+        if one_label := one_label_line(self.verdict.meta):
+            text += f"; {one_label}"
+        if self.n_affected == 0 and (proxies := self.verdict.meta.get("proxies")):
+            from .proxies import blind_spot_line
+
+            text += f"; {blind_spot_line(proxies)}"
+        if self.verdict.n_left_out:
+            text += f"; left out: {self._left_out_text()}"
         if self.untested:
             text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":
@@ -178,9 +186,18 @@ class GateDecision:
         if not straddles:
             return "the interval lies below the threshold, but a pass would speak for the groups not tested"
         if self.exact and self.reading == "superpopulation":
-            return (f"{self.n_individuals:,} held-out rows are too few to tell at this confidence: give more "
-                    "held-out rows (--test), or a threshold further from the share")
+            few = f"{self.n_individuals:,} held-out rows are too few to tell at this confidence"
+            if self.verdict.n_left_out:
+                return (f"{few}, because the constraint(s) left the other {self.verdict.n_left_out:,} out (above): "
+                        "loosen them, give more held-out rows (--test), or a threshold further from the share")
+            return f"{few}: give more held-out rows (--test), or a threshold further from the share"
         return "raise --max-queries, or lower --margin, to narrow the interval"
+
+    def _left_out_text(self) -> str:
+        v = self.verdict
+        rules = "; ".join(v.constraints) or "the domain's constraints"
+        return (f"{v.n_left_out:,} of the {v.n_individuals + v.n_left_out:,} individuals checked were left out, none "
+                f"of whose counterparts could exist (each breaks: {rules})")
 
     def _worst_text(self) -> str:
         g = self.worst_group

@@ -74,6 +74,25 @@ def proxy_strength(dataset, train_index, test_index, *, random_state: int = 0) -
     return out
 
 
+def blind_spot_line(proxies: list[dict[str, Any]]) -> str:
+    """The first-screen line beside a verdict of no one affected: the proxies' strength, where to look instead.
+
+    Parameters
+    ----------
+    proxies : list of dict
+        From :func:`proxy_strength`.
+
+    Returns
+    -------
+    str
+        E.g. ``"what this test cannot see: proxies of the protected attribute (the other columns predict it: sex AUC
+        0.92); read the group metrics"``.
+    """
+    strength = ", ".join(f"{p['attribute']} AUC {p['auc']:.2f}" for p in proxies if p["auc"] is not None)
+    return ("what this test cannot see: proxies of the protected attribute (the other columns predict it: "
+            f"{strength or 'not measured'}); read the group metrics")
+
+
 def blind_spot_note(verdict, proxies: list[dict[str, Any]]) -> str:
     """The note beside a verdict that finds no one affected: what the test cannot see, and where to look.
 

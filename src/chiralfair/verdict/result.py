@@ -241,6 +241,15 @@ class Verdict:
         other = plausibility_line(self.plausibility, self.counterparts, self.exact)
         if other:
             lines.append(f"  {other}")
+        if one_label := one_label_line(self.meta):
+            lines.append(f"  {one_label}")
+        left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population)
+        if left_out:
+            lines.append(f"  left out: {left_out}")
+        if self.n_affected == 0 and (proxies := self.meta.get("proxies")):
+            from .proxies import blind_spot_line
+
+            lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
         how = ("exact: every individual checked" if self.exact else
                f"{self.confidence:.0%} {_method_text(self.method)} interval")
@@ -384,6 +393,64 @@ def people_line(n_affected: int, n: int, confidence: float, population: str) -> 
     lower, upper = binomial_interval(n_affected, n, confidence)
     return (f"for the people the model will meet (these {n:,} rows as a sample of them): [{lower:.2%}, "
             f"{upper:.2%}], {confidence:.0%} Clopper-Pearson")
+
+
+def one_label_line(meta: dict[str, Any]) -> str | None:
+    """The first-screen note when the model gives every row checked one label, and no one is affected.
+
+    Parameters
+    ----------
+    meta : dict
+        :attr:`Verdict.meta`; ``one_label`` (the label, written by the pipeline) when the model predicts it for every
+        held-out row.
+
+    Returns
+    -------
+    str or None
+    """
+    label = meta.get("one_label")
+    if label is None:
+        return None
+    return (f"note: the model predicts one label ({label}) for every held-out row, so no counterpart can change it: "
+            "0% affected is no evidence of fairness (a constant decision treats no one differently, and serves no "
+            "one); check the model")
+
+
+def left_out_line(n_left_out: int, constraints, refused, population: str) -> str | None:
+    """Who is not in the share and why, for the first screen (no counterpart could exist; a refused value).
+
+    The people none of whose counterparts could exist, and the people holding a protected value the model refuses.
+
+    Parameters
+    ----------
+    n_left_out : int
+        Individuals none of whose counterparts could exist (:attr:`Verdict.n_left_out`).
+    constraints : sequence of str
+        The domain's constraints, in words (:attr:`Verdict.constraints`).
+    refused : sequence of dict
+        The protected values the model refuses, with their rows (``Verdict.meta["left_out"]``: ``attribute``,
+        ``value``, ``n_rows``, ``n_held_out``).
+    population : {"test", "rows", "domain"}
+        Which rows were checked: the held-out rows count the held-out rows left out, every row the data rows.
+
+    Returns
+    -------
+    str or None
+        None when no one is left out.
+    """
+    parts = []
+    if n_left_out:
+        rules = "; ".join(constraints or ()) or "the domain's constraints"
+        who = "1 individual" if n_left_out == 1 else f"{n_left_out:,} individuals"
+        parts.append(f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat "
+                     "them differently, so they are not in the share")
+    for value in refused or ():
+        n = value.get("n_held_out") if population == "test" and value.get("n_held_out") is not None \
+            else value.get("n_rows", 0)
+        who = "1 individual" if n == 1 else f"{int(n):,} individuals"
+        parts.append(f"{who} with {value['attribute']}={value['value']}, a value the model refuses (it cannot decide "
+                     "on them), so they are not in the share and their group is not tested")
+    return "; ".join(parts) or None
 
 
 def plausibility_line(plausibility: dict | None, counterparts: str, exact: bool) -> str | None:
