@@ -260,7 +260,9 @@ def test_a_cell_killed_mid_way_is_missing_and_runs_again(tmp_path, data_home):
 DAMAGES = {"empty": b"", "cut in half": None, "not JSON": b"\x00\x01 garbage", "a list": b"[1, 2]"}
 
 
-@pytest.mark.parametrize("damage", list(DAMAGES))
+# One damage by default; the others with -m slow (each reruns a small grid, about 3 s).
+@pytest.mark.parametrize("damage", [d if d == "cut in half" else pytest.param(d, marks=pytest.mark.slow)
+                                    for d in DAMAGES])
 def test_a_damaged_result_or_error_file_is_a_missing_cell_named_in_status_and_run_again(tmp_path, data_home, damage):
     # Issue 20 F11: an empty or half-written result.json counted as done; a re-run ran 0 cells and the table
     # failed with a raw JSONDecodeError naming no file.
@@ -698,6 +700,7 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
     assert not (tmp_path / "new").exists()
 
 
+@pytest.mark.slow
 def test_cli_runs_a_grid_and_writes_its_tables(tmp_path, data_home):
     grid = tmp_path / "grid.toml"
     grid.write_text('name = "cli"\nrepeats = 1\n[axes]\nrows = ["german:sex"]\nmodels = ["lr"]\n'

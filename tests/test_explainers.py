@@ -305,7 +305,7 @@ def test_explaining_and_iandd_never_change_the_model_under_test(data, which):
         fresh.load_state_dict(module.state_dict())  # strict: no key was added
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [pytest.param(torch.float32, marks=pytest.mark.slow), torch.float64])
 def test_iandd_auto_explains_a_two_output_network_by_deep(data, dtype):
     # Issue 20 A1 with make_seed_strategy("iandd") and explainer="auto".
     module, output = _convention("softmax", _mlp()[:-1].to(dtype))

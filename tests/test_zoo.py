@@ -128,7 +128,7 @@ def _finite_difference(model, X, h=1e-4):
 
 
 @pytest.mark.parametrize("standardize", [False, True])
-@pytest.mark.parametrize("name", ["lr", "mlp"])
+@pytest.mark.parametrize("name", ["lr", pytest.param("mlp", marks=pytest.mark.slow)])
 def test_sklearn_gradient_matches_finite_differences(easy, name, standardize):
     params = {"standardize": standardize, "max_iter": 500}
     if name == "mlp":
