@@ -261,7 +261,8 @@ def test_the_leak_report_counts_the_pairs_the_search_excluded():
     result = retrain_inputs(inputs, plan=plan, method="paper", **FAST)
     assert result.leakage["n_idis_excluded"] == info["n_idis_excluded"]
     assert result.leakage["n_test_projections_added"] == 0
-    assert f"{info['n_idis_excluded']} IDI pairs with a test row's projection excluded" in result.to_markdown()
+    n = info["n_idis_excluded"]
+    assert f"{n:,} IDI pair{'' if n == 1 else 's'} with a test row's projection excluded" in result.to_markdown()
 
 
 # ------------------------------------------------------------------------------------------------ the guardrail

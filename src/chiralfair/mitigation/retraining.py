@@ -331,7 +331,7 @@ class RetrainResult:
                  f"- counterparts: {counterparts_line(self.meta)}",
                  *[f"- method {name} skipped: {why}" for name, why in self.skipped.items()],
                  f"- {spread_line(self.spread, self.max_f1_loss)}",
-                 f"- leak check: {self.leakage.get('n_idis_excluded', 0)} IDI pairs with a test row's projection "
+                 f"- leak check: {_pairs(self.leakage.get('n_idis_excluded', 0))} with a test row's projection "
                  f"excluded; test projections in the training data: {self.leakage.get('n_test_projections_added', 0)}"
                  f" (must be 0); {self.leakage.get('n_test_rows_seen', 0)} of {self.leakage.get('n_test', 0)} test "
                  "rows share a projection with a training row (duplicates in the data)"]
@@ -1214,3 +1214,8 @@ def _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
 
 def _plain_row(row: dict) -> dict:
     return {k: json_default(v) if isinstance(v, np.generic) else v for k, v in row.items()}
+
+
+def _pairs(n: int) -> str:
+    """``n`` IDI pairs, in the singular for one."""
+    return f"{int(n):,} IDI pair" + ("" if int(n) == 1 else "s")
