@@ -3,7 +3,7 @@
 Run before every submission that touches ``generators/``, ``oracle.py``, ``domain/`` or ``models/``
 (docs/development.md), from the repository root, the census DNN in the model cache:
 
-    CHIRALFAIR_DATA=/path/to/data python benchmarks/perf_guard.py
+    python benchmarks/perf_guard.py        # data: $CHIRALFAIR_DATA, else ../shared/data beside the clone
 
 The run guarded is ``chiralfair run --dataset census --protected sex --model dnn --seeds cluster --generator
 eidig-inf --max-global 1000 --max-local 1000`` (model random state 0, random_state 0). Three figures, each a ratio or
@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from data_home import default_data_home
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -134,6 +135,7 @@ def cap_run(max_local: int) -> dict:
     Meant for a fresh process (its peak RSS is the process's). The local walk is wrapped to read the keys tested
     and the memory tracemalloc sees at its start and end.
     """
+    default_data_home()
     import chiralfair.generators.eidig as eidig
     from chiralfair.generators import key_table
     from chiralfair.results.run_folder import PairSink
@@ -184,7 +186,10 @@ def cap_run(max_local: int) -> dict:
 def cap_in_subprocess(max_local: int) -> dict:
     code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); from perf_guard import cap_run; "
             f"print(json.dumps(cap_run({max_local})))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"perf_guard: the cap run (max_local {max_local}) failed: {last}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -226,6 +231,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds (each: uncoupled, forward, coupled)")
     args = parser.parse_args(argv)
+    default_data_home()
     t0, load_before = time.perf_counter(), os.getloadavg()
     small = cap_in_subprocess(SMALL_CAP_LOCAL)
     cap = predicted_cap_peak(small)

@@ -41,6 +41,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from data_home import default_data_home
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 THIS = "this"
@@ -144,6 +146,7 @@ def main(argv=None) -> int:
                         help=f"trees whose budget cap runs (default: {THIS!r} and the last --tree)")
     parser.add_argument("--no-cap", action="store_true")
     args = parser.parse_args(argv)
+    default_data_home()
     trees: dict[str, str | None] = {THIS: None}
     for item in args.tree:
         name, _, src = item.partition("=")
