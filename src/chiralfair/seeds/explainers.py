@@ -543,7 +543,8 @@ def _deep(model, X, background, weights=None):
         try:
             phi = shap.DeepExplainer(rows, torch.as_tensor(tiled, dtype=dtype)).shap_values(
                 torch.as_tensor(x[None], dtype=dtype), check_additivity=False)
-        except (RuntimeError, TypeError, AttributeError, AssertionError, NotImplementedError) as err:
+        # RuntimeError also covers shap's refusal of a layer it does not support (raised as a subclass of it)
+        except (RuntimeError, TypeError, AttributeError, AssertionError) as err:
             raise DeepLIFTError(f"explainer='deep': shap.DeepExplainer cannot explain model {model.name!r} "
                                 f"({type(err).__name__}: {str(err).splitlines()[0][:200]}); use "
                                 "explainer='integrated_gradients'") from err
