@@ -50,3 +50,26 @@ def test_auto_with_generator_parameters_is_refused_naming_the_reason():
 
     with pytest.raises(ConfigError, match="need a named generator"):
         SearchPlan(generator="auto", generator_params={"max_iter": 3}).check()
+
+
+@pytest.mark.parametrize("given_seeds", [False, True])
+def test_retrain_with_auto_says_which_generator_its_search_ran(given_seeds):
+    from chiralfair.pipeline import SearchPlan
+    from chiralfair.pipeline.inputs import inputs_from_objects
+    from chiralfair.pipeline.retraining import retrain_inputs, search_training_rows
+
+    inputs = inputs_from_objects(as_model(biased_module()), toy_dataset(400), test_size=0.5, random_state=0)
+    plan = SearchPlan(seeds="random", generator="auto", max_global=20, max_local=10)
+    if given_seeds:
+        found, _ = search_training_rows(inputs, plan, seeds=inputs.dataset.X[inputs.train_index][:20])
+        assert found.meta["generator_choice"]["generator"] == "eidig"
+        assert any(n.startswith("generator auto: eidig, since ") for n in found.notes)
+        return
+    from sklearn.linear_model import LogisticRegression
+
+    data = toy_dataset(400)
+    fitted = LogisticRegression().fit(data.X, data.y)
+    inputs = inputs_from_objects(as_model(fitted), data, test_size=0.5, random_state=0)
+    result = retrain_inputs(inputs, plan=plan, method=["paper"], spread_seeds=0, margin=0.2)
+    assert [n for n in result.notes if n.startswith("generator auto: ")] == [
+        "generator auto: eidig, since the model has an input gradient: EIDIG follows it (white box)"]

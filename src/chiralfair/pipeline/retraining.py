@@ -88,6 +88,7 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         if searched:
             notes.append("leak-free: the search drew its seeds from the training rows only, and IDI pairs with a "
                          "held-out row's projection were excluded")
+            notes += [n for n in idis.notes if n.startswith("generator auto:")]  # which generator 'auto' ran
             # the search dropped its pairs with a held-out projection before retrain() saw them: count them here
             leakage["n_idis_excluded"] += searched["n_idis_excluded"]
             leakage["n_seeds_excluded"] = searched["n_seeds_excluded"]
@@ -145,7 +146,7 @@ def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out
     from ..reporting.report import write_run
     from ..results import SeedReport
     from .run import run_folder_guard, run_pipeline
-    from .steps import prepare_search, run_search
+    from .steps import prepare_search, run_search, with_generator_choice
 
     domain, X = inputs.domain, inputs.dataset.X
     projections = HeldOutProjections.of(domain, X[inputs.train_index], X[inputs.test_index])
@@ -165,7 +166,10 @@ def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out
         if len(X_seeds) == 0:
             raise ConfigError(f"every one of the {n_excluded} seeds is a held-out row's projection: no seed is left "
                               "to search from training rows")
-        found, n_seeds = run_search(prepare_search(plan, inputs, cache_dir=cache_dir), inputs, X_seeds), len(X_seeds)
+        prepared = prepare_search(plan, inputs, cache_dir=cache_dir)
+        found, n_seeds = run_search(prepared, inputs, X_seeds), len(X_seeds)
+        if prepared.generator_choice is not None:
+            found = with_generator_choice(found, prepared.generator_choice)
     kept, n_idis_excluded = without_test_projections(found, projections, domain)
     return kept, {"n_seeds": int(n_seeds), "n_seeds_excluded": n_excluded, "n_idis_excluded": n_idis_excluded,
                   "seed_strategy": strategy}
