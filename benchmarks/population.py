@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from data_home import BESIDE_THE_CLONE, default_data_home
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -216,7 +217,8 @@ def _plain(value):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    home = Path(os.environ.get("CHIRALFAIR_DATA", HERE.parent.parent / "shared" / "data"))
+    default_data_home()
+    home = Path(os.environ.get("CHIRALFAIR_DATA", BESIDE_THE_CLONE))
     all_cases = cases(home)
     chosen = args.cases or list(all_cases)
     load = [os.getloadavg()[0]]
