@@ -54,6 +54,28 @@ def test_repair_satisfies_every_rule_keeps_good_rows_and_is_idempotent(X):
     domain.validate(fixed)
 
 
+@SETTINGS
+@given(rows, st.sampled_from([("sex",), ("sex", "race")]))
+def test_the_tabulated_rules_answer_and_repair_as_the_rules_do_for_rows_and_their_counterparts(X, protected):
+    domain = coupled_toy_domain(protected)
+    assert None not in (domain._constraint_table(), domain._counterpart_table(), domain._repair_table())
+    np.testing.assert_array_equal(domain.satisfies(X), ~breaks_toy_rules(X))
+    np.testing.assert_array_equal(domain.repair(X), domain._repair_rule_by_rule(X))
+    C = domain.counterparts(X)
+    expected = ~breaks_toy_rules(C.reshape(-1, X.shape[1])).reshape(C.shape[:2])
+    np.testing.assert_array_equal(domain.possible_counterparts(X), expected)
+
+
+def test_rules_over_too_many_joint_codes_are_answered_rule_by_rule():
+    feats = (Feature("sex", 0, 1), Feature("a", 0, 999), Feature("b", 0, 999))
+    domain = Domain(feats).with_protected(["sex"]).with_constraints(["a >= b"])
+    assert domain._constraint_table() is None and domain._repair_table() is None
+    X = np.array([[0, 5, 6], [1, 7, 7], [0, 999, 0]])
+    np.testing.assert_array_equal(domain.satisfies(X), [False, True, True])
+    np.testing.assert_array_equal(domain.repair(X), [[0, 6, 6], [1, 7, 7], [0, 999, 0]])
+    np.testing.assert_array_equal(domain.possible_counterparts(X), [[False, False], [True, True], [True, True]])
+
+
 def test_repair_moves_the_excluded_column_to_its_nearest_allowed_code():
     domain = toy_domain().with_constraints(["sex=Female excludes c=1|2"])
     np.testing.assert_array_equal(domain.repair(np.array([[0, 0, 5, 5, 2], [0, 0, 5, 5, 1]]))[:, 4], [3, 0])

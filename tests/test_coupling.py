@@ -71,6 +71,16 @@ def test_keys_are_unique_per_orbit(case):
 
 @SETTINGS
 @given(coupled_domains())
+def test_a_key_encodes_the_projection_with_roles(case):
+    domain, X = case
+    proj = domain.projection(X)
+    sizes = domain.upper[domain.non_protected] - domain.lower[domain.non_protected] + 1
+    radix = np.cumprod(np.concatenate([[1], sizes[:-1]]))
+    np.testing.assert_array_equal(domain.keys(X), (proj - domain.lower[domain.non_protected]) @ radix)
+
+
+@SETTINGS
+@given(coupled_domains())
 def test_counterparts_of_a_counterpart_are_the_same_counterparts(case):
     # Moving a -> b -> c is moving a -> c, for every input (also one that is not "consistent").
     domain, X = case

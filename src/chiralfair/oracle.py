@@ -244,7 +244,7 @@ class DiscriminationCheck:
             rows = domain.counterparts(chunk).reshape(m * k, -1)
             send = None  # every counterpart is sent
             if possible is not None:  # constrained
-                ok = domain.satisfies(rows).reshape(m, k)
+                ok = domain.possible_counterparts(chunk)
                 possible[start:start + m] = ok
                 if not ok.all():
                     itself = np.zeros((m, k), dtype=bool)

@@ -160,6 +160,104 @@ class AtLeast:
 
 Constraint = Excludes | AtLeast
 
+# Rules whose columns take at most this many joint values (times the counterparts per row) are tabulated.
+MAX_TABLE_CELLS = 1 << 16
+
+
+@dataclass(frozen=True)
+class JointCodes:
+    """The joint codes of a few columns as one index (mixed radix), for tables of what the rules allow.
+
+    The rules of a search read a few small columns (census: ``sex`` and ``relationship``, 12 joint codes), so one
+    table lookup per row replaces two comparisons per code per rule; that lookup runs on every proposal and
+    counterpart of a search.
+
+    Attributes
+    ----------
+    columns : numpy.ndarray of int64, shape (n_columns,)
+        Column indices, sorted.
+    lower : numpy.ndarray of int64, shape (n_columns,)
+        Their lower bounds.
+    sizes, strides : numpy.ndarray of int64, shape (n_columns,)
+        Codes per column, and the weight of each column in the index.
+    """
+
+    columns: np.ndarray
+    lower: np.ndarray
+    sizes: np.ndarray
+    strides: np.ndarray
+
+    @classmethod
+    def over(cls, columns, lower: np.ndarray, upper: np.ndarray, *, per_code: int = 1) -> JointCodes | None:
+        """The joint codes of ``columns`` within the bounds; None if a table over them would be too large.
+
+        Parameters
+        ----------
+        columns : sequence of int
+            Column indices (repeats allowed).
+        lower, upper : numpy.ndarray of int64, shape (n_features,)
+            The domain's bounds.
+        per_code : int
+            Table entries per joint value (the table holds more than :data:`MAX_TABLE_CELLS` entries: None).
+
+        Returns
+        -------
+        JointCodes or None
+        """
+        columns = np.unique(np.asarray(columns, dtype=np.int64))
+        sizes = upper[columns] - lower[columns] + 1
+        if int(np.prod(sizes.astype(object))) * per_code > MAX_TABLE_CELLS:
+            return None
+        strides = np.cumprod(np.concatenate([[1], sizes[:-1]])).astype(np.int64)
+        return cls(columns, lower[columns].copy(), sizes, strides)
+
+    @property
+    def size(self) -> int:
+        """Number of joint values."""
+        return int(np.prod(self.sizes))
+
+    def rows(self, base: np.ndarray) -> np.ndarray:
+        """One row per joint value, in index order: ``base`` with the columns set to it.
+
+        Parameters
+        ----------
+        base : numpy.ndarray of int64, shape (n_features,)
+            The values of the other columns.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (size, n_features)
+        """
+        grid = np.indices(tuple(self.sizes[::-1])).reshape(len(self.columns), -1)[::-1].T + self.lower
+        out = np.tile(base, (len(grid), 1))
+        out[:, self.columns] = grid
+        return out
+
+    def index(self, X: np.ndarray) -> np.ndarray | None:
+        """Each row's joint index; None if a row lies outside the bounds of the columns.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,), or None
+        """
+        index = None
+        for column, lo, size, stride in self._spec:
+            offset = X[:, column] - lo
+            if len(offset) and (offset.min() < 0 or offset.max() >= size):
+                return None
+            index = offset if index is None else index + offset * stride
+        return index
+
+    @functools.cached_property
+    def _spec(self) -> list[tuple[int, int, int, int]]:
+        return list(zip(self.columns.tolist(), self.lower.tolist(), self.sizes.tolist(), self.strides.tolist(),
+                        strict=True))
+
 
 def parse_constraints(rules, features) -> tuple[Constraint, ...]:
     """Parse rules written as text (or already parsed) against the domain's features.

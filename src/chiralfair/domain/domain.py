@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..exceptions import ConfigError, DataWarning, DomainError
-from .constraints import Constraint, Excludes, parse_constraints
+from .constraints import Constraint, Excludes, JointCodes, parse_constraints
 from .coupling import Coupling, compile_frames, parse_couplings
 from .declaration import (
     attribute_columns,
@@ -795,10 +795,66 @@ class Domain:
         numpy.ndarray of bool, shape (n_samples,)
         """
         X = np.asarray(X, dtype=np.int64)
+        tabulated = self._constraint_table()
+        index = None if tabulated is None else tabulated[0].index(X)
+        if tabulated is None or index is None:
+            return self._satisfies_rule_by_rule(X)
+        return tabulated[1].take(index)
+
+    def _satisfies_rule_by_rule(self, X: np.ndarray) -> np.ndarray:
         ok = np.ones(len(X), dtype=bool)
         for rule in self.constraints:
             ok &= ~rule.violated(X)
         return ok
+
+    def _constraint_table(self) -> tuple[JointCodes, np.ndarray] | None:
+        """Whether each joint code of the columns the rules read satisfies them all (None: too many codes)."""
+        if "constraint_table" not in self._derived:
+            codes = JointCodes.over([c for r in self.constraints for c in r.columns], self.lower, self.upper)
+            self._derived["constraint_table"] = (
+                None if codes is None else (codes, self._satisfies_rule_by_rule(codes.rows(self.lower))))
+        return self._derived["constraint_table"]
+
+    def possible_counterparts(self, X) -> np.ndarray:
+        """Whether each counterpart of each input satisfies the constraints, shape (n_samples, n_combinations).
+
+        Equal to ``satisfies(counterparts(X).reshape(-1, d)).reshape(n, k)``, answered from a table over the
+        joint codes of the columns the rules read and the counterparts change (protected and coupled columns),
+        when that table is small: a counterpart's values there depend on the input's values there only.
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Codes.
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_samples, n_combinations); all True without constraints
+        """
+        X = np.asarray(X, dtype=np.int64)
+        k = len(self.combinations)
+        if not self.constraints:
+            return np.ones((len(X), k), dtype=bool)
+        tabulated = self._counterpart_table()
+        index = None if tabulated is None else tabulated[0].index(X)
+        if tabulated is not None and index is not None:
+            return tabulated[1][index]
+        return self.satisfies(self.counterparts(X).reshape(-1, self.n_features)).reshape(len(X), k)
+
+    def _counterpart_table(self) -> tuple[JointCodes, np.ndarray] | None:
+        if "counterpart_table" not in self._derived:
+            k = len(self.combinations)
+            columns = [c for r in self.constraints for c in r.columns] + list(self.protected) + list(
+                self.coupled_columns)
+            codes = JointCodes.over(columns, self.lower, self.upper, per_code=k)
+            entry = None
+            if codes is not None:
+                rows = codes.rows(self.lower)
+                table = self.satisfies(self.counterparts(rows).reshape(-1, self.n_features)).reshape(len(rows), k)
+                table.setflags(write=False)
+                entry = (codes, table)
+            self._derived["counterpart_table"] = entry
+        return self._derived["counterpart_table"]
 
     def repair(self, X) -> np.ndarray:
         """Move every row that breaks a constraint to a nearby row that satisfies them all (vectorised).
@@ -828,6 +884,41 @@ class Domain:
         X = np.asarray(X, dtype=np.int64)
         if not self.constraints or not len(X):
             return X
+        tabulated = self._repair_table()
+        index = None if tabulated is None else tabulated[0].index(X)
+        if tabulated is None or index is None:
+            return self._repair_rule_by_rule(X)
+        codes, target, values = tabulated
+        bad = np.flatnonzero(index != target.take(index))
+        if not len(bad):
+            return X
+        X = X.copy()
+        X[np.ix_(bad, codes.columns)] = values[index[bad]]
+        return X
+
+    def _repair_table(self) -> tuple[JointCodes, np.ndarray, np.ndarray] | None:
+        """The joint code (and its columns' codes) each joint code of the rules' and protected columns is repaired to.
+
+        A row's repair reads and moves only those columns (the rules' own columns, and the protected ones for a
+        rule over protected columns only), so it is a function of their joint code. Rules that conflict for some
+        joint code are not tabulated: the rows that meet them get the rule-by-rule repair and its error. None when
+        there is no table (too many joint codes, or such a conflict).
+        """
+        if "repair_table" not in self._derived:
+            columns = [c for r in self.constraints for c in r.columns] + list(self.protected)
+            codes = JointCodes.over(columns, self.lower, self.upper)
+            entry = None
+            if codes is not None:
+                try:
+                    repaired = self._repair_rule_by_rule(codes.rows(self.lower))
+                except DomainError:
+                    repaired = None
+                if repaired is not None:
+                    entry = (codes, codes.index(repaired), repaired[:, codes.columns])
+            self._derived["repair_table"] = entry
+        return self._derived["repair_table"]
+
+    def _repair_rule_by_rule(self, X: np.ndarray) -> np.ndarray:
         bad = ~self.satisfies(X)
         if not bad.any():
             return X
@@ -1066,13 +1157,25 @@ class Domain:
             int64 keys, or an object array of bytes keys for very large domains.
         """
         X = np.asarray(X, dtype=np.int64)
-        proj = self.projection(X)
         radix = self._key_radix()
         if radix is not None:
-            lower = self._cached("non_protected_lower", lambda: self.lower[self._non_protected()])
-            return (proj - lower) @ radix
-        proj = np.ascontiguousarray(proj)
+            return self._radix_keys(X, radix)
+        proj = np.ascontiguousarray(self.projection(X))
         return np.array([r.tobytes() for r in proj], dtype=object)
+
+    def _radix_keys(self, X: np.ndarray, radix: np.ndarray) -> np.ndarray:
+        """:meth:`keys` as mixed-radix int64: a coupled column's role enters as a correction of its code's term."""
+        non_protected = self._non_protected()
+        lower = self._cached("non_protected_lower", lambda: self.lower[non_protected])
+        keys = (X[:, non_protected] - lower) @ radix
+        couplings = self._compiled_couplings()
+        if couplings:
+            position = self.protected_value_index(X)
+            weight = dict(zip(non_protected.tolist(), radix.tolist(), strict=True))
+            for j, column, _, inverse in couplings:
+                code = X[:, column] - self.features[column].lo
+                keys += (inverse[np.maximum(position[:, j], 0), code] - code) * weight[column]
+        return keys
 
     def projection(self, X) -> np.ndarray:
         """The non-protected projection of each input, with coupled columns read as roles: what a key encodes.

@@ -153,7 +153,7 @@ class IDIRecorder:
         n, d = repaired.shape
         possible = None
         if self.domain.constraints:
-            possible = self.domain.satisfies(self.domain.counterparts(repaired).reshape(-1, d)).reshape(n, k)
+            possible = self.domain.possible_counterparts(repaired)
             lead &= possible[np.arange(n), np.maximum(first, 0)]
         labels = np.empty(n, dtype=np.int64)
         counterpart_labels = np.empty((n, k), dtype=np.int64)
@@ -218,8 +218,7 @@ class IDIRecorder:
         own = self.checker.own_combination(head)
         cost = np.full(len(head), k, dtype=np.int64) + (own < 0)
         if self.domain.constraints:
-            d = self.domain.n_features
-            ok = self.domain.satisfies(self.domain.counterparts(head).reshape(-1, d)).reshape(len(head), k)
+            ok = self.domain.possible_counterparts(head)
             inside = np.flatnonzero(own >= 0)
             ok[inside, own[inside]] = True
             cost = ok.sum(axis=1) + (own < 0)
