@@ -50,7 +50,7 @@ class MAFT(EIDIG):
 
     Parameters
     ----------
-    max_global, max_local, max_iter, decay, update_interval, step_global, step_local, epsilon
+    max_global, max_local, max_queries, max_iter, decay, update_interval, step_global, step_local, epsilon, global_share
         As :class:`~chiralfair.generators.eidig.EIDIG` (same defaults).
     perturbation_size : float
         Finite-difference probe size h, in encoded units (1.0). On a model that takes a decoded DataFrame
@@ -78,13 +78,13 @@ class MAFT(EIDIG):
     def __init__(self, *, max_global: int = 1000, max_local: int = 1000, max_queries: int | None = None,
                  max_iter: int = 10, decay: float = 0.5,
                  update_interval: int | None = None, step_global: float = 1.0, step_local: float = 1.0,
-                 epsilon: float = 1e-6, perturbation_size: float = 1.0):
+                 epsilon: float = 1e-6, global_share: float = 0.5, perturbation_size: float = 1.0):
         self.perturbation_size = check_float(perturbation_size, "perturbation_size", minimum=0,
                                              exclusive_minimum=True)
         super().__init__(max_global=max_global, max_local=max_local, max_queries=max_queries,
                          max_iter=max_iter, decay=decay,
                          update_interval=update_interval, step_global=step_global, step_local=step_local,
-                         epsilon=epsilon)
+                         epsilon=epsilon, global_share=global_share)
         self.params["perturbation_size"] = self.perturbation_size
 
     def _gradient_source(self) -> GradientSource:
