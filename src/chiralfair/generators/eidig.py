@@ -145,25 +145,29 @@ class EIDIG(Generator):
         int
             Model queries (rows sent to the model).
         """
-        pair = self._gradient_source().rows_per_pair(self._budget_features(n_features))
+        features = self._budget_features(n_features)
+        pair = self._gradient_source().rows_per_pair(features)
+        local_pair = self._local_gradient_source().rows_per_pair(features)
         per_check = check_cost(n_combinations)
         global_phase = (self.max_iter + 1) * per_check + pair * self.max_iter
-        local_phase = self.max_local * per_check + local_gradient_rows(self.max_local, self.update_interval, pair)
+        local_phase = self.max_local * per_check + local_gradient_rows(self.max_local, self.update_interval,
+                                                                       local_pair)
         return int(n_seeds) * (global_phase + local_phase)
 
     def _budget_features(self, n_features: int | None) -> int:
         return 0 if n_features is None else int(n_features)
 
     def _search(self, recorder: IDIRecorder, seeds: np.ndarray, rng: np.random.Generator):
-        gradients = self._gradient_source()
+        gradients, local_gradients = self._gradient_source(), self._local_gradient_source()
         momentum = _Momentum(len(seeds), recorder.domain.n_features, self.decay)
         x0, checks0, pending = self._global_phase(recorder, seeds, gradients, momentum)
         while True:
             if self.max_local and len(x0):
-                prob0 = self._saliency(recorder, gradients, x0, checks0, checks0.max_difference())
+                prob0 = self._saliency(recorder, local_gradients, x0, checks0, checks0.max_difference())
                 local_walk(recorder, x0, checks0, prob0, max_local=self.max_local, step=self.step_local,
                            update_interval=self.update_interval,
-                           refresh=lambda X, c, r: self._saliency(recorder, gradients, X, c, c.random_flip(r)),
+                           refresh=lambda X, c, r: self._saliency(recorder, local_gradients, X, c,
+                                                                  c.random_flip(r)),
                            rng=rng)
             # Under a query budget the local walks may end with budget left: the pending chains walk on.
             spent = recorder.n_queries
@@ -175,8 +179,12 @@ class EIDIG(Generator):
                 return ()
 
     def _gradient_source(self) -> GradientSource:
-        """Where d P(y=1)/dx comes from: the model's ``input_gradient`` (MAFT overrides it with an estimate)."""
+        """Where the global phase takes d P(y=1)/dx from: the model's ``input_gradient`` (MAFT: an estimate)."""
         return InputGradient()
+
+    def _local_gradient_source(self) -> GradientSource:
+        """Where the local saliency takes d P(y=1)/dx from: as the global phase (MAFT: a plainer estimate)."""
+        return self._gradient_source()
 
     def _global_phase(self, recorder: IDIRecorder, seeds: np.ndarray, gradients: GradientSource,
                       momentum: _Momentum, resume: PendingChains | None = None):
