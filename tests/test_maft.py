@@ -200,3 +200,83 @@ def test_probes_that_would_break_a_constraint_are_not_sent():
     assert len(sent) < 200 * len(probed_features(domain))  # some probes would break a rule (a < c, sex/c)
     assert not breaks_toy_rules(sent).any()
     assert np.isfinite(g).all()
+
+
+# ------------------------------------------------------------------------------- plateaus and the query budget
+def _step_proba(X):
+    """P(y=1) of a piecewise-constant model: 0.8 where a >= 4 (Male) or a >= 5 (Female), else 0.2: IDIs at a = 4."""
+    X = np.asarray(X)
+    return np.where(X[:, 2] >= 4 + (X[:, 0] == 0), 0.8, 0.2)
+
+
+def _step_model():
+    return as_model(_step_proba, output="probability", name="step")
+
+
+def _low_seeds(domain, n=40):
+    seeds = domain.sample(n, np.random.default_rng(7))
+    seeds[:, 2] = np.arange(n) % 3  # a in {0, 1, 2}: one code away the model is flat
+    return seeds
+
+
+def test_probes_across_plateaus_see_a_step_the_plain_probe_misses_and_change_nothing_on_a_smooth_model():
+    domain, model = toy_domain(), _step_model()
+    X = _low_seeds(domain)
+    X[:, 0] = 1
+    p = _step_proba(X)
+    assert (finite_difference_gradient(model, domain, X, p) == 0).all()
+    across = finite_difference_gradient(model, domain, X, p, across_plateaus=True)
+    a_reaches = X[:, 2] + 3 >= 4  # the wide probe (a quarter of a's range, 3 codes) reaches the Male step
+    assert (across[a_reaches, 2] > 0).all() and (across[~a_reaches, 2] == 0).all()
+    assert (across[:, 3:] == 0).all()  # b and c are flat everywhere
+    lr = _lr_model()
+    Y = domain.sample(50, np.random.default_rng(8))
+    q = lr.predict_proba(Y)[:, 1]
+    lr.reset_queries()
+    plain = finite_difference_gradient(lr, domain, Y, q)
+    plain_queries = lr.n_queries
+    lr.reset_queries()
+    np.testing.assert_array_equal(finite_difference_gradient(lr, domain, Y, q, across_plateaus=True), plain)
+    assert lr.n_queries == plain_queries  # no flat probe, nothing sent again
+
+
+def test_maft_moves_on_a_piecewise_constant_model_where_the_plain_estimate_is_zero():
+    domain, model = toy_domain(), _step_model()
+    seeds = _low_seeds(domain)
+    plain = MAFT(max_global=40, max_local=0).run(model, domain, seeds, random_state=0)
+    moving = MAFT(max_global=40, max_local=0, across_plateaus=True).run(_step_model(), domain, seeds, random_state=0)
+    assert plain.n_idis == 0  # no seed is an IDI and the plain estimate never moves a chain
+    assert moving.n_global > 0 and (moving.idis[:, 2] == 4).all()
+    assert_reported_pairs_hold(moving, _step_model(), domain)
+
+
+@pytest.mark.parametrize("max_local", [50, 1000])
+def test_maft_under_a_budget_spends_it_instead_of_stopping_at_the_first_gradient_batch(max_local):
+    domain = toy_domain()
+    seeds = domain.sample(200, np.random.default_rng(9))
+    budget = 3000
+    # the seeds' check costs 400, the first estimate for 200 chains up to 200 * 2 * 4 * 3 = 4800 rows > 2600 left:
+    # refused whole, that batch would end the search at 400 queries (this toy domain is small enough that the
+    # search may run out of chains before the budget does)
+    res = MAFT(max_global=200, max_local=max_local, max_queries=budget).run(as_model(biased_module()), domain, seeds,
+                                                                            random_state=0)
+    assert 0.75 * budget <= res.n_queries <= budget
+    assert res.n_local > 0
+    assert is_biased_idi(res.idis).all()
+
+
+@pytest.mark.parametrize("budget", [None, 2500])
+def test_maft_gives_the_same_idis_bit_for_bit_for_the_same_random_state(budget):
+    domain = toy_domain(("sex", "race"))
+    seeds = domain.sample(80, np.random.default_rng(10))
+    a, b = (MAFT(max_global=80, max_local=40, max_queries=budget, update_interval=5).run(
+        as_model(biased_module()), domain, seeds, random_state=3) for _ in range(2))
+    np.testing.assert_array_equal(a.idis, b.idis)
+    np.testing.assert_array_equal(a.counterparts, b.counterparts)
+    assert (a.n_queries, a.n_global, a.n_local) == (b.n_queries, b.n_global, b.n_local)
+
+
+def test_across_plateaus_must_be_a_bool():
+    with pytest.raises(ConfigError, match="across_plateaus"):
+        MAFT(across_plateaus="yes")
+    assert MAFT().params["across_plateaus"] is False and MAFT(global_share=0.2).params["global_share"] == 0.2

@@ -133,10 +133,11 @@ class ADF(Generator):
         """Advance every seed's chain; return the global IDIs that start a local walk and their check records."""
         domain, model = recorder.domain, recorder.model
         # An IDI whose key was already recorded by another chain goes on walking, as in ADF.
-        return global_walk(recorder, seeds, max_iter=self.max_iter, step=self.step_global,
-                           gradients=lambda X, checks: self._loss_gradients(model, domain, X, checks),
-                           direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng),
-                           walk_past_known_idis=True)
+        x_global, checks_global, _ = global_walk(
+            recorder, seeds, max_iter=self.max_iter, step=self.step_global,
+            gradients=lambda X, checks: self._loss_gradients(model, domain, X, checks),
+            direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng), walk_past_known_idis=True)
+        return x_global, checks_global
 
     @staticmethod
     def _loss_gradients(model, domain, X: np.ndarray, checks: ChainChecks):

@@ -76,7 +76,8 @@ def probe_steps(X: np.ndarray, domain: Domain, columns: np.ndarray, step: float)
     return np.where(x + step <= hi, step, np.where(x - step >= lo, -step, partial))
 
 
-def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, step: float = 1.0) -> np.ndarray:
+def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, step: float = 1.0,
+                               across_plateaus: bool = False) -> np.ndarray:
     """Estimate d P(y=1)/dx at every row of ``X`` from the model's probabilities.
 
     Parameters
@@ -90,12 +91,17 @@ def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, st
         P(y=1) at ``X`` (known from the inputs' discrimination checks, so not queried again).
     step : float
         Probe size, in encoded units (default 1.0: the nearest other code).
+    across_plateaus : bool, default=False
+        Where a probe sees no change (a tree's plateau), probe again: on the other side (``-δ``), then, where that
+        is flat too, a quarter of the feature's range away (at least ``2 * step``), and take the first change
+        seen, divided by its own step. On a smooth model no probe is flat and nothing more is sent.
 
     Returns
     -------
     numpy.ndarray of float64, shape (n, n_features)
-        0 on the protected attributes and on single-valued features. Costs ``n * m`` model queries, m =
-        ``len(probed_features(domain))`` (fewer where a probe would break a constraint).
+        0 on the protected attributes and on single-valued features (and, across plateaus, where every probe was
+        flat). Costs ``n * m`` model queries, m = ``len(probed_features(domain))`` (fewer where a probe would break
+        a constraint), plus one or two per flat probe ``across_plateaus``.
 
     Raises
     ------
@@ -112,18 +118,50 @@ def finite_difference_gradient(model: CountingModel, domain: Domain, X, p, *, st
         return out
     delta = probe_steps(X, domain, columns, step)
     per_chunk = max(1, CHUNK_ROWS // m)
+    wide = np.maximum(2 * step, np.ceil((domain.upper[columns] - domain.lower[columns]) / 4))
     for start in range(0, n, per_chunk):
         rows = slice(start, start + per_chunk)
         chunk, dchunk = X[rows], _allowed_steps(X[rows], domain, columns, delta[rows])
-        probes = np.repeat(chunk, m, axis=0)
-        probes[np.arange(len(probes)), np.tile(columns, len(chunk))] += dchunk.ravel()
-        sent = dchunk.ravel() != 0
-        change: np.ndarray = np.zeros(len(probes))
-        if sent.any():
-            change[sent] = model.predict_proba(probes[sent])[:, 1] - np.repeat(p[rows], m)[sent]
-        change = change.reshape(len(chunk), m)
+        change = _probe_changes(model, chunk, p[rows], columns, dchunk)
+        if across_plateaus:
+            for retry in (-dchunk, np.sign(dchunk) * wide):
+                _probe_flat_again(model, domain, chunk, p[rows], columns, dchunk, change, retry)
         out[rows, columns] = np.where(np.abs(change) > MIN_CHANGE, change, 0.0) / np.where(dchunk != 0, dchunk, 1.0)
     return out
+
+
+def _probe_flat_again(model: CountingModel, domain: Domain, X: np.ndarray, p: np.ndarray, columns: np.ndarray,
+                      delta: np.ndarray, change: np.ndarray, retry: np.ndarray) -> None:
+    """Probe the flat entries of ``change`` again at ``retry`` (clipped, allowed); where P moves, update in place.
+
+    ``delta`` and ``change`` (shape (n, m)) take the new step and change of every entry where the probe saw one.
+    """
+    flat = (np.abs(change) <= MIN_CHANGE) & (delta != 0)
+    rows = np.flatnonzero(flat.any(axis=1))
+    if not len(rows):
+        return
+    sub = X[rows]
+    x = sub[:, columns]
+    proposal = np.where(flat[rows], np.clip(x + retry[rows], domain.lower[columns], domain.upper[columns]) - x, 0.0)
+    proposal = _allowed_steps(sub, domain, columns, proposal)
+    again = _probe_changes(model, sub, p[rows], columns, proposal)
+    seen = (np.abs(again) > MIN_CHANGE) & flat[rows]
+    block_change, block_delta = change[rows], delta[rows]
+    block_change[seen], block_delta[seen] = again[seen], proposal[seen]
+    change[rows], delta[rows] = block_change, block_delta
+
+
+def _probe_changes(model: CountingModel, X: np.ndarray, p: np.ndarray, columns: np.ndarray,
+                   delta: np.ndarray) -> np.ndarray:
+    """P(x + delta_j e_j) - P(x) for every row and probed column, shape (n, m); 0 where delta is 0 (not sent)."""
+    n, m = delta.shape
+    probes = np.repeat(X, m, axis=0)
+    probes[np.arange(len(probes)), np.tile(columns, n)] += delta.ravel()
+    sent = delta.ravel() != 0
+    change: np.ndarray = np.zeros(len(probes))
+    if sent.any():
+        change[sent] = model.predict_proba(probes[sent])[:, 1] - np.repeat(p, m)[sent]
+    return change.reshape(n, m)
 
 
 def _probe_allowed(X, domain: Domain, cols, step, lo, hi) -> np.ndarray:
@@ -161,9 +199,12 @@ class FiniteDifferences:
     ----------
     step : float
         Probe size, in encoded units (see :func:`finite_difference_gradient`).
+    across_plateaus : bool
+        Probe flat entries again (see :func:`finite_difference_gradient`).
     """
 
     step: float = 1.0
+    across_plateaus: bool = False
     capability: ClassVar[str] = "predict_proba"
 
     def pair(self, model: CountingModel, domain: Domain, X: np.ndarray, C: np.ndarray, p: np.ndarray,
@@ -194,11 +235,13 @@ class FiniteDifferences:
         """
         n = len(X)
         g = finite_difference_gradient(model, domain, np.concatenate([X, C]), np.concatenate([p, p_counterpart]),
-                                       step=self.step)
+                                       step=self.step, across_plateaus=self.across_plateaus)
         return g[:n], g[n:]
 
     def rows_per_pair(self, n_features: int) -> int:
         """Upper bound on queries per input and counterpart: ``2 (n_features - 1)`` (at least one PA column).
+
+        Three times that ``across_plateaus`` (up to three probes per feature).
 
         Parameters
         ----------
@@ -208,4 +251,4 @@ class FiniteDifferences:
         -------
         int
         """
-        return 2 * max(int(n_features) - 1, 0)
+        return 2 * (3 if self.across_plateaus else 1) * max(int(n_features) - 1, 0)

@@ -444,9 +444,38 @@ ChainGradients = Callable[[np.ndarray, ChainChecks], tuple[np.ndarray, np.ndarra
 StepDirection = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
+@dataclass
+class PendingChains:
+    """Chains that a global phase under a query budget stopped before their end, to go on with later.
+
+    :func:`global_walk` leaves them when its share of the budget runs out or when the global IDIs in hand could
+    spend what is left in their local walks; :func:`resume_global_walk` walks them on.
+
+    Attributes
+    ----------
+    index : numpy.ndarray of int64, shape (m,)
+        Their rows among the chains of the walk that stopped them.
+    x : numpy.ndarray of int64, shape (m, n_features)
+        Their current inputs.
+    checks : ChainChecks
+        Check records of ``x``; stale where ``unchecked``.
+    unchecked : numpy.ndarray of bool, shape (m,)
+        Inputs that a step moved and that were not checked yet.
+    iterations_done : int
+        Iterations of the walk so far (the next one is ``iterations_done``).
+    """
+
+    index: np.ndarray
+    x: np.ndarray
+    checks: ChainChecks
+    unchecked: np.ndarray
+    iterations_done: int
+
+
 def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step: float,
-                gradients: ChainGradients, direction: StepDirection,
-                walk_past_known_idis: bool) -> tuple[np.ndarray, ChainChecks]:
+                gradients: ChainGradients, direction: StepDirection, walk_past_known_idis: bool,
+                budget_share: float | None = None, gradient_rows: int = 2,
+                local_rows: int = 0) -> tuple[np.ndarray, ChainChecks, PendingChains | None]:
     """The global phase of ADF, EIDIG and MAFT for every seed at once: walk each chain toward an IDI.
 
     Each of ``max_iter + 1`` iterations checks the chains' inputs in one batch (the input left by the last
@@ -457,6 +486,15 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
     input did not change since the last iteration (stuck at a bound) are neither re-checked nor
     re-differentiated, since the model is deterministic: their previous
     gradients are passed to ``direction`` again.
+
+    Under a query budget, with ``budget_share``, the steps after the seeds' check spend at most that share of
+    the budget left after it: a gradient batch (counted with the check of the step it leads to) or a check that
+    could pass the share is cut to the first chains (in seed order) that fit, and the other chains stop. So the
+    phase ends within its share instead of having a batch refused whole. It also stops once the local walks of
+    the global IDIs found so far could spend all that is left (``local_rows`` each): more global IDIs would have
+    no budget to walk from. The chains stopped so are returned as :class:`PendingChains`, for
+    :func:`resume_global_walk` once the local walks have spent less than expected. Without a budget, or with
+    ``budget_share=None``, nothing is cut and nothing is pending.
 
     Parameters
     ----------
@@ -474,6 +512,14 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
         that move (``rows`` indexes the seeds, so that a direction may keep per-chain state such as momentum).
     walk_past_known_idis : bool
         Whether a chain on an IDI already recorded goes on walking.
+    budget_share : float, optional
+        In (0, 1]: the share of the query budget left after the seeds' check that the steps may spend.
+    gradient_rows : int, default=2
+        Upper bound on the model queries of one chain's ``gradients`` (:meth:`GradientSource.rows_per_pair`); used
+        under a budget only.
+    local_rows : int, default=0
+        Model queries the local walk of one global IDI may spend (0: the phase never stops for that reason); used
+        under a budget only.
 
     Returns
     -------
@@ -481,39 +527,126 @@ def global_walk(recorder: IDIRecorder, seeds: np.ndarray, *, max_iter: int, step
         The global IDIs, in seed order.
     checks_global : ChainChecks
         Their check records.
+    pending : PendingChains or None
+        The chains stopped before their end under a budget (None when there are none).
     """
-    domain = recorder.domain
     n = len(seeds)
-    x = seeds.copy()
-    checks = ChainChecks.empty(n, len(domain.combinations))
+    return _walk_chains(recorder, seeds.copy(), ChainChecks.empty(n, len(recorder.domain.combinations)),
+                        np.ones(n, dtype=bool), 0, seeding=True, max_iter=max_iter, step=step, gradients=gradients,
+                        direction=direction, walk_past_known_idis=walk_past_known_idis, budget_share=budget_share,
+                        gradient_rows=gradient_rows, local_rows=local_rows)
+
+
+def resume_global_walk(recorder: IDIRecorder, pending: PendingChains, *, max_iter: int, step: float,
+                       gradients: ChainGradients, direction: StepDirection, walk_past_known_idis: bool,
+                       budget_share: float, gradient_rows: int = 2,
+                       local_rows: int = 0) -> tuple[np.ndarray, ChainChecks, PendingChains | None]:
+    """Walk on the chains a budgeted :func:`global_walk` left pending, from their iteration, under a new share.
+
+    As :func:`global_walk`, with ``budget_share`` a share of the budget left now; ``direction``'s ``rows`` index
+    ``pending``'s chains. Inputs already checked are not checked again.
+
+    Parameters
+    ----------
+    recorder : IDIRecorder
+    pending : PendingChains
+    max_iter, step, gradients, direction, walk_past_known_idis, budget_share, gradient_rows, local_rows
+        As :func:`global_walk`.
+
+    Returns
+    -------
+    x_global : numpy.ndarray of int64, shape (n_global, n_features)
+    checks_global : ChainChecks
+    pending : PendingChains or None
+    """
+    return _walk_chains(recorder, pending.x.copy(), pending.checks.copy(), pending.unchecked.copy(),
+                        pending.iterations_done, seeding=False, max_iter=max_iter, step=step, gradients=gradients,
+                        direction=direction, walk_past_known_idis=walk_past_known_idis, budget_share=budget_share,
+                        gradient_rows=gradient_rows, local_rows=local_rows)
+
+
+def _walk_chains(recorder: IDIRecorder, x: np.ndarray, checks: ChainChecks, unchecked: np.ndarray, first: int, *,
+                 seeding: bool, max_iter: int, step: float, gradients: ChainGradients, direction: StepDirection,
+                 walk_past_known_idis: bool, budget_share: float | None, gradient_rows: int,
+                 local_rows: int) -> tuple[np.ndarray, ChainChecks, PendingChains | None]:
+    """The iterations of :func:`global_walk` from iteration ``first``; ``unchecked`` marks the inputs to check."""
+    domain = recorder.domain
+    n = len(x)
     grad = np.zeros(x.shape)
     grad_cf = np.zeros(x.shape)
     movable = np.zeros(x.shape, dtype=bool)
     active = np.ones(n, dtype=bool)
-    changed = np.ones(n, dtype=bool)
+    changed = np.ones(n, dtype=bool)  # gradients due
+    cut = np.zeros(n, dtype=bool)
     is_global = np.zeros(n, dtype=bool)
-    for it in range(max_iter + 1):
-        todo = np.flatnonzero(active & changed)
+    per_check = check_cost(len(domain.combinations))
+    cap = None if seeding else _share_of_the_budget(recorder, budget_share)
+    it = first
+    for it in range(first, max_iter + 1):
+        todo = _within_cap(recorder, np.flatnonzero(active & unchecked), per_check, cap, active, cut)
         if len(todo):
             res, new = recorder.check(x[todo], "global", with_proba=True)
             checks.set_rows(todo, ChainChecks.from_result(res))
-            if it == 0:
+            unchecked[todo] = False
+            if seeding and it == 0:
                 recorder.n_seed_idis = int(res.is_idi.sum())
+                cap = _share_of_the_budget(recorder, budget_share)
             is_global[todo[new]] = True
             active[todo[new if walk_past_known_idis else res.is_idi]] = False
-        if it == max_iter or not active.any():
+        if it == max_iter or not active.any() or _walks_fill_the_budget(recorder, cap, is_global, local_rows):
             break
-        fresh = np.flatnonzero(active & changed)
+        fresh = _within_cap(recorder, np.flatnonzero(active & changed), gradient_rows + per_check, cap, active, cut)
         if len(fresh):
             grad[fresh], grad_cf[fresh], movable[fresh] = gradients(x[fresh], checks.rows(fresh))
         moving = np.flatnonzero(active)
+        if not len(moving):
+            break
         d = direction(moving, grad[moving], grad_cf[moving], movable[moving])
         stepped = domain.repair(domain.clip(x[moving] + step * d))
         changed[:] = False
         changed[moving] = (stepped != x[moving]).any(axis=1)
+        unchecked[:] = changed
         x[moving] = stepped
     idx = np.flatnonzero(is_global)
-    return x[idx], checks.rows(idx)
+    return x[idx], checks.rows(idx), _pending(x, checks, unchecked, active | cut, cap, it, max_iter)
+
+
+def _pending(x: np.ndarray, checks: ChainChecks, unchecked: np.ndarray, stopped: np.ndarray, cap: int | None,
+             it: int, max_iter: int) -> PendingChains | None:
+    """The chains a capped walk stopped at iteration ``it`` before ``max_iter``, or None."""
+    index = np.flatnonzero(stopped)
+    if cap is None or it >= max_iter or not len(index):
+        return None
+    return PendingChains(index, x[index], checks.rows(index), unchecked[index], it)
+
+
+def _share_of_the_budget(recorder: IDIRecorder, share: float | None) -> int | None:
+    """The ``recorder.n_queries`` that spending ``share`` of the query budget left reaches; None without either."""
+    remaining = recorder.model.remaining_queries
+    if share is None or remaining is None:
+        return None
+    return recorder.n_queries + int(share * remaining)
+
+
+def _walks_fill_the_budget(recorder: IDIRecorder, cap: int | None, is_global: np.ndarray, local_rows: int) -> bool:
+    """Whether, under a capped budget, the local walks of the global IDIs found could spend all that is left."""
+    remaining = recorder.model.remaining_queries
+    if cap is None or remaining is None or not local_rows:
+        return False
+    return int(is_global.sum()) * local_rows >= remaining
+
+
+def _within_cap(recorder: IDIRecorder, chains: np.ndarray, cost: int, cap: int | None, active: np.ndarray,
+                cut: np.ndarray) -> np.ndarray:
+    """The first ``chains`` whose queries (``cost`` each, at most) fit under ``cap``; the others stop (``cut``)."""
+    if cap is None:
+        return chains
+    fits = max(cap - recorder.n_queries, 0) // max(cost, 1)
+    if fits < len(chains):
+        active[chains[fits:]] = False
+        cut[chains[fits:]] = True
+        chains = chains[:fits]
+    return chains
 
 
 def inverse_saliency(g: np.ndarray, g_counterpart: np.ndarray, non_protected: np.ndarray,
