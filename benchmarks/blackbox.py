@@ -3,6 +3,7 @@
 Run by hand:  python benchmarks/blackbox.py [--models hgb rf lightgbm pipeline] [--cases census:sex census:race ...]
               [--seeds cluster random iandd] [--budgets 20000 200000] [--repeats 3] [--max-global 1000]
               [--max-local 1000] [--generators grft maft ...] [--sg-repeats 3] [--processes 2] [--name blackbox]
+              [--rewrite]   (only the Markdown again, from the JSON)
 
 The issue's whole grid (issue 32):
 
@@ -151,6 +152,10 @@ def _cells(runs: list[dict], key: tuple, gens: list[str]) -> tuple[list[str], di
         if not rs:
             cells.append("-")
             continue
+        if all(r["n_seed_queries"] >= r["max_queries"] for r in rs):  # nothing left for the generator
+            seed_q = statistics.median(r["n_seed_queries"] for r in rs)
+            cells.append(f"seeds {seed_q:,.0f} q")
+            continue
         medians[g] = statistics.median(r["n_idis"] for r in rs)
         q = statistics.median(r["n_queries"] for r in rs)
         cells.append(f"{medians[g]:,.0f} ({q:,.0f})")
@@ -174,7 +179,9 @@ def write_markdown(doc: dict, path: Path) -> None:
              f"brackets). Per random state the seeds ({p['max_global']} per strategy) are selected once and shared "
              f"by every generator and budget; their queries count against the budget (the pipeline's "
              f"`max_queries`), and max_local = {p['max_local']:,} so that the budget ends the searches. SG: random "
-             f"states {p['sg_random_states']} only. `pipeline`: census cases only (raw Adult rows).", "",
+             f"states {p['sg_random_states']} only. `pipeline`: census cases only (raw Adult rows). `seeds N q`: "
+             "the seed strategy alone spent N queries, the whole budget or more, so no generator could run (I&D "
+             "predicts every data row and checks the disagreements before any search).", "",
              f"Load: before `{doc['uptime_before']}`; after `{doc['uptime_after']}`. Wall time "
              f"{doc['seconds']:.0f} s with {p['processes']} processes.", ""]
     if p.get("shrunk"):
@@ -185,7 +192,7 @@ def write_markdown(doc: dict, path: Path) -> None:
                   "|---|---|---|" + "---:|" * len(gens) + "---:|"]
         for model, case, seeds in keys:
             cells, medians = _cells(runs, (model, case, seeds, budget), gens)
-            if not medians:
+            if all(c == "-" for c in cells):
                 continue
             ratio = "-"
             if medians.get("aequitas") and len(medians) > 1:
@@ -228,7 +235,11 @@ def main(argv=None) -> None:
     ap.add_argument("--shrunk", default="", help="What was cut from the grid, and why (said in the Markdown).")
     ap.add_argument("--findings", default="", help="A Markdown file appended to the results as they are written.")
     ap.add_argument("--name", default="blackbox")
+    ap.add_argument("--rewrite", action="store_true", help="Only write <name>.md again from <name>.json.")
     args = ap.parse_args(argv)
+    if args.rewrite:
+        write_markdown(json.loads((RESULTS / f"{args.name}.json").read_text()), RESULTS / f"{args.name}.md")
+        return
     budgets = args.budgets or [args.max_queries]
     for case in args.cases:
         if case.count(":") != 1:
