@@ -56,7 +56,7 @@ class Aequitas(Generator):
       ``n_features + 1`` model calls per iteration, and its Metropolis acceptance lets the walk leave the IDI
       region with probability 0.37. Walk semantics here: a chain moves to its proposal when the proposal is
       an IDI and otherwise stays at its last IDI (basinhopping at temperature 0 without a minimiser), so every
-      proposal is a ±1 neighbour of a known IDI. ``max_local`` therefore counts checked candidates.
+      proposal is a ±1 neighbour of a known IDI. ``max_local`` therefore counts proposals (see Counting).
     - **σ_pr spans the non-protected features only** (paper Alg. 2, ``P \ P_disc``); the code spread it over
       every feature, PA included. Features with a single value (``lo == hi``) cannot move and are left out.
     - **Protected attributes are never perturbed by the step**, in every variant (the code's Random variant
@@ -82,14 +82,14 @@ class Aequitas(Generator):
       at two queries instead of one per combination (census race: 5); the others get the remaining
       combinations. With two combinations (one binary PA) this is the ordinary check. Recorded pairs then hold
       the first counterpart found to flip, not the first in combination order.
+    - **No wall-clock reseeding**: every draw comes from the ``random_state``'s generator.
+    - **Global phase = the given seeds**, checked once (as in ADF's re-implementation, which loops over random
+      samples instead of running basinhopping); the seed strategy decides where they come from.
 
     Counting: ``max_local`` is the number of steps per chain, one proposal each; ``n_checked['local']``
     counts the proposals sent to the model (no-op steps and known outcomes excluded); ``n_local`` the new
     IDI keys of the local phase; the queries are the model rows of those checks (about 2 per proposal that
     the chain's counterpart flips, up to one per combination for the others).
-    - **No wall-clock reseeding**: every draw comes from the ``random_state``'s generator.
-    - **Global phase = the given seeds**, checked once (as in ADF's re-implementation, which loops over random
-      samples instead of running basinhopping); the seed strategy decides where they come from.
 
     References
     ----------
