@@ -2,7 +2,7 @@
 
 Run by hand:  python benchmarks/blackbox.py [--models hgb rf lightgbm pipeline] [--cases census:sex census:race ...]
               [--seeds cluster random iandd] [--budgets 20000 200000] [--repeats 3] [--max-global 1000]
-              [--max-local 1000] [--generators grft maft ...] [--sg-repeats 3] [--processes 2] [--name blackbox]
+              [--max-local N] [--generators grft maft ...] [--sg-repeats 3] [--processes 2] [--name blackbox]
               [--rewrite]   (only the Markdown again, from the JSON)
 
 The issue's whole grid (issue 32):
@@ -20,7 +20,9 @@ A case is ``dataset:protected``. For each model, case, seed strategy and random 
 seeds (``--max-global`` of them) are selected once and shared by every generator and budget; every generator then
 runs through the pipeline (:func:`chiralfair.pipeline.run_pipeline`, no verdict) with ``max_queries`` = each budget:
 the seeds' queries count against it, and the search stops at the first model call that would pass it.
-``max_local`` (``--max-local``, 1,000) is large so that the budget, not the local phase, ends the searches.
+``max_local`` (``--max-local``) is by default the budget itself, so that the budget, not the local phase, ends
+the searches (with 1,000, AEQUITAS and KOSEI stopped at 12,378-60,000 of 200,000 queries, and AEQUITAS at 12,378 of
+20,000 with random seeds); a search may still end first (KOSEI's queue empties, no global IDI to walk from).
 Reported per cell: the median over the random states of IDIs found (and of the queries used). SG runs for the
 first ``--sg-repeats`` random states only (it is slow; its cells are then single runs). ``--max-queries N`` is
 ``--budgets N``.
@@ -102,7 +104,7 @@ def model_inputs(model: str, case: str):
 
 
 def job(model: str, case: str, seeds: str, state: int, generators: list[str], budgets: list[int], max_global: int,
-        max_local: int) -> list[dict]:
+        max_local: int | None) -> list[dict]:
     """Every generator at every budget from one shared seed selection of ``seeds`` on ``model`` at ``state``."""
     from chiralfair.models.threads import single_native_thread
     from chiralfair.pipeline import SearchPlan, run_pipeline
@@ -117,7 +119,8 @@ def job(model: str, case: str, seeds: str, state: int, generators: list[str], bu
     out = []
     for max_queries in budgets:
         for name in generators:
-            plan = SearchPlan(seeds=seeds, generator=name, max_global=max_global, max_local=max_local,
+            plan = SearchPlan(seeds=seeds, generator=name, max_global=max_global,
+                              max_local=max_queries if max_local is None else max_local,
                               random_state=state, max_queries=max_queries)
             load = os.getloadavg()[0]
             t = time.perf_counter()
@@ -178,7 +181,7 @@ def write_markdown(doc: dict, path: Path) -> None:
              f"Each cell: median over random states {p['random_states']} of the IDIs found (queries used in "
              f"brackets). Per random state the seeds ({p['max_global']} per strategy) are selected once and shared "
              f"by every generator and budget; their queries count against the budget (the pipeline's "
-             f"`max_queries`), and max_local = {p['max_local']:,} so that the budget ends the searches. SG: random "
+             f"`max_queries`), and max_local = {_max_local_text(p)} so that the budget ends the searches. SG: random "
              f"states {p['sg_random_states']} only. `pipeline`: census cases only (raw Adult rows). `seeds N q`: "
              "the seed strategy alone spent N queries, the whole budget or more, so no generator could run (I&D "
              "predicts every data row and checks the disagreements before any search).", "",
@@ -215,6 +218,10 @@ def write_markdown(doc: dict, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def _max_local_text(p: dict) -> str:
+    return "the budget" if p["max_local"] is None else f"{p['max_local']:,}"
+
+
 def _f1(runs: list[dict]) -> dict[tuple[str, str], float]:
     return {(r["model"], r["case"]): r["f1"] for r in runs}
 
@@ -230,7 +237,7 @@ def main(argv=None) -> None:
     ap.add_argument("--budgets", nargs="+", type=int, default=None, help="query budgets (default: --max-queries)")
     ap.add_argument("--max-queries", type=int, default=20_000)
     ap.add_argument("--max-global", type=int, default=1000)
-    ap.add_argument("--max-local", type=int, default=1000)
+    ap.add_argument("--max-local", type=int, default=None, help="default: each budget")
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--shrunk", default="", help="What was cut from the grid, and why (said in the Markdown).")
     ap.add_argument("--findings", default="", help="A Markdown file appended to the results as they are written.")
