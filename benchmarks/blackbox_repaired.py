@@ -19,8 +19,9 @@ GRFT finds >= 5x EIDIG's and ADF's IDIs at the same budget (DNN) and more than e
 For each model and random state the seeds (``--seeds``, ``--max-global`` of them) are selected once and shared by
 every generator; each generator runs (:meth:`Generator.run`) with ``max_queries = --budget``, which counts the
 seeds' check and every later model row (the seed strategy's own selection is not counted: cluster seeds query
-nothing). ``max_local`` is large so that the budget ends the searches. Test F1 and the share of test rows that are
-IDIs (every protected combination tried) name the held-out 40%.
+nothing). ``max_local`` is the budget itself (unless ``--max-local`` is given) so that the budget, not the
+local phase, ends the searches; a search may still end first (no global IDI to walk from). Test F1 and the share
+of test rows that are IDIs (every protected combination tried) name the held-out 40%.
 
 Writes ``benchmarks/results/<name>.json`` (every run, versions, load) and ``<name>.md``.
 """
@@ -114,8 +115,8 @@ def one_model(kind: str, method: str, model, dataset, generators, args) -> list[
         model.reset_queries()
         seeds = make_seed_strategy(args.seeds).select(model, dataset, args.max_global, random_state=state).seeds
         for name in generators:
-            gen = make_generator(name, max_global=args.max_global, max_local=args.max_local,
-                                 max_queries=args.budget)
+            max_local = args.budget if args.max_local is None else args.max_local
+            gen = make_generator(name, max_global=args.max_global, max_local=max_local, max_queries=args.budget)
             model.reset_queries()
             t = time.perf_counter()
             with single_native_thread():
@@ -141,7 +142,8 @@ def write_markdown(doc: dict, path: Path) -> None:
     p, v, runs = doc["parameters"], doc["versions"], doc["runs"]
     lines = [f"# Generators on retrained models, {p['case']}, {p['budget']:,} queries", "",
              f"Written by `benchmarks/blackbox_repaired.py` on {doc['date']}. Seeds: {p['seeds']} "
-             f"({p['max_global']}), max_local = {p['max_local']:,}, random states {p['random_states']} (median). "
+             f"({p['max_global']}), max_local = {p['max_local'] or p['budget']:,}, random states "
+             f"{p['random_states']} (median). "
              f"Consistency penalty λ = {p['lam']} (given). Libraries of the models under test: torch {v['torch']}, "
              f"scikit-learn {v['scikit-learn']}, numpy {v['numpy']}, python {v['python']}; chiralfair "
              f"{v['chiralfair']}. {doc['cpu_count']} CPUs. Load: before `{doc['uptime_before']}`; after "
@@ -179,7 +181,7 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--budget", type=int, default=20_000)
     ap.add_argument("--max-global", type=int, default=1000)
-    ap.add_argument("--max-local", type=int, default=1000)
+    ap.add_argument("--max-local", type=int, default=None, help="default: the budget")
     ap.add_argument("--dnn-generators", nargs="+", default=list(DNN_GENERATORS))
     ap.add_argument("--hgb-generators", nargs="+", default=list(HGB_GENERATORS))
     ap.add_argument("--name", default="blackbox_repaired")
