@@ -184,3 +184,71 @@ def test_themis_on_fair_model_checks_only_seeds():
     res = Themis(max_global=20, max_local=20).run(as_model(fair_module()), domain, domain.sample(
         20, np.random.default_rng(0)), random_state=0)
     assert res.n_idis == 0 and res.n_queries == 20 * 2
+
+
+class _LocalSpy:
+    """Collects every row the local phase sends to the model (a nested check inside check_first counted once)."""
+
+    def __init__(self, monkeypatch):
+        self.batches, self.nested = [], False
+        for name in ("check", "check_first"):
+            monkeypatch.setattr(IDIRecorder, name, self._wrap(getattr(IDIRecorder, name)))
+
+    def _wrap(self, original):
+        def spied(recorder, X, *args, **kwargs):
+            if self.nested or (args[-1] if args else kwargs.get("phase")) != "local":
+                return original(recorder, X, *args, **kwargs)
+            self.batches.append((np.asarray(X).copy(), recorder.is_tested(X)))
+            self.nested = True
+            try:
+                return original(recorder, X, *args, **kwargs)
+            finally:
+                self.nested = False
+        return spied
+
+
+def _band_run(protected, variant, reference=False, monkeypatch=None, max_local=60):
+    domain = toy_domain(protected)
+    seeds = domain.sample(60, np.random.default_rng(4))
+    if reference:  # the walk before it knew outcomes: every real proposal is checked, all combinations
+        monkeypatch.setattr(_LocalWalk, "_outcomes",
+                            lambda self, recorder, rows, proposal: recorder.check(proposal, "local")[0].is_idi)
+    gen = Aequitas(variant=variant, max_global=60, max_local=max_local)
+    return domain, gen.run(as_model(biased_module()), domain, seeds, random_state=5)
+
+
+@pytest.mark.parametrize("protected", [("sex",), ("sex", "race")])
+@pytest.mark.parametrize("variant", ["random", "fully"])
+def test_knowing_outcomes_finds_the_same_keys_at_fewer_queries(monkeypatch, protected, variant):
+    domain, res = _band_run(protected, variant)
+    with monkeypatch.context() as m:
+        _, ref = _band_run(protected, variant, reference=True, monkeypatch=m)
+    keys = np.sort(domain.keys(res.idis))
+    np.testing.assert_array_equal(keys, np.sort(domain.keys(ref.idis)))
+    assert (res.n_global, res.n_local) == (ref.n_global, ref.n_local) and res.n_local > 0
+    assert res.n_queries < ref.n_queries
+    if len(protected) == 2:  # six combinations: the chain's flipping counterpart first saves more than re-asks
+        assert res.n_queries < 0.6 * ref.n_queries
+
+
+def test_local_walk_never_asks_a_known_key(monkeypatch):
+    spy = _LocalSpy(monkeypatch)
+    domain, res = _band_run(("sex",), "fully")
+    assert res.n_local > 0 and spy.batches
+    for X, tested in spy.batches:
+        assert not tested.any()  # checked by the global phase or an earlier step: its outcome was known
+        assert len(np.unique(domain.keys(X))) == len(X)  # two chains proposing one key: asked once
+
+
+def test_a_known_idi_is_moved_to_and_rewarded_as_if_checked():
+    w, rec = walk("fully", starts=BAND_SEEDS[:1].copy(), delta_v=0.01, delta_pr=0.01)
+    w.know(rec, BAND_SEEDS[:1] + [0, 0, 1, 0, 0], np.array([True]))  # a + 1: inside the band, an IDI
+    w.sigma_pr[:] = [0.0, 1.0, 0.0, 0.0]  # feature a
+    w.sigma_v[:] = 0.0  # direction +1
+    queries = rec.n_queries
+    assert w.step(rec).all()
+    assert rec.n_queries == queries
+    np.testing.assert_array_equal(w.X, [[0, 2, 5, 4, 1]])
+    np.testing.assert_allclose(w.sigma_pr[0], [0.0, 1.0, 0.0, 0.0])  # renormalised after the reward
+    np.testing.assert_allclose(w.sigma_v[0, 1], 0.0)  # rewarded towards +1 (clamped at 0)
+    w.close()

@@ -183,12 +183,13 @@ def test_run_with_diversity_shows_it_and_writes_it_to_result_json(data_home, cac
     assert "diversity" not in json.loads(plain.stdout)
 
 
-# svc: Platt scaling's 5-fold fit and shap's permutation explainer (numba compiles on first use) take ~1 min.
+# svc: Platt scaling's 5-fold fit and shap's permutation explainer (numba compiles on first use) take ~1 min;
+# lightgbm ~20 s on a loaded 2-core machine.
 # The zoo's MLP does not converge on german within its iteration budget: the zoo names it (test_zoo tests that).
 @pytest.mark.parametrize("model", ["dnn", "lr", pytest.param("svc", marks=pytest.mark.slow), "dtc",
                                    pytest.param("mlp", marks=pytest.mark.filterwarnings(
                                        "ignore:model 'mlp' did not converge:sklearn.exceptions.ConvergenceWarning")),
-                                   "rf", "hgb"])
+                                   "rf", "hgb", pytest.param("lightgbm", marks=pytest.mark.slow)])
 def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
     res = invoke(*run_args(data_home, cache, "--dataset", "german", "--protected", "sex", "--model", model,
                            "--seeds", "iandd", "--generator", "aequitas", "--max-global", 10, "--max-local", 10,
@@ -201,7 +202,7 @@ def test_every_zoo_model_runs_with_iandd_seeds(data_home, cache, model):
     assert seeds["n_initial_idis"] is not None
     if seeds["n_initial_idis"] >= 1:
         expected = {"dnn": "deep", "lr": "linear", "mlp": "integrated_gradients", "svc": "permutation",
-                    "dtc": "tree", "rf": "tree", "hgb": "tree"}[model]
+                    "dtc": "tree", "rf": "tree", "hgb": "tree", "lightgbm": "tree"}[model]
         assert seeds["clustering"]["explainer"].startswith(expected)
     else:
         assert any("disagree" in n or "IDI" in n for n in seeds["notes"]), seeds["notes"]

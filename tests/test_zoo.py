@@ -20,14 +20,15 @@ def easy():
 
 def _fast(name):
     # The smallest settings that still learn the toy rule, so the whole file runs in seconds.
-    return {"dnn": {"epochs": 8}, "rf": {"n_estimators": 20}, "hgb": {"max_iter": 30}}.get(name, {})
+    return {"dnn": {"epochs": 8}, "rf": {"n_estimators": 20}, "hgb": {"max_iter": 30},
+            "lightgbm": {"n_estimators": 30}}.get(name, {})
 
 
 def test_registry_names():
-    assert model_names() == ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb"]
+    assert model_names() == ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb", "lightgbm"]
 
 
-@pytest.mark.parametrize("name", ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb"])
+@pytest.mark.parametrize("name", ["dnn", "lr", "svc", "dtc", "mlp", "rf", "hgb", "lightgbm"])
 def test_each_zoo_model_learns_the_easy_toy(easy, name):
     spec = ModelSpec(name, _fast(name))
     model = spec.fit(easy.X[:600], easy.y[:600], random_state=0)
@@ -40,7 +41,7 @@ def test_each_zoo_model_learns_the_easy_toy(easy, name):
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
-@pytest.mark.parametrize("name", ["dtc", "rf", "hgb", "mlp", "svc"])
+@pytest.mark.parametrize("name", ["dtc", "rf", "hgb", "lightgbm", "mlp", "svc"])
 def test_sklearn_models_are_deterministic(easy, name):
     spec = ModelSpec(name, _fast(name))
     a = spec.fit(easy.X[:300], easy.y[:300], random_state=7).predict_proba(easy.X)
@@ -171,7 +172,7 @@ def test_svc_labels_are_the_svcs_and_probabilities_are_platt_scaled(easy):
     assert not bare.has_proba
 
 
-@pytest.mark.parametrize("name", ["lr", "svc", "dtc", "mlp", "rf", "hgb"])
+@pytest.mark.parametrize("name", ["lr", "svc", "dtc", "mlp", "rf", "hgb", "lightgbm"])
 def test_default_params_are_valid_without_importing_the_estimator(name):
     # ModelSpec(name) checks only parameters beyond the defaults (so the zoo imports no sklearn for a name);
     # this keeps the defaults themselves honest.
@@ -179,9 +180,9 @@ def test_default_params_are_valid_without_importing_the_estimator(name):
 
     from chiralfair.models.zoo import _SKLEARN
 
-    module, cls_name, _, _ = _SKLEARN[name]
+    module, cls_name, overrides, _ = _SKLEARN[name]
     cls = getattr(importlib.import_module(module), cls_name)
-    assert set(default_params(name)) - {"standardize"} <= set(cls().get_params())
+    assert set(default_params(name)) - {"standardize"} <= set(cls(**overrides).get_params())
 
 
 def test_old_cache_files_find_plattsvc_in_the_zoo():
@@ -189,3 +190,27 @@ def test_old_cache_files_find_plattsvc_in_the_zoo():
     from chiralfair.models.platt_svc import PlattSVC
 
     assert zoo.PlattSVC is PlattSVC
+
+
+def test_lightgbm_without_its_package_is_a_config_error_naming_it(monkeypatch, easy):
+    import importlib
+
+    real = importlib.import_module
+
+    def no_lightgbm(name, *args, **kwargs):
+        if name == "lightgbm":
+            raise ModuleNotFoundError("No module named 'lightgbm'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib, "import_module", no_lightgbm)
+    with pytest.raises(ConfigError, match="model 'lightgbm' needs the 'lightgbm' package.*pip install lightgbm"):
+        ModelSpec("lightgbm").fit(easy.X[:100], easy.y[:100])
+
+
+def test_lightgbm_version_is_in_its_library_versions():
+    from importlib.metadata import version
+
+    from chiralfair.models.training import library_versions
+
+    assert library_versions(ModelSpec("lightgbm"))["lightgbm"] == version("lightgbm")
+    assert "lightgbm" not in library_versions(ModelSpec("hgb"))

@@ -29,10 +29,10 @@ RunDatasetOpt = Annotated[str | None, typer.Option(
     help="Benchmark dataset: census, compas, bank, german (default census; not with --data).")]
 ProtectedOpt = Annotated[str | None, typer.Option(
     help="Protected attribute(s), comma-separated, e.g. race,sex (default: the dataset's first).")]
-ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb.")]
+ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb, lightgbm.")]
 RunModelOpt = Annotated[str | None, typer.Option(
-    help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb (default dnn); with --data, a model file: .skops, "
-         "TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
+    help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb, lightgbm (default dnn); with --data, a model file: "
+         ".skops, TorchScript (.pt, .pth, .ts), .onnx, or .joblib/.pkl with --trust-model-file.")]
 SeedsOpt = Annotated[str, typer.Option(
     help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}, or one an installed package adds (entry point "
          "chiralfair.seed_strategies).")]

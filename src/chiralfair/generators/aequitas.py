@@ -8,6 +8,7 @@ from .._validation import check_choice, check_float, check_int
 from ..domain import Domain
 from ..exceptions import ConfigError
 from .base import Generator, register_generator
+from .gradient_steps import KnownOutcomes
 from .recorder import IDIRecorder
 
 VARIANTS = ("random", "semi", "fully")
@@ -37,7 +38,7 @@ class Aequitas(Generator):
     max_global : int
         Seeds checked by the global phase.
     max_local : int
-        Local steps per global IDI (one checked candidate per step).
+        Local steps per global IDI (one proposal per step; see Counting below).
     variant : {"random", "semi", "fully"}
         Random, semi-directed or fully-directed AEQUITAS.
     perturbation_unit : int
@@ -55,7 +56,7 @@ class Aequitas(Generator):
       ``n_features + 1`` model calls per iteration, and its Metropolis acceptance lets the walk leave the IDI
       region with probability 0.37. Walk semantics here: a chain moves to its proposal when the proposal is
       an IDI and otherwise stays at its last IDI (basinhopping at temperature 0 without a minimiser), so every
-      proposal is a ±1 neighbour of a known IDI. ``max_local`` therefore counts checked candidates.
+      proposal is a ±1 neighbour of a known IDI. ``max_local`` therefore counts proposals (see Counting).
     - **σ_pr spans the non-protected features only** (paper Alg. 2, ``P \ P_disc``); the code spread it over
       every feature, PA included. Features with a single value (``lo == hi``) cannot move and are left out.
     - **Protected attributes are never perturbed by the step**, in every variant (the code's Random variant
@@ -69,9 +70,26 @@ class Aequitas(Generator):
       that the domain's constraints repair back onto the IDI (architecture: counterparts that could exist). The code
       re-evaluated the unchanged IDI and rewarded the no-op, which drifts σ_pr towards features that sit at a
       bound (binary features always do). The step still counts towards ``max_local``.
+    - **A proposal whose outcome the search already knows is not queried**: a key the global phase or an
+      earlier step checked (a chain stepping back onto the IDI it came from, or onto a neighbour found not to
+      be an IDI), or one another chain proposes in the same step. Its known outcome is used as a check's would
+      be: the chain moves onto a known IDI, σ_v and σ_pr are updated, and the step counts towards
+      ``max_local``. The draws and moves are those of checking every proposal, so without a query budget the
+      IDIs found are the same keys, at fewer queries; under a budget the walk goes further.
+    - **A proposal is checked with its chain's flipping counterpart first**
+      (:meth:`IDIRecorder.check_first <chiralfair.generators.recorder.IDIRecorder.check_first>`): the
+      combination of protected values that changed the label at the chain's IDI. A proposal it flips is an IDI
+      at two queries instead of one per combination (census race: 5); the others get the remaining
+      combinations. With two combinations (one binary PA) this is the ordinary check. Recorded pairs then hold
+      the first counterpart found to flip, not the first in combination order.
     - **No wall-clock reseeding**: every draw comes from the ``random_state``'s generator.
     - **Global phase = the given seeds**, checked once (as in ADF's re-implementation, which loops over random
       samples instead of running basinhopping); the seed strategy decides where they come from.
+
+    Counting: ``max_local`` is the number of steps per chain, one proposal each; ``n_checked['local']``
+    counts the proposals sent to the model (no-op steps and known outcomes excluded); ``n_local`` the new
+    IDI keys of the local phase; the queries are the model rows of those checks (about 2 per proposal that
+    the chain's counterpart flips, up to one per combination for the others).
 
     References
     ----------
@@ -102,20 +120,27 @@ class Aequitas(Generator):
         movable = _movable_features(recorder.domain)
         if len(movable) == 0:
             return ("every non-protected feature has a single value: the local phase cannot move",)
-        walk = _LocalWalk(starts, movable, recorder.domain, self, rng)
-        for _ in range(self.max_local):
-            walk.step(recorder)
+        walk = _LocalWalk(starts, movable, recorder.domain, self, rng, flips=res.counterpart_index[new])
+        try:
+            walk.know(recorder, res.X, res.is_idi)
+            for _ in range(self.max_local):
+                walk.step(recorder)
+        finally:
+            walk.close()
         return ()
 
 
 class _LocalWalk:
     """State of all local chains: current IDI, direction probabilities σ_v and feature probabilities σ_pr.
 
-    Arrays have shape (n_chains, n_features) for points and (n_chains, n_movable) for probabilities.
+    Arrays have shape (n_chains, n_features) for points and (n_chains, n_movable) for probabilities. The chains
+    also carry the combination that flipped at their IDI (``first``, -1 when unknown), tried first by every
+    check, and share one :class:`~chiralfair.generators.gradient_steps.KnownOutcomes` (made at the first
+    :meth:`know` or :meth:`step`; :meth:`close` gives its bits back to the recorder).
     """
 
     def __init__(self, starts: np.ndarray, movable: np.ndarray, domain: Domain, gen: Aequitas,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, flips: np.ndarray | None = None):
         n, m = len(starts), len(movable)
         self.X = starts.copy()
         self.movable = movable
@@ -126,6 +151,24 @@ class _LocalWalk:
         self.rows = np.arange(n)
         self.sigma_v = np.full((n, m), 0.5)
         self.sigma_pr = np.full((n, m), 1.0 / m)
+        self.first = np.full(n, -1, dtype=np.int64) if flips is None else np.asarray(flips, dtype=np.int64).copy()
+        self.known: KnownOutcomes | None = None
+
+    def know(self, recorder: IDIRecorder, X: np.ndarray, is_idi: np.ndarray) -> None:
+        """Remember checked outcomes (e.g. the global phase's), so that the walk does not ask for them again."""
+        self._known(recorder).add(X, is_idi)
+
+    def close(self) -> None:
+        """Give the known outcomes' bits back to the recorder's key table."""
+        if self.known is not None:
+            self.known.close()
+            self.known = None
+
+    def _known(self, recorder: IDIRecorder) -> KnownOutcomes:
+        if self.known is None:
+            self.known = KnownOutcomes(recorder)
+            self.known.add(self.X, np.ones(len(self.X), dtype=bool))
+        return self.known
 
     def _choose_features(self) -> np.ndarray:
         """Index into ``movable`` of each chain's feature, shape (n_chains,)."""
@@ -165,13 +208,44 @@ class _LocalWalk:
         proposal = recorder.domain.repair(proposal)
         real = (proposal != self.X[rows]).any(axis=1)
         rows, proposal = rows[real], proposal[real]
-        res, _ = recorder.check(proposal, "local")
-        idi = res.is_idi
+        idi = self._outcomes(recorder, rows, proposal)
         self._update(rows, p[rows], direction[rows], idi)
-        self.X[rows[idi]] = res.X[idi]
+        self.X[rows[idi]] = proposal[idi]
         out = np.zeros(len(p), dtype=bool)
         out[rows] = idi
         return out
+
+    def _outcomes(self, recorder: IDIRecorder, rows: np.ndarray, proposal: np.ndarray) -> np.ndarray:
+        """Whether each proposal (of the chains ``rows``) is an IDI, asking the model only for unknown keys.
+
+        One proposal per unknown key is checked (the first chain's), with the chain's flipping counterpart
+        first; an input outside the PA domains is always checked (its outcome is not its key's).
+        """
+        known = self._known(recorder)
+        where, inside = known.locate(proposal)
+        is_known, idi = known.lookup(proposal, located=(where, inside))
+        unknown = np.flatnonzero(~is_known)
+        if not len(unknown):
+            return idi
+        key = where.inverse[unknown]
+        # one row per unknown key among the rows inside the PA domains; every row outside them
+        ask_mask = np.ones(len(unknown), dtype=bool)
+        inside_rows = np.flatnonzero(inside[unknown])
+        _, first_of_key = np.unique(key[inside_rows], return_index=True)
+        ask_mask[inside_rows] = False
+        ask_mask[inside_rows[first_of_key]] = True
+        ask = unknown[ask_mask]
+        res, _ = recorder.check_first(proposal[ask], self.first[rows[ask]], "local")
+        idi[ask] = res.is_idi
+        self.first[rows[ask[res.is_idi]]] = res.counterpart_index[res.is_idi]
+        known.add(proposal[ask], res.is_idi)
+        repeats = unknown[~ask_mask]
+        if len(repeats):
+            answered = inside[ask]
+            outcome_of_key = np.zeros(where.n_unique, dtype=bool)
+            outcome_of_key[where.inverse[ask[answered]]] = res.is_idi[answered]
+            idi[repeats] = outcome_of_key[where.inverse[repeats]]
+        return idi
 
     def _update(self, rows: np.ndarray, p: np.ndarray, direction: np.ndarray, idi: np.ndarray) -> None:
         """Move σ_v (``semi``, ``fully``) and σ_pr (``fully``) of the chains ``rows`` after their check."""

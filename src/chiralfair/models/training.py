@@ -217,14 +217,15 @@ def cache_key(dataset_name: str, X_train, y_train, spec: ModelSpec, random_state
 
 
 def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
-    """Versions that a fitted model depends on: chiralfair, Python, numpy, and torch or sklearn.
+    """Versions that a fitted model depends on: chiralfair, Python, numpy, and torch or sklearn (and lightgbm).
 
     Read from the installed package metadata, so that loading a cached sklearn model does not import torch.
 
     Parameters
     ----------
     spec : ModelSpec, optional
-        The model: torch's version for the DNN, scikit-learn's for the others; None: both.
+        The model: torch's version for the DNN, scikit-learn's for the others (and lightgbm's for ``lightgbm``);
+        None: torch's and scikit-learn's.
 
     Returns
     -------
@@ -242,6 +243,8 @@ def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
             versions["torch"] = "not installed"
     if spec is None or not spec.is_torch:
         versions["sklearn"] = version("scikit-learn")
+    if spec is not None and spec.name == "lightgbm":
+        versions["lightgbm"] = version("lightgbm")
     return versions
 
 

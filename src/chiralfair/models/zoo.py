@@ -8,18 +8,23 @@ hyper-parameters on the mutated data (I&D §3.1).
 Names (architecture: the model under test; the paper's RQ2 uses ``lr``, ``svc``, ``dtc`` and ``mlp`` at sklearn
 defaults):
 
-======  ==================================================  =========================================
-name    model                                               defaults that differ from the library's
-======  ==================================================  =========================================
-dnn     :class:`~chiralfair.models.dnn.PaperDNN` (torch)    paper §4.2; ``standardize=True`` (see dnn)
-lr      ``sklearn.linear_model.LogisticRegression``         ``standardize=True``
-svc     ``sklearn.svm.SVC``                                 ``probability=True`` (see below),
-                                                            ``standardize=True``
-dtc     ``sklearn.tree.DecisionTreeClassifier``             none
-mlp     ``sklearn.neural_network.MLPClassifier``            ``standardize=True``
-rf      ``sklearn.ensemble.RandomForestClassifier``         none
-hgb     ``sklearn.ensemble.HistGradientBoostingClassifier``  none
-======  ==================================================  =========================================
+========  ==================================================  =========================================
+name      model                                               defaults that differ from the library's
+========  ==================================================  =========================================
+dnn       :class:`~chiralfair.models.dnn.PaperDNN` (torch)    paper §4.2; ``standardize=True`` (see dnn)
+lr        ``sklearn.linear_model.LogisticRegression``         ``standardize=True``
+svc       ``sklearn.svm.SVC``                                 ``probability=True`` (see below),
+                                                              ``standardize=True``
+dtc       ``sklearn.tree.DecisionTreeClassifier``             none
+mlp       ``sklearn.neural_network.MLPClassifier``            ``standardize=True``
+rf        ``sklearn.ensemble.RandomForestClassifier``         none
+hgb       ``sklearn.ensemble.HistGradientBoostingClassifier``  none
+lightgbm  ``lightgbm.LGBMClassifier`` (the ``bench`` extra)  ``verbose=-1`` (no per-fit log lines)
+========  ==================================================  =========================================
+
+``lightgbm`` needs the ``lightgbm`` package (``pip install lightgbm``, or the ``bench`` extra); its version is part
+of the model's cache key and :func:`~chiralfair.models.training.library_versions`, since its trees change between
+releases.
 
 ``standardize=True`` puts a ``StandardScaler`` in front of the estimator (a ``Pipeline``), so the fitted
 model still takes the raw integer codes and the estimator keeps its own defaults. Every scale-sensitive model
@@ -85,6 +90,7 @@ _SKLEARN: dict[str, tuple[str, str, dict[str, Any], bool]] = {
     "mlp": ("sklearn.neural_network", "MLPClassifier", {}, True),
     "rf": ("sklearn.ensemble", "RandomForestClassifier", {}, False),
     "hgb": ("sklearn.ensemble", "HistGradientBoostingClassifier", {}, False),
+    "lightgbm": ("lightgbm", "LGBMClassifier", {"verbose": -1}, False),
 }
 
 MODEL_NAMES: tuple[str, ...] = ("dnn", *_SKLEARN)
@@ -106,7 +112,7 @@ def default_params(name: str) -> dict[str, Any]:
     Parameters
     ----------
     name : str
-        A zoo model: ``dnn``, ``lr``, ``svc``, ``dtc``, ``mlp``, ``rf``, ``hgb``.
+        A zoo model: ``dnn``, ``lr``, ``svc``, ``dtc``, ``mlp``, ``rf``, ``hgb``, ``lightgbm``.
 
     Returns
     -------
@@ -231,8 +237,7 @@ class ModelSpec:
         """
         if self.is_torch:
             raise ConfigError("model 'dnn' is a torch module trained by fit(); build() is for sklearn models")
-        module, cls_name, _, _ = _SKLEARN[self.name]
-        cls = getattr(importlib.import_module(module), cls_name)
+        cls = _estimator_class(self.name)
         kwargs = {k: _estimator_value(v) for k, v in self.params.items() if k != "standardize"}
         if "random_state" in cls().get_params():
             kwargs["random_state"] = _sklearn_seed(random_state)
@@ -315,15 +320,25 @@ class ModelSpec:
         elif self.is_torch:
             valid = set(DNN_DEFAULTS)
         else:
-            module, cls_name, _, _ = _SKLEARN[self.name]
-            cls = getattr(importlib.import_module(module), cls_name)
-            valid = (set(cls().get_params()) - {"random_state"}) | {"standardize"}
+            cls = _estimator_class(self.name)
+            # built with the zoo's overrides: LightGBM lists a keyword argument (its ``verbose``) once it is set
+            valid = (set(cls(**_SKLEARN[self.name][2]).get_params()) - {"random_state"}) | {"standardize"}
         unknown = sorted(set(self.params) - valid)
         if unknown:
             raise ConfigError(f"unknown parameter(s) {unknown} for model {self.name!r}; "
                               f"valid: {', '.join(sorted(valid))}")
         if not isinstance(self.params["standardize"], bool):
             raise ConfigError(f"standardize must be True or False, got {self.params['standardize']!r}")
+
+
+def _estimator_class(name: str) -> type:
+    """The estimator class of the zoo's sklearn-style model ``name``; a ConfigError if its library is missing."""
+    module, cls_name, _, _ = _SKLEARN[name]
+    try:
+        return getattr(importlib.import_module(module), cls_name)
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"model {name!r} needs the {module!r} package, which is not installed: "
+                          f"pip install {module}") from err
 
 
 def as_spec(model: str | ModelSpec) -> ModelSpec:

@@ -5,7 +5,9 @@ model                     explainer                                     output e
 ========================  ============================================  ====================================
 sklearn linear model      ``shap.LinearExplainer`` (background sample)  log-odds (margin) of class 1
 sklearn tree / forest /   ``shap.TreeExplainer`` (path dependent;       P(y=1) (log-odds for boosting)
-gradient boosting         approximate for very deep forests)
+gradient boosting,        approximate for very deep forests)
+LightGBM / XGBoost /
+CatBoost classifier
 model with a gradient     expected gradients, vectorised (below);       P(y=1)
 (torch, sklearn MLP, or   I&D uses DeepLIFT (torch) or integrated
 LR/MLP behind scalers)    gradients over a fixed background instead
@@ -34,6 +36,7 @@ as a whole, by expected gradients when it has an analytic gradient, else by perm
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 
@@ -437,6 +440,9 @@ def _tree_estimator(est):
     if isinstance(est, BaseEnsemble) and all(isinstance(e, BaseDecisionTree)
                                              for e in np.ravel(getattr(est, "estimators_", [None]))):
         return est
+    from .pipeline_explainer import TREE_LIBRARIES
+    if type(est).__module__.split(".")[0] in TREE_LIBRARIES and hasattr(est, "predict_proba"):
+        return est  # a LightGBM / XGBoost / CatBoost classifier (e.g. the zoo's lightgbm): shap reads its trees
     return None
 
 
@@ -461,7 +467,10 @@ def _tree(model, X):
         raise ConfigError(f"explainer='tree' needs an sklearn tree model taking the integer codes; model "
                           f"{model.name!r} is not one")
     approximate = tree_shap_cost(est, len(X)) > EXACT_TREE_SHAP_BUDGET
-    values = shap.TreeExplainer(est).shap_values(X, check_additivity=False, approximate=approximate)
+    with warnings.catch_warnings():
+        # shap says for every LightGBM binary model that its output format changed; positive_class_values reads both
+        warnings.filterwarnings("ignore", message="LightGBM binary classifier with TreeExplainer", category=UserWarning)
+        values = shap.TreeExplainer(est).shap_values(X, check_additivity=False, approximate=approximate)
     return (positive_class_values(np.asarray(values, dtype=np.float64), X.shape, model.positive_index),
             "tree-approximate" if approximate else "tree")
 
