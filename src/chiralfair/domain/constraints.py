@@ -248,7 +248,7 @@ class JointCodes:
         index = None
         for column, lo, size, stride in self._spec:
             offset = X[:, column] - lo
-            if len(offset) and (offset.min() < 0 or offset.max() >= size):
+            if len(offset) and offset.view(np.uint64).max() >= size:  # a negative offset wraps to a huge one
                 return None
             index = offset if index is None else index + offset * stride
         return index

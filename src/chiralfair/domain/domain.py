@@ -556,14 +556,20 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         out = np.empty((len(X), len(self.attributes)), dtype=np.int64)
-        for j, a in enumerate(self.attributes):
-            table = self._value_position_table(j)
+        for j, (a, table) in enumerate(zip(self.attributes, self._value_position_tables(), strict=True)):
             if table is None:
                 out[:, j] = _row_position(X[:, list(a.columns)], a.value_array())
             else:  # one column: its code's position is a table lookup (a code below lo wraps to a huge offset)
                 offset = (X[:, a.columns[0]] - self.features[a.columns[0]].lo).view(np.uint64)
                 out[:, j] = table.take(np.minimum(offset, len(table) - 1))
         return out
+
+    def _value_position_tables(self) -> list[np.ndarray | None]:
+        """:meth:`_value_position_table` of every attribute, made once."""
+        if "value_position_tables" not in self._derived:
+            self._derived["value_position_tables"] = [self._value_position_table(j)
+                                                      for j in range(len(self.attributes))]
+        return self._derived["value_position_tables"]
 
     def _value_position_table(self, j: int) -> np.ndarray | None:
         """For a one-column attribute ``j``: each code's position among its values, then one -1 for any other code.
