@@ -210,8 +210,10 @@ def test_a_test_size_that_leaves_a_side_without_a_class_is_refused_with_the_rang
 
 
 @pytest.mark.parametrize(("call", "message"), [
-    (lambda m, df, kw: chiralfair.audit(m, df, **kw, generator_params={"max_iterr": 5}),
+    (lambda m, df, kw: chiralfair.audit(m, df, **kw, generator="aequitas", generator_params={"max_iterr": 5}),
      "generator 'aequitas' takes no parameter 'max_iterr'; its parameters: delta_pr, delta_v, max_global"),
+    (lambda m, df, kw: chiralfair.audit(m, df, **kw, generator_params={"max_iter": 5}),
+     "need a named generator: 'auto' picks"),
     (lambda m, df, kw: chiralfair.audit(m, df, **kw, seeds="random", seed_params={"explainer": "auto"}),
      "seed strategy 'random' takes no parameter 'explainer'; its parameters: none"),
     (lambda m, df, kw: chiralfair.audit(m, df, **kw, verdict_params={"margn": 0.1}),
@@ -226,3 +228,15 @@ def test_every_parameter_name_is_checked_before_any_work_and_refused_with_the_va
     model = LogisticRegression().fit(df[["h"]], df["y"])
     with pytest.raises(ConfigError, match=re.escape(message)):
         call(model, df, dict(label="y", positive_class=1, favourable=1, protected="sex"))
+
+
+def test_an_own_model_is_searched_by_the_generator_auto_picks_and_the_cli_keeps_aequitas_for_benchmarks():
+    from chiralfair.cli.options import Search
+
+    df = raw_frame()
+    res = chiralfair.audit(pipeline(df), df, **KW)
+    choice = res.outcome.result.meta["generator_choice"]
+    assert (choice["asked"], choice["generator"]) == ("auto", "aequitas") and "probabilities" in choice["reason"]
+    assert Search().params(own_model=True)["generator"] == "auto"
+    assert Search().params()["generator"] == "aequitas"
+    assert Search(generator="kosei").params(own_model=True)["generator"] == "kosei"

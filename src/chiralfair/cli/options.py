@@ -36,10 +36,11 @@ RunModelOpt = Annotated[str | None, typer.Option(
 SeedsOpt = Annotated[str, typer.Option(
     help=f"Seed strategy: {', '.join(SEED_STRATEGIES)}, or one an installed package adds (entry point "
          "chiralfair.seed_strategies).")]
-GeneratorOpt = Annotated[str, typer.Option(
+GeneratorOpt = Annotated[str | None, typer.Option(
     help=f"Generator: {', '.join(GENERATORS)} (eidig = eidig-inf), auto (picked by what the model offers: eidig with "
-         "a gradient, else aequitas), or one an installed package adds (entry point "
-         "chiralfair.generators).")]
+         "a gradient, else the black-box generator that found the most IDIs at equal query budgets), or one an "
+         "installed package adds (entry point chiralfair.generators). Default: auto with --data (your own model), "
+         "aequitas on a benchmark (the I&D paper's).")]
 MaxGlobalOpt = Annotated[int, typer.Option(help="Seeds used by the global phase (>= 1).")]
 MaxLocalOpt = Annotated[int, typer.Option(help="Local iterations per global IDI (>= 0).")]
 SearchQueriesOpt = Annotated[int | None, typer.Option(
@@ -251,18 +252,27 @@ class Search:
     """The search for IDIs: seed strategy, generator and budget (run, retrain)."""
 
     seeds: SeedsOpt = "iandd"
-    generator: GeneratorOpt = "aequitas"
+    generator: GeneratorOpt = None
     max_global: MaxGlobalOpt = 100
     max_local: MaxLocalOpt = 100
 
-    def params(self) -> dict[str, typing.Any]:
+    def params(self, *, own_model: bool = False) -> dict[str, typing.Any]:
         """The search's keyword arguments, as :class:`~chiralfair.pipeline.RunConfig` and ``audit`` take them.
+
+        Parameters
+        ----------
+        own_model : bool
+            Whether the model is the user's own (``--data``): an unnamed generator is then ``auto``, on a benchmark
+            ``aequitas`` (the I&D paper's).
 
         Returns
         -------
         dict
         """
-        return dataclasses.asdict(self)
+        params = dataclasses.asdict(self)
+        if params["generator"] is None:
+            params["generator"] = "auto" if own_model else "aequitas"
+        return params
 
 
 @dataclass(frozen=True)

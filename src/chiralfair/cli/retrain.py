@@ -144,8 +144,9 @@ def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step,
     inputs.refuse_both_forms("retrain")
     from ..pipeline import retrain as retrain_objects
 
-    return retrain_objects(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(), **search.params(),
-                           out=out, on_step=on_step, **own_data_counterparts(couplings), **params)
+    return retrain_objects(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(),
+                           **search.params(own_model=True), out=out, on_step=on_step,
+                           **own_data_counterparts(couplings), **params)
 
 
 def _refuse_couplings_with_a_run(couplings) -> None:

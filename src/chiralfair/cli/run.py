@@ -68,8 +68,9 @@ def run(
 
             setup_logging(verbose)
             with progress(STEPS, enabled=not json_out) as on_step:
-                done = audit(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(), **search.params(),
-                             max_queries=max_queries, out=out, diversity=diversity, on_step=on_step,
+                done = audit(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(),
+                             **search.params(own_model=True), max_queries=max_queries, out=out, diversity=diversity,
+                             on_step=on_step,
                              **own_data_counterparts(couplings),
                              verdict_params={"plausible_only": True} if counterparts.plausible_only else None)
             summary = done.to_dict()

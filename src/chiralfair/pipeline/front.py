@@ -85,7 +85,7 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
 
 def audit(model, data, *, label=None, positive_class=None, favourable=None, protected: str | Sequence | None = None,
           bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
-          test=None, test_size: float | None = None, generator: str = "aequitas", seeds: str = "iandd",
+          test=None, test_size: float | None = None, generator: str = "auto", seeds: str = "iandd",
           max_global: int = 100, max_local: int = 100, random_state=0, verdict: bool = True,
           verdict_params: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None,
           trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
@@ -132,8 +132,10 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         which may include rows the model was fitted on (the result says so).
     test_size : float, optional
         Share of ``data`` held out when ``test`` is not given (default 0.4); refused beside ``test``.
-    generator, seeds : str, default="aequitas", "iandd"
-        Registered generator and seed strategy names.
+    generator, seeds : str, default="auto", "iandd"
+        Registered generator and seed strategy names; ``"auto"`` picks the generator by what the model offers
+        (EIDIG with an input gradient, else the black-box generator that found the most IDIs at equal query budgets,
+        :func:`chiralfair.generators.names.auto_generator`) and says which and why.
     max_global, max_local : int, default=100
         Budget (global seeds, local iterations per global IDI).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
@@ -365,7 +367,7 @@ def with_notes(verdict, notes: Sequence[str]):
 
 
 def retrain(model, data, *, idis=None, label=None, positive_class=None, favourable=None, protected=None,
-            bins=None, schema=None, test=None, test_size: float | None = None, generator: str = "aequitas",
+            bins=None, schema=None, test=None, test_size: float | None = None, generator: str = "auto",
             seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
             trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
             name: str | None = None, out: str | os.PathLike | None = None,
@@ -382,7 +384,7 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
         As in :func:`audit`.
     generator, seeds, max_global, max_local
-        The search that finds the IDIs when ``idis`` is not given, as in :func:`audit` (defaults ``"aequitas"``,
+        The search that finds the IDIs when ``idis`` is not given, as in :func:`audit` (defaults ``"auto"``,
         ``"iandd"``, 100, 100).
     trust_model_file, model_output, model_input, name
         As in :func:`audit`.
