@@ -35,12 +35,13 @@ NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eid
 AUTO = "auto"
 AUTO_CHOICES: dict[str, tuple[str, str]] = {
     "gradient": ("eidig", "the model has an input gradient: EIDIG follows it (white box)"),
-    # Measured (benchmarks/results/blackbox.md: census sex, HGB and RandomForest, cluster and random seeds, 20,000
-    # queries): AEQUITAS found more IDIs than GRFT (0.61-0.90x AEQUITAS) in every cell, and the most of all black-box
-    # generators in three of the four (2% behind KOSEI in the fourth).
+    # Measured (benchmarks/results/blackbox_grid.md: HGB, RandomForest, LightGBM and a raw-frame pipeline; census sex
+    # and race, compas race, bank age; cluster and random seeds; 20,000 queries): AEQUITAS found the most IDIs in 14
+    # of the 28 cells and never less than 0.66x the most (geometric mean 0.91x); MAFT led in 10 (up to 1.52x AEQUITAS,
+    # on census sex) but fell to 0.30x the most elsewhere (geometric mean 0.68x), GRFT led in 3 (0.69x).
     "proba": ("aequitas", "the model gives probabilities but no gradient: AEQUITAS found the most IDIs of the "
-                          "black-box generators (or within 2% of the most) at an equal query budget on tree ensembles "
-                          "(benchmarks/results/blackbox.md)"),
+                          "black-box generators in 14 of 28 cells at an equal query budget on tree ensembles and "
+                          "pipelines, and never less than 0.66x the most (benchmarks/results/blackbox_grid.md)"),
     "labels": ("aequitas", "the model answers labels only: AEQUITAS needs nothing but labels"),
 }
 

@@ -145,7 +145,7 @@ def resolve_generator(name: str, model) -> tuple[str, dict[str, str] | None]:
     """The generator a plan names, ``"auto"`` resolved by what ``model`` offers.
 
     ``auto``: EIDIG on a model with an input gradient and probabilities, AEQUITAS on any other (the black-box
-    generator that found the most IDIs at an equal query budget in ``benchmarks/results/blackbox.md``;
+    generator that found the most IDIs at an equal query budget in ``benchmarks/results/blackbox_grid.md``;
     :func:`chiralfair.generators.names.auto_generator`).
 
     Parameters
