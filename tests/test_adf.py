@@ -141,3 +141,16 @@ def test_global_steps_walk_to_the_boundary_and_the_last_step_is_checked(biased_m
     assert (found.n_seed_idis, found.n_global) == (0, 1)
     assert is_biased_idi(found.idis).all()
     assert short.n_global == 0 and short.n_tested == steps
+
+
+def test_adf_under_a_budget_leaves_its_local_phase_the_budget_the_global_steps_do_not_need():
+    from toys import biased_module
+
+    domain = toy_domain()
+    seeds = domain.sample(200, np.random.default_rng(9))
+    budget = 3000
+    res = ADF(max_global=200, max_local=1000, max_queries=budget).run(as_model(biased_module()), domain, seeds,
+                                                                      random_state=0)
+    assert 0.75 * budget <= res.n_queries <= budget
+    assert res.n_local > res.n_global > 0
+    assert is_biased_idi(res.idis).all()

@@ -21,6 +21,10 @@ from .gradient_steps import (
 )
 from .recorder import IDIRecorder
 
+# Under a query budget, the largest share of what the seeds' check leaves that the global steps spend (as EIDIG's
+# default ``global_share``): the local phase, where most IDIs are found, gets the rest.
+GLOBAL_SHARE = 0.5
+
 
 @register_generator("adf")
 class ADF(Generator):
@@ -61,6 +65,10 @@ class ADF(Generator):
     - With coupled columns (architecture: counterparts that could exist), the mask also leaves out a coupled column on
       which x' holds another code than x (:func:`~.gradient_steps.steppable`): the two gradients are then taken at two
       different points of that axis. Every step is repaired onto the domain's constraints (:meth:`Domain.repair`).
+    - **Under a query budget** (``max_queries``) the global steps spend at most half of what the seeds' check
+      leaves (:data:`GLOBAL_SHARE`), and stop once the global IDIs in hand could spend the rest in their local walks
+      (:func:`~.gradient_steps.global_walk`); a batch that does not fit is cut to the chains that fit. Without a
+      budget nothing of this happens.
 
     Parameters
     ----------
@@ -136,7 +144,8 @@ class ADF(Generator):
         x_global, checks_global, _ = global_walk(
             recorder, seeds, max_iter=self.max_iter, step=self.step_global,
             gradients=lambda X, checks: self._loss_gradients(model, domain, X, checks),
-            direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng), walk_past_known_idis=True)
+            direction=lambda rows, g, g_cf, movable: _adf_direction(g, g_cf, movable, rng), walk_past_known_idis=True,
+            budget_share=GLOBAL_SHARE, local_rows=self.max_local * len(domain.combinations))
         return x_global, checks_global
 
     @staticmethod
