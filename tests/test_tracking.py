@@ -75,6 +75,7 @@ def test_run_logs_parameters_verdict_search_figures_and_the_run_folder(files, st
     summary = json.loads((tmp_path / "run" / "result.json").read_text())
     params, metrics = run.data.params, run.data.metrics
     assert params["fair_generator"] == "aequitas" and params["fair_seeds"] == "cluster"
+    assert params["fair_generator_asked"] == "auto"  # an own model: the generator auto picked is the one logged
     assert params["fair_max_global"] == "20" and params["fair_protected"] == '["sex"]'
     assert metrics["fair_n_idis"] == summary["n_idis"] and metrics["fair_n_queries"] == summary["n_queries"]
     assert metrics["fair_share_affected"] == pytest.approx(summary["verdict"]["share"])

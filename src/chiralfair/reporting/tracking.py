@@ -4,8 +4,8 @@
 by ``MLFLOW_RUN_ID``), or starts one and ends it again. Every key is prefixed ``fair_`` so that it never clashes
 with the run's own keys:
 
-- parameters: the run's configuration (dataset, protected attributes, model, generator, seeds, budget,
-  random state) and the verdict's (population, confidence, margin, method, favourable label);
+- parameters: the run's configuration (dataset, protected attributes, model, generator - the one that ran, with
+  ``generator_asked`` when ``auto`` picked it -, seeds, budget, random state) and the verdict's (population, confidence, margin, method, favourable label);
 - metrics: the share affected and its interval (``fair_share_affected``, ``fair_share_affected_lower``, ...),
   per group ``fair_group/<group>/share_harmed`` and ``.../share_affected`` (``<group>`` is the group's name with
   every character but letters, digits, ``_``, ``-`` and spaces written ``.XX``, its UTF-8 bytes in hex: ``sex=f``
@@ -253,6 +253,8 @@ def figures_of(subject) -> tuple[dict[str, Any], dict[str, float], str, dict[str
 def _run_figures(summary: dict[str, Any]):
     cfg = summary["meta"]["config"]
     params = {k: cfg.get(k) for k in CONFIG_KEYS}
+    if summary.get("generator") and summary["generator"] != cfg.get("generator"):  # "auto": the one it picked
+        params.update(generator=summary["generator"], generator_asked=cfg.get("generator"))
     metrics = {k: summary.get(k) for k in SEARCH_FIGURES}
     metrics.update(model_f1=summary["model"].get("f1"), model_accuracy=summary["model"].get("accuracy"))
     if summary.get("verdict"):
