@@ -5,7 +5,8 @@ by ``MLFLOW_RUN_ID``), or starts one and ends it again. Every key is prefixed ``
 with the run's own keys:
 
 - parameters: the run's configuration (dataset, protected attributes, model, generator - the one that ran, with
-  ``generator_asked`` when ``auto`` picked it -, seeds, budget, random state) and the verdict's (population, confidence, margin, method, favourable label);
+  ``generator_asked`` when ``auto`` picked it -, seeds, budget, random state) and the verdict's (population,
+  confidence, margin, method, favourable label);
 - metrics: the share affected and its interval (``fair_share_affected``, ``fair_share_affected_lower``, ...),
   per group ``fair_group/<group>/share_harmed`` and ``.../share_affected`` (``<group>`` is the group's name with
   every character but letters, digits, ``_``, ``-`` and spaces written ``.XX``, its UTF-8 bytes in hex: ``sex=f``
