@@ -237,6 +237,7 @@ def test_an_own_model_is_searched_by_the_generator_auto_picks_and_the_cli_keeps_
     res = chiralfair.audit(pipeline(df), df, **KW)
     choice = res.outcome.result.meta["generator_choice"]
     assert (choice["asked"], choice["generator"]) == ("auto", "aequitas") and "probabilities" in choice["reason"]
+    assert "aequitas (picked by auto) with cluster seeds" in res.summary()
     assert Search().params(own_model=True)["generator"] == "auto"
     assert Search().params()["generator"] == "aequitas"
     assert Search(generator="kosei").params(own_model=True)["generator"] == "kosei"

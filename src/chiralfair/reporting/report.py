@@ -135,6 +135,23 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def generator_text(summary: dict) -> str:
+    """The generator that ran, and ``(picked by auto)`` when ``auto`` chose it.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    str
+    """
+    asked = summary["meta"]["config"]["generator"]
+    ran = summary.get("generator") or asked
+    return ran if ran == asked else f"{ran} (picked by {asked})"
+
+
 def outcome_lines(summary: dict[str, Any]) -> list[str]:
     """What ``chiralfair run`` prints (and ``AuditResult.summary()`` returns): the verdict, then the search.
 
@@ -149,8 +166,9 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     """
     cfg = summary["meta"]["config"]
     m = summary["model"]
+    generator = generator_text(summary)
     title = (f"{cfg['dataset']} / {','.join(map(str, summary['meta']['protected']))} / {cfg['model']} (test F1 "
-             f"{_f1_text(m)}) — {cfg['generator']} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
+             f"{_f1_text(m)}) — {generator} with {cfg['seeds']} seeds, max_global {cfg['max_global']}, "
              f"max_local {cfg['max_local']}")
     lines = [*verdict_lines(summary), title]
     rows = summary_rows(summary)
@@ -383,7 +401,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         "",
         "## Search",
         "",
-        f"Generator **{cfg['generator']}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
+        f"Generator **{generator_text(summary)}** with **{cfg['seeds']}** seeds, budget {cfg['max_global']} global /"
         f" {cfg['max_local']} local, random_state {cfg['random_state']}.",
         "",
         "| figure | value |",
