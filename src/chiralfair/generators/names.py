@@ -36,12 +36,13 @@ AUTO = "auto"
 AUTO_CHOICES: dict[str, tuple[str, str]] = {
     "gradient": ("eidig", "the model has an input gradient: EIDIG follows it (white box)"),
     # Measured (benchmarks/results/blackbox_grid.md: HGB, RandomForest, LightGBM and a raw-frame pipeline; census sex
-    # and race, compas race, bank age; cluster and random seeds; 20,000 queries): AEQUITAS found the most IDIs in 14
-    # of the 28 cells and never less than 0.66x the most (geometric mean 0.91x); MAFT led in 10 (up to 1.52x AEQUITAS,
-    # on census sex) but fell to 0.30x the most elsewhere (geometric mean 0.68x), GRFT led in 3 (0.69x).
+    # and race, compas race, bank age; cluster and random seeds; 20,000 queries; median of 3 random states): AEQUITAS
+    # found the most IDIs in 13 of the 28 cells and never less than 0.68x the most (geometric mean 0.92x); MAFT led
+    # in 11 (up to 1.46x AEQUITAS, on census sex) but fell to 0.30x the most elsewhere (geometric mean 0.70x), GRFT
+    # led in 3 (0.68x), KOSEI in 1.
     "proba": ("aequitas", "the model gives probabilities but no gradient: AEQUITAS found the most IDIs of the "
-                          "black-box generators in 14 of 28 cells at an equal query budget on tree ensembles and "
-                          "pipelines, and never less than 0.66x the most (benchmarks/results/blackbox_grid.md)"),
+                          "black-box generators in 13 of 28 cells at an equal query budget on tree ensembles and "
+                          "pipelines, and never less than 0.68x the most (benchmarks/results/blackbox_grid.md)"),
     "labels": ("aequitas", "the model answers labels only: AEQUITAS needs nothing but labels"),
 }
 
