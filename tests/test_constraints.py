@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toys import TOY_RULES, biased_module, breaks_toy_rules, coupled_toy_domain, toy_domain
+from toys import TOY_COUPLE, TOY_RULES, biased_module, breaks_toy_rules, coupled_toy_domain, toy_domain
 
 from chiralfair.domain import Domain, Feature
 from chiralfair.domain.constraints import AtLeast, Excludes, parse_constraint
@@ -149,3 +149,18 @@ def test_a_rule_whose_other_column_cannot_move_is_a_rule_over_the_protected_attr
                     protected_values=((-3, -2), (0, 1))).with_constraints(["f0=0 excludes f1=-1"])
     assert domain.repair([[0, -1, 0]]).tolist() == [[0, -2, 0]]
     assert domain.repair([[0, -3, 1]]).tolist() == [[0, -3, 1]]
+
+
+@pytest.mark.parametrize(("rules", "always"), [(TOY_RULES[:2], True), (TOY_RULES, False)])
+@SETTINGS
+@given(X=rows)
+def test_counterparts_of_rows_said_to_satisfy_the_rules_are_possible_only_when_the_table_says_so(rules, always, X):
+    # The coupling swaps c 0 <-> 1 with sex, so under the two sex rules every counterpart of a row that satisfies
+    # them satisfies them too and `satisfying=True` skips the lookup; "a >= c" breaks that (Female, c=0, a=0 has
+    # the counterpart Male, c=1, a=0), and the lookup must still be made.
+    domain = toy_domain().with_couplings(TOY_COUPLE).with_constraints(list(rules))
+    X = domain.repair(X)
+    assert domain._counterparts_of_satisfying_rows_possible() is always
+    truth = domain.satisfies(domain.counterparts(X).reshape(-1, X.shape[1])).reshape(len(X), -1)
+    np.testing.assert_array_equal(domain.possible_counterparts(X, satisfying=True), truth)
+    np.testing.assert_array_equal(domain.possible_counterparts(X), truth)

@@ -212,3 +212,47 @@ def test_a_coupling_the_user_names_must_act_on_a_protected_attribute():
     data = from_frame(df, label="y", positive_class=1, protected="sex")
     with pytest.raises(DomainError, match="couple names 'role'"):
         data.with_protected(["sex"], couple={"role": {"role": {"wife": "husband", "husband": "wife"}}})
+
+
+@st.composite
+def offset_coupled_domains(draw):
+    """A two-valued protected attribute and a swap-coupled column, both coded from a drawn lowest code."""
+    pa_lo, lo = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    size = draw(st.integers(3, 7))
+    codes = [lo + c for c in draw(st.permutations(list(range(size))))]
+    swap = {}
+    for i in range(draw(st.integers(1, size // 2))):
+        swap[codes[2 * i]], swap[codes[2 * i + 1]] = codes[2 * i + 1], codes[2 * i]
+    feats = (Feature("pa", pa_lo, pa_lo + 1, "categorical"), Feature("role", lo, lo + size - 1, "categorical"),
+             Feature("x", 0, 3))
+    domain = Domain(feats).with_protected(["pa"]).with_couplings({"pa": {"role": swap}})
+    X = draw(st.lists(st.tuples(st.integers(pa_lo, pa_lo + 1), st.integers(lo, lo + size - 1), st.integers(0, 3)),
+                      min_size=1, max_size=30))
+    return domain, np.array(X, dtype=np.int64), swap
+
+
+@SETTINGS
+@given(offset_coupled_domains())
+def test_the_joint_tables_give_the_counterparts_and_keys_of_the_swap_map_and_of_the_value_positions(case):
+    # The joint tables (one lookup per row) against the swap map itself and against the value-position path
+    # they replaced, with columns coded from 0 and from higher codes.
+    import dataclasses
+
+    domain, X, swap = case
+    assert all(c.role_table is not None for c in domain._compiled_couplings())
+    C = domain.counterparts(X)
+    for k, (pa,) in enumerate(domain.combinations):
+        expected = X.copy()
+        expected[:, 0] = pa
+        moved = X[:, 0] != pa
+        expected[moved, 1] = [swap.get(int(c), int(c)) for c in X[moved, 1]]
+        np.testing.assert_array_equal(C[:, k], expected)
+    by_positions = Domain(domain.features).with_protected(["pa"]).with_couplings(domain.couple_spec())
+    by_positions._derived["couplings"] = [dataclasses.replace(c, role_table=None, counterpart_table=None)
+                                          for c in by_positions._compiled_couplings()]
+    by_positions._derived["key_corrections"] = [None]
+    combo = np.arange(len(X)) % 2
+    np.testing.assert_array_equal(by_positions.counterparts(X), C)
+    np.testing.assert_array_equal(by_positions.counterpart_rows(X, combo), domain.counterpart_rows(X, combo))
+    np.testing.assert_array_equal(by_positions.keys(X), domain.keys(X))
+    np.testing.assert_array_equal(by_positions.projection(X), domain.projection(X))

@@ -156,7 +156,7 @@ class DiscriminationCheck:
         return np.where((position >= 0).all(axis=1), idx, -1)
 
     def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False,
-              population: Population | None = None) -> CheckResult:
+              population: Population | None = None, satisfying: bool = False) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
 
         Parameters
@@ -173,6 +173,10 @@ class DiscriminationCheck:
             The people ``X`` codes, as the user gave them (:mod:`chiralfair.datasets.population`), for a model
             fed frames: each person and their counterparts are then sent as rows (the protected and coupled
             columns changed, every other value the person's own), not as decoded codes.
+        satisfying : bool, default=False
+            Every row of ``X`` satisfies the domain's constraints (a caller that repaired them, as the search's
+            recorder does), so the counterparts' possibility may come without a lookup
+            (:meth:`Domain.possible_counterparts <chiralfair.domain.Domain.possible_counterparts>`). Not checked.
 
         Returns
         -------
@@ -195,7 +199,7 @@ class DiscriminationCheck:
         own = self.own_combination(X)
         inside = own >= 0
         cf_labels, outside_labels, proba, outside_proba, possible, plausible = self._predict_counterparts(
-            X, own, with_proba, with_plausibility, population)
+            X, own, with_proba, with_plausibility, population, satisfying)
         labels = np.empty(n, dtype=np.int64)
         labels[inside] = cf_labels[inside, own[inside]]
         labels[~inside] = outside_labels
@@ -220,7 +224,7 @@ class DiscriminationCheck:
                            plausible)
 
     def _predict_counterparts(self, X: np.ndarray, own: np.ndarray, with_proba: bool, with_plausibility: bool,
-                              population: Population | None = None):
+                              population: Population | None = None, satisfying: bool = False):
         """Labels (and P(y=1)) of every counterpart, shape (n, K), and of the inputs outside the PA domains.
 
         Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
@@ -244,7 +248,7 @@ class DiscriminationCheck:
             rows = domain.counterparts(chunk).reshape(m * k, -1)
             send = None  # every counterpart is sent
             if possible is not None:  # constrained
-                ok = domain.possible_counterparts(chunk)
+                ok = domain.possible_counterparts(chunk, satisfying=satisfying)
                 possible[start:start + m] = ok
                 if not ok.all():
                     itself = np.zeros((m, k), dtype=bool)

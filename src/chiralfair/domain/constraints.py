@@ -247,10 +247,13 @@ class JointCodes:
         """
         index = None
         for column, lo, size, stride in self._spec:
-            offset = X[:, column] - lo
+            offset = X[:, column] if lo == 0 else X[:, column] - lo  # one numpy call fewer for a column from 0
             if len(offset) and offset.view(np.uint64).max() >= size:  # a negative offset wraps to a huge one
                 return None
-            index = offset if index is None else index + offset * stride
+            if index is None:
+                index = offset * stride if stride != 1 else offset.copy()
+            else:
+                index += offset * stride if stride != 1 else offset
         return index
 
     @functools.cached_property

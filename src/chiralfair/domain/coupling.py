@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -292,6 +293,177 @@ def compile_frames(coupling: Coupling, feature, value_labels: Sequence[str],
                 # a transposition of the role's first-value code and its code at v; classes use disjoint codes
                 frames[v, base], frames[v, offset] = offset, base
     return frames
+
+
+# Largest role table (codes of the attribute's column x codes of the coupled column) made for one coupling.
+MAX_ROLE_TABLE = 1 << 20
+
+
+@dataclass(frozen=True)
+class CompiledCoupling:
+    """An active coupling as the tables a search reads for every row it checks (made once per domain).
+
+    When the attribute has one column, a row's **role** in the coupled column (see the module docstring) and the
+    code its counterpart takes there at each PA-value combination are read from tables over the **joint offset**
+    ``(attribute code - pa_lo) * n_codes + (coupled code - lo)``: one lookup per row instead of a value position,
+    then a two-dimensional lookup per row and combination (what the coupled search paid on top of the uncoupled
+    one, benchmarks/perf_guard.py). A group of columns reads roles from its value positions.
+
+    Attributes
+    ----------
+    attribute : int
+        Index of the protected attribute in ``Domain.attributes``.
+    column : int
+        Index of the coupled column.
+    lo : int
+        The coupled column's lowest code.
+    inverse : numpy.ndarray of int64, shape (n_values, n_codes)
+        ``inverse[v, code - lo]``: a code's role offset at the attribute's value ``v``.
+    at_combinations : numpy.ndarray of int64, shape (n_codes, n_combinations)
+        The code (``lo`` added) a role offset takes at each combination of ``Domain.combinations``.
+    pa_column, pa_lo, pa_size : int
+        The attribute's column, its lowest code and number of codes (-1, 0, 0 when there is no joint table).
+    role_table : numpy.ndarray of int64, shape ((pa_size + 1) * n_codes,), or None
+        Role offset at each joint offset; attribute offset ``pa_size`` stands for every code that is none of its
+        values' (read at the first value, as everywhere). None for a group or a table past :data:`MAX_ROLE_TABLE`.
+    counterpart_table : numpy.ndarray of int64, shape ((pa_size + 1) * n_codes, n_combinations), or None
+        The coupled column's code (``lo`` added) at each combination, per joint offset.
+    """
+
+    attribute: int
+    column: int
+    lo: int
+    inverse: np.ndarray
+    at_combinations: np.ndarray
+    pa_column: int = -1
+    pa_lo: int = 0
+    pa_size: int = 0
+    role_table: np.ndarray | None = None
+    counterpart_table: np.ndarray | None = None
+
+    @classmethod
+    def make(cls, attribute: int, column: int, lo: int, frames: np.ndarray, combination_values: np.ndarray,
+             value_positions: np.ndarray | None = None, pa_column: int = -1, pa_lo: int = 0) -> CompiledCoupling:
+        """The tables of one coupling.
+
+        Parameters
+        ----------
+        attribute, column, lo : int
+            As the attributes of the same names.
+        frames : numpy.ndarray of int64, shape (n_values, n_codes)
+            From :func:`compile_frames`.
+        combination_values : numpy.ndarray of int64, shape (n_combinations,)
+            The attribute's value position in each combination.
+        value_positions : numpy.ndarray of int64, shape (pa_size + 1,), optional
+            For a one-column attribute: each code's position among its values, -1 for none (last entry: codes
+            outside its bounds).
+        pa_column, pa_lo : int
+            The attribute's column and its lowest code, with ``value_positions``.
+
+        Returns
+        -------
+        CompiledCoupling
+        """
+        inverse = np.argsort(frames, axis=1)
+        at_combinations = np.ascontiguousarray(frames[combination_values].T) + lo
+        tables: tuple = (-1, 0, None, None)
+        if value_positions is not None and len(value_positions) * frames.shape[1] * len(
+                combination_values) <= MAX_ROLE_TABLE:
+            role_table = np.ascontiguousarray(inverse[np.maximum(value_positions, 0)]).ravel()
+            tables = (pa_column, len(value_positions) - 1, role_table, at_combinations[role_table])
+        for table in (inverse, at_combinations, *tables[2:]):
+            if table is not None:
+                table.setflags(write=False)
+        return cls(attribute, column, lo, inverse, at_combinations, tables[0], pa_lo, *tables[1:])
+
+    @property
+    def n_codes(self) -> int:
+        """Codes of the coupled column."""
+        return self.inverse.shape[1]
+
+    def joint(self, X: np.ndarray) -> np.ndarray | None:
+        """Each row's joint offset into :attr:`role_table` (None when there is no joint table), shape (n_samples,).
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes; the coupled column inside its bounds.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,), or None
+        """
+        if self.role_table is None:
+            return None
+        # a code below pa_lo wraps to a huge offset, so every code outside the bounds lands on the last row (the
+        # subtractions are skipped for columns coded from 0, the usual case: each numpy call counts on this path)
+        pa = X[:, self.pa_column] if self.pa_lo == 0 else X[:, self.pa_column] - self.pa_lo
+        joint = np.minimum(pa.view(np.uint64), self.pa_size).view(np.int64) * self.n_codes
+        joint += X[:, self.column] if self.lo == 0 else X[:, self.column] - self.lo
+        return joint
+
+    def roles(self, X: np.ndarray, position: np.ndarray | None = None) -> np.ndarray:
+        """Each row's role offset in the coupled column, shape (n_samples,).
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n_samples, n_features)
+            Codes; the coupled column inside its bounds.
+        position : numpy.ndarray of int64, shape (n_samples, n_attributes), optional
+            ``Domain.protected_value_index(X)``; needed when :attr:`role_table` is None.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            If ``position`` is needed and not given.
+        """
+        joint = self.joint(X)
+        if joint is not None:
+            return cast(np.ndarray, self.role_table).take(joint)
+        if position is None:
+            raise ValueError("a coupling without a joint table reads roles from the value positions")
+        return self.inverse[np.maximum(position[:, self.attribute], 0), X[:, self.column] - self.lo]
+
+    def counterpart_codes(self, X: np.ndarray, position: np.ndarray | None = None) -> np.ndarray:
+        """The coupled column's code in each row's counterpart at each combination, shape (n_samples, n_combinations).
+
+        Parameters
+        ----------
+        X, position
+            As in :meth:`roles`.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples, n_combinations)
+        """
+        joint = self.joint(X)
+        if joint is not None:
+            return cast(np.ndarray, self.counterpart_table).take(joint, axis=0)
+        return self.at_combinations.take(self.roles(X, position), axis=0)
+
+    def counterpart_code(self, X: np.ndarray, combination: np.ndarray,
+                         position: np.ndarray | None = None) -> np.ndarray:
+        """The coupled column's code in row i's counterpart at combination ``combination[i]``, shape (n_samples,).
+
+        Parameters
+        ----------
+        X, position
+            As in :meth:`roles`.
+        combination : numpy.ndarray of int64, shape (n_samples,)
+            Indices into ``Domain.combinations``.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_samples,)
+        """
+        joint = self.joint(X)
+        table = self.at_combinations if joint is None else cast(np.ndarray, self.counterpart_table)
+        row = self.roles(X, position) if joint is None else joint
+        return table.take(row * table.shape[1] + combination)
 
 
 def parse_couple_text(text: str):

@@ -22,13 +22,14 @@ import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from ..exceptions import ConfigError, DataWarning, DomainError
 from .constraints import Constraint, Excludes, JointCodes, parse_constraints
-from .coupling import Coupling, compile_frames, parse_couplings
+from .coupling import CompiledCoupling, Coupling, compile_frames, parse_couplings
 from .declaration import (
     attribute_columns,
     attribute_values,
@@ -676,14 +677,9 @@ class Domain:
         combos = self.combinations
         out = np.repeat(X[:, None, :], len(combos), axis=1)
         out[:, :, list(self.protected)] = combos[None, :, :]
-        couplings = self._compiled_couplings()
-        if couplings:
-            position = self.protected_value_index(X)
-            target = self._combination_positions()
-            for j, column, frames, inverse in couplings:
-                lo = self.features[column].lo
-                role = inverse[np.maximum(position[:, j], 0), X[:, column] - lo]
-                out[:, :, column] = frames[target[None, :, j], role[:, None]] + lo
+        position = self._coupling_positions(X)
+        for coupling in self._compiled_couplings():
+            out[:, :, coupling.column] = coupling.counterpart_codes(X, position)
         return out
 
     def counterpart_rows(self, X, combination) -> np.ndarray:
@@ -704,23 +700,14 @@ class Domain:
         combination = np.asarray(combination, dtype=np.int64)
         out = X.copy()
         out[:, list(self.protected)] = self.combinations[combination]
-        couplings = self._compiled_couplings()
-        if couplings:
-            position = self.protected_value_index(X)
-            target = self._combination_positions()[combination]
-            for j, column, frames, inverse in couplings:
-                lo = self.features[column].lo
-                role = inverse[np.maximum(position[:, j], 0), X[:, column] - lo]
-                out[:, column] = frames[target[:, j], role] + lo
+        position = self._coupling_positions(X)
+        for coupling in self._compiled_couplings():
+            out[:, coupling.column] = coupling.counterpart_code(X, combination, position)
         return out
 
     # ------------------------------------------------------------------ couplings
-    def _compiled_couplings(self) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
-        """The active couplings as ``(attribute index, column, frames, inverse frames)``.
-
-        ``frames`` has shape (n_values, n_codes) (:func:`chiralfair.domain.coupling.compile_frames`); ``inverse[v]`` is
-        the inverse permutation of ``frames[v]``, so ``inverse[v, code - lo]`` is a code's role at value ``v``.
-        """
+    def _compiled_couplings(self) -> list[CompiledCoupling]:
+        """The active couplings, compiled (:class:`~chiralfair.domain.coupling.CompiledCoupling`), made once."""
         if "couplings" not in self._derived:
             compiled = []
             names = {a.name: j for j, a in enumerate(self.attributes)}
@@ -731,15 +718,51 @@ class Domain:
                     continue
                 j = names[coupling.attribute]
                 labels = labels if labels is not None else self.protected_value_labels()
-                frames = compile_frames(coupling, self.features[column], labels[j], self.attributes[j].values)
-                compiled.append((j, column, frames, np.argsort(frames, axis=1)))
+                feature = self.features[column]
+                frames = compile_frames(coupling, feature, labels[j], self.attributes[j].values)
+                positions = self._value_position_tables()[j]
+                pa_column = self.attributes[j].columns[0]
+                compiled.append(CompiledCoupling.make(
+                    j, column, feature.lo, frames, self._combination_positions()[:, j], positions, pa_column,
+                    self.features[pa_column].lo))
             self._derived["couplings"] = compiled
         return self._derived["couplings"]
+
+    def _coupling_positions(self, X: np.ndarray) -> np.ndarray | None:
+        """:meth:`protected_value_index` of ``X`` when some coupling reads roles from it (no joint table), else None."""
+        if any(c.role_table is None for c in self._compiled_couplings()):
+            return self.protected_value_index(X)
+        return None
+
+    def _coupled_roles(self, X: np.ndarray) -> list[np.ndarray]:
+        """Each row's role offset in each active coupling's column (:meth:`_compiled_couplings` order)."""
+        position = self._coupling_positions(X)
+        return [c.roles(X, position) for c in self._compiled_couplings()]
+
+    def _key_corrections(self) -> list[np.ndarray | None]:
+        """Per coupling: what a key gains at each joint offset (role less code, times the column's radix weight).
+
+        None for a coupling without a joint table, and when the keys are not int64.
+        """
+        if "key_corrections" not in self._derived:
+            radix = self._key_radix()
+            out: list[np.ndarray | None] = []
+            for c in self._compiled_couplings():
+                if radix is None or c.role_table is None:
+                    out.append(None)
+                    continue
+                weight = int(radix[self._non_protected().tolist().index(c.column)])
+                codes = np.tile(np.arange(c.n_codes, dtype=np.int64), c.pa_size + 1)
+                table = (c.role_table - codes) * weight
+                table.setflags(write=False)
+                out.append(table)
+            self._derived["key_corrections"] = out
+        return self._derived["key_corrections"]
 
     @property
     def coupled_columns(self) -> tuple[int, ...]:
         """Column indices of the active couplings (columns that change with a protected attribute)."""
-        return tuple(column for _, column, _, _ in self._compiled_couplings())
+        return tuple(c.column for c in self._compiled_couplings())
 
     def describe_couplings(self) -> list[str]:
         """One line per declared coupling, e.g. ``"sex -> relationship: Husband <-> Wife"``.
@@ -780,11 +803,10 @@ class Domain:
         couplings = self._compiled_couplings()
         if not couplings:
             return X
+        roles = self._coupled_roles(X)
         X = X.copy()
-        position = self.protected_value_index(X)
-        for j, column, _, inverse in couplings:
-            lo = self.features[column].lo
-            X[:, column] = inverse[np.maximum(position[:, j], 0), X[:, column] - lo] + lo
+        for coupling, role in zip(couplings, roles, strict=True):
+            X[:, coupling.column] = role + coupling.lo
         return X
 
     # ------------------------------------------------------------------ constraints
@@ -821,7 +843,7 @@ class Domain:
                 None if codes is None else (codes, self._satisfies_rule_by_rule(codes.rows(self.lower))))
         return self._derived["constraint_table"]
 
-    def possible_counterparts(self, X) -> np.ndarray:
+    def possible_counterparts(self, X, *, satisfying: bool = False) -> np.ndarray:
         """Whether each counterpart of each input satisfies the constraints, shape (n_samples, n_combinations).
 
         Equal to ``satisfies(counterparts(X).reshape(-1, d)).reshape(n, k)``, answered from a table over the
@@ -832,6 +854,11 @@ class Domain:
         ----------
         X : array-like of int, shape (n_samples, n_features)
             Codes.
+        satisfying : bool, default=False
+            Every row of ``X`` satisfies the constraints (the caller repaired them, :meth:`repair`). When the
+            couplings make every counterpart of such a row possible (census: sex coupled to relationship
+            Husband <-> Wife under "a Female is no Husband, a Male no Wife"), the answer is all True with no
+            lookup. Not checked: a row that breaks a rule gets a wrong answer.
 
         Returns
         -------
@@ -839,13 +866,24 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         k = len(self.combinations)
-        if not self.constraints:
+        if not self.constraints or (satisfying and self._counterparts_of_satisfying_rows_possible()):
             return np.ones((len(X), k), dtype=bool)
         tabulated = self._counterpart_table()
         index = None if tabulated is None else tabulated[0].index(X)
         if tabulated is not None and index is not None:
-            return tabulated[1][index]
+            return tabulated[1].take(index, axis=0)
         return self.satisfies(self.counterparts(X).reshape(-1, self.n_features)).reshape(len(X), k)
+
+    def _counterparts_of_satisfying_rows_possible(self) -> bool:
+        """Whether every counterpart of every row that satisfies the constraints satisfies them too (tabulated)."""
+        if "satisfying_counterparts_possible" not in self._derived:
+            tabulated = self._counterpart_table()
+            answer = False
+            if tabulated is not None:
+                codes, table = tabulated
+                answer = bool(table[self.satisfies(codes.rows(self.lower))].all())
+            self._derived["satisfying_counterparts_possible"] = answer
+        return self._derived["satisfying_counterparts_possible"]
 
     def _counterpart_table(self) -> tuple[JointCodes, np.ndarray] | None:
         if "counterpart_table" not in self._derived:
@@ -1176,11 +1214,13 @@ class Domain:
         keys = (X[:, non_protected] - lower) @ radix
         couplings = self._compiled_couplings()
         if couplings:
-            position = self.protected_value_index(X)
-            weight = dict(zip(non_protected.tolist(), radix.tolist(), strict=True))
-            for j, column, _, inverse in couplings:
-                code = X[:, column] - self.features[column].lo
-                keys += (inverse[np.maximum(position[:, j], 0), code] - code) * weight[column]
+            position = self._coupling_positions(X)
+            for coupling, correction in zip(couplings, self._key_corrections(), strict=True):
+                if correction is not None:
+                    keys += correction.take(cast(np.ndarray, coupling.joint(X)))
+                else:
+                    weight = int(radix[non_protected.tolist().index(coupling.column)])
+                    keys += (coupling.roles(X, position) - (X[:, coupling.column] - coupling.lo)) * weight
         return keys
 
     def projection(self, X) -> np.ndarray:

@@ -761,6 +761,9 @@ def local_walk(recorder: IDIRecorder, x0: np.ndarray, checks0: ChainChecks, prob
     n = len(x0)
     if n == 0 or max_local == 0:
         return
+    # Onto the constraints: a seed that broke one was checked as its repair, and every proposal below is checked
+    # as given (the walk repairs the moves that can break a rule).
+    x0 = recorder.domain.repair(x0)
     known = KnownOutcomes(recorder)
     try:
         _walk(recorder, known, x0, checks0, prob0, max_local=max_local, step=step, update_interval=update_interval,
@@ -800,7 +803,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
             if len(due):
                 recheck = due[stale[due]]
                 if len(recheck):
-                    res, _ = recorder.check(x[recheck], "local", with_proba=True)
+                    res, _ = recorder.check(x[recheck], "local", with_proba=True, satisfying=True)
                     checks.set_rows(recheck, ChainChecks.from_result(res))
                     stale[recheck] = False
                 cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
@@ -832,7 +835,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         ask = np.flatnonzero(~is_known)
         if len(ask):
             asked = where.rows(ask)
-            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked)
+            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True)
             outcome[ask] = res.is_idi
             known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
             if refreshing:

@@ -67,8 +67,8 @@ class IDIRecorder:
         if sink is not None:
             sink.open(domain)
 
-    def check(self, X, phase: str, *, with_proba: bool = False,
-              located: KeyLocation | None = None) -> tuple[CheckResult, np.ndarray]:
+    def check(self, X, phase: str, *, with_proba: bool = False, located: KeyLocation | None = None,
+              satisfying: bool = False) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
 
         Parameters
@@ -83,6 +83,10 @@ class IDIRecorder:
         located : KeyLocation, optional
             Where the rows' keys sit in :attr:`key_table`, when the caller located them (its last
             :meth:`~.key_table.SortedKeyTable.locate`); used only if no candidate needed a repair.
+        satisfying : bool, default=False
+            The candidates satisfy the domain's constraints already (the generator repaired its proposals with
+            :meth:`Domain.repair`), so they are not repaired again. Not checked: a generator that says so of a
+            row that breaks a rule would have it counted.
 
         Returns
         -------
@@ -94,11 +98,11 @@ class IDIRecorder:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
         X = self._inside_the_domain(X, phase)
-        repaired = self.domain.repair(X)
+        repaired = X if satisfying else self.domain.repair(X)
         affordable, next_cost = self._rows_affordable(repaired)
         if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
             repaired, located = repaired[:affordable], None
-        res = self.checker.check(repaired, with_proba=with_proba)
+        res = self.checker.check(repaired, with_proba=with_proba, satisfying=True)
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
             located = self.key_table.locate(self.domain.keys(res.X))
@@ -148,12 +152,12 @@ class IDIRecorder:
         own = self.checker.own_combination(repaired)
         lead = (own >= 0) & (first >= 0) & (first != own)
         if k <= 2 or not lead.any() or (remaining is not None and len(repaired) * (k + 1) > remaining):
-            return self.check(repaired, phase)
+            return self.check(repaired, phase, satisfying=True)
         check_deadline(f"the {phase} phase of the search")
         n, d = repaired.shape
         possible = None
         if self.domain.constraints:
-            possible = self.domain.possible_counterparts(repaired)
+            possible = self.domain.possible_counterparts(repaired, satisfying=True)
             lead &= possible[np.arange(n), np.maximum(first, 0)]
         labels = np.empty(n, dtype=np.int64)
         counterpart_labels = np.empty((n, k), dtype=np.int64)
@@ -168,7 +172,7 @@ class IDIRecorder:
         self._rest_of_the_check(repaired, rows[~flipped], first, own, possible, labels, counterpart_labels, index)
         others = np.flatnonzero(~lead)
         if len(others):
-            full = self.checker.check(repaired[others])
+            full = self.checker.check(repaired[others], satisfying=True)
             labels[others], counterpart_labels[others] = full.labels, full.counterpart_labels
             index[others] = full.counterpart_index
         res = CheckResult(repaired, labels, counterpart_labels, index >= 0, index, possible=possible)
@@ -218,7 +222,7 @@ class IDIRecorder:
         own = self.checker.own_combination(head)
         cost = np.full(len(head), k, dtype=np.int64) + (own < 0)
         if self.domain.constraints:
-            ok = self.domain.possible_counterparts(head)
+            ok = self.domain.possible_counterparts(head, satisfying=True)
             inside = np.flatnonzero(own >= 0)
             ok[inside, own[inside]] = True
             cost = ok.sum(axis=1) + (own < 0)
