@@ -223,9 +223,11 @@ def versions() -> dict:
 
 def line(timed: dict, cap: dict, failures: list[str]) -> str:
     mib = cap["predicted_bytes"] / 2**20
+    ratios = [r["coupled_over_uncoupled"] for r in timed["rounds"]]
     text = (f"perf_guard: search {timed['search_seconds']:.2f} s = {timed['search_over_forward']:.2f}x forward "
             f"{timed['forward_seconds']:.2f} s (<= {MAX_SEARCH_OVER_FORWARD:.2f}), coupled/uncoupled "
-            f"{timed['coupled_over_uncoupled']:.2f} (<= {MAX_COUPLED_OVER_UNCOUPLED:.2f}), cap peak {mib:.0f} MiB "
+            f"{timed['coupled_over_uncoupled']:.2f} (rounds {min(ratios):.2f}-{max(ratios):.2f}; "
+            f"<= {MAX_COUPLED_OVER_UNCOUPLED:.2f}), cap peak {mib:.0f} MiB "
             f"predicted from max_local {SMALL_CAP_LOCAL} (<= {MAX_CAP_PEAK_MIB})")
     return text + (": FAIL " + "; ".join(failures) if failures else ": ok")
 
