@@ -256,3 +256,25 @@ def test_the_joint_tables_give_the_counterparts_and_keys_of_the_swap_map_and_of_
     np.testing.assert_array_equal(by_positions.counterpart_rows(X, combo), domain.counterpart_rows(X, combo))
     np.testing.assert_array_equal(by_positions.keys(X), domain.keys(X))
     np.testing.assert_array_equal(by_positions.projection(X), domain.projection(X))
+
+
+def test_a_coupled_code_outside_its_bounds_is_refused_not_read_as_another_row():
+    # (pa=0, r=4) with r coded 0..3: read as a joint offset, 4 is (pa=1, r=0), whose counterparts differ
+    from chiralfair.models import CountingModel
+    from chiralfair.oracle import DiscriminationCheck
+
+    domain = Domain((Feature("pa", 0, 1, "categorical"), Feature("r", 0, 3, "categorical"), Feature("x", 0, 3))
+                    ).with_protected(["pa"]).with_couplings({"pa": {"r": {0: 1, 1: 0}}})
+    model = CountingModel(lambda X: (np.asarray(X)[:, 1] == 0).astype(int))
+    for call in (lambda: domain.counterparts([[0, 4, 2]]), lambda: domain.keys([[1, 0, 2], [0, -1, 2]]),
+                 lambda: DiscriminationCheck(model, domain).check(np.array([[0, 4, 2]]))):
+        with pytest.raises(DomainError, match=r"column 'r': code (4|-1) \(row (0|1)\) is outside its codes 0\.\.3"):
+            call()
+
+
+def test_combination_minus_one_is_the_last_combination_in_the_coupled_column_too():
+    domain = Domain((Feature("pa", 0, 1, "categorical"), Feature("r", 0, 3, "categorical"), Feature("x", 0, 3))
+                    ).with_protected(["pa"]).with_couplings({"pa": {"r": {0: 1, 1: 0}}})
+    X = np.array([[0, 0, 2], [1, 0, 2]])
+    np.testing.assert_array_equal(domain.counterpart_rows(X, [-1, -1]), domain.counterpart_rows(X, [1, 1]))
+    np.testing.assert_array_equal(domain.counterpart_rows(X, [1, 1]), [[1, 1, 2], [1, 0, 2]])

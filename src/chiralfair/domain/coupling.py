@@ -340,10 +340,12 @@ class CompiledCoupling:
     pa_size: int = 0
     role_table: np.ndarray | None = None
     counterpart_table: np.ndarray | None = None
+    name: str = ""
 
     @classmethod
     def make(cls, attribute: int, column: int, lo: int, frames: np.ndarray, combination_values: np.ndarray,
-             value_positions: np.ndarray | None = None, pa_column: int = -1, pa_lo: int = 0) -> CompiledCoupling:
+             value_positions: np.ndarray | None = None, pa_column: int = -1, pa_lo: int = 0,
+             name: str = "") -> CompiledCoupling:
         """The tables of one coupling.
 
         Parameters
@@ -359,6 +361,8 @@ class CompiledCoupling:
             outside its bounds).
         pa_column, pa_lo : int
             The attribute's column and its lowest code, with ``value_positions``.
+        name : str
+            The coupled column's name, for errors.
 
         Returns
         -------
@@ -374,7 +378,8 @@ class CompiledCoupling:
         for table in (inverse, at_combinations, *tables[2:]):
             if table is not None:
                 table.setflags(write=False)
-        return cls(attribute, column, lo, inverse, at_combinations, tables[0], pa_lo, *tables[1:])
+        return cls(attribute, column, lo, inverse, at_combinations, pa_column=tables[0], pa_lo=pa_lo,
+                   pa_size=tables[1], role_table=tables[2], counterpart_table=tables[3], name=name)
 
     @property
     def n_codes(self) -> int:
@@ -399,8 +404,22 @@ class CompiledCoupling:
         # subtractions are skipped for columns coded from 0, the usual case: each numpy call counts on this path)
         pa = X[:, self.pa_column] if self.pa_lo == 0 else X[:, self.pa_column] - self.pa_lo
         joint = np.minimum(pa.view(np.uint64), self.pa_size).view(np.int64) * self.n_codes
-        joint += X[:, self.column] if self.lo == 0 else X[:, self.column] - self.lo
+        joint += self._offset(X)
         return joint
+
+    def _offset(self, X: np.ndarray) -> np.ndarray:
+        """The coupled column's code offsets; a DomainError naming the first code outside its bounds.
+
+        Such a code has no role: read as an offset it would land on another row of the tables and give a wrong
+        counterpart without an error.
+        """
+        offset = X[:, self.column] if self.lo == 0 else X[:, self.column] - self.lo
+        if len(offset) and offset.view(np.uint64).max() >= self.n_codes:  # a negative offset wraps to a huge one
+            row = int(np.flatnonzero(offset.view(np.uint64) >= self.n_codes)[0])
+            raise DomainError(f"column {self.name or self.column!r}: code {int(X[row, self.column])} (row {row}) is "
+                              f"outside its codes {self.lo}..{self.lo + self.n_codes - 1}, so its counterparts, which "
+                              "change it with the protected attribute, cannot be built")
+        return offset
 
     def roles(self, X: np.ndarray, position: np.ndarray | None = None) -> np.ndarray:
         """Each row's role offset in the coupled column, shape (n_samples,).
@@ -420,13 +439,15 @@ class CompiledCoupling:
         ------
         ValueError
             If ``position`` is needed and not given.
+        DomainError
+            If a row's code in the coupled column lies outside its bounds.
         """
         joint = self.joint(X)
         if joint is not None:
             return cast(np.ndarray, self.role_table).take(joint)
         if position is None:
             raise ValueError("a coupling without a joint table reads roles from the value positions")
-        return self.inverse[np.maximum(position[:, self.attribute], 0), X[:, self.column] - self.lo]
+        return self.inverse[np.maximum(position[:, self.attribute], 0), self._offset(X)]
 
     def counterpart_codes(self, X: np.ndarray, position: np.ndarray | None = None) -> np.ndarray:
         """The coupled column's code in each row's counterpart at each combination, shape (n_samples, n_combinations).

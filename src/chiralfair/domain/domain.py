@@ -700,6 +700,7 @@ class Domain:
         combination = np.asarray(combination, dtype=np.int64)
         out = X.copy()
         out[:, list(self.protected)] = self.combinations[combination]
+        combination = combination % len(self.combinations)  # -1 is the last combination, as numpy reads it above
         position = self._coupling_positions(X)
         for coupling in self._compiled_couplings():
             out[:, coupling.column] = coupling.counterpart_code(X, combination, position)
@@ -724,7 +725,7 @@ class Domain:
                 pa_column = self.attributes[j].columns[0]
                 compiled.append(CompiledCoupling.make(
                     j, column, feature.lo, frames, self._combination_positions()[:, j], positions, pa_column,
-                    self.features[pa_column].lo))
+                    self.features[pa_column].lo, name=feature.name))
             self._derived["couplings"] = compiled
         return self._derived["couplings"]
 
