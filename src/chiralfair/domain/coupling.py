@@ -370,16 +370,18 @@ class CompiledCoupling:
         """
         inverse = np.argsort(frames, axis=1)
         at_combinations = np.ascontiguousarray(frames[combination_values].T) + lo
-        tables: tuple = (-1, 0, None, None)
-        if value_positions is not None and len(value_positions) * frames.shape[1] * len(
-                combination_values) <= MAX_ROLE_TABLE:
-            role_table = np.ascontiguousarray(inverse[np.maximum(value_positions, 0)]).ravel()
-            tables = (pa_column, len(value_positions) - 1, role_table, at_combinations[role_table])
-        for table in (inverse, at_combinations, *tables[2:]):
-            if table is not None:
-                table.setflags(write=False)
-        return cls(attribute, column, lo, inverse, at_combinations, pa_column=tables[0], pa_lo=pa_lo,
-                   pa_size=tables[1], role_table=tables[2], counterpart_table=tables[3], name=name)
+        inverse.setflags(write=False)
+        at_combinations.setflags(write=False)
+        if value_positions is None or len(value_positions) * frames.shape[1] * len(
+                combination_values) > MAX_ROLE_TABLE:
+            return cls(attribute, column, lo, inverse, at_combinations, name=name)
+        role_table = np.ascontiguousarray(inverse[np.maximum(value_positions, 0)]).ravel()
+        counterpart_table = at_combinations[role_table]
+        role_table.setflags(write=False)
+        counterpart_table.setflags(write=False)
+        return cls(attribute, column, lo, inverse, at_combinations, pa_column=pa_column, pa_lo=pa_lo,
+                   pa_size=len(value_positions) - 1, role_table=role_table, counterpart_table=counterpart_table,
+                   name=name)
 
     @property
     def n_codes(self) -> int:
