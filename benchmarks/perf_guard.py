@@ -151,7 +151,7 @@ def cap_run(max_local: int) -> dict:
     def held(recorder) -> dict:
         # what the search holds, less the pairs waiting for the next Parquet part (bounded, not per key)
         return {"keys": recorder.n_tested, "table_bytes": recorder.key_table.nbytes,
-                "traced_bytes": tracemalloc.get_traced_memory()[0] - recorder.sink.buffered_nbytes}
+                "traced_bytes": tracemalloc.get_traced_memory()[0] - recorder.buffered_nbytes}
 
     def measured_walk(recorder, *args, **kwargs):
         walk["before"] = held(recorder)

@@ -306,3 +306,27 @@ def test_a_damaged_pair_part_is_refused_naming_the_part(tmp_path):
     parts[1].write_bytes(parts[1].read_bytes()[:50])
     with pytest.raises(RunFolderError, match=f"part '{re.escape(str(parts[1]))}' is damaged"):
         read_pairs(streamed.pairs_path)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["in memory", "streamed"])
+def test_pairs_completed_in_batches_equal_pairs_completed_at_every_check(streamed, tmp_path, monkeypatch):
+    import chiralfair.generators.recorder as recorder
+
+    runs = {}
+    for pending in (1, 1 << 30):  # every check's new IDIs completed at once; all of them only at the end
+        monkeypatch.setattr(recorder, "PENDING_PAIRS", pending)
+        sink = PairSink(tmp_path / f"{pending}" / "idis.parquet", rows_per_part=7) if streamed else None
+        domain, runs[pending] = toy_run("eidig", ("sex", "race"), sink=sink)
+    each, end = runs[1], runs[1 << 30]
+    assert each.n_idis > 50 and figures(each) == figures(end)
+    for k in ("idis", "counterparts", "idi_labels", "counterpart_labels", "phase", "plausible"):
+        np.testing.assert_array_equal(getattr(each, k), getattr(end, k), err_msg=k)
+    np.testing.assert_array_equal(each.pa_label_counts, end.pa_label_counts)
+    assert set(each.phase) == {"global", "local"}
+
+
+def test_a_due_sink_gets_the_waiting_pairs_at_the_next_check(tmp_path):
+    # flush_seconds=0: every check's new pairs reach the disk at once, though PENDING_PAIRS have not been found
+    sink = PairSink(tmp_path / "idis.parquet", flush_seconds=0)
+    _, res = toy_run("aequitas", sink=sink)
+    assert 0 < res.n_idis < 1 << 14 and sink.n_parts > 1

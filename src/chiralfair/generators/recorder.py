@@ -28,6 +28,9 @@ from ..results.run_folder import PairSink
 from .key_table import RECORDED, TESTED, KeyLocation, key_table_for
 
 PHASES = ("global", "local")
+#: New IDIs wait in the recorder until this many (or until the sink's part is due), then their counterparts, counts
+#: and plausibility are made in one batch: per check batch, those few numpy calls cost about as much as a model call.
+PENDING_PAIRS = 1 << 14
 
 
 class IDIRecorder:
@@ -57,6 +60,8 @@ class IDIRecorder:
         self._lower, self._upper = domain.lower, domain.upper
         self._protected = list(domain.protected)
         self._parts: list[tuple] = []
+        self._pending: list[tuple] = []
+        self._n_pending = 0
         self._label_counts: dict[tuple, int] = {}
         self._n_phase = dict.fromkeys(PHASES, 0)
         self._n_plausible = 0 if domain.support is not None else None
@@ -258,9 +263,27 @@ class IDIRecorder:
         return new
 
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
-        X = res.X[new]
-        C = self.domain.counterpart_rows(X, res.counterpart_index[new])  # an IDI's index is its counterpart's
-        y, yc = res.labels[new], res.counterpart_label[new]
+        """Keep the new IDIs of a batch (codes, counterpart index, labels); complete them once enough wait."""
+        self._pending.append((res.X[new], res.counterpart_index[new], res.labels[new], res.counterpart_label[new],
+                              PHASES.index(phase)))
+        self._n_pending += int(new.sum())
+        if self._n_pending >= PENDING_PAIRS or (self.sink is not None and self.sink.due):
+            self.complete_pending()
+
+    def complete_pending(self) -> None:
+        """Complete the IDIs found but not yet recorded as pairs, and hand them to the sink (or keep them).
+
+        New IDIs wait until :data:`PENDING_PAIRS` of them (or the sink's part is due): their counterparts,
+        protected-value counts and plausibility are then made in one batch. :meth:`result` calls this; a search
+        stopped by an exception (Ctrl-C, a deadline) calls it too, so that the sink holds every pair found.
+        """
+        if not self._pending:
+            return
+        X, index, y, yc = (np.concatenate(p) for p in list(zip(*self._pending, strict=True))[:4])
+        phase_code = np.repeat(np.array([p[4] for p in self._pending], dtype=np.int8),
+                               [len(p[0]) for p in self._pending])
+        self._pending, self._n_pending = [], 0
+        C = self.domain.counterpart_rows(X, index)  # an IDI's index is its counterpart's
         pa = self._protected
         # with the IDI's label, so a report can tell which side is favoured without reading the pairs back (the
         # pair counts are their sums over the label, :meth:`result`)
@@ -270,9 +293,15 @@ class IDIRecorder:
         if plausible is not None and self._n_plausible is not None:  # both are None when the domain has no support
             self._n_plausible += int(plausible.sum())
         if self.sink is not None:
-            self.sink.write(X, C, y, yc, phase, plausible=plausible)
+            self.sink.write(X, C, y, yc, np.asarray(PHASES)[phase_code], plausible=plausible)
         else:
-            self._parts.append((X, C, y, yc, np.full(len(X), phase), plausible))
+            self._parts.append((X, C, y, yc, phase_code, plausible))
+
+    @property
+    def buffered_nbytes(self) -> int:
+        """Bytes of the IDI pairs held for writing: those waiting here and those buffered in the sink (if any)."""
+        waiting = sum(a.nbytes for batch in self._pending for a in batch[:4])
+        return waiting + (self.sink.buffered_nbytes if self.sink is not None else 0)
 
     def pair_plausible(self, X: np.ndarray, C: np.ndarray) -> np.ndarray | None:
         """Whether each pair is plausible: the IDI and its counterpart both (:meth:`Domain.plausible`).
@@ -364,6 +393,7 @@ class IDIRecorder:
         -------
         SearchResult
         """
+        self.complete_pending()
         seconds = self.seconds
         pair_counts: dict[tuple, int] = {}
         for values, n in self._label_counts.items():
@@ -388,7 +418,7 @@ class IDIRecorder:
         else:
             X = C = np.zeros((0, d), dtype=np.int64)
             y = yc = np.zeros(0, dtype=np.int64)
-            ph = np.zeros(0, dtype="<U6")
+            ph = np.zeros(0, dtype=np.int8)
             plausible = None if self._n_plausible is None else np.zeros(0, dtype=bool)
         return SearchResult(**common, idis=X, counterparts=C, idi_labels=y, counterpart_labels=yc,
-                            phase=ph.astype(str), plausible=plausible)
+                            phase=np.asarray(PHASES)[ph], plausible=plausible)

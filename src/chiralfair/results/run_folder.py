@@ -297,9 +297,14 @@ class PairSink:
         flags = np.asarray(plausible, dtype=bool) if plausible is not None else np.zeros(len(X), dtype=bool)
         self._buffer.append((X, C, y, yc, codes, flags))
         self._n_buffered += len(X)
-        due = time.monotonic() - self._last_flush >= self.flush_seconds
+        due = self.due
         if self._n_buffered >= self.rows_per_part or due:
             self._drain(everything=due)
+
+    @property
+    def due(self) -> bool:
+        """Whether :attr:`flush_seconds` passed since the last part was written (the next write writes one)."""
+        return time.monotonic() - self._last_flush >= self.flush_seconds
 
     @property
     def buffered_nbytes(self) -> int:
