@@ -6,15 +6,21 @@ Run before every submission that touches ``generators/``, ``oracle.py``, ``domai
     python benchmarks/perf_guard.py        # data: $CHIRALFAIR_DATA, else ../shared/data beside the clone
 
 The run guarded is ``chiralfair run --dataset census --protected sex --model dnn --seeds cluster --generator
-eidig-inf --max-global 1000 --max-local 1000`` (model random state 0, random_state 0). Three figures, each a ratio or
-a size that travels between machines:
+eidig-inf --max-global 1000 --max-local 1000`` (model random state 0, random_state 0). Three figures, ratios and a
+size measured in one process. The first travels between machines less than hoped: the forward pass is one big
+matrix product, the search a thousand small steps of numpy calls, and machines differ more in the first. The search
+of 24a94ca read 2.52x on a VM where the forward pass of its 858,272 queries took 1.12 s, and 6.26x on another where
+762,496 took 0.16 s (each VM trained its own DNN, hence the other queries; benchmarks/results/perf_guard.md says
+which machine a figure comes from):
 
 - **search / forward**: the search's seconds with ``--couple none`` over the seconds of pushing as many rows as it
   queried through the same model wrapper (one ``predict_with_proba`` call on the data's rows, which the wrapper
   batches), measured in the same process, alternately. At most 4.0: the search runs at 25% of the forward-pass
   limit or more.
 - **coupled / uncoupled**: the same search with census's default coupling (sex -> relationship Husband <-> Wife,
-  and the constraints that come with it) over the uncoupled one. At most 1.15.
+  and the constraints that come with it) over the uncoupled one. At most 1.15. The coupled search is not the same
+  work: it sends more queries and finds more IDIs (5.5% more queries with one trained DNN, 15.7% with another), so
+  the result file also gives the ratio per query.
 - **cap peak**: the peak resident memory of the budget cap ``--max-global 99999 --max-local 999`` (coupled, pairs
   streamed to Parquet), predicted from a smaller cap run in a subprocess: the same 99,999 seeds (so the same
   global phase, chains, check batches and Parquet buffers) with ``--max-local 30``. What grows with ``max_local``
