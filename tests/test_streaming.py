@@ -330,3 +330,26 @@ def test_a_due_sink_gets_the_waiting_pairs_at_the_next_check(tmp_path):
     sink = PairSink(tmp_path / "idis.parquet", flush_seconds=0)
     _, res = toy_run("aequitas", sink=sink)
     assert 0 < res.n_idis < 1 << 14 and sink.n_parts > 1
+
+
+def test_an_interrupt_while_the_waiting_pairs_are_completed_loses_none_of_them(tmp_path, monkeypatch):
+    import chiralfair.generators.recorder as recorder
+
+    real, calls = recorder.protected_pair_counts, {"n": 0}
+
+    def interrupted_once(*args):  # Ctrl-C lands while the first waiting pairs are completed
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    domain, memory = toy_run("aequitas")
+    monkeypatch.setattr(recorder, "protected_pair_counts", interrupted_once)
+    sink = PairSink(tmp_path / "idis.parquet", flush_seconds=0)
+    with pytest.raises(KeyboardInterrupt):
+        toy_run("aequitas", sink=sink)
+    sink.close()
+    # the handler's completion wrote what was waiting: the pairs of the interrupted check, none twice
+    pairs = read_pairs(tmp_path / "idis.parquet")
+    assert 0 < sink.n_rows == len(pairs["idis"]) == len(np.unique(domain.keys(pairs["idis"])))
+    np.testing.assert_array_equal(pairs["idis"], memory.idis[:sink.n_rows])

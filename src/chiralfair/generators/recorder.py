@@ -279,23 +279,26 @@ class IDIRecorder:
         """
         if not self._pending:
             return
+        # Everything is made before anything is changed, and the waiting pairs are let go only once handed on: an
+        # exception on the way (Ctrl-C) leaves them waiting for the next call, none lost, none counted twice.
         X, index, y, yc = (np.concatenate(p) for p in list(zip(*self._pending, strict=True))[:4])
         phase_code = np.repeat(np.array([p[4] for p in self._pending], dtype=np.int8),
                                [len(p[0]) for p in self._pending])
-        self._pending, self._n_pending = [], 0
         C = self.domain.counterpart_rows(X, index)  # an IDI's index is its counterpart's
         pa = self._protected
         # with the IDI's label, so a report can tell which side is favoured without reading the pairs back (the
         # pair counts are their sums over the label, :meth:`result`)
-        for values, count in protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]])):
-            self._label_counts[values] = self._label_counts.get(values, 0) + count
+        counts = protected_pair_counts(X[:, pa], np.hstack([C[:, pa], y[:, None]]))
         plausible = self.pair_plausible(X, C)
-        if plausible is not None and self._n_plausible is not None:  # both are None when the domain has no support
-            self._n_plausible += int(plausible.sum())
         if self.sink is not None:
             self.sink.write(X, C, y, yc, np.asarray(PHASES)[phase_code], plausible=plausible)
         else:
             self._parts.append((X, C, y, yc, phase_code, plausible))
+        self._pending, self._n_pending = [], 0
+        for values, count in counts:
+            self._label_counts[values] = self._label_counts.get(values, 0) + count
+        if plausible is not None and self._n_plausible is not None:  # both are None when the domain has no support
+            self._n_plausible += int(plausible.sum())
 
     @property
     def buffered_nbytes(self) -> int:
