@@ -183,14 +183,12 @@ class Generator(ABC):
                 except QueryBudgetSpent as spent:
                     notes, stopped = _budget_spent(spent, recorder)
         except ModelInputError as err:  # name the feature as the domain does, and whether it is protected
-            recorder.complete_pending()
             clear = in_domain_terms(err, domain)
             if clear is err:
                 raise
             raise clear from err
-        except BaseException:  # Ctrl-C, a deadline: the pairs found so far reach the sink all the same
+        finally:  # also on Ctrl-C, a deadline or a model's error: the pairs found so far reach the sink
             recorder.complete_pending()
-            raise
         meta = base_meta(params=self.params, random_state=random_state_described,
                          model=model.name, protected=domain.protected_names, **stopped)
         return recorder.result(generator=self.name, seed_strategy=seed_strategy, n_seeds=len(X),

@@ -29,7 +29,7 @@ from .key_table import RECORDED, TESTED, KeyLocation, key_table_for
 
 PHASES = ("global", "local")
 #: New IDIs wait in the recorder until this many (or until the sink's part is due), then their counterparts, counts
-#: and plausibility are made in one batch: per check batch, those few numpy calls cost about as much as a model call.
+#: and plausibility are made in one batch, not in a few numpy calls at every check batch of the local walk.
 PENDING_PAIRS = 1 << 14
 
 
@@ -264,9 +264,10 @@ class IDIRecorder:
 
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
         """Keep the new IDIs of a batch (codes, counterpart index, labels); complete them once enough wait."""
-        self._pending.append((res.X[new], res.counterpart_index[new], res.labels[new], res.counterpart_label[new],
+        X = res.X[new]
+        self._pending.append((X, res.counterpart_index[new], res.labels[new], res.counterpart_label[new],
                               PHASES.index(phase)))
-        self._n_pending += int(new.sum())
+        self._n_pending += len(X)
         if self._n_pending >= PENDING_PAIRS or (self.sink is not None and self.sink.due):
             self.complete_pending()
 
