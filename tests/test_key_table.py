@@ -7,7 +7,7 @@ from toys import toy_domain
 from chiralfair.domain import Domain, Feature
 from chiralfair.generators import key_table
 from chiralfair.generators.key_hash import EMPTY, KeyHash
-from chiralfair.generators.key_table import RECORDED, TESTED, ObjectKeyTable, KeyTable, key_table_for
+from chiralfair.generators.key_table import RECORDED, TESTED, KeyTable, ObjectKeyTable, key_table_for
 
 
 class ReferenceTable:

@@ -55,8 +55,10 @@ def _probe(slots: np.ndarray, shift: int, keys: np.ndarray, add: bool, out: np.n
 @numba.njit(cache=True, nogil=True)
 def _probe_rows(slots: np.ndarray, shift: int, keys: np.ndarray, out: np.ndarray, inverse: np.ndarray,
                 distinct: np.ndarray) -> tuple[int, int]:  # pragma: no cover
-    """:func:`_probe` with ``add`` for keys that may repeat: each row's slot, its index among the batch's distinct keys
-    (``inverse``, in order of first appearance) and the distinct keys' slots (``distinct``); (keys added, distinct).
+    """:func:`_probe` with ``add`` for keys that may repeat; returns (keys added, distinct keys).
+
+    Fills each row's slot (``out``), its index among the batch's distinct keys (``inverse``, in order of first
+    appearance) and the distinct keys' slots (``distinct``).
     """
     added = _probe(slots, shift, keys, True, out)
     n = len(keys)

@@ -164,8 +164,8 @@ class KeyTable:
         if not self._keys and len(front) + len(keys) <= FRONT_MAX_KEYS:  # every key is in the front, or goes there
             front.reserve(len(keys))
             slots, inverse = front.locate_rows(keys)
-            places = ((front.flags, _EVERYTHING, slots),)
-            return KeyLocation(keys, inverse, places, front.flags[slots], len(slots) < len(keys), self._generation)
+            return KeyLocation(keys, inverse, ((front.flags, _EVERYTHING, slots),), front.flags[slots],
+                               len(slots) < len(keys), self._generation)
         unique, inverse = _distinct(keys)
         self._make_room(len(unique))
         slots = front.find(unique, add=False)
