@@ -1,4 +1,4 @@
-"""The key table of a search: every key once, with its flags, in a hash table and sorted runs, or a dict (issue 34)."""
+"""The key table of a search: every key once, with its flags, in sorted runs or a dict (issue 34)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,7 @@ from toys import toy_domain
 
 from chiralfair.domain import Domain, Feature
 from chiralfair.generators import key_table
-from chiralfair.generators.key_hash import EMPTY, KeyHash
-from chiralfair.generators.key_table import RECORDED, TESTED, KeyTable, ObjectKeyTable, key_table_for
+from chiralfair.generators.key_table import RECORDED, TESTED, ObjectKeyTable, SortedKeyTable, key_table_for
 
 
 class ReferenceTable:
@@ -33,15 +32,13 @@ def as_keys(table, values):
     return values
 
 
-@pytest.fixture(params=["hashed", "runs", "fenced", "dict"])
+@pytest.fixture(params=["sorted", "fenced", "dict"])
 def table(request, monkeypatch):
-    if request.param in ("runs", "fenced"):  # a small hash table, so that its keys move to sorted runs
-        monkeypatch.setattr(key_table, "FRONT_MAX_KEYS", 50)
     if request.param == "fenced":  # small runs, fences and a run cap, so that a few hundred keys reach every path
         monkeypatch.setattr(key_table, "FENCE_MIN_KEYS", 40)
         monkeypatch.setattr(key_table, "FENCE_STRIDE", 4)
         monkeypatch.setattr(key_table, "MAX_RUN_KEYS", 300)
-    return ObjectKeyTable() if request.param == "dict" else KeyTable()
+    return ObjectKeyTable() if request.param == "dict" else SortedKeyTable()
 
 
 def test_a_table_answers_like_a_dict_of_flags(table):
@@ -64,14 +61,11 @@ def test_a_table_answers_like_a_dict_of_flags(table):
                 ref.mark(keys[rows].tolist(), bits[rows])
         for bit in (TESTED, RECORDED, 4, 8):
             assert table.count(bit) == ref.count(bit)
-    if isinstance(table, KeyTable):
+    if isinstance(table, SortedKeyTable):
         runs = [len(r) for r in table._keys]
         assert all(np.all(np.diff(r) > 0) for r in table._keys), "each run is sorted and holds a key once"
-        front = table._front.slots[table._front.slots != EMPTY]
-        held = np.concatenate([*table._keys, front])
-        assert len(held) == len(set(held.tolist())) == len(ref.flags) == len(table), "runs and hash table are disjoint"
+        assert sum(runs) == len(set(np.concatenate(table._keys).tolist())), "runs are disjoint"
         assert len(runs) <= 8 + sum(runs) // key_table.MAX_RUN_KEYS, "runs are merged: their number grows like log n"
-        assert (len(runs) > 0) == (key_table.FRONT_MAX_KEYS < len(ref.flags)), "a full hash table moves to a run"
 
 
 def test_borrowed_bits_are_cleared_when_given_back(table):
@@ -91,33 +85,14 @@ def test_huge_domains_keep_bytes_keys_in_a_dict():
     feats = (Feature("sex", 0, 1), Feature("u", 0, 2**40), Feature("v", 0, 2**40))
     domain = Domain(feats).with_protected(["sex"])
     assert isinstance(key_table_for(domain), ObjectKeyTable)
-    assert isinstance(key_table_for(toy_domain()), KeyTable)
+    assert isinstance(key_table_for(toy_domain()), SortedKeyTable)
 
 
 def test_a_location_is_refused_after_the_next_locate():
-    table = KeyTable()
+    table = SortedKeyTable()
     first = table.locate(np.arange(10))
     table.locate(np.arange(5, 20))  # may merge the runs first's places point into
     with pytest.raises(RuntimeError, match="out of date"):
         table.mark_at(first, TESTED)
     with pytest.raises(RuntimeError, match="out of date"):
         table.flags_at(first.rows(np.arange(3)))
-
-
-def test_the_hash_table_finds_every_key_after_it_grows():
-    table = KeyHash(n_slots=16)
-    keys = np.arange(0, 50_000, 7, dtype=np.int64) * 1_000_003  # keys a radix weight apart, as a walk's neighbours
-    for batch in np.array_split(keys, 9):
-        table.reserve(len(batch))
-        table.find(batch, add=True)
-        assert 2 * len(table) <= len(table.slots), "the table stays at most half full"
-    slots = table.find(keys, add=False)
-    np.testing.assert_array_equal(table.slots[slots], keys)
-    assert len(np.unique(slots)) == len(keys) == len(table)
-    np.testing.assert_array_equal(table.find(keys + 1, add=False), -1)
-
-
-def test_the_free_slot_marker_is_refused_as_a_key():
-    table = KeyTable()
-    with pytest.raises(ValueError, match="free slot"):
-        table.locate(np.array([3, EMPTY], dtype=np.int64))

@@ -4,17 +4,16 @@ A search asks the same few questions of the keys (non-protected projections, :me
 <chiralfair.domain.Domain.keys>`) it meets: was this key checked (``n_tested``), is it a recorded IDI
 (``n_idis``), has this local walk checked it already and with what outcome
 (:class:`~chiralfair.generators.gradient_steps.KnownOutcomes`)? Each answer is a bit of one flag byte per key, in
-one table. A batch is looked up once (:meth:`KeyTable.locate`): the walk reads what it knows there, the recorder
-and the walk then set their bits at the same places (:meth:`~KeyTable.flags_at`, :meth:`~KeyTable.mark_at`)
-without searching again.
+one table, so a key costs 9 bytes however many questions are asked of it. A batch is looked up once
+(:meth:`SortedKeyTable.locate`): the walk reads what it knows there, the recorder and the walk then set their
+bits at the same places (:meth:`~SortedKeyTable.flags_at`, :meth:`~SortedKeyTable.mark_at`) without searching
+again.
 
-int64 keys first go to a hash table (:mod:`~chiralfair.generators.key_hash`), where a batch is located in one
-compiled loop. Up to :data:`FRONT_MAX_KEYS` keys stay there; past that, the hash table's keys move to a sorted numpy
-run (9 bytes a key), and runs are merged as in a log-structured merge, so a search of tens of millions of keys holds
-little more than its keys. A run large enough for its binary search to miss the cache at every step gets a fence
-(every :data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short
-block of the run. Keys of domains with 2**63 points or more are bytes objects (:meth:`Domain.keys`) and live in a
-dict.
+int64 keys live in a few sorted numpy runs (a log-structured merge): locating a batch of ``b`` keys in a table of
+``n`` costs a sort of the batch and a search of each run, and a key is copied O(log n) times in all by the merges.
+A run large enough for its binary search to miss the cache at every step gets a fence (every
+:data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short block
+of the run. Keys of domains with 2**63 points or more are bytes objects (:meth:`Domain.keys`) and live in a dict.
 """
 
 from __future__ import annotations
@@ -25,19 +24,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..domain import Domain
-from .key_hash import KeyHash
 
 #: The key was checked (in either phase).
 TESTED = 1
 #: The key is a recorded IDI.
 RECORDED = 2
-# Bits a caller may borrow for its own questions (a local walk takes two, :meth:`KeyTable.borrow_bits`).
+# Bits a caller may borrow for its own questions (a local walk takes two, :meth:`SortedKeyTable.borrow_bits`).
 BORROWABLE = (4, 8, 16, 32, 64, 128)
 
-# The hash table holds at most this many keys (at most half full: 38 MiB at 2**22 slots); then they move to a run.
-FRONT_MAX_KEYS = 1 << 21
-# Which distinct keys of a batch a part holds, when the front holds them all.
-_EVERYTHING = slice(None)
 # A newer run is merged into the one before it once that one is less than this many times larger, so the table
 # holds O(log n) runs and each key is copied O(log n) times in total.
 MERGE_RATIO = 4
@@ -51,7 +45,7 @@ FENCE_STRIDE = 32
 
 @dataclass(frozen=True)
 class KeyLocation:
-    """Where the keys of a batch sit in a table (:meth:`KeyTable.locate`); valid until its next ``locate``.
+    """Where the keys of a batch sit in a table (:meth:`SortedKeyTable.locate`); valid until its next ``locate``.
 
     Attributes
     ----------
@@ -59,11 +53,10 @@ class KeyLocation:
         The rows' keys.
     inverse : numpy.ndarray of int64, shape (n_rows,)
         Each row's index among the batch's distinct keys.
-    places : tuple of (numpy.ndarray, numpy.ndarray or slice, numpy.ndarray)
-        Per part of the table (the hash table, a run) holding some distinct keys: the part's flag array, which
-        distinct keys (indices, or a slice of all) and their positions in it.
+    places : tuple of (int, numpy.ndarray, numpy.ndarray)
+        Per run holding some distinct keys: the run's index, which distinct keys (indices) and their positions.
     flags : numpy.ndarray of uint8, shape (n_unique,)
-        The distinct keys' flags, kept up to date by :meth:`KeyTable.mark_at` (shared by the locations of
+        The distinct keys' flags, kept up to date by :meth:`SortedKeyTable.mark_at` (shared by the locations of
         :meth:`rows`).
     repeats : bool
         Whether some key is on several rows of the batch.
@@ -73,7 +66,7 @@ class KeyLocation:
 
     keys: np.ndarray
     inverse: np.ndarray
-    places: tuple[tuple[np.ndarray, np.ndarray | slice, np.ndarray], ...]
+    places: tuple[tuple[int, np.ndarray, np.ndarray], ...]
     flags: np.ndarray
     repeats: bool
     generation: int = 0
@@ -97,34 +90,31 @@ class KeyLocation:
         return KeyLocation(self.keys[rows], self.inverse[rows], self.places, self.flags, self.repeats, self.generation)
 
 
-class KeyTable:
-    """int64 keys, each once, with a uint8 of flags: the newest in a hash table, the others in sorted runs.
+class SortedKeyTable:
+    """int64 keys, each once, with a uint8 of flags, held as a few disjoint sorted numpy runs.
 
-    The newest keys (up to :data:`FRONT_MAX_KEYS`) sit in a :class:`~.key_hash.KeyHash`, where locating a batch
-    of ``b`` keys costs one sort of the batch and one compiled probe loop; a search of fewer keys than that (the
-    census DNN's EIDIG-INF run of 1000 x 1000: 376,227) never leaves it. A full front is drained into a sorted run,
-    and runs are merged as in a log-structured merge: O(log n) runs of at most :data:`MAX_RUN_KEYS` keys, 9 bytes a
-    key, each searched only for the keys the front does not hold. Reading and setting flags at a location costs a
-    gather or scatter per part (front or run).
+    Locating a batch of ``b`` keys costs one sort of the batch and a search of each run (O(log n) runs of at most
+    :data:`MAX_RUN_KEYS` keys); reading and setting flags at a location costs a gather or scatter per run. A key
+    costs 9 bytes.
     """
 
     def __init__(self) -> None:
-        self._front = KeyHash()
         self._keys: list[np.ndarray] = []
         self._flags: list[np.ndarray] = []
         self._fences: list[np.ndarray | None] = []
+        self._pending = False  # the last run came from the last locate and is not merged yet
         self._generation = 0  # locates so far: a location is valid while this has not moved on
         self._counts = np.zeros(8, dtype=np.int64)
         self._free = list(BORROWABLE)
 
     def __len__(self) -> int:
-        return len(self._front) + sum(len(run) for run in self._keys)
+        return sum(len(run) for run in self._keys)
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the front's 9 per slot, the runs' 9 per key and their fences' 8 per :data:`FENCE_STRIDE` keys."""
-        return self._front.nbytes + sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
-                                        for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
+        """Bytes the runs hold: 9 per key (the key and its flags), and the fences' 8 per :data:`FENCE_STRIDE` keys."""
+        return sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
+                   for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
 
     def count(self, bit: int) -> int:
         """Keys whose flags hold ``bit`` (:data:`TESTED`, :data:`RECORDED` or a borrowed bit).
@@ -143,7 +133,7 @@ class KeyTable:
     def locate(self, keys) -> KeyLocation:
         """Find each key, adding the keys not in the table (with no flag set).
 
-        The location is valid until the next call of ``locate`` (which may move keys).
+        The location is valid until the next call of ``locate`` (which may merge runs).
 
         Parameters
         ----------
@@ -152,32 +142,19 @@ class KeyTable:
         Returns
         -------
         KeyLocation
-
-        Raises
-        ------
-        ValueError
-            If a key is the smallest int64 (:data:`~.key_hash.EMPTY`), which marks a free slot.
         """
         keys = np.asarray(keys, dtype=np.int64)
+        self._merge_pending()
         self._generation += 1
-        front = self._front
-        if not self._keys and len(front) + len(keys) <= FRONT_MAX_KEYS:  # every key is in the front, or goes there
-            front.reserve(len(keys))
-            slots, inverse = front.locate_rows(keys)
-            return KeyLocation(keys, inverse, ((front.flags, _EVERYTHING, slots),), front.flags[slots],
-                               len(slots) < len(keys), self._generation)
         unique, inverse = _distinct(keys)
-        self._make_room(len(unique))
-        slots = front.find(unique, add=False)
-        in_front = np.flatnonzero(slots >= 0)
-        places, missing = self._find(unique, np.flatnonzero(slots < 0))
+        places, missing = self._find(unique)
         flags = np.zeros(len(unique), dtype=np.uint8)
-        for run_flags, which, pos in places:
-            flags[which] = run_flags[pos]
-        flags[in_front] = front.flags[slots[in_front]]
-        places.append((front.flags, in_front, slots[in_front]))
+        for run, which, pos in places:
+            flags[which] = self._flags[run][pos]
         if len(missing):
-            places.append((front.flags, missing, front.find(unique[missing], add=True)))
+            self._append(unique[missing], np.zeros(len(missing), dtype=np.uint8))
+            self._pending = True
+            places.append((len(self._keys) - 1, missing, np.arange(len(missing))))
         return KeyLocation(keys, inverse, tuple(places), flags, len(unique) < len(keys), self._generation)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
@@ -215,8 +192,8 @@ class KeyTable:
             np.bitwise_or.at(add, location.inverse, np.asarray(bits, dtype=np.uint8))
         before = location.flags
         after = before | add
-        for part_flags, which, pos in location.places:
-            part_flags[pos] = after[which]
+        for run, which, pos in location.places:
+            self._flags[run][pos] = after[which]
         self._count_gains(before, after)
         before[:] = after
 
@@ -233,11 +210,10 @@ class KeyTable:
         """
         keys = np.asarray(keys, dtype=np.int64)
         unique, inverse = _distinct(keys)
-        slots = self._front.find(unique, add=False)
-        found = np.where(slots >= 0, self._front.flags[slots], 0).astype(np.uint8)
-        places, _ = self._find(unique, np.flatnonzero(slots < 0))
-        for run_flags, which, pos in places:
-            found[which] = run_flags[pos]
+        found = np.zeros(len(unique), dtype=np.uint8)
+        places, _ = self._find(unique)
+        for run, which, pos in places:
+            found[which] = self._flags[run][pos]
         return found[inverse]
 
     def mark(self, keys, bits) -> np.ndarray:
@@ -288,7 +264,7 @@ class KeyTable:
             Bits of :meth:`borrow_bits`.
         """
         mask = np.uint8(sum(bits))
-        for flags in (*self._flags, self._front.flags):
+        for flags in self._flags:
             flags &= ~mask
         self._generation += 1  # a location's copy of the flags still holds the bits
         _free(self, bits)
@@ -298,27 +274,18 @@ class KeyTable:
             raise RuntimeError("this key location is out of date: a location is valid until the table's next locate "
                                "(which may move the keys), so flags must be read and set before the next one")
 
-    def _make_room(self, n_more: int) -> None:
-        """Room in the front for ``n_more`` keys: its keys go to a sorted run first if it would pass its cap."""
-        front = self._front
-        if len(front) and len(front) + n_more > FRONT_MAX_KEYS:
-            keys, flags = front.drain()
-            self._append(keys, flags)
-            self._merge_newest()
-        front.reserve(n_more)
-
-    def _find(self, unique: np.ndarray, todo: np.ndarray) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                                                                    np.ndarray]:
-        """Places in the runs of the sorted distinct keys ``unique[todo]``, and the indices of those not found."""
+    def _find(self, unique: np.ndarray) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
+        """Places of the sorted distinct keys ``unique`` found in the runs, and the indices of those not found."""
         places = []
-        for keys, flags, fence in zip(self._keys, self._flags, self._fences, strict=True):
+        todo = np.arange(len(unique))
+        for run, (keys, fence) in enumerate(zip(self._keys, self._fences, strict=True)):
             if not len(todo):
                 break
             query = unique[todo]
             pos = _search(keys, fence, query)
             found = keys[pos] == query
             if found.any():
-                places.append((flags, todo[found], pos[found]))
+                places.append((run, todo[found], pos[found]))
                 todo = todo[~found]
         return places, todo
 
@@ -334,7 +301,10 @@ class KeyTable:
         self._flags.append(flags)
         self._fences.append(_fence(keys))
 
-    def _merge_newest(self) -> None:
+    def _merge_pending(self) -> None:
+        if not self._pending:
+            return
+        self._pending = False
         keys, flags, fences = self._keys, self._flags, self._fences
         while (len(keys) > 1 and len(keys[-2]) < MERGE_RATIO * len(keys[-1])
                and len(keys[-2]) + len(keys[-1]) <= MAX_RUN_KEYS):
@@ -347,7 +317,7 @@ class KeyTable:
 class ObjectKeyTable:
     """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python dict.
 
-    The methods of :class:`KeyTable`, one dict operation per key.
+    The methods of :class:`SortedKeyTable`, one dict operation per key.
     """
 
     def __init__(self) -> None:
@@ -364,7 +334,7 @@ class ObjectKeyTable:
         return sys.getsizeof(self._flags) + sum(sys.getsizeof(k) for k in self._flags)
 
     def count(self, bit: int) -> int:
-        """As :meth:`KeyTable.count`.
+        """As :meth:`SortedKeyTable.count`.
 
         Parameters
         ----------
@@ -377,7 +347,7 @@ class ObjectKeyTable:
         return int(self._counts[int(bit).bit_length() - 1])
 
     def locate(self, keys) -> KeyLocation:
-        """As :meth:`KeyTable.locate` (the location holds the keys themselves).
+        """As :meth:`SortedKeyTable.locate` (the location holds the keys themselves).
 
         Parameters
         ----------
@@ -393,7 +363,7 @@ class ObjectKeyTable:
         return KeyLocation(keys, np.arange(len(keys)), (), np.zeros(len(keys), dtype=np.uint8), False)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
-        """As :meth:`KeyTable.flags_at`.
+        """As :meth:`SortedKeyTable.flags_at`.
 
         Parameters
         ----------
@@ -406,7 +376,7 @@ class ObjectKeyTable:
         return self.flags(location.keys)
 
     def mark_at(self, location: KeyLocation, bits) -> None:
-        """As :meth:`KeyTable.mark_at`.
+        """As :meth:`SortedKeyTable.mark_at`.
 
         Parameters
         ----------
@@ -425,7 +395,7 @@ class ObjectKeyTable:
                     self._counts[bit] += 1
 
     def flags(self, keys) -> np.ndarray:
-        """As :meth:`KeyTable.flags`.
+        """As :meth:`SortedKeyTable.flags`.
 
         Parameters
         ----------
@@ -439,7 +409,7 @@ class ObjectKeyTable:
         return np.fromiter((get(k, 0) for k in keys), dtype=np.uint8, count=len(keys))
 
     def mark(self, keys, bits) -> np.ndarray:
-        """As :meth:`KeyTable.mark`.
+        """As :meth:`SortedKeyTable.mark`.
 
         Parameters
         ----------
@@ -456,7 +426,7 @@ class ObjectKeyTable:
         return before
 
     def borrow_bits(self, n: int) -> tuple[int, ...]:
-        """As :meth:`KeyTable.borrow_bits`.
+        """As :meth:`SortedKeyTable.borrow_bits`.
 
         Parameters
         ----------
@@ -469,7 +439,7 @@ class ObjectKeyTable:
         return _borrow(self, n)
 
     def return_bits(self, bits) -> None:
-        """As :meth:`KeyTable.return_bits`.
+        """As :meth:`SortedKeyTable.return_bits`.
 
         Parameters
         ----------
@@ -481,7 +451,7 @@ class ObjectKeyTable:
         _free(self, bits)
 
 
-def key_table_for(domain: Domain) -> KeyTable | ObjectKeyTable:
+def key_table_for(domain: Domain) -> SortedKeyTable | ObjectKeyTable:
     """The table that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python dict.
 
     Parameters
@@ -490,10 +460,10 @@ def key_table_for(domain: Domain) -> KeyTable | ObjectKeyTable:
 
     Returns
     -------
-    KeyTable or ObjectKeyTable
+    SortedKeyTable or ObjectKeyTable
     """
     bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
-    return ObjectKeyTable() if bytes_keys else KeyTable()
+    return ObjectKeyTable() if bytes_keys else SortedKeyTable()
 
 
 def _borrow(table, n: int) -> tuple[int, ...]:

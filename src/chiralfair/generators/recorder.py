@@ -87,7 +87,7 @@ class IDIRecorder:
             Also return probabilities (see :meth:`DiscriminationCheck.check`).
         located : KeyLocation, optional
             Where the rows' keys sit in :attr:`key_table`, when the caller located them (its last
-            :meth:`~.key_table.KeyTable.locate`); used only if no candidate needed a repair.
+            :meth:`~.key_table.SortedKeyTable.locate`); used only if no candidate needed a repair.
         satisfying : bool, default=False
             The candidates satisfy the domain's constraints already (the generator repaired its proposals with
             :meth:`Domain.repair`), so they are not repaired again. Not checked: a generator that says so of a
