@@ -4,6 +4,8 @@ Run by hand:  python benchmarks/blackbox.py [--models hgb rf lightgbm pipeline] 
               [--seeds cluster random iandd] [--budgets 20000 200000] [--repeats 3] [--max-global 1000]
               [--max-local N] [--generators grft maft ...] [--sg-repeats 3] [--processes 2] [--name blackbox]
               [--rewrite]   (only the Markdown again, from the JSON)
+              [--ceiling blackbox_grid blackbox_dtc ...]   (only the ceiling table, from those JSON files)
+              [--couple none] [--param aft:samples_per_step=1 ...]
 
 The issue's whole grid (issue 32):
 
@@ -12,7 +14,8 @@ The issue's whole grid (issue 32):
         --budgets 20000 200000 --repeats 3 --sg-repeats 1 --name blackbox_grid
 
 Models, trained once per case with model random state 0: the zoo's HistGradientBoostingClassifier (``hgb``),
-RandomForestClassifier (``rf``) and LGBMClassifier (``lightgbm``) on the dataset's 60% split, and ``pipeline``: a
+RandomForestClassifier (``rf``), DecisionTreeClassifier (``dtc``, the model Aft's surrogate can copy exactly) and
+LGBMClassifier (``lightgbm``) on the dataset's 60% split, and ``pipeline``: a
 scikit-learn Pipeline (OneHotEncoder on the text columns in a ColumnTransformer, then HistGradientBoosting) fitted
 on the raw Adult rows (``adult.data``; held out: ``adult.test``) and run through chiralfair as an own model, as in
 the README's own-data example (its bins, and for ``sex`` its coupling sex <-> relationship): census cases only.
@@ -28,6 +31,12 @@ first ``--sg-repeats`` random states only (it is slow; its cells are then single
 ``--budgets N``.
 
 Writes ``benchmarks/results/<name>.json`` (every run, versions, load) and ``<name>.md``.
+
+``--ceiling NAME ...`` writes ``benchmarks/results/blackbox_ceiling.md`` from those result files: per cell, the IDIs
+AEQUITAS found per query and whether 1.5x that fits under the counting rule's ceiling. A new key is an IDI only when
+the input and at least one counterpart with another label were queried, so no search finds more than one IDI per
+two queries (:data:`MAX_IDIS_PER_QUERY`): where AEQUITAS already finds more than a third of an IDI per query, no
+generator can find 1.5x its IDIs at the same budget.
 """
 
 from __future__ import annotations
@@ -47,10 +56,13 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results"
 GENERATORS = ("grft", "maft", "aft", "aequitas", "expga", "kosei", "sg")
 MODEL_NAMES = {"hgb": "sklearn HistGradientBoostingClassifier", "rf": "sklearn RandomForestClassifier",
+               "dtc": "sklearn DecisionTreeClassifier",
                "lightgbm": "lightgbm LGBMClassifier",
                "pipeline": "sklearn Pipeline(ColumnTransformer(OneHotEncoder on text columns), "
                            "HistGradientBoostingClassifier) on the raw Adult rows"}
 MODEL_RANDOM_STATE = 0
+# A new IDI key costs at least two queries: the input and one counterpart that gets another label.
+MAX_IDIS_PER_QUERY = 0.5
 ADULT = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
          "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "income"]
 README_BINS = {"fnlwgt": 20, "capital-gain": 10, "capital-loss": 10, "hours-per-week": 10}
@@ -90,8 +102,8 @@ def pipeline_inputs(protected: str):
     return inputs_from_objects(pipe, train, settings=settings, test=test, name="pipeline")
 
 
-def model_inputs(model: str, case: str):
-    """RunInputs of ``model`` on ``case`` (``dataset:protected``)."""
+def model_inputs(model: str, case: str, couple: bool = True):
+    """RunInputs of ``model`` on ``case`` (``dataset:protected``), with the dataset's coupling or none."""
     from chiralfair.pipeline import RunConfig
     from chiralfair.pipeline.inputs import inputs_from_names
 
@@ -99,18 +111,18 @@ def model_inputs(model: str, case: str):
     if model == "pipeline":
         return pipeline_inputs(protected)
     config = RunConfig(dataset=dataset, protected=(protected,), model=model, model_random_state=MODEL_RANDOM_STATE,
-                       random_state=0)
+                       random_state=0, couple=couple)
     return inputs_from_names(config)
 
 
 def job(model: str, case: str, seeds: str, state: int, generators: list[str], budgets: list[int], max_global: int,
-        max_local: int | None) -> list[dict]:
+        max_local: int | None, couple: bool = True, params: dict | None = None) -> list[dict]:
     """Every generator at every budget from one shared seed selection of ``seeds`` on ``model`` at ``state``."""
     from chiralfair.models.threads import single_native_thread
     from chiralfair.pipeline import SearchPlan, run_pipeline
     from chiralfair.seeds import make_seed_strategy
 
-    inputs = model_inputs(model, case)
+    inputs = model_inputs(model, case, couple)
     inputs.model.reset_queries()
     with single_native_thread():
         t = time.perf_counter()
@@ -121,7 +133,8 @@ def job(model: str, case: str, seeds: str, state: int, generators: list[str], bu
         for name in generators:
             plan = SearchPlan(seeds=seeds, generator=name, max_global=max_global,
                               max_local=max_queries if max_local is None else max_local,
-                              random_state=state, max_queries=max_queries)
+                              random_state=state, max_queries=max_queries,
+                              generator_params=(params or {}).get(name, {}))
             load = os.getloadavg()[0]
             t = time.perf_counter()
             with single_native_thread():
@@ -184,7 +197,11 @@ def write_markdown(doc: dict, path: Path) -> None:
              f"`max_queries`), and max_local = {_max_local_text(p)} so that the budget ends the searches. SG: random "
              f"states {p['sg_random_states']} only. `pipeline`: census cases only (raw Adult rows). `seeds N q`: "
              "the seed strategy alone spent N queries, the whole budget or more, so no generator could run (I&D "
-             "predicts every data row and checks the disagreements before any search).", "",
+             "predicts every data row and checks the disagreements before any search). Generator parameters: "
+             + (", ".join(f"{g} {k}={v}" for g, kv in p.get("generator_params", {}).items() for k, v in kv.items())
+                or "the defaults") + ". Coupling: "
+             + ("none (`--couple none`, as in the I&D paper)." if p.get("couple") == "none" else
+                "the dataset's default (census: sex -> relationship Husband <-> Wife)."), "",
              f"Load: before `{doc['uptime_before']}`; after `{doc['uptime_after']}`. Wall time "
              f"{doc['seconds']:.0f} s with {p['processes']} processes.", ""]
     if p.get("shrunk"):
@@ -218,6 +235,33 @@ def write_markdown(doc: dict, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def write_ceiling(names: list[str], path: Path) -> None:
+    """The ceiling table (module docstring) of the result files ``names``, written to ``path``."""
+    lines = ["# How far above AEQUITAS a black-box generator could go at equal budgets", "",
+             f"Written by `benchmarks/blackbox.py --ceiling {' '.join(names)}` from those result files. A new key is "
+             "an IDI only when the input and at least one counterpart with another label were queried, so no search "
+             f"finds more than {MAX_IDIS_PER_QUERY} IDIs per query. Each row: AEQUITAS's IDIs per query (median over "
+             "the random states) and the IDIs per query 1.5x as many would need.", "",
+             "| results | model | case | seeds | budget | aequitas IDIs / query | 1.5x needs | reachable |",
+             "|---|---|---|---|---:|---:|---:|---|"]
+    n_cells = n_out = 0
+    for name in names:
+        runs = json.loads((RESULTS / f"{name}.json").read_text())["runs"]
+        cells: dict[tuple, list[float]] = {}
+        for r in runs:
+            if r["generator"] == "aequitas":
+                cells.setdefault((r["model"], r["case"], r["seeds"], r["max_queries"]), []).append(
+                    r["n_idis"] / r["max_queries"])
+        for (model, case, seeds, budget), rates in sorted(cells.items()):
+            rate = statistics.median(rates)
+            reachable = 1.5 * rate <= MAX_IDIS_PER_QUERY
+            n_cells, n_out = n_cells + 1, n_out + (not reachable)
+            lines.append(f"| {name} | {model} | {case} | {seeds} | {budget:,} | {rate:.3f} | {1.5 * rate:.3f} | "
+                         f"{'yes' if reachable else '**no**'} |")
+    lines += ["", f"{n_out} of {n_cells} cells: 1.5x AEQUITAS's IDIs would pass the ceiling.", ""]
+    path.write_text("\n".join(lines))
+
+
 def _max_local_text(p: dict) -> str:
     return "the budget" if p["max_local"] is None else f"{p['max_local']:,}"
 
@@ -239,15 +283,30 @@ def main(argv=None) -> None:
     ap.add_argument("--max-global", type=int, default=1000)
     ap.add_argument("--max-local", type=int, default=None, help="default: each budget")
     ap.add_argument("--processes", type=int, default=2)
+    ap.add_argument("--param", action="append", default=[], metavar="GEN:NAME=VALUE",
+                    help="a generator parameter (a JSON value), e.g. aft:samples_per_step=1; repeatable")
+    ap.add_argument("--couple", choices=["dataset", "none"], default="dataset",
+                    help="the dataset's default coupling (census: sex -> relationship), or none (the I&D paper's)")
     ap.add_argument("--shrunk", default="", help="What was cut from the grid, and why (said in the Markdown).")
     ap.add_argument("--findings", default="", help="A Markdown file appended to the results as they are written.")
     ap.add_argument("--name", default="blackbox")
     ap.add_argument("--rewrite", action="store_true", help="Only write <name>.md again from <name>.json.")
+    ap.add_argument("--ceiling", nargs="+", metavar="NAME", help="Only write blackbox_ceiling.md from these results.")
     args = ap.parse_args(argv)
+    if args.ceiling:
+        write_ceiling(args.ceiling, RESULTS / "blackbox_ceiling.md")
+        return
     if args.rewrite:
         write_markdown(json.loads((RESULTS / f"{args.name}.json").read_text()), RESULTS / f"{args.name}.md")
         return
     budgets = args.budgets or [args.max_queries]
+    params: dict[str, dict] = {}
+    for item in args.param:
+        name, _, assignment = item.partition(":")
+        key, _, value = assignment.partition("=")
+        if not (name and key and value):
+            ap.error(f"--param takes GENERATOR:NAME=VALUE (e.g. aft:samples_per_step=1), got {item!r}")
+        params.setdefault(name, {})[key] = json.loads(value)
     for case in args.cases:
         if case.count(":") != 1:
             ap.error(f"--cases takes dataset:protected (e.g. census:sex), got {case!r}")
@@ -260,7 +319,8 @@ def main(argv=None) -> None:
             for seeds in args.seeds:
                 for state in range(args.repeats):
                     gens = [g for g in args.generators if g != "sg" or state < args.sg_repeats]
-                    jobs.append((model, case, seeds, state, gens, budgets, args.max_global, args.max_local))
+                    jobs.append((model, case, seeds, state, gens, budgets, args.max_global, args.max_local,
+                                 args.couple != "none", params))
     runs = []
     with ProcessPoolExecutor(args.processes) as pool:
         for done in as_completed([pool.submit(job, *j) for j in jobs]):
@@ -273,7 +333,8 @@ def main(argv=None) -> None:
                           "generators": args.generators, "random_states": list(range(args.repeats)),
                           "sg_random_states": list(range(min(args.sg_repeats, args.repeats))),
                           "budgets": budgets, "max_global": args.max_global, "max_local": args.max_local,
-                          "processes": args.processes, "shrunk": args.shrunk},
+                          "processes": args.processes, "shrunk": args.shrunk, "couple": args.couple,
+                          "generator_params": params},
            "f1": {f"{m} {c}": f1 for (m, c), f1 in _f1(runs).items()},
            "findings": Path(args.findings).read_text() if args.findings else "",
            "runs": sorted(runs, key=lambda r: (r["model"], r["case"], r["seeds"], r["max_queries"], r["random_state"],
