@@ -18,16 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import statistics
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from blackbox import RESULTS, _uptime, job, versions  # noqa: E402
+from blackbox import RESULTS, _uptime, job, run_in_pool, run_record  # noqa: E402
 
 MODELS = ("hgb", "rf", "dtc")
 BUDGETS = (20_000, 200_000)
@@ -88,14 +85,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     uptime_before, t0 = _uptime(), time.perf_counter()
     cells = [(m, c, s) for c in COUPLINGS.values() for m in MODELS for s in range(args.repeats)]
-    runs: list[dict] = []
-    with ProcessPoolExecutor(args.processes) as pool:
-        for done in as_completed([pool.submit(run_cell, *c) for c in cells]):
-            runs += done.result()
-            print(f"{time.perf_counter() - t0:6.0f} s: {len(runs)} runs", file=sys.stderr, flush=True)
-    doc = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "versions": versions(),
-           "cpu_count": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": _uptime(),
-           "seconds": time.perf_counter() - t0, "repeats": args.repeats,
+    runs = run_in_pool(run_cell, cells, args.processes, t0)
+    doc = {**run_record(uptime_before, t0), "repeats": args.repeats,
            "runs": sorted(runs, key=lambda r: (not r["couple"], r["model"], r["max_queries"], r["samples_per_step"],
                                                r["random_state"]))}
     RESULTS.mkdir(exist_ok=True)

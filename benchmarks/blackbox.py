@@ -150,6 +150,23 @@ def job(model: str, case: str, seeds: str, state: int, generators: list[str], bu
     return out
 
 
+def run_in_pool(fn, jobs: list[tuple], processes: int, t0: float) -> list[dict]:
+    """``fn(*job)`` for every job on ``processes`` processes; their runs, in the order they finish."""
+    runs: list[dict] = []
+    with ProcessPoolExecutor(processes) as pool:
+        for done in as_completed([pool.submit(fn, *j) for j in jobs]):
+            runs += done.result()
+            print(f"{time.perf_counter() - t0:6.0f} s: {len(runs)} runs", file=sys.stderr, flush=True)
+    return runs
+
+
+def run_record(uptime_before: str, t0: float) -> dict:
+    """What every result file records of its run: date, versions, CPUs, load before and after, wall seconds."""
+    return {"date": datetime.now(UTC).isoformat(timespec="seconds"), "versions": versions(),
+            "cpu_count": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": _uptime(),
+            "seconds": time.perf_counter() - t0}
+
+
 def versions() -> dict[str, str]:
     import lightgbm
     import numpy
@@ -321,14 +338,8 @@ def main(argv=None) -> None:
                     gens = [g for g in args.generators if g != "sg" or state < args.sg_repeats]
                     jobs.append((model, case, seeds, state, gens, budgets, args.max_global, args.max_local,
                                  args.couple != "none", params))
-    runs = []
-    with ProcessPoolExecutor(args.processes) as pool:
-        for done in as_completed([pool.submit(job, *j) for j in jobs]):
-            runs += done.result()
-            print(f"{time.perf_counter() - t0:6.0f} s: {len(runs)} runs", file=sys.stderr, flush=True)
-    doc = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "versions": versions(),
-           "cpu_count": os.cpu_count(), "uptime_before": uptime_before, "uptime_after": _uptime(),
-           "seconds": time.perf_counter() - t0,
+    runs = run_in_pool(job, jobs, args.processes, t0)
+    doc = {**run_record(uptime_before, t0),
            "parameters": {"models": args.models, "cases": args.cases, "seeds": args.seeds,
                           "generators": args.generators, "random_states": list(range(args.repeats)),
                           "sg_random_states": list(range(min(args.sg_repeats, args.repeats))),
