@@ -31,6 +31,9 @@ which machine a figure comes from):
   this overestimates), plus one merge of the largest run (key_table.MAX_RUN_KEYS keys). At most 1024 MiB.
   ``benchmarks/speed_regained.py`` measures the full cap beside its prediction.
 
+One more uncoupled search, not timed for the ratios, is split by timers into the model's calls, the key table and
+the rest (:func:`breakdown`, in the result file).
+
 Each timed search runs ``--repeats`` times (default 4) per configuration, the coupled search first in every other
 round; the ratios are medians of the rounds' ratios, and every round must find the same IDIs. Why four: on a 2-core
 VM one round's coupled/uncoupled ratio moves by +-15% on the same code (0.95-1.29 in one run of 12 rounds), so a
@@ -139,12 +142,55 @@ def timed_rounds(repeats: int) -> dict:
         row["search_over_forward"] = row["uncoupled"]["seconds"] / row["forward_seconds"]
         row["coupled_over_uncoupled"] = row["coupled"]["seconds"] / row["uncoupled"]["seconds"]
         rounds.append(row)
-    return {"rounds": rounds,
+    return {"rounds": rounds, "breakdown": breakdown(model, plain, seeds["uncoupled"]),
             "search_over_forward": statistics.median(r["search_over_forward"] for r in rounds),
             "coupled_over_uncoupled": statistics.median(r["coupled_over_uncoupled"] for r in rounds),
             "search_seconds": statistics.median(r["uncoupled"]["seconds"] for r in rounds),
             "coupled_seconds": statistics.median(r["coupled"]["seconds"] for r in rounds),
             "forward_seconds": statistics.median(r["forward_seconds"] for r in rounds)}
+
+
+def breakdown(model, dataset, seeds) -> dict:
+    """Where one more uncoupled search spends its time: the model's calls, the key table, the rest (seconds).
+
+    A separate round, not one of the timed ones: a timer around every model call and every key table locate adds
+    its own overhead. It says how far the search can get from the forward pass at all: the model's calls alone, at
+    the walk's batch sizes, take longer than one forward pass of the same rows.
+    """
+    from chiralfair.generators.key_table import SortedKeyTable
+
+    spent = {"model": 0.0, "key_table": 0.0}
+    calls = {"model": 0}
+
+    def timed(obj, name: str, part: str):
+        original = getattr(obj, name)
+
+        def wrapper(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[part] += time.perf_counter() - t
+                if part == "model":
+                    calls["model"] += 1
+        return original, wrapper
+
+    patches = [(model, name, *timed(model, name, "model"))
+               for name in ("predict", "predict_with_proba", "input_gradient")]
+    table_locate = SortedKeyTable.locate
+    _, table_wrapper = timed(SortedKeyTable, "locate", "key_table")
+    for obj, name, _, wrapper in patches:
+        setattr(obj, name, wrapper)
+    SortedKeyTable.locate = table_wrapper
+    try:
+        res = search(model, dataset, seeds, max_global=BUDGET[0], max_local=BUDGET[1])
+    finally:
+        for obj, name, _, _ in patches:
+            delattr(obj, name)  # the instance attribute goes; the class's method shows again
+        SortedKeyTable.locate = table_locate
+    return {"search_seconds": res.seconds, "model_seconds": spent["model"], "model_calls": calls["model"],
+            "key_table_seconds": spent["key_table"],
+            "rest_seconds": res.seconds - spent["model"] - spent["key_table"], "n_queries": res.n_queries}
 
 
 def cap_run(max_local: int) -> dict:
@@ -299,6 +345,13 @@ def markdown(report: dict) -> str:
                      f"{r['search_over_forward']:.2f} | {r['coupled']['seconds']:.2f} | "
                      f"{r['coupled_over_uncoupled']:.2f} |")
     r = t["rounds"][0]
+    b = t["breakdown"]
+    lines += ["", f"Where one more uncoupled search went (timers around every model call and key-table locate, so "
+                  f"slower than the timed rounds): {b['search_seconds']:.2f} s, of which the model's "
+                  f"{b['model_calls']:,} calls {b['model_seconds']:.2f} s "
+                  f"({b['model_seconds'] / t['forward_seconds']:.2f}x the forward pass of as many rows), the key table "
+                  f"{b['key_table_seconds']:.2f} s and the rest (the walk's, the check's and the recorder's numpy "
+                  f"calls) {b['rest_seconds']:.2f} s."]
     lines += ["", f"Uncoupled: {r['uncoupled']['n_idis']:,} IDIs, {r['uncoupled']['n_queries']:,} queries; coupled: "
                   f"{r['coupled']['n_idis']:,} IDIs, {r['coupled']['n_queries']:,} queries (per query, the coupled "
                   f"search takes {per_query(t):.2f}x the uncoupled one).", "",
