@@ -8,7 +8,8 @@ The reference code (toda-lab/AFT) reads a pair's stopping rule after every sampl
 ``samples_per_step`` samples of every open pair per model batch and reads it after each step. This runs Aft with 1
 and with 10 on census sex, cluster seeds (1,000), the zoo's HistGradientBoosting, RandomForest and DecisionTree
 (model random state 0), at 20,000 and 200,000 queries (max_local = the budget), with census's default coupling and
-without (``benchmarks/blackbox.py``'s jobs, one seed selection per random state shared by both settings), and
+without (``benchmarks/blackbox.py``'s jobs; both settings start from the same seeds, whose selection is
+deterministic for a random state), and
 reports per cell the IDIs found by each, their ratio, and the seconds per search. Writes
 ``benchmarks/results/aft_samples_per_step.json`` and ``.md``.
 """
@@ -54,8 +55,9 @@ def markdown(doc: dict) -> str:
     runs = doc["runs"]
     lines = ["# Aft: one sample per pair and step (the reference's rule) against ten (the default)", "",
              f"Written by `benchmarks/aft_samples_per_step.py` on {doc['date']}: census sex, cluster seeds (1,000), "
-             "zoo models of model random state 0, max_local = the budget; per random state one seed selection "
-             f"shared by both settings. Libraries: {', '.join(f'{k} {v}' for k, v in doc['versions'].items())}. "
+             "zoo models of model random state 0, max_local = the budget; per random state both settings start from "
+             "the same seeds (the selection is deterministic). Libraries: "
+             f"{', '.join(f'{k} {v}' for k, v in doc['versions'].items())}. "
              f"Load: before `{doc['uptime_before']}`; after `{doc['uptime_after']}`. {doc['seconds']:.0f} s wall.", "",
              "| coupling | model | budget | IDIs, 10 a step (per random state) | IDIs, 1 a step | 1 / 10 (median) | "
              "seconds per search, 10 / 1 (median) |", "|---|---|---:|---|---|---:|---:|"]

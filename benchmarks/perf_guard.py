@@ -175,19 +175,20 @@ def breakdown(model, dataset, seeds) -> dict:
                     calls["model"] += 1
         return original, wrapper
 
-    patches = [(model, name, *timed(model, name, "model"))
-               for name in ("predict", "predict_with_proba", "input_gradient")]
-    table_locate = SortedKeyTable.locate
-    _, table_wrapper = timed(SortedKeyTable, "locate", "key_table")
-    for obj, name, _, wrapper in patches:
-        setattr(obj, name, wrapper)
-    SortedKeyTable.locate = table_wrapper
+    patches = [(model, name, "model") for name in ("predict", "predict_with_proba", "input_gradient")]
+    patches.append((SortedKeyTable, "locate", "key_table"))
+    saved = [(obj, name, obj.__dict__.get(name)) for obj, name, _ in patches]  # None: not the object's own
     try:
+        for obj, name, part in patches:
+            setattr(obj, name, timed(obj, name, part)[1])
         res = search(model, dataset, seeds, max_global=BUDGET[0], max_local=BUDGET[1])
     finally:
-        for obj, name, _, _ in patches:
-            delattr(obj, name)  # the instance attribute goes; the class's method shows again
-        SortedKeyTable.locate = table_locate
+        for obj, name, own in saved:
+            if own is None:
+                if name in vars(obj):
+                    delattr(obj, name)  # the instance's wrapper goes; the class's method shows again
+            else:
+                setattr(obj, name, own)
     return {"search_seconds": res.seconds, "model_seconds": spent["model"], "model_calls": calls["model"],
             "key_table_seconds": spent["key_table"],
             "rest_seconds": res.seconds - spent["model"] - spent["key_table"], "n_queries": res.n_queries}

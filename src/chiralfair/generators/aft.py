@@ -236,7 +236,8 @@ class Aft(Generator):
       states each: at 200,000 queries without coupling it found 1.43x the IDIs (geometric mean; HGB's median
       13,323 -> 49,201), with census's coupling 0.94x (one HGB state fell from 41,661 to 19,050: Aft's large
       runs on HGB take off or not by random state), at 20,000 queries 0.93x and 0.99x; and RF's searches of
-      200,000 queries took 24.6-28.3 s instead of 6.8-7.0 s (a model call per sample step). So ten stays the
+      200,000 queries took 24.6 and 28.3 s instead of 6.8 and 7.0 s (medians without and with coupling: a model
+      call per sample step). So ten stays the
       default; one is worth passing for a large budget on a domain without couplings
       (``benchmarks/results/aft_samples_per_step.md``).
     - **An input whose key was already checked is not checked again** (its outcome is known; the draw still
