@@ -9,9 +9,8 @@ The reference code (toda-lab/AFT) reads a pair's stopping rule after every sampl
 and with 10 on census sex, cluster seeds (1,000), the zoo's HistGradientBoosting, RandomForest and DecisionTree
 (model random state 0), at 20,000 and 200,000 queries (max_local = the budget), with census's default coupling and
 without (``benchmarks/blackbox.py``'s jobs; both settings start from the same seeds, whose selection is
-deterministic for a random state), and
-reports per cell the IDIs found by each, their ratio, and the seconds per search. Writes
-``benchmarks/results/aft_samples_per_step.json`` and ``.md``.
+deterministic for a random state), and reports per cell the IDIs found by each, their ratio, and the seconds per
+search. Writes ``benchmarks/results/aft_samples_per_step.json`` and ``.md``.
 """
 
 from __future__ import annotations
