@@ -93,8 +93,11 @@ class ModelLanguage:
 
     @property
     def takes_frame(self) -> bool:
-        """Whether the model is fed the data's own values (through :attr:`to_frame`: a DataFrame, or its values as
-        an array when :attr:`as_values`) rather than the integer codes: then the population is sent as rows."""
+        """Whether the model is fed the data's own values rather than the integer codes.
+
+        Through :attr:`to_frame`: a DataFrame, or its values as an array when :attr:`as_values`; the population
+        is then sent as rows.
+        """
         return self.to_frame is not None
 
     @property
