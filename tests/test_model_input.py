@@ -266,3 +266,24 @@ def test_the_command_line_takes_model_input_and_the_run_folder_keeps_it(people, 
     assert ran.exit_code == 0, ran.output
     meta = json.loads((tmp_path / "run" / "result.json").read_text())["meta"]
     assert meta["source"]["model_input"] == "values"
+
+
+def test_retrain_from_a_run_folder_rebuilds_the_model_fed_values(people, models, tmp_path):
+    import skops.io as sio
+
+    train, test = people
+    lr, _, predict = models["lr"]
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    sio.dump(lr, tmp_path / "lr.skops")
+    runner = CliRunner()
+    ran = runner.invoke(app, ["run", "--data", str(tmp_path / "train.csv"), "--test", str(tmp_path / "test.csv"),
+                              "--label", "y", "--protected", "sex", "--model", str(tmp_path / "lr.skops"),
+                              "--trust-model-file", "--model-input", "values", "--seeds", "random", "--max-global",
+                              "5", "--max-local", "2", "--out", str(tmp_path / "run")])
+    assert ran.exit_code == 0, ran.output
+    again = runner.invoke(app, ["retrain", "--from-run", str(tmp_path / "run"), "--trust-model-file", "--method",
+                                "counterfactual", "--out", str(tmp_path / "fairer"), "--json"])
+    assert again.exit_code == 0, again.output
+    before = json.loads(again.stdout[again.stdout.index("{"):])["rows"][0]
+    assert before["test_idi_rate"] == pytest.approx(recount(predict, test))
