@@ -81,6 +81,25 @@ class ColumnCodec:
             return pd.Categorical.from_codes(np.where(codes >= k, -1, codes), dtype=self.dtype)
         return _cast(table[codes], self.dtype)
 
+    @property
+    def codes_are_values(self) -> bool:
+        """Whether each code of this column is its value, as a number (an integer column, a 0/1 or boolean column).
+
+        False for a binned column (a code stands for an interval), a rank-coded column, text or categories other
+        than ``0, 1, ...`` in code order, and a column with a missing value.
+        """
+        if self.how == "integer":
+            return True
+        if self.how != "category" or self.table is None or isinstance(self.dtype, pd.CategoricalDtype):
+            return False
+        if getattr(self.dtype, "kind", "O") not in "biuf":
+            return False
+        try:
+            numbers = np.asarray(self.table, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        return bool(np.array_equal(numbers, np.arange(len(numbers), dtype=np.float64)))
+
     def _check_codes(self, codes: np.ndarray, table: np.ndarray) -> None:
         bad = (codes < 0) | (codes >= len(table))
         if bad.any():

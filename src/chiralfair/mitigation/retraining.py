@@ -104,7 +104,8 @@ LEAK_NOTE = ("paper protocol: the re-checked IDIs include the ones added to the 
              "IDIs' rewards memorising them (the leak of the I&D reference code); the test IDI rate measures on "
              "inputs retraining never saw")
 
-# trainer(X, y, random_state): X int codes (n, d), y labels in {0, 1} (1 = positive), random_state an int.
+# trainer(X, y, random_state): X int codes (n, d) (for a model fed values, model_input="values": its own float64
+# values, each person's row as given), y labels in {0, 1} (1 = positive), random_state an int.
 Trainer = Callable[[np.ndarray, np.ndarray, int], object]
 
 ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_test_projections_added", "f1",
@@ -535,7 +536,9 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (architecture: mitigation),
         ``retrain`` trains from scratch (the I&D reference code).
     trainer : callable, optional
-        ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train.
+        ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train; ``X`` is in
+        codes, or, for a model fed values (``model_input="values"``), in its own values (float64), and the model
+        returned is fed as the model under test is.
     recheck : SearchResult or array of shape (n, n_features), optional
         Further IDIs re-checked under the paper protocol (I&D: the IDIs of the other seed strategy).
     train_index : array-like of int, optional
@@ -833,7 +836,8 @@ def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, tra
     spec = getattr(model, "spec", None)
     X, y = dataset.X[rows], dataset.y[rows]
     if trainer is not None:
-        return _wrap_trained(trainer(X, y, int(seed)), model, f"seed{seed}-{model.name}")
+        X_own = _trainer_input(model, dataset, X, np.asarray(rows))
+        return _wrap_trained(trainer(X_own, y, int(seed)), model, f"seed{seed}-{model.name}")
     if spec is not None:
         return spec.fit(X, y, random_state=int(seed))
     return refit_copy(model, dataset, rows, int(seed), f"seed{seed}-{model.name}")
@@ -952,7 +956,8 @@ def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
             return copy
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import FunctionTransformer
-        return Pipeline([("to_frame", FunctionTransformer(model.language.to_frame)), ("model", copy)])
+        decode = model.language.model_input if model.language.as_values else model.language.to_frame
+        return Pipeline([("to_frame", FunctionTransformer(decode)), ("model", copy)])
     raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: {_why_not(model)}")
 
 
@@ -1165,7 +1170,9 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
     y = np.concatenate([dataset.y[train], y_new])
     name = f"retrained-{model.name}"
     if trainer is not None:
-        return _wrap_trained(trainer(X, y, int(random_state)), model, name), "trainer"
+        origin = np.concatenate([np.asarray(train, dtype=np.int64), np.full(len(X_new), -1, dtype=np.int64)])
+        X_own = _trainer_input(model, dataset, X, origin)
+        return _wrap_trained(trainer(X_own, y, int(random_state)), model, name), "trainer"
     spec = getattr(model, "spec", None)
     if spec is not None and mode == "fine-tune":
         from ..models.dnn import fine_tune_dnn
@@ -1184,11 +1191,30 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
     return refit_copy(model, dataset, train, int(random_state), name, added=(X_new, y_new)), "sklearn-clone"
 
 
+def _trainer_input(model: CountingModel, dataset: Dataset, X: np.ndarray, origin: np.ndarray):
+    """What ``trainer`` is given for training rows ``X`` (codes): the codes, or a model fed values its own values.
+
+    A row made from person ``origin[i]`` is that person's values with the columns its codes change decoded; an
+    added row (``origin[i] == -1``) is decoded whole (:func:`~chiralfair.mitigation.refit.training_input`).
+    """
+    if not model.language.as_values:
+        return X
+    from .refit import training_input
+
+    return training_input(model, dataset, X, origin)
+
+
 def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:
-    """What ``trainer`` returned, read as learning labels {0, 1} from the codes (or its frame, if fitted on one)."""
+    """What ``trainer`` returned, read as learning labels {0, 1} from what it was given.
+
+    The codes, or its frame if it was fitted on one, or the values if the model under test is fed values.
+    """
     if isinstance(trained, CountingModel):
         return trained
     language = model.language
+    if language.as_values:
+        return as_model(trained, name=name, batch_size=model.batch_size, to_frame=language.to_frame, as_values=True,
+                        output="logit" if language.output == "logit" else "auto")
     to_frame = language.to_frame if getattr(trained, "feature_names_in_", None) is not None else None
     return as_model(trained, name=name, batch_size=model.batch_size, to_frame=to_frame,
                     output="logit" if language.output == "logit" else "auto")

@@ -156,9 +156,13 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         Load pickles and skops files with untrusted types.
     model_output : {"probability", "logit"}, optional
         For torch modules and one-column ONNX models: what the output is.
-    model_input : {"auto", "frame", "codes"}, default="auto"
-        What the model takes: ``"frame"`` the raw frame's columns, ``"codes"`` the integer codes. ``"auto"``: the
-        frame for an estimator with string ``feature_names_in_``, codes otherwise.
+    model_input : {"auto", "frame", "codes", "values"}, default="auto"
+        What the model takes: ``"frame"`` the raw frame's columns; ``"values"`` their raw numbers as a float64
+        array, in the frame's column order (a torch module, a TorchScript or ONNX file, a callable or an
+        estimator fitted on a numpy array of the raw columns; every column numeric); ``"codes"`` the integer
+        codes. ``"auto"``: the frame for an estimator with string ``feature_names_in_``; codes where the data's
+        codes are its values (already encoded data, integer or 0/1 columns); otherwise refused, asking for it
+        (:func:`~chiralfair.models.probe.resolve_model_input`). Recorded in ``meta["source"]["model_input"]``.
     name : str, optional
         Dataset name in reports (default: the file's stem, or ``"data"``).
     generator_params, seed_params : mapping, optional

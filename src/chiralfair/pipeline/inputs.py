@@ -616,8 +616,15 @@ def _load_model(model, dataset, trust: bool, output: str | None, model_input: st
         model_name = getattr(model, "name", None) or type(model).__name__
         source = {"model_object": type(model).__name__, "model_output": output, "model_input": model_input}
     if isinstance(obj, CountingModel):
-        return obj, model_name, source
-    return wrap_model(obj, dataset, name=model_name, output=output, model_input=model_input), model_name, source
+        if model_input not in ("auto", obj.language.input_kind):
+            raise ConfigError(f"model {obj.name!r} is already wrapped, in its own language (it takes "
+                              f"{obj.language.input_kind}): model_input={model_input!r} applies to the model itself; "
+                              "pass it unwrapped, or wrap it with as_model(..., to_frame=..., as_values=...)")
+        return obj, model_name, {**source, "model_input": obj.language.input_kind}
+    counting = wrap_model(obj, dataset, name=model_name, output=output, model_input=model_input)
+    if model_input == "auto":  # what auto told, so that a run folder rebuilds the same model (retrain --from-run)
+        source["model_input"] = counting.language.input_kind
+    return counting, model_name, source
 
 
 def _check_model(model, dataset):

@@ -223,7 +223,7 @@ def wrap_like(chiral, model: CountingModel) -> CountingModel:
     language = model.language
     return as_model(chiral, name=f"chiral-{model.name}", batch_size=model.batch_size,
                     output="auto" if language.output == "label" else language.output,
-                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    positive_class=language.positive_class, to_frame=language.to_frame, as_values=language.as_values,
                     classes=None if hasattr(chiral, "classes_") else language.classes)
 
 
