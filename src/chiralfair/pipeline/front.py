@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_keywords
-from .inputs import DataSettings, RunInputs, inputs_from_objects
+from .inputs import RunInputs, inputs_from_objects
 from .run import run_folder_guard, run_pipeline
+from .spec import DataSpec, resolve_spec, stated_fields
 from .steps import SearchPlan
 
 logger = logging.getLogger(__name__)
@@ -54,18 +55,19 @@ def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
     return seed, {"random_state": described, "resolved_random_state": seed}
 
 
-def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-                   schema=None, test=None, test_size: float | None = None, random_state: int = 0,
-                   trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
-                   name: str | None = None, on_step: Callable[[str], None] | None = None, couple=None,
-                   constraints=None) -> RunInputs:
+def resolve_inputs(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+                   protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+                   random_state: int = 0, trust_model_file: bool = False, model_output: str | None = None,
+                   model_input: str = "auto", name: str | None = None, on_step: Callable[[str], None] | None = None,
+                   couple=None, constraints=None) -> RunInputs:
     """The inputs of a run on your model and data: the first step of :func:`audit`, :func:`estimate`, :func:`retrain`.
 
-    See :func:`audit` for the parameters.
+    The data description is made once here (:func:`~chiralfair.pipeline.resolve_spec`): ``spec`` or the keyword
+    arguments of the same names, laid over the schema. See :func:`audit` for the parameters.
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
         As in :func:`audit` (``random_state`` as an int here: :func:`resolve_seed` makes one).
     trust_model_file, model_output, model_input, name, on_step, couple, constraints
         As in :func:`audit`.
@@ -73,18 +75,19 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
     Returns
     -------
     RunInputs
+        ``spec`` is the description used.
     """
-    settings = DataSettings.build(label=label, positive_class=positive_class, favourable=favourable,
-                                  protected=protected, bins=bins, schema=schema, couple=couple,
-                                  constraints=constraints)
+    settings = resolve_spec(spec, label=label, positive_class=positive_class, favourable=favourable,
+                            protected=protected, bins=bins, schema=schema, couple=couple, constraints=constraints,
+                            model_input=model_input, model_output=model_output)
     return inputs_from_objects(model, data, settings=settings, test=test, test_size=test_size,
-                               random_state=random_state, trust_model_file=trust_model_file,
-                               model_output=model_output, model_input=model_input, name=name,
+                               random_state=random_state, trust_model_file=trust_model_file, name=name,
                                step=on_step or (lambda s: None))
 
 
-def audit(model, data, *, label=None, positive_class=None, favourable=None, protected: str | Sequence | None = None,
-          bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
+def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+          protected: str | Sequence | None = None, bins: Mapping[str, int | Sequence[float]] | None = None,
+          schema: str | os.PathLike | None = None,
           test=None, test_size: float | None = None, generator: str = "auto", seeds: str = "iandd",
           max_global: int = 100, max_local: int = 100, random_state=0, verdict: bool = True,
           verdict_params: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None,
@@ -112,6 +115,10 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     data : pandas.DataFrame, path, or Dataset
         A raw frame (or a ``.csv``/``.parquet`` file) holding the feature columns and the ``label`` column, or an
         encoded Dataset.
+    spec : DataSpec, optional
+        What the data and the model mean (label, classes, protected attributes, bins, couplings, constraints,
+        ``model_input``, ``model_output``), made once and handed to every door. Its fields may instead be given one
+        by one as the keyword arguments below; a field given both ways is refused.
     label : column name
         Label column of ``data`` (a frame or file only).
     positive_class : object, optional
@@ -234,8 +241,9 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     _check_verdict_params(verdict_params)
     t_all = time.perf_counter()
     with run_folder_guard(out):
-        inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                                protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+        inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                                favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                                test_size=test_size,
                                 random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                                 model_input=model_input, name=name, on_step=on_step, couple=couple,
                                 constraints=constraints)
@@ -248,8 +256,9 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     return audited
 
 
-def estimate(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-             schema=None, test=None, test_size: float | None = None, population: str = "test",
+def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+             protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+             population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
              model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
@@ -260,7 +269,7 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
         As in :func:`audit`.
     trust_model_file, model_output, model_input, name
         As in :func:`audit`.
@@ -310,8 +319,9 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     _check_verdict_params(params, "estimate's keyword arguments")
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
-    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+    inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                            favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                            test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, couple=couple, constraints=constraints)
     return with_notes(estimate_verdict(inputs, random_state=seed, population=population, **params), inputs.notes)
@@ -370,8 +380,9 @@ def with_notes(verdict, notes: Sequence[str]):
     return replace(verdict, notes=tuple(notes) + tuple(verdict.notes)) if notes else verdict
 
 
-def retrain(model, data, *, idis=None, label=None, positive_class=None, favourable=None, protected=None,
-            bins=None, schema=None, test=None, test_size: float | None = None, generator: str = "auto",
+def retrain(model, data, *, spec: DataSpec | None = None, idis=None, label=None, positive_class=None,
+            favourable=None, protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+            generator: str = "auto",
             seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
             trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
             name: str | None = None, out: str | os.PathLike | None = None,
@@ -385,8 +396,9 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
-        As in :func:`audit`.
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+        As in :func:`audit`; with ``spec`` and none of its fields given, the ``spec`` of ``idis`` (an
+        :class:`AuditResult`) is used, so the IDIs are read in the meaning they were found in.
     generator, seeds, max_global, max_local
         The search that finds the IDIs when ``idis`` is not given, as in :func:`audit` (defaults ``"auto"``,
         ``"iandd"``, 100, 100).
@@ -444,14 +456,21 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     seed, random_state_meta = resolve_seed(random_state)
     from ..mitigation.retraining import retrain as retrain_model
 
+    if spec is None and isinstance(idis, AuditResult) and idis.spec is not None and not stated_fields(
+            label=label, positive_class=positive_class, favourable=favourable, protected=protected, bins=bins,
+            schema=schema, couple=couple, constraints=constraints, model_input=model_input,
+            model_output=model_output):
+        spec = idis.spec
+
     check_keywords(retrain_params, retrain_model, "retrain's keyword arguments", fixed=RETRAIN_SETS)
     plan = None
     if idis is None:
         plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
                           random_state=seed)
         plan.check()
-    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+    inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                            favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                            test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, on_step=on_step, couple=couple,
                             constraints=constraints)
@@ -530,6 +549,11 @@ class AuditResult:
         from .held_out import held_out_frame
 
         return held_out_frame(self.inputs)
+
+    @property
+    def spec(self) -> DataSpec | None:
+        """The description of the data and the model's language this audit read (None for a benchmark by name)."""
+        return self.inputs.spec
 
     @property
     def result(self):

@@ -225,7 +225,8 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
 
 def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test, trust: bool) -> RunInputs:
     from ..results.provenance import file_sha256
-    from .inputs import DataSettings, inputs_from_objects
+    from .inputs import inputs_from_objects
+    from .spec import DataSpec
 
     data_path = data if data is not None else source.get("data")
     model_path = model if model is not None else source.get("model_file")
@@ -242,15 +243,15 @@ def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test,
         if file_sha256(path) != source[key]:
             raise ConfigError(f"{where}: file {str(path)!r} changed since the run (SHA-256 differs); its IDIs are "
                               "another model's or data's")
-    settings = DataSettings(label=source.get("label"), positive_class=source.get("positive_class"),
-                            favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
-                            bins=dict(source.get("bins") or {}), couple=source.get("couple"),
-                            constraints=tuple(source.get("constraints") or ()))
+    settings = DataSpec(label=source.get("label"), positive_class=source.get("positive_class"),
+                        favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
+                        bins=dict(source.get("bins") or {}), couple=source.get("couple"),
+                        constraints=tuple(source.get("constraints") or ()),
+                        model_output=source.get("model_output"), model_input=source.get("model_input") or "auto")
     return inputs_from_objects(model_path, data_path, settings=settings, test=test_path,
                                test_size=None if test_path is not None else source.get("test_size"),
                                random_state=int(source.get("random_state") or 0),
-                               trust_model_file=trust, model_output=source.get("model_output"),
-                               model_input=source.get("model_input") or "auto")
+                               trust_model_file=trust)
 
 
 def _tuples(protected) -> list:
