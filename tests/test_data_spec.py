@@ -79,11 +79,12 @@ def test_spec_lays_its_fields_over_a_schema(people, tmp_path):
     assert verdict.share == pytest.approx(recount_share(pipe, test), abs=0)
 
 
-def test_spec_normalises_once_and_refuses_an_unknown_model_input():
+def test_spec_normalises_once_and_a_door_refuses_an_unknown_model_input(people):
+    pipe, train, test = people
     assert chiralfair.DataSpec(protected="race, sex").protected == ("race", "sex")
     assert chiralfair.DataSpec(constraints="a=1 excludes b=2").constraints == ("a=1 excludes b=2",)
-    with pytest.raises(ConfigError, match="model_input must be one of 'auto', 'frame', 'values', 'codes'"):
-        chiralfair.DataSpec(model_input="bytes")
+    with pytest.raises(ConfigError, match="model_input must be one of 'auto', 'frame', 'codes', 'values'"):
+        chiralfair.estimate(pipe, train, test=test, spec=chiralfair.DataSpec(**FIELDS, model_input="bytes"))
     with pytest.raises(ConfigError, match="spec= takes a chiralfair.DataSpec, got dict"):
         chiralfair.estimate(None, None, spec=dict(FIELDS))  # type: ignore[arg-type]
 

@@ -18,8 +18,6 @@ from typing import Any
 from ..exceptions import ConfigError, DatasetError
 from .checks import protected_list
 
-MODEL_INPUTS = ("auto", "frame", "values", "codes")
-
 
 @dataclass(frozen=True)
 class DataSpec:
@@ -60,10 +58,11 @@ class DataSpec:
     model_output : {"probability", "logit"}, optional
         For torch modules and one-column ONNX models: what the output is.
 
-    Raises
-    ------
-    ConfigError
-        For an unknown ``model_input``.
+    Notes
+    -----
+    As scikit-learn's estimators, the object stores what it is given (normalising only the spelling of
+    ``protected`` and ``constraints``); each field is checked where it is used, with an error naming it (an unknown
+    ``model_input`` when the model is wrapped, an unknown column when the data are read).
 
     Examples
     --------
@@ -94,9 +93,6 @@ class DataSpec:
                            tuple([constraints] if isinstance(constraints, str) else constraints or ()))
         if self.schema is not None:
             object.__setattr__(self, "schema", str(self.schema))
-        if self.model_input not in MODEL_INPUTS:
-            raise ConfigError(f"model_input must be one of {', '.join(map(repr, MODEL_INPUTS))}, "
-                              f"got {self.model_input!r}")
 
     @classmethod
     def build(cls, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
