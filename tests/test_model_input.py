@@ -287,3 +287,30 @@ def test_retrain_from_a_run_folder_rebuilds_the_model_fed_values(people, models,
     assert again.exit_code == 0, again.output
     before = json.loads(again.stdout[again.stdout.index("{"):])["rows"][0]
     assert before["test_idi_rate"] == pytest.approx(recount(predict, test))
+
+
+def test_a_to_frame_of_the_users_own_means_the_model_reads_codes_and_is_never_sent_the_raw_rows():
+    """as_model(rf, to_frame=<codes -> the frame rf was fitted on>): the people are the codes, decoded by that
+    to_frame; the data's raw rows (text) are never sent to it, at the verdict nor to train I&D's chiral model."""
+    rng = np.random.default_rng(0)
+    n = 600
+    frame = pd.DataFrame({"sex": rng.choice(["Female", "Male"], n), "hours": rng.integers(20, 60, n),
+                          "job": rng.choice(["a", "b", "c"], n)})
+    frame["y"] = np.where(frame["hours"] + 10 * (frame["sex"] == "Male") > 45, "yes", "no")
+    dataset = from_frame(frame, label="y", positive_class="yes", protected="sex")
+    names = list(dataset.domain.names)
+
+    def codes_frame(X):
+        return pd.DataFrame(np.asarray(X), columns=names)
+
+    rf = RandomForestClassifier(n_estimators=20, random_state=0).fit(codes_frame(dataset.X), dataset.y)
+    model = as_model(rf, to_frame=codes_frame)
+    held_out = np.arange(400, 600)
+    X = dataset.X[held_out]
+    sex = names.index("sex")
+    flipped = X.copy()
+    flipped[:, sex] = 1 - flipped[:, sex]
+    recount = float(np.mean(rf.predict(codes_frame(X)) != rf.predict(codes_frame(flipped))))
+    assert chiralfair.estimate(model, dataset, test=held_out).share == pytest.approx(recount, abs=0)
+    audited = chiralfair.audit(model, dataset, test=held_out, seeds="iandd", max_global=20, max_local=10)
+    assert audited.verdict.share == pytest.approx(recount, abs=0)

@@ -114,7 +114,7 @@ def training_input(model: CountingModel, dataset, codes: np.ndarray, origin: np.
     from ..datasets.population import population_of
 
     language = model.language
-    people = population_of(dataset) if language.takes_frame else None
+    people = population_of(dataset) if language.reads_people else None
     origin = np.asarray(origin, dtype=np.int64)
     own = origin >= 0
     if people is None or not own.any():

@@ -101,6 +101,19 @@ class ModelLanguage:
         return self.to_frame is not None
 
     @property
+    def reads_people(self) -> bool:
+        """Whether the data's rows as given are in this model's language (``to_frame`` is ``Dataset.to_frame``).
+
+        The rows are :attr:`Dataset.raw <chiralfair.datasets.Dataset.raw>`, the people. A ``to_frame`` of the
+        user's own (codes to the frame a model was fitted on, whatever its columns mean) says the model reads codes
+        through it: its people are then the codes, decoded by that ``to_frame``, and the data's raw rows are never
+        sent to it.
+        """
+        from ..datasets.base import Dataset
+
+        return isinstance(getattr(self.to_frame, "__self__", None), Dataset)
+
+    @property
     def input_kind(self) -> str:
         """What the model takes: ``"codes"``, ``"frame"`` or ``"values"`` (``model_input=``'s words)."""
         return "codes" if self.to_frame is None else "values" if self.as_values else "frame"

@@ -267,7 +267,7 @@ def check_model_accepts_rows(model, dataset) -> None:
     data_columns = _data_columns(dataset)
     try:
         model.predict(dataset.X[:5])
-        if model.takes_frame and dataset.raw is not None:  # the rows as given, which F1 and the verdict are on
+        if model.reads_people and dataset.raw is not None:  # the rows as given, which F1 and the verdict are on
             model.predict(dataset.raw.iloc[:5])
     except Exception as err:
         if isinstance(err, ModelInputError):
@@ -301,7 +301,7 @@ def binning_agreement(model, dataset, rows=None) -> dict | None:
         ``{"n_rows", "n_differ", "share", "binned"}`` (``binned``: the binned columns and how their bins were
         chosen); None when the model takes codes, the dataset has no raw rows or no column is binned.
     """
-    if not model.takes_frame or dataset.raw is None or dataset.codec is None or not dataset.codec.binned:
+    if not model.reads_people or dataset.raw is None or dataset.codec is None or not dataset.codec.binned:
         return None
     index = np.arange(dataset.n_samples) if rows is None else np.asarray(rows, dtype=np.int64)
     try:
@@ -518,7 +518,7 @@ def check_model_accepts_values(model, dataset):
     from ..datasets.base import columns_in_rules
 
     in_rules = columns_in_rules(domain)
-    recodable = {j for j in gaps if dataset.codec is not None and model.takes_frame
+    recodable = {j for j in gaps if dataset.codec is not None and model.reads_people
                  and dataset.codec.columns[j].how == "integer" and j not in in_rules}
     if set(gaps) - recodable:
         names = {domain.features[j].name for j in set(gaps) - recodable}

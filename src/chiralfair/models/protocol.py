@@ -135,6 +135,11 @@ class CountingModel:
         """Whether the wrapped model is fed a DataFrame (``to_frame``) rather than the integer codes."""
         return self.language.takes_frame
 
+    @property
+    def reads_people(self) -> bool:
+        """Whether the data's rows as given are sent to the model (:attr:`ModelLanguage.reads_people`)."""
+        return self.language.reads_people
+
     # -------------------------------------------------------------- capabilities
     @property
     def has_proba(self) -> bool:

@@ -604,7 +604,7 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
     """F1 and accuracy of the model on the held-out rows, as given for a model fed frames (queries not counted)."""
     from sklearn.metrics import accuracy_score, f1_score
 
-    as_given = model.takes_frame and dataset.raw is not None
+    as_given = model.reads_people and dataset.raw is not None
     pred = model.predict(dataset.raw.iloc[test_index] if as_given else dataset.X[test_index])
     model.reset_queries()
     y = dataset.y[test_index]

@@ -452,7 +452,7 @@ def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tup
 
 def _people(dataset: Dataset, index, model) -> Population | None:
     """The people at ``index`` as given, when the model is fed frames and the dataset holds raw rows."""
-    return population_of(dataset, index) if model.takes_frame else None
+    return population_of(dataset, index) if model.reads_people else None
 
 
 def _population_size(domain: Domain, rows) -> int:
