@@ -25,8 +25,9 @@ methods (one module each, registered by name, :mod:`.base`):
 Every method builds counterparts as the discrimination check does (:meth:`Domain.counterparts
 <chiralfair.domain.Domain.counterparts>`: couplings applied, a counterpart that breaks a constraint left out). Of
 several methods, one the model's kind cannot run is skipped with a note; a model in another language than the
-codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`), and every retrained
-model is saved in its kind's format (:func:`chiralfair.models.files.save_model_file`).
+codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`); every retrained
+model is given back as your kind of model (:meth:`RetrainResult.model_of`) and saved in its kind's format
+(:meth:`RetrainResult.save`, :func:`chiralfair.models.files.save_model_file`).
 
 Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
 are excluded before anything is added, and every set of added rows is checked for test projections, a count that
