@@ -232,8 +232,9 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     Returns
     -------
     retrained : CountingModel
-        Its estimator is a :class:`~chiralfair.mitigation.blinding.BlindedClassifier` that takes the model's own
-        input (your raw frame: the protected and coupled columns blinded in raw values).
+        Its estimator is a scikit-learn Pipeline (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`): a
+        :class:`~chiralfair.mitigation.blinding.Blinder` that blinds the protected and coupled columns in the
+        model's own input (your raw values), then your estimator refitted on blinded rows.
     info : dict
 
     Raises
@@ -241,7 +242,7 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     ConfigError
         For another parameter, or a coupling a raw frame cannot be blinded by (:func:`.blinding.frame_blinding`).
     """
-    from .blinding import BlindedClassifier, blind, codes_blinding, frame_blinding
+    from .blinding import blind, blinded_pipeline, codes_blinding, frame_blinding
     from .reweighing import reweighed
 
     unknown = set(params) - {"reweigh"}
@@ -266,4 +267,4 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     info = {"n_columns_blinded": int(len(domain.protected) + len(domain.coupled_columns)), "how": "Unawareness",
             "reweigh": float(params.get("reweigh", 0.0)),
             "language": "refitted in the model's own input and labels, the blinding saved with it"}
-    return like_the_model(BlindedClassifier.of(fitted, blinding), model, f"unaware-{model.name}"), info
+    return like_the_model(blinded_pipeline(fitted, blinding), model, f"unaware-{model.name}"), info

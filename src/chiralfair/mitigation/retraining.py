@@ -25,8 +25,9 @@ methods (one module each, registered by name, :mod:`.base`):
 Every method builds counterparts as the discrimination check does (:meth:`Domain.counterparts
 <chiralfair.domain.Domain.counterparts>`: couplings applied, a counterpart that breaks a constraint left out). Of
 several methods, one the model's kind cannot run is skipped with a note; a model in another language than the
-codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`), and every retrained
-model is saved in its kind's format (:func:`chiralfair.models.files.save_model_file`).
+codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`); every retrained
+model is given back as your kind of model (:meth:`RetrainResult.model_of`) and saved in its kind's format
+(:meth:`RetrainResult.save`, :func:`chiralfair.models.files.save_model_file`).
 
 Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
 are excluded before anything is added, and every set of added rows is checked for test projections, a count that
@@ -81,7 +82,7 @@ from ..models.training import TrainedModel
 from ..results import SearchResult
 from ..storage import json_default
 from .auto import candidates
-from .base import check_shares, make_method, unfitted_copy
+from .base import MitigationMethod, check_shares, make_method, unfitted_copy
 from .evaluation import CONFIDENCE, Evaluator, wilson
 from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, f1_budget, judge
 from .labelling import default_ensemble, fit_ensemble, vote_labels
@@ -151,7 +152,8 @@ class RetrainResult:
         Package version, parameters, resolved random states, dataset and model names, the couplings and
         constraints of the counterparts, and what ``auto`` picked (``auto_pick``: method and parameters).
     models : tuple of CountingModel
-        The retrained models, one per after-row (not serialised; empty after :meth:`from_json`).
+        The retrained models as chiralfair wrapped and measured them, one per after-row (not serialised; empty
+        after :meth:`from_json`); :meth:`model_of` gives one as your kind of model, :meth:`save` writes it.
     methods : tuple of str
     leakage : dict
         ``n_idis_excluded`` (pairs with a test projection, excluded), ``n_test_projections_added`` (must be 0),
@@ -205,8 +207,8 @@ class RetrainResult:
         return tuple(r for r in self.after if not r["improved"])
 
     @property
-    def model(self) -> CountingModel:
-        """The model of the first method (its largest share).
+    def model(self):
+        """The fairer model of the first method (its largest share), as :meth:`model_of` returns it.
 
         Raises
         ------
@@ -215,8 +217,29 @@ class RetrainResult:
         """
         return self.model_of(self.methods[0])
 
-    def model_of(self, method: str) -> CountingModel:
-        """The model retrained by ``method`` (its largest share).
+    def model_of(self, method: str):
+        """The fairer model made by ``method`` (its largest share): your kind of model, to keep and deploy.
+
+        It is the model the figures of ``method``'s row were measured through, without chiralfair's wrapper:
+        it takes the input your model takes and predicts your model's labels, and it pickles.
+
+        ==========================================  ===============================================================
+        your model                                  what is returned
+        ==========================================  ===============================================================
+        an sklearn estimator or Pipeline (on your   the same kind, refitted (a Pipeline with the same steps, an HGB
+        raw DataFrame and labels such as            an HGB), predicting your labels on your raw rows; for
+        ``">50K"``, or on the codes)                ``unaware``, which cannot be your kind (it blinds the protected
+                                                    side first), a Pipeline ``[("blind", Blinder), ("model",
+                                                    your estimator refitted on blinded rows)]``
+        the zoo DNN (a torch module on the codes)   a torch module on the codes, ``forward(x) -> (n, 1)`` P(y = 1):
+                                                    the network retrained or fine-tuned; for ``unaware`` a
+                                                    :class:`~chiralfair.mitigation.blinded_network.BlindedNetwork`
+                                                    around it
+        a model trained by ``trainer=``             what ``trainer`` returned
+        ==========================================  ===============================================================
+
+        ``auto`` returns the model of the method it picked. :meth:`save` writes it in its kind's format, which
+        :func:`chiralfair.models.files.load_model_file` (``--model FILE``) loads back.
 
         Parameters
         ----------
@@ -225,13 +248,87 @@ class RetrainResult:
 
         Returns
         -------
-        CountingModel
+        sklearn estimator, sklearn.pipeline.Pipeline, torch.nn.Module, or what ``trainer`` returned
 
         Raises
         ------
         ConfigError
             For a result read back from JSON, or a method not in :attr:`methods`.
+        ModelCapabilityError
+            For a method fitted on chiralfair's integer codes and labels {0, 1} of a model that speaks another
+            language (it would not take your input or predict your labels).
         """
+        wrapped = self._wrapped(method)
+        estimator = wrapped.estimator
+        if isinstance(estimator, MitigationMethod):
+            if getattr(estimator, "in_model_language_", True) is False:
+                raise ModelCapabilityError(
+                    f"the {method} model was fitted on chiralfair's integer codes and labels 0/1, not on model "
+                    f"{self.meta.get('model')!r}'s input and labels, so it is not your kind of model; its figures "
+                    "are in the table")
+            return estimator.deployable_model()
+        return estimator
+
+    def save(self, method: str, folder, *, like=None, stem: str | None = None):
+        """Write :meth:`model_of` ``(method)`` in ``folder``, in its kind's format, so ``--model FILE`` loads it.
+
+        An sklearn model as ``<stem>.skops`` (``.joblib`` when ``like`` is a joblib/pickle file), a torch module as
+        TorchScript ``<stem>.pt`` with the result's meta beside it (:func:`chiralfair.models.files.save_model_file`).
+
+        Parameters
+        ----------
+        method : str
+            A method in :attr:`methods`.
+        folder : str or path-like
+            An existing folder.
+        like : str or path-like, optional
+            The file your model came from; its kind decides the format.
+        stem : str, optional
+            The file's name without its suffix; default ``model-<method>``.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        ConfigError
+            For a result read back from JSON, or a method not in :attr:`methods`.
+        ModelFileError
+            For a model that came from an ONNX file, or one fitted on the codes of a model that speaks another
+            language.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> import tempfile
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> import chiralfair
+        >>> from chiralfair.models.files import load_model_file
+        >>> rng = np.random.default_rng(0)
+        >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+        >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+        >>> data = chiralfair.datasets.from_frame(people, label="y", positive_class="yes", protected="sex")
+        >>> train, test = data.split(random_state=0)
+        >>> model = LogisticRegression().fit(data.X[train], data.y[train])
+        >>> result = chiralfair.mitigation.retrain(model, data, method="counterfactual", train_index=train)
+        >>> fairer = result.model_of("counterfactual")
+        >>> type(fairer).__name__
+        'LogisticRegression'
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     again = load_model_file(result.save("counterfactual", folder))
+        >>> bool((again.predict(data.X[test]) == fairer.predict(data.X[test])).all())
+        True
+        """
+        from ..models.files import save_model_file
+
+        return save_model_file(self._wrapped(method), folder, like=like, stem=stem or f"model-{method}",
+                               meta={"retrain": self.meta, "method": method})
+
+    def _wrapped(self, method: str) -> CountingModel:
+        """The model of ``method`` (its largest share) as the figures were measured through it."""
         if not self.models:
             raise ConfigError("this RetrainResult holds no retrained model (models are not serialised to JSON)")
         positions = [i for i, r in enumerate(self.after) if r["method"] == method]

@@ -828,7 +828,6 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
         The model files written.
     """
     from ..exceptions import ModelFileError
-    from ..models.files import save_model_file
 
     out = Path(out)
     with atomic_path(out / "tradeoff.png") as png:
@@ -838,8 +837,7 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     saved, lines = [], []
     for method in result.methods:
         try:
-            path = save_model_file(result.model_of(method), out, like=like, stem=f"model-{method}",
-                                   meta={"retrain": result.meta, "method": method})
+            path = result.save(method, out, like=like)
             saved.append(path)
             lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
         except ModelFileError as err:
