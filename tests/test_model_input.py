@@ -140,7 +140,7 @@ def test_audit_check_and_retrain_with_values_find_the_recounted_share(people, mo
         before, after = fairer.rows
         assert before["test_idi_rate"] == pytest.approx(expected)
         # the refitted copy is fed values too: its rate is a recount through it
-        refitted = fairer.model_of("counterfactual").estimator
+        refitted = fairer.model_of("counterfactual")
         assert after["test_idi_rate"] == pytest.approx(recount(refitted.predict, test))
 
 
@@ -160,7 +160,7 @@ def test_retrain_gives_a_trainer_the_values_and_feeds_its_model_values(people, m
     # every training row the trainer saw is a person's own values (x exact, not a bin's representative)
     X = seen[-1]
     assert X.dtype == np.float64 and np.isin(train["x"].to_numpy(), X[:, 0]).all()
-    retrained = fairer.model_of("paper").estimator
+    retrained = fairer.model_of("paper")
     assert after["test_idi_rate"] == pytest.approx(recount(retrained.predict, test))
 
 
