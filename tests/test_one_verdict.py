@@ -19,7 +19,7 @@ import chiralfair
 from chiralfair.certification import certify_domain, certify_individuals
 from chiralfair.certification.certificates import with_individuals
 from chiralfair.cli import app
-from chiralfair.reporting.model_card import cyclonedx_bom, cyclonedx_model_card
+from chiralfair.reporting.model_card import cyclonedx_bom, cyclonedx_model_card, fairness_markdown
 from chiralfair.reporting.report import verdict_lines
 from chiralfair.reporting.tracking import figures_of
 from chiralfair.verdict import estimate
@@ -173,6 +173,9 @@ def test_every_door_gives_the_worst_group_its_interval_and_the_share_interval_of
             ci = worst_metric["confidenceInterval"]
             assert (float(ci["lowerBound"]), float(ci["upperBound"])) == pytest.approx(
                 (worst["lower"], worst["upper"]), rel=1e-5)
+        table = fairness_markdown(subject)  # the skops card's section
+        assert f"| {pct(v.share)} | {share_text} |" in table and f"| {pct(v.share)} | - |" in table
+        assert f"| {pct(worst['share'])} | {worst_text} |" in table
         risks = card["considerations"]["fairnessAssessments"]
         assert risks[0]["groupAtRisk"] == truth["worst"] and risks[0]["harms"].startswith("the worst group")
         assert worst_text in risks[0]["harms"]

@@ -193,7 +193,8 @@ def add_to_skops_card(card, subject, *, section: str = SKOPS_SECTION):
     metrics, _, _ = _card_parts(subject)
     card.add(**{section: f"{MARK_BEGIN}\n{fairness_markdown(subject)}\n{MARK_END}"})
     headline = {}
-    for m in metrics[:1] + [m for m in metrics if m["type"].startswith("F1")][:1]:
+    shares = [m for m in metrics if m["type"].startswith("share affected (")][:2]  # exact share, people's interval
+    for m in (shares or metrics[:1]) + [m for m in metrics if m["type"].startswith("F1")][:1]:
         ci = m.get("confidenceInterval")
         headline[f"{m['type']} ({m['slice']})"] = (_show(m["value"]) if not ci else
                                                    f"{_show(m['value'])} [{_show(ci['lowerBound'])}, "
