@@ -26,8 +26,8 @@ import numpy as np
 from ..results.run_folder import PAIRS_NAME, PairSink, prepare_run_folder
 from ..storage import atomic_path, atomic_write_bytes, json_default
 
-__all__ = ["RUN_FILES", "counterpart_lines", "describe_clustering", "render_html", "render_markdown", "summary_rows",
-           "verdict_lines", "write_pairs", "write_run"]
+__all__ = ["RUN_FILES", "as_verdict", "counterpart_lines", "describe_clustering", "render_html", "render_markdown",
+           "summary_rows", "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
@@ -233,7 +233,8 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
     from ..verdict.result import people_line, plausibility_line
 
-    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+    verdict = as_verdict(v)
+    if people := people_line(verdict):
         lines.append(f"  {people}")
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
@@ -248,18 +249,12 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if v["exact"] and v["population"] != "domain" and v["n_individuals"]:
         lines.append(f"  certified unaffected: {1 - v['share']:.2%} ({v['n_individuals'] - v['n_affected']:,} "
                      "individuals: every counterpart of theirs was checked and keeps their label)")
-    group = most_harmed_group(v)
-    if group is not None:
-        from ..verdict.result import group_reading
+    from ..verdict.result import most_harmed_line, too_small_text
 
-        reading = group_reading(group, v["confidence"])
-        lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
-                     f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
-                     f"favourable one; [{reading['lower']:.2%}, {reading['upper']:.2%}] for the people of that "
-                     f"group, {v['confidence']:.0%} Clopper-Pearson)")
-    small = small_groups(v)
-    if small:
-        lines.append("  too small to tell, not ranked: " + "; ".join(small))
+    if worst := most_harmed_line(verdict):
+        lines.append(worst)
+    if small := too_small_text(verdict):
+        lines.append(f"  too small to tell, not ranked: {small}")
     if v["n_affected"] == 0 and (proxies := (v.get("meta") or {}).get("proxies")):
         from ..verdict.proxies import blind_spot_line
 
@@ -286,30 +281,24 @@ def left_out_line(verdict: dict[str, Any]) -> str | None:
                 (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
 
 
-def small_groups(verdict: dict[str, Any]) -> list[str]:
-    """The single-attribute groups too small to tell (:func:`~chiralfair.verdict.result.group_reading`), as text.
+def as_verdict(verdict: dict[str, Any]):
+    """``result.json["verdict"]`` as the :class:`~chiralfair.verdict.Verdict` it was written from.
+
+    The verdict decides its figures (the people's interval, the worst group, the groups too small to tell) from its
+    counts when it is read back, so a ``result.json`` of any version gives the same figures as the verdict did.
 
     Parameters
     ----------
     verdict : dict
-        ``result.json["verdict"]``.
+        :meth:`Verdict.to_json <chiralfair.verdict.Verdict.to_json>` as an object.
 
     Returns
     -------
-    list of str
-        ``"race=Other (12 individuals, 25.00% harmed, [5.49%, 57.19%])"`` per such group.
+    Verdict
     """
-    from ..verdict.result import group_reading
+    from ..verdict import Verdict
 
-    out = []
-    for g in verdict["groups"]:
-        if "," in g["attribute"] or not g["n"]:
-            continue
-        reading = group_reading(g, verdict["confidence"])
-        if reading["too_small"]:
-            out.append(f"{g['group']} ({g['n']:,} individuals, {reading['share']:.2%} harmed, "
-                       f"[{reading['lower']:.2%}, {reading['upper']:.2%}])")
-    return out
+    return Verdict.from_json(json.dumps(verdict, default=json_default))
 
 
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
@@ -346,10 +335,11 @@ def counterpart_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
-    """The single-attribute group with the largest share of its individuals harmed (None if nobody is harmed).
+    """The verdict's worst group (:attr:`Verdict.worst_group <chiralfair.verdict.Verdict>`), or None.
 
-    A harmed individual gets the unfavourable label while a counterpart gets the favourable one. A group too
-    small to tell (:func:`~chiralfair.verdict.result.group_reading`) is never the headline.
+    A harmed individual gets the unfavourable label while a counterpart gets the favourable one. The verdict
+    decided which group is the worst and which are too small to tell
+    (:func:`~chiralfair.verdict.result.decide_groups`); a group too small to tell is never the worst.
 
     Parameters
     ----------
@@ -359,13 +349,10 @@ def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
+        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`, with its ``people_harmed_lower``,
+        ``people_harmed_upper`` and ``too_small``).
     """
-    from ..verdict.result import group_reading
-
-    singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]
-               and not group_reading(g, verdict.get("confidence", 0.95))["too_small"]]
-    return max(singles, key=lambda g: g["n_harmed"] / g["n"], default=None)
+    return as_verdict(verdict).worst()
 
 
 def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=()) -> str:
@@ -449,18 +436,24 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
            f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
-    from ..verdict.result import people_line, plausibility_line
+    from ..verdict.result import people_line, plausibility_line, too_small_text
 
-    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+    verdict = as_verdict(v)
+    if people := people_line(verdict):
         out += ["", people[0].upper() + people[1:] + "."]
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
         out += ["", other[0].upper() + other[1:] + "."]
-    group = most_harmed_group(v)
+    group = verdict.worst()
     if group is not None:
+        interval = "" if group["people_harmed_lower"] is None else (
+            f" ([{group['people_harmed_lower']:.2%}, {group['people_harmed_upper']:.2%}] for the people of that group,"
+            f" {verdict.people_confidence:.0%} Clopper-Pearson)")
         out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
                     f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
-                    f" one (favourable label {v['favourable']})."]
+                    f" one{interval} (favourable label {v['favourable']})."]
+    if small := too_small_text(verdict):
+        out += ["", f"Too small to tell, not ranked: {small}."]
     level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
     out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label while a counterpart gets the favourable"
                 " one; *affected* = either side of such a pair:", "",
