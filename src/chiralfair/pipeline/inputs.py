@@ -72,6 +72,9 @@ class RunInputs:
         Where :attr:`favourable` comes from, when it is not a benchmark's (given, or the positive class by default).
     left_out : tuple of dict
         The protected values the model refuses, left out with their rows (:func:`~.steps.left_out_values`).
+    probe_rows : int
+        Rows sent to the model while it was checked before the search (its accepted values, its F1 on the
+        held-out rows, the bins' agreement): outside the query budget, and said beside it. 0 for a zoo model.
     """
 
     dataset: Any
@@ -89,6 +92,7 @@ class RunInputs:
     random_state: int = 0
     favourable_note: str | None = None
     left_out: tuple[dict[str, Any], ...] = ()
+    probe_rows: int = 0
 
     @property
     def domain(self):
@@ -324,6 +328,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     step("model")
     t = time.perf_counter()
     counting, model_name, model_source = _load_model(model, dataset, trust_model_file, model_output, model_input)
+    rows_before = counting.n_rows  # a wrapped model given may have answered calls before this run
     from .steps import left_out_values
 
     probed = dataset
@@ -362,7 +367,8 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
-                     favourable_note=favourable_note, left_out=left_out)
+                     favourable_note=favourable_note, left_out=left_out,
+                     probe_rows=int(counting.n_rows - rows_before))
 
 
 def _refuse_before_reading(model, data, settings: DataSettings, trust: bool) -> None:
