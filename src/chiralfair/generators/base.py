@@ -259,5 +259,5 @@ def _budget_spent(spent: QueryBudgetSpent, recorder: IDIRecorder) -> tuple[tuple
     """The note and the ``meta`` entries of a search the query budget stopped."""
     left = spent.max_queries - spent.spent
     note = (f"stopped: the query budget of {spent.max_queries:,} model queries was spent ({recorder.n_queries:,} by "
-            f"this search; the next call, of {spent.asked:,} rows, would have passed it, {left:,} were left)")
+            f"this search; the next call, of {spent.asked:,} queries, would have passed it, {left:,} were left)")
     return (note,), {"stopped_by": "max_queries", "max_queries": spent.max_queries}

@@ -133,7 +133,8 @@ def rewrapped(model: CountingModel, **changes) -> CountingModel:
     Returns
     -------
     CountingModel
-        A new wrapper of the same model object (its query counters at zero); ``spec`` is kept.
+        A new wrapper of the same model object (its query counters at zero); ``spec`` is kept, and so is
+        ``n_rows`` (the rows sent to the model object so far).
 
     Raises
     ------
@@ -146,6 +147,7 @@ def rewrapped(model: CountingModel, **changes) -> CountingModel:
     obj, kwargs = wrapping
     again = as_model(obj, **{**kwargs, **changes})
     again.spec = model.spec
+    again.n_rows = model.n_rows
     return again
 
 

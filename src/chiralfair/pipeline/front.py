@@ -149,10 +149,13 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
         Resolved once to an int seed that drives the split, the seeds and the search; both the given value and the
         int are recorded in ``meta``.
     max_queries : int, optional
-        Query budget: the seed strategy and the generator together send at most this many rows to the model
-        (every row predicted, every probability, gradient and probe counts); the search stops when the next call
-        would pass it, and the result says so (``result.meta["query_budget"]``, a note). The verdict's queries are
-        apart (``verdict_params={"max_queries": ...}``). Default: no budget but ``max_global`` and ``max_local``.
+        Query budget: the seed strategy and the generator together send at most this many queries to the model
+        (every row passed to any of its methods: labels and probabilities of a row are two unless one call returns
+        both; gradients count); the search stops before the call that would pass it, and the result says so
+        (``result.meta["query_budget"]``, a note). The probes before the search and the verdict's and group
+        metrics' held-out rows are outside it, said beside it (``summary()["queries"]``, the ``n_queries`` line);
+        the verdict has its own (``verdict_params={"max_queries": ...}``). Default: no budget but ``max_global``
+        and ``max_local``.
     verdict : bool, default=True
         Estimate the share of the held-out rows affected (:func:`chiralfair.verdict.estimate`).
     verdict_params : mapping, optional

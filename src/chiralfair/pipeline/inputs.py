@@ -76,6 +76,9 @@ class RunInputs:
     spec : DataSpec or None
         The description of the data and the model's language the inputs were made from (None for a benchmark
         by name).
+    probe_rows : int
+        Rows sent to the model while it was checked before the search (its accepted values, its F1 on the
+        held-out rows, the bins' agreement): outside the query budget, and said beside it. 0 for a zoo model.
     """
 
     dataset: Any
@@ -94,6 +97,7 @@ class RunInputs:
     favourable_note: str | None = None
     left_out: tuple[dict[str, Any], ...] = ()
     spec: DataSpec | None = None
+    probe_rows: int = 0
 
     @property
     def domain(self):
@@ -257,6 +261,7 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
     t = time.perf_counter()
     counting, model_name, model_source = _load_model(model, dataset, trust_model_file, settings.model_output,
                                                      settings.model_input)
+    rows_before = counting.n_rows  # a wrapped model given may have answered calls before this run
     from .steps import left_out_values
 
     probed = dataset
@@ -295,7 +300,8 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
     return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
-                     favourable_note=favourable_note, left_out=left_out, spec=settings)
+                     favourable_note=favourable_note, left_out=left_out, spec=settings,
+                     probe_rows=int(counting.n_rows - rows_before))
 
 
 def _refuse_before_reading(model, data, settings: DataSpec, trust: bool) -> None:

@@ -128,11 +128,70 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("n_global", f"{summary['n_global']:,}"),
         ("n_local", f"{summary['n_local']:,}"),
         ("n_tested", f"{summary['n_tested']:,}"),
-        ("n_queries", f"{summary['n_queries']:,}"),
+        ("n_queries", queries_text(summary)),
         ("success rate", f"{summary['success_rate']:.1%}"),
         ("seconds", f"{summary['seconds']:.3g} (search; whole run "
                     f"{summary.get('seconds_by_step', {}).get('total', summary['seconds']):.2f})"),
     ]
+
+
+def queries_text(summary: dict[str, Any]) -> str:
+    """The search's queries, the budget they belong to, and what the run sent the model outside it.
+
+    ``"320 (search) + 180 (seeds) = 500 of the budget 500; outside it: 5 probe rows, 26,048 held-out verdict
+    rows"``; without a budget, what the run sent besides the search. The rows outside it are counted as the model
+    received them (``result.json``'s ``queries``).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    str
+    """
+    search = int(summary["n_queries"])
+    record = summary.get("queries")
+    if not record:
+        return f"{search:,}"
+    seeds = int(summary.get("seeds", {}).get("n_queries", 0))
+    outside = record.get("outside_budget", {})
+    names = (("probes", "probe rows"), ("verdict", "held-out verdict rows"), ("group_metrics", "group-metric rows"),
+             ("diversity", "diversity rows"))
+    parts = [f"{int(outside[key]):,} {label}" for key, label in names if outside.get(key)]
+    if record.get("max_queries") is None:
+        also = [f"{seeds:,} by the seeds"] if seeds else []
+        return f"{search:,} (search)" + ("; also sent: " + ", ".join(also + parts) if also + parts else "")
+    text = f"{search:,} (search) + {seeds:,} (seeds) = {search + seeds:,} of the budget {record['max_queries']:,}"
+    return text + ("; outside it: " + ", ".join(parts) if parts else "")
+
+
+def no_idi_text(summary: dict[str, Any]) -> str:
+    """What a search without IDIs means: :data:`NO_IDI_TEXT`, or, when the verdict finds people affected, why not.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    str
+    """
+    v = summary.get("verdict")
+    if not v or not v.get("n_affected"):
+        return NO_IDI_TEXT
+    budget = summary.get("query_budget") or {}
+    if budget.get("hit") and not summary.get("n_seeds"):
+        why = (f"no search ran, as the seed strategy's next call would have passed the query budget of "
+               f"{budget['max_queries']:,} ({budget['n_seed_queries']:,} spent)")
+    elif budget.get("hit"):
+        why = f"it ran out of its query budget ({budget['n_queries']:,} of {budget['max_queries']:,} queries spent)"
+    else:
+        why = "within max_global and max_local"
+    return (f"the search found no IDI: {why}. The verdict over the held-out rows is a check of its own and finds "
+            f"{v['share']:.2%} of them affected: the search's 0 is where its budget ended, not a sign of fairness.")
 
 
 def generator_text(summary: dict) -> str:
@@ -184,10 +243,25 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
         from ..seeds.diversity_report import DiversityReport
 
         lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
-    lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
+    lines += [f"  note: {note}" for note in run_notes(summary)]
     if summary["n_idis"] == 0:
-        lines.append(f"  {NO_IDI_TEXT}")
+        lines.append(f"  {no_idi_text(summary)}")
     return lines
+
+
+def run_notes(summary: dict[str, Any]) -> list[str]:
+    """The run's notes, then the seeds', each once (a search stopped before it began repeats the seeds' note).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    list of str
+    """
+    return list(dict.fromkeys([*summary.get("notes", []), *summary.get("seeds", {}).get("notes", [])]))
 
 
 def _f1_text(model: dict[str, Any]) -> str:
@@ -396,7 +470,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         *[f"| {k} | {v} |" for k, v in summary_rows(summary)],
         "",
         "IDIs are counted once per non-protected projection (an IDI and its counterpart count once);"
-        " `n_global` and `n_local` are disjoint; `n_queries` counts every row sent to the model during the search.",
+        " `n_global` and `n_local` are disjoint; `n_queries` counts every row passed to a method of the model during"
+        " the search (labels and probabilities of the same rows twice, unless one call returns both).",
         "",
         f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
         " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
@@ -410,7 +485,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
                       f" {seeds['n_candidates']} {where}."]
     if seeds.get("clustering"):
         lines += ["", "Seed clustering: " + describe_clustering(seeds["clustering"])]
-    notes = list(summary.get("notes", [])) + list(seeds.get("notes", []))
+    notes = run_notes(summary)
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
     if plot:
@@ -420,8 +495,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
                   "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
                   f" budget), not who is most discriminated; {who}.*"]
     if summary["n_idis"] == 0:
-        lines += ["", NO_IDI_TEXT[0].upper() + NO_IDI_TEXT[1:] + " Try a larger budget, another generator or I&D"
-                      " seeds."]
+        text = no_idi_text(summary)
+        lines += ["", text[0].upper() + text[1:] + " Try a larger budget, another generator or I&D seeds."]
     return "\n".join(lines) + "\n"
 
 

@@ -134,7 +134,8 @@ class SearchResult:
     n_tested : int
         Unique keys checked.
     n_queries : int
-        Rows sent to the model during the search.
+        Queries of the search: rows passed to the model's methods (labels and probabilities of a row are two
+        unless one call returns both; architecture: the model under test).
     seconds : float
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)

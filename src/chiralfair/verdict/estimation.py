@@ -260,8 +260,10 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
 
     start_queries, start = counting.n_queries, time.perf_counter()
     n_worst = _worst_case_sample_size(confidence, margin)
-    enumeration = _enumeration_cost(domain, rows, check, people)
-    limit = min(n_worst * check.n_combinations, max_queries or math.inf)
+    # labels and probabilities from two calls of the model are two queries a row (architecture: the model under test)
+    calls = 2 if judge.with_proba and not counting.one_pass else 1
+    enumeration = _enumeration_cost(domain, rows, check, people) * calls
+    limit = min(n_worst * check.n_combinations * calls, max_queries or math.inf)
     if exact is True or (exact is None and enumeration <= limit):
         if enumeration > (max_queries or MAX_ENUMERATION):
             raise ConfigError(f"enumerating the population costs {enumeration:,} queries, more than "
@@ -561,6 +563,7 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
     check = judge.check
     model = check.model
     cost = check.n_combinations + (int((check.own_combination(rows) < 0).any()) if rows is not None else 0)
+    cost *= 2 if judge.with_proba and not model.one_pass else 1  # as in estimate(): the real cost of a row
     if max_queries is not None and max_queries < cost:
         raise ConfigError(f"max_queries {max_queries} is below the cost of one individual ({cost} queries: one per "
                           "protected-value combination)")
