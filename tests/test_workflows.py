@@ -1,0 +1,152 @@
+"""A new user's workflow end to end (README: your own data and model): schema infer, run, check, retrain --from-run.
+
+Each test goes through a door a user types (the Python API or the command line) and checks the value or the words of
+the refusal against a recount written here.
+"""
+
+import json
+import tomllib
+
+import numpy as np
+import pytest
+from test_cli_data import fitted_pipeline, invoke, raw_frame
+
+from chiralfair.exceptions import DatasetError
+
+
+@pytest.fixture
+def split_files(tmp_path):
+    """train.csv (the model's rows), test.csv (held out, some values beyond the training range), model.skops."""
+    import skops.io as sio
+
+    df = raw_frame(n=500, seed=1)
+    train, test = df.iloc[:350].reset_index(drop=True), df.iloc[350:].reset_index(drop=True)
+    # held-out people beyond the range of the training rows, on both sides
+    test.loc[7, "hours"] = train["hours"].max() + 12.5
+    test.loc[9, "hours"] = train["hours"].min() - 3.25
+    test.loc[11, "age"] = train["age"].max() + 4
+    paths = {name: tmp_path / f"{name}.csv" for name in ("train", "test")}
+    train.to_csv(paths["train"], index=False)
+    test.to_csv(paths["test"], index=False)
+    model = tmp_path / "model.skops"
+    pipe = fitted_pipeline(train)
+    sio.dump(pipe, model)
+    return {"train": paths["train"], "test": paths["test"], "model": model, "pipe": pipe, "train_frame": train,
+            "test_frame": test}
+
+
+def inferred_schema(files, tmp_path):
+    res = invoke("schema", "infer", files["train"], "--label", "y", "--positive-class", ">50K", "--protected", "sex")
+    assert res.exit_code == 0, res.output
+    schema = tmp_path / "schema.toml"
+    schema.write_text(res.stdout)
+    return schema
+
+
+# ------------------------------------------------------------------ the schema's outer bins are open-ended
+def test_an_inferred_schema_takes_held_out_values_beyond_the_training_range(split_files, tmp_path):
+    import chiralfair
+
+    files = split_files
+    schema = inferred_schema(files, tmp_path)
+    edges = tomllib.loads(schema.read_text())["columns"]["hours"]["bins"]
+    assert edges[0] == -np.inf and edges[-1] == np.inf
+    result = chiralfair.audit(files["pipe"], files["train_frame"], test=files["test_frame"], schema=schema,
+                              max_global=10, max_local=2)
+    # every held-out person is in the verdict, in the bin pandas.cut's (a, b] intervals put them in
+    test = files["test_frame"]
+    assert result.verdict.n_individuals == len(test)
+    j = result.dataset.domain.names.index("hours")
+    codes = result.dataset.X[result.inputs.test_index, j]
+    inner = np.asarray(edges[1:-1])
+    expected = np.searchsorted(inner, test["hours"].to_numpy(), side="left")
+    np.testing.assert_array_equal(codes, expected)
+    assert codes[7] == len(edges) - 2 and codes[9] == 0  # the outer bins
+    # the bins are the search's view only: F1 is the model's on the rows as given
+    from sklearn.metrics import f1_score
+
+    f1 = f1_score(test["y"] == ">50K", files["pipe"].predict(test.drop(columns="y")) == ">50K")
+    assert result.inputs.quality["f1"] == pytest.approx(f1)
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_the_cli_runs_and_gates_held_out_rows_beyond_the_inferred_range(split_files, tmp_path, command):
+    files = split_files
+    schema = inferred_schema(files, tmp_path)
+    extra = ["--max-share", "0.99"] if command == "check" else ["--max-global", "10", "--max-local", "2", "--json"]
+    res = invoke(command, "--data", files["train"], "--test", files["test"], "--schema", schema, "--model",
+                 files["model"], "--trust-model-file", *extra)
+    assert res.exit_code in ((0,) if command == "run" else (0, 1, 2)), res.output
+    assert "outside the bin edges" not in res.output
+    if command == "run":
+        assert json.loads(res.stdout)["verdict"]["n_individuals"] == 150
+
+
+def test_explicit_finite_edges_still_refuse_a_value_beyond_them_and_open_edges_take_it(split_files):
+    import chiralfair
+
+    files = split_files
+    kw = dict(label="y", positive_class=">50K", protected="sex", max_global=5, max_local=2)
+    value = float(files["test_frame"].loc[7, "hours"])
+    top = round(files["train_frame"]["hours"].max()) + 1  # every value but test row 7's
+    with pytest.raises(DatasetError, match=rf"column 'hours' value {value!r} \(row 7 of the test frame \(test=\)\) "
+                                           rf"lies outside the bin edges \[0, {top}\]"):
+        chiralfair.audit(files["pipe"], files["train_frame"], test=files["test_frame"],
+                         bins={"hours": [0, 40, top], "age": [0, 30, 50, 200]}, **kw)
+    result = chiralfair.audit(files["pipe"], files["train_frame"], test=files["test_frame"],
+                              bins={"hours": [-np.inf, 40, np.inf], "age": [0, 30, 50, 200]}, **kw)
+    j = result.dataset.domain.names.index("hours")
+    assert result.dataset.domain.features[j].labels == {0: "<=40", 1: ">40"}
+    hours = files["test_frame"]["hours"].to_numpy()
+    np.testing.assert_array_equal(result.dataset.X[result.inputs.test_index, j], (hours > 40).astype(int))
+
+
+# ------------------------------------------------------------------ a refusal names the file and its own row
+def test_a_refusal_about_a_row_names_the_file_and_the_row_in_that_files_numbering(split_files, tmp_path):
+    files = split_files
+    top = round(files["train_frame"]["hours"].max()) + 1  # every value but test row 7's
+    common = ["--model", files["model"], "--trust-model-file", "--label", "y", "--positive-class", ">50K",
+              "--protected", "sex", "--bins", f"hours=0:40:{top},age=0:30:50:200"]
+    res = invoke("run", "--data", files["train"], "--test", files["test"], *common)
+    assert res.exit_code == 2, res.output
+    value = float(files["test_frame"].loc[7, "hours"])
+    assert f"column 'hours' value {value!r} (row 7 of test file '{files['test']}')" in res.output, res.output
+    # a training row: the data file, its own row number
+    train = files["train_frame"].copy()
+    train.loc[4, "hours"] = 180.0
+    bad = tmp_path / "bad_train.csv"
+    train.to_csv(bad, index=False)
+    res = invoke("run", "--data", bad, "--test", files["test"], *common)
+    assert res.exit_code == 2 and f"value 180.0 (row 4 of data file '{bad}')" in res.output, res.output
+    # a missing label in the held-out frame, in Python
+    import chiralfair
+
+    test = files["test_frame"].copy()
+    test.loc[21, "y"] = None
+    with pytest.raises(DatasetError, match=r"label column 'y' has a missing value at row 21 of the test frame"):
+        chiralfair.audit(files["pipe"], files["train_frame"], test=test, label="y", positive_class=">50K",
+                         protected="sex", bins={"age": [0, 30, 50, 200]})
+
+
+# ------------------------------------------------------------------ data without rows is said to be so
+def test_data_without_rows_is_refused_as_such_at_every_door(split_files, tmp_path):
+    import chiralfair
+
+    files = split_files
+    kw = dict(label="y", positive_class=">50K", protected="sex")
+    empty = files["train_frame"].iloc[:0]
+    with pytest.raises(DatasetError, match=r"the data frame \(data=\) has no rows \(columns: sex, race, age, hours, y"):
+        chiralfair.audit(files["pipe"], empty, test=files["test_frame"], **kw)
+    with pytest.raises(DatasetError, match=r"the test frame \(test=\) has no rows"):
+        chiralfair.estimate(files["pipe"], files["train_frame"], test=empty, **kw)
+    header = tmp_path / "header.csv"
+    empty.to_csv(header, index=False)
+    res = invoke("run", "--data", files["train"], "--test", header, "--model", files["model"], "--trust-model-file",
+                 "--label", "y", "--positive-class", ">50K", "--protected", "sex")
+    assert res.exit_code == 2, res.output
+    assert f"test file '{header}' has no rows (a header only: sex, race, age, hours, y)" in res.output, res.output
+    # refused with another problem: the file's whole header is named, not the one column read
+    res = invoke("run", "--data", header, "--model", files["model"], "--label", "y", "--positive-class", ">50K",
+                 "--protected", "sex")
+    assert res.exit_code == 2, res.output
+    assert f"data file '{header}' has no rows (a header only: sex, race, age, hours, y)" in res.output, res.output
