@@ -150,3 +150,68 @@ def test_data_without_rows_is_refused_as_such_at_every_door(split_files, tmp_pat
                  "--protected", "sex")
     assert res.exit_code == 2, res.output
     assert f"data file '{header}' has no rows (a header only: sex, race, age, hours, y)" in res.output, res.output
+
+
+# ------------------------------------------------------------------ retrain --from-run after a run with generator auto
+BINS = ("--bins", "age=0:30:50:200,hours=0:35:45:200")
+
+
+def test_retrain_from_a_default_run_uses_the_generator_auto_picked(split_files, tmp_path):
+    files = split_files
+    run = tmp_path / "run"
+    res = invoke("run", "--data", files["train"], "--test", files["test"], "--model", files["model"],
+                 "--trust-model-file", "--label", "y", "--positive-class", ">50K", "--protected", "sex", *BINS,
+                 "--max-global", 20, "--max-local", 5, "--out", run)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((run / "result.json").read_text())
+    # a raw-frame pipeline gives probabilities and no gradient: auto is AEQUITAS, and the folder says both
+    assert summary["meta"]["config"]["generator"] == "auto"
+    assert summary["generator"] == "aequitas" and summary["generator_choice"]["asked"] == "auto"
+    out = tmp_path / "fairer"
+    res = invoke("retrain", "--from-run", run, "--trust-model-file", "--spread-seeds", 0, "--out", out)
+    assert res.exit_code == 0, res.output
+    record = json.loads((out / "retrain.json").read_text())
+    assert any(note.startswith("generator auto: the run's search ran aequitas") for note in record["notes"])
+    before = next(row for row in record["rows"] if row["stage"] == "before")
+    assert before["search_n_idis"] > 0  # the fresh search ran (AEQUITAS, as the run)
+
+
+def test_auto_is_a_valid_generator_name_and_listed(split_files):
+    from chiralfair.generators import make_generator
+    from chiralfair.pipeline.checks import generator_needs_gradient
+
+    files = split_files
+    res = invoke("run", "--data", files["train"], "--model", files["model"], "--trust-model-file", "--label", "y",
+                 "--positive-class", ">50K", "--protected", "sex", "--generator", "nope")
+    assert res.exit_code == 2 and "unknown generator 'nope'; valid: " in res.output, res.output
+    listed = res.output.split("valid: ")[1].split(",")
+    assert "auto" in [name.strip() for name in listed]
+    assert generator_needs_gradient("auto") is False
+    from chiralfair.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="generator 'auto' is the one the model under test offers"):
+        make_generator("auto", max_global=5, max_local=2)
+
+
+def test_retrain_given_arrays_searched_with_auto_searches_with_what_auto_stands_for():
+    from sklearn.linear_model import LogisticRegression
+
+    from chiralfair.datasets import from_frame
+    from chiralfair.generators.names import auto_generator
+    from chiralfair.mitigation import retrain
+    from chiralfair.models import as_model
+
+    df = raw_frame(n=300, seed=3).drop(columns=["race", "age"])
+    data = from_frame(df, label="y", positive_class=">50K", protected="sex", bins={"hours": 6})
+    train, test = data.split(random_state=0)
+    model = LogisticRegression().fit(data.X[train], data.y[train])
+    counting = as_model(model)
+    X = data.X[train][:20]
+    C = X.copy()
+    C[:, 0] = 1 - C[:, 0]
+    searched = {"generator": "auto", "seed_strategy": "random", "params": {"max_global": 10, "max_local": 2},
+                "random_state": 0}
+    result = retrain(model, data, (X, C), train_index=train, searched_with=searched, spread_seeds=0)
+    expected = auto_generator(has_gradient=counting.has_gradient, has_proba=counting.has_proba)[0]
+    assert result.meta["source"]["generator"] == expected != "auto"
+    assert result.meta["source"]["generator_asked"] == "auto"

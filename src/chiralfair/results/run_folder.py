@@ -511,8 +511,10 @@ def read_run(folder: str | os.PathLike) -> dict[str, Any]:
     -------
     dict
         ``config`` (result.json's ``meta.config``), ``source`` (``meta.source``: where the data and the model came
-        from; None for folders written before it was recorded), ``domain`` (:class:`Domain`), ``idis`` and
-        ``counterparts`` (int64, shape (n_idis, n_features)), ``generator_params`` and ``folder``.
+        from; None for folders written before it was recorded), ``domain`` (:class:`Domain`), ``n_idis``,
+        ``generator_params``, ``generator`` (the generator that ran: the one ``auto`` picked when
+        ``config["generator"]`` is ``"auto"``), ``generator_choice`` (what ``auto`` picked and why, as result.json
+        records it; None for a named generator) and ``folder``.
 
     Raises
     ------
@@ -532,5 +534,8 @@ def read_run(folder: str | os.PathLike) -> dict[str, Any]:
                              f"and meta.domain: {err})") from None
     if summary.get("partial"):
         raise RunFolderError(f"{str(folder)!r} holds a run that did not finish (result.json says partial)")
+    choice = summary.get("generator_choice")
     return {"config": config, "source": meta.get("source"), "domain": domain, "n_idis": int(summary.get("n_idis", 0)),
-            "generator_params": meta.get("generator_params") or {}, "folder": str(folder)}
+            "generator_params": meta.get("generator_params") or {}, "folder": str(folder),
+            "generator": (choice or {}).get("generator") or summary.get("generator") or config.get("generator"),
+            "generator_choice": choice}
