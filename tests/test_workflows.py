@@ -8,10 +8,12 @@ import json
 import tomllib
 
 import numpy as np
+import pandas as pd
 import pytest
+from sklearn.pipeline import Pipeline
 from test_cli_data import fitted_pipeline, invoke, raw_frame
 
-from chiralfair.exceptions import DatasetError
+from chiralfair.exceptions import DatasetError, ModelInputError
 
 
 @pytest.fixture
@@ -215,3 +217,141 @@ def test_retrain_given_arrays_searched_with_auto_searches_with_what_auto_stands_
     expected = auto_generator(has_gradient=counting.has_gradient, has_proba=counting.has_proba)[0]
     assert result.meta["source"]["generator"] == expected != "auto"
     assert result.meta["source"]["generator_asked"] == "auto"
+
+
+# ------------------------------------------------------------------ a failed re-run leaves the earlier run as it was
+class FlakyPipeline(Pipeline):
+    """A fitted pipeline that raises on its ``fail_at``-th call, counted over the class (a model file loaded anew)."""
+
+    calls = 0
+    fail_at: int | None = None
+
+    def _count(self):
+        cls = type(self)
+        cls.calls += 1
+        if cls.fail_at is not None and cls.calls >= cls.fail_at:
+            raise RuntimeError("the model's server went away")
+
+    def predict(self, X, **params):
+        self._count()
+        return super().predict(X, **params)
+
+    def predict_proba(self, X, **params):
+        self._count()
+        return super().predict_proba(X, **params)
+
+
+def flaky_pipeline(train):
+    fitted = fitted_pipeline(train)
+    return FlakyPipeline(fitted.steps)
+
+
+def folder_bytes(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+AUDIT = dict(label="y", positive_class=">50K", protected="sex", bins={"age": [0, 30, 50, 200], "hours": 6},
+             max_global=20, max_local=5)
+
+
+def test_a_rerun_that_fails_mid_search_leaves_the_earlier_run_byte_identical(split_files, tmp_path):
+    import chiralfair
+
+    files = split_files
+    pipe = flaky_pipeline(files["train_frame"])
+    out = tmp_path / "runs" / "mine"
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
+    first = chiralfair.audit(pipe, files["train_frame"], test=files["test_frame"], **AUDIT, out=out)
+    before = folder_bytes(out)
+    assert {"report.html", "report.md", "result.json", "harm_by_group.png"} <= set(before)
+    assert any(name.startswith("idis.parquet/part-") for name in before)
+    assert len(pd.read_parquet(out / "idis.parquet")) == first.n_idis > 0
+
+    def break_during_search(step):
+        if step == "search":  # three calls into the search
+            FlakyPipeline.fail_at = FlakyPipeline.calls + 3
+
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
+    # the model's failure, named (ModelInputError) with what the model raised
+    with pytest.raises(ModelInputError, match="server went away") as failed:
+        chiralfair.audit(pipe, files["train_frame"], test=files["test_frame"], **AUDIT, out=out,
+                         on_step=break_during_search)
+    assert folder_bytes(out) == before  # every file of the earlier run, byte for byte, and nothing else
+    partial = [p for p in out.parent.iterdir() if p != out]
+    assert len(partial) == 1 and partial[0].name.startswith("mine.partial-")
+    assert json.loads((partial[0] / "result.json").read_text())["partial"] is True
+    assert failed.value.__notes__ == [f"the earlier run in '{out}' is untouched; this run's partial output is in "
+                                      f"'{partial[0]}'"]
+    # a re-run that succeeds replaces the earlier run, and reads its pairs from where they now are
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
+    again = chiralfair.audit(pipe, files["train_frame"], test=files["test_frame"], **{**AUDIT, "max_global": 15},
+                             out=out)
+    summary = json.loads((out / "result.json").read_text())
+    assert summary["partial"] is False and summary["meta"]["config"]["max_global"] == 15
+    assert len(again.idis()) == again.n_idis == len(pd.read_parquet(out / "idis.parquet"))
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(["mine", partial[0].name])
+
+
+def test_a_cli_rerun_that_fails_keeps_the_earlier_run_and_says_where_the_partial_output_is(split_files, tmp_path):
+    import joblib
+
+    import chiralfair
+
+    files = split_files
+    model = tmp_path / "flaky.joblib"
+    joblib.dump(flaky_pipeline(files["train_frame"]), model)
+    args = ["run", "--data", files["train"], "--test", files["test"], "--model", model, "--trust-model-file",
+            "--label", "y", "--positive-class", ">50K", "--protected", "sex", "--bins", "age=0:30:50:200,hours=6",
+            "--max-global", 20, "--max-local", 5]
+    out = tmp_path / "cli"
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
+    res = invoke(*args, "--out", out)
+    assert res.exit_code == 0, res.output
+    before = folder_bytes(out)
+    # where the search starts, counted through the same run in Python (same data, model and random state)
+    at_search = {}
+    FlakyPipeline.calls = 0
+    chiralfair.audit(joblib.load(model), files["train_frame"], test=files["test_frame"], **AUDIT,
+                     on_step=lambda step: at_search.setdefault(step, FlakyPipeline.calls))
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, at_search["search"] + 3
+    res = invoke(*args, "--out", out)
+    FlakyPipeline.fail_at = None
+    assert res.exit_code == 2 and "server went away" in res.output, res.output
+    assert folder_bytes(out) == before
+    partial = [p for p in tmp_path.iterdir() if p.name.startswith("cli.partial-")]
+    assert len(partial) == 1 and (partial[0] / "result.json").is_file()
+    assert (f"note: the earlier run in '{out}' is untouched; this run's partial output is in '{partial[0]}'"
+            in res.output), res.output
+
+
+def test_a_retrain_rerun_that_fails_mid_search_leaves_the_earlier_retrain_byte_identical(split_files, tmp_path):
+    import chiralfair
+
+    files = split_files
+    pipe = flaky_pipeline(files["train_frame"])
+    out = tmp_path / "fairer"
+    kw = dict(AUDIT, test=files["test_frame"], spread_seeds=0, out=out)
+    FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
+    chiralfair.retrain(pipe, files["train_frame"], method="paper", **kw)  # a search, written to out/search
+    (out / "notes.txt").write_text("mine")  # a file of the user's beside the retrain's
+    before = folder_bytes(out)
+    assert {"retrain.json", "report.md", "search/report.md", "search/result.json"} <= set(before)
+
+    def break_during_search(step):
+        if step == "search":
+            FlakyPipeline.fail_at = FlakyPipeline.calls + 3
+
+    with pytest.raises(ModelInputError, match="server went away") as failed:
+        chiralfair.retrain(pipe, files["train_frame"], method="paper", on_step=break_during_search, **kw)
+    FlakyPipeline.fail_at = None
+    assert folder_bytes(out) == before
+    partial = [p for p in tmp_path.iterdir() if p.name.startswith("fairer.partial-")]
+    assert len(partial) == 1 and (partial[0] / "search" / "result.json").is_file()
+    assert failed.value.__notes__[-1] == (f"the earlier retrain in '{out}' is untouched; this retrain's partial "
+                                          f"output is in '{partial[0]}'")
+    # a re-run that succeeds replaces the retrain's own files (no search this time) and keeps the user's
+    chiralfair.retrain(pipe, files["train_frame"], method="counterfactual", **kw)
+    names = {p.name for p in out.iterdir()}
+    assert "search" not in names and "model-paper.skops" not in names and "model-counterfactual.skops" in names
+    assert (out / "notes.txt").read_text() == "mine"
+    assert json.loads((out / "retrain.json").read_text())["methods"] == ["counterfactual"]

@@ -69,16 +69,18 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         If ``out`` cannot receive a retrain folder.
     """
     from ..mitigation.retraining import retrain
-    from ..reporting.report import prepare_retrain_folder, write_retrain_folder
-    from ..results.run_folder import remove_empty_folders
+    from ..reporting.report import RETRAIN_FILES, check_retrain_folder, write_retrain_folder
+    from ..results.run_folder import StagedFolder
 
-    created = prepare_retrain_folder(out) if out is not None else []
     searched = None
-    try:
+    # an earlier retrain in out is replaced only once this one is written whole
+    with StagedFolder(out, check=check_retrain_folder, outputs=(*RETRAIN_FILES, "model-*", "search"),
+                      what="retrain") as folder:
         if idis is None and _adds_idis(params):
             if plan is None:
                 raise ConfigError("retraining needs IDIs: pass idis= or a search plan")
-            idis, searched = search_training_rows(inputs, plan, out=None if out is None else Path(out) / "search",
+            idis, searched = search_training_rows(inputs, plan,
+                                                  out=None if folder.path is None else folder.path / "search",
                                                   cache_dir=cache_dir, on_step=on_step)
         if on_step is not None:
             on_step("retrain")
@@ -96,12 +98,9 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
             leakage["n_seeds_excluded"] = searched["n_seeds_excluded"]
         result = replace(result, meta={**result.meta, "test_rows": inputs.test_rows, "source": inputs.source},
                          notes=tuple(inputs.notes) + tuple(notes) + tuple(extra_notes), leakage=leakage)
-        if out is not None:
-            write_retrain_folder(result, out, like=inputs.source.get("model_file"))
-        return result
-    except BaseException:
-        remove_empty_folders(created)
-        raise
+        if folder.path is not None:
+            write_retrain_folder(result, folder.path, like=inputs.source.get("model_file"))
+    return result
 
 
 def _adds_idis(params: dict[str, Any]) -> bool:
@@ -154,12 +153,12 @@ def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out
     projections = HeldOutProjections.of(domain, X[inputs.train_index], X[inputs.test_index])
     n_excluded = 0
     if seeds is None:
-        with run_folder_guard(out):
-            outcome = run_pipeline(inputs, plan, verdict=False, out=out, on_step=on_step, cache_dir=cache_dir,
-                                   reuse_seeds=reuse_seeds, seeds_from_training_rows=True)
-            if out is not None:
-                write_run(outcome, out)
-        found, n_seeds, strategy = outcome.result, outcome.seed_report.n_seeds, plan.seeds
+        with run_folder_guard(out) as folder:
+            outcome = run_pipeline(inputs, plan, verdict=False, out=folder.path, on_step=on_step,
+                                   cache_dir=cache_dir, reuse_seeds=reuse_seeds, seeds_from_training_rows=True)
+            if folder.path is not None:
+                write_run(outcome, folder.path)
+        found, n_seeds, strategy = folder.moved(outcome.result), outcome.seed_report.n_seeds, plan.seeds
     else:
         strategy = seeds.strategy if isinstance(seeds, SeedReport) else "given"
         X_seeds = seeds.seeds if isinstance(seeds, SeedReport) else domain.validate(seeds, what="seeds")
