@@ -322,6 +322,11 @@ def test_a_cli_rerun_that_fails_keeps_the_earlier_run_and_says_where_the_partial
     assert len(partial) == 1 and (partial[0] / "result.json").is_file()
     assert (f"note: the earlier run in '{out}' is untouched; this run's partial output is in '{partial[0]}'"
             in res.output), res.output
+    # refused before its search: nothing written beside the earlier run, nothing to note
+    res = invoke(*[("nope" if a == "y" else a) for a in args], "--out", out)
+    assert res.exit_code == 2 and "label column 'nope'" in res.output and "note:" not in res.output, res.output
+    assert folder_bytes(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("cli")) == ["cli", partial[0].name]
 
 
 def test_a_retrain_rerun_that_fails_mid_search_leaves_the_earlier_retrain_byte_identical(split_files, tmp_path):
@@ -355,3 +360,19 @@ def test_a_retrain_rerun_that_fails_mid_search_leaves_the_earlier_retrain_byte_i
     assert "search" not in names and "model-paper.skops" not in names and "model-counterfactual.skops" in names
     assert (out / "notes.txt").read_text() == "mine"
     assert json.loads((out / "retrain.json").read_text())["methods"] == ["counterfactual"]
+
+
+def test_an_empty_open_outer_bin_is_fed_a_value_inside_it():
+    from chiralfair.datasets import from_frame
+
+    df = pd.DataFrame({"sex": ["f", "m"] * 10, "hours": np.linspace(11.5, 19.5, 20), "y": [0, 1] * 10})
+    edges = [-np.inf, 10.0, 20.0, np.inf]
+    data = from_frame(df, label="y", positive_class=1, protected="sex", bins={"hours": edges})
+    j = data.domain.names.index("hours")
+    codes = np.zeros((3, 2), dtype=np.int64)
+    codes[:, j] = [0, 1, 2]
+    fed = data.to_frame(codes)["hours"].to_numpy()
+    # each representative is a number in its own bin (pandas.cut's intervals), the empty outer ones included
+    assert np.isfinite(fed).all()
+    np.testing.assert_array_equal(pd.cut(fed, bins=edges, include_lowest=True, labels=False), [0, 1, 2])
+    assert fed[1] == np.sort(df["hours"])[9]  # the lower median of the rows in the middle bin

@@ -116,8 +116,8 @@ class StagedFolder:
     folder beside it, ``<name>.partial-<random>`` (where the search streams its pairs); when the block ends
     without error, that folder replaces the target (:func:`chiralfair.storage.replace_folder`), files a user put
     beside the earlier run's outputs carried over. When it fails (an error, Ctrl-C), the earlier run is untouched
-    and the error gains a note (:meth:`BaseException.add_note`) saying where the partial output is (the folder is
-    removed when the run wrote nothing there). A missing or empty target has nothing to protect: the run is
+    and the error gains a note (:meth:`BaseException.add_note`) saying where the partial output is (a run that wrote
+    nothing there, refused before its search, removes the folder and adds no note). A missing or empty target has nothing to protect: the run is
     written there directly, so a killed run leaves its partial output where it was asked for.
 
     Parameters
@@ -215,9 +215,9 @@ class StagedFolder:
     def _failure_note(self) -> str | None:
         target, path = str(self.target), str(self.path)
         if self.staged:
-            if not any(cast(Path, self.path).iterdir()):
+            if not any(cast(Path, self.path).iterdir()):  # refused before writing: nothing to say
                 cast(Path, self.path).rmdir()
-                return f"the earlier {self.what} in {target!r} is untouched"
+                return None
             return (f"the earlier {self.what} in {target!r} is untouched; this {self.what}'s partial output is in "
                     f"{path!r}")
         remove_empty_folders(self.created)
