@@ -117,8 +117,9 @@ class StagedFolder:
     without error, that folder replaces the target (:func:`chiralfair.storage.replace_folder`), files a user put
     beside the earlier run's outputs carried over. When it fails (an error, Ctrl-C), the earlier run is untouched
     and the error gains a note (:meth:`BaseException.add_note`) saying where the partial output is (a run that wrote
-    nothing there, refused before its search, removes the folder and adds no note). A missing or empty target has nothing to protect: the run is
-    written there directly, so a killed run leaves its partial output where it was asked for.
+    nothing there, refused before its search, removes the folder and adds no note). A missing or empty target has
+    nothing to protect: the run is written there directly, so a killed run leaves its partial output where it was
+    asked for.
 
     Parameters
     ----------
