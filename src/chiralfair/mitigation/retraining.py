@@ -744,6 +744,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
             raise ConfigError(f"method(s) {', '.join(with_idis)} add IDI pairs: pass idis= (a SearchResult, e.g. "
                               "from chiralfair.pipeline.search_training_rows, or (idis, counterparts))")
         X_idi, X_counterpart, source = _idi_arrays(idis, domain, pairs, searched_with)
+        source = _auto_resolved(source, counting)
         hit = projections.hits(domain, X_idi)
         leakage["n_idis_excluded"] = int(hit.sum())
         X_idi = X_idi[~hit]
@@ -1137,6 +1138,20 @@ def _idi_arrays(idis, domain: Domain, pairs: str, searched_with: dict | None):
     if C is not None and C.shape != X.shape:
         raise ConfigError(f"idis and counterparts must have the same shape, got {X.shape} and {C.shape}")
     return X, C, source
+
+
+def _auto_resolved(source: dict[str, Any], model: CountingModel) -> dict[str, Any]:
+    """``source`` with generator ``"auto"`` replaced by the generator it stands for on ``model`` (and ``asked``).
+
+    Resolved once, on the model under test, so that the fresh searches before and after retraining run the same one.
+    """
+    from ..generators.names import AUTO as AUTO_GENERATOR
+    from ..generators.names import auto_generator
+
+    if source.get("generator") != AUTO_GENERATOR:
+        return source
+    chosen, _ = auto_generator(has_gradient=model.has_gradient, has_proba=model.has_proba)
+    return {**source, "generator": chosen, "generator_asked": AUTO_GENERATOR}
 
 
 def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np.ndarray]:

@@ -10,6 +10,7 @@ verdict alone, ``retrain`` makes a fairer model with the IDIs and measures it on
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -243,7 +244,7 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
     plan.check()
     _check_verdict_params(verdict_params)
     t_all = time.perf_counter()
-    with run_folder_guard(out):
+    with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
         inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
                                 favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
                                 test_size=test_size,
@@ -251,12 +252,11 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
                                 model_input=model_input, name=name, on_step=on_step, couple=couple,
                                 constraints=constraints)
         outcome = run_pipeline(inputs, plan, verdict=verdict, verdict_params=dict(verdict_params or {}),
-                               diversity=diversity, out=out, on_step=on_step, random_state_meta=random_state_meta,
-                               started=t_all)
-        audited = AuditResult(outcome, inputs)
-        if out is not None:
-            audited.write(out)
-    return audited
+                               diversity=diversity, out=folder.path, on_step=on_step,
+                               random_state_meta=random_state_meta, started=t_all)
+        if folder.path is not None:
+            AuditResult(outcome, inputs).write(folder.path)
+    return AuditResult(dataclasses.replace(outcome, result=folder.moved(outcome.result)), inputs)
 
 
 def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,

@@ -366,9 +366,14 @@ def _check_header(path, settings: DataSpec) -> None:
 
 def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
     """Encode a frame (and its test frame, jointly); the rows of each."""
-    import pandas as pd
-
-    from ..datasets.frame import binary_positive_class, from_frame, match_label_value, read_frame
+    from ..datasets.frame import (
+        binary_positive_class,
+        from_frame,
+        match_label_value,
+        read_frame,
+        refuse_no_rows,
+        stacked_frames,
+    )
     from ..datasets.native import as_pandas
 
     source: dict[str, Any] = {"kind": "objects"}
@@ -378,7 +383,8 @@ def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
         source = {"kind": "files", "data": str(path.resolve()), "data_sha256": _sha256(path)}
         name = name or path.stem
     else:
-        frame = as_pandas(data, what="data")
+        # an empty frame said as such, before its label column is searched for a positive class it cannot hold
+        frame = refuse_no_rows(as_pandas(data, what="data"), what=DATA_FRAME)
     settings.check()
     label = settings.label
     if label not in frame.columns:
@@ -404,7 +410,12 @@ def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
         frame, test_frame = typed[0], (typed[1] if test_frame is not None else None)
     if test_frame is not None and isinstance(test, str | os.PathLike):
         source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
-    whole = frame if test_frame is None else pd.concat([frame, test_frame], ignore_index=True)
+    # each row keeps its source and its own number, so that a refusal about a row names the file and the row there
+    frames, sources = [frame], [_source_text(data, DATA_FRAME, "data file")]
+    if test_frame is not None:
+        frames.append(test_frame)
+        sources.append(_source_text(test, TEST_FRAME, "test file"))
+    whole = stacked_frames(frames, sources)
     dataset = from_frame(whole, label=label, positive_class=positive, protected=list(settings.protected),
                          bins=dict(settings.bins), name=name or "data", couple=settings.couple,
                          constraints=list(settings.constraints) or None)
@@ -417,7 +428,7 @@ def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
                      f"random_state {random_state}) that may include rows the model was fitted on")
     else:
         train_index = np.arange(len(frame), dtype=np.int64)
-        test_index = np.arange(len(frame), len(whole), dtype=np.int64)
+        test_index = np.arange(len(frame), len(frame) + len(test_frame), dtype=np.int64)
         test_rows = f"the given test rows ({len(test_index):,})" + _also_in_data(test_frame, frame)
     return dataset, train_index, test_index, test_rows, source
 
@@ -441,20 +452,31 @@ def _also_in_data(test_frame, frame) -> str:
             "rows the model was fitted on")
 
 
+# How a frame given as an object (not a file) is named in a refusal about its rows.
+DATA_FRAME = "the data frame (data=)"
+TEST_FRAME = "the test frame (test=)"
+
+
+def _source_text(given, frame_text: str, file_kind: str) -> str:
+    """Where rows come from, in words: ``data file 'train.csv'``, or ``frame_text`` for a frame."""
+    return f"{file_kind} {str(given)!r}" if isinstance(given, str | os.PathLike) else frame_text
+
+
 def _test_frame(test, frame, label):
-    from ..datasets.frame import read_frame
+    from ..datasets.frame import read_frame, refuse_no_rows
     from ..datasets.native import as_pandas
 
     if test is None:
         return None
-    test_frame = read_frame(test) if isinstance(test, str | os.PathLike) else as_pandas(test, what="test")
+    if isinstance(test, str | os.PathLike):
+        test_frame = read_frame(test, what="test file")
+    else:
+        test_frame = refuse_no_rows(as_pandas(test, what="test"), what=TEST_FRAME)
     missing = [c for c in frame.columns if c not in test_frame.columns]
     extra = [c for c in test_frame.columns if c not in frame.columns]
     if missing or extra:
-        raise DatasetError(f"the test rows must have the data's columns: missing {missing or 'none'}, extra "
-                           f"{extra or 'none'}")
-    if len(test_frame) == 0:
-        raise DatasetError("the test rows are empty")
+        raise DatasetError(f"{_source_text(test, TEST_FRAME, 'test file')} must have the data's columns: missing "
+                           f"{missing or 'none'}, extra {extra or 'none'}")
     return test_frame[list(frame.columns)]
 
 

@@ -12,12 +12,13 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from .. import __version__
 from .._deadline import check_deadline
 from ..models.protocol import QueryBudgetSpent
+from ..results.run_folder import StagedFolder
 from .config import RunConfig, validate_config
 from .held_out import measure_group_metrics
 from .inputs import RunInputs, inputs_from_names
@@ -86,14 +87,15 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
                       max_local=config.max_local, random_state=config.random_state,
                       generator_params=dict(config.generator_params), seed_params=dict(config.seed_params),
                       max_queries=config.max_queries)
-    with run_folder_guard(out):
+    with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one succeeds
         step = _checked_steps(on_step)
         t_all = time.perf_counter()
         inputs = inputs_from_names(config, step=step)
-        return run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
-                            out=out, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
-                            started=t_all,
-                            verdict_params={"plausible_only": True} if config.plausible_only else None)
+        outcome = run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
+                               out=folder.path, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
+                               started=t_all,
+                               verdict_params={"plausible_only": True} if config.plausible_only else None)
+    return replace(outcome, result=folder.moved(outcome.result))
 
 
 def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | None = None, verdict: bool = True,
@@ -252,26 +254,20 @@ def query_record(max_queries: int | None, seed_report, result, rows: ModelRows) 
             "outside_budget": outside}
 
 
-class run_folder_guard:
-    """Check ``out`` before any work, and remove the folders it created if the run fails."""
+class run_folder_guard(StagedFolder):
+    """Check ``out`` before any work; write the run at ``.path``, which replaces an earlier run only on success.
+
+    A :class:`~chiralfair.results.run_folder.StagedFolder` of a run: an earlier run in ``out`` stays untouched while
+    this one is written beside it, and a failed run's error says where its partial output is.
+
+    Parameters
+    ----------
+    out : str, path-like or None
+        The run folder asked for; None writes nothing.
+    """
 
     def __init__(self, out) -> None:
-        self.out = out
-        self.created: list[Path] = []
-
-    def __enter__(self):
-        if self.out is not None:
-            from ..results.run_folder import prepare_run_folder
-
-            self.created = prepare_run_folder(self.out)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and self.created:
-            from ..results.run_folder import remove_empty_folders
-
-            remove_empty_folders(self.created)
-        return False
+        super().__init__(out)
 
 
 def _checked_steps(on_step: Callable[[str], None] | None) -> Callable[[str], None]:

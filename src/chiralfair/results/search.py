@@ -248,6 +248,21 @@ class SearchResult:
             kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
         return SearchResult(**{**kept, "diversity": diversity})
 
+    def with_pairs_path(self, pairs_path: str) -> SearchResult:
+        """A copy reading its streamed pairs from ``pairs_path`` (the run folder moved into place).
+
+        Parameters
+        ----------
+        pairs_path : str
+            The ``idis.parquet`` the pairs are now in.
+
+        Returns
+        -------
+        SearchResult
+        """
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*PAIR_ARRAYS, "plausible")}
+        return SearchResult(**{**kept, "pairs_path": pairs_path})
+
     def with_meta(self, meta: dict[str, Any], notes: Sequence[str] = ()) -> SearchResult:
         """A copy with ``meta`` entries added and ``notes`` appended; streamed pairs stay on disk.
 
