@@ -245,14 +245,13 @@ def test_labels_and_probabilities_cost_two_queries_unless_one_call_gives_both():
 @pytest.mark.parametrize("kind", sorted(MODEL_KINDS))
 @pytest.mark.parametrize("name", NAMES)
 def test_a_run_says_every_row_it_sent_outside_the_budget(name, kind):
-    from chiralfair.pipeline import SearchPlan, run_pipeline
-    from chiralfair.pipeline.inputs import DataSettings, inputs_from_objects
+    from chiralfair.pipeline import DataSpec, SearchPlan, inputs_from_objects, run_pipeline
 
     obj, kwargs = MODEL_KINDS[kind]()
     if _refuses(name, obj, kwargs):
         pytest.skip("refused before any query (test_the_search_counts_every_row_the_users_model_receives)")
     model = as_model(obj, **kwargs)
-    inputs = inputs_from_objects(model, toy_dataset(400), settings=DataSettings(favourable=1), test_size=0.5,
+    inputs = inputs_from_objects(model, toy_dataset(400), settings=DataSpec(favourable=1), test_size=0.5,
                                  random_state=0)
     plan = SearchPlan(seeds="random", generator=name, max_global=40, max_local=1000, max_queries=MAX_QUERIES)
     outcome = run_pipeline(inputs, plan)
@@ -272,11 +271,10 @@ def test_a_run_says_every_row_it_sent_outside_the_budget(name, kind):
 
 
 def test_a_search_stopped_before_it_began_prints_its_note_once_and_says_the_verdict_is_apart():
-    from chiralfair.pipeline import SearchPlan, run_pipeline
-    from chiralfair.pipeline.inputs import DataSettings, inputs_from_objects
+    from chiralfair.pipeline import DataSpec, SearchPlan, inputs_from_objects, run_pipeline
     from chiralfair.reporting.report import NO_IDI_TEXT, outcome_lines, render_markdown
 
-    inputs = inputs_from_objects(as_model(biased_module()), toy_dataset(400), settings=DataSettings(favourable=1),
+    inputs = inputs_from_objects(as_model(biased_module()), toy_dataset(400), settings=DataSpec(favourable=1),
                                  test_size=0.5, random_state=0)
     plan = SearchPlan(seeds="random", generator="aequitas", max_global=100, max_local=10, max_queries=50)
     outcome = run_pipeline(inputs, plan)
@@ -292,12 +290,11 @@ def test_a_search_stopped_before_it_began_prints_its_note_once_and_says_the_verd
 
 
 def test_without_affected_people_no_idi_is_said_as_before():
-    from chiralfair.pipeline import SearchPlan, run_pipeline
-    from chiralfair.pipeline.inputs import DataSettings, inputs_from_objects
+    from chiralfair.pipeline import DataSpec, SearchPlan, inputs_from_objects, run_pipeline
     from chiralfair.reporting.report import NO_IDI_TEXT, outcome_lines
 
     inputs = inputs_from_objects(as_model(fair_module()), toy_dataset(400, biased=False),
-                                 settings=DataSettings(favourable=1), test_size=0.5, random_state=0)
+                                 settings=DataSpec(favourable=1), test_size=0.5, random_state=0)
     outcome = run_pipeline(inputs, SearchPlan(seeds="random", generator="aequitas", max_global=20, max_local=10))
     assert outcome.result.n_idis == 0 and outcome.verdict.n_affected == 0
     assert f"  {NO_IDI_TEXT}" in outcome_lines(outcome.summary())

@@ -13,7 +13,7 @@ import pytest
 from sklearn.pipeline import Pipeline
 from test_cli_data import fitted_pipeline, invoke, raw_frame
 
-from chiralfair.exceptions import DatasetError, ModelInputError
+from chiralfair.exceptions import DatasetError, ModelCallError
 
 
 @pytest.fixture
@@ -272,8 +272,8 @@ def test_a_rerun_that_fails_mid_search_leaves_the_earlier_run_byte_identical(spl
             FlakyPipeline.fail_at = FlakyPipeline.calls + 3
 
     FlakyPipeline.calls, FlakyPipeline.fail_at = 0, None
-    # the model's failure, named (ModelInputError) with what the model raised
-    with pytest.raises(ModelInputError, match="server went away") as failed:
+    # the model's failure, named (ModelCallError: not an input problem) with what the model raised
+    with pytest.raises(ModelCallError, match="server went away") as failed:
         chiralfair.audit(pipe, files["train_frame"], test=files["test_frame"], **AUDIT, out=out,
                          on_step=break_during_search)
     assert folder_bytes(out) == before  # every file of the earlier run, byte for byte, and nothing else
@@ -346,7 +346,7 @@ def test_a_retrain_rerun_that_fails_mid_search_leaves_the_earlier_retrain_byte_i
         if step == "search":
             FlakyPipeline.fail_at = FlakyPipeline.calls + 3
 
-    with pytest.raises(ModelInputError, match="server went away") as failed:
+    with pytest.raises(ModelCallError, match="server went away") as failed:
         chiralfair.retrain(pipe, files["train_frame"], method="paper", on_step=break_during_search, **kw)
     FlakyPipeline.fail_at = None
     assert folder_bytes(out) == before
