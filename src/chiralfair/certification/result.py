@@ -24,7 +24,9 @@ from ..domain import Domain
 from ..storage import atomic_path, atomic_write_bytes, json_default
 
 ANSWERS = ("certified fair", "falsified", "undecided")
-PERSON_STATUSES = ("certified unaffected", "affected", "undecided")
+PERSON_STATUSES = ("certified unaffected", "affected", "undecided", "left out")
+# A person none of whose counterparts could exist: counted, outside the shares.
+LEFT_OUT = 3
 PAIR_FIELDS = ("idis", "counterparts", "idi_labels", "counterpart_labels")
 
 
@@ -36,7 +38,9 @@ def _share(part: float, whole: float) -> float:
 class IndividualCertificates:
     """Per person: certified unaffected, affected (an IDI, proven), or undecided (the budget ran out).
 
-    Certified unaffected: no counterpart of any point of their box gets another label.
+    Certified unaffected: no counterpart of any point of their box gets another label. A person none of whose
+    counterparts could exist (every other protected combination breaks a constraint) is left out: counted in
+    :attr:`n_left_out`, outside the shares.
     A person's box holds every value of their own non-protected codes' bins; for a model over codes (every model
     certification reads) a bin is one code, so the box is the person's own point and the answer is exact: certified
     unaffected or affected, never undecided.
@@ -46,7 +50,7 @@ class IndividualCertificates:
     rows : numpy.ndarray of int64, shape (n_individuals,)
         The dataset rows certified.
     status : numpy.ndarray of int8, shape (n_individuals,)
-        0 certified unaffected, 1 affected, 2 undecided (:data:`PERSON_STATUSES`).
+        0 certified unaffected, 1 affected, 2 undecided, 3 left out (:data:`PERSON_STATUSES`).
     seconds : float
         Wall seconds.
     rows_name : str
@@ -65,8 +69,13 @@ class IndividualCertificates:
         """Number of individuals."""
         return int(len(self.rows))
 
+    @property
+    def n_left_out(self) -> int:
+        """Individuals left out: none of their counterparts could exist."""
+        return int((self.status == LEFT_OUT).sum())
+
     def share(self, status: str) -> float:
-        """Share of the individuals with ``status`` (one of :data:`PERSON_STATUSES`).
+        """Share of the individuals with ``status`` (one of :data:`PERSON_STATUSES`), among those not left out.
 
         Parameters
         ----------
@@ -75,8 +84,12 @@ class IndividualCertificates:
         Returns
         -------
         float
+            For ``"left out"``, the share of all individuals.
         """
-        return _share(int((self.status == PERSON_STATUSES.index(status)).sum()), self.n_individuals)
+        count = int((self.status == PERSON_STATUSES.index(status)).sum())
+        if status == "left out":
+            return _share(count, self.n_individuals)
+        return _share(count, self.n_individuals - self.n_left_out)
 
     @property
     def certified_share(self) -> float:
@@ -102,7 +115,7 @@ class IndividualCertificates:
         """
         return {"rows": self.rows_name, "n_individuals": self.n_individuals,
                 "certified_unaffected": self.certified_share, "affected": self.affected_share,
-                "undecided": self.undecided_share, "seconds": self.seconds}
+                "undecided": self.undecided_share, "n_left_out": self.n_left_out, "seconds": self.seconds}
 
     def to_frame(self) -> pd.DataFrame:
         """One row per individual: ``row`` and ``status`` (text).
@@ -303,7 +316,9 @@ class CertifyResult:
             ind = self.individuals
             out.append(f"individuals ({ind.rows_name}): {ind.certified_share:.2%} certified unaffected, "
                        f"{ind.affected_share:.2%} affected, {ind.undecided_share:.2%} undecided "
-                       f"({ind.seconds:.2f} s)")
+                       f"({ind.seconds:.2f} s)"
+                       + (f"; {ind.n_left_out:,} left out (no counterpart of theirs could exist)"
+                          if ind.n_left_out else ""))
         out += [f"note: {n}" for n in self.notes]
         return out
 
