@@ -20,7 +20,7 @@ from .._random import RandomState, resolve_random_state
 from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
-from .key_space import INSIDE, KeySpace
+from .key_space import INSIDE, OUTSIDE, KeySpace
 from .options import check_certify_options
 from .reading import relu_network
 from .result import LEFT_OUT, CertifyResult, IndividualCertificates
@@ -192,7 +192,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     else:
         space = KeySpace(domain)
         lo, hi = _person_boxes(boxes, len(person), domain, space)
-        inside = space.membership(lo, hi) == INSIDE
+        member = space.membership(lo, hi)
+        # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
+        inside = member != OUTSIDE if isinstance(engine, TreeBranchAndBound) else member == INSIDE
         if isinstance(engine, TreeBranchAndBound):
             tally = engine.run(read, space, check, lo[inside], hi[inside], stop_on_idi=True)
         else:

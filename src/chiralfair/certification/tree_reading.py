@@ -229,6 +229,14 @@ def _read(final, kind: str, name: str) -> tuple[list[_Tree], float, str, str]:
         rate = float(final.learning_rate)
         return [_sklearn_tree(t.tree_, rate, proba=False) for t in final.estimators_[:, 0]], 0.0, "sklearn", kind
     if kind == "HistGradientBoostingClassifier":
+        categorical = getattr(final, "is_categorical_", None)
+        if categorical is not None and np.asarray(categorical).any():
+            column = int(np.argmax(categorical))
+            names = getattr(final, "feature_names_in_", None)
+            label = f"column {names[column]!r}" if names is not None else f"input column {column}"
+            raise ModelCapabilityError(
+                f"model {name!r} reads {label} as a native categorical feature; certification reads numeric "
+                "splits (encode the column with an OrdinalEncoder or OneHotEncoder in a Pipeline)")
         predictors = final._predictors
         if predictors and len(predictors[0]) != 1:
             raise ModelCapabilityError(f"model {name!r} has {len(predictors[0])} score columns; certification reads "
@@ -262,11 +270,6 @@ def _sklearn_tree(tree, scale: float, *, proba: bool) -> _Tree:
 
 def _hgb_tree(predictor, final, name: str) -> _Tree:
     nodes = predictor.nodes
-    if nodes["is_categorical"].any():
-        column = int(nodes["feature_idx"][np.argmax(nodes["is_categorical"])])
-        raise ModelCapabilityError(
-            f"model {name!r} splits input column {column} as a native categorical feature; certification reads "
-            "numeric splits (encode the column with an OrdinalEncoder or OneHotEncoder in a Pipeline)")
     leaf = nodes["is_leaf"].astype(bool)
     feature = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
     left = np.where(leaf, -1, nodes["left"]).astype(np.int64)
