@@ -26,7 +26,7 @@ from toys import breaks_toy_rules, coupled_toy_domain, toy_domain
 from chiralfair.certification import KeySpace, certify_domain, certify_individuals
 from chiralfair.certification.neighbourhood import check_similar
 from chiralfair.certification.result import IndividualCertificates
-from chiralfair.certification.tree_reading import tree_ensemble
+from chiralfair.certification.tree_reading import read_tree_ensemble
 from chiralfair.certification.tree_search import TreeBranchAndBound
 from chiralfair.datasets.base import Dataset
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
@@ -146,7 +146,7 @@ def test_bounds_and_splits_alone_are_exact(name, kind):
     space = KeySpace(data.domain)
     lo, hi, _ = space.domain_boxes()
     engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1)
-    tally = engine.run(tree_ensemble(model, data.domain), space, DiscriminationCheck(model, data.domain), lo, hi)
+    tally = engine.run(read_tree_ensemble(model, data.domain), space, DiscriminationCheck(model, data.domain), lo, hi)
     _, inside, idi = truth(estimator, data.domain, kind)
     assert tally.stats["stopped"] == "complete" and tally.stats["n_decided_by_bounds"] > 0
     assert tally.stats["n_splits"] > 0
@@ -275,15 +275,15 @@ def test_unreadable_tree_models_are_refused_naming_what_is_at_fault(case):
     domain = data.domain
     pca = make_pipeline(PCA(2), DecisionTreeClassifier(max_depth=3, random_state=0)).fit(X, y)
     with pytest.raises(ModelCapabilityError, match=r"preprocessing step 'pca' \(PCA\) may mix columns"):
-        tree_ensemble(as_model(pca), domain)
+        read_tree_ensemble(as_model(pca), domain)
     with single_native_thread():
         native = HistGradientBoostingClassifier(max_iter=5, categorical_features=[1]).fit(X, y)
     with pytest.raises(ModelCapabilityError, match="reads input column 1 as a native categorical feature"):
-        tree_ensemble(as_model(native), domain)
+        read_tree_ensemble(as_model(native), domain)
     lgbm = lightgbm.LGBMClassifier(n_estimators=5, min_child_samples=5, n_jobs=1, verbose=-1)
     lgbm.fit(X, y, categorical_feature=[1])
     with pytest.raises(ModelCapabilityError, match="as a categorical feature"):
-        tree_ensemble(as_model(lgbm), domain)
+        read_tree_ensemble(as_model(lgbm), domain)
     frame = pd.DataFrame(data.X, columns=domain.names)
     framed = DecisionTreeClassifier(max_depth=3).fit(frame, y)
     wrapped = as_model(framed, to_frame=lambda codes: pd.DataFrame(codes, columns=domain.names))
@@ -305,7 +305,7 @@ def test_a_reading_that_does_not_reproduce_the_model_is_refused(case):
                 estimator.tree_.threshold[:] = flipped + 0.5
         model._predict = other_labels
         with pytest.raises(ModelCapabilityError, match="do not reproduce it"):
-            tree_ensemble(model, data.domain)
+            read_tree_ensemble(model, data.domain)
     finally:
         estimator.tree_.threshold[:] = flipped
 

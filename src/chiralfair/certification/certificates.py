@@ -1,9 +1,10 @@
 """The front doors of certification: :func:`certify_domain` (how much of the domain) and :func:`certify_individuals`.
 
-Both read the model under test as a ReLU network (:func:`~.reading.relu_network`, refused with the reason for any
-other model), build the key space of the dataset's domain (:mod:`.key_space`: couplings applied, constraints read)
-and run the branch and bound (:class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on the model
-with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
+Both read the model under test as a tree ensemble (:func:`~.tree_reading.read_tree_ensemble`) or a ReLU network
+(:func:`~.reading.relu_network`), refused with the reason for any other model, build the key space of the dataset's
+domain (:mod:`.key_space`: couplings applied, constraints read) and run the branch and bound for its kind
+(:class:`~.tree_search.TreeBranchAndBound`, :class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on
+the model with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
 """
 
 from __future__ import annotations
@@ -228,13 +229,13 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
 # ---------------------------------------------------------------------------------------------- helpers
 def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device):
     """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork)."""
-    from .tree_reading import is_tree_ensemble, tree_ensemble
+    from .tree_reading import is_tree_ensemble, read_tree_ensemble
 
     if is_tree_ensemble(model):
         check_certify_options(bound=bound, split=split)
         engine: BranchAndBound | TreeBranchAndBound = TreeBranchAndBound(
             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
-        return engine, tree_ensemble(model, domain, rng=rng)
+        return engine, read_tree_ensemble(model, domain, rng=rng)
     engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
                             bound=bound, split=split, device=device)
     return engine, relu_network(model, domain, rng=rng)

@@ -59,7 +59,7 @@ class _Columns:
 
 
 def is_tree_ensemble(model) -> bool:
-    """Whether the wrapped model's estimator is a tree ensemble :func:`tree_ensemble` reads (or tries to).
+    """Whether the wrapped model's estimator is a tree ensemble :func:`read_tree_ensemble` reads (or tries to).
 
     Parameters
     ----------
@@ -96,7 +96,7 @@ def _kind(estimator) -> str | None:
     return None
 
 
-def tree_ensemble(model, domain, *, rng: np.random.Generator | None = None) -> TreeEnsemble:
+def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None) -> TreeEnsemble:
     """Read the model under test as a :class:`TreeEnsemble` over the domain's codes, checked against the model.
 
     Parameters

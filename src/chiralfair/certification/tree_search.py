@@ -95,7 +95,7 @@ class TreeBranchAndBound:
         Parameters
         ----------
         ensemble : TreeEnsemble
-            The model under test's trees (:func:`~chiralfair.certification.tree_reading.tree_ensemble`).
+            The model under test's trees (:func:`~chiralfair.certification.tree_reading.read_tree_ensemble`).
         space : KeySpace
         check : DiscriminationCheck
             On the model under test: decides cells.
