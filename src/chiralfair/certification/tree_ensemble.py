@@ -140,7 +140,8 @@ class TreeEnsemble:
                 out &= (self.leaf_lo[None, :, f] <= b) & (self.leaf_hi[None, :, f] >= a)
         return out
 
-    def influence(self, lo: np.ndarray, hi: np.ndarray, features: np.ndarray) -> np.ndarray:
+    def influence(self, lo: np.ndarray, hi: np.ndarray, features: np.ndarray,
+                  reach: np.ndarray | None = None) -> np.ndarray:
         """How much splitting each box on each of ``features`` may tighten its bounds.
 
         The sum of ``|value|`` over the leaves the box reaches whose codes on that feature hold part of the box's
@@ -150,28 +151,28 @@ class TreeEnsemble:
         ----------
         lo, hi : numpy.ndarray of int, shape (n_boxes, n_features)
         features : numpy.ndarray of int
+        reach : numpy.ndarray of bool, shape (n_boxes, n_leaves), optional
+            :meth:`reached` of the boxes, when already known.
 
         Returns
         -------
         numpy.ndarray of float64, shape (n_boxes, len(features))
         """
-        n = len(lo)
-        out = np.zeros((n, len(features)))
+        if reach is None:
+            reach = self.reached(lo, hi)
+        out = np.zeros((len(lo), len(features)))
         weight = np.abs(self.value)
-        step = max(1, BLOCK // max(1, self.n_leaves))
-        for start in range(0, n, step):
-            part = slice(start, start + step)
-            reach = self.reached(lo[part], hi[part])
-            for i, f in enumerate(features):
-                if f not in self._read:
-                    continue
-                a, b = lo[part, f, None], hi[part, f, None]
+        for i, f in enumerate(features):
+            if f not in self._read:
+                continue
+            a, b = lo[:, f, None], hi[:, f, None]
+            if f in self._sets:
+                cum = self._sets[f]
+                held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
+                covers = held == (b - a + 1)
+            else:
                 covers = (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
-                if f in self._sets:
-                    cum = self._sets[f]
-                    held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
-                    covers = held == (b - a + 1)
-                out[part, i] = (reach & ~covers) @ weight
+            out[:, i] = (reach & ~covers) @ weight
         return out
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -192,11 +193,24 @@ class TreeEnsemble:
         step = max(1, BLOCK // max(1, self.n_leaves))
         for start in range(0, n, step):
             part = slice(start, start + step)
-            reach = self.reached(lo[part], hi[part])
-            low = np.where(reach, self.value[None], np.inf)
-            high = np.where(reach, self.value[None], -np.inf)
-            lower[part] = self.base + np.minimum.reduceat(low, self.tree_start, axis=1).sum(axis=1)
-            upper[part] = self.base + np.maximum.reduceat(high, self.tree_start, axis=1).sum(axis=1)
+            lower[part], upper[part] = self.bounds_of(self.reached(lo[part], hi[part]))
+        return lower, upper
+
+    def bounds_of(self, reach: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`bounds` from the leaves each box reaches.
+
+        Parameters
+        ----------
+        reach : numpy.ndarray of bool, shape (n_boxes, n_leaves)
+
+        Returns
+        -------
+        lower, upper : numpy.ndarray of float64, shape (n_boxes,)
+        """
+        low = np.where(reach, self.value[None], np.inf)
+        lower = self.base + np.minimum.reduceat(low, self.tree_start, axis=1).sum(axis=1)
+        np.copyto(low, np.where(reach, self.value[None], -np.inf))
+        upper = self.base + np.maximum.reduceat(low, self.tree_start, axis=1).sum(axis=1)
         return lower, upper
 
     def score(self, X: np.ndarray) -> np.ndarray:
@@ -246,6 +260,45 @@ class TreeEnsemble:
         for i, f in enumerate(features):
             count = self._cut_count[f]
             out[:, i] = count[hi[:, i] - self.lower[f]] - count[lo[:, i] - self.lower[f]]
+        return out
+
+    def leaf_cut(self, lo: np.ndarray, hi: np.ndarray, feature: int, reach: np.ndarray) -> np.ndarray:
+        """Where to split each box on ``feature``: the median edge, inside it, of the leaves it reaches.
+
+        An edge of a leaf is where its codes start or stop on ``feature``; splitting there separates leaves the box
+        reaches (for a single tree, the boxes then follow the tree's own partition). Boxes whose reached leaves
+        have no edge inside fall back to :meth:`middle_cut`.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray of int, shape (n_boxes,)
+            The boxes' bounds on ``feature``; each box must hold a cut there.
+        feature : int
+        reach : numpy.ndarray of bool, shape (n_boxes, n_versions * n_leaves)
+            The leaves each box reaches, in one or more versions (its protected combinations, which agree on
+            ``feature``), side by side.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_boxes,)
+            Codes ``c`` with ``lo < c <= hi``.
+        """
+        n = len(lo)
+        k = reach.shape[1] // max(1, self.n_leaves)
+        size = int(self.upper[feature] - self.lower[feature] + 2)
+        count = np.zeros((n, size), dtype=np.int64)  # edges at each code, per box
+        for edge in (self.leaf_lo[:, feature], self.leaf_hi[:, feature] + 1):
+            edge = np.tile(edge, k)[None]
+            inside = reach & (edge > lo[:, None]) & (edge <= hi[:, None])
+            row, leaf = np.nonzero(inside)
+            np.add.at(count, (row, edge[0, leaf] - self.lower[feature]), 1)
+        total = count.sum(axis=1)
+        below = np.cumsum(count, axis=1)
+        pick = self.lower[feature] + (below >= ((total + 1) // 2)[:, None]).argmax(axis=1)
+        out = np.where(total > 0, pick, -1).astype(np.int64)
+        missing = out < 0
+        if missing.any():
+            out[missing] = self.middle_cut(lo[missing], hi[missing], feature)
         return out
 
     def middle_cut(self, lo: np.ndarray, hi: np.ndarray, feature: int) -> np.ndarray:

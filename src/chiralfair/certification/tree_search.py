@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 # Margin kept around the decision threshold by the bounds (scores are read in float64; the libraries sum in
 # float32 or float64): a box whose bound is within it of the threshold is split down to cells, which the model decides.
 DECISION_MARGIN = 1e-5
+# Most boxes in one batch (the time budget is read between batches).
+MAX_BATCH = 4096
 
 
 class TreeBranchAndBound:
@@ -48,7 +50,8 @@ class TreeBranchAndBound:
     max_boxes : int or None, default=None
         Boxes bounded before the run stops (None: no limit); the same on every machine.
     batch_size : int or None, default=None
-        Boxes bounded together (None: as many as keep boxes x combinations x leaves near 2**26).
+        Boxes bounded together (None: as many as keep boxes x combinations x leaves near 2**26, at most
+        :data:`MAX_BATCH`).
     cells_per_box : int, default=1024
         A box of at most this many cells is not split further: the model decides each of its cells at one point.
     cells_per_batch : int, default=65536
@@ -129,7 +132,8 @@ class TreeBranchAndBound:
         self._next_id = n_owners
         row_box = np.zeros(0, np.int64) if row_keys is None else (
             np.zeros(n_rows, np.int64) if row_owner is None else np.asarray(row_owner, dtype=np.int64).copy())
-        per_batch = self.batch_size or max(1, BLOCK // max(1, space.n_combinations * ensemble.n_leaves))
+        per_batch = self.batch_size or int(np.clip(BLOCK // max(1, space.n_combinations * ensemble.n_leaves), 1,
+                                                   MAX_BATCH))
         read = _constraint_columns(space)
         batch = None
         limited: list[tuple] = []
@@ -178,7 +182,8 @@ class TreeBranchAndBound:
         stats["n_boxes"] += n
         stats["max_depth"] = max(stats["max_depth"], int(depth.max()))
         xlo, xhi = space.input_boxes(b_lo, b_hi)
-        lower, upper = ensemble.bounds(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1))
+        reach = ensemble.reached(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1))  # (n * k, n_leaves)
+        lower, upper = ensemble.bounds_of(reach)
         lower, upper = lower.reshape(n, k), upper.reshape(n, k)
         possibility = space.possibility(b_lo, b_hi)
         relevant = np.ones((n, k), bool) if possibility is None else possibility != IMPOSSIBLE
@@ -194,7 +199,10 @@ class TreeBranchAndBound:
         stats["n_decided_by_bounds"] += int((verdict != UNDECIDED).sum())
         cuts = ensemble.cuts_inside(b_lo, b_hi, space.columns)
         partly = np.zeros(n, bool) if possibility is None else (possibility == PARTLY).any(axis=1)
-        n_cells = np.prod((cuts + 1).astype(np.float64), axis=1)
+        # a box where every combination reaches one leaf per tree (or leaves of one value) is one cell however
+        # many cuts of other leaves cross it: the ensemble is constant there
+        constant = ((lower == upper) | ~relevant).all(axis=1)
+        n_cells = np.where(constant, 1.0, np.prod((cuts + 1).astype(np.float64), axis=1))
         small = (verdict == UNDECIDED) & ~partly & (n_cells <= self.cells_per_box)
         small &= np.cumsum(np.where(small, n_cells, 0)) <= max(self.cells_per_batch, self.cells_per_box)
         proven = np.flatnonzero(verdict == FALSIFIED)
@@ -206,8 +214,8 @@ class TreeBranchAndBound:
         np.add.at(tally.certified, owner[verdict == CERTIFIED], volume[verdict == CERTIFIED])
         np.add.at(tally.falsified, owner[verdict == FALSIFIED], volume[verdict == FALSIFIED])
         if small.any():  # few cells: the model decides each at one point, exactly
-            self._enumerate(np.flatnonzero(small), ensemble, space, check, b_lo, b_hi, b_id, owner, verdict, tally,
-                            stats, row_box, row_keys)
+            self._enumerate(np.flatnonzero(small), constant, ensemble, space, check, b_lo, b_hi, b_id, owner,
+                            verdict, tally, stats, row_box, row_keys)
         open_box = np.flatnonzero((verdict == UNDECIDED) & ~small)
         deep = depth[open_box] >= self.max_depth if self.max_depth is not None else np.zeros(len(open_box), bool)
         if deep.any():
@@ -217,8 +225,12 @@ class TreeBranchAndBound:
         plan = _Plan.bisect(n)
         score = np.zeros((n, space.n_columns))
         if len(halve):
-            score[halve] = ensemble.influence(xlo[halve, 0], xhi[halve, 0], space.columns)
-        self._plan(plan, halve, ensemble, space, b_lo, b_hi, np.where(cuts > 0, score + cuts * 1e-9, 0.0), read)
+            m = len(halve)  # every combination's leaves count: the box is open because of one of them
+            rows = (halve[:, None] * k + np.arange(k)).reshape(-1)
+            score[halve] = ensemble.influence(xlo[halve].reshape(m * k, -1), xhi[halve].reshape(m * k, -1),
+                                              space.columns, reach[rows]).reshape(m, k, -1).sum(axis=1)
+        self._plan(plan, halve, ensemble, space, b_lo, b_hi, np.where(cuts > 0, score + cuts * 1e-9, 0.0), read,
+                   reach.reshape(n, -1))
         c_lo, c_hi = split_boxes(b_lo[halve], b_hi[halve], plan.column[halve], plan.mid[halve])
         m = len(halve)
         child_id = np.arange(self._next_id, self._next_id + 2 * m, dtype=np.int64)
@@ -235,10 +247,20 @@ class TreeBranchAndBound:
         priority = np.log2(space.volume(c_lo, c_hi)) - self.focus * np.log2(np.tile(gap[halve], 2))
         frontier.push(c_lo, c_hi, np.tile(depth[halve] + 1, 2), child_id, np.tile(owner[halve], 2), priority)
 
-    def _enumerate(self, boxes: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, check, b_lo, b_hi, b_id,
-                   owner, verdict, tally: Tally, stats: dict, row_box: np.ndarray, row_keys) -> None:
-        """Decide ``boxes`` cell by cell; a box all of one answer takes it, the rows of a mixed one are checked."""
-        c_lo, c_hi, which = ensemble.cells(b_lo[boxes], b_hi[boxes], space.columns)
+    def _enumerate(self, boxes: np.ndarray, constant: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, check,
+                   b_lo, b_hi, b_id, owner, verdict, tally: Tally, stats: dict, row_box: np.ndarray,
+                   row_keys) -> None:
+        """Decide ``boxes`` cell by cell; a box all of one answer takes it, the rows of a mixed one are checked.
+
+        A ``constant`` box is one cell; the others are cut at every cut inside them.
+        """
+        whole = boxes[constant[boxes]]
+        cut = boxes[~constant[boxes]]
+        c_lo, c_hi, which = ensemble.cells(b_lo[cut], b_hi[cut], space.columns)
+        c_lo = np.concatenate([b_lo[whole], c_lo])
+        c_hi = np.concatenate([b_hi[whole], c_hi])
+        which = np.concatenate([np.arange(len(whole)), len(whole) + which])
+        boxes = np.concatenate([whole, cut])
         idi = self._check_cells(space, check, c_lo, tally)
         stats["n_cells"] += len(c_lo)
         volume = space.volume(c_lo, c_hi)
@@ -258,8 +280,11 @@ class TreeBranchAndBound:
 
     @staticmethod
     def _plan(plan: _Plan, halve: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, lo: np.ndarray,
-              hi: np.ndarray, cuts: np.ndarray, read: np.ndarray) -> None:
-        """Where each open box splits: the median cut of its key column with most cuts, else a constraint's column."""
+              hi: np.ndarray, cuts: np.ndarray, read: np.ndarray, reach: np.ndarray) -> None:
+        """Where each open box splits: its key column of most influence, at the leaves' median edge there.
+
+        The edge is :meth:`TreeEnsemble.leaf_cut`; a box with no cut left is halved on a column a constraint reads.
+        """
         if not len(halve):
             return
         count = cuts[halve]
@@ -272,7 +297,7 @@ class TreeBranchAndBound:
         for c in np.unique(column[has_cut]):
             sel = has_cut & (column == c)
             feature = int(space.columns[c])
-            mid[sel] = ensemble.middle_cut(lo[halve[sel], c], hi[halve[sel], c], feature) - 1
+            mid[sel] = ensemble.leaf_cut(lo[halve[sel], c], hi[halve[sel], c], feature, reach[halve[sel]]) - 1
         plan.mid[halve] = mid
 
     @staticmethod
