@@ -1,9 +1,10 @@
 """The front doors of certification: :func:`certify_domain` (how much of the domain) and :func:`certify_individuals`.
 
-Both read the model under test as a ReLU network (:func:`~.reading.relu_network`, refused with the reason for any
-other model), build the key space of the dataset's domain (:mod:`.key_space`: couplings applied, constraints read)
-and run the branch and bound (:class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on the model
-with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
+Both read the model under test as a tree ensemble (:func:`~.tree_reading.read_tree_ensemble`) or a ReLU network
+(:func:`~.reading.relu_network`), refused with the reason for any other model, build the key space of the dataset's
+domain (:mod:`.key_space`: couplings applied, constraints read) and run the branch and bound for its kind
+(:class:`~.tree_search.TreeBranchAndBound`, :class:`~.branch_and_bound.BranchAndBound`), whose leaves are checked on
+the model with the discrimination check (:class:`~chiralfair.oracle.DiscriminationCheck`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
-from .key_space import INSIDE, KeySpace
+from .key_space import INSIDE, OUTSIDE, KeySpace
+from .options import check_certify_options
 from .reading import relu_network
 from .result import LEFT_OUT, CertifyResult, IndividualCertificates
+from .tree_ensemble import TreeEnsemble
+from .tree_search import TreeBranchAndBound
 
 
 def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
@@ -78,11 +82,10 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
     .. [2] Biswas, Rajan. "Fairify: fairness verification of neural networks." ICSE 2023.
     .. [3] Kim, Wang, Wang. "FairQuant: certifying and quantifying fairness of deep neural networks." ICSE 2025.
     """
-    engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
-                            bound=bound, split=split, device=device)
     rng, described = resolve_random_state(random_state)
     model, domain = _model_and_domain(model, dataset)
-    network = relu_network(model, domain, rng=rng)
+    engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
+                           batch_size=batch_size, bound=bound, split=split, device=device)
     rows, rows_name = _rows(dataset, rows, rows_name)
     space = KeySpace(domain)
     lo, hi, outside = space.domain_boxes()
@@ -90,7 +93,7 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
     owner = _owner(keys, lo, hi)
     check = DiscriminationCheck(model, domain)
     queries = model.n_queries
-    tally = engine.run(network, space, check, lo, hi, row_keys=keys, row_owner=owner, on_progress=on_progress)
+    tally = engine.run(read, space, check, lo, hi, row_keys=keys, row_owner=owner, on_progress=on_progress)
     status = np.where(owner < 0, 3, tally.row_status)
     row_counts = {name: int((status == code).sum()) for name, code in
                   (("certified", CERTIFIED), ("falsified", FALSIFIED), ("undecided", UNDECIDED), ("outside", 3))}
@@ -102,7 +105,7 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
                      f"of theirs breaks a constraint: {'; '.join(domain.describe_constraints())})")
     if domain.coupled_columns:
         notes.append("coupled columns change with their protected attribute: " + "; ".join(domain.describe_couplings()))
-    meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name)
+    meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name, read=_described(read))
     return CertifyResult(protected=tuple(domain.protected_names), n_combinations=space.n_combinations,
                          domain_volume=float(space.volume(lo, hi).sum()), outside_volume=float(outside),
                          certified_volume=float(tally.certified.sum()), falsified_volume=float(tally.falsified.sum()),
@@ -112,7 +115,7 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
                          notes=tuple(notes), meta=meta)
 
 
-def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str | None = None,
+def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, rows_name: str | None = None,
                         max_seconds: float | None = None, bound: str = "crown", batch_size: int = 2048,
                         random_state: RandomState = 0, device: str = "cpu") -> IndividualCertificates:
     """For each individual, whether they are certified unaffected: no counterpart of theirs gets another label.
@@ -120,17 +123,17 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     A person's box holds every value of their binned columns' bins. A model certification reads takes the integer
     codes, in which a bin is one code, so by default the box is the person's own row and the answer is exact:
     their discrimination check (every protected combination, couplings and constraints as everywhere) either
-    finds a counterpart with another label (affected) or proves there is none (certified unaffected). A person none
-    of whose counterparts could exist (each breaks a constraint; census: a man recorded as a wife) is left out, as
-    the verdict leaves them out (:func:`chiralfair.verdict.result.left_out_mask`): counted and named, in no share.
-    Wider
-    boxes (``boxes``) are certified by the branch and bound: a person is certified unaffected when every key of
-    their box is, affected when one is proven an IDI, undecided otherwise, and left out when no input of their
-    box could exist.
+    finds a counterpart with another label (affected) or proves there is none (certified unaffected). Wider
+    boxes (``boxes``, or each person's neighbourhood ``similar``) are certified by the branch and bound: a person
+    is certified unaffected when every key of their box is, affected when one is proven an IDI, undecided
+    otherwise. For a tree ensemble the branch and bound decides every box exactly given the time
+    (:mod:`.tree_search`). A person none of whose counterparts could exist (each breaks a constraint; census: a man
+    recorded as a wife), or no input of whose box could exist, is left out, as the verdict leaves them out
+    (:func:`chiralfair.verdict.result.left_out_mask`): status ``"left out"``, counted and named, in no share.
 
     Parameters
     ----------
-    model : CountingModel, torch.nn.Module or OnnxClassifier
+    model : CountingModel, torch.nn.Module, OnnxClassifier or tree ensemble
         As :func:`certify_domain`.
     dataset : Dataset
         With its protected attributes set.
@@ -139,14 +142,17 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     boxes : (array-like, array-like), optional
         ``(lo, hi)`` of shape (n_individuals, n_features): each person's box of codes (protected columns are
         ignored: every combination is compared); default their own row. Coupled columns must be single codes.
+    similar : mapping, optional
+        Each person's neighbourhood, with radii in the data's units (``{"age": 2, "hours_per_week": 4}``; see
+        :mod:`.neighbourhood`); not with ``boxes``.
     rows_name : str, optional
         What ``rows`` are, in words.
     max_seconds : float or None, default=None
         Budget for wider boxes (None: until every person is decided).
     bound, batch_size, device
-        Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound`.
+        Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound` (networks only).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
-        Draws the points the network read from the model is checked on.
+        Draws the points the network or trees read from the model are checked on.
 
     Returns
     -------
@@ -155,10 +161,10 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     Raises
     ------
     ModelCapabilityError
-        If the model is not a ReLU network certification reads.
+        If the model is not a ReLU network or tree ensemble certification reads.
     ConfigError, DomainError
-        For a bad row number, or boxes of the wrong shape, outside the domain's bounds, or wider than one code on a
-        coupled column.
+        For a bad row number, both ``boxes`` and ``similar``, a bad ``similar`` (naming the feature), or boxes of
+        the wrong shape, outside the domain's bounds, or wider than one code on a coupled column.
 
     Examples
     --------
@@ -166,41 +172,95 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     >>> f"{certificates.certified_share:.1%} of test individuals certified unaffected"  # doctest: +SKIP
     """
     started = time.perf_counter()
+    if boxes is not None and similar is not None:
+        raise ConfigError("give boxes or similar, not both")
     rng, described = resolve_random_state(random_state)
     model, domain = _model_and_domain(model, dataset)
-    relu_network_checked = relu_network(model, domain, rng=rng)
+    engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
+                           batch_size=batch_size, bound=bound, split="influence", device=device)
     rows, rows_name = _rows(dataset, rows, rows_name)
-    engine = BranchAndBound(max_seconds=max_seconds, batch_size=batch_size, bound=bound, device=device)
     check = DiscriminationCheck(model, domain)
     status = np.full(len(rows), UNDECIDED, dtype=np.int8)
+    person = np.arange(len(rows), dtype=np.int64)
+    queries = model.n_queries
+    if similar is not None:
+        from .neighbourhood import similar_boxes
+
+        box_lo, box_hi, person = similar_boxes(dataset, rows, similar)
+        boxes = (box_lo, box_hi)
+    stats: dict = {}
     if boxes is None:
         X = dataset.X[rows]
         result = check.check(X)
         status[:] = np.where(result.is_idi, 1, 0)
-        # the verdict's left-out rule: no counterpart of theirs could exist, so they are in no share
-        status[left_out_mask(check.own_combination(X), result.possible, check.n_combinations)] = LEFT_OUT
     else:
         space = KeySpace(domain)
-        lo, hi = _person_boxes(boxes, len(rows), domain, space)
-        inside = space.membership(lo, hi) == INSIDE
-        tally = engine.run(relu_network_checked, space, check, lo[inside], hi[inside])
+        lo, hi = _person_boxes(boxes, len(person), domain, space)
+        member = space.membership(lo, hi)
+        # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
+        inside = member != OUTSIDE if isinstance(engine, TreeBranchAndBound) else member == INSIDE
+        if isinstance(engine, TreeBranchAndBound):
+            tally = engine.run(read, space, check, lo[inside], hi[inside], stop_on_idi=True)
+        else:
+            tally = engine.run(read, space, check, lo[inside], hi[inside])
+        stats = dict(tally.stats)
         volume = space.volume(lo[inside], hi[inside])
-        person = np.flatnonzero(inside)
-        status[person[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
-        status[person[tally.falsified > 0]] = 1
-        if tally.idis:  # a concrete IDI met inside a person's box: affected
+        box = np.flatnonzero(inside)
+        box_status = np.zeros(len(person), dtype=np.int8)  # a box no input of which can exist: nothing to discriminate
+        box_status[box] = UNDECIDED
+        box_status[box[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
+        box_status[box[tally.falsified > 0]] = 1
+        if tally.idis and not isinstance(engine, TreeBranchAndBound):  # a concrete IDI met in a person's box
             holder = _owner(space.keys_of(np.concatenate(tally.idis)), lo[inside], hi[inside])
-            status[person[holder[holder >= 0]]] = 1
-        if not inside.all():  # no input of the box can exist, so no counterpart either: left out, as by the verdict
-            status[~inside] = LEFT_OUT
+            box_status[box[holder[holder >= 0]]] = 1
+        # a person is affected if one of their boxes is, certified if all are, undecided otherwise
+        affected = np.zeros(len(rows), dtype=bool)
+        affected[person[box_status == 1]] = True
+        open_ = np.zeros(len(rows), dtype=bool)
+        open_[person[box_status == UNDECIDED]] = True
+        status[:] = np.where(affected, 1, np.where(open_, UNDECIDED, 0))
+        # no input of any of their boxes could exist, so no counterpart either: left out, as by the verdict
+        some_input = np.zeros(len(rows), dtype=bool)
+        some_input[person[inside]] = True
+        status[~some_input] = LEFT_OUT
+    status[_without_counterpart(check, dataset.X[rows])] = LEFT_OUT
     meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
-                 boxes="given" if boxes is not None else "each row itself",
+                 boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
+                        else "given" if boxes is not None else "each row itself"),
+                 read=_described(read), n_queries=int(model.n_queries - queries), stats=stats,
                  constraints=list(domain.describe_constraints()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device):
+    """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork)."""
+    from .tree_reading import is_tree_ensemble, read_tree_ensemble
+
+    if is_tree_ensemble(model):
+        check_certify_options(bound=bound, split=split)
+        engine: BranchAndBound | TreeBranchAndBound = TreeBranchAndBound(
+            max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+        return engine, read_tree_ensemble(model, domain, rng=rng)
+    engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
+                            bound=bound, split=split, device=device)
+    return engine, relu_network(model, domain, rng=rng)
+
+
+def _described(read) -> str:
+    if isinstance(read, TreeEnsemble):
+        return f"tree ensemble: {read.kind}"
+    return "ReLU network"
+
+
+def _without_counterpart(check: DiscriminationCheck, X: np.ndarray) -> np.ndarray:
+    """Whether each row has no counterpart that could exist: the verdict's left-out rule, shape (n,)."""
+    domain = check.domain
+    possible = domain.possible_counterparts(X) if domain.constraints else None
+    return left_out_mask(check.own_combination(X), possible, check.n_combinations)
+
+
 def _model_and_domain(model, dataset):
     from ..models.protocol import CountingModel
 

@@ -13,8 +13,8 @@ from ..exceptions import ConfigError
 STAGES = {"crown": ("ibp", "crown"), "symbolic": ("ibp", "symbolic"), "ibp": ("ibp",)}
 BOUNDS = tuple(STAGES)
 SPLITS = ("influence", "widest")
-# Zoo models certification reads (the others are not ReLU networks).
-CERTIFIABLE_ZOO_MODELS = ("dnn",)
+# Zoo models certification reads: the ReLU network and the tree ensembles (the others are neither).
+CERTIFIABLE_ZOO_MODELS = ("dnn", "dtc", "rf", "hgb", "lightgbm")
 
 
 def check_certify_options(*, bound: str = "crown", split: str = "influence", max_seconds=60.0, max_depth=None,
@@ -57,7 +57,7 @@ def check_certify_options(*, bound: str = "crown", split: str = "influence", max
 
 
 def check_zoo_model(name: str) -> None:
-    """Refuse a zoo model that is not a ReLU network, before it is trained.
+    """Refuse a zoo model that is neither a ReLU network nor a tree ensemble, before it is trained.
 
     Parameters
     ----------
@@ -71,6 +71,7 @@ def check_zoo_model(name: str) -> None:
     from ..exceptions import ModelCapabilityError
 
     if name not in CERTIFIABLE_ZOO_MODELS:
-        raise ModelCapabilityError(f"zoo model {name!r} is not a ReLU network: certification reads "
-                                   f"{', '.join(CERTIFIABLE_ZOO_MODELS)} (or your own torch, TorchScript or ONNX "
-                                   "network); test the others with chiralfair run / estimate")
+        raise ModelCapabilityError(f"zoo model {name!r} is not a ReLU network or a tree ensemble: certification "
+                                   f"reads {', '.join(CERTIFIABLE_ZOO_MODELS)} (or your own torch, TorchScript or "
+                                   "ONNX network, or scikit-learn, LightGBM or XGBoost trees); test the others with "
+                                   "chiralfair run / estimate")

@@ -12,7 +12,40 @@ from ..exceptions import ConfigError
 from .console import FLAGS, refusals, setup_logging
 from .options import Counterparts, Inputs, JsonOpt, VerboseOpt, own_data_counterparts, with_option_groups
 
-CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split")
+CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split", "similar")
+
+
+def parse_similar(values: list[str] | None) -> dict[str, object] | None:
+    """``--similar age=2 --similar workclass=Private|State-gov`` as ``similar=`` takes it.
+
+    Parameters
+    ----------
+    values : list of str or None
+        ``NAME=RADIUS`` (a number) or ``NAME=VALUE|VALUE...`` (values of a categorical feature).
+
+    Returns
+    -------
+    dict or None
+
+    Raises
+    ------
+    ConfigError
+        For an item that is not ``NAME=VALUE``, or a name given twice.
+    """
+    if not values:
+        return None
+    out: dict[str, object] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise ConfigError(f"--similar takes NAME=RADIUS (e.g. age=2) or NAME=VALUE|VALUE, got {item!r}")
+        if name in out:
+            raise ConfigError(f"--similar: {name!r} is given twice")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            out[name] = set(value.split("|"))
+    return out
 
 
 @with_option_groups
@@ -31,15 +64,19 @@ def certify(
         "influence"),
     individuals: Annotated[bool, typer.Option(
         help="Also certify each held-out individual (certified unaffected or affected).")] = True,
+    similar: Annotated[list[str] | None, typer.Option(
+        help="Certify each held-out individual within a neighbourhood, radii in the data's units: "
+             "--similar age=2 --similar hours_per_week=4 (a categorical feature: NAME=VALUE|VALUE).")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Run folder for result.json, idis.parquet, individuals.parquet.")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Prove how much of a ReLU network's input domain is fair, and which held-out people are unaffected."""
+    """Prove how much of a ReLU network's or tree ensemble's domain is fair, and which held-out people are safe."""
     budget: dict[str, Any] = {"max_seconds": max_seconds or None, "max_depth": max_depth, "max_boxes": max_boxes,
                               "bound": bound, "split": split, "individuals": individuals, "out": out}
     with refusals(FLAGS + CERTIFY_FLAGS):
+        budget["similar"] = parse_similar(similar)
         inputs.check(None)
         if counterparts.plausible_only:
             raise ConfigError("--plausible-only applies to the verdict; certification covers every possible "

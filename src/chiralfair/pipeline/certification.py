@@ -24,13 +24,14 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
             model_output: str | None = None, model_input: str = "auto", name: str | None = None, couple=None,
             constraints=None, max_seconds: float | None = 60.0, max_depth: int | None = None,
             max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
-            individuals: bool = True, out: str | os.PathLike | None = None,
+            individuals: bool = True, similar: Mapping | None = None, out: str | os.PathLike | None = None,
             on_progress: Callable[[dict], None] | None = None):
     """Prove how much of your model's input domain is fair, and which held-out people are certified unaffected.
 
     Takes the model and data as :func:`~chiralfair.pipeline.audit` does. The model must be a ReLU network
     certification can read (the paper's DNN, a ``torch.nn.Sequential`` of Linear/ReLU layers, a TorchScript or ONNX
-    file of one); any other is refused, naming what is missing.
+    file of one) or a tree ensemble over the integer codes (scikit-learn, LightGBM, XGBoost:
+    :mod:`chiralfair.certification.tree_reading`); any other is refused, naming what is missing.
 
     Parameters
     ----------
@@ -41,9 +42,13 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     max_seconds : float or None, default=60.0
         Wall-second budget of the domain's branch and bound (None: until it is complete).
     max_depth, max_boxes, bound, split
-        Of :class:`~chiralfair.certification.BranchAndBound`.
+        Of :class:`~chiralfair.certification.BranchAndBound` (``bound`` and ``split`` apply to networks only).
     individuals : bool, default=True
         Also certify each held-out individual (:func:`~chiralfair.certification.certify_individuals`).
+    similar : mapping, optional
+        Certify each held-out individual within a neighbourhood: radii in the data's units, e.g.
+        ``{"age": 2, "hours_per_week": 4}`` (:mod:`chiralfair.certification.neighbourhood`); default their own row.
+        Its budget is ``max_seconds`` too.
     out : path, optional
         Run folder to write (``result.json``, ``idis.parquet``, ``individuals.parquet``).
     on_progress : callable, optional
@@ -57,7 +62,7 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     Raises
     ------
     ModelCapabilityError
-        For a model that is not a ReLU network certification reads.
+        For a model that is not a ReLU network or a tree ensemble certification reads.
     ConfigError, DatasetError, DomainError, ModelFileError
         As :func:`~chiralfair.pipeline.audit`.
 
@@ -79,22 +84,23 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
                                 trust_model_file=trust_model_file, model_output=model_output, model_input=model_input,
                                 name=name, couple=couple, constraints=constraints)
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
-                              split=split, individuals=individuals, out=folder.path, on_progress=on_progress,
-                              random_state_meta=random_state_meta)
+                              split=split, individuals=individuals, similar=similar, out=folder.path,
+                              on_progress=on_progress, random_state_meta=random_state_meta)
 
 
 def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                       max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
-                      individuals: bool = True, out: str | os.PathLike | None = None,
+                      individuals: bool = True, similar: Mapping | None = None,
+                      out: str | os.PathLike | None = None,
                       on_progress: Callable[[dict], None] | None = None):
     """Certify a zoo model trained (or loaded from the cache) on a benchmark; see :func:`certify`.
 
     Parameters
     ----------
     config : RunConfig
-        The benchmark dataset, the zoo model (``dnn``: the only zoo model certification reads), the protected
-        attributes, couplings, constraints and random state.
-    max_seconds, max_depth, max_boxes, bound, split, individuals, out, on_progress
+        The benchmark dataset, the zoo model (``dnn``, or the trees ``dtc``, ``rf``, ``hgb``, ``lightgbm``), the
+        protected attributes, couplings, constraints and random state.
+    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress
         As in :func:`certify`.
 
     Returns
@@ -106,7 +112,7 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     ConfigError, DatasetError
         For a bad name or budget (before anything is loaded).
     ModelCapabilityError
-        For a zoo model that is not a ReLU network (every one but ``dnn``), before it is trained.
+        For a zoo model that is neither a ReLU network nor a tree ensemble, before it is trained.
     """
     from ..certification.options import check_certify_options, check_zoo_model
     from .config import validate_config
@@ -119,15 +125,15 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     with run_folder_guard(out) as folder:
         inputs = inputs_from_names(config)
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
-                              split=split, individuals=individuals, out=folder.path, on_progress=on_progress,
-                              random_state_meta={"random_state": config.random_state,
+                              split=split, individuals=individuals, similar=similar, out=folder.path,
+                              on_progress=on_progress, random_state_meta={"random_state": config.random_state,
                                                  "resolved_random_state": config.random_state})
 
 
 def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                    max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
-                   individuals: bool = True, out: str | os.PathLike | None = None,
-                   on_progress: Callable[[dict], None] | None = None,
+                   individuals: bool = True, similar: Mapping | None = None,
+                   out: str | os.PathLike | None = None, on_progress: Callable[[dict], None] | None = None,
                    random_state_meta: dict[str, Any] | None = None):
     """Certify the resolved inputs of a run: the domain, its held-out rows and (optionally) each held-out person.
 
@@ -135,7 +141,7 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     ----------
     inputs : RunInputs
         The model under test on its data, with the held-out rows.
-    max_seconds, max_depth, max_boxes, bound, split, individuals, out, on_progress
+    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress
         As in :func:`certify`.
     random_state_meta : dict, optional
         What to record of the random state (:func:`~.front.resolve_seed`).
@@ -145,13 +151,17 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     CertifyResult
     """
     from ..certification import certify_domain, certify_individuals
+    from ..certification.neighbourhood import check_similar
 
+    if similar is not None:  # refused before the domain's search, naming the feature
+        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None))
     result = certify_domain(inputs.model, inputs.dataset, rows=inputs.test_index, rows_name=inputs.test_rows,
                             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
                             split=split, random_state=inputs.random_state, on_progress=on_progress)
     people = None
     if individuals:
         people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
+                                     similar=similar, max_seconds=max_seconds if similar is not None else None,
                                      random_state=inputs.random_state)
     meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
             **(random_state_meta or {})}

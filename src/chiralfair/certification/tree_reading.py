@@ -1,0 +1,455 @@
+"""Reading the model under test as a :class:`~.tree_ensemble.TreeEnsemble` over the domain's codes, checked.
+
+Accepted: scikit-learn ``DecisionTreeClassifier``, ``RandomForestClassifier``, ``ExtraTreesClassifier``,
+``GradientBoostingClassifier`` and ``HistGradientBoostingClassifier``, LightGBM (``LGBMClassifier`` or a
+``Booster``, read from ``dump_model()``) and XGBoost (``XGBClassifier`` or a ``Booster``, read from
+``get_dump(dump_format="json")``), binary, alone or as the last step of a scikit-learn ``Pipeline`` whose earlier
+steps transform each column on its own (scalers, ``OneHotEncoder``, ``OrdinalEncoder``, ``KBinsDiscretizer``,
+``QuantileTransformer``, ``PowerTransformer``, ``SimpleImputer``, ``"passthrough"``, and ``ColumnTransformer`` or
+``Pipeline`` of those).
+
+A split is read as the set of codes of one domain feature that go left: the column the tree reads is computed for
+every code of that feature through the preprocessing (so a split on a scaled column is an interval of codes, one on
+a one-hot column a set), and compared with the threshold in the library's own precision and direction
+(scikit-learn trees: float32 inputs, ``x <= t``; histogram gradient boosting and LightGBM: float64, ``x <= t``;
+XGBoost: float32, ``x < t``). Refused, naming what is at fault: a model fed a DataFrame
+(:attr:`CountingModel.takes_frame <chiralfair.models.CountingModel.takes_frame>`), a step that mixes columns,
+categorical splits (native categorical features of histogram gradient boosting or LightGBM), LightGBM's
+zero-as-missing splits, more than two classes, and any reading whose scores or labels on domain points differ from
+the model's own.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exceptions import ModelCapabilityError
+from .tree_ensemble import TreeEnsemble
+
+# Domain points the reading is checked on (plus each feature's every code, one feature at a time).
+N_CHECK_POINTS = 512
+# Largest |score read - model's raw score| accepted, relative to 1 + |score|.
+SCORE_TOLERANCE = 1e-6
+
+_COLUMNWISE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "OneHotEncoder", "OrdinalEncoder",
+               "KBinsDiscretizer", "QuantileTransformer", "PowerTransformer", "SimpleImputer")
+_SKLEARN_FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
+
+
+@dataclass
+class _Tree:
+    """One tree over the estimator's input columns: for each node, its split or its leaf value."""
+
+    feature: np.ndarray  # input column read (-1 at leaves)
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray  # leaf values (ignored at split nodes)
+
+
+@dataclass
+class _Columns:
+    """The estimator's input columns as functions of one domain feature each: ``table[j][c - lower[source[j]]]``."""
+
+    source: np.ndarray
+    table: list
+
+
+def is_tree_ensemble(model) -> bool:
+    """Whether the wrapped model's estimator is a tree ensemble :func:`read_tree_ensemble` reads (or tries to).
+
+    Parameters
+    ----------
+    model : CountingModel
+
+    Returns
+    -------
+    bool
+    """
+    estimator = getattr(model, "estimator", None)
+    final = _final_step(estimator)
+    return _kind(final) is not None
+
+
+def _final_step(estimator):
+    steps = getattr(estimator, "steps", None)
+    if steps is not None and type(estimator).__name__ == "Pipeline" and steps:
+        return steps[-1][1]
+    return estimator
+
+
+def _kind(estimator) -> str | None:
+    if estimator is None:
+        return None
+    name = type(estimator).__name__
+    module = type(estimator).__module__
+    if module.startswith("sklearn.") and name in ("DecisionTreeClassifier", "ExtraTreeClassifier", *_SKLEARN_FORESTS,
+                                                   "GradientBoostingClassifier", "HistGradientBoostingClassifier"):
+        return name
+    if module.startswith("lightgbm") and name in ("LGBMClassifier", "Booster"):
+        return "lightgbm"
+    if module.startswith("xgboost") and name in ("XGBClassifier", "Booster"):
+        return "xgboost"
+    return None
+
+
+def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None) -> TreeEnsemble:
+    """Read the model under test as a :class:`TreeEnsemble` over the domain's codes, checked against the model.
+
+    Parameters
+    ----------
+    model : CountingModel
+        The wrapped model under test; its ``estimator`` is read.
+    domain : Domain
+    rng : numpy.random.Generator, optional
+        Draws the check points (default: seed 0).
+
+    Returns
+    -------
+    TreeEnsemble
+
+    Raises
+    ------
+    ModelCapabilityError
+        Naming the model and what is at fault (see the module docstring).
+    """
+    from ..models.protocol import CountingModel
+
+    if not isinstance(model, CountingModel):
+        raise ModelCapabilityError(f"certification needs a wrapped model under test (chiralfair.models.as_model), "
+                                   f"got {type(model).__name__}")
+    if model.takes_frame:
+        raise ModelCapabilityError(
+            f"model {model.name!r} is fed a DataFrame of your columns; tree certification reads ensembles over the "
+            "integer codes (a model trained on Dataset.X, e.g. chiralfair.models.train_model, or a Pipeline over "
+            "the codes); test this one with chiralfair run / estimate")
+    estimator = model.estimator
+    final = _final_step(estimator)
+    kind = _kind(final)
+    if kind is None:
+        raise ModelCapabilityError(f"model {model.name!r} ({type(final).__name__}) is not a tree ensemble "
+                                   "certification reads")
+    pre = estimator[:-1] if final is not estimator else None
+    columns = _columns(pre, domain, model.name)
+    classes = getattr(final, "classes_", None)
+    if classes is not None and len(classes) != 2:
+        raise ModelCapabilityError(f"model {model.name!r} has {len(classes)} classes; certification reads binary "
+                                   "classifiers")
+    trees, threshold, precision, description = _read(final, kind, model.name)
+    n_inputs = len(columns.source)
+    used = max((int(t.feature.max()) for t in trees if len(t.feature)), default=-1)
+    if used >= n_inputs:
+        raise ModelCapabilityError(f"model {model.name!r} reads input column {used}; its input has {n_inputs} "
+                                   "columns")
+    reach, value, start = _leaves(trees, columns, domain, precision, kind)
+    lower = domain.lower.astype(np.int64)
+    upper = domain.upper.astype(np.int64)
+    ensemble = TreeEnsemble(lower, upper, reach, value, start, 0.0, threshold, name=model.name,
+                            kind=f"{description}, {len(trees)} trees, {len(value)} leaves")
+    return _checked(ensemble, model, final, kind, pre, domain, rng if rng is not None else np.random.default_rng(0))
+
+
+# ---------------------------------------------------------------------------------------------- preprocessing
+def _check_columnwise(step, model_name: str, where: str) -> None:
+    if step is None or (isinstance(step, str) and step in ("passthrough", "drop")):
+        return
+    name = type(step).__name__
+    if name == "Pipeline":
+        for label, sub in step.steps:
+            _check_columnwise(sub, model_name, f"{where} > {label}")
+        return
+    if name == "ColumnTransformer":
+        for label, sub, _ in step.transformers_:
+            _check_columnwise(sub, model_name, f"{where} > {label}")
+        return
+    if name == "FunctionTransformer" and getattr(step, "func", None) is None:
+        return
+    if name not in _COLUMNWISE:
+        raise ModelCapabilityError(
+            f"model {model_name!r}: preprocessing step {where!r} ({name}) may mix columns, so its trees' splits "
+            f"cannot be read back on your columns; certification reads steps that transform each column on its own "
+            f"({', '.join(_COLUMNWISE)}, ColumnTransformer and Pipeline of those)")
+
+
+def _columns(pre, domain, model_name: str) -> _Columns:
+    lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
+    d = domain.n_features
+    if pre is None:
+        return _Columns(np.arange(d), [np.arange(lower[f], upper[f] + 1, dtype=np.float64) for f in range(d)])
+    for label, step in pre.steps:
+        _check_columnwise(step, model_name, label)
+    base = lower.copy()
+    tables: dict[int, np.ndarray] = {}
+    source: dict[int, int] = {}
+    width = 0
+    constant = np.zeros(0)
+    for f in range(d):
+        rows = np.tile(base, (upper[f] - lower[f] + 1, 1))
+        rows[:, f] = np.arange(lower[f], upper[f] + 1)
+        Z = pre.transform(rows.astype(np.float64))
+        Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
+        width = Z.shape[1]
+        varies = np.flatnonzero(np.ptp(Z, axis=0) > 0) if len(Z) > 1 else np.zeros(0, np.int64)
+        for j in map(int, varies):
+            if j in source:
+                raise ModelCapabilityError(
+                    f"model {model_name!r}: the preprocessing's output column {int(j)} depends on both "
+                    f"{domain.names[source[j]]!r} and {domain.names[f]!r}; certification reads steps that "
+                    "transform each column on its own")
+            source[j] = f
+            tables[j] = Z[:, j].copy()
+        if f == 0:
+            constant = Z[0]
+    out_source = np.zeros(width, dtype=np.int64)
+    out_table: list[np.ndarray] = []
+    for j in range(width):
+        if j in source:
+            out_source[j] = source[j]
+            out_table.append(tables[j])
+        else:  # constant over the domain: read as a function of feature 0 that never changes
+            out_table.append(np.full(upper[0] - lower[0] + 1, constant[j]))
+    return _Columns(out_source, out_table)
+
+
+# ---------------------------------------------------------------------------------------------- trees
+def _read(final, kind: str, name: str) -> tuple[list[_Tree], float, str, str]:
+    """The trees, the threshold of the class at index 1, the comparison's precision and a description."""
+    if kind in ("DecisionTreeClassifier", "ExtraTreeClassifier"):
+        return [_sklearn_tree(final.tree_, 1.0, proba=True)], 0.5, "sklearn", kind
+    if kind in _SKLEARN_FORESTS:
+        n = len(final.estimators_)
+        return [_sklearn_tree(t.tree_, 1.0 / n, proba=True) for t in final.estimators_], 0.5, "sklearn", kind
+    if kind == "GradientBoostingClassifier":
+        if final.estimators_.shape[1] != 1:
+            raise ModelCapabilityError(f"model {name!r} has {final.estimators_.shape[1]} score columns; certification "
+                                       "reads binary classifiers")
+        rate = float(final.learning_rate)
+        return [_sklearn_tree(t.tree_, rate, proba=False) for t in final.estimators_[:, 0]], 0.0, "sklearn", kind
+    if kind == "HistGradientBoostingClassifier":
+        categorical = getattr(final, "is_categorical_", None)
+        if categorical is not None and np.asarray(categorical).any():
+            column = int(np.argmax(categorical))
+            names = getattr(final, "feature_names_in_", None)
+            label = f"column {names[column]!r}" if names is not None else f"input column {column}"
+            raise ModelCapabilityError(
+                f"model {name!r} reads {label} as a native categorical feature; certification reads numeric "
+                "splits (encode the column with an OrdinalEncoder or OneHotEncoder in a Pipeline)")
+        predictors = final._predictors
+        if predictors and len(predictors[0]) != 1:
+            raise ModelCapabilityError(f"model {name!r} has {len(predictors[0])} score columns; certification reads "
+                                       "binary classifiers")
+        return [_hgb_tree(p[0], final, name) for p in predictors], 0.0, "float64", kind
+    if kind == "lightgbm":
+        booster = final.booster_ if hasattr(final, "booster_") else final
+        dump = booster.dump_model()
+        if dump.get("num_tree_per_iteration", 1) != 1:
+            raise ModelCapabilityError(f"model {name!r} has {dump['num_tree_per_iteration']} trees per iteration; "
+                                       "certification reads binary classifiers")
+        return ([_lightgbm_tree(t["tree_structure"], name, dump.get("feature_names")) for t in dump["tree_info"]],
+                0.0, "float64", f"LightGBM {type(final).__name__}")
+    booster = final.get_booster() if hasattr(final, "get_booster") else final
+    names = booster.feature_names
+    trees = [_xgboost_tree(json.loads(t), names) for t in booster.get_dump(dump_format="json")]
+    return trees, 0.0, "xgboost", f"XGBoost {type(final).__name__}"
+
+
+def _sklearn_tree(tree, scale: float, *, proba: bool) -> _Tree:
+    value = tree.value[:, 0, :]
+    if proba:
+        total = value.sum(axis=1)
+        leaf = np.where(total > 0, value[:, -1] / np.where(total > 0, total, 1.0), 0.0)
+    else:
+        leaf = value[:, 0]
+    feature = np.where(tree.children_left < 0, -1, tree.feature).astype(np.int64)
+    return _Tree(feature, tree.threshold.astype(np.float64), tree.children_left.astype(np.int64),
+                 tree.children_right.astype(np.int64), leaf * scale)
+
+
+def _hgb_tree(predictor, final, name: str) -> _Tree:
+    nodes = predictor.nodes
+    leaf = nodes["is_leaf"].astype(bool)
+    feature = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
+    left = np.where(leaf, -1, nodes["left"]).astype(np.int64)
+    right = np.where(leaf, -1, nodes["right"]).astype(np.int64)
+    return _Tree(feature, nodes["num_threshold"].astype(np.float64), left, right, nodes["value"].astype(np.float64))
+
+
+def _flatten(root: dict, child: tuple[str, str], visit) -> _Tree:
+    """Number the nodes of a nested tree depth first; ``visit(node) -> (feature, threshold, value)``."""
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    value: list[float] = []
+    stack = [(root, -1, 0)]
+    while stack:
+        node, parent, side = stack.pop()
+        i = len(feature)
+        if parent >= 0:
+            (left if side == 0 else right)[parent] = i
+        f, t, v = visit(node)
+        feature.append(f)
+        threshold.append(t)
+        value.append(v)
+        left.append(-1)
+        right.append(-1)
+        if f >= 0:
+            stack.append((node[child[1]], i, 1))
+            stack.append((node[child[0]], i, 0))
+    return _Tree(np.asarray(feature, np.int64), np.asarray(threshold, np.float64), np.asarray(left, np.int64),
+                 np.asarray(right, np.int64), np.asarray(value, np.float64))
+
+
+def _lightgbm_tree(root: dict, name: str, feature_names) -> _Tree:
+    def visit(node):
+        if "leaf_value" in node or "split_feature" not in node:
+            return -1, 0.0, float(node.get("leaf_value", 0.0))
+        column = int(node["split_feature"])
+        label = feature_names[column] if feature_names else f"column {column}"
+        if node.get("decision_type", "<=") != "<=":
+            raise ModelCapabilityError(f"model {name!r} splits {label} as a categorical feature; certification "
+                                       "reads numeric splits (LightGBM without categorical_feature)")
+        if node.get("missing_type", "None") == "Zero":
+            raise ModelCapabilityError(f"model {name!r} reads 0 as missing in {label} (zero_as_missing); "
+                                       "certification reads a 0 as the number 0: retrain with zero_as_missing=False")
+        return column, float(node["threshold"]), 0.0
+
+    return _flatten(root, ("left_child", "right_child"), visit)
+
+
+def _xgboost_tree(root: dict, names) -> _Tree:
+    index = {n: i for i, n in enumerate(names)} if names else {}
+
+    def visit(node):
+        if "leaf" in node:
+            return -1, 0.0, float(node["leaf"])
+        split = node["split"]
+        column = index[split] if split in index else int(str(split).lstrip("f"))
+        return column, float(node["split_condition"]), 0.0
+
+    return _flatten(root, ("_yes", "_no"), _xgboost_visit_wrapper(visit))
+
+
+def _xgboost_visit_wrapper(visit):
+    """XGBoost's json nests children in a list; expose them as ``_yes`` / ``_no`` by node id."""
+
+    def wrapped(node):
+        f, t, v = visit(node)
+        if f >= 0:
+            by_id = {c["nodeid"]: c for c in node["children"]}
+            node["_yes"], node["_no"] = by_id[node["yes"]], by_id[node["no"]]
+        return f, t, v
+
+    return wrapped
+
+
+def _goes_left(values: np.ndarray, threshold: float, precision: str) -> np.ndarray:
+    if precision == "sklearn":  # X cast to float32, compared with a float64 threshold
+        return values.astype(np.float32).astype(np.float64) <= threshold
+    if precision == "xgboost":  # float32 on both sides, strictly less goes to "yes"
+        return values.astype(np.float32) < np.float32(threshold)
+    return values <= threshold
+
+
+def _leaves(trees: list[_Tree], columns: _Columns, domain, precision: str, kind: str):
+    lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
+    size = upper - lower + 1
+    offset = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
+    n_codes = int(offset[-1])
+    masks: list[np.ndarray] = []
+    values: list[float] = []
+    start: list[int] = []
+    for tree in trees:
+        start.append(len(values))
+        stack = [(0, np.ones(n_codes, dtype=bool))]
+        while stack:
+            node, mask = stack.pop()
+            j = int(tree.feature[node])
+            if j < 0 or tree.left[node] < 0:
+                masks.append(mask)
+                values.append(float(tree.value[node]))
+                continue
+            f = int(columns.source[j])
+            left = _goes_left(columns.table[j], float(tree.threshold[node]), precision)
+            span = slice(offset[f], offset[f + 1])
+            for child, keep in ((int(tree.right[node]), ~left), (int(tree.left[node]), left)):
+                sub = mask.copy()
+                sub[span] &= keep
+                if sub[span].any():  # a branch no code reaches is left out
+                    stack.append((child, sub))
+    return np.asarray(masks, dtype=bool), np.asarray(values, dtype=np.float64), np.asarray(start, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------- check
+def _raw_score(final, kind: str, Z: np.ndarray) -> np.ndarray:
+    if kind in ("DecisionTreeClassifier", "ExtraTreeClassifier", *_SKLEARN_FORESTS):
+        return final.predict_proba(Z)[:, 1]
+    if kind in ("GradientBoostingClassifier", "HistGradientBoostingClassifier"):
+        return np.asarray(final.decision_function(Z), dtype=np.float64).reshape(-1)
+    if kind == "lightgbm":
+        return np.asarray(final.predict(Z, raw_score=True), dtype=np.float64).reshape(-1)
+    if hasattr(final, "get_booster"):
+        return np.asarray(final.predict(Z, output_margin=True), dtype=np.float64).reshape(-1)
+    import xgboost
+
+    return np.asarray(final.predict(xgboost.DMatrix(Z), output_margin=True), dtype=np.float64).reshape(-1)
+
+
+def check_points(domain, rng: np.random.Generator) -> np.ndarray:
+    """Domain points a reading is checked on: random ones, and every code of each feature in turn.
+
+    Parameters
+    ----------
+    domain : Domain
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n, n_features)
+    """
+    parts = [domain.sample(N_CHECK_POINTS, rng)]
+    base = domain.sample(1, rng)[0]
+    for f in range(domain.n_features):
+        rows = np.tile(base, (domain.upper[f] - domain.lower[f] + 1, 1))
+        rows[:, f] = np.arange(domain.lower[f], domain.upper[f] + 1)
+        parts.append(rows)
+    return np.concatenate(parts).astype(np.int64)
+
+
+def _checked(ensemble: TreeEnsemble, model, final, kind: str, pre, domain, rng) -> TreeEnsemble:
+    """Set the ensemble's base score from the model's, and refuse it unless it gives the model's labels."""
+    from dataclasses import replace
+
+    X = check_points(domain, rng)
+    per_tree = ensemble.leaves_per_tree(X)
+    if (per_tree != 1).any():
+        row, tree = np.argwhere(per_tree != 1)[0]
+        raise ModelCapabilityError(f"model {model.name!r}: tree {int(tree)} read from the model sends "
+                                   f"{dict(zip(domain.names, X[row].tolist(), strict=True))} to "
+                                   f"{int(per_tree[row, tree])} leaves; it cannot be certified")
+    Z = X.astype(np.float64) if pre is None else pre.transform(X.astype(np.float64))
+    Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
+    raw = _raw_score(final, kind, Z)
+    summed = ensemble.score(X)
+    base = float(np.median(raw - summed))
+    gap = np.abs(raw - (summed + base)) / (1.0 + np.abs(raw))
+    ensemble = replace(ensemble, base=base)
+    before = model.n_queries
+    try:
+        labels = model.predict(X)
+    finally:
+        model.n_queries = before
+    positive_is_one = model.positive_index == 1
+    read = (ensemble.score(X) > ensemble.threshold) == positive_is_one
+    clear = np.abs(raw - ensemble.threshold) > SCORE_TOLERANCE * (1.0 + abs(ensemble.threshold))
+    differ = clear & (read.astype(np.int64) != labels)
+    if gap.max() > SCORE_TOLERANCE or differ.any():
+        row = int(np.argmax(differ)) if differ.any() else int(np.argmax(gap))
+        raise ModelCapabilityError(
+            f"model {model.name!r}: the trees read from it do not reproduce it (largest score difference "
+            f"{float(gap.max()):.2g}, labels differ on {int(differ.sum())} of {len(X)} domain points, e.g. "
+            f"{dict(zip(domain.names, X[row].tolist(), strict=True))}); it cannot be certified")
+    return ensemble

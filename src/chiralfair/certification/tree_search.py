@@ -1,0 +1,327 @@
+"""Branch and bound for tree ensembles: bound each box by its leaves, split on the ensemble's own cuts, exact on cells.
+
+Each step takes the largest open boxes of keys and bounds the ensemble's score at every protected combination
+(:meth:`TreeEnsemble.bounds <chiralfair.certification.tree_ensemble.TreeEnsemble.bounds>`: per tree, the extreme
+leaves the box reaches). A box is **certified** when every combination that can exist there is provably on the same
+side of the decision threshold everywhere in it, and **falsified** when two combinations possible everywhere in it are
+provably on opposite sides. Otherwise it is split at the median cut of the key column with most cuts inside it, so
+boxes soon become **cells**, on which the ensemble is constant per combination: a cell is decided by the model's own
+discrimination check at one of its points (:class:`~chiralfair.oracle.DiscriminationCheck`), exactly, and a falsified
+cell yields a concrete IDI re-queried through the model. A cell only partly inside the constraints is split on a
+column a constraint reads until each combination is possible everywhere in it or nowhere.
+
+So, given the time, the search is exact: it stops with nothing undecided. It is anytime like the network's
+(:class:`~.branch_and_bound.BranchAndBound`): at the time or box budget, or on ``KeyboardInterrupt``, it reports what
+it proved, and returns the same :class:`~.branch_and_bound.Tally`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from .._validation import check_float, check_int
+from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, Tally, _Frontier, _move_rows, _Plan
+from .key_space import IMPOSSIBLE, PARTLY, POSSIBLE, KeySpace, split_boxes
+from .options import check_certify_options
+from .tree_ensemble import BLOCK, TreeEnsemble
+
+logger = logging.getLogger(__name__)
+
+# Margin kept around the decision threshold by the bounds (scores are read in float64; the libraries sum in
+# float32 or float64): a box whose bound is within it of the threshold is split down to cells, which the model decides.
+DECISION_MARGIN = 1e-5
+# Most boxes in one batch (the time budget is read between batches).
+MAX_BATCH = 4096
+
+
+class TreeBranchAndBound:
+    """Batched branch and bound over boxes of keys for a :class:`~.tree_ensemble.TreeEnsemble` (anytime, exact).
+
+    Parameters
+    ----------
+    max_seconds : float or None, default=60.0
+        Wall-second budget (None: until every box is decided).
+    max_depth : int or None, default=None
+        Splits below an initial box after which a box is left undecided (None: none).
+    max_boxes : int or None, default=None
+        Boxes bounded before the run stops (None: no limit); the same on every machine.
+    batch_size : int or None, default=None
+        Boxes bounded together (None: as many as keep boxes x combinations x leaves near 2**26, at most
+        :data:`MAX_BATCH`).
+    cells_per_box : int, default=1024
+        A box of at most this many cells is not split further: the model decides each of its cells at one point.
+    cells_per_batch : int, default=65536
+        Cells decided that way in one batch (the rest are split).
+    focus : float, default=2.0
+        Order of the open boxes: largest first, with a box whose bounds lie mostly on one side of the threshold
+        moved ahead as if it were ``gap ** -focus`` times larger; 0 orders by volume alone.
+
+    Raises
+    ------
+    ConfigError
+        For a bad budget or batch size.
+    """
+
+    def __init__(self, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
+                 max_boxes: int | None = None, batch_size: int | None = None, cells_per_box: int = 1024,
+                 cells_per_batch: int = 65536, focus: float = 2.0):
+        checked = check_certify_options(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
+                                        batch_size=1 if batch_size is None else batch_size)
+        self.focus = check_float(focus, "focus", minimum=0.0)
+        self.cells_per_box = check_int(cells_per_box, "cells_per_box", minimum=1)
+        self.cells_per_batch = check_int(cells_per_batch, "cells_per_batch", minimum=1)
+        self.max_seconds = checked["max_seconds"]
+        self.max_depth = checked["max_depth"]
+        self.max_boxes = checked["max_boxes"]
+        self.batch_size = None if batch_size is None else checked["batch_size"]
+
+    def params(self) -> dict:
+        """The parameters, as given (JSON-ready).
+
+        Returns
+        -------
+        dict
+        """
+        return {"engine": "trees", "max_seconds": self.max_seconds, "max_depth": self.max_depth,
+                "max_boxes": self.max_boxes, "batch_size": self.batch_size, "cells_per_box": self.cells_per_box,
+                "cells_per_batch": self.cells_per_batch, "focus": self.focus}
+
+    def run(self, ensemble: TreeEnsemble, space: KeySpace, check, lo: np.ndarray, hi: np.ndarray, *,
+            row_keys: np.ndarray | None = None, row_owner: np.ndarray | None = None,
+            on_progress: Callable[[dict], None] | None = None, stop_on_idi: bool = False) -> Tally:
+        """Certify the boxes ``[lo, hi]`` (each its own owner) as far as the budget allows.
+
+        Parameters
+        ----------
+        ensemble : TreeEnsemble
+            The model under test's trees (:func:`~chiralfair.certification.tree_reading.read_tree_ensemble`).
+        space : KeySpace
+        check : DiscriminationCheck
+            On the model under test: decides cells.
+        lo, hi : numpy.ndarray of int64, shape (n_owners, n_columns)
+            The initial boxes, disjoint and inside the domain; coupled columns single roles.
+        row_keys, row_owner : numpy.ndarray, optional
+            Data rows to track, as in :meth:`BranchAndBound.run
+            <chiralfair.certification.branch_and_bound.BranchAndBound.run>`.
+        on_progress : callable, optional
+            Called after each batch with ``{"seconds", "certified", "falsified", "n_open"}``.
+        stop_on_idi : bool, default=False
+            Drop an owner's open boxes once one of its keys is proven an IDI (per-person certificates: that
+            person is affected whatever the rest of the box holds).
+
+        Returns
+        -------
+        Tally
+        """
+        started = time.perf_counter()
+        n_owners = len(lo)
+        n_rows = 0 if row_keys is None else len(row_keys)
+        tally = Tally(certified=np.zeros(n_owners), falsified=np.zeros(n_owners),
+                      row_status=np.full(n_rows, UNDECIDED, dtype=np.int8))
+        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
+                 "n_depth_limited": 0, "n_dropped": 0, "stopped": "complete", "n_trees": ensemble.n_trees,
+                 "n_leaves": ensemble.n_leaves}
+        frontier = _Frontier(space.n_columns)
+        frontier.push(lo.astype(np.int64), hi.astype(np.int64), np.zeros(n_owners, np.int64),
+                      np.arange(n_owners, dtype=np.int64), np.arange(n_owners, dtype=np.int64),
+                      np.log2(space.volume(lo, hi)))
+        self._next_id = n_owners
+        row_box = np.zeros(0, np.int64) if row_keys is None else (
+            np.zeros(n_rows, np.int64) if row_owner is None else np.asarray(row_owner, dtype=np.int64).copy())
+        per_batch = self.batch_size or int(np.clip(BLOCK // max(1, space.n_combinations * ensemble.n_leaves), 1,
+                                                   MAX_BATCH))
+        read = _constraint_columns(space)
+        batch = None
+        limited: list[tuple] = []
+        try:
+            while frontier.size:
+                if self.max_seconds is not None and time.perf_counter() - started > self.max_seconds:
+                    stats["stopped"] = "time"
+                    break
+                if self.max_boxes is not None and stats["n_boxes"] >= self.max_boxes:
+                    stats["stopped"] = "boxes"
+                    break
+                batch = frontier.pop(per_batch)
+                if stop_on_idi:
+                    batch = self._drop_decided(batch, tally, stats)
+                if len(batch[0]):
+                    self._step(batch, ensemble, space, check, frontier, tally, stats, row_box, row_keys, limited,
+                               read)
+                batch = None
+                if on_progress is not None:
+                    on_progress({"seconds": time.perf_counter() - started, "certified": float(tally.certified.sum()),
+                                 "falsified": float(tally.falsified.sum()), "n_open": frontier.size})
+        except KeyboardInterrupt:
+            stats["stopped"] = "interrupted"
+            logger.warning("certification interrupted: reporting what was proved so far")
+        left = [frontier.all(), *limited] + ([batch] if batch is not None else [])
+        left_lo = np.concatenate([part[0] for part in left])
+        left_hi = np.concatenate([part[1] for part in left])
+        stats["n_open"] = int(len(left_lo))
+        stats["open_volume"] = float(space.volume(left_lo, left_hi).sum())
+        stats["seconds"] = time.perf_counter() - started
+        tally.stats = stats
+        return tally
+
+    @staticmethod
+    def _drop_decided(batch: tuple, tally: Tally, stats: dict) -> tuple:
+        owner = batch[4]
+        keep = tally.falsified[owner] == 0
+        stats["n_dropped"] += int((~keep).sum())
+        return tuple(part[keep] for part in batch)
+
+    def _step(self, batch, ensemble: TreeEnsemble, space: KeySpace, check, frontier: _Frontier, tally: Tally,
+              stats: dict, row_box: np.ndarray, row_keys, limited: list, read: np.ndarray) -> None:
+        """Bound, decide and split one batch of boxes."""
+        b_lo, b_hi, depth, b_id, owner = batch
+        n, k = len(b_lo), space.n_combinations
+        stats["n_boxes"] += n
+        stats["max_depth"] = max(stats["max_depth"], int(depth.max()))
+        xlo, xhi = space.input_boxes(b_lo, b_hi)
+        reach = ensemble.reached(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1))  # (n * k, n_leaves)
+        lower, upper = ensemble.bounds_of(reach)
+        lower, upper = lower.reshape(n, k), upper.reshape(n, k)
+        possibility = space.possibility(b_lo, b_hi)
+        relevant = np.ones((n, k), bool) if possibility is None else possibility != IMPOSSIBLE
+        sure = np.ones((n, k), bool) if possibility is None else possibility == POSSIBLE
+        margin = DECISION_MARGIN * (1.0 + abs(ensemble.threshold))
+        above = lower > ensemble.threshold + margin
+        below = upper < ensemble.threshold - margin
+        verdict = np.full(n, UNDECIDED, dtype=np.int8)
+        same = (above | ~relevant).all(axis=1) | (below | ~relevant).all(axis=1)
+        verdict[same] = CERTIFIED
+        opposite = (above & sure).any(axis=1) & (below & sure).any(axis=1)
+        verdict[opposite & ~same] = FALSIFIED
+        stats["n_decided_by_bounds"] += int((verdict != UNDECIDED).sum())
+        cuts = ensemble.cuts_inside(b_lo, b_hi, space.columns)
+        partly = np.zeros(n, bool) if possibility is None else (possibility == PARTLY).any(axis=1)
+        # a box where every combination reaches one leaf per tree (or leaves of one value) is one cell however
+        # many cuts of other leaves cross it: the ensemble is constant there
+        constant = ((lower == upper) | ~relevant).all(axis=1)
+        n_cells = np.where(constant, 1.0, np.prod((cuts + 1).astype(np.float64), axis=1))
+        small = (verdict == UNDECIDED) & ~partly & (n_cells <= self.cells_per_box)
+        small &= np.cumsum(np.where(small, n_cells, 0)) <= max(self.cells_per_batch, self.cells_per_box)
+        proven = np.flatnonzero(verdict == FALSIFIED)
+        if len(proven):  # every key of these is an IDI by the bounds: the model confirms one point of each
+            confirmed = self._check_cells(space, check, b_lo[proven], tally)
+            verdict[proven[~confirmed]] = UNDECIDED
+            small[proven[~confirmed]] = False  # split on: the model is the authority
+        volume = space.volume(b_lo, b_hi)
+        np.add.at(tally.certified, owner[verdict == CERTIFIED], volume[verdict == CERTIFIED])
+        np.add.at(tally.falsified, owner[verdict == FALSIFIED], volume[verdict == FALSIFIED])
+        if small.any():  # few cells: the model decides each at one point, exactly
+            self._enumerate(np.flatnonzero(small), constant, ensemble, space, check, b_lo, b_hi, b_id, owner,
+                            verdict, tally, stats, row_box, row_keys)
+        open_box = np.flatnonzero((verdict == UNDECIDED) & ~small)
+        deep = depth[open_box] >= self.max_depth if self.max_depth is not None else np.zeros(len(open_box), bool)
+        if deep.any():
+            stats["n_depth_limited"] += int(deep.sum())
+            limited.append((b_lo[open_box[deep]], b_hi[open_box[deep]]))
+        halve = open_box[~deep]
+        plan = _Plan.bisect(n)
+        score = np.zeros((n, space.n_columns))
+        if len(halve):
+            m = len(halve)  # every combination's leaves count: the box is open because of one of them
+            rows = (halve[:, None] * k + np.arange(k)).reshape(-1)
+            score[halve] = ensemble.influence(xlo[halve].reshape(m * k, -1), xhi[halve].reshape(m * k, -1),
+                                              space.columns, reach[rows]).reshape(m, k, -1).sum(axis=1)
+        self._plan(plan, halve, ensemble, space, b_lo, b_hi, np.where(cuts > 0, score + cuts * 1e-9, 0.0), read,
+                   reach.reshape(n, -1))
+        c_lo, c_hi = split_boxes(b_lo[halve], b_hi[halve], plan.column[halve], plan.mid[halve])
+        m = len(halve)
+        child_id = np.arange(self._next_id, self._next_id + 2 * m, dtype=np.int64)
+        self._next_id += 2 * m
+        if len(row_box):
+            _move_rows(row_box, row_keys, tally.row_status, b_id, verdict, halve, plan, b_lo, b_hi, child_id,
+                       np.full(2 * m, UNDECIDED, dtype=np.int8), open_box[deep])
+        stats["n_splits"] += m
+        # largest first, and nearer to decided first: a box whose bounds are mostly on one side comes earlier
+        spread = np.maximum(upper.max(axis=1) - lower.min(axis=1), 1e-12)
+        t = ensemble.threshold
+        need = np.minimum(t + margin - lower.min(axis=1), upper.max(axis=1) - t + margin)
+        gap = np.clip(need / spread, 2.0**-16, 1.0)
+        priority = np.log2(space.volume(c_lo, c_hi)) - self.focus * np.log2(np.tile(gap[halve], 2))
+        frontier.push(c_lo, c_hi, np.tile(depth[halve] + 1, 2), child_id, np.tile(owner[halve], 2), priority)
+
+    def _enumerate(self, boxes: np.ndarray, constant: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, check,
+                   b_lo, b_hi, b_id, owner, verdict, tally: Tally, stats: dict, row_box: np.ndarray,
+                   row_keys) -> None:
+        """Decide ``boxes`` cell by cell; a box all of one answer takes it, the rows of a mixed one are checked.
+
+        A ``constant`` box is one cell; the others are cut at every cut inside them.
+        """
+        whole = boxes[constant[boxes]]
+        cut = boxes[~constant[boxes]]
+        c_lo, c_hi, which = ensemble.cells(b_lo[cut], b_hi[cut], space.columns)
+        c_lo = np.concatenate([b_lo[whole], c_lo])
+        c_hi = np.concatenate([b_hi[whole], c_hi])
+        which = np.concatenate([np.arange(len(whole)), len(whole) + which])
+        boxes = np.concatenate([whole, cut])
+        idi = self._check_cells(space, check, c_lo, tally)
+        stats["n_cells"] += len(c_lo)
+        volume = space.volume(c_lo, c_hi)
+        bad = np.bincount(which, weights=np.where(idi, volume, 0.0), minlength=len(boxes))
+        good = np.bincount(which, weights=np.where(idi, 0.0, volume), minlength=len(boxes))
+        np.add.at(tally.falsified, owner[boxes], bad)
+        np.add.at(tally.certified, owner[boxes], good)
+        verdict[boxes[bad == 0]] = CERTIFIED
+        verdict[boxes[good == 0]] = FALSIFIED
+        mixed = boxes[(bad > 0) & (good > 0)]
+        if len(row_box) and len(mixed):  # each tracked row in a mixed box: its own key's cell decides it
+            rows = np.flatnonzero(np.isin(row_box, b_id[mixed]))
+            if len(rows):
+                answer = self._check_cells(space, check, row_keys[rows], None)
+                tally.row_status[rows] = np.where(answer, FALSIFIED, CERTIFIED)
+                row_box[rows] = -1
+
+    @staticmethod
+    def _plan(plan: _Plan, halve: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, lo: np.ndarray,
+              hi: np.ndarray, cuts: np.ndarray, read: np.ndarray, reach: np.ndarray) -> None:
+        """Where each open box splits: its key column of most influence, at the leaves' median edge there.
+
+        The edge is :meth:`TreeEnsemble.leaf_cut`; a box with no cut left is halved on a column a constraint reads.
+        """
+        if not len(halve):
+            return
+        count = cuts[halve]
+        column = count.argmax(axis=1)
+        has_cut = count.max(axis=1) > 0
+        width = np.where(read[None], hi[halve] - lo[halve], -1)
+        column = np.where(has_cut, column, width.argmax(axis=1))
+        plan.column[halve] = column
+        mid = (lo[halve, column] + hi[halve, column]) // 2
+        for c in np.unique(column[has_cut]):
+            sel = has_cut & (column == c)
+            feature = int(space.columns[c])
+            mid[sel] = ensemble.leaf_cut(lo[halve[sel], c], hi[halve[sel], c], feature, reach[halve[sel]]) - 1
+        plan.mid[halve] = mid
+
+    @staticmethod
+    def _check_cells(space: KeySpace, check, keys: np.ndarray, tally: Tally | None) -> np.ndarray:
+        """The discrimination check at one possible input of each key; whether each is an IDI (recorded)."""
+        possibility = space.possibility(keys, keys)
+        combination = (np.zeros(len(keys), dtype=np.int64) if possibility is None
+                       else (possibility == POSSIBLE).argmax(axis=1))
+        result = check.check(space.points(keys, combination))
+        if tally is not None and result.is_idi.any():
+            idi = result.is_idi
+            tally.idis.append(result.X[idi])
+            tally.counterparts.append(result.counterparts(check.domain)[idi])
+            tally.labels.append(result.labels[idi])
+            tally.counterpart_labels.append(result.counterpart_label[idi])
+        return result.is_idi
+
+
+def _constraint_columns(space: KeySpace) -> np.ndarray:
+    """Which key columns some constraint reads."""
+    read = np.zeros(space.n_columns, dtype=bool)
+    position = {int(c): i for i, c in enumerate(space.columns)}
+    for rule in space.domain.constraints:
+        for c in rule.columns:
+            if int(c) in position:
+                read[position[int(c)]] = True
+    return read
