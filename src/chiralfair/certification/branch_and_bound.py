@@ -154,6 +154,34 @@ def _merge_slab(quick: Carve | None, checked: Carve | None, claim: np.ndarray, n
     return Carve(*merged)
 
 
+def close_tally(tally: Tally, stats: dict, space: KeySpace, left: list, started: float) -> Tally:
+    """End a branch and bound: record what is left open (boxes and their volume) and the wall seconds.
+
+    Parameters
+    ----------
+    tally : Tally
+    stats : dict
+        The search's statistics so far; ``n_open``, ``open_volume`` and ``seconds`` are added.
+    space : KeySpace
+    left : list of tuple
+        The parts still open (the frontier, boxes over a limit, a batch interrupted), each ``(lo, hi, ...)``.
+    started : float
+        ``time.perf_counter()`` at the search's start.
+
+    Returns
+    -------
+    Tally
+        ``tally`` with ``stats`` set.
+    """
+    left_lo = np.concatenate([part[0] for part in left])
+    left_hi = np.concatenate([part[1] for part in left])
+    stats["n_open"] = int(len(left_lo))
+    stats["open_volume"] = float(space.volume(left_lo, left_hi).sum())
+    stats["seconds"] = time.perf_counter() - started
+    tally.stats = stats
+    return tally
+
+
 class _Frontier:
     """Open boxes in buckets by the power of two of their volume; the largest come out first."""
 
@@ -330,14 +358,8 @@ class BranchAndBound:
         except KeyboardInterrupt:
             stats["stopped"] = "interrupted"
             logger.warning("certification interrupted: reporting what was proved so far")
-        left = [frontier.all(), *limited] + ([batch] if batch is not None else [])
-        left_lo = np.concatenate([part[0] for part in left])
-        left_hi = np.concatenate([part[1] for part in left])
-        stats["n_open"] = int(len(left_lo))
-        stats["open_volume"] = float(space.volume(left_lo, left_hi).sum())
-        stats["seconds"] = time.perf_counter() - started
-        tally.stats = stats
-        return tally
+        return close_tally(tally, stats, space, [frontier.all(), *limited] + ([batch] if batch is not None else []),
+                           started)
 
     def _step(self, batch, network, weights, biases, space: KeySpace, check, frontier: _Frontier, tally: Tally,
               stats: dict, row_box: np.ndarray, row_keys, limited: list) -> None:

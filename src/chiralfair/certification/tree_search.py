@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .._validation import check_float, check_int
-from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, Tally, _Frontier, _move_rows, _Plan
+from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, Tally, _Frontier, _move_rows, _Plan, close_tally
 from .key_space import IMPOSSIBLE, PARTLY, POSSIBLE, KeySpace, split_boxes
 from .options import check_certify_options
 from .tree_ensemble import BLOCK, TreeEnsemble
@@ -158,14 +158,8 @@ class TreeBranchAndBound:
         except KeyboardInterrupt:
             stats["stopped"] = "interrupted"
             logger.warning("certification interrupted: reporting what was proved so far")
-        left = [frontier.all(), *limited] + ([batch] if batch is not None else [])
-        left_lo = np.concatenate([part[0] for part in left])
-        left_hi = np.concatenate([part[1] for part in left])
-        stats["n_open"] = int(len(left_lo))
-        stats["open_volume"] = float(space.volume(left_lo, left_hi).sum())
-        stats["seconds"] = time.perf_counter() - started
-        tally.stats = stats
-        return tally
+        return close_tally(tally, stats, space, [frontier.all(), *limited] + ([batch] if batch is not None else []),
+                           started)
 
     @staticmethod
     def _drop_decided(batch: tuple, tally: Tally, stats: dict) -> tuple:
