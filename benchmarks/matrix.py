@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import warnings
@@ -106,7 +107,7 @@ def versions() -> dict[str, str]:
     import pandas
     import polars
     import scipy
-    import skl2onnx
+    import skl2onnx  # type: ignore[import-untyped]
     import sklearn
     import torch
     from blackbox import versions as common
@@ -146,8 +147,8 @@ def markdown(report: dict) -> str:
         bad = "; ".join(f"{f['figure']}: {_short(f['tool'])} vs {_short(f['recount'])}"
                         for f in r["figures"] if not f["equal"]) or ("" if r["status"] != "error" else r["error"])
         rows = (f"{r['rows_received']:,} / {r['queries_stated']:,}" if "rows_received" in r else "")
-        reasons = sorted({v.split(":")[0] if v.startswith("finding") else v.split("(")[1].split(")")[0]
-                          for v in r["known"].values() if v})
+        reasons = sorted({name for v in r["known"].values() if v
+                          for name in re.findall(r"fix/\w+", v) + (["finding"] if "finding" in v else [])})
         lines.append(f"| {r['model']}-{r['data']}-{r['door']} | {r['status']} | {bad.replace('|', '/')} | {rows} "
                      f"| {', '.join(reasons)} |")
     lines += ["", "Known defects (each an xfail(strict=True) reason in tests/test_matrix.py):", ""]

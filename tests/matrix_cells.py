@@ -127,7 +127,6 @@ def numeric_people(n: int, seed: int) -> pd.DataFrame:
     return df
 
 
-CODE_NAMES = ("sex", "race", "a", "b", "c")
 CODE_LABELS = {"sex": {0: "Female", 1: "Male"}, "race": {0: "A", 1: "B", 2: "C"}}
 
 
@@ -244,7 +243,8 @@ def _torch():
 
 @cache
 def values_net():
-    torch = _torch()
+    import torch
+
     train, _ = frames("numeric")
     X = features(train).to_numpy(np.float64)
     mean, std = np.nanmean(X, axis=0), np.nanstd(X, axis=0)
@@ -309,7 +309,7 @@ def codes_pipeline():
 @cache
 def onnx_file(data: str) -> Path:
     """skl2onnx of a pipeline: on the codes (float inputs), or the raw-frame pipeline (string and float inputs)."""
-    from skl2onnx import to_onnx
+    from skl2onnx import to_onnx  # type: ignore[import-untyped]
 
     if data == "codes":
         onx = to_onnx(codes_pipeline(), coded_dataset().X[:1].astype(np.float32),
@@ -564,7 +564,7 @@ class CountingCallable:
 def counting(obj):
     """A counting wrapper around the user's model object (estimator, callable, torch module); None for a file."""
     if hasattr(obj, "parameters"):
-        torch = _torch()
+        import torch
 
         class CountingNet(torch.nn.Module):
             def __init__(self, inner):
@@ -720,7 +720,7 @@ def _run(cell: Cell, model: str, data: str, door: str) -> None:
             dec = r.dataset.to_frame(pairs.idis) if data != "codes" else pairs.idis
             dec_c = r.dataset.to_frame(pairs.counterparts) if data != "codes" else pairs.counterparts
             if data != "codes":
-                dec, dec_c = _as_user_frame(dec, data), _as_user_frame(dec_c, data)
+                dec, dec_c = _as_user_frame(dec), _as_user_frame(dec_c)
             cell.add("every IDI pair re-checked through the user's model",
                      bool((positive(model, data, dec) != positive(model, data, dec_c)).all()), True)
     elif door == "check":
@@ -730,6 +730,7 @@ def _run(cell: Cell, model: str, data: str, door: str) -> None:
         cell.add("n individuals", dec.n_individuals, rc.n)
         cell.add("n affected", dec.n_affected, rc.n_affected)
         cell.add("share affected", dec.share, rc.n_affected / rc.n)
+        cell.add("F1", dec.verdict.meta.get("model_f1"), rc.f1)
         cell.add("interval (superpopulation, Clopper-Pearson)", [dec.lower, dec.upper], list(rc.share_interval))
         outcome = "fail" if rc.share_interval[0] > MAX_SHARE else ("pass" if rc.share_interval[1] <= MAX_SHARE
                                                                   else "undecided")
@@ -756,8 +757,8 @@ def _run(cell: Cell, model: str, data: str, door: str) -> None:
             cell.add("result.json n individuals", saved["n_individuals"], rc.n)
             cell.add("result.json F1", json.loads((out / "result.json").read_text())["model"]["f1"], rc.f1)
             md = (out / "report.md").read_text()
-            cell.add("report.md share affected", re.search(r"affected: ([\d.]+)%", md).group(1),
-                     f"{100 * rc.n_affected / rc.n:.2f}")
+            share = re.search(r"affected: ([\d.]+)%", md)
+            cell.add("report.md share affected", share.group(1) if share else None, f"{100 * rc.n_affected / rc.n:.2f}")
             _summary_worst(cell, md, rc, "report.md")
         else:
             from chiralfair.reporting.model_card import cyclonedx_model_card
@@ -858,7 +859,7 @@ def _refused_door(model: str, data: str, door: str, obj, d, kw) -> None:
         chiralfair.audit(obj, d["data"], seeds="random", max_global=10, max_local=5, **kw)
 
 
-def _as_user_frame(frame: pd.DataFrame, data: str) -> pd.DataFrame:
+def _as_user_frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.to_pandas() if hasattr(frame, "to_pandas") else frame
     return frame[[c for c in frame.columns if c != LABEL]]
 
