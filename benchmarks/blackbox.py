@@ -90,15 +90,15 @@ def pipeline_inputs(protected: str, couple: bool = True):
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import OneHotEncoder
 
-    from chiralfair.pipeline.inputs import DataSettings, inputs_from_objects
+    from chiralfair.pipeline import DataSpec, inputs_from_objects
 
     train, test = _raw_adult()
     pre = make_column_transformer((OneHotEncoder(handle_unknown="ignore", sparse_output=False),
                                    make_column_selector(dtype_exclude="number")), remainder="passthrough")
     pipe = make_pipeline(pre, HistGradientBoostingClassifier(random_state=MODEL_RANDOM_STATE))
     pipe.fit(train.drop(columns="income"), train["income"])
-    settings = DataSettings.build(label="income", positive_class=">50K", protected=protected, bins=README_BINS,
-                                  couple=README_COUPLE if protected == "sex" and couple else None)
+    settings = DataSpec.build(label="income", positive_class=">50K", protected=protected, bins=README_BINS,
+                              couple=README_COUPLE if protected == "sex" and couple else None)
     return inputs_from_objects(pipe, train, settings=settings, test=test, name="pipeline")
 
 

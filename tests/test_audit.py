@@ -107,14 +107,14 @@ def test_numpy_model_with_other_width_refused():
     df = raw_frame()
     est = LogisticRegression().fit(np.zeros((4, 3)) + np.arange(4)[:, None], [">50K", "<=50K"] * 2)
     with pytest.raises(ModelCapabilityError, match="takes 3 features but the data has 4"):
-        chiralfair.audit(est, df, **KW)
+        chiralfair.audit(est, df, **KW, model_input="codes")
 
 
 def test_model_classes_without_the_positive_class_refused():
     df = raw_frame()
     est = LogisticRegression().fit(np.zeros((4, 4)) + np.arange(4)[:, None], [0, 1, 0, 1])
     with pytest.raises(ConfigError, match="positive_class='>50K' is not one of the classes"):
-        chiralfair.audit(est, df, **KW)
+        chiralfair.audit(est, df, **KW, model_input="codes")
 
 
 def test_frame_input_refusals():
@@ -131,7 +131,7 @@ def test_frame_input_refusals():
 def test_black_box_callable_with_iandd_is_refused_before_the_search():
     df = raw_frame()
     with pytest.raises(ConfigError, match="cannot be retrained here; use seeds='cluster'"):
-        chiralfair.audit(lambda X: (X[:, 3] > 5).astype(int), df, **{**KW, "seeds": "iandd"})
+        chiralfair.audit(lambda X: (X[:, 3] > 5).astype(int), df, **{**KW, "seeds": "iandd"}, model_input="codes")
 
 
 @pytest.mark.slow

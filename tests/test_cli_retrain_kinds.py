@@ -118,9 +118,10 @@ def test_a_skops_card_of_the_retrained_pipeline_and_a_method_skipped_with_a_note
 ])
 def test_what_cannot_be_retrained_is_refused_in_words_before_any_training(files, tmp_path, model, method, more,
                                                                         words):
+    # the network and the ONNX graph were made on the codes (sex and rel are text): said with --model-input codes
     res = invoke(*own(files, model, "--method", method, "--out", tmp_path / "o", "--model-output", "probability",
-                      *more) if model != "pipe.skops" else own(files, model, "--method", method, "--out",
-                                                                tmp_path / "o", *more))
+                      "--model-input", "codes", *more) if model != "pipe.skops" else own(
+                          files, model, "--method", method, "--out", tmp_path / "o", *more))
     assert res.exit_code == 2 and words in " ".join(res.output.split()), res.output
     assert not (tmp_path / "o" / "retrain.json").exists()
 

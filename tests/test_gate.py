@@ -91,7 +91,7 @@ def test_by_default_an_exact_verdict_is_read_as_a_sample_of_the_people_the_model
 
 
 def test_two_of_600_held_out_rows_is_a_clopper_pearson_interval_not_an_exact_share():
-    from chiralfair.verdict.gate import binomial_interval
+    from chiralfair.verdict.result import binomial_interval
 
     lower, upper = binomial_interval(2, 600, 0.95)
     assert f"{lower:.2%} {upper:.2%}" == "0.04% 1.20%"

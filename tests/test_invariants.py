@@ -40,7 +40,7 @@ from chiralfair.results import SearchResult, SeedReport
 from chiralfair.seeds.chiral import mutate_protected
 from chiralfair.seeds.cluster import round_robin
 from chiralfair.verdict import estimate
-from chiralfair.verdict.estimation import _interval
+from chiralfair.verdict.result import binomial_interval as _interval
 
 SETTINGS = settings(max_examples=40, deadline=None)
 WIDE = 2**40  # two such columns make the non-protected part larger than 2**63 points: keys become bytes

@@ -122,7 +122,11 @@ def test_counterfactual_and_unaware_remove_a_planted_dependence_and_pass_the_gua
     assert unaware["n_rows_added"] == 0 and paper["n_rows_added"] == 2 * found.n_idis
     assert result.how == {"paper": "sklearn-clone", "counterfactual": "CounterfactualAugmentation",
                           "unaware": "Unawareness"}
-    assert result.model_of("unaware").name == "unaware-biased-lr"
+    assert result.models[2].name == "unaware-biased-lr"
+    # kept: the model's own kind (an LR on the codes) behind the blinding, predicting the data's labels
+    kept = result.model_of("unaware")
+    assert [name for name, _ in kept.steps] == ["blind", "model"] and isinstance(kept["model"], LogisticRegression)
+    assert (kept.predict(data.X) == result.models[2].predict(data.X)).all()
 
 
 def test_consistency_lowers_the_held_out_idi_rate_of_a_dnn_and_chooses_lambda_on_validation(history):
@@ -314,7 +318,9 @@ def test_unaware_blinds_coupled_columns_and_refits_a_raw_frame_pipeline():
     before, unaware = result.rows
     assert before["test_idi_rate"] > 0.05  # the model reads the husband/wife role through rel
     assert unaware["test_idi_rate"] == 0 and unaware["domain_idi_rate"] == 0
-    assert result.model_of("unaware").predict(data.X[:5]).shape == (5,)
+    kept = result.model_of("unaware")  # a Pipeline: the blinding in raw values, then the pipeline refitted
+    assert set(kept.predict(df.drop(columns="y").iloc[:50])) == {"yes", "no"}
+    assert (kept.predict(df.drop(columns="y")) == np.where(result.models[0].predict(data.X) == 1, "yes", "no")).all()
 
 
 def test_a_method_class_without_fit_is_refused_when_it_is_made():

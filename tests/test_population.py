@@ -104,7 +104,9 @@ def test_estimate_of_a_frame_model_checks_each_person_not_each_key(fitted):
     X = test.drop(columns="y")
     assert verdict.n_affected == int((pipe.predict(X) != pipe.predict(counterpart_of(X))).sum())
     assert verdict.meta["individuals_as"] == "rows as given"
-    assert verdict.n_queries == 2 * len(test)  # every person and one counterpart, none merged by their bins
+    # every person and one counterpart, none merged by their bins, each asked its label and its probability: two
+    # calls of the pipeline, so two queries a row (architecture: the model under test)
+    assert verdict.n_queries == 2 * 2 * len(test)
 
 
 def test_a_model_fed_codes_is_measured_on_codes():

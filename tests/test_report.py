@@ -4,6 +4,7 @@ import pytest
 
 from chiralfair.exceptions import RunFolderError
 from chiralfair.results.run_folder import is_previous_run, prepare_run_folder, remove_empty_folders
+from chiralfair.verdict import Verdict
 
 
 def test_new_and_empty_folders_are_accepted(tmp_path):
@@ -127,7 +128,6 @@ def test_report_html_is_self_contained_and_the_verdict_comes_before_the_search(t
     import re
 
     from chiralfair.reporting.report import write_run
-    from chiralfair.verdict import Verdict
 
     outcome = toy_outcome(with_verdict=True)
     write_run(outcome, tmp_path)
@@ -205,9 +205,13 @@ def test_a_group_too_small_to_tell_is_never_the_headline_and_is_named():
         return {"attribute": "race", "group": name, "n": n, "n_affected": n_harmed, "share_affected": n_harmed / n,
                 "lower": n_harmed / n, "upper": n_harmed / n, "n_harmed": n_harmed, "share_harmed": n_harmed / n}
 
-    verdict = {"share": 0.05, "lower": 0.05, "upper": 0.05, "exact": True, "confidence": 0.95, "population": "test",
-               "n_affected": 104, "n_individuals": 2012, "counterparts": "possible",
-               "groups": [group("race=a", 1000, 80), group("race=b", 1000, 20), group("race=c", 12, 4)]}
+    made = Verdict(population="test", population_size=2012, protected=("race",), favourable=1, n_individuals=2012,
+                   n_affected=104, n_harmed=104, share=104 / 2012, lower=104 / 2012, upper=104 / 2012,
+                   confidence=0.95, method="wilson", margin=0.005, exact=True, stopped_by="exact", gamma=None,
+                   groups=(group("race=a", 1000, 80), group("race=b", 1000, 20), group("race=c", 12, 4)),
+                   group_confidence=1 - 0.05 / 9, gap=None, rules=(), n_queries=0, seconds=0.0)
+    verdict = json.loads(made.to_json())
+    assert made.worst_group == "race=a" and made.too_small == ("race=c",)
     assert most_harmed_group(verdict)["group"] == "race=a"  # race=c's 33% on 12 people says little
     lines = verdict_lines({"verdict": verdict})
     assert any(line.startswith("most harmed group: race=a") for line in lines)

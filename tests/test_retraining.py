@@ -50,7 +50,7 @@ def test_planted_bias_retraining_lowers_the_held_out_idi_rate(biased):
     assert after["n_rows_added"] == 2 * result.n_idis
     assert result.n_idis + result.leakage["n_idis_excluded"] == found.n_idis  # test projections are not added
     assert result.how == {"paper": "sklearn-clone"} and result.ensemble["test_accuracy"] > 0.6
-    assert result.model is result.models[0] and result.model.name == "retrained-biased-lr"
+    assert result.model is result.models[0].estimator and result.models[0].name == "retrained-biased-lr"
 
 
 def test_fair_model_stays_fair_and_keeps_its_f1(biased):

@@ -79,7 +79,9 @@ def test_run_logs_parameters_verdict_search_figures_and_the_run_folder(files, st
     assert params["fair_max_global"] == "20" and params["fair_protected"] == '["sex"]'
     assert metrics["fair_n_idis"] == summary["n_idis"] and metrics["fair_n_queries"] == summary["n_queries"]
     assert metrics["fair_share_affected"] == pytest.approx(summary["verdict"]["share"])
-    assert metrics["fair_share_affected_upper"] == pytest.approx(summary["verdict"]["upper"])
+    # the people's interval as the verdict decided it; an exact share has no interval of its own (width 0)
+    assert metrics["fair_share_affected_people_upper"] == pytest.approx(summary["verdict"]["people_upper"])
+    assert ("fair_share_affected_upper" in metrics) == (not summary["verdict"]["exact"])
     assert metrics["fair_model_f1"] == pytest.approx(summary["model"]["f1"])
     assert {"fair_group/sex.3Df/share_harmed", "fair_group/sex.3Dm/tpr",
             "fair_group/all/selection_rate"} <= set(metrics)

@@ -61,6 +61,25 @@ class ModelInputError(ModelCapabilityError):
         self.model_name, self.column, self.code, self.model_error = model_name, column, code, model_error
 
 
+class ModelCallError(ModelCapabilityError):
+    """The model under test failed, and no value of its input explains it.
+
+    Its error is not about the input (a lost connection, a timeout, a file or memory error), or it failed on every
+    row tried alike, rows that share no value. The message quotes the model's error and gives no advice about
+    protected values.
+
+    Attributes
+    ----------
+    model_name : str
+    model_error : str
+        ``"ErrorType: first line of the model's message"``.
+    """
+
+    def __init__(self, message: str, *, model_name: str = "model", model_error: str = ""):
+        super().__init__(message)
+        self.model_name, self.model_error = model_name, model_error
+
+
 class ModelFileError(ChiralfairError, ValueError):
     """A model file cannot be loaded: missing, unsupported, untrusted, or not interpretable (names the file)."""
 

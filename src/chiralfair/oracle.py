@@ -186,7 +186,7 @@ class DiscriminationCheck:
         """
         X = np.asarray(X, dtype=np.int64)
         n, k = len(X), self.n_combinations
-        if population is not None and (len(population) != n or not self.model.takes_frame):
+        if population is not None and (len(population) != n or not self.model.reads_people):
             raise ValueError("population must hold the people X codes, for a model fed frames")
         if n == 0:
             empty = np.zeros((0, k), dtype=np.int64)

@@ -4,6 +4,8 @@
   scalars and arrays, pandas values and paths become the JSON values they hold; anything else is refused.
 - :func:`canonical_json` is the text hashed into keys (grid cells, shared seed selections, model specs): equal
   values give equal text.
+- :func:`folder_beside` and :func:`replace_folder` do the same for a folder (a run folder): it is written beside
+  its target and renamed into place only when complete.
 - :func:`atomic_path`, :func:`atomic_write_bytes` and :func:`atomic_write_text` write a file whole or not at all:
   a hidden temporary file in the target's folder (``.<name>.<random>.tmp``), then :func:`os.replace`. A reader
   never sees half a file, and a crash leaves the old file (or none) and at most a hidden temporary. There is no
@@ -165,3 +167,79 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         As :func:`atomic_write_bytes`.
     """
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def folder_beside(path: str | os.PathLike, tag: str = "partial") -> Path:
+    """Create a new, empty folder beside ``path``: ``<name>.<tag>-<random>``, with the umask's mode.
+
+    Where a folder is written before it replaces ``path`` (:func:`replace_folder`): on the same file system, so
+    the replacement is a rename. Not :func:`tempfile.mkdtemp`'s ``0o700``, for the reason the module docstring
+    gives for files.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The folder it will replace; its parent must exist.
+    tag : str, default="partial"
+        Says what the folder is to a reader of the parent folder.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    OSError
+        If the parent does not exist or cannot be written.
+    """
+    path = Path(path)
+    while True:
+        folder = path.with_name(f"{path.name}.{tag}-{secrets.token_hex(4)}")
+        try:
+            folder.mkdir(mode=0o777)  # the umask decides, as for a folder made by mkdir
+            return folder
+        except FileExistsError:
+            continue
+
+
+def replace_folder(new: str | os.PathLike, target: str | os.PathLike, *, keep=lambda name: False) -> None:
+    """Put folder ``new`` in the place of folder ``target`` (missing, or whose entries it replaces), by renames.
+
+    ``target`` is renamed aside, ``new`` renamed to ``target``, then the entries of the old folder that ``keep``
+    accepts and ``new`` lacks (files a user put beside a run's) are moved in, one rename each, and the old folder
+    is removed. A reader sees the old folder or the new one, never a mixture of two runs; between the two renames
+    (a moment) ``target`` does not exist, and a crash there leaves the old folder whole in
+    ``<name>.replaced-<random>/`` beside it.
+
+    Parameters
+    ----------
+    new : str or path-like
+        The folder to put in place, on the same file system as ``target`` (:func:`folder_beside`).
+    target : str or path-like
+    keep : callable, optional
+        ``keep(name) -> bool``: whether an entry of the old folder is carried over. Default: none.
+
+    Raises
+    ------
+    OSError
+        If a rename fails; ``target`` is then as it was.
+    """
+    import shutil
+
+    new, target = Path(new), Path(target)
+    if not target.exists():
+        os.replace(new, target)
+        return
+    aside = folder_beside(target, "replaced")
+    old = aside / target.name
+    os.replace(target, old)
+    try:
+        os.replace(new, target)
+    except BaseException:
+        os.replace(old, target)
+        aside.rmdir()
+        raise
+    for entry in old.iterdir():
+        if keep(entry.name) and not (target / entry.name).exists():
+            os.replace(entry, target / entry.name)
+    shutil.rmtree(aside, ignore_errors=True)

@@ -19,10 +19,11 @@ from .. import __version__
 from .._random import RandomState, resolve_random_state
 from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
+from ..verdict.result import left_out_mask
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
 from .key_space import INSIDE, KeySpace
 from .reading import relu_network
-from .result import CertifyResult, IndividualCertificates
+from .result import LEFT_OUT, CertifyResult, IndividualCertificates
 
 
 def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
@@ -119,9 +120,13 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     A person's box holds every value of their binned columns' bins. A model certification reads takes the integer
     codes, in which a bin is one code, so by default the box is the person's own row and the answer is exact:
     their discrimination check (every protected combination, couplings and constraints as everywhere) either
-    finds a counterpart with another label (affected) or proves there is none (certified unaffected). Wider
+    finds a counterpart with another label (affected) or proves there is none (certified unaffected). A person none
+    of whose counterparts could exist (each breaks a constraint; census: a man recorded as a wife) is left out, as
+    the verdict leaves them out (:func:`chiralfair.verdict.result.left_out_mask`): counted and named, in no share.
+    Wider
     boxes (``boxes``) are certified by the branch and bound: a person is certified unaffected when every key of
-    their box is, affected when one is proven an IDI, undecided otherwise.
+    their box is, affected when one is proven an IDI, undecided otherwise, and left out when no input of their
+    box could exist.
 
     Parameters
     ----------
@@ -169,8 +174,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
     check = DiscriminationCheck(model, domain)
     status = np.full(len(rows), UNDECIDED, dtype=np.int8)
     if boxes is None:
-        result = check.check(dataset.X[rows])
+        X = dataset.X[rows]
+        result = check.check(X)
         status[:] = np.where(result.is_idi, 1, 0)
+        # the verdict's left-out rule: no counterpart of theirs could exist, so they are in no share
+        status[left_out_mask(check.own_combination(X), result.possible, check.n_combinations)] = LEFT_OUT
     else:
         space = KeySpace(domain)
         lo, hi = _person_boxes(boxes, len(rows), domain, space)
@@ -183,10 +191,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, rows_name: str
         if tally.idis:  # a concrete IDI met inside a person's box: affected
             holder = _owner(space.keys_of(np.concatenate(tally.idis)), lo[inside], hi[inside])
             status[person[holder[holder >= 0]]] = 1
-        if not inside.all():  # no input of the box can exist: nothing to discriminate
-            status[~inside] = 0
+        if not inside.all():  # no input of the box can exist, so no counterpart either: left out, as by the verdict
+            status[~inside] = LEFT_OUT
     meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
-                 boxes="given" if boxes is not None else "each row itself")
+                 boxes="given" if boxes is not None else "each row itself",
+                 constraints=list(domain.describe_constraints()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta)
 

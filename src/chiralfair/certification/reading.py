@@ -44,7 +44,8 @@ def relu_network(model, domain, *, rng: np.random.Generator | None = None) -> Re
     ------
     ModelCapabilityError
         Naming the model and what is missing: a model that is not a network of these layers (an sklearn
-        estimator, a callable, a module with its own ``forward``), a model fed a DataFrame rather than codes, a
+        estimator, a callable, a module with its own ``forward``), a model fed a DataFrame or the data's values
+        (``model_input="values"`` where codes differ from values) rather than codes, a
         network whose input width is not the domain's, or one whose labels or probabilities on the check points
         differ from the model's own.
     """
@@ -53,6 +54,13 @@ def relu_network(model, domain, *, rng: np.random.Generator | None = None) -> Re
     if not isinstance(model, CountingModel):
         raise ModelCapabilityError(f"certification needs a wrapped model under test (chiralfair.models.as_model), "
                                    f"got {type(model).__name__}")
+    if model.language.as_values:
+        raise ModelCapabilityError(
+            f"model {model.name!r} is fed the data's values (model_input='values'), and some columns' codes are not "
+            "their values (a bin stands for an interval of values): certification bounds a network over boxes of "
+            "codes, and does not yet map a box of codes to the box of values it stands for, so it cannot certify "
+            "this model. Test it instead (chiralfair.estimate / audit with model_input='values'), or certify a "
+            "network trained on the codes (model_input='codes')")
     if model.takes_frame:
         raise ModelCapabilityError(f"model {model.name!r} is fed a DataFrame; certification reads networks over the "
                                    "integer codes (a torch module, TorchScript or ONNX network)")

@@ -24,7 +24,9 @@ from ..domain import Domain
 from ..storage import atomic_path, atomic_write_bytes, json_default
 
 ANSWERS = ("certified fair", "falsified", "undecided")
-PERSON_STATUSES = ("certified unaffected", "affected", "undecided")
+PERSON_STATUSES = ("certified unaffected", "affected", "undecided", "left out")
+# A person none of whose counterparts could exist: in no share (the verdict's left-out rule), counted and named.
+LEFT_OUT = 3
 PAIR_FIELDS = ("idis", "counterparts", "idi_labels", "counterpart_labels")
 
 
@@ -34,19 +36,22 @@ def _share(part: float, whole: float) -> float:
 
 @dataclass(frozen=True)
 class IndividualCertificates:
-    """Per person: certified unaffected, affected (an IDI, proven), or undecided (the budget ran out).
+    """Per person: certified unaffected, affected (an IDI, proven), undecided (the budget ran out), or left out.
 
-    Certified unaffected: no counterpart of any point of their box gets another label.
+    Certified unaffected: no counterpart of any point of their box gets another label. Left out: none of their
+    counterparts could exist (each breaks a constraint), so no decision could treat them differently; as in the
+    verdict (:attr:`Verdict.n_left_out <chiralfair.verdict.Verdict>`), they are counted and named, and in no
+    share: the shares are of the :attr:`n_individuals` others.
     A person's box holds every value of their own non-protected codes' bins; for a model over codes (every model
     certification reads) a bin is one code, so the box is the person's own point and the answer is exact: certified
     unaffected or affected, never undecided.
 
     Attributes
     ----------
-    rows : numpy.ndarray of int64, shape (n_individuals,)
-        The dataset rows certified.
-    status : numpy.ndarray of int8, shape (n_individuals,)
-        0 certified unaffected, 1 affected, 2 undecided (:data:`PERSON_STATUSES`).
+    rows : numpy.ndarray of int64, shape (n_rows,)
+        The dataset rows certified (the left out among them included).
+    status : numpy.ndarray of int8, shape (n_rows,)
+        0 certified unaffected, 1 affected, 2 undecided, 3 left out (:data:`PERSON_STATUSES`).
     seconds : float
         Wall seconds.
     rows_name : str
@@ -62,20 +67,35 @@ class IndividualCertificates:
 
     @property
     def n_individuals(self) -> int:
-        """Number of individuals."""
-        return int(len(self.rows))
+        """Individuals in the shares: the rows certified, less the left out."""
+        return int(len(self.rows)) - self.n_left_out
+
+    @property
+    def n_left_out(self) -> int:
+        """Individuals left out of every share: none of their counterparts could exist."""
+        return int((self.status == LEFT_OUT).sum())
 
     def share(self, status: str) -> float:
-        """Share of the individuals with ``status`` (one of :data:`PERSON_STATUSES`).
+        """Share of the individuals (:attr:`n_individuals`, the left out not among them) with ``status``.
 
         Parameters
         ----------
-        status : str
+        status : {"certified unaffected", "affected", "undecided"}
 
         Returns
         -------
         float
+
+        Raises
+        ------
+        ConfigError
+            For ``"left out"`` (in no share: :attr:`n_left_out` counts them) or another word.
         """
+        from ..exceptions import ConfigError
+
+        if status not in PERSON_STATUSES[:LEFT_OUT]:
+            raise ConfigError(f"status {status!r}: the shares are of {', '.join(map(repr, PERSON_STATUSES[:LEFT_OUT]))}"
+                              "; the left out are in no share (n_left_out counts them)")
         return _share(int((self.status == PERSON_STATUSES.index(status)).sum()), self.n_individuals)
 
     @property
@@ -100,16 +120,29 @@ class IndividualCertificates:
         -------
         dict
         """
-        return {"rows": self.rows_name, "n_individuals": self.n_individuals,
+        return {"rows": self.rows_name, "n_individuals": self.n_individuals, "n_left_out": self.n_left_out,
                 "certified_unaffected": self.certified_share, "affected": self.affected_share,
                 "undecided": self.undecided_share, "seconds": self.seconds}
+
+    def left_out_text(self) -> str | None:
+        """Who is left out and why, in the verdict's words (None when no one is).
+
+        Returns
+        -------
+        str or None
+            Naming the domain's constraints (``meta["constraints"]``).
+        """
+        from ..verdict.result import left_out_line
+
+        return left_out_line(self.n_left_out, self.meta.get("constraints", ()), (), "test")
 
     def to_frame(self) -> pd.DataFrame:
         """One row per individual: ``row`` and ``status`` (text).
 
         Returns
         -------
-        pandas.DataFrame, shape (n_individuals, 2)
+        pandas.DataFrame, shape (n_rows, 2)
+            The left out included, with status ``"left out"``.
         """
         labels = np.asarray(PERSON_STATUSES, dtype=object)[self.status.astype(np.int64)]
         return pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
@@ -230,6 +263,11 @@ class CertifyResult:
         """Data rows counted in :attr:`row_counts`."""
         return int(sum(self.row_counts.values()))
 
+    @property
+    def n_rows_inside(self) -> int:
+        """Data rows in the row shares: those outside the domain (no input of their key could exist) are left out."""
+        return self.n_rows - int(self.row_counts.get("outside", 0))
+
     def summary(self) -> dict[str, Any]:
         """The headline figures under their ``result.json`` names.
 
@@ -254,13 +292,14 @@ class CertifyResult:
         Returns
         -------
         pandas.DataFrame, shape (3, 5)
-            Columns ``answer``, ``volume``, ``share``, ``rows``, ``row_share``; rows follow :data:`ANSWERS`.
+            Columns ``answer``, ``volume``, ``share``, ``rows``, ``row_share``; rows follow :data:`ANSWERS`. A row
+            share is of the rows inside the domain: the rows outside it are left out (``row_counts["outside"]``).
         """
         volumes = [self.certified_volume, self.falsified_volume, self.undecided_volume]
         rows = [self.row_counts.get(k, 0) for k in ("certified", "falsified", "undecided")]
         return pd.DataFrame({"answer": list(ANSWERS), "volume": volumes,
                              "share": [_share(v, self.domain_volume) for v in volumes],
-                             "rows": rows, "row_share": [_share(r, self.n_rows) for r in rows]})
+                             "rows": rows, "row_share": [_share(r, self.n_rows_inside) for r in rows]})
 
     def idis_frame(self, domain: Domain) -> pd.DataFrame:
         """The concrete IDIs with decoded values, beside their counterparts (suffix ``_counterpart``).
@@ -293,17 +332,20 @@ class CertifyResult:
                f"undecided: {self.undecided_share:.2%} ({self.stopped} after {self.seconds:.1f} s, "
                f"{self.stats.get('n_boxes', 0):,} boxes bounded)"]
         if self.n_rows:
-            c = self.row_counts
-            out.append(f"{self.rows_name}: {_share(c.get('certified', 0), self.n_rows):.2%} in certified parts, "
-                       f"{_share(c.get('falsified', 0), self.n_rows):.2%} falsified, "
-                       f"{_share(c.get('undecided', 0), self.n_rows):.2%} undecided"
-                       + (f", {_share(c.get('outside', 0), self.n_rows):.2%} outside the domain"
-                          if c.get("outside") else ""))
+            c, inside = self.row_counts, self.n_rows_inside
+            outside = c.get("outside", 0)
+            out.append(f"{self.rows_name}: {_share(c.get('certified', 0), inside):.2%} in certified parts, "
+                       f"{_share(c.get('falsified', 0), inside):.2%} falsified, "
+                       f"{_share(c.get('undecided', 0), inside):.2%} undecided"
+                       + (f"; {outside:,} row{'' if outside == 1 else 's'} left out, outside the domain (no input of "
+                          "their key could exist)" if outside else ""))
         if self.individuals is not None:
             ind = self.individuals
             out.append(f"individuals ({ind.rows_name}): {ind.certified_share:.2%} certified unaffected, "
                        f"{ind.affected_share:.2%} affected, {ind.undecided_share:.2%} undecided "
                        f"({ind.seconds:.2f} s)")
+            if left_out := ind.left_out_text():
+                out.append(f"left out: {left_out}")
         out += [f"note: {n}" for n in self.notes]
         return out
 

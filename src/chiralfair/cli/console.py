@@ -29,7 +29,7 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> No
     Parameters
     ----------
     err : Exception
-        The error to show; its text is printed after ``Error:``.
+        The error to show; its text is printed after ``error:``, and its notes (``add_note``) after it.
     flags : tuple of str, default=FLAGS
         Python parameter names to show as ``--flag-names`` (``max_global`` -> ``--max-global``); ``()`` keeps the
         text as it is.
@@ -44,6 +44,8 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> No
         typer.secho(f"error: {len(lines)} problems, to fix together:", err=True, fg=typer.colors.RED)
         for i, line in enumerate(lines, 1):
             typer.secho(f"  ({i}) {line}", err=True, fg=typer.colors.RED)
+    for note in getattr(err, "__notes__", ()):  # what became of the run folder (an earlier run untouched, ...)
+        typer.secho(f"  note: {note}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code=code)
 
 

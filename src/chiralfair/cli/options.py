@@ -76,6 +76,11 @@ TrustOpt = Annotated[bool, typer.Option(
     "--trust-model-file", help="Load joblib/pickle files and skops files with untrusted types (runs their code).")]
 ModelOutputOpt = Annotated[str | None, typer.Option(
     help="For torch and one-column ONNX models: whether the output is a 'probability' or a 'logit'.")]
+ModelInputOpt = Annotated[str | None, typer.Option(
+    help="What --model FILE was trained on: 'values' (the raw numbers of the data's feature columns, in their "
+         "order), 'frame' (a DataFrame of the columns), 'codes' (chiralfair's integer codes) or 'auto' (the "
+         "default: a frame for a model that records its column names; codes where the data's codes are its "
+         "values; otherwise refused, asking for this flag).")]
 
 # Counterparts that could exist (architecture: counterparts that could exist): run, estimate, retrain.
 CoupleOpt = Annotated[str | None, typer.Option(
@@ -131,6 +136,7 @@ class Inputs:
     test_size: TestSizeOpt = None
     trust_model_file: TrustOpt = False
     model_output: ModelOutputOpt = None
+    model_input: ModelInputOpt = None
 
     @property
     def model_file(self) -> str | None:
@@ -191,7 +197,7 @@ class Inputs:
         """
         only_with_data(label=self.label, positive_class=self.positive_class, favourable=favourable, bins=self.bins,
                        schema=self.schema, test=self.test, model_output=self.model_output,
-                       trust_model_file=self.trust_model_file)
+                       model_input=self.model_input, trust_model_file=self.trust_model_file)
 
     def refuse_both_forms(self, command: str) -> None:
         """Refuse --data beside --dataset: your data file with your model file, or a benchmark, not both.
@@ -234,7 +240,7 @@ class Inputs:
         -------
         dict
             ``label``, ``positive_class``, ``protected``, ``bins`` (parsed), ``schema``, ``test``, ``test_size``,
-            ``random_state``, ``trust_model_file``, ``model_output``.
+            ``random_state``, ``trust_model_file``, ``model_output``, ``model_input``.
 
         Raises
         ------
@@ -244,7 +250,8 @@ class Inputs:
         return {"label": self.label, "positive_class": self.positive_class, "protected": self.protected,
                 "bins": parse_bins(self.bins) if self.bins else None, "schema": self.schema, "test": self.test,
                 "test_size": self.test_size, "random_state": self.random_state,
-                "trust_model_file": self.trust_model_file, "model_output": self.model_output}
+                "trust_model_file": self.trust_model_file, "model_output": self.model_output,
+                "model_input": self.model_input or "auto"}
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,12 @@ def _retrained_model(result, model_card):
     """The retrained sklearn model a skops card (``--model-card FILE.md``) describes, when there is one."""
     if model_card is None or Path(model_card).suffix.lower() != ".md" or not result.models:
         return None
-    return getattr(result.model, "estimator", None)
+    from ..exceptions import ModelCapabilityError
+
+    try:
+        return result.model  # the model kept: the user's kind of model
+    except ModelCapabilityError:  # fitted on the codes of a model that speaks another language: none to describe
+        return None
 
 
 def _retrained_file(result, out: Path) -> Path | str:

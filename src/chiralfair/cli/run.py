@@ -82,15 +82,22 @@ def run(
 
 
 def _run_benchmark(config, out, json_out, verbose):
-    from ..pipeline import run_experiment
-    from ..reporting.report import write_run
+    from dataclasses import replace
 
+    from ..pipeline import run_experiment
+    from ..pipeline.config import validate_config
+    from ..reporting.report import write_run
+    from ..results.run_folder import StagedFolder
+
+    validate_config(config)  # a refused flag before the folder is looked at, as run_experiment checks them
     setup_logging(verbose)
-    with progress(STEPS, enabled=not json_out) as on_step:
-        outcome = run_experiment(config, on_step=on_step, out=out)
-    if out is not None:
-        write_run(outcome, out)
-    return outcome
+    # the search and the report written beside an earlier run in out, which they replace only once whole
+    with StagedFolder(out) as folder:
+        with progress(STEPS, enabled=not json_out) as on_step:
+            outcome = run_experiment(config, on_step=on_step, out=folder.path)
+        if folder.path is not None:
+            write_run(outcome, folder.path)
+    return replace(outcome, result=folder.moved(outcome.result))
 
 
 def _print(summary: dict, json_out: bool, out: Path | None) -> None:

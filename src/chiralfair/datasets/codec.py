@@ -15,7 +15,9 @@ beyond ±2**53       the value of rank ``code`` among the column's sorted distin
                     ranks because float64, the type models are called with, cannot hold such values exactly)
 binned numeric      the bin's **representative**: the lower median of the data values that fell in that bin
                     (an actual value of the column, so an integer column stays integer-valued; deterministic);
-                    a bin no data row fell in gets the midpoint of its edges; the missing bin → NaN
+                    a bin no data row fell in gets the midpoint of its edges (an open first bin, from
+                    -inf, its upper edge; an open last bin, to inf, the integer above its lower edge);
+                    the missing bin → NaN
 ==================  ==========================================================================================
 
 Decoding is one table look-up per column (vectorised): 10^5 rows of a dozen columns take milliseconds.
@@ -80,6 +82,25 @@ class ColumnCodec:
             k = len(self.dtype.categories)
             return pd.Categorical.from_codes(np.where(codes >= k, -1, codes), dtype=self.dtype)
         return _cast(table[codes], self.dtype)
+
+    @property
+    def codes_are_values(self) -> bool:
+        """Whether each code of this column is its value, as a number (an integer column, a 0/1 or boolean column).
+
+        False for a binned column (a code stands for an interval), a rank-coded column, text or categories other
+        than ``0, 1, ...`` in code order, and a column with a missing value.
+        """
+        if self.how == "integer":
+            return True
+        if self.how != "category" or self.table is None or isinstance(self.dtype, pd.CategoricalDtype):
+            return False
+        if getattr(self.dtype, "kind", "O") not in "biuf":
+            return False
+        try:
+            numbers = np.asarray(self.table, dtype=np.float64)
+        except (TypeError, ValueError):
+            return False
+        return bool(np.array_equal(numbers, np.arange(len(numbers), dtype=np.float64)))
 
     def _check_codes(self, codes: np.ndarray, table: np.ndarray) -> None:
         bad = (codes < 0) | (codes >= len(table))
@@ -234,7 +255,12 @@ def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missi
     present = codes < n_bins
     values = pd.Series(series.to_numpy(dtype=float, na_value=np.nan)[present])
     medians = values.groupby(codes[present]).quantile(0.5, interpolation="lower")
-    table = (edges[:-1] + edges[1:]) / 2
+    low, high = edges[:-1], edges[1:]
+    # an open bin's midpoint is computed (-inf + inf is NaN) but not kept: the first bin, (-inf, b], holds b; the
+    # last, (a, inf), the integer above a
+    with np.errstate(invalid="ignore"):
+        table = np.where(np.isinf(low), np.where(np.isinf(high), 0.0, high),
+                         np.where(np.isinf(high), np.floor(low) + 1, (low + high) / 2))
     if pd.api.types.is_integer_dtype(series.dtype):
         table = np.round(table)
     table[medians.index.to_numpy()] = medians.to_numpy()

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
 
 MISSING_LABEL = "missing"
 
+# The name of the outer index level that says where each row comes from when frames read from several places are
+# encoded together (the data and its test rows): a refusal about a row then names the file and the row in its own
+# numbering ("row 12 of test file 'test.csv'"), never a row number counted across both.
+ROW_SOURCE = "chiralfair.row_source"
+
 logger = logging.getLogger(__name__)
 
 
@@ -54,7 +59,10 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
       :data:`~chiralfair.datasets.protected.MAX_NUMERIC_PROTECTED_VALUES` distinct values (an age in years)
       must be given ``bins`` (or made categorical): the check would otherwise try every value as a category;
     - a column in ``bins`` is cut into intervals: ``bins[column]`` is a number of equal-width bins or a
-      sequence of bin edges (values outside the edges are an error); missing values get a bin of their own.
+      sequence of bin edges; a value outside finite edges is an error naming its row, and a first edge ``-inf``
+      or a last edge ``inf`` makes the outer bin open-ended (``chiralfair schema infer`` writes them so, so a
+      held-out value beyond the inferred file's range falls in the outer bin); missing values get a bin of their
+      own.
 
     Feature names are the frame's column labels as text (``str(label)``); every lookup (``label``,
     ``protected``, ``bins``, ``protected_groups``) accepts the original label, integer or text, and matches it
@@ -267,11 +275,54 @@ def _data_warning(message: str) -> None:
     warnings.warn(message, DataWarning, stacklevel=4)
 
 
+def row_text(index: pd.Index, position: int) -> str:
+    """The row at ``position`` in words: ``row 12`` (its index label), or ``row 12 of test file 'test.csv'``.
+
+    Parameters
+    ----------
+    index : pandas.Index
+        A frame's index; when its outer level is named :data:`ROW_SOURCE` (frames of several sources stacked by
+        :func:`stacked_frames`), that level names the source and the inner one the row in the source's own numbering.
+    position : int
+        The row's position in the frame.
+
+    Returns
+    -------
+    str
+    """
+    label = index[position]
+    if isinstance(index, pd.MultiIndex) and index.names[0] == ROW_SOURCE:
+        source, row = label
+        return f"row {_show(row)} of {source}"
+    return f"row {_show(label)}"
+
+
+def stacked_frames(frames: Sequence[pd.DataFrame], sources: Sequence[str]) -> pd.DataFrame:
+    """``frames`` one below the other, each row's index saying where it comes from (:data:`ROW_SOURCE`).
+
+    :func:`from_frame` names a row of the result with :func:`row_text`: ``row 12 of test file 'test.csv'``.
+
+    Parameters
+    ----------
+    frames : sequence of pandas.DataFrame
+        Frames with the same columns.
+    sources : sequence of str
+        Each frame's source in words (``"data file 'train.csv'"``, ``"test="``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The rows of every frame, in order; the index's outer level (:data:`ROW_SOURCE`) is the source, the inner
+        one the frame's own index.
+    """
+    return pd.concat(list(frames), keys=list(sources), names=[ROW_SOURCE, "row"])
+
+
 def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
     missing = series.isna().to_numpy()
     if missing.any():
-        row = series.index[np.argmax(missing)]
-        raise DatasetError(f"label column {label!r} has a missing value at row {row!r}")
+        where = row_text(series.index, int(np.argmax(missing)))
+        raise DatasetError(f"label column {label!r} has a missing value at {where}")
     positive = (series == positive_class).to_numpy(dtype=bool)
     if not positive.any():
         values = ", ".join(map(repr, sorted(series.unique().tolist(), key=str)[:10]))
@@ -383,7 +434,7 @@ def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
     missing = series.isna().to_numpy()
     if missing.any():
         raise DatasetError(
-            f"column {name!r} has a missing value at row {series.index[np.argmax(missing)]!r}; fill it, or "
+            f"column {name!r} has a missing value at {row_text(series.index, int(np.argmax(missing)))}; fill it, or "
             f"pass bins={{{name!r}: ...}} so that missing values get a bin of their own")
     dtype = series.dtype
     # Integer columns are read in their own integer type (never through float64, which rounds beyond 2**53).
@@ -393,7 +444,7 @@ def _integer_valued(series: pd.Series, name: str) -> tuple[Column, ColumnCodec]:
         if fractional.any():
             row = int(np.argmax(fractional))
             raise DatasetError(
-                f"column {name!r} holds the non-integer value {_show(values[row])} (row {series.index[row]!r}); "
+                f"column {name!r} holds the non-integer value {_show(values[row])} ({row_text(series.index, row)}); "
                 f"encoded features must be integers: pass bins={{{name!r}: 10}} (10 equal-width bins) or "
                 f"bins={{{name!r}: [edges...]}}, or round the column")
     low, high = values.min(), values.max()
@@ -455,9 +506,20 @@ def auto_edges(series: pd.Series, name: str, n_bins: int = AUTO_BINS) -> np.ndar
 
 
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
-    """Bin codes of a numeric column: ``spec`` bins (an int: equal width; a sequence: edges), None: automatic."""
+    """Bin codes of a numeric column: ``spec`` bins (an int: equal width; a sequence: edges), None: automatic.
+
+    Edges may open the outer bins: a first edge ``-inf`` or a last edge ``inf`` (what ``chiralfair schema infer``
+    writes) puts every value below (above) the inner edges in the outer bin. A value beyond a finite outer edge is
+    refused, naming the column, the value and its row.
+    """
     if not pd.api.types.is_numeric_dtype(series.dtype) or pd.api.types.is_bool_dtype(series.dtype):
         raise DatasetError(f"bins given for column {name!r}, which is not numeric ({series.dtype})")
+    values = series.to_numpy(dtype=float, na_value=np.nan)
+    infinite = np.isinf(values)
+    if infinite.any():
+        where = row_text(series.index, int(np.argmax(infinite)))
+        raise DatasetError(f"column {name!r} holds an infinite value ({where}); replace it (e.g. by NaN, which gets a "
+                           "bin of its own) before testing")
     if spec is None:
         edges = auto_edges(series, name)
         binning = f"{len(edges) - 1} quantile bins, chosen automatically"
@@ -471,27 +533,52 @@ def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
         edges = np.linspace(low, high if high > low else low + 1.0, int(spec) + 1)
         binning = f"{int(spec)} equal-width bins, as given"
     else:
-        edges = np.asarray(spec, dtype=float)
-        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-            raise DatasetError(f"bins[{name!r}] must be an int or at least two increasing edges, "
-                               f"got {spec!r}")
+        edges = _given_edges(name, spec)
         binning = f"{edges.size - 1} bins at the given edges"
+        if np.isinf(edges).any():
+            binning += ", the outer ones open-ended"
     # Intervals (a, b], the first one closed on the left too.
     cut = pd.cut(series, bins=edges, include_lowest=True, labels=False)
     codes = cut.to_numpy(dtype=float, na_value=np.nan)
     outside = np.isnan(codes) & series.notna().to_numpy()
     if outside.any():
         row = int(np.argmax(outside))
-        raise DatasetError(f"column {name!r} value {_show(series.iloc[row])} (row {series.index[row]!r}) "
-                           f"lies outside the bin edges [{edges[0]:g}, {edges[-1]:g}]")
+        raise DatasetError(f"column {name!r} value {_show(series.iloc[row])} ({row_text(series.index, row)}) "
+                           f"lies outside the bin edges [{edges[0]:g}, {edges[-1]:g}]; to put values beyond them in "
+                           "the outer bins, make the first edge -inf and the last inf (a schema written by an older "
+                           "'chiralfair schema infer' closes them at its file's range: infer it again)")
     n_bins = len(edges) - 1
-    labels = {i: f"{edges[i]:g}-{edges[i + 1]:g}" for i in range(n_bins)}
+    labels = {i: _bin_label(edges[i], edges[i + 1]) for i in range(n_bins)}
     missing = np.isnan(codes)
     codes = np.where(missing, n_bins, codes).astype(np.int64)
     if missing.any():
         labels[n_bins] = MISSING_LABEL
     return (Column(name, codes, "ordinal", labels, n_bins if missing.any() else None),
             bin_codec(series, codes, edges, bool(missing.any()), binning))
+
+
+def _given_edges(name: str, spec) -> np.ndarray:
+    """Edges given by the user: increasing, at least two, finite but for an open first (-inf) or last (inf) one."""
+    try:
+        edges = np.asarray(spec, dtype=float)
+    except (TypeError, ValueError):
+        edges = np.array([])
+    if (edges.ndim != 1 or edges.size < 2 or np.isnan(edges).any() or np.isinf(edges[1:-1]).any()
+            or edges[0] == np.inf or edges[-1] == -np.inf or np.any(np.diff(edges) <= 0)):
+        raise DatasetError(f"bins[{name!r}] must be an int or at least two increasing edges (the first may be -inf "
+                           f"and the last inf, for open-ended outer bins), got {spec!r}")
+    return edges
+
+
+def _bin_label(low: float, high: float) -> str:
+    """A bin's label: ``20-40``; an open outer bin ``<=40`` or ``>60``; a single open bin ``all``."""
+    if np.isinf(low) and np.isinf(high):
+        return "all"
+    if np.isinf(low):
+        return f"<={high:g}"
+    if np.isinf(high):
+        return f">{low:g}"
+    return f"{low:g}-{high:g}"
 
 
 def _warn_alike_values(df: pd.DataFrame, features: list, codec: FrameCodec, domain: Domain) -> None:
@@ -523,13 +610,15 @@ def _show(value) -> str:
 FRAME_SUFFIXES = (".csv", ".parquet")
 
 
-def read_frame(path) -> pd.DataFrame:
+def read_frame(path, *, what: str = "data file") -> pd.DataFrame:
     """Read a data file (``.csv`` or ``.parquet``) into a DataFrame, as it is (no type guessing beyond pandas').
 
     Parameters
     ----------
     path : str or path-like
         A ``.csv`` or ``.parquet`` file.
+    what : str, default="data file"
+        What the file is, for the messages (``"test file"``).
 
     Returns
     -------
@@ -538,32 +627,38 @@ def read_frame(path) -> pd.DataFrame:
     Raises
     ------
     DatasetError
-        Naming the file: a missing file, an unsupported suffix, or a file pandas cannot read.
+        Naming the file: a missing file, an unsupported suffix, a file pandas cannot read, or one with no rows.
     """
     from pathlib import Path
 
     path = Path(path)
     if path.suffix.lower() not in FRAME_SUFFIXES:
-        raise DatasetError(f"data file {str(path)!r}: unsupported suffix {path.suffix or '(none)'!r}; use a .csv or "
+        raise DatasetError(f"{what} {str(path)!r}: unsupported suffix {path.suffix or '(none)'!r}; use a .csv or "
                            ".parquet file")
     if not path.is_file():
-        raise DatasetError(f"data file {str(path)!r} does not exist")
+        raise DatasetError(f"{what} {str(path)!r} does not exist")
     try:
         frame = read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:
-        raise DatasetError(f"cannot read data file {str(path)!r}: {err}") from err
-    return refuse_no_rows(frame, path)
+        raise DatasetError(f"cannot read {what} {str(path)!r}: {err}") from err
+    return refuse_no_rows(frame, path, what=what)
 
 
-def refuse_no_rows(frame: pd.DataFrame, path) -> pd.DataFrame:
-    """``frame``, refused when the file it was read from has columns but no rows (a header alone).
+def refuse_no_rows(frame: pd.DataFrame, path=None, *, what: str = "data file",
+                   columns: Sequence | None = None) -> pd.DataFrame:
+    """``frame``, refused when it has no rows (a file with a header alone, an empty DataFrame).
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        As read from ``path``.
-    path : str or path-like
-        The file, for the message.
+        As read from ``path``, or as given.
+    path : str or path-like, optional
+        The file it was read from, for the message; None for a frame given as an object.
+    what : str, default="data file"
+        What it is, for the message: ``"data file"``, ``"test file"`` (followed by ``path``), or a frame's name in
+        words (``"the data (data=)"``) when there is no ``path``.
+    columns : sequence, optional
+        The file's columns, when ``frame`` holds only some of them (one column read alone).
 
     Returns
     -------
@@ -573,12 +668,16 @@ def refuse_no_rows(frame: pd.DataFrame, path) -> pd.DataFrame:
     Raises
     ------
     DatasetError
-        Naming the file and its columns.
+        Naming the file (or the frame) and its columns.
     """
     if len(frame) == 0:
-        columns = ", ".join(map(str, frame.columns[:10])) + (", ..." if len(frame.columns) > 10 else "")
-        raise DatasetError(f"data file {str(path)!r} has no rows (a header only: {columns}): there is nothing to "
-                           "read values or people from; give a file with rows")
+        columns = list(frame.columns if columns is None else columns)
+        shown = ", ".join(map(str, columns[:10])) + (", ..." if len(columns) > 10 else "")
+        if path is None:
+            raise DatasetError(f"{what} has no rows (columns: {shown}): there are no people to test; give a frame "
+                               "with rows")
+        raise DatasetError(f"{what} {str(path)!r} has no rows (a header only: {shown}): there is nothing to read "
+                           "values or people from; give a file with rows")
     return frame
 
 
@@ -640,7 +739,9 @@ def read_frame_column(path, column: str) -> pd.DataFrame:
             frame = pd.read_csv(path, usecols=[column])
     except (OSError, ValueError) as err:
         raise DatasetError(f"cannot read column {column!r} of data file {str(path)!r}: {err}") from err
-    return refuse_no_rows(frame, path)
+    if len(frame) == 0:
+        refuse_no_rows(frame, path, columns=read_frame_header(path))
+    return frame
 
 
 def match_label_value(frame: pd.DataFrame, label, value, *, what: str = "positive_class"):

@@ -13,11 +13,13 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
     [columns.age]
     type = "float64"
     missing = 263                     # missing values in the inferred file
-    bins = [0.17, 19.0, 24.0, ...]    # edges, or a number of equal-width bins
+    bins = [-inf, 19.0, 24.0, ..., inf]  # edges, or a number of equal-width bins
 
 Non-integer numeric columns, and numeric columns with missing values, get ``n_bins`` quantile bins (each holding
 about as many rows of the inferred file; one bin per value for a column with that few), written as edges so that
-later runs on other files cut them the same way.
+later runs on other files cut them the same way. The outer bins are open-ended (first edge ``-inf``, last ``inf``):
+a held-out value below or above every value of the inferred file falls in the outer bin, never refused. Edges given
+with ``bins=`` (``--bins``) are written as given; a value beyond finite outer edges is refused, naming its row.
 Bins are the search's view only: the verdict, F1 and group metrics are computed on the rows as given.
 
 ``type`` is honoured: ``"category"`` reads the column as a pandas categorical of its ``categories`` in their order
@@ -58,7 +60,8 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     positive_class : object or None
     protected : sequence of str
     bins : mapping, optional
-        Bins to write as given (edges or a count); other non-integer numeric columns get ``n_bins`` edges.
+        Bins to write as given (edges or a count); other non-integer numeric columns get ``n_bins`` quantile bins,
+        written as edges whose first is ``-inf`` and last ``inf`` (open-ended outer bins).
     n_bins : int
 
     Returns
@@ -105,9 +108,10 @@ def _column_lines(series: pd.Series, spec, n_bins: int) -> list[str]:
         if present.size and ((present != np.round(present)).any() or n_missing):
             from .frame import auto_edges
 
-            low, high = float(present.min()), float(present.max())
             spec = sorted({float(f"{e:.6g}") for e in auto_edges(series, str(series.name), n_bins)})
-            spec[0], spec[-1] = min(spec[0], low), max(spec[-1], high)
+            # open-ended outer bins (architecture: the population and the domain): a held-out value beyond this
+            # file's range is in the outer bin, not refused
+            spec[0], spec[-1] = -np.inf, np.inf
     if spec is not None:
         out.append(f"bins = {_toml(spec if isinstance(spec, int) else [float(e) for e in spec])}")
     return out

@@ -265,9 +265,10 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
     figures.update(_diversity_figures("idi", s.diversity))
     figures.update(_diversity_figures("seed", outcome.seed_diversity))
     if outcome.verdict is not None:
-        figures.update(share_affected=outcome.verdict.share, share_affected_lower=outcome.verdict.lower,
-                       share_affected_upper=outcome.verdict.upper,
-                       share_affected_plausible=(outcome.verdict.plausibility or {}).get("share_plausible"))
+        verdict = outcome.verdict  # the people's interval as the verdict decided it, as every other door shows
+        figures.update(share_affected=verdict.share, share_affected_lower=verdict.people_lower,
+                       share_affected_upper=verdict.people_upper,
+                       share_affected_plausible=(verdict.plausibility or {}).get("share_plausible"))
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
             "seeds_reused": store.reused, "meta": _meta(cell, data_home)}

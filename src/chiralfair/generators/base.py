@@ -15,7 +15,7 @@ from .._random import RandomState, resolve_random_state
 from .._registry import Registry
 from .._validation import check_int
 from ..domain import Domain
-from ..exceptions import DomainError, ModelCapabilityError, ModelInputError
+from ..exceptions import ConfigError, DomainError, ModelCapabilityError, ModelInputError
 from ..models.adapters import as_model
 from ..models.protocol import QueryBudgetSpent, in_domain_terms
 from ..results import SearchResult, SeedReport, base_meta
@@ -64,7 +64,9 @@ def make_generator(name: str, **params) -> Generator:
     Raises
     ------
     ConfigError
-        If ``name`` is not registered (the message lists the valid names) or a parameter is invalid.
+        If ``name`` is not registered (the message lists the valid names), is ``"auto"`` (which stands for a
+        generator only a model can pick: :func:`chiralfair.generators.names.auto_generator`), or a parameter is
+        invalid.
 
     Examples
     --------
@@ -89,6 +91,13 @@ def make_generator(name: str, **params) -> Generator:
     ['sex', 'hours', 'sex_counterpart', 'hours_counterpart']
     """
     from . import _load_all  # noqa: F401  (registers the built-in generators)
+    from .names import AUTO
+
+    if name == AUTO:  # a valid name, which only a model can resolve
+        raise ConfigError("generator 'auto' is the one the model under test offers (eidig with an input gradient "
+                          "and probabilities, else aequitas): name that generator here, or resolve it with "
+                          "chiralfair.generators.names.auto_generator(has_gradient=..., has_proba=...); audit, "
+                          "run and retrain pick it themselves")
     return GENERATORS.make(name, **params)
 
 
@@ -259,5 +268,5 @@ def _budget_spent(spent: QueryBudgetSpent, recorder: IDIRecorder) -> tuple[tuple
     """The note and the ``meta`` entries of a search the query budget stopped."""
     left = spent.max_queries - spent.spent
     note = (f"stopped: the query budget of {spent.max_queries:,} model queries was spent ({recorder.n_queries:,} by "
-            f"this search; the next call, of {spent.asked:,} rows, would have passed it, {left:,} were left)")
+            f"this search; the next call, of {spent.asked:,} queries, would have passed it, {left:,} were left)")
     return (note,), {"stopped_by": "max_queries", "max_queries": spent.max_queries}

@@ -579,7 +579,7 @@ def _walk_chains(recorder: IDIRecorder, x: np.ndarray, checks: ChainChecks, unch
     changed = np.ones(n, dtype=bool)  # gradients due
     cut = np.zeros(n, dtype=bool)
     is_global = np.zeros(n, dtype=bool)
-    per_check = check_cost(len(domain.combinations))
+    per_check = check_cost(len(domain.combinations)) * recorder.calls_per_query(with_proba=True)
     cap = None if seeding else _share_of_the_budget(recorder, budget_share)
     it = first
     for it in range(first, max_iter + 1):

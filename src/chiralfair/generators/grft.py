@@ -265,7 +265,7 @@ class _Evolution:
         """
         if self.cap is None:
             return len(owners)
-        per_row = check_cost(len(self.domain.combinations))
+        per_row = check_cost(len(self.domain.combinations)) * self.recorder.calls_per_query(with_proba=True)
         fits = max(self.cap - self.recorder.n_queries, 0) // per_row
         if fits >= len(owners):
             return len(owners)

@@ -104,7 +104,7 @@ class IDIRecorder:
         check_deadline(f"the {phase} phase of the search")
         X = self._inside_the_domain(X, phase)
         repaired = X if satisfying else self.domain.repair(X)
-        affordable, next_cost = self._rows_affordable(repaired)
+        affordable, next_cost = self._rows_affordable(repaired, self.calls_per_query(with_proba))
         if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
             repaired, located = repaired[:affordable], None
         res = self.checker.check(repaired, with_proba=with_proba, satisfying=True)
@@ -212,16 +212,33 @@ class IDIRecorder:
         differs = block != labels[rows, None]
         index[rows] = np.where(differs.any(axis=1), differs.argmax(axis=1), -1)
 
-    def _rows_affordable(self, X: np.ndarray) -> tuple[int, int]:
+    def calls_per_query(self, with_proba: bool) -> int:
+        """Queries each row sent by a check costs: 2 when probabilities come from a call of their own, else 1.
+
+        Labels and probabilities of the same rows are two queries unless one call of the model returns both
+        (:attr:`CountingModel.one_pass <chiralfair.models.protocol.CountingModel.one_pass>`).
+
+        Parameters
+        ----------
+        with_proba : bool
+            Whether the check asks for probabilities too.
+
+        Returns
+        -------
+        int
+        """
+        return 2 if with_proba and not self.model.one_pass else 1
+
+    def _rows_affordable(self, X: np.ndarray, calls: int = 1) -> tuple[int, int]:
         """How many leading rows of ``X`` the query budget lets the check send, and the cost of the next (0: all).
 
-        A row costs one query per counterpart sent (:class:`~chiralfair.oracle.DiscriminationCheck`: every
-        combination, its own included, one more outside the PA domains, none for an impossible counterpart). Only
-        a batch that might not fit is costed row by row.
+        A row costs ``calls`` queries per counterpart sent (:class:`~chiralfair.oracle.DiscriminationCheck`: every
+        combination, its own included, one more outside the PA domains, none for an impossible counterpart;
+        :meth:`calls_per_query`). Only a batch that might not fit is costed row by row.
         """
         remaining = self.model.remaining_queries
         k = self.checker.n_combinations
-        if remaining is None or len(X) * (k + 1) <= remaining:
+        if remaining is None or len(X) * (k + 1) * calls <= remaining:
             return len(X), 0
         head = X[:remaining + 1]  # every row costs at least one query
         own = self.checker.own_combination(head)
@@ -231,6 +248,7 @@ class IDIRecorder:
             inside = np.flatnonzero(own >= 0)
             ok[inside, own[inside]] = True
             cost = ok.sum(axis=1) + (own < 0)
+        cost = cost * calls
         fits = int(np.searchsorted(np.cumsum(cost), remaining, side="right"))
         return (len(X), 0) if fits >= len(X) else (fits, int(cost[fits]))
 

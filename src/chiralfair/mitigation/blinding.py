@@ -5,11 +5,13 @@ them, exactly as :meth:`Domain.counterpart_rows <chiralfair.domain.Domain.counte
 (census: a man who is a husband reads as a woman who is a wife; a wife stays one). An input and each of its
 counterparts blind to one input, so a model fed blinded inputs gives them one label.
 
-A fitted ``unaware`` model is saved with its blinding, so that it loads back and predicts on its own: the blinding
-is a dict of lists and numbers (:func:`codes_blinding` for a model on the integer codes, :func:`frame_blinding` for
-one on a DataFrame of your raw columns), held by :class:`BlindedClassifier` (an sklearn meta-estimator that skops
-saves and :func:`chiralfair.models.files.load_model_file` loads) or, for a torch network,
-:class:`~chiralfair.mitigation.blinded_network.BlindedNetwork` (TorchScript).
+A fitted ``unaware`` model is kept with its blinding, so that it predicts on its own and loads back from its file:
+the blinding is a dict of lists and numbers (:func:`codes_blinding` for a model on the integer codes,
+:func:`frame_blinding` for one on a DataFrame of your raw columns), held by a :class:`Blinder`, the first step of a
+scikit-learn Pipeline whose second step is your estimator refitted on blinded inputs (:func:`blinded_pipeline`;
+skops saves it and :func:`chiralfair.models.files.load_model_file` loads it) or, for a torch network,
+:class:`~chiralfair.mitigation.blinded_network.BlindedNetwork` (TorchScript). :class:`BlindedClassifier`, the
+meta-estimator earlier versions saved, still loads.
 
 References
 ----------
@@ -21,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, TransformerMixin
 from sklearn.utils.metaestimators import available_if
 
 from ..exceptions import ConfigError
@@ -147,6 +149,8 @@ def blind(X, blinding: dict[str, Any]):
 
 
 def _blind_frame(frame, blinding: dict[str, Any]):
+    import pandas as pd
+
     out = frame.copy()
     for c in blinding["couplings"]:
         column = c["column"]
@@ -163,7 +167,10 @@ def _blind_frame(frame, blinding: dict[str, Any]):
             moved.loc[rows] = frame[column][rows].map(lambda x, m=mapping: m.get(x, x)).to_numpy()
         out[column] = moved
     for name, value in zip(blinding["columns"], blinding["values"], strict=True):
-        out[name] = value
+        dtype = frame[name].dtype
+        # a native categorical stays one (a model fitted on pandas categoricals reads them by their dtype)
+        out[name] = (pd.Series(value, index=out.index, dtype=dtype) if isinstance(dtype, pd.CategoricalDtype)
+                     else value)
     return out
 
 
@@ -293,3 +300,102 @@ class BlindedClassifier(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if not isinstance(self.blinding, dict) or "kind" not in self.blinding:
             raise ConfigError("BlindedClassifier needs blinding=<codes_blinding(domain) or frame_blinding(...)>")
         return self.blinding
+
+
+class Blinder(TransformerMixin, BaseEstimator):
+    """The blinding of an ``unaware`` model as a Pipeline step: inputs in, the same inputs blinded out.
+
+    Stateless: it holds the ``blinding`` (lists and numbers) only, so a Pipeline of it and a fitted estimator is
+    saved by skops and loaded by :func:`chiralfair.models.files.load_model_file` (chiralfair trusts this type of its
+    own; with ``skops.io.load`` pass ``trusted=["chiralfair.mitigation.blinding.Blinder"]`` besides the
+    estimator's own types).
+
+    Parameters
+    ----------
+    blinding : dict
+        :func:`codes_blinding` (the input is codes) or :func:`frame_blinding` (a DataFrame of raw columns).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from chiralfair.mitigation.blinding import Blinder
+    >>> blinding = {"kind": "frame", "columns": ["sex"], "values": ["f"], "couplings": []}
+    >>> Blinder(blinding).fit_transform(pd.DataFrame({"sex": ["m", "f"], "hours": [40, 30]}))["sex"].tolist()
+    ['f', 'f']
+    """
+
+    def __init__(self, blinding=None):
+        self.blinding = blinding
+
+    def fit(self, X, y=None) -> Blinder:
+        """Record the input's width (and its column names, for a DataFrame); nothing is learnt.
+
+        Parameters
+        ----------
+        X : array-like of int (n_samples, n_features), or pandas.DataFrame
+        y : ignored
+
+        Returns
+        -------
+        Blinder
+            ``self``.
+
+        Raises
+        ------
+        ConfigError
+            When ``blinding`` is not one of :func:`codes_blinding` or :func:`frame_blinding`.
+        """
+        _checked(self.blinding)
+        self.n_features_in_ = int(np.shape(X)[1])
+        columns = getattr(X, "columns", None)
+        if columns is not None:
+            self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
+        return self
+
+    def transform(self, X):
+        """``X`` blinded (a new array or frame; ``X`` is unchanged).
+
+        Parameters
+        ----------
+        X : array-like of int (n_samples, n_features), or pandas.DataFrame
+
+        Returns
+        -------
+        numpy.ndarray of int64 or pandas.DataFrame
+        """
+        return blind(X, _checked(self.blinding))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True  # stateless: the blinding is all it needs
+
+
+def blinded_pipeline(fitted, blinding: dict[str, Any]):
+    """``fitted`` (an estimator fitted on blinded inputs) behind a :class:`Blinder`, as a scikit-learn Pipeline.
+
+    Parameters
+    ----------
+    fitted : fitted sklearn classifier or Pipeline
+        Fitted on inputs blinded by ``blinding``; kept as the step ``"model"`` (a Pipeline stays one, inside).
+    blinding : dict
+        :func:`codes_blinding` or :func:`frame_blinding`.
+
+    Returns
+    -------
+    sklearn.pipeline.Pipeline
+        Steps ``("blind", Blinder)`` and ``("model", fitted)``; fitted, it takes the inputs ``fitted`` takes and
+        predicts its labels.
+    """
+    from sklearn.pipeline import Pipeline
+
+    step = Blinder(blinding)
+    for name in ("feature_names_in_", "n_features_in_"):  # what the Pipeline says it takes: what fitted takes
+        if hasattr(fitted, name):
+            setattr(step, name, getattr(fitted, name))
+    return Pipeline([("blind", step), ("model", fitted)])
+
+
+def _checked(blinding) -> dict[str, Any]:
+    if not isinstance(blinding, dict) or blinding.get("kind") not in ("codes", "frame"):
+        raise ConfigError("Blinder needs blinding=<codes_blinding(domain) or frame_blinding(...)>, got "
+                          f"{type(blinding).__name__}")
+    return blinding

@@ -71,7 +71,7 @@ class Evaluator:
 
         y_true = self.dataset.y[self.test]
         X_test = self.dataset.X[self.test]
-        people = population_of(self.dataset, self.test) if model.takes_frame else None
+        people = population_of(self.dataset, self.test) if model.reads_people else None
         y_pred = model.predict(X_test if people is None else people.frame)  # the people as given, if fed frames
         row: dict[str, Any] = {"f1": float(f1_score(y_true, y_pred, pos_label=1, zero_division=0)),
                                "accuracy": float(accuracy_score(y_true, y_pred))}

@@ -14,11 +14,12 @@ pairs, the training-seed spread and ``auto``'s reference).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, ModelCapabilityError
 from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from .base import fit_plain, fit_with_weights, unfitted_copy
@@ -82,7 +83,7 @@ def like_the_model(fitted, model: CountingModel, name: str) -> CountingModel:
     language = model.language
     return as_model(fitted, name=name, batch_size=model.batch_size,
                     output="auto" if language.output == "label" else language.output,
-                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    positive_class=language.positive_class, to_frame=language.to_frame, as_values=language.as_values,
                     classes=None if hasattr(fitted, "classes_") else language.classes)
 
 
@@ -113,18 +114,21 @@ def training_input(model: CountingModel, dataset, codes: np.ndarray, origin: np.
     from ..datasets.population import population_of
 
     language = model.language
-    people = population_of(dataset) if language.takes_frame else None
+    people = population_of(dataset) if language.reads_people else None
     origin = np.asarray(origin, dtype=np.int64)
     own = origin >= 0
     if people is None or not own.any():
         return language.model_input(codes)
-    from_people = language.frame_input(people.take(origin[own]).counterparts(codes[own]))
+    # rows built as frames, then sent as the model takes them (a frame, or its values as numbers)
+    as_frame = replace(language, as_values=False)
+    from_people = as_frame.frame_input(people.take(origin[own]).counterparts(codes[own]))
     if own.all():
-        return from_people
-    from_domain = language.model_input(codes[~own])
+        return language.frame_input(from_people) if language.as_values else from_people
+    from_domain = as_frame.model_input(codes[~own])
     order = np.concatenate([np.flatnonzero(own), np.flatnonzero(~own)])
     joined = pd.concat([from_people.reset_index(drop=True), from_domain.reset_index(drop=True)], ignore_index=True)
-    return joined.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+    joined = joined.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+    return language.frame_input(joined) if language.as_values else joined
 
 
 def refit_copy(model: CountingModel, dataset, rows, seed: int, name: str, added=None) -> CountingModel:
@@ -228,8 +232,9 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     Returns
     -------
     retrained : CountingModel
-        Its estimator is a :class:`~chiralfair.mitigation.blinding.BlindedClassifier` that takes the model's own
-        input (your raw frame: the protected and coupled columns blinded in raw values).
+        Its estimator is a scikit-learn Pipeline (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`): a
+        :class:`~chiralfair.mitigation.blinding.Blinder` that blinds the protected and coupled columns in the
+        model's own input (your raw values), then your estimator refitted on blinded rows.
     info : dict
 
     Raises
@@ -237,7 +242,7 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     ConfigError
         For another parameter, or a coupling a raw frame cannot be blinded by (:func:`.blinding.frame_blinding`).
     """
-    from .blinding import BlindedClassifier, blind, codes_blinding, frame_blinding
+    from .blinding import blind, blinded_pipeline, codes_blinding, frame_blinding
     from .reweighing import reweighed
 
     unknown = set(params) - {"reweigh"}
@@ -245,6 +250,11 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
         raise ConfigError(f"unaware: unknown parameters {sorted(unknown)} for a model refitted in its own language "
                           "(reweigh)")
     domain, language = dataset.domain, model.language
+    if language.as_values:
+        raise ModelCapabilityError(
+            f"method 'unaware' cannot refit model {model.name!r}, which is fed the data's values "
+            "(model_input='values'): the blinding it saves with the model is kept by column name (a frame) or by "
+            "code, neither of which such a model takes; use method 'counterfactual' or 'paper'")
     train = np.asarray(train, dtype=np.int64)
     X, y = dataset.X[train], dataset.y[train]
     codes = codes_blinding(domain)
@@ -257,4 +267,4 @@ def unaware_in_its_own_language(model: CountingModel, dataset, train, params: di
     info = {"n_columns_blinded": int(len(domain.protected) + len(domain.coupled_columns)), "how": "Unawareness",
             "reweigh": float(params.get("reweigh", 0.0)),
             "language": "refitted in the model's own input and labels, the blinding saved with it"}
-    return like_the_model(BlindedClassifier.of(fitted, blinding), model, f"unaware-{model.name}"), info
+    return like_the_model(blinded_pipeline(fitted, blinding), model, f"unaware-{model.name}"), info

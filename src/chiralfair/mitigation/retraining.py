@@ -25,8 +25,9 @@ methods (one module each, registered by name, :mod:`.base`):
 Every method builds counterparts as the discrimination check does (:meth:`Domain.counterparts
 <chiralfair.domain.Domain.counterparts>`: couplings applied, a counterpart that breaks a constraint left out). Of
 several methods, one the model's kind cannot run is skipped with a note; a model in another language than the
-codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`), and every retrained
-model is saved in its kind's format (:func:`chiralfair.models.files.save_model_file`).
+codes (a raw-frame Pipeline, labels such as ``">50K"``) is refitted in its own (:mod:`.refit`); every retrained
+model is given back as your kind of model (:meth:`RetrainResult.model_of`) and saved in its kind's format
+(:meth:`RetrainResult.save`, :func:`chiralfair.models.files.save_model_file`).
 
 Leak-free (:mod:`.leakage`): IDI pairs whose non-protected projection is a test row's (one no training row shares)
 are excluded before anything is added, and every set of added rows is checked for test projections, a count that
@@ -81,7 +82,7 @@ from ..models.training import TrainedModel
 from ..results import SearchResult
 from ..storage import json_default
 from .auto import candidates
-from .base import check_shares, make_method, unfitted_copy
+from .base import MitigationMethod, check_shares, make_method, unfitted_copy
 from .evaluation import CONFIDENCE, Evaluator, wilson
 from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, f1_budget, judge
 from .labelling import default_ensemble, fit_ensemble, vote_labels
@@ -104,7 +105,8 @@ LEAK_NOTE = ("paper protocol: the re-checked IDIs include the ones added to the 
              "IDIs' rewards memorising them (the leak of the I&D reference code); the test IDI rate measures on "
              "inputs retraining never saw")
 
-# trainer(X, y, random_state): X int codes (n, d), y labels in {0, 1} (1 = positive), random_state an int.
+# trainer(X, y, random_state): X int codes (n, d) (for a model fed values, model_input="values": its own float64
+# values, each person's row as given), y labels in {0, 1} (1 = positive), random_state an int.
 Trainer = Callable[[np.ndarray, np.ndarray, int], object]
 
 ROW_FIELDS = ("stage", "method", "share", "n_pairs_added", "n_rows_added", "n_test_projections_added", "f1",
@@ -150,7 +152,8 @@ class RetrainResult:
         Package version, parameters, resolved random states, dataset and model names, the couplings and
         constraints of the counterparts, and what ``auto`` picked (``auto_pick``: method and parameters).
     models : tuple of CountingModel
-        The retrained models, one per after-row (not serialised; empty after :meth:`from_json`).
+        The retrained models as chiralfair wrapped and measured them, one per after-row (not serialised; empty
+        after :meth:`from_json`); :meth:`model_of` gives one as your kind of model, :meth:`save` writes it.
     methods : tuple of str
     leakage : dict
         ``n_idis_excluded`` (pairs with a test projection, excluded), ``n_test_projections_added`` (must be 0),
@@ -204,8 +207,8 @@ class RetrainResult:
         return tuple(r for r in self.after if not r["improved"])
 
     @property
-    def model(self) -> CountingModel:
-        """The model of the first method (its largest share).
+    def model(self):
+        """The fairer model of the first method (its largest share), as :meth:`model_of` returns it.
 
         Raises
         ------
@@ -214,8 +217,29 @@ class RetrainResult:
         """
         return self.model_of(self.methods[0])
 
-    def model_of(self, method: str) -> CountingModel:
-        """The model retrained by ``method`` (its largest share).
+    def model_of(self, method: str):
+        """The fairer model made by ``method`` (its largest share): your kind of model, to keep and deploy.
+
+        It is the model the figures of ``method``'s row were measured through, without chiralfair's wrapper:
+        it takes the input your model takes and predicts your model's labels, and it pickles.
+
+        ==========================================  ===============================================================
+        your model                                  what is returned
+        ==========================================  ===============================================================
+        an sklearn estimator or Pipeline (on your   the same kind, refitted (a Pipeline with the same steps, an HGB
+        raw DataFrame and labels such as            an HGB), predicting your labels on your raw rows; for
+        ``">50K"``, or on the codes)                ``unaware``, which cannot be your kind (it blinds the protected
+                                                    side first), a Pipeline ``[("blind", Blinder), ("model",
+                                                    your estimator refitted on blinded rows)]``
+        the zoo DNN (a torch module on the codes)   a torch module on the codes, ``forward(x) -> (n, 1)`` P(y = 1):
+                                                    the network retrained or fine-tuned; for ``unaware`` a
+                                                    :class:`~chiralfair.mitigation.blinded_network.BlindedNetwork`
+                                                    around it
+        a model trained by ``trainer=``             what ``trainer`` returned
+        ==========================================  ===============================================================
+
+        ``auto`` returns the model of the method it picked. :meth:`save` writes it in its kind's format, which
+        :func:`chiralfair.models.files.load_model_file` (``--model FILE``) loads back.
 
         Parameters
         ----------
@@ -224,13 +248,87 @@ class RetrainResult:
 
         Returns
         -------
-        CountingModel
+        sklearn estimator, sklearn.pipeline.Pipeline, torch.nn.Module, or what ``trainer`` returned
 
         Raises
         ------
         ConfigError
             For a result read back from JSON, or a method not in :attr:`methods`.
+        ModelCapabilityError
+            For a method fitted on chiralfair's integer codes and labels {0, 1} of a model that speaks another
+            language (it would not take your input or predict your labels).
         """
+        wrapped = self._wrapped(method)
+        estimator = wrapped.estimator
+        if isinstance(estimator, MitigationMethod):
+            if getattr(estimator, "in_model_language_", True) is False:
+                raise ModelCapabilityError(
+                    f"the {method} model was fitted on chiralfair's integer codes and labels 0/1, not on model "
+                    f"{self.meta.get('model')!r}'s input and labels, so it is not your kind of model; its figures "
+                    "are in the table")
+            return estimator.deployable_model()
+        return estimator
+
+    def save(self, method: str, folder, *, like=None, stem: str | None = None):
+        """Write :meth:`model_of` ``(method)`` in ``folder``, in its kind's format, so ``--model FILE`` loads it.
+
+        An sklearn model as ``<stem>.skops`` (``.joblib`` when ``like`` is a joblib/pickle file), a torch module as
+        TorchScript ``<stem>.pt`` with the result's meta beside it (:func:`chiralfair.models.files.save_model_file`).
+
+        Parameters
+        ----------
+        method : str
+            A method in :attr:`methods`.
+        folder : str or path-like
+            An existing folder.
+        like : str or path-like, optional
+            The file your model came from; its kind decides the format.
+        stem : str, optional
+            The file's name without its suffix; default ``model-<method>``.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        ConfigError
+            For a result read back from JSON, or a method not in :attr:`methods`.
+        ModelFileError
+            For a model that came from an ONNX file, or one fitted on the codes of a model that speaks another
+            language.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import pandas as pd
+        >>> import tempfile
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> import chiralfair
+        >>> from chiralfair.models.files import load_model_file
+        >>> rng = np.random.default_rng(0)
+        >>> people = pd.DataFrame({"sex": rng.choice(["f", "m"], 600), "hours": rng.integers(20, 60, 600)})
+        >>> people["y"] = np.where(people["hours"] + 10 * (people["sex"] == "m") > 45, "yes", "no")
+        >>> data = chiralfair.datasets.from_frame(people, label="y", positive_class="yes", protected="sex")
+        >>> train, test = data.split(random_state=0)
+        >>> model = LogisticRegression().fit(data.X[train], data.y[train])
+        >>> result = chiralfair.mitigation.retrain(model, data, method="counterfactual", train_index=train)
+        >>> fairer = result.model_of("counterfactual")
+        >>> type(fairer).__name__
+        'LogisticRegression'
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     again = load_model_file(result.save("counterfactual", folder))
+        >>> bool((again.predict(data.X[test]) == fairer.predict(data.X[test])).all())
+        True
+        """
+        from ..models.files import save_model_file
+
+        return save_model_file(self._wrapped(method), folder, like=like, stem=stem or f"model-{method}",
+                               meta={"retrain": self.meta, "method": method})
+
+    def _wrapped(self, method: str) -> CountingModel:
+        """The model of ``method`` (its largest share) as the figures were measured through it."""
         if not self.models:
             raise ConfigError("this RetrainResult holds no retrained model (models are not serialised to JSON)")
         positions = [i for i, r in enumerate(self.after) if r["method"] == method]
@@ -535,7 +633,9 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         How ``paper`` trains the zoo DNN again: ``auto`` fine-tunes it for 10 epochs (architecture: mitigation),
         ``retrain`` trains from scratch (the I&D reference code).
     trainer : callable, optional
-        ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train.
+        ``trainer(X, y, random_state) -> model`` for ``paper`` with models chiralfair cannot train; ``X`` is in
+        codes, or, for a model fed values (``model_input="values"``), in its own values (float64), and the model
+        returned is fed as the model under test is.
     recheck : SearchResult or array of shape (n, n_features), optional
         Further IDIs re-checked under the paper protocol (I&D: the IDIs of the other seed strategy).
     train_index : array-like of int, optional
@@ -644,6 +744,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
             raise ConfigError(f"method(s) {', '.join(with_idis)} add IDI pairs: pass idis= (a SearchResult, e.g. "
                               "from chiralfair.pipeline.search_training_rows, or (idis, counterparts))")
         X_idi, X_counterpart, source = _idi_arrays(idis, domain, pairs, searched_with)
+        source = _auto_resolved(source, counting)
         hit = projections.hits(domain, X_idi)
         leakage["n_idis_excluded"] = int(hit.sum())
         X_idi = X_idi[~hit]
@@ -833,7 +934,8 @@ def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, tra
     spec = getattr(model, "spec", None)
     X, y = dataset.X[rows], dataset.y[rows]
     if trainer is not None:
-        return _wrap_trained(trainer(X, y, int(seed)), model, f"seed{seed}-{model.name}")
+        X_own = _trainer_input(model, dataset, X, np.asarray(rows))
+        return _wrap_trained(trainer(X_own, y, int(seed)), model, f"seed{seed}-{model.name}")
     if spec is not None:
         return spec.fit(X, y, random_state=int(seed))
     return refit_copy(model, dataset, rows, int(seed), f"seed{seed}-{model.name}")
@@ -952,7 +1054,8 @@ def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
             return copy
         from sklearn.pipeline import Pipeline
         from sklearn.preprocessing import FunctionTransformer
-        return Pipeline([("to_frame", FunctionTransformer(model.language.to_frame)), ("model", copy)])
+        decode = model.language.model_input if model.language.as_values else model.language.to_frame
+        return Pipeline([("to_frame", FunctionTransformer(decode)), ("model", copy)])
     raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: {_why_not(model)}")
 
 
@@ -1035,6 +1138,20 @@ def _idi_arrays(idis, domain: Domain, pairs: str, searched_with: dict | None):
     if C is not None and C.shape != X.shape:
         raise ConfigError(f"idis and counterparts must have the same shape, got {X.shape} and {C.shape}")
     return X, C, source
+
+
+def _auto_resolved(source: dict[str, Any], model: CountingModel) -> dict[str, Any]:
+    """``source`` with generator ``"auto"`` replaced by the generator it stands for on ``model`` (and ``asked``).
+
+    Resolved once, on the model under test, so that the fresh searches before and after retraining run the same one.
+    """
+    from ..generators.names import AUTO as AUTO_GENERATOR
+    from ..generators.names import auto_generator
+
+    if source.get("generator") != AUTO_GENERATOR:
+        return source
+    chosen, _ = auto_generator(has_gradient=model.has_gradient, has_proba=model.has_proba)
+    return {**source, "generator": chosen, "generator_asked": AUTO_GENERATOR}
 
 
 def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
@@ -1165,7 +1282,9 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
     y = np.concatenate([dataset.y[train], y_new])
     name = f"retrained-{model.name}"
     if trainer is not None:
-        return _wrap_trained(trainer(X, y, int(random_state)), model, name), "trainer"
+        origin = np.concatenate([np.asarray(train, dtype=np.int64), np.full(len(X_new), -1, dtype=np.int64)])
+        X_own = _trainer_input(model, dataset, X, origin)
+        return _wrap_trained(trainer(X_own, y, int(random_state)), model, name), "trainer"
     spec = getattr(model, "spec", None)
     if spec is not None and mode == "fine-tune":
         from ..models.dnn import fine_tune_dnn
@@ -1184,11 +1303,30 @@ def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *,
     return refit_copy(model, dataset, train, int(random_state), name, added=(X_new, y_new)), "sklearn-clone"
 
 
+def _trainer_input(model: CountingModel, dataset: Dataset, X: np.ndarray, origin: np.ndarray):
+    """What ``trainer`` is given for training rows ``X`` (codes): the codes, or a model fed values its own values.
+
+    A row made from person ``origin[i]`` is that person's values with the columns its codes change decoded; an
+    added row (``origin[i] == -1``) is decoded whole (:func:`~chiralfair.mitigation.refit.training_input`).
+    """
+    if not model.language.as_values:
+        return X
+    from .refit import training_input
+
+    return training_input(model, dataset, X, origin)
+
+
 def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:
-    """What ``trainer`` returned, read as learning labels {0, 1} from the codes (or its frame, if fitted on one)."""
+    """What ``trainer`` returned, read as learning labels {0, 1} from what it was given.
+
+    The codes, or its frame if it was fitted on one, or the values if the model under test is fed values.
+    """
     if isinstance(trained, CountingModel):
         return trained
     language = model.language
+    if language.as_values:
+        return as_model(trained, name=name, batch_size=model.batch_size, to_frame=language.to_frame, as_values=True,
+                        output="logit" if language.output == "logit" else "auto")
     to_frame = language.to_frame if getattr(trained, "feature_names_in_", None) is not None else None
     return as_model(trained, name=name, batch_size=model.batch_size, to_frame=to_frame,
                     output="logit" if language.output == "logit" else "auto")

@@ -70,16 +70,17 @@ class Unawareness(MitigationMethod):
         return self.domain.counterpart_rows(X, np.zeros(len(X), dtype=np.int64))
 
     def deployable_model(self):
-        """The fitted model as it is saved: the estimator with its blinding, predicting on codes on its own.
+        """The fitted model as it is kept and saved: the estimator behind its blinding, predicting on codes.
 
         Returns
         -------
-        BlindedClassifier or BlindedNetwork
-            A :class:`~chiralfair.mitigation.blinding.BlindedClassifier` (skops), or for the paper's DNN a
+        sklearn.pipeline.Pipeline or BlindedNetwork
+            A Pipeline of a :class:`~chiralfair.mitigation.blinding.Blinder` and the fitted estimator
+            (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`, skops), or for the paper's DNN a
             :class:`~chiralfair.mitigation.blinded_network.BlindedNetwork` (TorchScript); ``self`` when the labels
             are not {0, 1} (the saved model would not speak them).
         """
-        from .blinding import BlindedClassifier, codes_blinding
+        from .blinding import blinded_pipeline, codes_blinding
         from .dnn import PaperDNNClassifier
 
         if [str(c) for c in self.classes_] != ["0", "1"]:
@@ -88,4 +89,4 @@ class Unawareness(MitigationMethod):
         if isinstance(self.estimator_, PaperDNNClassifier):
             from .blinded_network import BlindedNetwork
             return BlindedNetwork(self.estimator_.module_, blinding)
-        return BlindedClassifier.of(self.estimator_, blinding)
+        return blinded_pipeline(self.estimator_, blinding)

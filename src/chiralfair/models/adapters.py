@@ -27,7 +27,7 @@ from .threads import single_native_thread
 
 
 def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, output: str = "auto",
-             positive_class=None, classes=None, to_frame=None) -> CountingModel:
+             positive_class=None, classes=None, to_frame=None, as_values: bool = False) -> CountingModel:
     """Wrap a model under test, declaring its language once.
 
     Parameters
@@ -58,6 +58,10 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
         (original column names, values and dtypes), e.g. ``Dataset.to_frame`` of a dataset from
         ``from_frame``. Required for an estimator fitted on a DataFrame (string ``feature_names_in_``); its
         columns are sent in the order of ``feature_names_in_``. Such a model has no gradient.
+    as_values : bool, default=False
+        Send ``to_frame``'s frame as a float64 array of its values, in its column order, rather than the frame
+        (``model_input="values"``: a torch module, a callable or an estimator fitted on a numpy array of the raw
+        columns). Needs ``to_frame``; every column must be numeric. Such a model has no gradient in codes.
 
     Returns
     -------
@@ -99,15 +103,20 @@ def as_model(obj, *, name: str | None = None, batch_size: int = DEFAULT_BATCH_SI
     [0, 0, 1, 1]
     """
     if isinstance(obj, CountingModel):
-        if output != "auto" or positive_class is not None or classes is not None or to_frame is not None:
+        if (output != "auto" or positive_class is not None or classes is not None or to_frame is not None
+                or as_values):
             raise ConfigError(f"model {obj.name!r} is already wrapped: declare output=, positive_class=, "
-                              "classes= and to_frame= when wrapping the model itself")
+                              "classes=, to_frame= and as_values= when wrapping the model itself")
         return obj
     check_output(output)
+    if as_values and to_frame is None:
+        raise ConfigError("as_values=True needs to_frame=<callable codes -> DataFrame of the data's columns> "
+                          "(Dataset.to_frame): the values sent are that frame's")
     model = _wrap(obj, name=name, batch_size=batch_size, output=output, positive_class=positive_class,
-                  classes=classes, to_frame=to_frame)
+                  classes=classes, to_frame=to_frame, as_values=bool(as_values))
     model.wrapping = (obj, {"name": name, "batch_size": batch_size, "output": output,
-                            "positive_class": positive_class, "classes": classes, "to_frame": to_frame})
+                            "positive_class": positive_class, "classes": classes, "to_frame": to_frame,
+                            "as_values": bool(as_values)})
     return model
 
 
@@ -124,7 +133,8 @@ def rewrapped(model: CountingModel, **changes) -> CountingModel:
     Returns
     -------
     CountingModel
-        A new wrapper of the same model object (its query counters at zero); ``spec`` is kept.
+        A new wrapper of the same model object (its query counters at zero); ``spec`` is kept, and so is
+        ``n_rows`` (the rows sent to the model object so far).
 
     Raises
     ------
@@ -137,24 +147,27 @@ def rewrapped(model: CountingModel, **changes) -> CountingModel:
     obj, kwargs = wrapping
     again = as_model(obj, **{**kwargs, **changes})
     again.spec = model.spec
+    again.n_rows = model.n_rows
     return again
 
 
-def _wrap(obj, *, name, batch_size, output, positive_class, classes, to_frame) -> CountingModel:
+def _wrap(obj, *, name, batch_size, output, positive_class, classes, to_frame, as_values) -> CountingModel:
     if _is_torch_module(obj):
-        if to_frame is not None:
-            raise ConfigError("to_frame= applies to sklearn estimators and callables; a torch module takes the "
-                              "integer codes as a tensor")
+        if to_frame is not None and not as_values:
+            raise ConfigError("to_frame= alone applies to sklearn estimators and callables: a torch module takes a "
+                              "tensor of numbers; for one trained on the data's raw values pass as_values=True too "
+                              "(model_input='values')")
         from .torch_adapter import torch_model
         return torch_model(obj, name=name, batch_size=batch_size, output=output, positive_class=positive_class,
-                           classes=classes)
+                           classes=classes, to_frame=to_frame)
     if hasattr(obj, "predict"):
         return _sklearn_model(obj, name=name or type(obj).__name__, batch_size=batch_size, output=output,
-                              positive_class=positive_class, classes=classes, to_frame=to_frame)
+                              positive_class=positive_class, classes=classes, to_frame=to_frame,
+                              as_values=as_values)
     if callable(obj):
         return _callable_model(obj, name=name or getattr(obj, "__name__", "callable"), batch_size=batch_size,
                                output=output, positive_class=positive_class, classes=classes, to_frame=to_frame,
-                               estimator=obj)
+                               estimator=obj, as_values=as_values)
     raise ModelCapabilityError(f"cannot use {type(obj).__name__} as a model: it has no predict() and is not callable")
 
 
@@ -165,14 +178,14 @@ def _is_torch_module(obj) -> bool:
 
 # ---------------------------------------------------------------------------------------- callables
 def _callable_model(fn, *, name: str, batch_size: int, output: str, positive_class, classes, to_frame,
-                    estimator, n_features_in=None, feature_names=None) -> CountingModel:
+                    estimator, n_features_in=None, feature_names=None, as_values: bool = False) -> CountingModel:
     output = "label" if output == "auto" else output
     if classes is not None:
         classes, positive_class = resolve_classes(classes, positive_class, model_name=name, where="classes=")
     elif output != "label":
         classes, positive_class = _default_column_classes(positive_class, name)
     language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
-                             feature_names=feature_names)
+                             feature_names=feature_names, as_values=as_values)
     model_input = _input_function(language, name, n_features_in)
     if output == "label":
         decode = LabelDecoder(language, name)
@@ -222,7 +235,7 @@ def _refuse_width(name: str, n_model: int, n_data: int, what: str):
 
 # ---------------------------------------------------------------------------------------- sklearn
 def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_class, classes,
-                   to_frame) -> CountingModel:
+                   to_frame, as_values: bool = False) -> CountingModel:
     if output == "logit":
         raise ConfigError(f"output='logit' does not apply to {name!r}: an sklearn estimator is read through "
                           "predict() and predict_proba(); use output='auto', 'label' or 'probability'")
@@ -233,7 +246,8 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
     if est_classes is None:  # a predict() without classes_: a black box whose labels are checked like a callable's
         return _callable_model(_native(est.predict), name=name, batch_size=batch_size, output=output,
                                positive_class=positive_class, classes=classes, to_frame=to_frame,
-                               estimator=est, n_features_in=n_features_in, feature_names=feature_names)
+                               estimator=est, n_features_in=n_features_in, feature_names=feature_names,
+                               as_values=as_values)
     if classes is not None and np.asarray(classes).tolist() != np.asarray(est_classes).tolist():
         raise ConfigError(f"classes={np.asarray(classes).tolist()} contradicts the classes_ "
                           f"{np.asarray(est_classes).tolist()} of model "
@@ -241,7 +255,7 @@ def _sklearn_model(est, *, name: str, batch_size: int, output: str, positive_cla
     classes, positive_class = resolve_classes(est_classes, positive_class, model_name=name, where="classes_")
     output = "label" if output == "auto" else output
     language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
-                             feature_names=feature_names, categories=native_categories(est))
+                             feature_names=feature_names, categories=native_categories(est), as_values=as_values)
     model_input = _input_function(language, name, n_features_in)
     has_proba = _has_predict_proba(est)
     if output == "probability" and not has_proba:

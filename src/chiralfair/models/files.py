@@ -31,10 +31,11 @@ TORCHSCRIPT_SUFFIXES = (".pt", ".pth", ".ts")
 ONNX_SUFFIXES = (".onnx",)
 PICKLE_SUFFIXES = (".joblib", ".pkl", ".pickle")
 MODEL_SUFFIXES = SKOPS_SUFFIXES + TORCHSCRIPT_SUFFIXES + ONNX_SUFFIXES + PICKLE_SUFFIXES
-# chiralfair's own types that a saved model holds (the unaware model's wrapper: a fitted estimator and lists of
-# codes). Loading them runs chiralfair's code only, never code from the file, so they need no --trust-model-file;
-# the types inside them are checked as any others.
-CHIRALFAIR_TRUSTED_TYPES = ("chiralfair.mitigation.blinding.BlindedClassifier",)
+# chiralfair's own types that a saved model holds (the unaware model's blinding step, lists of values; and the
+# wrapper earlier versions saved, a fitted estimator and its blinding). Loading them runs chiralfair's code only,
+# never code from the file, so they need no --trust-model-file; the types inside them are checked as any others.
+CHIRALFAIR_TRUSTED_TYPES = ("chiralfair.mitigation.blinding.Blinder",
+                            "chiralfair.mitigation.blinding.BlindedClassifier")
 
 
 def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:
@@ -128,8 +129,8 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
 
     Parameters
     ----------
-    model : CountingModel
-        Its ``estimator`` is saved.
+    model : CountingModel, or the model object itself
+        A CountingModel's ``estimator`` is saved; anything else is saved as it is.
     folder : str or path-like
     like : str or path-like, optional
         The file the original model came from; its kind decides the format.
@@ -158,12 +159,15 @@ def save_model_file(model, folder: str | os.PathLike, *, like: str | os.PathLike
     if suffix in ONNX_SUFFIXES:
         raise ModelFileError(f"model file {str(like)!r} is an ONNX graph: chiralfair cannot save a retrained model "
                              "back to ONNX; retrain the model it was exported from and export it again")
-    est = getattr(model, "estimator", model)
+    from .protocol import CountingModel
+
+    # a CountingModel's wrapped object; never the `estimator` parameter of a meta-estimator (its unfitted template)
+    est = model.estimator if isinstance(model, CountingModel) else model
     if getattr(est, "in_model_language_", True) is False:  # a mitigation method fitted on codes and labels {0, 1}
         raise ModelFileError(
             f"the {getattr(est, 'name', type(est).__name__)} model takes chiralfair's integer codes and labels 0/1, "
             "not your model's input and labels, so a saved file would not load back with --model; its figures are "
-            "in the report. In Python, chiralfair.retrain(...).model_of(method) predicts on the dataset's codes")
+            "in the report")
     deployable = getattr(est, "deployable_model", None)
     if callable(deployable):  # a fitted mitigation method: the model it fitted, predicting on its own
         est = deployable()

@@ -65,6 +65,10 @@ class ModelLanguage:
         categories it was fitted with, in their order: every frame sent to it holds those columns as pandas
         categoricals of exactly those categories (:func:`native_categories`), whatever dtype the data was read
         with (a CSV gives text).
+    as_values : bool
+        Whether the model takes the frame's values as a float64 array (``model_input="values"``: a torch module,
+        a callable or an estimator fitted on a numpy array of the raw columns) rather than the frame itself;
+        only with ``to_frame``.
     """
 
     classes: tuple | None = (0, 1)
@@ -73,6 +77,12 @@ class ModelLanguage:
     to_frame: Callable | None = None
     feature_names: tuple | None = None
     categories: Mapping[str, tuple] | None = None
+    as_values: bool = False
+
+    def __post_init__(self) -> None:
+        if self.as_values and self.to_frame is None:
+            raise ConfigError("as_values=True needs to_frame=<callable codes -> DataFrame of the data's columns>: the "
+                              "values sent are that frame's")
 
     @property
     def positive_index(self) -> int:
@@ -83,8 +93,30 @@ class ModelLanguage:
 
     @property
     def takes_frame(self) -> bool:
-        """Whether the model is fed a DataFrame (through :attr:`to_frame`) rather than the integer codes."""
+        """Whether the model is fed the data's own values rather than the integer codes.
+
+        Through :attr:`to_frame`: a DataFrame, or its values as an array when :attr:`as_values`; the population
+        is then sent as rows.
+        """
         return self.to_frame is not None
+
+    @property
+    def reads_people(self) -> bool:
+        """Whether the data's rows as given are in this model's language (``to_frame`` is ``Dataset.to_frame``).
+
+        The rows are :attr:`Dataset.raw <chiralfair.datasets.Dataset.raw>`, the people. A ``to_frame`` of the
+        user's own (codes to the frame a model was fitted on, whatever its columns mean) says the model reads codes
+        through it: its people are then the codes, decoded by that ``to_frame``, and the data's raw rows are never
+        sent to it.
+        """
+        from ..datasets.base import Dataset
+
+        return isinstance(getattr(self.to_frame, "__self__", None), Dataset)
+
+    @property
+    def input_kind(self) -> str:
+        """What the model takes: ``"codes"``, ``"frame"`` or ``"values"`` (``model_input=``'s words)."""
+        return "codes" if self.to_frame is None else "values" if self.as_values else "frame"
 
     def model_input(self, X: np.ndarray):
         """The input the model itself takes for codes ``X`` of shape (n_samples, n_features).
@@ -97,7 +129,7 @@ class ModelLanguage:
         Returns
         -------
         numpy.ndarray or pandas.DataFrame
-            ``X`` itself, or ``to_frame(X)[feature_names]``.
+            ``X`` itself, ``to_frame(X)[feature_names]``, or (:attr:`as_values`) that frame's values as float64.
 
         Raises
         ------
@@ -122,26 +154,37 @@ class ModelLanguage:
 
         Returns
         -------
-        pandas.DataFrame
-            ``frame[feature_names]`` (the columns the model was fitted on, in its order), or ``frame``.
+        pandas.DataFrame or numpy.ndarray
+            ``frame[feature_names]`` (the columns the model was fitted on, in its order), or ``frame``; with
+            :attr:`as_values`, that frame's values as a float64 array of shape (n_samples, n_columns), every value
+            exact (a missing value is NaN).
 
         Raises
         ------
         ConfigError
-            If the model takes codes (no ``to_frame``), or ``frame`` lacks a column in :attr:`feature_names`.
+            If the model takes codes (no ``to_frame``), or ``frame`` lacks a column in :attr:`feature_names`, or
+            (:attr:`as_values`) a column is not numeric.
         """
         if self.to_frame is None:
             raise ConfigError("this model takes integer codes, not a DataFrame: send it codes (Dataset.X)")
+        if self.as_values:
+            chosen = frame if self.feature_names is None else self._named_columns(frame)
+            return frame_values(chosen)
         if self.feature_names is None:
             return self._with_categories(frame)
+        return self._with_categories(self._named_columns(frame))
+
+    def _named_columns(self, frame):
+        """``frame[feature_names]``, refusing a frame that lacks one of them."""
+        feature_names = list(self.feature_names or ())
         columns = [str(c) for c in frame.columns]
-        missing = [c for c in self.feature_names if c not in columns]
+        missing = [c for c in feature_names if c not in columns]
         if missing:
             raise ConfigError(f"to_frame's frame lacks columns {missing} that the model was fitted on; model "
-                              f"columns (feature_names_in_): {list(self.feature_names)}; frame columns: "
+                              f"columns (feature_names_in_): {feature_names}; frame columns: "
                               f"{columns}")
-        warn_extra_columns(columns, self.feature_names)
-        return self._with_categories(frame[list(self.feature_names)])
+        warn_extra_columns(columns, tuple(feature_names))
+        return frame[feature_names]
 
     def _with_categories(self, frame):
         """``frame`` with the model's native categorical columns as categoricals of the model's categories."""
@@ -177,6 +220,47 @@ class ModelLanguage:
             return y.astype(np.int64)
         index = np.where(y == 1, self.positive_index, 1 - self.positive_index)
         return np.asarray(self.classes)[index]
+
+
+def non_numeric_columns(frame) -> list:
+    """The columns of ``frame`` whose values are not numbers (text, categories, objects), in order.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+
+    Returns
+    -------
+    list
+        Their labels; booleans and numbers (numpy or pandas nullable dtypes) are numeric.
+    """
+    return [c for c, dtype in frame.dtypes.items() if getattr(dtype, "kind", "O") not in "biuf"]
+
+
+def frame_values(frame) -> np.ndarray:
+    """A frame's values as float64, shape (n_samples, n_columns), in its column order (a missing value is NaN).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Numeric columns only.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+
+    Raises
+    ------
+    ConfigError
+        Naming the columns that are not numeric and ``model_input="frame"``.
+    """
+    text = non_numeric_columns(frame)
+    if text:
+        raise ConfigError(f"model_input='values' sends the columns' values as numbers, but columns "
+                          f"{[str(c) for c in text]} are not numeric: a model that takes them was fitted on the "
+                          "frame itself (pass model_input='frame', --model-input frame) or on their codes "
+                          "(model_input='codes')")
+    return frame.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def check_output(output: str) -> str:

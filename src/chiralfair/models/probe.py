@@ -29,24 +29,30 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# What ``model_input=`` (``--model-input``) takes: what the model under test is fed.
+MODEL_INPUTS = ("auto", "frame", "codes", "values")
+
+
 def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = None, model_input: str = "auto"):
     """Wrap ``obj`` with :func:`~chiralfair.models.as_model` in the language of ``dataset``.
 
-    An estimator fitted on a DataFrame (string ``feature_names_in_``), or any model with ``model_input="frame"``,
-    gets ``to_frame=dataset.to_frame``; a model with ``classes_`` gets ``positive_class=dataset.positive_class``
-    (the label value of the raw data, matched by its text against the classes).
+    What the model is fed is declared by ``model_input`` (:func:`resolve_model_input` holds the rule): a model fed
+    a frame or values gets ``to_frame=dataset.to_frame`` (and ``as_values=True`` for values); a model with
+    ``classes_`` gets ``positive_class=dataset.positive_class`` (the label value of the raw data, matched by its
+    text against the classes).
 
     Parameters
     ----------
     obj : estimator, pipeline, torch module, callable or CountingModel
+        A CountingModel keeps the language it was wrapped with (``model_input`` must then be ``"auto"``).
     dataset : Dataset
         The encoded data, whose ``to_frame`` and ``positive_class`` the wrapper takes.
     name : str, optional
         The model's name in reports.
     output : {"probability", "logit"}, optional
         For torch modules and one-column ONNX models.
-    model_input : {"auto", "frame", "codes"}, default="auto"
-        As :func:`~chiralfair.pipeline.audit`.
+    model_input : {"auto", "frame", "codes", "values"}, default="auto"
+        As :func:`resolve_model_input`.
 
     Returns
     -------
@@ -55,24 +61,126 @@ def wrap_model(obj, dataset, *, name: str | None = None, output: str | None = No
     Raises
     ------
     ConfigError
-        For an unknown ``model_input``, or ``"auto"`` when the model's input cannot be told (see :func:`audit`).
+        For an unknown ``model_input``, ``"auto"`` when the model's input cannot be told, or ``"values"`` with a
+        column that is not numeric (:func:`resolve_model_input`).
     """
-    if model_input not in ("auto", "frame", "codes"):
-        raise ConfigError(f"model_input must be 'auto', 'frame' or 'codes', got {model_input!r}")
+    from .protocol import CountingModel
+
+    if isinstance(obj, CountingModel) and model_input == "auto":
+        return obj
+    kind = resolve_model_input(obj, dataset, model_input, name=name)
     kwargs: dict[str, Any] = {"name": name}
     if output is not None:
         kwargs["output"] = output
-    if model_input == "auto" and _frame_feature_names(obj) is None and _unnamed_frame_columns(dataset):
-        raise ConfigError(
-            f"cannot tell whether model {name!r} takes the data frame or integer codes: the frame's column names "
-            f"are not all strings ({_unnamed_frame_columns(dataset)[:5]}), so scikit-learn recorded no "
-            "feature_names_in_; pass model_input='frame' (fitted on the frame) or model_input='codes', or give the "
-            "columns string names")
-    if model_input == "frame" or (model_input == "auto" and _frame_feature_names(obj) is not None):
+    if kind in ("frame", "values"):
         kwargs["to_frame"] = dataset.to_frame
+    if kind == "values":
+        kwargs["as_values"] = True
     if getattr(obj, "classes_", None) is not None:
         kwargs["positive_class"] = dataset.positive_class
     return as_model(obj, **kwargs)
+
+
+def resolve_model_input(obj, dataset, model_input: str = "auto", *, name: str | None = None) -> str:
+    """What the model under test is fed, declared or told from the model and the data, never guessed.
+
+    - ``"frame"``: a DataFrame of the data's columns (its values and dtypes), e.g. an sklearn pipeline fitted on
+      the frame.
+    - ``"values"``: the data's feature columns' raw values, in the frame's column order, as a float64 array (a
+      torch module, a TorchScript or ONNX file, a callable, or an estimator fitted on a numpy array of the raw
+      columns); every column must be numeric. The search's codes are sent as their decoded values (a bin's
+      representative); the population as given. Where every column's codes are its values, the numbers sent
+      are the codes, and the model is wrapped as taking them (keeping its gradient).
+    - ``"codes"``: chiralfair's integer codes (``Dataset.X``), for a model trained on them.
+    - ``"auto"``: ``"frame"`` for a model with string ``feature_names_in_`` (fitted on a frame); otherwise
+      ``"codes"`` only where the data's codes are its values (the benchmarks, already encoded; a frame of integer
+      or 0/1 columns); anything else is refused: a binned column, text or any other coding means codes and
+      values differ, and which of them the model was trained on cannot be told from the model.
+
+    Parameters
+    ----------
+    obj : object
+        The model under test, unwrapped.
+    dataset : Dataset
+    model_input : {"auto", "frame", "codes", "values"}, default="auto"
+    name : str, optional
+        The model's name, for messages.
+
+    Returns
+    -------
+    {"frame", "codes", "values"}
+
+    Raises
+    ------
+    ConfigError
+        For an unknown ``model_input``; for ``"auto"`` where it cannot be told (naming the columns whose codes
+        differ from their values, ``model_input=`` with its choices and ``--model-input``); for ``"values"``
+        with a column that is not numeric (naming the columns and ``model_input="frame"``).
+    """
+    if model_input not in MODEL_INPUTS:
+        raise ConfigError(f"model_input must be one of {', '.join(map(repr, MODEL_INPUTS))} (--model-input), got "
+                          f"{model_input!r}")
+    if model_input == "values":
+        _check_numeric_columns(dataset)
+        return "values" if codes_differ_from_values(dataset) else "codes"
+    if model_input != "auto":
+        return model_input
+    if _frame_feature_names(obj) is not None:
+        return "frame"
+    if _unnamed_frame_columns(dataset):
+        raise ConfigError(
+            f"cannot tell whether model {name!r} takes the data frame or integer codes: the frame's column names "
+            f"are not all strings ({_unnamed_frame_columns(dataset)[:5]}), so scikit-learn recorded no "
+            "feature_names_in_; pass model_input='frame' (fitted on the frame), model_input='values' (fitted on its "
+            "numbers as an array) or model_input='codes', or give the columns string names")
+    differ = codes_differ_from_values(dataset)
+    if differ:
+        shown = "; ".join(differ[:5]) + ("; ..." if len(differ) > 5 else "")
+        raise ConfigError(
+            f"cannot tell what model {name or type(obj).__name__!r} takes: it records no column names (a torch "
+            "module, a TorchScript or ONNX file, a callable, an estimator fitted on a numpy array), and the data's "
+            f"codes are not its values ({shown}), so feeding it codes would test it on inputs it was never trained "
+            "on. Declare it with model_input= (--model-input on the command line): 'values' (trained on the raw "
+            "numbers of the feature columns, in the data's column order), 'frame' (a DataFrame of the columns) or "
+            "'codes' (trained on chiralfair's integer codes, Dataset.X)")
+    return "codes"
+
+
+def codes_differ_from_values(dataset) -> list[str]:
+    """The feature columns whose codes are not their values, each with why (empty for data already encoded).
+
+    Parameters
+    ----------
+    dataset : Dataset
+
+    Returns
+    -------
+    list of str
+        ``"age: 10 quantile bins, chosen automatically"``, ``"sex: text"``, ... (see
+        :attr:`~chiralfair.datasets.codec.ColumnCodec.codes_are_values`).
+    """
+    if dataset.codec is None:
+        return []
+    why = {"bin": None, "rank": "integers beyond 2**53, coded by rank", "category": "categories coded 0, 1, ..."}
+    out = []
+    for column in dataset.codec.columns:
+        if not column.codes_are_values:
+            reason = (column.binning or "binned") if column.how == "bin" else why.get(column.how, column.how)
+            if column.how == "category" and getattr(column.dtype, "kind", "O") not in "biuf":
+                reason = f"not numeric ({column.dtype})"
+            out.append(f"{column.name}: {reason}")
+    return out
+
+
+def _check_numeric_columns(dataset) -> None:
+    """Refuse ``model_input="values"`` for data with a feature column that is not numeric, naming the columns."""
+    if dataset.codec is None:
+        return
+    text = [str(c.name) for c in dataset.codec.columns if getattr(c.dtype, "kind", "O") not in "biuf"]
+    if text:
+        raise ConfigError(f"model_input='values' sends the feature columns' values as numbers, but columns {text} "
+                          "are not numeric: a model that takes them was fitted on the frame itself (pass "
+                          "model_input='frame', --model-input frame) or on chiralfair's codes (model_input='codes')")
 
 
 def _unnamed_frame_columns(dataset) -> list:
@@ -159,7 +267,7 @@ def check_model_accepts_rows(model, dataset) -> None:
     data_columns = _data_columns(dataset)
     try:
         model.predict(dataset.X[:5])
-        if model.takes_frame and dataset.raw is not None:  # the rows as given, which F1 and the verdict are on
+        if model.reads_people and dataset.raw is not None:  # the rows as given, which F1 and the verdict are on
             model.predict(dataset.raw.iloc[:5])
     except Exception as err:
         if isinstance(err, ModelInputError):
@@ -193,7 +301,7 @@ def binning_agreement(model, dataset, rows=None) -> dict | None:
         ``{"n_rows", "n_differ", "share", "binned"}`` (``binned``: the binned columns and how their bins were
         chosen); None when the model takes codes, the dataset has no raw rows or no column is binned.
     """
-    if not model.takes_frame or dataset.raw is None or dataset.codec is None or not dataset.codec.binned:
+    if not model.reads_people or dataset.raw is None or dataset.codec is None or not dataset.codec.binned:
         return None
     index = np.arange(dataset.n_samples) if rows is None else np.asarray(rows, dtype=np.int64)
     try:
@@ -410,7 +518,7 @@ def check_model_accepts_values(model, dataset):
     from ..datasets.base import columns_in_rules
 
     in_rules = columns_in_rules(domain)
-    recodable = {j for j in gaps if dataset.codec is not None and model.takes_frame
+    recodable = {j for j in gaps if dataset.codec is not None and model.reads_people
                  and dataset.codec.columns[j].how == "integer" and j not in in_rules}
     if set(gaps) - recodable:
         names = {domain.features[j].name for j in set(gaps) - recodable}

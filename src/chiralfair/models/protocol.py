@@ -24,13 +24,16 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from .._validation import check_int
-from ..exceptions import ChiralfairError, ModelCapabilityError, ModelInputError
+from ..exceptions import ChiralfairError, ModelCallError, ModelCapabilityError, ModelInputError
 from .language import ModelLanguage
 
 if TYPE_CHECKING:
     from .zoo import ModelSpec
 
 DEFAULT_BATCH_SIZE = 65_536
+# A model's errors that no value of its input explains: a lost connection or a timeout (OSError's subclasses), a
+# file it cannot read, memory. They become a ModelCallError quoting them, without a search for a failing row.
+NOT_ABOUT_THE_INPUT: tuple[type[BaseException], ...] = (OSError, TimeoutError, MemoryError)
 
 
 class QueryBudgetSpent(ChiralfairError):
@@ -47,7 +50,8 @@ class QueryBudgetSpent(ChiralfairError):
     spent : int
         Queries spent under it when the call was refused.
     asked : int
-        Rows of the refused call.
+        Queries the refused call would have cost (its rows, twice when it asks labels and probabilities of a
+        model that answers them in two calls).
     """
 
     def __init__(self, message: str, *, max_queries: int, spent: int, asked: int):
@@ -72,9 +76,12 @@ class Model(Protocol):
 class CountingModel:
     """Batched, query-counting access to a model under test.
 
-    Every row sent to the model, through any method, adds one to :attr:`n_queries`, so all generators are
-    measured the same way (architecture: the counting rule). Large requests are split into chunks of ``batch_size`` rows
-    to bound memory; a request is never split finer than that.
+    Every row passed to any method of the wrapped model adds one to :attr:`n_queries`, once per method called, so
+    all generators are measured the same way (architecture: the counting rule, the model under test): labels and
+    probabilities of the same rows cost two queries a row, unless one call of the model returns both
+    (``predict_both``: a torch module, a model read through its probabilities). A query budget
+    (:meth:`query_budget`) is enforced here, before the call, at that real cost. Large requests are split into
+    chunks of ``batch_size`` rows to bound memory; a request is never split finer than that.
 
     Parameters
     ----------
@@ -102,6 +109,12 @@ class CountingModel:
     spec : chiralfair.models.zoo.ModelSpec or None
         The zoo configuration the model was trained from (set by ``ModelSpec.fit``), so that a chiral model
         can be trained with the same architecture and hyper-parameters; None for models wrapped directly.
+    n_queries : int
+        Queries counted (and budgeted) since the last :meth:`reset_queries`.
+    n_rows : int
+        Every row passed to the wrapped model's methods since it was wrapped, counted or not: the queries, and the
+        calls the query count leaves out (:meth:`refused`'s probes, the bisection of a failing batch). Never reset;
+        a run reads it before and after a step to say what the step sent outside the budget.
     """
 
     _budget: tuple[int, int, int] | None = None
@@ -109,10 +122,11 @@ class CountingModel:
     def __init__(self, predict, *, predict_proba=None, input_gradient=None, name: str = "model",
                  batch_size: int = DEFAULT_BATCH_SIZE, estimator=None, predict_both=None,
                  language: ModelLanguage | None = None):
-        self._predict = predict
-        self._predict_both = predict_both
-        self._predict_proba = predict_proba
-        self._input_gradient = input_gradient
+        self.n_rows = 0
+        self._predict = self._tallied(predict)
+        self._predict_both = self._tallied(predict_both)
+        self._predict_proba = self._tallied(predict_proba)
+        self._input_gradient = self._tallied(input_gradient)
         self.name = name
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
         self.estimator = estimator
@@ -125,6 +139,21 @@ class CountingModel:
         # (absolute cap on n_queries, the budget it came from, n_queries when it was set), or None: no budget
         self._budget = None
 
+    def _tallied(self, fn):
+        """``fn`` adding the rows of each call to :attr:`n_rows` (None stays None)."""
+        if fn is None:
+            return None
+
+        def call(X):
+            self.n_rows += len(X)
+            return fn(X)
+        return call
+
+    @property
+    def one_pass(self) -> bool:
+        """Whether one call of the model gives labels and probabilities (else :meth:`predict_with_proba` costs 2n)."""
+        return self._predict_both is not None
+
     @property
     def positive_index(self) -> int:
         """Index of the positive class among the wrapped model's own classes (its ``predict_proba`` column)."""
@@ -134,6 +163,11 @@ class CountingModel:
     def takes_frame(self) -> bool:
         """Whether the wrapped model is fed a DataFrame (``to_frame``) rather than the integer codes."""
         return self.language.takes_frame
+
+    @property
+    def reads_people(self) -> bool:
+        """Whether the data's rows as given are sent to the model (:attr:`ModelLanguage.reads_people`)."""
+        return self.language.reads_people
 
     # -------------------------------------------------------------- capabilities
     @property
@@ -203,7 +237,7 @@ class CountingModel:
         return self._chunked(self._predict_proba, X, count="n_queries").astype(np.float64)
 
     def predict_with_proba(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Labels and positive-class probabilities of the same rows, counted once per row.
+        """Labels and positive-class probabilities of the same rows: n queries in one pass, else 2 n.
 
         Parameters
         ----------
@@ -214,7 +248,8 @@ class CountingModel:
         -------
         labels : numpy.ndarray of int64, shape (n_samples,)
         proba : numpy.ndarray of float64, shape (n_samples,)
-            P(y = 1). Costs n_samples queries in all.
+            P(y = 1). Costs n_samples queries when one call of the model gives both (:attr:`one_pass`), else
+            2 n_samples (``predict`` and ``predict_proba`` each see the rows).
 
         Raises
         ------
@@ -223,7 +258,7 @@ class CountingModel:
         """
         self.require("predict_proba", by="predict_with_proba")
         both = self._predict_both or (lambda Z: np.column_stack([self._predict(Z), self._predict_proba(Z)[:, 1]]))
-        out = self._chunked(both, X, count="n_queries")
+        out = self._chunked(both, X, count="n_queries", calls=1 if self.one_pass else 2)
         return out[:, 0].astype(np.int64), out[:, 1].astype(np.float64)
 
     def input_gradient(self, X) -> np.ndarray:
@@ -249,6 +284,29 @@ class CountingModel:
         out = self._chunked(self._input_gradient, X, count="n_queries").astype(np.float64)
         self.n_gradient_queries += len(X)
         return out
+
+    def spend(self, n: int) -> None:
+        """Count ``n`` gradient queries sent to the model object outside this wrapper, refusing them past the budget.
+
+        For an algorithm that must run the model outside this wrapper (shap.DeepExplainer runs a copy of a torch
+        module): its rows are queries like any other's, counted in :attr:`n_queries`,
+        :attr:`n_gradient_queries` and :attr:`n_rows`, and refused (:class:`QueryBudgetSpent`) before they are sent
+        when they would pass the budget.
+
+        Parameters
+        ----------
+        n : int
+            Rows about to be sent (for DeepLIFT, one per (explained row, reference row) pair).
+
+        Raises
+        ------
+        QueryBudgetSpent
+            If ``n`` more queries would pass the current :meth:`query_budget`.
+        """
+        n = check_int(n, "n", minimum=0)
+        self._spend("n_queries", n)
+        self.n_gradient_queries += n
+        self.n_rows += n
 
     # -------------------------------------------------------------- the query budget
     @contextmanager
@@ -291,14 +349,14 @@ class CountingModel:
         return None if self._budget is None else max(self._budget[0] - self.n_queries, 0)
 
     def over_budget(self, n: int) -> QueryBudgetSpent:
-        """The error refusing a call of ``n`` rows under the current :meth:`query_budget` (not raised here).
+        """The error refusing a call of ``n`` queries under the current :meth:`query_budget` (not raised here).
 
         For a caller that sends what fits of a batch and then stops (the IDI recorder's last check).
 
         Parameters
         ----------
         n : int
-            Rows of the call that does not fit.
+            Queries of the call that does not fit.
 
         Returns
         -------
@@ -313,41 +371,44 @@ class CountingModel:
             raise RuntimeError("over_budget() needs a query budget in force (CountingModel.query_budget)")
         cap, budget, start = self._budget
         return QueryBudgetSpent(
-            f"model {self.name!r}: a call of {n:,} rows would pass the query budget of {budget:,} "
+            f"model {self.name!r}: a call of {n:,} queries would pass the query budget of {budget:,} "
             f"({self.n_queries - start:,} spent, {cap - self.n_queries:,} left), so it was not made",
             max_queries=budget, spent=self.n_queries - start, asked=n)
 
     def _spend(self, count: str, n: int) -> None:
-        """Count ``n`` rows about to be sent, or refuse them (:class:`QueryBudgetSpent`) if they pass the budget."""
+        """Count ``n`` queries about to be sent, or refuse them (:class:`QueryBudgetSpent`) if they pass the budget."""
         if self._budget is not None and count == "n_queries" and self.n_queries + n > self._budget[0]:
             raise self.over_budget(n)
         setattr(self, count, getattr(self, count) + n)
 
-    def _chunked(self, fn, X, *, count: str) -> np.ndarray:
+    def _chunked(self, fn, X, *, count: str, calls: int = 1) -> np.ndarray:
+        """``fn`` over ``X`` in chunks, after counting ``calls`` queries a row (the model methods ``fn`` calls)."""
         if is_frame(X):  # rows as the user gave them, for a model fed frames (Dataset.raw)
-            return self._chunked_frame(fn, X, count=count)
+            return self._chunked_frame(fn, X, count=count, calls=calls)
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2:
             raise ValueError(f"model input must be 2-D (n_samples, n_features), got shape {X.shape}")
         n = X.shape[0]
-        self._spend(count, n)
+        self._spend(count, n * calls)
         if n <= self.batch_size:
             return self._call(fn, X)
         return np.concatenate([self._call(fn, X[i:i + self.batch_size]) for i in range(0, n, self.batch_size)])
 
-    def _chunked_frame(self, fn, frame, *, count: str) -> np.ndarray:
+    def _chunked_frame(self, fn, frame, *, count: str, calls: int = 1) -> np.ndarray:
         if not self.takes_frame:
             raise ModelCapabilityError(f"model {self.name!r} takes integer codes, not a DataFrame of rows: send it "
                                        "the codes (Dataset.X)")
         n = len(frame)
-        self._spend(count, n)
+        self._spend(count, n * calls)
         parts = [frame.iloc[i:i + self.batch_size] for i in range(0, n, self.batch_size)] or [frame]
         out = []
         for part in parts:
             try:
                 out.append(np.asarray(fn(part)))
-            except (ChiralfairError, MemoryError):
+            except ChiralfairError:
                 raise
+            except NOT_ABOUT_THE_INPUT as err:
+                raise model_call_error(self.name, err, len(part)) from err
             except Exception as err:  # the model's own error on the user's rows: quoted, with a row that fails
                 raise _frame_input_error(self.name, fn, part, err) from err
         return out[0] if len(out) == 1 else np.concatenate(out)
@@ -355,8 +416,10 @@ class CountingModel:
     def _call(self, fn, X: np.ndarray) -> np.ndarray:
         try:
             return np.asarray(fn(X))
-        except (ChiralfairError, MemoryError):  # already clear (the adapters' own checks), or not the input's fault
+        except ChiralfairError:  # already clear (the adapters' own checks)
             raise
+        except NOT_ABOUT_THE_INPUT as err:  # a connection, a timeout, memory: no row to look for
+            raise model_call_error(self.name, err, len(X)) from err
         except Exception as err:  # the model's own error, e.g. sklearn's "Found unknown categories"
             raise self._input_error(fn, X, err) from err
 
@@ -382,6 +445,9 @@ class CountingModel:
         ChiralfairError
             Errors of chiralfair's own checks (a label outside the classes, a code with no value) are not a
             refusal: they are raised.
+        ModelCallError
+            When the model's error is not about its input (:data:`NOT_ABOUT_THE_INPUT`: a lost connection, a
+            timeout, memory), quoting it.
         """
         X = np.asarray(X, dtype=np.float64)
         refused = np.zeros(len(X), dtype=bool)
@@ -391,8 +457,10 @@ class CountingModel:
             try:
                 self._predict(X[index])
                 return
-            except (ChiralfairError, MemoryError):
+            except ChiralfairError:
                 raise
+            except NOT_ABOUT_THE_INPUT as err:
+                raise model_call_error(self.name, err, len(index)) from err
             except Exception as err:
                 if not first:
                     first.append(_error_text(err))
@@ -409,13 +477,22 @@ class CountingModel:
                 visit(index)
         return refused, (first[0] if first else None)
 
-    def _input_error(self, fn, X: np.ndarray, err: Exception) -> ModelInputError:
-        """A ModelInputError for ``fn``'s failure on ``X``: one refused row and, if one explains it, the column."""
+    def _input_error(self, fn, X: np.ndarray, err: Exception) -> ModelCapabilityError:
+        """A ModelInputError for ``fn``'s failure on ``X``: one refused row and, if one explains it, the column.
+
+        A :class:`ModelCallError` instead when no value explains it: the model fails on every row tried, and
+        those rows share no value, or a call made to find the row fails for a reason not about the input.
+        """
         text = _error_text(err)
-        row, reference = _failing_row(fn, X)
+        try:
+            row, reference = _failing_row(fn, X)
+        except NOT_ABOUT_THE_INPUT as again:
+            return model_call_error(self.name, again, len(X))
         if row is None:
             return ModelInputError(f"model {self.name!r} fails on a batch of {len(X)} rows but on no row of it alone "
                                    f"({text})", model_name=self.name, model_error=text)
+        if reference is None and _share_no_value(X[_spread(len(X))]):
+            return failing_everywhere(self.name, text, len(_spread(len(X))))
         columns = [] if reference is None else _refused_columns(fn, X[row], reference)
         if len(columns) == 1:
             j = columns[0]
@@ -482,24 +559,107 @@ def is_frame(X) -> bool:
     return hasattr(X, "columns") and hasattr(X, "iloc")
 
 
-def _frame_input_error(name: str, fn, frame, err: Exception) -> ModelInputError:
-    """A ModelInputError for a model failing on rows given as a frame: the model's text and one row it refuses."""
+def _frame_input_error(name: str, fn, frame, err: Exception) -> ModelCapabilityError:
+    """A ModelInputError for a model failing on rows given as a frame: the model's text and one row it refuses.
+
+    A :class:`ModelCallError` when no value explains the failure (:meth:`CountingModel._input_error`).
+    """
     text = _error_text(err)
-    row = None
-    low, high = 0, len(frame)
-    while high - low > 1:  # bisection for one refused row: about log2(n) calls, only once the model has failed
-        mid = (low + high) // 2
-        if _fails(fn, frame.iloc[low:mid]):
-            high = mid
-        elif _fails(fn, frame.iloc[mid:high]):
-            low = mid
-        else:
-            break
-    if high - low == 1 and _fails(fn, frame.iloc[low:high]):
-        values = {str(c): (v.item() if hasattr(v, "item") else v) for c, v in frame.iloc[low].items()}
-        row = f" such as {values}"
+    try:
+        row = None
+        low, high = 0, len(frame)
+        while high - low > 1:  # bisection for one refused row: about log2(n) calls, only once the model has failed
+            mid = (low + high) // 2
+            if _fails(fn, frame.iloc[low:mid]):
+                high = mid
+            elif _fails(fn, frame.iloc[mid:high]):
+                low = mid
+            else:
+                break
+        if high - low == 1 and _fails(fn, frame.iloc[low:high]):
+            tried = _spread(len(frame))
+            if len(tried) > 1 and not any(not _fails(fn, frame.iloc[i:i + 1]) for i in tried if i != low):
+                # every row tried fails: unless they share a value, none explains it
+                if _share_no_value(frame.iloc[tried].astype(object).to_numpy()):
+                    return failing_everywhere(name, text, len(tried))
+            values = {str(c): (v.item() if hasattr(v, "item") else v) for c, v in frame.iloc[low].items()}
+            row = f" such as {values}"
+    except NOT_ABOUT_THE_INPUT as again:
+        return model_call_error(name, again, len(frame))
     return ModelInputError(f"model {name!r} fails on the given rows{row or ''} ({text}). {MODEL_INPUT_ADVICE}",
                            model_name=name, model_error=text)
+
+
+def model_call_error(name: str, err: BaseException, n_rows: int) -> ModelCallError:
+    """The error of a model that failed for a reason not about its input (:data:`NOT_ABOUT_THE_INPUT`).
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    err : BaseException
+        Its error, quoted.
+    n_rows : int
+        Rows of the call that failed.
+
+    Returns
+    -------
+    ModelCallError
+    """
+    text = _error_text(err)
+    advice = (f"lower batch_size (as_model(..., batch_size=...); this call sent {n_rows:,} rows)"
+              if isinstance(err, MemoryError) else
+              "check that the model can be reached and answers (call it on a few data rows yourself), then run again")
+    return ModelCallError(f"model {name!r} failed on a call of {n_rows:,} rows ({text}); this is the model's own "
+                          f"failure, not about a value of its input: {advice}", model_name=name, model_error=text)
+
+
+def failing_everywhere(name: str, text: str, n_tried: int) -> ModelCallError:
+    """The error of a model that fails on every row tried, rows that share no value (so none explains it).
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    text : str
+        Its error, ``"ErrorType: first line"``.
+    n_tried : int
+        Rows tried one by one.
+
+    Returns
+    -------
+    ModelCallError
+    """
+    return ModelCallError(f"model {name!r} fails on each of {n_tried} rows tried one by one, rows that share no "
+                          f"value, with {text}: no value of its input explains it. Check that the model is fitted and "
+                          "takes these columns (call it on a few data rows yourself)", model_name=name,
+                          model_error=text)
+
+
+def _spread(n: int) -> np.ndarray:
+    """Up to :data:`REFERENCE_TRIES` row numbers spread over ``n`` rows (the rows tried one by one)."""
+    return np.unique(np.linspace(0, n - 1, min(REFERENCE_TRIES, n)).astype(np.int64))
+
+
+def _share_no_value(rows: np.ndarray) -> bool:
+    """Whether at least two rows are given and no column holds one value in all of them."""
+    if len(rows) < 2:
+        return False
+    same = np.ones(rows.shape[1], dtype=bool)
+    for j in range(rows.shape[1]):  # columns, not rows: a few dozen at most
+        column = rows[:, j]
+        same[j] = all(_equal(v, column[0]) for v in column[1:])
+    return not same.any()
+
+
+def _equal(a, b) -> bool:
+    """``a == b`` for one cell, missing values equal to each other."""
+    try:
+        if a != a and b != b:  # NaN
+            return True
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
 
 
 def from_positive_probability(proba1, *, name, batch_size, estimator, language, gradient=None) -> CountingModel:
@@ -584,7 +744,9 @@ def with_column_named(text: str, name: str | None) -> str:
 def _fails(fn, X: np.ndarray) -> bool:
     try:
         fn(X)
-    except (ChiralfairError, MemoryError):
+    except ChiralfairError:
+        raise
+    except NOT_ABOUT_THE_INPUT:  # not the rows' fault: the caller says so (ModelCallError)
         raise
     except Exception:
         return True
@@ -608,7 +770,7 @@ def _failing_row(fn, X: np.ndarray) -> tuple[int | None, np.ndarray | None]:
     if not _fails(fn, X[index]):
         return None, reference
     if reference is None:  # every half tried failed: look for an accepted row among a spread of the others
-        for i in np.unique(np.linspace(0, len(X) - 1, min(REFERENCE_TRIES, len(X))).astype(np.int64)):
+        for i in _spread(len(X)):
             if not _fails(fn, X[i:i + 1]):
                 reference = X[i]
                 break

@@ -15,7 +15,7 @@ import numpy as np
 from ..exceptions import ConfigError, ModelOutputError
 from ._torch import require_torch
 from .language import ModelLanguage, check_probabilities, finite_probabilities, resolve_classes
-from .protocol import CountingModel, from_positive_probability
+from .protocol import CountingModel, from_positive_probability, is_frame
 from .threads import single_intra_op_thread
 
 # Without torch, importing this module raises MissingDependencyError (an ImportError) saying how to install it.
@@ -85,7 +85,7 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
 
 
 def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, output: str = "probability",
-                device: str | torch.device = "cpu", positive_class=None, classes=None) -> CountingModel:
+                device: str | torch.device = "cpu", positive_class=None, classes=None, to_frame=None) -> CountingModel:
     """Wrap a torch module (see :func:`chiralfair.models.adapters.as_model`).
 
     Parameters
@@ -100,6 +100,10 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
         One of ``classes``; defaults to 1 for the default classes (0, 1).
     classes : sequence of two labels, optional
         The classes of the module's output columns (one column: the probability of ``classes[1]``).
+    to_frame : callable, optional
+        Codes -> DataFrame of the data's columns: the module is then fed that frame's values (as float64
+        numbers in its column order, then its own dtype), and rows given as a DataFrame (the population) their
+        own values (``model_input="values"``). Such a model has no gradient in codes.
 
     Returns
     -------
@@ -117,14 +121,22 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
     classes, positive_class = resolve_classes((0, 1) if classes is None else classes, positive_class,
                                               model_name=name,
                                               where="the default classes" if classes is None else "classes=")
-    language = ModelLanguage(classes=classes, positive_class=positive_class, output=output)
+    language = ModelLanguage(classes=classes, positive_class=positive_class, output=output, to_frame=to_frame,
+                             as_values=to_frame is not None)
     index = language.positive_index
     module = module.to(device).eval()
     dtype = input_dtype(module)
 
+    def numbers(X) -> np.ndarray:
+        if is_frame(X):  # the population: the rows' own values
+            return language.frame_input(X)
+        if language.takes_frame:  # codes of the search: their decoded values (a bin's representative)
+            return language.model_input(np.rint(X).astype(np.int64))
+        return X
+
     def proba1(X: np.ndarray) -> np.ndarray:
         with torch.inference_mode(), single_intra_op_thread():
-            x = torch.as_tensor(X, dtype=dtype, device=device)
+            x = torch.as_tensor(numbers(X), dtype=dtype, device=device)
             return finite_probabilities(positive_probability(module, x, output, index, name=name).double().cpu()
                                         .numpy(), name)
 
@@ -135,5 +147,6 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
             (g,) = torch.autograd.grad(p.sum(), x)
         return g.double().cpu().numpy()
 
+    # A module fed values has no gradient in codes: a bin's code moves its value by a jump, not a slope.
     return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=module, language=language,
-                                     gradient=gradient)
+                                     gradient=None if language.takes_frame else gradient)

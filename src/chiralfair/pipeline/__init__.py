@@ -17,7 +17,8 @@ from .._lazy import lazy_attributes
 _MODULE_OF = {
     "MAX_BUDGET": "checks", "protected_list": "checks", "check_budget": "checks",
     "RunConfig": "config", "validate_config": "config",
-    "RunInputs": "inputs", "DataSettings": "inputs", "inputs_from_names": "inputs", "inputs_from_objects": "inputs",
+    "RunInputs": "inputs", "inputs_from_names": "inputs", "inputs_from_objects": "inputs",
+    "DataSpec": "spec", "resolve_spec": "spec",
     "SearchPlan": "steps", "prepare_search": "steps", "select_seeds": "steps", "run_search": "steps",
     "estimate_verdict": "steps",
     "RunOutcome": "outcome",
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     from .front import AuditResult, audit, estimate, estimate_benchmark, resolve_inputs, resolve_seed, retrain  # noqa: F401  # noqa: F401
     from .gate import check_fairness, check_fairness_benchmark  # noqa: F401
     from .held_out import held_out_frame, measure_group_metrics  # noqa: F401
-    from .inputs import DataSettings, RunInputs, inputs_from_names, inputs_from_objects  # noqa: F401
+    from .inputs import RunInputs, inputs_from_names, inputs_from_objects  # noqa: F401
     from .outcome import RunOutcome  # noqa: F401
     from .retraining import (  # noqa: F401
         inputs_from_run,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     )
     from .run import run_experiment, run_pipeline  # noqa: F401
     from .selections import select_repeatedly  # noqa: F401
+    from .spec import DataSpec, resolve_spec  # noqa: F401
     from .steps import SearchPlan, estimate_verdict, prepare_search, run_search, select_seeds  # noqa: F401
 
 if not TYPE_CHECKING:  # type checkers read the imports above, so a name not there is an error, not `object`

@@ -18,7 +18,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 
-def certify(model, data, *, label=None, positive_class=None, protected: str | Sequence | None = None,
+def certify(model, data, *, spec=None, label=None, positive_class=None, protected: str | Sequence | None = None,
             bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
             test=None, test_size: float | None = None, random_state=0, trust_model_file: bool = False,
             model_output: str | None = None, model_input: str = "auto", name: str | None = None, couple=None,
@@ -34,7 +34,7 @@ def certify(model, data, *, label=None, positive_class=None, protected: str | Se
 
     Parameters
     ----------
-    model, data, label, positive_class, protected, bins, schema, test, test_size, random_state
+    model, data, spec, label, positive_class, protected, bins, schema, test, test_size, random_state
         As in :func:`~chiralfair.pipeline.audit`.
     trust_model_file, model_output, model_input, name, couple, constraints
         As in :func:`~chiralfair.pipeline.audit`.
@@ -72,13 +72,14 @@ def certify(model, data, *, label=None, positive_class=None, protected: str | Se
 
     check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
     seed, random_state_meta = resolve_seed(random_state)
-    with run_folder_guard(out):
-        inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, protected=protected,
-                                bins=bins, schema=schema, test=test, test_size=test_size, random_state=seed,
+    with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
+        inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                                protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+                                random_state=seed,
                                 trust_model_file=trust_model_file, model_output=model_output, model_input=model_input,
                                 name=name, couple=couple, constraints=constraints)
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
-                              split=split, individuals=individuals, out=out, on_progress=on_progress,
+                              split=split, individuals=individuals, out=folder.path, on_progress=on_progress,
                               random_state_meta=random_state_meta)
 
 
@@ -115,10 +116,10 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
     validate_config(config, search=False)
     check_zoo_model(config.model)
-    with run_folder_guard(out):
+    with run_folder_guard(out) as folder:
         inputs = inputs_from_names(config)
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
-                              split=split, individuals=individuals, out=out, on_progress=on_progress,
+                              split=split, individuals=individuals, out=folder.path, on_progress=on_progress,
                               random_state_meta={"random_state": config.random_state,
                                                  "resolved_random_state": config.random_state})
 

@@ -249,7 +249,7 @@ def generator_needs_gradient(name: str) -> bool:
     GENERATORS = _registry("generators", "GENERATORS")
     installed = installed_entry_points(ENTRY_POINT_GROUPS["generator"])
     if name not in GENERATORS and name not in installed:
-        raise unknown_name("generator", name, {*BUILTIN_GENERATORS, *GENERATORS, *installed})
+        raise unknown_name("generator", name, {AUTO, *BUILTIN_GENERATORS, *GENERATORS, *installed})
     return bool(getattr(_plugin("generators", "GENERATORS", name), "needs_gradient", False))
 
 

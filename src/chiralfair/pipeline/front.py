@@ -10,6 +10,7 @@ verdict alone, ``retrain`` makes a fairer model with the IDIs and measures it on
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -19,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .._validation import check_keywords
-from .inputs import DataSettings, RunInputs, inputs_from_objects
+from .inputs import RunInputs, inputs_from_objects
 from .run import run_folder_guard, run_pipeline
+from .spec import DataSpec, resolve_spec, stated_fields
 from .steps import SearchPlan
 
 logger = logging.getLogger(__name__)
@@ -54,18 +56,19 @@ def resolve_seed(random_state) -> tuple[int, dict[str, Any]]:
     return seed, {"random_state": described, "resolved_random_state": seed}
 
 
-def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-                   schema=None, test=None, test_size: float | None = None, random_state: int = 0,
-                   trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
-                   name: str | None = None, on_step: Callable[[str], None] | None = None, couple=None,
-                   constraints=None) -> RunInputs:
+def resolve_inputs(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+                   protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+                   random_state: int = 0, trust_model_file: bool = False, model_output: str | None = None,
+                   model_input: str = "auto", name: str | None = None, on_step: Callable[[str], None] | None = None,
+                   couple=None, constraints=None) -> RunInputs:
     """The inputs of a run on your model and data: the first step of :func:`audit`, :func:`estimate`, :func:`retrain`.
 
-    See :func:`audit` for the parameters.
+    The data description is made once here (:func:`~chiralfair.pipeline.resolve_spec`): ``spec`` or the keyword
+    arguments of the same names, laid over the schema. See :func:`audit` for the parameters.
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
         As in :func:`audit` (``random_state`` as an int here: :func:`resolve_seed` makes one).
     trust_model_file, model_output, model_input, name, on_step, couple, constraints
         As in :func:`audit`.
@@ -73,18 +76,19 @@ def resolve_inputs(model, data, *, label=None, positive_class=None, favourable=N
     Returns
     -------
     RunInputs
+        ``spec`` is the description used.
     """
-    settings = DataSettings.build(label=label, positive_class=positive_class, favourable=favourable,
-                                  protected=protected, bins=bins, schema=schema, couple=couple,
-                                  constraints=constraints)
+    settings = resolve_spec(spec, label=label, positive_class=positive_class, favourable=favourable,
+                            protected=protected, bins=bins, schema=schema, couple=couple, constraints=constraints,
+                            model_input=model_input, model_output=model_output)
     return inputs_from_objects(model, data, settings=settings, test=test, test_size=test_size,
-                               random_state=random_state, trust_model_file=trust_model_file,
-                               model_output=model_output, model_input=model_input, name=name,
+                               random_state=random_state, trust_model_file=trust_model_file, name=name,
                                step=on_step or (lambda s: None))
 
 
-def audit(model, data, *, label=None, positive_class=None, favourable=None, protected: str | Sequence | None = None,
-          bins: Mapping[str, int | Sequence[float]] | None = None, schema: str | os.PathLike | None = None,
+def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+          protected: str | Sequence | None = None, bins: Mapping[str, int | Sequence[float]] | None = None,
+          schema: str | os.PathLike | None = None,
           test=None, test_size: float | None = None, generator: str = "auto", seeds: str = "iandd",
           max_global: int = 100, max_local: int = 100, random_state=0, verdict: bool = True,
           verdict_params: Mapping[str, Any] | None = None, out: str | os.PathLike | None = None,
@@ -112,6 +116,10 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     data : pandas.DataFrame, path, or Dataset
         A raw frame (or a ``.csv``/``.parquet`` file) holding the feature columns and the ``label`` column, or an
         encoded Dataset.
+    spec : DataSpec, optional
+        What the data and the model mean (label, classes, protected attributes, bins, couplings, constraints,
+        ``model_input``, ``model_output``), made once and handed to every door. Its fields may instead be given one
+        by one as the keyword arguments below; a field given both ways is refused.
     label : column name
         Label column of ``data`` (a frame or file only).
     positive_class : object, optional
@@ -142,10 +150,13 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         Resolved once to an int seed that drives the split, the seeds and the search; both the given value and the
         int are recorded in ``meta``.
     max_queries : int, optional
-        Query budget: the seed strategy and the generator together send at most this many rows to the model
-        (every row predicted, every probability, gradient and probe counts); the search stops when the next call
-        would pass it, and the result says so (``result.meta["query_budget"]``, a note). The verdict's queries are
-        apart (``verdict_params={"max_queries": ...}``). Default: no budget but ``max_global`` and ``max_local``.
+        Query budget: the seed strategy and the generator together send at most this many queries to the model
+        (every row passed to any of its methods: labels and probabilities of a row are two unless one call returns
+        both; gradients count); the search stops before the call that would pass it, and the result says so
+        (``result.meta["query_budget"]``, a note). The probes before the search and the verdict's and group
+        metrics' held-out rows are outside it, said beside it (``summary()["queries"]``, the ``n_queries`` line);
+        the verdict has its own (``verdict_params={"max_queries": ...}``). Default: no budget but ``max_global``
+        and ``max_local``.
     verdict : bool, default=True
         Estimate the share of the held-out rows affected (:func:`chiralfair.verdict.estimate`).
     verdict_params : mapping, optional
@@ -156,9 +167,13 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
         Load pickles and skops files with untrusted types.
     model_output : {"probability", "logit"}, optional
         For torch modules and one-column ONNX models: what the output is.
-    model_input : {"auto", "frame", "codes"}, default="auto"
-        What the model takes: ``"frame"`` the raw frame's columns, ``"codes"`` the integer codes. ``"auto"``: the
-        frame for an estimator with string ``feature_names_in_``, codes otherwise.
+    model_input : {"auto", "frame", "codes", "values"}, default="auto"
+        What the model takes: ``"frame"`` the raw frame's columns; ``"values"`` their raw numbers as a float64
+        array, in the frame's column order (a torch module, a TorchScript or ONNX file, a callable or an
+        estimator fitted on a numpy array of the raw columns; every column numeric); ``"codes"`` the integer
+        codes. ``"auto"``: the frame for an estimator with string ``feature_names_in_``; codes where the data's
+        codes are its values (already encoded data, integer or 0/1 columns); otherwise refused, asking for it
+        (:func:`~chiralfair.models.probe.resolve_model_input`). Recorded in ``meta["source"]["model_input"]``.
     name : str, optional
         Dataset name in reports (default: the file's stem, or ``"data"``).
     generator_params, seed_params : mapping, optional
@@ -229,23 +244,24 @@ def audit(model, data, *, label=None, positive_class=None, favourable=None, prot
     plan.check()
     _check_verdict_params(verdict_params)
     t_all = time.perf_counter()
-    with run_folder_guard(out):
-        inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                                protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+    with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
+        inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                                favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                                test_size=test_size,
                                 random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                                 model_input=model_input, name=name, on_step=on_step, couple=couple,
                                 constraints=constraints)
         outcome = run_pipeline(inputs, plan, verdict=verdict, verdict_params=dict(verdict_params or {}),
-                               diversity=diversity, out=out, on_step=on_step, random_state_meta=random_state_meta,
-                               started=t_all)
-        audited = AuditResult(outcome, inputs)
-        if out is not None:
-            audited.write(out)
-    return audited
+                               diversity=diversity, out=folder.path, on_step=on_step,
+                               random_state_meta=random_state_meta, started=t_all)
+        if folder.path is not None:
+            AuditResult(outcome, inputs).write(folder.path)
+    return AuditResult(dataclasses.replace(outcome, result=folder.moved(outcome.result)), inputs)
 
 
-def estimate(model, data, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-             schema=None, test=None, test_size: float | None = None, population: str = "test",
+def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
+             protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+             population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
              model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
@@ -256,7 +272,7 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
         As in :func:`audit`.
     trust_model_file, model_output, model_input, name
         As in :func:`audit`.
@@ -306,8 +322,9 @@ def estimate(model, data, *, label=None, positive_class=None, favourable=None, p
     _check_verdict_params(params, "estimate's keyword arguments")
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
-    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+    inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                            favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                            test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, couple=couple, constraints=constraints)
     return with_notes(estimate_verdict(inputs, random_state=seed, population=population, **params), inputs.notes)
@@ -366,8 +383,9 @@ def with_notes(verdict, notes: Sequence[str]):
     return replace(verdict, notes=tuple(notes) + tuple(verdict.notes)) if notes else verdict
 
 
-def retrain(model, data, *, idis=None, label=None, positive_class=None, favourable=None, protected=None,
-            bins=None, schema=None, test=None, test_size: float | None = None, generator: str = "auto",
+def retrain(model, data, *, spec: DataSpec | None = None, idis=None, label=None, positive_class=None,
+            favourable=None, protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
+            generator: str = "auto",
             seeds: str = "iandd", max_global: int = 100, max_local: int = 100, random_state=0,
             trust_model_file: bool = False, model_output: str | None = None, model_input: str = "auto",
             name: str | None = None, out: str | os.PathLike | None = None,
@@ -381,8 +399,9 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
 
     Parameters
     ----------
-    model, data, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
-        As in :func:`audit`.
+    model, data, spec, label, positive_class, favourable, protected, bins, schema, test, test_size, random_state
+        As in :func:`audit`; with ``spec`` and none of its fields given, the ``spec`` of ``idis`` (an
+        :class:`AuditResult`) is used, so the IDIs are read in the meaning they were found in.
     generator, seeds, max_global, max_local
         The search that finds the IDIs when ``idis`` is not given, as in :func:`audit` (defaults ``"auto"``,
         ``"iandd"``, 100, 100).
@@ -440,14 +459,21 @@ def retrain(model, data, *, idis=None, label=None, positive_class=None, favourab
     seed, random_state_meta = resolve_seed(random_state)
     from ..mitigation.retraining import retrain as retrain_model
 
+    if spec is None and isinstance(idis, AuditResult) and idis.spec is not None and not stated_fields(
+            label=label, positive_class=positive_class, favourable=favourable, protected=protected, bins=bins,
+            schema=schema, couple=couple, constraints=constraints, model_input=model_input,
+            model_output=model_output):
+        spec = idis.spec
+
     check_keywords(retrain_params, retrain_model, "retrain's keyword arguments", fixed=RETRAIN_SETS)
     plan = None
     if idis is None:
         plan = SearchPlan(seeds=seeds, generator=generator, max_global=max_global, max_local=max_local,
                           random_state=seed)
         plan.check()
-    inputs = resolve_inputs(model, data, label=label, positive_class=positive_class, favourable=favourable,
-                            protected=protected, bins=bins, schema=schema, test=test, test_size=test_size,
+    inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
+                            favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
+                            test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, on_step=on_step, couple=couple,
                             constraints=constraints)
@@ -526,6 +552,11 @@ class AuditResult:
         from .held_out import held_out_frame
 
         return held_out_frame(self.inputs)
+
+    @property
+    def spec(self) -> DataSpec | None:
+        """The description of the data and the model's language this audit read (None for a benchmark by name)."""
+        return self.inputs.spec
 
     @property
     def result(self):

@@ -21,7 +21,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import ConfigError, DatasetError
-from .checks import held_out_share, protected_list
+from .checks import held_out_share
+from .spec import DataSpec
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,12 @@ class RunInputs:
         Where :attr:`favourable` comes from, when it is not a benchmark's (given, or the positive class by default).
     left_out : tuple of dict
         The protected values the model refuses, left out with their rows (:func:`~.steps.left_out_values`).
+    spec : DataSpec or None
+        The description of the data and the model's language the inputs were made from (None for a benchmark
+        by name).
+    probe_rows : int
+        Rows sent to the model while it was checked before the search (its accepted values, its F1 on the
+        held-out rows, the bins' agreement): outside the query budget, and said beside it. 0 for a zoo model.
     """
 
     dataset: Any
@@ -89,6 +96,8 @@ class RunInputs:
     random_state: int = 0
     favourable_note: str | None = None
     left_out: tuple[dict[str, Any], ...] = ()
+    spec: DataSpec | None = None
+    probe_rows: int = 0
 
     @property
     def domain(self):
@@ -193,83 +202,9 @@ def _benchmark_notes(config, dataset) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------------- from objects
-@dataclass(frozen=True)
-class DataSettings:
-    """How to read a user's data: label, positive and favourable class, protected attributes, bins, categories.
-
-    Built from keyword arguments, a schema TOML (``chiralfair schema infer``) and command-line flags (flags win).
-    ``couple`` and ``constraints`` (architecture: counterparts that could exist) are those of
-    :func:`~chiralfair.datasets.from_frame`; the schema's ``[couple]`` table and ``constraints`` list apply when none
-    are given.
-    """
-
-    label: Any = None
-    positive_class: Any = None
-    favourable: Any = None
-    protected: tuple = ()
-    bins: Mapping[str, Any] = field(default_factory=dict)
-    categories: Mapping[str, Sequence] = field(default_factory=dict)
-    types: Mapping[str, str] = field(default_factory=dict)
-    schema: str | None = None
-    couple: Any = None
-    constraints: tuple = ()
-
-    @classmethod
-    def build(cls, *, label=None, positive_class=None, favourable=None, protected=None, bins=None,
-              schema=None, couple=None, constraints=None) -> DataSettings:
-        """Lay the given values over those of ``schema`` (a TOML path), if any.
-
-        Parameters
-        ----------
-        label, positive_class, favourable, protected, bins, couple, constraints : optional
-            As in :func:`~chiralfair.pipeline.audit`; None leaves the schema's value.
-        schema : str or path-like, optional
-            A schema TOML (``chiralfair schema infer``).
-
-        Returns
-        -------
-        DataSettings
-
-        Raises
-        ------
-        DatasetError
-            For a schema that cannot be read.
-        """
-        base: dict[str, Any] = {}
-        if schema is not None:
-            from ..datasets.schema import read_schema
-
-            base = read_schema(schema)
-        merged_bins = {**base.get("bins", {}), **dict(bins or {})}
-        return cls(label=base.get("label") if label is None else label,
-                   positive_class=base.get("positive_class") if positive_class is None else positive_class,
-                   favourable=favourable,
-                   protected=protected_list(base.get("protected") if protected is None else protected),
-                   bins=merged_bins, categories=base.get("categories", {}), types=base.get("types", {}),
-                   schema=None if schema is None else str(schema),
-                   couple=base.get("couple") if couple is None else couple,
-                   constraints=tuple(base.get("constraints") or () if constraints is None else
-                                     ([constraints] if isinstance(constraints, str) else constraints)))
-
-    def check(self) -> None:
-        """Refuse settings that cannot describe a frame: no label, no protected attribute.
-
-        Raises
-        ------
-        DatasetError
-        """
-        if self.label is None:
-            raise DatasetError("label= is needed to tell the label column of the data (command line: --label COLUMN, "
-                               "or a --schema that names it)")
-        if not self.protected:
-            raise DatasetError("protected= is needed: the protected attribute(s) to test (command line: --protected "
-                               "A[,B], or a --schema that names them)")
-
-
-def inputs_from_objects(model, data, *, settings: DataSettings | None = None, test=None,
+def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=None,
                         test_size: float | None = None, random_state: int = 0, trust_model_file: bool = False,
-                        model_output: str | None = None, model_input: str = "auto", name: str | None = None,
-                        step: Callable[[str], None] = lambda name: None) -> RunInputs:
+                        name: str | None = None, step: Callable[[str], None] = lambda name: None) -> RunInputs:
     """Encode your data, load and wrap your model, check that it takes the data, and set the held-out rows.
 
     Parameters
@@ -280,9 +215,10 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     data : pandas.DataFrame, path, or Dataset
         A raw frame (or ``.csv``/``.parquet`` file) holding the features and the label column, or an encoded
         Dataset.
-    settings : DataSettings
-        Label, positive/favourable class, protected attributes and bins (a Dataset takes only ``protected`` and
-        ``favourable``, the favourable label 0 or 1).
+    settings : DataSpec
+        Label, positive/favourable class, protected attributes, bins and the model's language (``model_input``,
+        ``model_output``); a Dataset takes only ``protected``, ``favourable`` (the label 0 or 1) and the model's
+        language.
     test : pandas.DataFrame, path, or array-like of int, optional
         Held-out rows the model was not fitted on: a frame or file with the same columns as ``data`` (encoded with
         it), or, with a Dataset, row numbers of it. Default: a stratified ``test_size`` split of ``data``.
@@ -290,7 +226,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
         Share of ``data`` held out when ``test`` is not given, in (0, 1); default 0.4. Refused beside ``test``.
     random_state : int
         Seeds that split.
-    trust_model_file, model_output, model_input, name
+    trust_model_file, name
         As in :func:`chiralfair.audit`.
     step : callable
         Called with ``"data"`` and ``"model"`` as each step starts.
@@ -306,7 +242,7 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     """
     from ..datasets import Dataset
 
-    settings = settings or DataSettings()
+    settings = settings or DataSpec()
     test_size = held_out_share(test, test_size)
     _refuse_before_reading(model, data, settings, trust_model_file)
     seconds = {}
@@ -323,7 +259,9 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
 
     step("model")
     t = time.perf_counter()
-    counting, model_name, model_source = _load_model(model, dataset, trust_model_file, model_output, model_input)
+    counting, model_name, model_source = _load_model(model, dataset, trust_model_file, settings.model_output,
+                                                     settings.model_input)
+    rows_before = counting.n_rows  # a wrapped model given may have answered calls before this run
     from .steps import left_out_values
 
     probed = dataset
@@ -362,10 +300,11 @@ def inputs_from_objects(model, data, *, settings: DataSettings | None = None, te
     return RunInputs(dataset=dataset, model=counting, model_name=model_name, train_index=train_index,
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
-                     favourable_note=favourable_note, left_out=left_out)
+                     favourable_note=favourable_note, left_out=left_out, spec=settings,
+                     probe_rows=int(counting.n_rows - rows_before))
 
 
-def _refuse_before_reading(model, data, settings: DataSettings, trust: bool) -> None:
+def _refuse_before_reading(model, data, settings: DataSpec, trust: bool) -> None:
     """Every problem found without the data's rows, at once: missing settings, the model file, unknown columns.
 
     The model file's checks (it exists, its kind, a pickle or skops types that need trust) and the settings' run
@@ -397,7 +336,7 @@ def _refuse_before_reading(model, data, settings: DataSettings, trust: bool) -> 
     problems.raise_all()
 
 
-def _check_header(path, settings: DataSettings) -> None:
+def _check_header(path, settings: DataSpec) -> None:
     """Refuse the names the settings give that the data file's columns do not hold (read from its header)."""
     from ..datasets.frame import read_frame_header
     from ..exceptions import Problems
@@ -425,11 +364,16 @@ def _check_header(path, settings: DataSettings) -> None:
     problems.raise_all()
 
 
-def _frame_rows(data, settings: DataSettings, test, test_size, random_state, name):
+def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
     """Encode a frame (and its test frame, jointly); the rows of each."""
-    import pandas as pd
-
-    from ..datasets.frame import binary_positive_class, from_frame, match_label_value, read_frame
+    from ..datasets.frame import (
+        binary_positive_class,
+        from_frame,
+        match_label_value,
+        read_frame,
+        refuse_no_rows,
+        stacked_frames,
+    )
     from ..datasets.native import as_pandas
 
     source: dict[str, Any] = {"kind": "objects"}
@@ -439,7 +383,8 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         source = {"kind": "files", "data": str(path.resolve()), "data_sha256": _sha256(path)}
         name = name or path.stem
     else:
-        frame = as_pandas(data, what="data")
+        # an empty frame said as such, before its label column is searched for a positive class it cannot hold
+        frame = refuse_no_rows(as_pandas(data, what="data"), what=DATA_FRAME)
     settings.check()
     label = settings.label
     if label not in frame.columns:
@@ -465,7 +410,12 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
         frame, test_frame = typed[0], (typed[1] if test_frame is not None else None)
     if test_frame is not None and isinstance(test, str | os.PathLike):
         source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
-    whole = frame if test_frame is None else pd.concat([frame, test_frame], ignore_index=True)
+    # each row keeps its source and its own number, so that a refusal about a row names the file and the row there
+    frames, sources = [frame], [_source_text(data, DATA_FRAME, "data file")]
+    if test_frame is not None:
+        frames.append(test_frame)
+        sources.append(_source_text(test, TEST_FRAME, "test file"))
+    whole = stacked_frames(frames, sources)
     dataset = from_frame(whole, label=label, positive_class=positive, protected=list(settings.protected),
                          bins=dict(settings.bins), name=name or "data", couple=settings.couple,
                          constraints=list(settings.constraints) or None)
@@ -478,7 +428,7 @@ def _frame_rows(data, settings: DataSettings, test, test_size, random_state, nam
                      f"random_state {random_state}) that may include rows the model was fitted on")
     else:
         train_index = np.arange(len(frame), dtype=np.int64)
-        test_index = np.arange(len(frame), len(whole), dtype=np.int64)
+        test_index = np.arange(len(frame), len(frame) + len(test_frame), dtype=np.int64)
         test_rows = f"the given test rows ({len(test_index):,})" + _also_in_data(test_frame, frame)
     return dataset, train_index, test_index, test_rows, source
 
@@ -502,24 +452,35 @@ def _also_in_data(test_frame, frame) -> str:
             "rows the model was fitted on")
 
 
+# How a frame given as an object (not a file) is named in a refusal about its rows.
+DATA_FRAME = "the data frame (data=)"
+TEST_FRAME = "the test frame (test=)"
+
+
+def _source_text(given, frame_text: str, file_kind: str) -> str:
+    """Where rows come from, in words: ``data file 'train.csv'``, or ``frame_text`` for a frame."""
+    return f"{file_kind} {str(given)!r}" if isinstance(given, str | os.PathLike) else frame_text
+
+
 def _test_frame(test, frame, label):
-    from ..datasets.frame import read_frame
+    from ..datasets.frame import read_frame, refuse_no_rows
     from ..datasets.native import as_pandas
 
     if test is None:
         return None
-    test_frame = read_frame(test) if isinstance(test, str | os.PathLike) else as_pandas(test, what="test")
+    if isinstance(test, str | os.PathLike):
+        test_frame = read_frame(test, what="test file")
+    else:
+        test_frame = refuse_no_rows(as_pandas(test, what="test"), what=TEST_FRAME)
     missing = [c for c in frame.columns if c not in test_frame.columns]
     extra = [c for c in test_frame.columns if c not in frame.columns]
     if missing or extra:
-        raise DatasetError(f"the test rows must have the data's columns: missing {missing or 'none'}, extra "
-                           f"{extra or 'none'}")
-    if len(test_frame) == 0:
-        raise DatasetError("the test rows are empty")
+        raise DatasetError(f"{_source_text(test, TEST_FRAME, 'test file')} must have the data's columns: missing "
+                           f"{missing or 'none'}, extra {extra or 'none'}")
     return test_frame[list(frame.columns)]
 
 
-def _check_schema_categories(frame, settings: DataSettings) -> None:
+def _check_schema_categories(frame, settings: DataSpec) -> None:
     """Refuse a schema's column table the data has no column for, and a value its categories do not list."""
     columns = [str(c) for c in frame.columns]
     unknown_columns = sorted({str(c) for c in (*settings.types, *settings.categories)} - set(columns))
@@ -536,7 +497,7 @@ def _check_schema_categories(frame, settings: DataSettings) -> None:
                                    "'chiralfair schema infer' or edit the schema")
 
 
-def _dataset_rows(data, settings: DataSettings, test, test_size, random_state):
+def _dataset_rows(data, settings: DataSpec, test, test_size, random_state):
     """A Dataset's protected attributes and rows."""
     if settings.label is not None or settings.bins:
         raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
@@ -616,8 +577,15 @@ def _load_model(model, dataset, trust: bool, output: str | None, model_input: st
         model_name = getattr(model, "name", None) or type(model).__name__
         source = {"model_object": type(model).__name__, "model_output": output, "model_input": model_input}
     if isinstance(obj, CountingModel):
-        return obj, model_name, source
-    return wrap_model(obj, dataset, name=model_name, output=output, model_input=model_input), model_name, source
+        if model_input not in ("auto", obj.language.input_kind):
+            raise ConfigError(f"model {obj.name!r} is already wrapped, in its own language (it takes "
+                              f"{obj.language.input_kind}): model_input={model_input!r} applies to the model itself; "
+                              "pass it unwrapped, or wrap it with as_model(..., to_frame=..., as_values=...)")
+        return obj, model_name, {**source, "model_input": obj.language.input_kind}
+    counting = wrap_model(obj, dataset, name=model_name, output=output, model_input=model_input)
+    if model_input == "auto":  # what auto told, so that a run folder rebuilds the same model (retrain --from-run)
+        source["model_input"] = counting.language.input_kind
+    return counting, model_name, source
 
 
 def _check_model(model, dataset):
@@ -664,7 +632,7 @@ def _quality(model, dataset, test_index: np.ndarray, test_rows: str) -> dict[str
     """F1 and accuracy of the model on the held-out rows, as given for a model fed frames (queries not counted)."""
     from sklearn.metrics import accuracy_score, f1_score
 
-    as_given = model.takes_frame and dataset.raw is not None
+    as_given = model.reads_people and dataset.raw is not None
     pred = model.predict(dataset.raw.iloc[test_index] if as_given else dataset.X[test_index])
     model.reset_queries()
     y = dataset.y[test_index]
@@ -704,7 +672,7 @@ def _inverted_labels_note(quality: dict[str, Any], positive_class) -> str | None
             "positive_class=...)); until then F1 and who is harmed are read the wrong way round")
 
 
-def _favourable(dataset, settings: DataSettings) -> tuple[int, str | None]:
+def _favourable(dataset, settings: DataSpec) -> tuple[int, str | None]:
     """The favourable label (given, else the benchmark's, else 1: the positive class) and where it comes from.
 
     Returns

@@ -45,6 +45,8 @@ class RunOutcome:
     group_metrics : GroupMetrics or None
         Selection rate, TPR, FPR and IDI rate per protected group on the held-out rows (fairlearn ``MetricFrame``;
         :mod:`chiralfair.verdict.group_metrics`), measured with the verdict.
+    queries : dict or None
+        The queries of the budget and the rows sent outside it (:func:`~chiralfair.pipeline.run.query_record`).
     """
 
     config: RunConfig
@@ -60,6 +62,7 @@ class RunOutcome:
     source: dict[str, Any] | None = None
     random_state: dict[str, Any] | None = None
     group_metrics: Any = None
+    queries: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The figures of result.json: verdict, search summary, direction of the IDI pairs, seeds, model, timings.
@@ -89,6 +92,7 @@ class RunOutcome:
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
             "diversity": self.seed_diversity}
         out["query_budget"] = self.result.meta.get("query_budget")
+        out["queries"] = self.queries
         out["generator_choice"] = self.result.meta.get("generator_choice")
         out["counterparts"] = counterpart_summary(self.domain, self.result)
         out["model"] = dict(self.model_info)

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = None, random_state: int = 0,
                    out: str | os.PathLike | None = None, cache_dir=None, searched_with: dict | None = None,
-                   on_step=None, **params):
+                   on_step=None, extra_notes: tuple[str, ...] = (), **params):
     """Retrain the model of ``inputs`` with IDIs and compare before and after on the held-out rows.
 
     Parameters
@@ -50,6 +50,8 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         How array IDIs were found (``generator``, ``seed_strategy``, ``params``, ``random_state``).
     on_step : callable, optional
         Called with each step's name.
+    extra_notes : tuple of str, default=()
+        Notes the result carries after its own (how the given IDIs were found).
     **params
         Of :func:`chiralfair.mitigation.retrain`.
 
@@ -67,16 +69,18 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
         If ``out`` cannot receive a retrain folder.
     """
     from ..mitigation.retraining import retrain
-    from ..reporting.report import prepare_retrain_folder, write_retrain_folder
-    from ..results.run_folder import remove_empty_folders
+    from ..reporting.report import RETRAIN_FILES, check_retrain_folder, write_retrain_folder
+    from ..results.run_folder import StagedFolder
 
-    created = prepare_retrain_folder(out) if out is not None else []
     searched = None
-    try:
+    # an earlier retrain in out is replaced only once this one is written whole
+    with StagedFolder(out, check=check_retrain_folder, outputs=(*RETRAIN_FILES, "model-*", "search"),
+                      what="retrain") as folder:
         if idis is None and _adds_idis(params):
             if plan is None:
                 raise ConfigError("retraining needs IDIs: pass idis= or a search plan")
-            idis, searched = search_training_rows(inputs, plan, out=None if out is None else Path(out) / "search",
+            idis, searched = search_training_rows(inputs, plan,
+                                                  out=None if folder.path is None else folder.path / "search",
                                                   cache_dir=cache_dir, on_step=on_step)
         if on_step is not None:
             on_step("retrain")
@@ -93,13 +97,10 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
             leakage["n_idis_excluded"] += searched["n_idis_excluded"]
             leakage["n_seeds_excluded"] = searched["n_seeds_excluded"]
         result = replace(result, meta={**result.meta, "test_rows": inputs.test_rows, "source": inputs.source},
-                         notes=tuple(inputs.notes) + tuple(notes), leakage=leakage)
-        if out is not None:
-            write_retrain_folder(result, out, like=inputs.source.get("model_file"))
-        return result
-    except BaseException:
-        remove_empty_folders(created)
-        raise
+                         notes=tuple(inputs.notes) + tuple(notes) + tuple(extra_notes), leakage=leakage)
+        if folder.path is not None:
+            write_retrain_folder(result, folder.path, like=inputs.source.get("model_file"))
+    return result
 
 
 def _adds_idis(params: dict[str, Any]) -> bool:
@@ -152,12 +153,12 @@ def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out
     projections = HeldOutProjections.of(domain, X[inputs.train_index], X[inputs.test_index])
     n_excluded = 0
     if seeds is None:
-        with run_folder_guard(out):
-            outcome = run_pipeline(inputs, plan, verdict=False, out=out, on_step=on_step, cache_dir=cache_dir,
-                                   reuse_seeds=reuse_seeds, seeds_from_training_rows=True)
-            if out is not None:
-                write_run(outcome, out)
-        found, n_seeds, strategy = outcome.result, outcome.seed_report.n_seeds, plan.seeds
+        with run_folder_guard(out) as folder:
+            outcome = run_pipeline(inputs, plan, verdict=False, out=folder.path, on_step=on_step,
+                                   cache_dir=cache_dir, reuse_seeds=reuse_seeds, seeds_from_training_rows=True)
+            if folder.path is not None:
+                write_run(outcome, folder.path)
+        found, n_seeds, strategy = folder.moved(outcome.result), outcome.seed_report.n_seeds, plan.seeds
     else:
         strategy = seeds.strategy if isinstance(seeds, SeedReport) else "given"
         X_seeds = seeds.seeds if isinstance(seeds, SeedReport) else domain.validate(seeds, what="seeds")
@@ -225,7 +226,8 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
 
 def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test, trust: bool) -> RunInputs:
     from ..results.provenance import file_sha256
-    from .inputs import DataSettings, inputs_from_objects
+    from .inputs import inputs_from_objects
+    from .spec import DataSpec
 
     data_path = data if data is not None else source.get("data")
     model_path = model if model is not None else source.get("model_file")
@@ -242,15 +244,15 @@ def _inputs_from_files(source: dict[str, Any], where: str, *, data, model, test,
         if file_sha256(path) != source[key]:
             raise ConfigError(f"{where}: file {str(path)!r} changed since the run (SHA-256 differs); its IDIs are "
                               "another model's or data's")
-    settings = DataSettings(label=source.get("label"), positive_class=source.get("positive_class"),
-                            favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
-                            bins=dict(source.get("bins") or {}), couple=source.get("couple"),
-                            constraints=tuple(source.get("constraints") or ()))
+    settings = DataSpec(label=source.get("label"), positive_class=source.get("positive_class"),
+                        favourable=source.get("favourable"), protected=tuple(_tuples(source.get("protected"))),
+                        bins=dict(source.get("bins") or {}), couple=source.get("couple"),
+                        constraints=tuple(source.get("constraints") or ()),
+                        model_output=source.get("model_output"), model_input=source.get("model_input") or "auto")
     return inputs_from_objects(model_path, data_path, settings=settings, test=test_path,
                                test_size=None if test_path is not None else source.get("test_size"),
                                random_state=int(source.get("random_state") or 0),
-                               trust_model_file=trust, model_output=source.get("model_output"),
-                               model_input=source.get("model_input") or "auto")
+                               trust_model_file=trust)
 
 
 def _tuples(protected) -> list:
@@ -335,12 +337,17 @@ def retrain_from_run(folder, *, data=None, model=None, test=None, trust_model_fi
     inputs = inputs_from_run(record, data=data, model=model, test=test, trust_model_file=trust_model_file,
                              data_home=data_home, cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch)
     config = record["config"]
-    searched_with = {"generator": config["generator"], "seed_strategy": config["seeds"],
+    # the generator that ran: with --generator auto (the default on your own model), the one auto picked
+    searched_with = {"generator": record["generator"], "seed_strategy": config["seeds"],
                      "params": record["generator_params"] or {"max_global": config["max_global"],
                                                               "max_local": config["max_local"]},
                      "random_state": config.get("random_state")}
-    return retrain_inputs(inputs, idis=idis, random_state=random_state, out=out,
-                          cache_dir=cache_dir, searched_with=searched_with, on_step=on_step, **params)
+    choice = record.get("generator_choice")
+    notes = () if not choice else (f"generator auto: the run's search ran {choice['generator']} (auto picked it: "
+                                   f"{choice.get('reason', 'what the model offers')}); the fresh searches here run "
+                                   "it too",)
+    return retrain_inputs(inputs, idis=idis, random_state=random_state, out=out, cache_dir=cache_dir,
+                          searched_with=searched_with, on_step=on_step, extra_notes=notes, **params)
 
 
 def _run_pairs(record: dict[str, Any]):

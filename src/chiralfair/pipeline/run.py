@@ -12,12 +12,13 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from .. import __version__
 from .._deadline import check_deadline
 from ..models.protocol import QueryBudgetSpent
+from ..results.run_folder import StagedFolder
 from .config import RunConfig, validate_config
 from .held_out import measure_group_metrics
 from .inputs import RunInputs, inputs_from_names
@@ -86,14 +87,15 @@ def run_experiment(config: RunConfig, *, on_step: Callable[[str], None] | None =
                       max_local=config.max_local, random_state=config.random_state,
                       generator_params=dict(config.generator_params), seed_params=dict(config.seed_params),
                       max_queries=config.max_queries)
-    with run_folder_guard(out):
+    with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one succeeds
         step = _checked_steps(on_step)
         t_all = time.perf_counter()
         inputs = inputs_from_names(config, step=step)
-        return run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
-                            out=out, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
-                            started=t_all,
-                            verdict_params={"plausible_only": True} if config.plausible_only else None)
+        outcome = run_pipeline(inputs, plan, config=config, verdict=config.verdict, diversity=config.diversity,
+                               out=folder.path, on_step=step, reuse_seeds=reuse_seeds, cache_dir=config.cache_dir,
+                               started=t_all,
+                               verdict_params={"plausible_only": True} if config.plausible_only else None)
+    return replace(outcome, result=folder.moved(outcome.result))
 
 
 def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | None = None, verdict: bool = True,
@@ -144,6 +146,7 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
 
     meta = {"chiralfair_version": __version__, "config": config.to_dict(), "source": inputs.source,
             "protected": inputs.domain.protected_names, "domain": inputs.domain.to_dict()}
+    rows = ModelRows(inputs)
     with inputs.model.query_budget(plan.max_queries):  # the seeds and the search share it
         step("seeds")
         t = time.perf_counter()
@@ -169,12 +172,14 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         result = with_query_budget(result, seed_report, plan.max_queries)
     if prepared.generator_choice is not None:
         result = with_generator_choice(result, prepared.generator_choice)
+    rows.mark("budget")
     seed_diversity = None
     if diversity:
         t = time.perf_counter()
         idi_diversity, seed_diversity = diversities(inputs, result, seed_report, plan.random_state)
         result = result.with_diversity(idi_diversity)
         seconds["diversity"] = time.perf_counter() - t
+    rows.mark("diversity")
 
     found_verdict = found_group_metrics = None
     if verdict and inputs.favourable is not None:
@@ -182,38 +187,87 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         t = time.perf_counter()
         found_verdict = estimate_verdict(inputs, random_state=plan.random_state, **dict(verdict_params or {}))
         seconds["verdict"] = time.perf_counter() - t
+        rows.mark("verdict")
         t = time.perf_counter()
         found_group_metrics = measure_group_metrics(inputs, random_state=plan.random_state)
         seconds["group_metrics"] = time.perf_counter() - t
+        rows.mark("group_metrics")
     seconds["total"] = time.perf_counter() - t_all
     return RunOutcome(config, result, seed_report, inputs.domain, dict(inputs.quality), seconds, inputs.notes,
                       verdict=found_verdict, favourable=inputs.favourable, seed_diversity=seed_diversity,
                       group_metrics=found_group_metrics,
-                      source=inputs.source,
+                      source=inputs.source, queries=query_record(plan.max_queries, seed_report, result, rows),
                       random_state=random_state_meta or {"random_state": plan.random_state,
                                                          "resolved_random_state": plan.random_state})
 
 
-class run_folder_guard:
-    """Check ``out`` before any work, and remove the folders it created if the run fails."""
+class ModelRows:
+    """The rows a run sends to the model under test, step by step, read from :attr:`CountingModel.n_rows`.
+
+    Every row passed to the model counts, the calls outside the query budget included (architecture: the model
+    under test), so that a run can say what it sent beside the budget.
+
+    Parameters
+    ----------
+    inputs : RunInputs
+        Its ``probe_rows`` are the rows the checks before the search sent.
+    """
+
+    def __init__(self, inputs) -> None:
+        self.model = inputs.model
+        self.by_step: dict[str, int] = {"probes": int(getattr(inputs, "probe_rows", 0))}
+        self._last = self.model.n_rows
+
+    def mark(self, step: str) -> None:
+        """Record the rows sent since the last mark as ``step``'s.
+
+        Parameters
+        ----------
+        step : str
+        """
+        now = self.model.n_rows
+        self.by_step[step] = self.by_step.get(step, 0) + int(now - self._last)
+        self._last = now
+
+
+def query_record(max_queries: int | None, seed_report, result, rows: ModelRows) -> dict[str, Any]:
+    """What a run sent to the model: the queries of the budget, and the rows outside it, by step (``result.json``).
+
+    Parameters
+    ----------
+    max_queries : int or None
+        The budget of the seeds and the search together; None without one.
+    seed_report : SeedReport
+    result : SearchResult
+    rows : ModelRows
+
+    Returns
+    -------
+    dict
+        ``max_queries``, ``n_queries`` (the seeds' and the search's), and ``outside_budget``: the rows the checks
+        before the search (``probes``: the probes of the model's accepted values, its F1, the bins' agreement),
+        the ``verdict``, the ``group_metrics`` and the ``diversity`` measurement sent, each counted as the model
+        received them (0 for a step that did not run).
+    """
+    outside = {step: int(rows.by_step.get(step, 0)) for step in ("probes", "verdict", "group_metrics", "diversity")}
+    return {"max_queries": max_queries, "n_queries": int(seed_report.n_queries) + int(result.n_queries),
+            "outside_budget": outside}
+
+
+class run_folder_guard(StagedFolder):
+    """Check ``out`` before any work; write the run at ``.path``, which replaces an earlier run only on success.
+
+    A :class:`~chiralfair.results.run_folder.StagedFolder` of a run: an earlier run in ``out`` stays untouched while
+    this one is written beside it, and a failed run's error says where its partial output is.
+
+    Parameters
+    ----------
+    out : str, path-like or None
+        The run folder asked for; None writes nothing.
+    """
 
     def __init__(self, out) -> None:
-        self.out = out
-        self.created: list[Path] = []
-
-    def __enter__(self):
-        if self.out is not None:
-            from ..results.run_folder import prepare_run_folder
-
-            self.created = prepare_run_folder(self.out)
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None and self.created:
-            from ..results.run_folder import remove_empty_folders
-
-            remove_empty_folders(self.created)
-        return False
+        super().__init__(out)
 
 
 def _checked_steps(on_step: Callable[[str], None] | None) -> Callable[[str], None]:

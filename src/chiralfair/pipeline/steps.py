@@ -427,7 +427,7 @@ def budget_spent_on_seeds(prepared: PreparedSearch, inputs, spent):
     from ..results import SeedReport
 
     note = (f"the query budget of {spent.max_queries:,} model queries was spent selecting seeds: seed strategy "
-            f"{prepared.plan.seeds!r} had sent {spent.spent:,} rows when its next call, of {spent.asked:,} rows, "
+            f"{prepared.plan.seeds!r} had spent {spent.spent:,} queries when its next call, of {spent.asked:,}, "
             "would have passed it; no search was run (raise --max-queries / max_queries, or use seeds that cost "
             "fewer queries: random, cluster)")
     n = inputs.domain.n_features

@@ -193,7 +193,8 @@ def add_to_skops_card(card, subject, *, section: str = SKOPS_SECTION):
     metrics, _, _ = _card_parts(subject)
     card.add(**{section: f"{MARK_BEGIN}\n{fairness_markdown(subject)}\n{MARK_END}"})
     headline = {}
-    for m in metrics[:1] + [m for m in metrics if m["type"].startswith("F1")][:1]:
+    shares = [m for m in metrics if m["type"].startswith("share affected (")][:2]  # exact share, people's interval
+    for m in (shares or metrics[:1]) + [m for m in metrics if m["type"].startswith("F1")][:1]:
         ci = m.get("confidenceInterval")
         headline[f"{m['type']} ({m['slice']})"] = (_show(m["value"]) if not ci else
                                                    f"{_show(m['value'])} [{_show(ci['lowerBound'])}, "
@@ -399,27 +400,59 @@ def _card_parts(subject) -> tuple[list[dict], list[dict], list[str]]:
 
 
 def _verdict_metrics(v) -> list[dict]:
-    """Share affected overall and share harmed / affected per group; an exact verdict's interval has width 0."""
+    """Share affected overall, share harmed and affected per group, each interval named for what it speaks about.
+
+    The verdict decided the intervals (:class:`~chiralfair.verdict.Verdict`: ``people_lower``, ``people_upper``,
+    each group's ``people_harmed_lower``, ``people_harmed_upper``); the card only reads them. An exact share of the
+    rows is given as a value without an interval (its interval would have width 0 and read as the people's).
+    """
     population = v.population_text
     pa = ", ".join(v.protected)
-    exact = "exact: every individual checked" if v.exact else f"{v.confidence:.0%} {v.method} interval"
-    out = [_metric(f"share affected (a counterpart differing only in {pa} gets another label)", v.share,
-                   f"{v.n_individuals:,} individuals of {population} ({exact})", _bounds(v, v.share, v.lower, v.upper))]
-    level = "exact" if v.exact else f"{v.group_confidence:.4%} {v.method} intervals, Bonferroni over the groups"
+    kind = f"share affected (a counterpart differing only in {pa} gets another label)"
+    people = v.people_lower is not None
+    level = "" if not people else f"{v.people_confidence:.0%} {_method(v.people_method)}"
+    if v.exact:
+        out = [_metric(kind, v.share, f"exact share of these {v.n_individuals:,} individuals of {population} (every "
+                                      "individual checked)", None)]
+        if people:
+            out.append(_metric(f"{kind}, for the people the model will meet", v.share,
+                               f"the people the model will meet: the {v.n_individuals:,} individuals of {population} "
+                               f"read as a sample of them ({level} interval)", (v.people_lower, v.people_upper)))
+    else:
+        whom = f"and for the people the model will meet ({level} interval)" if people else (
+            f"({v.confidence:.0%} {_method(v.method)} interval)")
+        out = [_metric(kind, v.share, f"{v.n_individuals:,} individuals sampled from {population}, {whom}",
+                       (v.lower, v.upper))]
     for g in v.groups:
-        where = f"group {g['group']}: {g['n']:,} individuals of {population} ({level})"
+        if not g["n"]:
+            continue
+        small = "; too small to tell" if g["too_small"] else ""
+        worst = "; the worst group" if g["group"] == v.worst_group else ""
+        group = f"group {g['group']}: {g['n']:,} individuals of {population}"
         if g.get("share_harmed") is not None:
+            bounds: tuple[Any, Any] | None
+            if people:
+                where = (f"{group}; interval for the people of that group the model will meet "
+                         f"({v.people_confidence:.0%} Clopper-Pearson){worst}{small}")
+                bounds = (g["people_harmed_lower"], g["people_harmed_upper"])
+            else:
+                where = f"{group} ({'exact' if v.exact else _group_level(v)}){worst}{small}"
+                bounds = None if v.exact else (g.get("share_harmed_lower"), g.get("share_harmed_upper"))
             out.append(_metric("share harmed (unfavourable label while a counterpart gets the favourable one)",
-                               g["share_harmed"], where,
-                               _bounds(v, g["share_harmed"], g.get("share_harmed_lower"), g.get("share_harmed_upper"))))
+                               g["share_harmed"], where, bounds))
         if g.get("share_affected") is not None:
-            out.append(_metric("share affected in the group", g["share_affected"], where,
-                               _bounds(v, g["share_affected"], g.get("lower"), g.get("upper"))))
+            out.append(_metric("share affected in the group", g["share_affected"],
+                               f"{group} ({'exact for these rows' if v.exact else _group_level(v)})",
+                               None if v.exact else (g.get("lower"), g.get("upper"))))
     return out
 
 
-def _bounds(v, share, lower, upper):
-    return (share, share) if v.exact else (lower, upper)
+def _group_level(v) -> str:
+    return f"{v.group_confidence:.4%} {_method(v.method)} interval, Bonferroni over the groups"
+
+
+def _method(method: str | None) -> str:
+    return {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson"}.get(method or "", method or "")
 
 
 def _model_metrics(meta: dict) -> list[dict]:
@@ -443,16 +476,25 @@ def _group_metric_records(gm) -> list[dict]:
 
 
 def _assessments(v) -> list[dict]:
+    """Every harmed group, the worst group first, its interval the one the verdict decided; too small ones named."""
     pa = ", ".join(v.protected)
-    harmed = sorted((g for g in v.groups if g.get("n_harmed")), key=lambda g: -g["share_harmed"])
+    harmed = sorted((g for g in v.groups if g.get("n_harmed")),
+                    key=lambda g: (g["group"] != v.worst_group, g["too_small"], -g["share_harmed"]))
     out = []
     for g in harmed:
-        interval = "" if v.exact else f" [{g['share_harmed_lower']:.2%}, {g['share_harmed_upper']:.2%}]"
+        if g.get("people_harmed_lower") is not None:
+            interval = (f" [{g['people_harmed_lower']:.2%}, {g['people_harmed_upper']:.2%}] for the people of that "
+                        f"group the model will meet ({v.people_confidence:.0%} Clopper-Pearson)")
+        else:
+            interval = "" if v.exact else f" [{g['share_harmed_lower']:.2%}, {g['share_harmed_upper']:.2%}]"
+        verdict = ("the worst group: " if g["group"] == v.worst_group else
+                   "too small to tell: " if g["too_small"] else "")
         favoured = g["n_affected"] - g["n_harmed"]
         out.append({"groupAtRisk": g["group"],
-                    "harms": f"{g['share_harmed']:.2%}{interval} of the group ({g['n_harmed']:,} of {g['n']:,}) get "
-                             f"the unfavourable outcome (label {1 - v.favourable}) while a counterpart differing only "
-                             f"in {pa} gets the favourable one (label {v.favourable})",
+                    "harms": f"{verdict}{g['share_harmed']:.2%} of the group ({g['n_harmed']:,} of {g['n']:,}; "
+                             f"{interval.strip() or 'exact for these rows'}) get the unfavourable outcome (label "
+                             f"{1 - v.favourable}) while a counterpart differing only in {pa} gets the favourable "
+                             f"one (label {v.favourable})",
                     "benefits": f"{favoured:,} of the group get the favourable outcome where such a counterpart "
                                 "would not",
                     "mitigationStrategy": "retrain with the IDIs found (chiralfair retrain) and measure again on the "

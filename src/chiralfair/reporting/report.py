@@ -26,8 +26,8 @@ import numpy as np
 from ..results.run_folder import PAIRS_NAME, PairSink, prepare_run_folder
 from ..storage import atomic_path, atomic_write_bytes, json_default
 
-__all__ = ["RUN_FILES", "counterpart_lines", "describe_clustering", "render_html", "render_markdown", "summary_rows",
-           "verdict_lines", "write_pairs", "write_run"]
+__all__ = ["RUN_FILES", "as_verdict", "counterpart_lines", "describe_clustering", "render_html", "render_markdown",
+           "summary_rows", "verdict_lines", "write_pairs", "write_run"]
 
 PAPER_DEFAULTS = {"eps": 0.09, "min_samples": 10}
 NO_IDI_TEXT = "no IDI found within this budget — not a proof of fairness."
@@ -128,11 +128,70 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("n_global", f"{summary['n_global']:,}"),
         ("n_local", f"{summary['n_local']:,}"),
         ("n_tested", f"{summary['n_tested']:,}"),
-        ("n_queries", f"{summary['n_queries']:,}"),
+        ("n_queries", queries_text(summary)),
         ("success rate", f"{summary['success_rate']:.1%}"),
         ("seconds", f"{summary['seconds']:.3g} (search; whole run "
                     f"{summary.get('seconds_by_step', {}).get('total', summary['seconds']):.2f})"),
     ]
+
+
+def queries_text(summary: dict[str, Any]) -> str:
+    """The search's queries, the budget they belong to, and what the run sent the model outside it.
+
+    ``"320 (search) + 180 (seeds) = 500 of the budget 500; outside it: 5 probe rows, 26,048 held-out verdict
+    rows"``; without a budget, what the run sent besides the search. The rows outside it are counted as the model
+    received them (``result.json``'s ``queries``).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    str
+    """
+    search = int(summary["n_queries"])
+    record = summary.get("queries")
+    if not record:
+        return f"{search:,}"
+    seeds = int(summary.get("seeds", {}).get("n_queries", 0))
+    outside = record.get("outside_budget", {})
+    names = (("probes", "probe rows"), ("verdict", "held-out verdict rows"), ("group_metrics", "group-metric rows"),
+             ("diversity", "diversity rows"))
+    parts = [f"{int(outside[key]):,} {label}" for key, label in names if outside.get(key)]
+    if record.get("max_queries") is None:
+        also = [f"{seeds:,} by the seeds"] if seeds else []
+        return f"{search:,} (search)" + ("; also sent: " + ", ".join(also + parts) if also + parts else "")
+    text = f"{search:,} (search) + {seeds:,} (seeds) = {search + seeds:,} of the budget {record['max_queries']:,}"
+    return text + ("; outside it: " + ", ".join(parts) if parts else "")
+
+
+def no_idi_text(summary: dict[str, Any]) -> str:
+    """What a search without IDIs means: :data:`NO_IDI_TEXT`, or, when the verdict finds people affected, why not.
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    str
+    """
+    v = summary.get("verdict")
+    if not v or not v.get("n_affected"):
+        return NO_IDI_TEXT
+    budget = summary.get("query_budget") or {}
+    if budget.get("hit") and not summary.get("n_seeds"):
+        why = (f"no search ran, as the seed strategy's next call would have passed the query budget of "
+               f"{budget['max_queries']:,} ({budget['n_seed_queries']:,} spent)")
+    elif budget.get("hit"):
+        why = f"it ran out of its query budget ({budget['n_queries']:,} of {budget['max_queries']:,} queries spent)"
+    else:
+        why = "within max_global and max_local"
+    return (f"the search found no IDI: {why}. The verdict over the held-out rows is a check of its own and finds "
+            f"{v['share']:.2%} of them affected: the search's 0 is where its budget ended, not a sign of fairness.")
 
 
 def generator_text(summary: dict) -> str:
@@ -184,10 +243,25 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
         from ..seeds.diversity_report import DiversityReport
 
         lines += [f"  IDI diversity: {line}" for line in DiversityReport.from_dict(summary["diversity"]).describe()]
-    lines += [f"  note: {note}" for note in list(summary["notes"]) + list(summary["seeds"]["notes"])]
+    lines += [f"  note: {note}" for note in run_notes(summary)]
     if summary["n_idis"] == 0:
-        lines.append(f"  {NO_IDI_TEXT}")
+        lines.append(f"  {no_idi_text(summary)}")
     return lines
+
+
+def run_notes(summary: dict[str, Any]) -> list[str]:
+    """The run's notes, then the seeds', each once (a search stopped before it began repeats the seeds' note).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>`.
+
+    Returns
+    -------
+    list of str
+    """
+    return list(dict.fromkeys([*summary.get("notes", []), *summary.get("seeds", {}).get("notes", [])]))
 
 
 def _f1_text(model: dict[str, Any]) -> str:
@@ -233,7 +307,8 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
              + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
     from ..verdict.result import people_line, plausibility_line
 
-    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+    verdict = as_verdict(v)
+    if people := people_line(verdict):
         lines.append(f"  {people}")
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
@@ -248,18 +323,12 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     if v["exact"] and v["population"] != "domain" and v["n_individuals"]:
         lines.append(f"  certified unaffected: {1 - v['share']:.2%} ({v['n_individuals'] - v['n_affected']:,} "
                      "individuals: every counterpart of theirs was checked and keeps their label)")
-    group = most_harmed_group(v)
-    if group is not None:
-        from ..verdict.result import group_reading
+    from ..verdict.result import most_harmed_line, too_small_text
 
-        reading = group_reading(group, v["confidence"])
-        lines.append(f"most harmed group: {group['group']} ({group['n_harmed'] / group['n']:.2%} of its "
-                     f"{group['n']:,} individuals get the unfavourable label while a counterpart gets the "
-                     f"favourable one; [{reading['lower']:.2%}, {reading['upper']:.2%}] for the people of that "
-                     f"group, {v['confidence']:.0%} Clopper-Pearson)")
-    small = small_groups(v)
-    if small:
-        lines.append("  too small to tell, not ranked: " + "; ".join(small))
+    if worst := most_harmed_line(verdict):
+        lines.append(worst)
+    if small := too_small_text(verdict):
+        lines.append(f"  too small to tell, not ranked: {small}")
     if v["n_affected"] == 0 and (proxies := (v.get("meta") or {}).get("proxies")):
         from ..verdict.proxies import blind_spot_line
 
@@ -286,30 +355,24 @@ def left_out_line(verdict: dict[str, Any]) -> str | None:
                 (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
 
 
-def small_groups(verdict: dict[str, Any]) -> list[str]:
-    """The single-attribute groups too small to tell (:func:`~chiralfair.verdict.result.group_reading`), as text.
+def as_verdict(verdict: dict[str, Any]):
+    """``result.json["verdict"]`` as the :class:`~chiralfair.verdict.Verdict` it was written from.
+
+    The verdict decides its figures (the people's interval, the worst group, the groups too small to tell) from its
+    counts when it is read back, so a ``result.json`` of any version gives the same figures as the verdict did.
 
     Parameters
     ----------
     verdict : dict
-        ``result.json["verdict"]``.
+        :meth:`Verdict.to_json <chiralfair.verdict.Verdict.to_json>` as an object.
 
     Returns
     -------
-    list of str
-        ``"race=Other (12 individuals, 25.00% harmed, [5.49%, 57.19%])"`` per such group.
+    Verdict
     """
-    from ..verdict.result import group_reading
+    from ..verdict import Verdict
 
-    out = []
-    for g in verdict["groups"]:
-        if "," in g["attribute"] or not g["n"]:
-            continue
-        reading = group_reading(g, verdict["confidence"])
-        if reading["too_small"]:
-            out.append(f"{g['group']} ({g['n']:,} individuals, {reading['share']:.2%} harmed, "
-                       f"[{reading['lower']:.2%}, {reading['upper']:.2%}])")
-    return out
+    return Verdict.from_json(json.dumps(verdict, default=json_default))
 
 
 def counterpart_lines(summary: dict[str, Any]) -> list[str]:
@@ -346,10 +409,11 @@ def counterpart_lines(summary: dict[str, Any]) -> list[str]:
 
 
 def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
-    """The single-attribute group with the largest share of its individuals harmed (None if nobody is harmed).
+    """The verdict's worst group (:attr:`Verdict.worst_group <chiralfair.verdict.Verdict>`), or None.
 
-    A harmed individual gets the unfavourable label while a counterpart gets the favourable one. A group too
-    small to tell (:func:`~chiralfair.verdict.result.group_reading`) is never the headline.
+    A harmed individual gets the unfavourable label while a counterpart gets the favourable one. The verdict
+    decided which group is the worst and which are too small to tell
+    (:func:`~chiralfair.verdict.result.decide_groups`); a group too small to tell is never the worst.
 
     Parameters
     ----------
@@ -359,13 +423,10 @@ def most_harmed_group(verdict: dict[str, Any]) -> dict[str, Any] | None:
     Returns
     -------
     dict or None
-        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
+        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`, with its ``people_harmed_lower``,
+        ``people_harmed_upper`` and ``too_small``).
     """
-    from ..verdict.result import group_reading
-
-    singles = [g for g in verdict["groups"] if "," not in g["attribute"] and g["n"] and g["n_harmed"]
-               and not group_reading(g, verdict.get("confidence", 0.95))["too_small"]]
-    return max(singles, key=lambda g: g["n_harmed"] / g["n"], default=None)
+    return as_verdict(verdict).worst()
 
 
 def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=()) -> str:
@@ -409,7 +470,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         *[f"| {k} | {v} |" for k, v in summary_rows(summary)],
         "",
         "IDIs are counted once per non-protected projection (an IDI and its counterpart count once);"
-        " `n_global` and `n_local` are disjoint; `n_queries` counts every row sent to the model during the search.",
+        " `n_global` and `n_local` are disjoint; `n_queries` counts every row passed to a method of the model during"
+        " the search (labels and probabilities of the same rows twice, unless one call returns both).",
         "",
         f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
         " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
@@ -423,7 +485,7 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
                       f" {seeds['n_candidates']} {where}."]
     if seeds.get("clustering"):
         lines += ["", "Seed clustering: " + describe_clustering(seeds["clustering"])]
-    notes = list(summary.get("notes", [])) + list(seeds.get("notes", []))
+    notes = run_notes(summary)
     if notes:
         lines += ["", "## Notes", *[f"- {n}" for n in notes]]
     if plot:
@@ -433,8 +495,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
                   "*IDIs found by the search, by protected value: this counts where the search went (its seeds and"
                   f" budget), not who is most discriminated; {who}.*"]
     if summary["n_idis"] == 0:
-        lines += ["", NO_IDI_TEXT[0].upper() + NO_IDI_TEXT[1:] + " Try a larger budget, another generator or I&D"
-                      " seeds."]
+        text = no_idi_text(summary)
+        lines += ["", text[0].upper() + text[1:] + " Try a larger budget, another generator or I&D seeds."]
     return "\n".join(lines) + "\n"
 
 
@@ -449,18 +511,24 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
            f" ({how}). An individual is affected when {which} differing only in"
            f" {', '.join(v['protected'])} gets another label"
            + (f" with a probability gap >= {v['gamma']:g}" if v.get("gamma") is not None else "") + "."]
-    from ..verdict.result import people_line, plausibility_line
+    from ..verdict.result import people_line, plausibility_line, too_small_text
 
-    if v["exact"] and (people := people_line(v["n_affected"], v["n_individuals"], v["confidence"], v["population"])):
+    verdict = as_verdict(v)
+    if people := people_line(verdict):
         out += ["", people[0].upper() + people[1:] + "."]
     other = plausibility_line(v.get("plausibility"), v.get("counterparts", "possible"), v["exact"])
     if other:
         out += ["", other[0].upper() + other[1:] + "."]
-    group = most_harmed_group(v)
+    group = verdict.worst()
     if group is not None:
+        interval = "" if group["people_harmed_lower"] is None else (
+            f" ([{group['people_harmed_lower']:.2%}, {group['people_harmed_upper']:.2%}] for the people of that group,"
+            f" {verdict.people_confidence:.0%} Clopper-Pearson)")
         out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
                     f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
-                    f" one (favourable label {v['favourable']})."]
+                    f" one{interval} (favourable label {v['favourable']})."]
+    if small := too_small_text(verdict):
+        out += ["", f"Too small to tell, not ranked: {small}."]
     level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
     out += ["", f"Per group ({level}); *harmed* = gets the unfavourable label while a counterpart gets the favourable"
                 " one; *affected* = either side of such a pair:", "",
@@ -828,7 +896,6 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
         The model files written.
     """
     from ..exceptions import ModelFileError
-    from ..models.files import save_model_file
 
     out = Path(out)
     with atomic_path(out / "tradeoff.png") as png:
@@ -838,8 +905,7 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
     saved, lines = [], []
     for method in result.methods:
         try:
-            path = save_model_file(result.model_of(method), out, like=like, stem=f"model-{method}",
-                                   meta={"retrain": result.meta, "method": method})
+            path = result.save(method, out, like=like)
             saved.append(path)
             lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
         except ModelFileError as err:

@@ -7,8 +7,12 @@ with the run's own keys:
 - parameters: the run's configuration (dataset, protected attributes, model, generator - the one that ran, with
   ``generator_asked`` when ``auto`` picked it -, seeds, budget, random state) and the verdict's (population,
   confidence, margin, method, favourable label);
-- metrics: the share affected and its interval (``fair_share_affected``, ``fair_share_affected_lower``, ...),
-  per group ``fair_group/<group>/share_harmed`` and ``.../share_affected`` (``<group>`` is the group's name with
+- metrics: the share affected (``fair_share_affected``), its interval for the people the model will meet as the
+  verdict decided it (``fair_share_affected_people_lower``, ``..._upper``; a sampled verdict's own interval, which
+  is also ``fair_share_affected_lower``, ``..._upper``: an exact share has no interval of its own), per group
+  ``fair_group/<group>/share_harmed``, ``.../share_affected``, ``.../people_harmed_lower``, ``..._upper`` and
+  ``.../too_small`` (1 or 0), with the worst group and the groups too small to tell as the parameters
+  ``fair_worst_group`` and ``fair_too_small`` (``<group>`` is the group's name with
   every character but letters, digits, ``_``, ``-`` and spaces written ``.XX``, its UTF-8 bytes in hex: ``sex=f``
   is ``sex.3Df``, ``age<40`` is ``age.3C40``; :func:`group_key` and its inverse :func:`group_name`), the search's
   figures
@@ -260,7 +264,7 @@ def _run_figures(summary: dict[str, Any]):
     metrics.update(model_f1=summary["model"].get("f1"), model_accuracy=summary["model"].get("accuracy"))
     if summary.get("verdict"):
         v = summary["verdict"]
-        params.update({f"verdict_{k}": v["meta"].get("params", {}).get(k) for k in VERDICT_PARAMS})
+        params.update(_verdict_params(v))
         metrics.update(_verdict_metrics(v))
     if summary.get("group_metrics"):
         metrics.update(_group_metric_metrics(summary["group_metrics"]))
@@ -271,19 +275,43 @@ def _verdict_figures(verdict):
     v = json.loads(verdict.to_json())
     params = {"dataset": v["meta"].get("dataset"), "model": v["meta"].get("model"), "protected": v["protected"],
               "random_state": v["meta"].get("random_state")}
-    params.update({f"verdict_{k}": v["meta"].get("params", {}).get(k) for k in VERDICT_PARAMS})
+    params.update(_verdict_params(v))
     metrics = _verdict_metrics(v)
     metrics.update(model_f1=v["meta"].get("model_f1"), model_accuracy=v["meta"].get("model_accuracy"))
     return params, _defined(metrics), "verdict", v
 
 
 def _verdict_metrics(v: dict[str, Any]) -> dict[str, Any]:
-    out = {"share_affected": v["share"], "share_affected_lower": v["lower"], "share_affected_upper": v["upper"],
-           "n_individuals": v["n_individuals"], "n_affected": v["n_affected"], "n_harmed": v["n_harmed"],
-           "verdict_queries": v["n_queries"], "verdict_exact": int(bool(v["exact"]))}
-    for g in v["groups"]:
-        for figure in ("share_harmed", "share_harmed_lower", "share_harmed_upper", "share_affected"):
+    """The verdict's figures as it decided them (an exact share has no interval of its own, only the people's)."""
+    from .report import as_verdict
+
+    verdict = as_verdict(v)
+    out = {"share_affected": verdict.share, "share_affected_people_lower": verdict.people_lower,
+           "share_affected_people_upper": verdict.people_upper, "n_individuals": verdict.n_individuals,
+           "n_affected": verdict.n_affected, "n_harmed": verdict.n_harmed, "n_left_out": verdict.n_left_out,
+           "verdict_queries": verdict.n_queries, "verdict_exact": int(bool(verdict.exact))}
+    if not verdict.exact:
+        out.update(share_affected_lower=verdict.lower, share_affected_upper=verdict.upper)
+    for g in verdict.groups:
+        figures = ["share_harmed", "share_affected", "people_harmed_lower", "people_harmed_upper"]
+        if not verdict.exact:
+            figures += ["share_harmed_lower", "share_harmed_upper"]
+        for figure in figures:
             out[f"group/{group_key(g['group'])}/{figure}"] = g.get(figure)
+        if g["n"]:
+            out[f"group/{group_key(g['group'])}/too_small"] = int(g["too_small"])
+    return out
+
+
+def _verdict_params(v: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's parameters and the groups it decided on: the worst group, those too small to tell."""
+    from .report import as_verdict
+
+    verdict = as_verdict(v)
+    out = {f"verdict_{k}": v["meta"].get("params", {}).get(k) for k in VERDICT_PARAMS}
+    out.update(worst_group=verdict.worst_group, too_small=list(verdict.too_small),
+               people_interval=None if verdict.people_method is None else
+               f"{verdict.people_confidence:.6g} {verdict.people_method}")
     return out
 
 

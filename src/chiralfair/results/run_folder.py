@@ -30,7 +30,7 @@ import numpy as np
 
 from .._validation import check_float, check_int
 from ..exceptions import RunFolderError
-from ..storage import atomic_path, atomic_write_bytes
+from ..storage import atomic_path, atomic_write_bytes, folder_beside, replace_folder
 
 if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
     from ..domain import Domain, Feature
@@ -44,6 +44,12 @@ MAX_DICTIONARY = 1 << 16
 PAIRS_NAME = "idis.parquet"
 DOMAIN_KEY = b"chiralfair.domain"
 PHASES = ("global", "local", "leaf")  # leaf: met at a leaf of certification (chiralfair.certification)
+
+
+# The report files of a run folder (removed from a folder a search starts in) and every file a run writes there.
+REPORT_FILES = ("report.md", "report.html", "idis_by_protected_value.png", "harm_by_group.png",
+                "share_affected_by_group.png", "probability_gap.png")
+RUN_OUTPUTS = ("result.json", PAIRS_NAME, "individuals.parquet", *REPORT_FILES)
 
 
 # ---------------------------------------------------------------------------------------------- the folder
@@ -103,6 +109,124 @@ def prepare_run_folder(path: str | os.PathLike) -> list[Path]:
     return missing
 
 
+class StagedFolder:
+    """A run folder written beside its target and put in the target's place only when the run succeeds.
+
+    A target that holds an earlier run (or retrain) is left untouched while the new one is written into a fresh
+    folder beside it, ``<name>.partial-<random>`` (where the search streams its pairs); when the block ends
+    without error, that folder replaces the target (:func:`chiralfair.storage.replace_folder`), files a user put
+    beside the earlier run's outputs carried over. When it fails (an error, Ctrl-C), the earlier run is untouched
+    and the error gains a note (:meth:`BaseException.add_note`) saying where the partial output is (a run that wrote
+    nothing there, refused before its search, removes the folder and adds no note). A missing or empty target has
+    nothing to protect: the run is written there directly, so a killed run leaves its partial output where it was
+    asked for.
+
+    Parameters
+    ----------
+    target : str, path-like or None
+        The folder asked for (``--out``); None: nothing is written and :attr:`path` is None.
+    check : callable, default=check_run_folder
+        ``check(target)`` refuses a target that cannot receive the folder (a file, a folder of something else),
+        before any work.
+    outputs : sequence of str, default=RUN_OUTPUTS
+        The names of the folder's own outputs: those of the earlier folder are replaced (removed when the new one
+        lacks them), any other entry is carried over. A name ending in ``*`` is a prefix.
+    what : str, default="run"
+        The folder's kind, for the messages (``"run"``, ``"retrain"``).
+
+    Attributes
+    ----------
+    path : pathlib.Path or None
+        Where to write: the folder beside the target, or the target itself.
+    staged : bool
+        Whether :attr:`path` is beside the target (an earlier folder is there).
+
+    Raises
+    ------
+    RunFolderError
+        On entry, as ``check``; when the finished folder cannot be put in place (it is then whole at
+        :attr:`path`, and the message says so).
+    """
+
+    def __init__(self, target: str | os.PathLike | None, *, check=None, outputs=RUN_OUTPUTS, what: str = "run"):
+        self.target = None if target is None else Path(target)
+        self.check = check_run_folder if check is None else check
+        self.outputs = tuple(outputs)
+        self.what = what
+        self.path: Path | None = None
+        self.staged = False
+        self.created: list[Path] = []
+
+    def __enter__(self) -> StagedFolder:
+        if self.target is None:
+            return self
+        self.check(self.target)
+        if self.target.is_dir() and any(self.target.iterdir()):  # an earlier run: kept until this one succeeds
+            try:
+                self.path = folder_beside(self.target)
+            except OSError as err:
+                raise RunFolderError(f"cannot create a folder beside {str(self.target)!r} to write the new "
+                                     f"{self.what} in: {err.strerror or err}") from err
+            self.staged = True
+        else:
+            self.created = prepare_run_folder(self.target)
+            self.path = self.target
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if self.target is None or self.path is None:
+            return False
+        if exc_type is None:
+            if self.staged:
+                try:
+                    replace_folder(self.path, self.target, keep=lambda name: not self._is_output(name))
+                except OSError as err:
+                    raise RunFolderError(f"the {self.what} finished, but cannot replace {str(self.target)!r}: "
+                                         f"{err.strerror or err}; it is whole in {str(self.path)!r}") from err
+            return False
+        note = self._failure_note()
+        if note and exc is not None:
+            exc.add_note(note)
+        return False
+
+    def moved(self, result):
+        """``result`` (a :class:`~chiralfair.results.SearchResult`) reading its pairs from the target's folder.
+
+        Once a staged folder is in place, the pairs a search streamed into :attr:`path` are in the target.
+
+        Parameters
+        ----------
+        result : SearchResult or None
+
+        Returns
+        -------
+        SearchResult or None
+        """
+        if not self.staged or result is None or result.pairs_path is None:
+            return result
+        try:
+            inside = Path(result.pairs_path).relative_to(cast(Path, self.path))
+        except ValueError:
+            return result
+        return result.with_pairs_path(str(cast(Path, self.target) / inside))
+
+    def _is_output(self, name: str) -> bool:
+        return any(name.startswith(o[:-1]) if o.endswith("*") else name == o for o in self.outputs)
+
+    def _failure_note(self) -> str | None:
+        target, path = str(self.target), str(self.path)
+        if self.staged:
+            if not any(cast(Path, self.path).iterdir()):  # refused before writing: nothing to say
+                cast(Path, self.path).rmdir()
+                return None
+            return (f"the earlier {self.what} in {target!r} is untouched; this {self.what}'s partial output is in "
+                    f"{path!r}")
+        remove_empty_folders(self.created)
+        if cast(Path, self.target).is_dir() and any(cast(Path, self.target).iterdir()):
+            return f"this {self.what}'s partial output is in {target!r}"
+        return None
+
+
 def remove_empty_folders(folders: list[Path]) -> None:
     """Remove each folder of ``folders`` (deepest first) that is empty; leave the others.
 
@@ -151,8 +275,7 @@ def mark_partial(folder: str | os.PathLike, meta: dict[str, Any]) -> None:
         Must hold ``chiralfair_version``, so the folder is recognised as a run (:func:`is_previous_run`).
     """
     folder = Path(folder)
-    for name in ("report.md", "report.html", "idis_by_protected_value.png", "harm_by_group.png",
-                 "share_affected_by_group.png", "probability_gap.png"):
+    for name in REPORT_FILES:
         (folder / name).unlink(missing_ok=True)
     remove_pairs(folder / PAIRS_NAME)
     text = json.dumps({"partial": True, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "meta": meta}, indent=2)
@@ -511,8 +634,10 @@ def read_run(folder: str | os.PathLike) -> dict[str, Any]:
     -------
     dict
         ``config`` (result.json's ``meta.config``), ``source`` (``meta.source``: where the data and the model came
-        from; None for folders written before it was recorded), ``domain`` (:class:`Domain`), ``idis`` and
-        ``counterparts`` (int64, shape (n_idis, n_features)), ``generator_params`` and ``folder``.
+        from; None for folders written before it was recorded), ``domain`` (:class:`Domain`), ``n_idis``,
+        ``generator_params``, ``generator`` (the generator that ran: the one ``auto`` picked when
+        ``config["generator"]`` is ``"auto"``), ``generator_choice`` (what ``auto`` picked and why, as result.json
+        records it; None for a named generator) and ``folder``.
 
     Raises
     ------
@@ -532,5 +657,8 @@ def read_run(folder: str | os.PathLike) -> dict[str, Any]:
                              f"and meta.domain: {err})") from None
     if summary.get("partial"):
         raise RunFolderError(f"{str(folder)!r} holds a run that did not finish (result.json says partial)")
+    choice = summary.get("generator_choice")
     return {"config": config, "source": meta.get("source"), "domain": domain, "n_idis": int(summary.get("n_idis", 0)),
-            "generator_params": meta.get("generator_params") or {}, "folder": str(folder)}
+            "generator_params": meta.get("generator_params") or {}, "folder": str(folder),
+            "generator": (choice or {}).get("generator") or summary.get("generator") or config.get("generator"),
+            "generator_choice": choice}

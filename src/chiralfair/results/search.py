@@ -134,7 +134,8 @@ class SearchResult:
     n_tested : int
         Unique keys checked.
     n_queries : int
-        Rows sent to the model during the search.
+        Queries of the search: rows passed to the model's methods (labels and probabilities of a row are two
+        unless one call returns both; architecture: the model under test).
     seconds : float
         Wall time of the search, in seconds.
     idis, counterparts : numpy.ndarray of int64, shape (n_idis, n_features)
@@ -246,6 +247,21 @@ class SearchResult:
         if self.pairs_path is None:
             kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
         return SearchResult(**{**kept, "diversity": diversity})
+
+    def with_pairs_path(self, pairs_path: str) -> SearchResult:
+        """A copy reading its streamed pairs from ``pairs_path`` (the run folder moved into place).
+
+        Parameters
+        ----------
+        pairs_path : str
+            The ``idis.parquet`` the pairs are now in.
+
+        Returns
+        -------
+        SearchResult
+        """
+        kept = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in (*PAIR_ARRAYS, "plausible")}
+        return SearchResult(**{**kept, "pairs_path": pairs_path})
 
     def with_meta(self, meta: dict[str, Any], notes: Sequence[str] = ()) -> SearchResult:
         """A copy with ``meta`` entries added and ``notes`` appended; streamed pairs stay on disk.

@@ -158,7 +158,7 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
             X_chiral = np.vstack([X_chiral, mutate_protected(dataset.X[extra], dataset.domain, rng)])
             y = dataset.y[train_index]
             info["n_train"], info["n_added_for_categories"] = int(len(train_index)), int(len(extra))
-        people = population_of(dataset, train_index) if model.takes_frame else None
+        people = population_of(dataset, train_index) if model.reads_people else None
         # fed frames: the people as given with their protected (and coupled) values mutated, not bin representatives
         rows = language.model_input(X_chiral) if people is None else language.frame_input(people.counterparts(X_chiral))
         with single_native_thread():  # OpenMP pools spin on busy cores (models/threads.py)
@@ -223,7 +223,7 @@ def wrap_like(chiral, model: CountingModel) -> CountingModel:
     language = model.language
     return as_model(chiral, name=f"chiral-{model.name}", batch_size=model.batch_size,
                     output="auto" if language.output == "label" else language.output,
-                    positive_class=language.positive_class, to_frame=language.to_frame,
+                    positive_class=language.positive_class, to_frame=language.to_frame, as_values=language.as_values,
                     classes=None if hasattr(chiral, "classes_") else language.classes)
 
 

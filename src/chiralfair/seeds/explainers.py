@@ -27,6 +27,11 @@ between random states: DeepLIFT with 100 random rows moved the same row's explan
 (census, bank) to 0.10 (compas) between random states, against DBSCAN's eps of 0.09
 (benchmarks/results/explanation_noise.md).
 
+Queries (architecture: the model under test): the explainers that call the model (expected and integrated
+gradients, DeepLIFT on a copy of the module, permutation, DeepLIFT's summation check) spend queries of the run's
+budget; the linear, tree and pipeline explainers read the model's parameters (coefficients, trees, the
+preprocessing's transform) and ask it for no output, so they spend none.
+
 Kernel SHAP with a large background is never used: its cost is (rows × background × coalitions) model rows.
 A linear model behind StandardScalers (the zoo's ``lr``) is explained by ``shap.LinearExplainer`` on the scaled
 inputs: a per-feature affine map leaves each feature's attribution unchanged. Any other pipeline is explained
@@ -507,7 +512,9 @@ def _deep(model, X, background, weights=None):
     elementwise and the sum is linear, so the attribution of ``Z_ij`` is row i's attribution of feature j,
     what shap gives row by row up to float32 rounding (tests/test_explainers.py). Without weights all
     background rows go in one call (shap takes their plain mean); with weights, one call per background row and
-    the weighted mean. A (row, reference) pair costs about 6 expected-gradients samples (shap's hooks).
+    the weighted mean. A (row, reference) pair costs about 6 expected-gradients samples (shap's hooks) in time,
+    and one query of the model's (:meth:`CountingModel.spend <chiralfair.models.protocol.CountingModel.spend>`),
+    as one gradient does.
 
     Whatever the module outputs (one or two columns; probabilities or, with ``output="logit"``, logits), the
     output explained is P(``classes[1]``) (:func:`~chiralfair.seeds.deeplift_views.deeplift_view`), the output
@@ -544,10 +551,13 @@ def _deep(model, X, background, weights=None):
                             f"({type(err).__name__}: {err}), which would otherwise change it; use "
                             "explainer='integrated_gradients'") from err
     from .deeplift_views import RowsAsOneInput, deeplift_view
+    model.spend(1)  # the output's columns, read from one row
     rows = RowsAsOneInput(deeplift_view(copied, model.language.output, _output_columns(copied, background, dtype),
                                         dtype)).eval()
 
     def deeplift(x, references):  # x (n, d), references (k, d) -> mean attribution over the references
+        # a copy of the model under test runs on every (row, reference) pair: one query each, as a gradient's
+        model.spend(len(x) * len(references))
         tiled = np.repeat(references[:, None, :], len(x), axis=1)
         try:
             phi = shap.DeepExplainer(rows, torch.as_tensor(tiled, dtype=dtype)).shap_values(

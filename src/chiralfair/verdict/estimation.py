@@ -56,8 +56,8 @@ from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
-from .params import METHODS, check_estimate_params
-from .result import Verdict
+from .params import check_estimate_params
+from .result import Verdict, binomial_interval, counterparts_that_could_exist, look_confidence
 
 # The favourable label of each benchmark, known only with the positive class the benchmark encodes as 1.
 FAVOURABLE = {
@@ -260,8 +260,10 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
 
     start_queries, start = counting.n_queries, time.perf_counter()
     n_worst = _worst_case_sample_size(confidence, margin)
-    enumeration = _enumeration_cost(domain, rows, check, people)
-    limit = min(n_worst * check.n_combinations, max_queries or math.inf)
+    # labels and probabilities from two calls of the model are two queries a row (architecture: the model under test)
+    calls = 2 if judge.with_proba and not counting.one_pass else 1
+    enumeration = _enumeration_cost(domain, rows, check, people) * calls
+    limit = min(n_worst * check.n_combinations * calls, max_queries or math.inf)
     if exact is True or (exact is None and enumeration <= limit):
         if enumeration > (max_queries or MAX_ENUMERATION):
             raise ConfigError(f"enumerating the population costs {enumeration:,} queries, more than "
@@ -285,7 +287,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     n, n_affected = len(affected), int(affected.sum())
     share = n_affected / n
     level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
-    lower, upper = (share, share) if is_exact else _interval(n_affected, n, level, method)
+    lower, upper = (share, share) if is_exact else binomial_interval(n_affected, n, level, method)
     plausibility = _plausibility_summary(tally, domain, is_exact, level, method)
     if plausible_only:
         _check_some_counterpart_is_plausible(plausibility, n)
@@ -402,12 +404,7 @@ class _Judge:
         individual's own combination (-1 outside the PA domains); ``possible`` and ``plausible`` (n,
         n_combinations) or None. Only possible counterparts other than the individual itself are read.
         """
-        n, k = labels.shape
-        others = np.ones((n, k), dtype=bool)
-        inside = np.flatnonzero(own >= 0)
-        others[inside, own[inside]] = False
-        if possible is not None:
-            others &= possible
+        others = counterparts_that_could_exist(own, possible, labels.shape[1])
         differs = (labels != own_label[:, None]) & others
         distance = None
         if proba is not None:
@@ -452,7 +449,7 @@ def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tup
 
 def _people(dataset: Dataset, index, model) -> Population | None:
     """The people at ``index`` as given, when the model is fed frames and the dataset holds raw rows."""
-    return population_of(dataset, index) if model.takes_frame else None
+    return population_of(dataset, index) if model.reads_people else None
 
 
 def _population_size(domain: Domain, rows) -> int:
@@ -554,26 +551,6 @@ def _enumerate_people(judge: _Judge, rows: np.ndarray, people: Population) -> _T
     return tally
 
 
-def look_confidence(confidence: float, look: int) -> float:
-    """Level of the interval at look ``look`` (1, 2, ...) of a sequential decision: ``confidence`` spent over looks.
-
-    ``1 - (1 - confidence) * 6 / (pi**2 * look**2)``: the misses add up to at most ``1 - confidence`` over all
-    looks (union bound), so every look's interval holds at once with probability at least ``confidence``.
-
-    Parameters
-    ----------
-    confidence : float
-        The overall level, in (0, 1).
-    look : int
-        The look's number, >= 1.
-
-    Returns
-    -------
-    float
-    """
-    return 1 - (1 - confidence) * 6 / (math.pi ** 2 * max(look, 1) ** 2)
-
-
 def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, method, max_queries, batch_size,
             start_queries, threshold=None, people=None) -> tuple[_Tally, str, int]:
     """Check random individuals batch by batch until the interval is within the margin or the budget is spent.
@@ -586,6 +563,7 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
     check = judge.check
     model = check.model
     cost = check.n_combinations + (int((check.own_combination(rows) < 0).any()) if rows is not None else 0)
+    cost *= 2 if judge.with_proba and not model.one_pass else 1  # as in estimate(): the real cost of a row
     if max_queries is not None and max_queries < cost:
         raise ConfigError(f"max_queries {max_queries} is below the cost of one individual ({cost} queries: one per "
                           "protected-value combination)")
@@ -625,7 +603,7 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
             continue
         looks += 1
         level = confidence if threshold is None else look_confidence(confidence, looks)
-        lower, upper = _interval(n_affected, n_countable, level, method)
+        lower, upper = binomial_interval(n_affected, n_countable, level, method)
         if threshold is not None and (upper <= threshold or lower > threshold):
             return tally, "threshold", looks
         if max(n_affected / n_countable - lower, upper - n_affected / n_countable) <= margin:
@@ -688,16 +666,6 @@ def _counterpart_notes(domain: Domain, plausibility: dict | None, plausible_only
     return notes
 
 
-def _interval(count: int, nobs: int, confidence: float, method: str) -> tuple[float, float]:
-    from statsmodels.stats.proportion import proportion_confint
-
-    lower, upper = proportion_confint(count, nobs, alpha=1 - confidence, method=METHODS[method])
-    # Clopper-Pearson gives NaN bounds at 0 and n in some versions; the bounds there are 0 and 1.
-    lower = 0.0 if count == 0 or np.isnan(lower) else float(lower)
-    upper = 1.0 if count == nobs or np.isnan(upper) else float(upper)
-    return lower, upper
-
-
 def _group_masks(domain: Domain, X: np.ndarray, combination: np.ndarray):
     """(attribute, group label, mask) for each protected value and, with several PAs, each combination.
 
@@ -740,7 +708,7 @@ def _bounds(count: int, nobs: int, confidence: float, method: str, exact: bool):
         return None, None
     if exact:
         return count / nobs, count / nobs
-    return _interval(count, nobs, confidence, method)
+    return binomial_interval(count, nobs, confidence, method)
 
 
 def _gap_summary(gap, affected) -> dict | None:

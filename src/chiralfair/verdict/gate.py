@@ -14,16 +14,18 @@ Which interval, that is which population the decision speaks about (:data:`READI
 
 - ``"superpopulation"`` (default): the people the model will meet. The held-out rows are read as a sample of
   them, so even when every row was checked (an exact verdict, "exact for these N rows") the decision is made on
-  the exact binomial (Clopper-Pearson) interval of the count affected among those N rows
-  (:func:`superpopulation_interval`); 2 of 600 affected is 0.33% [0.04%, 1.20%], not 0.33% exactly. A sampled
-  verdict's interval already is such an interval (its individuals are a sample, drawn without replacement, of the
-  rows). Uniform draws from the input domain are no sample of people: for ``population="domain"`` the reading is
-  the domain's own.
+  the exact binomial (Clopper-Pearson) interval of the count affected among those N rows, the one the verdict
+  decided (:attr:`Verdict.people_lower <chiralfair.verdict.Verdict>`, :func:`superpopulation_interval`); 2 of 600
+  affected is 0.33% [0.04%, 1.20%], not 0.33% exactly. A sampled verdict's interval already is such an interval
+  (its individuals are a sample, drawn without replacement, of the rows). Uniform draws from the input domain are
+  no sample of people: for ``population="domain"`` the reading is the domain's own.
 - ``"rows"``: the rows checked themselves. An exact verdict then has an interval of width 0 and is never
   undecided by its share.
 
-The decision quotes the worst group: the protected group with the largest share harmed (its individuals get the
-unfavourable label while a counterpart differing only in the protected attributes gets the favourable one).
+The decision quotes the worst group the verdict decided (:attr:`Verdict.worst_group
+<chiralfair.verdict.Verdict>`: the largest share harmed among the groups not too small to tell, whose
+individuals get the unfavourable label while a counterpart differing only in the protected attributes gets the
+favourable one), with the interval the verdict gave it, and names the groups too small to tell.
 
 References
 ----------
@@ -41,7 +43,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, binomial_interval, one_label_line
+from .result import Verdict, one_label_line, too_small_text
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -74,9 +76,9 @@ class GateDecision:
         The rows the verdict checked, in words (:attr:`Verdict.population_text`; e.g. "the given test rows (600)").
     n_individuals, n_queries : int
     worst_group : dict or None
-        The group with the largest share harmed (``group``, ``n``, ``n_harmed``, ``share_harmed``,
+        The verdict's worst group (:func:`worst_group`: ``group``, ``n``, ``n_harmed``, ``share_harmed``,
         ``share_harmed_lower``, ``share_harmed_upper``, ``share_affected``), its interval in the decision's
-        reading; None when no group was harmed.
+        reading; None when no group large enough to tell was harmed.
     verdict : Verdict
         The verdict the decision was made on.
     reading : {"superpopulation", "rows", "domain"}
@@ -136,6 +138,8 @@ class GateDecision:
             text += f"; {blind_spot_line(proxies)}"
         if self.verdict.n_left_out:
             text += f"; left out: {self._left_out_text()}"
+        if small := too_small_text(self.verdict):
+            text += f"; too small to tell, not ranked: {small}"
         if self.untested:
             text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":
@@ -239,6 +243,8 @@ def decide(verdict: Verdict, max_share: float, *, reading: str = "superpopulatio
         reading = "domain"
     lower, upper = superpopulation_interval(verdict) if reading == "superpopulation" else (verdict.lower,
                                                                                             verdict.upper)
+    if lower is None or upper is None:
+        raise ConfigError("the verdict checked no individual, so there is no interval to decide on")
     untested = untested_groups(verdict)
     if lower > max_share:
         outcome = "fail"
@@ -248,7 +254,8 @@ def decide(verdict: Verdict, max_share: float, *, reading: str = "superpopulatio
         outcome = "undecided"
     return GateDecision(outcome=outcome, exit_code=EXIT_CODES[outcome], max_share=max_share, share=verdict.share,
                         lower=lower, upper=upper, confidence=verdict.confidence,
-                        method=verdict.method, exact=verdict.exact,
+                        method=(verdict.people_method or verdict.method) if reading == "superpopulation"
+                        else verdict.method, exact=verdict.exact,
                         population=verdict.population_text,
                         n_individuals=verdict.n_individuals, n_queries=verdict.n_queries,
                         worst_group=worst_group(verdict, reading=reading), verdict=verdict, reading=reading,
@@ -256,43 +263,26 @@ def decide(verdict: Verdict, max_share: float, *, reading: str = "superpopulatio
                         untested=untested)
 
 
-def superpopulation_interval(verdict: Verdict, count: int | None = None, n: int | None = None,
-                             confidence: float | None = None) -> tuple[float, float]:
-    """The interval of the share among the people the model will meet, the individuals checked read as a sample.
+def superpopulation_interval(verdict: Verdict) -> tuple[float, float]:
+    """The interval of the share among the people the model will meet, as the verdict decided it.
 
-    A sampled verdict's interval already is one (a binomial interval on a sample of the rows). An exact verdict
-    (every row checked) gets the binomial interval of its count, with the verdict's method (Clopper-Pearson for
-    the gate): the rows are N draws from the people the model will meet, and ``n_affected`` of them were affected.
-    When every row was reached by sampling against a threshold (``stopped_by="exhausted"``), that last look is
-    one more look of the sequential decision and gets its level (:func:`~chiralfair.verdict.look_confidence`).
+    :attr:`Verdict.people_lower <chiralfair.verdict.Verdict>` and ``people_upper``
+    (:func:`chiralfair.verdict.result.people_interval`): a sampled verdict's own interval, or, for a verdict exact
+    over its rows, the Clopper-Pearson interval of its count, the rows read as a sample of the people. Uniform
+    draws from the domain are no sample of people: their own interval.
 
     Parameters
     ----------
     verdict : Verdict
-    count, n : int, optional
-        Another count among ``n`` individuals of the verdict (a group's ``n_harmed`` of its ``n``); default the
-        verdict's ``n_affected`` of ``n_individuals``.
-    confidence : float, optional
-        The level; default the verdict's (as above).
 
     Returns
     -------
     (float, float)
         Lower and upper bounds, in [0, 1].
     """
-    if count is None:
-        if not verdict.exact or verdict.population == "domain":
-            return verdict.lower, verdict.upper
-        count, n = verdict.n_affected, verdict.n_individuals
-    assert n is not None
-    if confidence is None:
-        confidence = verdict.confidence
-        sequential = verdict.meta.get("sequential")
-        if verdict.stopped_by == "exhausted" and sequential:
-            from .estimation import look_confidence
-
-            confidence = look_confidence(verdict.confidence, int(sequential["looks"]) + 1)
-    return binomial_interval(count, n, confidence, verdict.method)
+    if verdict.people_lower is None or verdict.people_upper is None:
+        return verdict.lower, verdict.upper
+    return verdict.people_lower, verdict.people_upper
 
 
 def untested_groups(verdict: Verdict) -> tuple[dict[str, Any], ...]:
@@ -327,30 +317,32 @@ def untested_groups(verdict: Verdict) -> tuple[dict[str, Any], ...]:
 
 
 def worst_group(verdict: Verdict, *, reading: str = "rows") -> dict[str, Any] | None:
-    """The group with the largest share harmed (ties: the larger group); None when no group was harmed.
+    """The verdict's worst group (:attr:`Verdict.worst_group <chiralfair.verdict.Verdict>`), with its interval.
+
+    Which group it is, and which groups are too small to tell, the verdict decided once
+    (:func:`chiralfair.verdict.result.decide_groups`); this only picks the interval of the reading.
 
     Parameters
     ----------
     verdict : Verdict
     reading : {"rows", "superpopulation", "domain"}, default="rows"
-        The interval of its share harmed: the verdict's own, or, for ``"superpopulation"`` and an exact verdict,
-        the binomial interval of its count at the verdict's group confidence (Bonferroni over the groups).
+        The interval of its share harmed: the verdict's own (width 0 when exact), or, for ``"superpopulation"``,
+        the one for the people of that group (``people_harmed_lower``, ``people_harmed_upper``).
 
     Returns
     -------
     dict or None
-        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`).
+        The group's record (keys of :data:`~chiralfair.verdict.GROUP_COLUMNS`); None when no group large enough to
+        tell was harmed.
     """
-    harmed = [g for g in verdict.groups if g.get("n_harmed") and g.get("share_harmed") is not None]
-    if not harmed:
+    g = verdict.worst()
+    if g is None:
         return None
-    g = max(harmed, key=lambda g: (g["share_harmed"], g["n"]))
     keys = ("attribute", "group", "n", "n_harmed", "share_harmed", "share_harmed_lower", "share_harmed_upper",
             "share_affected")
     out = {k: g.get(k) for k in keys}
-    if reading == "superpopulation" and verdict.exact:
-        out["share_harmed_lower"], out["share_harmed_upper"] = superpopulation_interval(
-            verdict, g["n_harmed"], g["n"], verdict.group_confidence)
+    if reading == "superpopulation" and g.get("people_harmed_lower") is not None:
+        out["share_harmed_lower"], out["share_harmed_upper"] = g["people_harmed_lower"], g["people_harmed_upper"]
     return out
 
 

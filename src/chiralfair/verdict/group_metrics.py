@@ -69,7 +69,7 @@ def held_out_rows(model, dataset, rows) -> pd.DataFrame:
     """
     rows = np.asarray(rows, dtype=np.int64)
     X = dataset.X[rows]
-    people = population_of(dataset, rows) if model.takes_frame else None
+    people = population_of(dataset, rows) if model.reads_people else None
     result = DiscriminationCheck(model, dataset.domain).check(X, population=people)
     frame = pd.DataFrame({"row": rows, "y_true": dataset.y[rows].astype(np.int64), "y_pred": result.labels,
                           "is_idi": result.is_idi})

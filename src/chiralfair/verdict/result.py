@@ -13,11 +13,15 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 GROUP_COLUMNS = ("attribute", "group", "n", "n_affected", "share_affected", "lower", "upper", "n_harmed",
                  "share_harmed", "share_harmed_lower", "share_harmed_upper", "harmed_share", "harmed_lower",
                  "harmed_upper")
+
+# The fields a verdict decides from its counts (never passed in): see Verdict.
+DECIDED = ("people_lower", "people_upper", "people_method", "people_confidence", "worst_group", "too_small")
 
 POPULATION_TEXT = {"rows": "the dataset's rows", "test": "the test split's rows",
                    "domain": "uniform draws from the input domain"}
@@ -114,7 +118,31 @@ class Verdict:
         :meth:`Domain.describe_constraints`).
     n_left_out : int
         Individuals checked but left out of every share: each counterpart of theirs breaks a constraint, so no
-        decision could treat them differently (the first note says so). ``n_individuals`` does not count them.
+        decision could treat them differently (the first note says so). ``n_individuals`` does not count them
+        (:func:`left_out_mask` is the rule).
+
+    The figures below are decided once, from the counts above, when the verdict is made (never passed in; a
+    verdict read back from JSON decides them again, equally). Every door (the console, the report, the gate, the
+    model card and BOM, MLflow) reads them instead of computing its own (architecture: the population and the
+    domain).
+
+    people_lower, people_upper : float or None
+        The share's interval for the people the model will meet, the individuals checked read as a sample of them
+        (:func:`people_interval`): a sampled verdict's own interval, or, when every row was checked (the share is
+        then exact for these rows, ``lower == upper == share``), the Clopper-Pearson interval of the count. None
+        for uniform draws from the domain, which are no sample of people.
+    people_method : str or None
+        The method of that interval: ``"clopper-pearson"`` for an exact verdict, else :attr:`method`.
+    people_confidence : float or None
+        Its level: :attr:`confidence`, or the last look's level of a sequential decision.
+    worst_group : str or None
+        The most harmed group (:func:`decide_groups`): the largest share harmed among the groups that are not too
+        small to tell (ties: the larger group); None when none of them is harmed.
+    too_small : tuple of str
+        The groups too small to tell (:data:`MIN_GROUP_SIZE`, :data:`MAX_GROUP_HALF_WIDTH`), never the worst group.
+        Each record of :attr:`groups` also carries its decision: ``people_harmed_lower`` and
+        ``people_harmed_upper`` (the Clopper-Pearson interval of its share harmed for the people of that group, at
+        ``people_confidence``; None for the domain) and ``too_small``.
     """
 
     population: str
@@ -146,6 +174,54 @@ class Verdict:
     couplings: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     n_left_out: int = 0
+    people_lower: float | None = field(init=False, default=None)
+    people_upper: float | None = field(init=False, default=None)
+    people_method: str | None = field(init=False, default=None)
+    people_confidence: float | None = field(init=False, default=None)
+    worst_group: str | None = field(init=False, default=None)
+    too_small: tuple[str, ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        decided = people_interval(self)
+        for name, value in zip(("people_lower", "people_upper", "people_method", "people_confidence"), decided,
+                               strict=True):
+            object.__setattr__(self, name, value)
+        groups, worst, small = decide_groups(self.groups, people_confidence=decided[3], exact=self.exact)
+        object.__setattr__(self, "groups", groups)
+        object.__setattr__(self, "worst_group", worst)
+        object.__setattr__(self, "too_small", small)
+
+    def group(self, name: str) -> dict[str, Any]:
+        """The record of the group named ``name`` (e.g. ``"race=Black"``).
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        dict
+
+        Raises
+        ------
+        ConfigError
+            For a name that is no group of the verdict (the message lists them).
+        """
+        for g in self.groups:
+            if g["group"] == name:
+                return g
+        from ..exceptions import ConfigError
+
+        raise ConfigError(f"no group {name!r} in the verdict; its groups: {', '.join(g['group'] for g in self.groups)}")
+
+    def worst(self) -> dict[str, Any] | None:
+        """The record of :attr:`worst_group`, or None.
+
+        Returns
+        -------
+        dict or None
+        """
+        return None if self.worst_group is None else self.group(self.worst_group)
 
     @property
     def half_width(self) -> float:
@@ -199,6 +275,7 @@ class Verdict:
         d["notes"] = list(self.notes)
         d["couplings"] = list(self.couplings)
         d["constraints"] = list(self.constraints)
+        d["too_small"] = list(self.too_small)
         d["half_width"] = self.half_width
         return json.dumps(d)
 
@@ -216,7 +293,8 @@ class Verdict:
         Verdict
         """
         d = json.loads(text)
-        d.pop("half_width", None)
+        for decided in ("half_width", *DECIDED):  # decided again from the counts
+            d.pop(decided, None)
         for key in ("protected", "groups", "rules", "notes", "couplings", "constraints"):
             if key in d:
                 d[key] = tuple(d[key])
@@ -234,8 +312,7 @@ class Verdict:
         lines = [f"Share of individuals affected ({which} differing only in {pa} gets another label"
                  + (f" with a probability gap >= {self.gamma:g}" if self.gamma is not None else "") + "): "
                  + _share_text(self.share, self.lower, self.upper, self.exact)]
-        people = people_line(self.n_affected, self.n_individuals, self.confidence, self.population) \
-            if self.exact else None
+        people = people_line(self) if self.exact else None
         if people:
             lines.append(f"  {people}")
         other = plausibility_line(self.plausibility, self.counterparts, self.exact)
@@ -277,16 +354,21 @@ class Verdict:
         lines = [f"Who is harmed (favourable label {self.favourable}): per group, the share that gets the unfavourable "
                  f"label while a counterpart gets the favourable one; {level}:"]
         width = max(len(g["group"]) for g in self.groups)
-        people = f"harmed, for the group's people ({self.confidence:.0%} Clopper-Pearson)"
-        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}  {people}")
+        people = self.people_confidence is not None
+        head = (f"harmed, for the group's people ({self.people_confidence:.0%} Clopper-Pearson)" if people else
+                "too small to tell")
+        lines.append(f"  {'group':<{width}}  {'n':>8}  {'harmed':<28}  {'affected':<28}  {head}")
         for g in self.groups:
             harmed = _share_text(g.get("share_harmed"), g.get("share_harmed_lower"), g.get("share_harmed_upper"),
                                  self.exact) + f" ({g['n_harmed']:,})"
             affected = _share_text(g["share_affected"], g["lower"], g["upper"], self.exact)
-            reading = group_reading(g, self.confidence)
-            sample = (f"[{reading['lower']:.2%}, {reading['upper']:.2%}]" if g["n"] else "-") + (
-                " too small to tell" if reading["too_small"] else "")
+            sample = (f"[{g['people_harmed_lower']:.2%}, {g['people_harmed_upper']:.2%}]" if people and g["n"]
+                      else "-") + (" too small to tell" if g["too_small"] else "")
             lines.append(f"  {g['group']:<{width}}  {g['n']:>8,}  {harmed:<28}  {affected:<28}  {sample}")
+        if (worst := most_harmed_line(self)) is not None:
+            lines.append(f"  {worst}")
+        if small := too_small_text(self):
+            lines.append(f"  too small to tell, not ranked: {small}")
         return lines
 
     def _gap_lines(self) -> list[str]:
@@ -342,57 +424,230 @@ def binomial_interval(count: int, n: int, confidence: float, method: str = "clop
     return lower, upper
 
 
-# A group is too small to tell, and never a headline, below this many individuals or with a wider interval.
+# A group is too small to tell, and never the worst group, below this many individuals or with a wider interval
+# (half-width of its share harmed's interval, :func:`decide_groups`).
 MIN_GROUP_SIZE = 30
 MAX_GROUP_HALF_WIDTH = 0.10
 
 
-def group_reading(group: dict[str, Any], confidence: float = 0.95) -> dict[str, Any]:
-    """A group's harmed share read as a sample of the people of that group the model will meet.
+def look_confidence(confidence: float, look: int) -> float:
+    """Level of the interval at look ``look`` (1, 2, ...) of a sequential decision: ``confidence`` spent over looks.
+
+    ``1 - (1 - confidence) * 6 / (pi**2 * look**2)``: the misses add up to at most ``1 - confidence`` over all
+    looks (union bound), so every look's interval holds at once with probability at least ``confidence``.
 
     Parameters
     ----------
-    group : dict
-        A record of :attr:`Verdict.groups` (``n``, ``n_harmed``).
-    confidence : float, default=0.95
+    confidence : float
+        The overall level, in (0, 1).
+    look : int
+        The look's number, >= 1.
 
     Returns
     -------
-    dict
-        ``share`` (harmed among the group's individuals checked), ``lower``, ``upper`` (Clopper-Pearson at
-        ``confidence``), ``too_small`` (fewer than :data:`MIN_GROUP_SIZE` individuals, or an interval wider than
-        2 x :data:`MAX_GROUP_HALF_WIDTH`: too small to tell, never the headline).
+    float
     """
-    n, harmed = int(group["n"]), int(group["n_harmed"] or 0)
-    if not n:
-        return {"share": None, "lower": 0.0, "upper": 1.0, "too_small": True}
-    lower, upper = binomial_interval(harmed, n, confidence)
-    return {"share": harmed / n, "lower": lower, "upper": upper,
-            "too_small": n < MIN_GROUP_SIZE or (upper - lower) / 2 > MAX_GROUP_HALF_WIDTH}
+    return 1 - (1 - confidence) * 6 / (math.pi ** 2 * max(look, 1) ** 2)
 
 
-def people_line(n_affected: int, n: int, confidence: float, population: str) -> str | None:
-    """For a share exact over N rows: the interval among the people the model will meet, the rows read as a sample.
+def people_interval(verdict: Verdict) -> tuple[float | None, float | None, str | None, float | None]:
+    """The interval rule: the share's interval for the people the model will meet, its method and level.
+
+    The individuals checked are read as a sample of the people the model will meet. A sampled verdict's interval
+    already is such an interval (its individuals are a sample, drawn without replacement, of rows that are a sample
+    of those people). When every row was checked, the share is exact for these rows (``lower == upper``), and the
+    people's interval is the Clopper-Pearson interval of the count affected among them: 2 of 600 affected is 0.33%
+    exactly for the rows, [0.04%, 1.20%] for the people. When every row was reached by sampling against a gate's
+    threshold (``stopped_by="exhausted"`` with ``meta["sequential"]``), that last look is one more look of the
+    sequential decision and gets its level (:func:`look_confidence`).
 
     Parameters
     ----------
-    n_affected, n : int
-        Affected individuals among the ``n`` rows checked (every one of them).
-    confidence : float
-    population : {"rows", "test", "domain"}
-        Uniform draws from the domain are no sample of people: None for them.
+    verdict : Verdict
+
+    Returns
+    -------
+    (lower, upper, method, confidence)
+        All None for uniform draws from the domain (no sample of people) or no individual checked.
+
+    References
+    ----------
+    .. [1] Clopper, Pearson. "The use of confidence or fiducial limits illustrated in the case of the binomial."
+       Biometrika 26(4), 1934.
+    .. [2] Cochran. *Sampling Techniques*, 3rd ed., Wiley 1977, ch. 3 (a finite population as a sample of a
+       superpopulation).
+    """
+    if verdict.population == "domain" or not verdict.n_individuals:
+        return None, None, None, None
+    sequential = verdict.meta.get("sequential") or {}
+    if not verdict.exact:
+        return (float(verdict.lower), float(verdict.upper), verdict.method,
+                float(sequential.get("look_confidence", verdict.confidence)))
+    level = verdict.confidence
+    if verdict.stopped_by == "exhausted" and sequential:
+        level = look_confidence(verdict.confidence, int(sequential["looks"]) + 1)
+    lower, upper = binomial_interval(verdict.n_affected, verdict.n_individuals, level)
+    return lower, upper, "clopper-pearson", float(level)
+
+
+def decide_groups(groups, *, people_confidence: float | None,
+                  exact: bool) -> tuple[tuple[dict[str, Any], ...], str | None, tuple[str, ...]]:
+    """The worst-group rule: each group's interval and whether it is too small to tell, and the most harmed group.
+
+    A group's share harmed (its individuals who get the unfavourable label while a counterpart gets the favourable
+    one) is read for the people of that group the model will meet: the Clopper-Pearson interval of ``n_harmed`` of
+    ``n`` at ``people_confidence``. A group is **too small to tell** with fewer than :data:`MIN_GROUP_SIZE`
+    individuals or an interval half-width above :data:`MAX_GROUP_HALF_WIDTH` (for uniform draws from the domain,
+    ``people_confidence`` None, the group's own interval); it is named, and never the worst group. The **worst
+    group** is the group, of those not too small, with the largest share harmed (ties: the larger group, then
+    the first); None when none of them is harmed. Groups no one checked belongs to (``n == 0``) are neither.
+
+    Parameters
+    ----------
+    groups : sequence of dict
+        :attr:`Verdict.groups` records (``group``, ``n``, ``n_harmed``, ``share_harmed``, ...).
+    people_confidence : float or None
+        :attr:`Verdict.people_confidence`.
+    exact : bool
+        :attr:`Verdict.exact` (a domain group's own interval then has width 0).
+
+    Returns
+    -------
+    groups : tuple of dict
+        New records with ``people_harmed_lower``, ``people_harmed_upper`` and ``too_small``.
+    worst : str or None
+    too_small : tuple of str
+    """
+    out = []
+    for g in groups:
+        n, harmed = int(g["n"]), int(g.get("n_harmed") or 0)
+        lower = upper = None
+        if n and people_confidence is not None:
+            lower, upper = binomial_interval(harmed, n, people_confidence)
+            width = upper - lower
+        elif n:
+            own = (g.get("share_harmed_lower"), g.get("share_harmed_upper"))
+            width = 0.0 if exact or own[0] is None else own[1] - own[0]
+        small = bool(n) and (n < MIN_GROUP_SIZE or width / 2 > MAX_GROUP_HALF_WIDTH)
+        out.append({**g, "people_harmed_lower": lower, "people_harmed_upper": upper, "too_small": small})
+    candidates = [g for g in out if g["n"] and g.get("n_harmed") and not g["too_small"]]
+    worst = max(candidates, key=lambda g: (g["n_harmed"] / g["n"], g["n"]), default=None)  # ties: the first
+    return (tuple(out), None if worst is None else worst["group"],
+            tuple(g["group"] for g in out if g["too_small"]))
+
+
+def left_out_mask(own, possible, n_combinations: int):
+    """The left-out rule: which individuals have no counterpart that could exist, shape (n,).
+
+    A counterpart is one of the ``n_combinations`` protected combinations other than the individual's own (an
+    individual outside the protected domains has every combination as a counterpart), and it could exist when it
+    breaks no constraint (``possible``, from :class:`~chiralfair.oracle.DiscriminationCheck`). An individual none
+    of whose counterparts could exist cannot be treated differently whatever the model does: it is left out of
+    every share (the verdict's, the certificates'), counted and named (architecture: counterparts that could
+    exist).
+
+    Parameters
+    ----------
+    own : numpy.ndarray of int, shape (n,)
+        Each individual's own combination (-1 outside the protected domains).
+    possible : numpy.ndarray of bool, shape (n, n_combinations), or None
+        Whether each counterpart satisfies the constraints (None: the domain has none).
+    n_combinations : int
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+    """
+    return ~counterparts_that_could_exist(np.asarray(own), possible, n_combinations).any(axis=1)
+
+
+def counterparts_that_could_exist(own, possible, n_combinations: int):
+    """Each individual's counterparts (every combination but its own) that break no constraint, shape (n, k).
+
+    Parameters
+    ----------
+    own, possible, n_combinations
+        As :func:`left_out_mask`.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n, n_combinations)
+    """
+    others = np.ones((len(own), n_combinations), dtype=bool)
+    inside = np.flatnonzero(own >= 0)
+    others[inside, own[inside]] = False
+    if possible is not None:
+        others &= possible
+    return others
+
+
+def people_line(verdict: Verdict) -> str | None:
+    """For a share exact over N rows: its interval for the people the model will meet, the rows read as a sample.
+
+    Parameters
+    ----------
+    verdict : Verdict
 
     Returns
     -------
     str or None
         E.g. ``"for the people the model will meet (these 300 rows as a sample of them): [9.41%, 17.34%], 95%
-        Clopper-Pearson"``.
+        Clopper-Pearson"``; None for a sampled verdict (its interval already is the people's) or the domain.
     """
-    if population == "domain" or not n:
+    if not verdict.exact or verdict.people_lower is None or verdict.people_confidence is None:
         return None
-    lower, upper = binomial_interval(n_affected, n, confidence)
-    return (f"for the people the model will meet (these {n:,} rows as a sample of them): [{lower:.2%}, "
-            f"{upper:.2%}], {confidence:.0%} Clopper-Pearson")
+    return (f"for the people the model will meet (these {verdict.n_individuals:,} rows as a sample of them): "
+            f"[{verdict.people_lower:.2%}, {verdict.people_upper:.2%}], {verdict.people_confidence:.0%} "
+            f"{_method_text(verdict.people_method or '')}")
+
+
+def most_harmed_line(verdict: Verdict) -> str | None:
+    """The worst group in one line, with its interval for the group's people (None without a worst group).
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    str or None
+        ``"most harmed group: sex=Male (10.84% of its 8,723 individuals get the unfavourable label while a
+        counterpart gets the favourable one; [10.20%, 11.52%] for the people of that group, 95% Clopper-Pearson)"``.
+    """
+    g = verdict.worst()
+    if g is None:
+        return None
+    where = "" if g["people_harmed_lower"] is None else (
+        f"; [{g['people_harmed_lower']:.2%}, {g['people_harmed_upper']:.2%}] for the people of that group, "
+        f"{verdict.people_confidence:.0%} Clopper-Pearson")
+    return (f"most harmed group: {g['group']} ({g['n_harmed'] / g['n']:.2%} of its {g['n']:,} individuals get the "
+            f"unfavourable label while a counterpart gets the favourable one{where})")
+
+
+def too_small_text(verdict: Verdict, most: int = 6) -> str | None:
+    """The groups too small to tell, as text: ``"race=Other (12 individuals, 25.00% harmed, [5.49%, 57.19%])"``.
+
+    Parameters
+    ----------
+    verdict : Verdict
+    most : int, default=6
+        Groups named; the others are counted.
+
+    Returns
+    -------
+    str or None
+    """
+    if not verdict.too_small:
+        return None
+    out = []
+    for name in verdict.too_small[:most]:
+        g = verdict.group(name)
+        interval = "" if g["people_harmed_lower"] is None else (
+            f", [{g['people_harmed_lower']:.2%}, {g['people_harmed_upper']:.2%}]")
+        out.append(f"{name} ({g['n']:,} individual{'' if g['n'] == 1 else 's'}, "
+                   f"{g['n_harmed'] / g['n']:.2%} harmed{interval})")
+    more = len(verdict.too_small) - most
+    return "; ".join(out) + (f"; {more:,} more" if more > 0 else "")
 
 
 def one_label_line(meta: dict[str, Any]) -> str | None:
