@@ -23,6 +23,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
@@ -72,6 +73,7 @@ def one_cell(model: str, data: str, door: str) -> dict:
             b = run_budget(model, data, door)
             if b.rows is not None:
                 record["rows_received"], record["queries_stated"] = b.rows
+                record["queries"] = b.detail.get("queries")
                 record["budget_figures"] = [{"figure": n, "tool": t, "recount": r, "equal": same(t, r)}
                                             for n, t, r in b.figures]
         except Exception as err:
@@ -126,6 +128,28 @@ def _short(v) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+BEFORE = {"audit": "29", "estimate": "19", "retrain": "25", "certify": "24",
+          "check_fairness": "**kwargs of estimate"}   # the parameter counts before this round (at 0f7b00a)
+
+
+def signatures() -> dict[str, dict]:
+    """Each door's Python signature: its parameter count (inspect.signature) and how many are ``**`` catch-alls."""
+    import inspect
+
+    import chiralfair
+    from chiralfair.pipeline import check_fairness
+
+    doors: dict[str, Any] = {"audit": chiralfair.audit, "estimate": chiralfair.estimate, "retrain": chiralfair.retrain,
+             "certify": chiralfair.certify, "check_fairness": check_fairness}
+    out = {}
+    for name, fn in doors.items():
+        params = inspect.signature(fn).parameters.values()
+        out[name] = {"n_parameters": len(params),
+                     "var_keyword": [p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD],
+                     "before": BEFORE[name]}
+    return out
+
+
 def markdown(report: dict) -> str:
     runs = report["cells"]
     n = {s: sum(r["status"] == s for r in runs) for s in sorted({r["status"] for r in runs})}
@@ -136,8 +160,11 @@ def markdown(report: dict) -> str:
              "One question at every door: the share of held-out people whose label changes when only their "
              "protected attributes change, and who is harmed. Each figure of a door beside the recount written in "
              "`tests/matrix_cells.py` (every protected value of every held-out row flipped through the user's own "
-             "model; F1 with sklearn; Clopper-Pearson intervals from scipy). Worst-group intervals: Clopper-Pearson "
-             "at the verdict's Bonferroni group level.", "",
+             "model; F1 with sklearn; Clopper-Pearson intervals from scipy). The worst group recounted by the rule "
+             "in its words: each group's 95% Clopper-Pearson interval of n harmed of n; too small to tell under 30 "
+             "people or wider than +-10 points; worst = the largest share harmed of the others (ties: the larger "
+             "group, then the first). Rows received = the queries stated within max_queries + every row stated "
+             "outside the budget.", "",
              "Cells: " + ", ".join(f"{k} {v}" for k, v in n.items()) + ".", "",
              "Models: " + "; ".join(f"`{k}` {v}" for k, v in MODEL_TEXT.items()) + ".", "",
              "Data: " + "; ".join(f"`{k}` {v}" for k, v in DATA_TEXT.items()) + ".", "",
@@ -151,9 +178,13 @@ def markdown(report: dict) -> str:
                           for name in re.findall(r"fix/\w+", v) + (["finding"] if "finding" in v else [])})
         lines.append(f"| {r['model']}-{r['data']}-{r['door']} | {r['status']} | {bad.replace('|', '/')} | {rows} "
                      f"| {', '.join(reasons)} |")
+    lines += ["", "Parameters of each door's Python signature (`inspect.signature`), now and before this round:", ""]
+    for name, sig in report.get("signatures", {}).items():
+        extra = f" (with **{', **'.join(sig['var_keyword'])})" if sig["var_keyword"] else ""
+        lines.append(f"- `{name}`: {sig['n_parameters']}{extra}; before: {sig['before']}")
     lines += ["", "Known defects (each an xfail(strict=True) reason in tests/test_matrix.py):", ""]
-    for text in sorted({v for r in runs for v in r["known"].values() if v}):
-        lines.append(f"- {text}")
+    known_texts = sorted({v for r in runs for v in r["known"].values() if v})
+    lines += [f"- {text}" for text in known_texts] or ["- none"]
     return "\n".join(lines) + "\n"
 
 
@@ -170,6 +201,7 @@ def main(argv=None) -> None:
               flush=True)
     report = {**run_record(uptime_before, t0), "parameters": {"fast": args.fast}, "cells": runs}
     report["versions"] = versions()
+    report["signatures"] = signatures()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "matrix.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (RESULTS / "matrix.md").write_text(markdown(report))

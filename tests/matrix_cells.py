@@ -53,27 +53,8 @@ FILE_DATA = ("csv", "csv_inside")
 
 # --------------------------------------------------------------------------------------------- known defects
 # A cell that fails on one of these is marked xfail(strict=True) in tests/test_matrix.py, and named so in
-# benchmarks/results/matrix.md; "finding:" marks a defect no other branch is fixing.
-CSV_BINS = ("schema infer closes the outer bins at the training range (fix/workflows): the held-out CSV's values "
-            "beyond it are refused ('column 'age' value 92.4 (row 506) lies outside the bin edges [18, 80]')")
-VALUES = ("a torch module on raw floats is fed codes (fix/input adds model_input='values'); today "
-          "model_input='values' is refused as unknown")
-VALUES_STRINGS = ("model_input='values' on a frame with string columns must be refused naming model_input and the "
-                  "column (fix/input); today it is refused only as an unknown model_input")
-GROUP_LEVEL = ("doors disagree on the worst group's interval (fix/verdict): the estimate and audit summaries, "
-               "report.md and the model card give 95% Clopper-Pearson (the card none for an exact verdict), the gate "
-               "and the verdict's groups the Bonferroni group level")
-GROUP_COMBOS = ("doors disagree on the worst group (fix/verdict): with two protected attributes the gate ranks "
-                "combinations (sex=Female, race=C: 40 rows) where the report ranks single attributes")
-BUDGET_ROWS = ("rows counted once for predict+predict_proba (fix/budget): the verdict sends each row it checks to "
-               "predict and to predict_proba and counts it once; and (finding) rows the output states nowhere as "
-               "queries: the probes (39 rows on the raw frame), the F1 rows (300), every data row and its bins' "
-               "representatives for the binning note (1,600) and, for audit, the group metrics' check of the "
-               "held-out rows (600): 2,059 rows received for 60 stated by estimate and check on the pipeline")
-HGB_REFIT = ("finding: retrain refits a HistGradientBoostingClassifier(categorical_features='from_dtype') on the "
-             "frame's text columns as given, not as the pandas categoricals it was fitted on, and crashes in "
-             "sklearn (ValueError: could not convert string to float: 'male') instead of casting them as it does "
-             "for LightGBM or refusing with a message naming the column")
+# benchmarks/results/matrix.md; "finding:" marks a defect no other branch is fixing. None is known at present.
+
 # Doors that train again or run every CLI command: out of the default run; so is writing the report (its plots take
 # ~2 s a run) but for one frame model and one coded model.
 SLOW_DOORS = ("retrain", "cli")
@@ -87,20 +68,6 @@ def slow(model: str, door: str) -> bool:
 
 def known(test: str, model: str, data: str, door: str) -> str | None:
     """The known defect a cell of ``test`` ("figures", "worst" or "budget") fails on, or None."""
-    if data == "csv":
-        return CSV_BINS
-    if model == "torch_values":
-        return VALUES_STRINGS if data == "pandas" else VALUES
-    if model == "hgb" and door in ("retrain", "cli") and test == "figures":
-        return HGB_REFIT
-    if test == "worst" and door == "check" and data == "codes":
-        return GROUP_COMBOS
-    if test == "worst" and door == "card" and data == "codes":
-        return f"{GROUP_COMBOS}; {GROUP_LEVEL}"
-    if test == "worst" and door in ("estimate", "audit", "report", "card"):
-        return GROUP_LEVEL
-    if test == "budget":
-        return BUDGET_ROWS
     return None
 
 
@@ -453,7 +420,12 @@ def held_out(data: str) -> tuple[Any, np.ndarray]:
 
 
 def counterparts(data: str, X):
-    """Every counterpart of every held-out person: (own group values, [counterpart inputs])."""
+    """Every counterpart of every held-out person: (each person's group under each grouping, [counterpart inputs]).
+
+    The groupings are those a verdict reports: each protected attribute's values and, with two protected attributes
+    (the coded data: sex and race), their combinations, named ``"sex=Female, race=A"``; in the order of the
+    attributes' values (sex first, then race, then the combinations, sex major).
+    """
     if data == "codes":
         out = []
         for s in (0, 1):
@@ -461,13 +433,15 @@ def counterparts(data: str, X):
                 C = X.copy()
                 C[:, 0], C[:, 1] = s, r
                 out.append(C)
-        groups = {"sex": [f"sex={CODE_LABELS['sex'][int(v)]}" for v in X[:, 0]],
-                  "race": [f"race={CODE_LABELS['race'][int(v)]}" for v in X[:, 1]]}
-        return groups, out
+        sex = [f"sex={CODE_LABELS['sex'][int(v)]}" for v in X[:, 0]]
+        race = [f"race={CODE_LABELS['race'][int(v)]}" for v in X[:, 1]]
+        order = ([f"sex={v}" for v in CODE_LABELS["sex"].values()] + [f"race={v}" for v in CODE_LABELS["race"].values()]
+                 + [f"sex={a}, race={b}" for a in CODE_LABELS["sex"].values() for b in CODE_LABELS["race"].values()])
+        return {"sex": sex, "race": race, "sex,race": [f"{a}, {b}" for a, b in zip(sex, race, strict=True)]}, out, order
     values = (0.0, 1.0) if data == "numeric" else SEXES
-    names = {0.0: "0.0", 1.0: "1.0"} if data == "numeric" else {s: s for s in SEXES}
+    names: dict[Any, str] = {0.0: "0", 1.0: "1"} if data == "numeric" else {s: s for s in SEXES}  # 0.0 reads "0"
     out = [X.assign(sex=pd.Series(v, index=X.index, dtype=X["sex"].dtype)) for v in values]
-    return {"sex": [f"sex={names[v]}" for v in X["sex"]]}, out
+    return {"sex": [f"sex={names[v]}" for v in X["sex"]]}, out, [f"sex={names[v]}" for v in values]
 
 
 def cp(k: int, n: int, confidence: float) -> tuple[float, float]:
@@ -480,6 +454,13 @@ def cp(k: int, n: int, confidence: float) -> tuple[float, float]:
     return lower, upper
 
 
+# The worst-group rule, written here from its words (docs/architecture.md): a group is too small to tell with fewer
+# than 30 people or a 95% Clopper-Pearson interval of its share harmed wider than +-10 points; the worst group is,
+# of the others, the largest share harmed (ties: the larger group, then the first), None when none is harmed.
+MIN_GROUP = 30
+MAX_HALF_WIDTH = 0.10
+
+
 @dataclass
 class Recount:
     """The answer, counted by hand through the user's model."""
@@ -488,11 +469,12 @@ class Recount:
     n_affected: int
     n_harmed: int
     affected: np.ndarray
-    groups: dict[str, tuple[int, int, int]]   # group -> (n, n_affected, n_harmed)
+    groups: dict[str, tuple[int, int, int]]   # group -> (n, n_affected, n_harmed), in the verdict's order
+    intervals: dict[str, tuple[float, float]]  # group -> 95% Clopper-Pearson of n_harmed of n
+    too_small: list[str]
     f1: float
-    worst: str
-    worst_interval: tuple[float, float]
-    group_confidence: float
+    worst: str | None
+    worst_interval: tuple[float | None, float | None]
     share_interval: tuple[float, float]
 
 
@@ -511,44 +493,52 @@ def _recount(model: str, data: str, predict) -> Recount:
 
     X, y = held_out(data)
     own = predict(X)
-    membership, others = counterparts(data, X)
+    membership, others, order = counterparts(data, X)
     labels = np.column_stack([predict(C) for C in others])
     affected = (labels != own[:, None]).any(axis=1)
     harmed = ~own & labels.any(axis=1)           # favourable = the positive class
     groups = {}
-    for names in membership.values():
-        names = np.asarray(names)
-        for g in sorted(set(names)):
-            m = names == g
-            groups[g] = (int(m.sum()), int(affected[m].sum()), int(harmed[m].sum()))
-    n_intervals = 3 * len(groups) + (3 * 2 * 3 if data == "codes" else 0)   # combinations of sex x race too
-    group_confidence = 1 - (1 - CONFIDENCE) / n_intervals
-    worst = max(groups, key=lambda g: (groups[g][2] / groups[g][0], groups[g][0]))
+    for g in order:
+        m = np.zeros(len(own), dtype=bool)
+        for names in membership.values():
+            m |= np.asarray(names) == g
+        groups[g] = (int(m.sum()), int(affected[m].sum()), int(harmed[m].sum()))
+    intervals = {g: cp(h, n, CONFIDENCE) for g, (n, _, h) in groups.items() if n}
+    too_small = [g for g, (n, _, _) in groups.items()
+                 if n and (n < MIN_GROUP or (intervals[g][1] - intervals[g][0]) / 2 > MAX_HALF_WIDTH)]
+    candidates = [g for g, (n, _, h) in groups.items() if n and h and g not in too_small]
+    worst = max(candidates, key=lambda g: (groups[g][2] / groups[g][0], groups[g][0]), default=None)  # ties: first
     f1 = float(f1_score(np.where(y, POS, NEG), np.where(own, POS, NEG), pos_label=POS))
     return Recount(n=len(own), n_affected=int(affected.sum()), n_harmed=int(harmed.sum()), affected=affected,
-                   groups=groups, f1=f1, worst=worst,
-                   worst_interval=cp(groups[worst][2], groups[worst][0], group_confidence),
-                   group_confidence=group_confidence, share_interval=cp(int(affected.sum()), len(own), CONFIDENCE))
+                   groups=groups, intervals=intervals, too_small=too_small, f1=f1, worst=worst,
+                   worst_interval=intervals[worst] if worst else (None, None),
+                   share_interval=cp(int(affected.sum()), len(own), CONFIDENCE))
 
 
 # --------------------------------------------------------------------------------------------- counting wrappers
 class CountingEstimator:
-    """The user's estimator, counting the rows each call receives (it passes as the estimator it wraps)."""
+    """The user's estimator, counting the rows each call receives (it passes as the estimator it wraps).
+
+    Every method that reads rows (predict, predict_proba, predict_log_proba, decision_function) counts them, once
+    per call: the same rows sent to predict and to predict_proba count twice.
+    """
+
+    READS_ROWS = ("predict", "predict_proba", "predict_log_proba", "decision_function")
 
     def __init__(self, est):
         self._est = est
         self.rows = 0
 
     def __getattr__(self, name):
-        return getattr(self._est, name)
+        method = getattr(self._est, name)
+        if name not in self.READS_ROWS:
+            return method
 
-    def predict(self, X):
-        self.rows += len(X)
-        return self._est.predict(X)
+        def counted(X, *args, **kwargs):
+            self.rows += len(X)
+            return method(X, *args, **kwargs)
 
-    def predict_proba(self, X):
-        self.rows += len(X)
-        return self._est.predict_proba(X)
+        return counted
 
 
 class CountingCallable:
@@ -595,6 +585,7 @@ class Cell:
     figures: list[tuple[str, Any, Any]] = field(default_factory=list)   # (figure, tool, recount)
     rows: tuple[int, int] | None = None                                  # (received, budget + stated outside)
     refusal: str | None = None                                           # the words of a refusal by design
+    detail: dict[str, Any] = field(default_factory=dict)                 # what the output states (budget cells)
     seconds: float = 0.0
 
     def add(self, name: str, tool, expected) -> None:
@@ -627,8 +618,18 @@ def _verdict_figures(cell: Cell, v, rc: Recount, where: str) -> None:
     cell.add(f"{where} n affected", v.n_affected, rc.n_affected)
     cell.add(f"{where} share affected", v.share, rc.n_affected / rc.n)
     cell.add(f"{where} n harmed", v.n_harmed, rc.n_harmed)
-    tool = {g["group"]: (g["n"], g["n_affected"], g["n_harmed"]) for g in v.groups if "," not in g["attribute"]}
-    cell.add(f"{where} groups (n, affected, harmed)", sorted(tool.items()), sorted(rc.groups.items()))
+    tool = [(g["group"], (g["n"], g["n_affected"], g["n_harmed"])) for g in v.groups]
+    cell.add(f"{where} groups (n, affected, harmed), in order", tool, list(rc.groups.items()))
+    cell.add(f"{where} groups too small to tell", list(v.too_small), rc.too_small)
+    cell.add(f"worst group ({where})", v.worst_group, rc.worst)
+    cell.add(f"worst group interval ({where} groups)", [v.group(rc.worst)["people_harmed_lower"],
+                                                        v.group(rc.worst)["people_harmed_upper"]]
+             if rc.worst else None, list(rc.worst_interval) if rc.worst else None)
+
+
+def _pct(interval) -> list[str | None]:
+    """An interval as percentages to 2 places, as the doors print it (None where there is none)."""
+    return [None if x is None else f"{100 * x:.2f}" for x in interval]
 
 
 def _summary_worst(cell: Cell, text: str, rc: Recount, where: str) -> None:
@@ -645,9 +646,7 @@ def _summary_worst(cell: Cell, text: str, rc: Recount, where: str) -> None:
     else:
         found = (m.group(1), m.group(3), m.group(4))
     cell.add(f"worst group ({where})", found[0], rc.worst)
-    lo, hi = rc.worst_interval
-    cell.add(f"worst group interval ({where}, % to 2 places)", [found[1], found[2]],
-             [f"{100 * lo:.2f}", f"{100 * hi:.2f}"])
+    cell.add(f"worst group interval ({where}, % to 2 places)", [found[1], found[2]], _pct(rc.worst_interval))
 
 
 def _kwargs(model: str, data: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -682,15 +681,17 @@ def run_cell(model: str, data: str, door: str) -> Cell:
 
 def expected_refusal(model: str, data: str, door: str) -> str | None:
     """The words a refusal by design must hold (a regular expression), or None where the door must answer."""
+    if model == "torch_values" and data == "pandas":  # the input is refused first, at every door
+        return r"model_input='values'.*\['sex', 'port'\] are not"
+    if door == "certify" and model == "torch_values":  # a net on the values, whose bins are not its inputs
+        return r"fed the data's values \(model_input='values'\).*network trained on the codes \(model_input='codes'\)"
     if door == "certify" and model not in ("torch_codes", "torchscript"):
         return (r"certification reads networks over the integer codes|is not a ReLU network|"
                 r"no probability or logit tensor output to bound")
     if door == "retrain" and model in ("onnx", "callable"):
         return r"cannot train model .* again: it is (an ONNX graph|neither a zoo model nor an sklearn estimator)"
-    if door == "retrain" and model in ("torch_codes", "torchscript"):
+    if door == "retrain" and model in ("torch_codes", "torchscript", "torch_values"):
         return r"cannot train model .* again: .*trainer="
-    if model == "torch_values" and data == "pandas":
-        return r"model_input.*sex|sex.*model_input"
     return None
 
 
@@ -738,7 +739,7 @@ def _run(cell: Cell, model: str, data: str, door: str) -> None:
         g = dec.worst_group or {}
         cell.add("worst group (gate)", g.get("group"), rc.worst)
         cell.add("worst group n harmed of n (gate)", [g.get("n_harmed"), g.get("n")],
-                 [rc.groups[rc.worst][2], rc.groups[rc.worst][0]])
+                 [rc.groups[rc.worst][2], rc.groups[rc.worst][0]] if rc.worst else [None, None])
         cell.add("worst group interval (gate)", [g.get("share_harmed_lower"), g.get("share_harmed_upper")],
                  list(rc.worst_interval))
     elif door == "certify":
@@ -770,14 +771,13 @@ def _run(cell: Cell, model: str, data: str, door: str) -> None:
             cell.add("card F1", metrics["F1"]["value"], f"{rc.f1:.6g}")
             assessments = card.get("considerations", {}).get("fairnessAssessments")
             first = (assessments or [{"groupAtRisk": None, "harms": ""}])[0]
-            n, _, harmed = rc.groups[rc.worst]
+            n, _, harmed = rc.groups[rc.worst] if rc.worst else (0, 0, 0)
             cell.add("worst group (card)", first["groupAtRisk"], rc.worst)
-            counts = re.search(r"\(([\d,]+) of ([\d,]+)\)", first["harms"])
+            counts = re.search(r"\(([\d,]+) of ([\d,]+)[;)]", first["harms"])
             cell.add("worst group n harmed of n (card)", counts.groups() if counts else None, [f"{harmed:,}", f"{n:,}"])
-            lo, hi = rc.worst_interval
             got = re.search(r"\[([\d.]+)%, ([\d.]+)%\]", first["harms"])
             cell.add("worst group interval (card, % to 2 places)", list(got.groups()) if got else None,
-                     [f"{100 * lo:.2f}", f"{100 * hi:.2f}"])
+                     _pct(rc.worst_interval))
     elif door == "retrain":
         out = folder() / f"retrain-{model}-{data}"
         res = chiralfair.retrain(obj, d["data"], seeds="random", max_global=10, max_local=5,
@@ -823,22 +823,36 @@ def run_budget(model: str, data: str, door: str) -> Cell:
     with threadpool_limits(1):
         if door == "estimate":
             v = chiralfair.estimate(wrapped, d["data"], max_queries=BUDGET, **kw)
-            cell.add("the verdict's queries within max_queries", v.n_queries <= BUDGET, True)
-            cell.rows = (wrapped.rows, v.n_queries)
+            _verdict_rows(cell, v, wrapped.rows)
         elif door == "audit":
             r = chiralfair.audit(wrapped, d["data"], seeds="random", max_global=20, max_local=20,
                                  max_queries=BUDGET, verdict_params={"max_queries": BUDGET}, **kw).to_dict()
-            cell.add("the search's queries within max_queries", r["query_budget"]["n_queries"] <= BUDGET, True)
+            q = r["queries"]
+            cell.add("result.json queries: max_queries", q["max_queries"], BUDGET)
+            cell.add("the search's queries within max_queries", q["n_queries"] <= BUDGET, True)
             cell.add("the verdict's queries within its max_queries", r["verdict"]["n_queries"] <= BUDGET, True)
-            cell.rows = (wrapped.rows, r["query_budget"]["n_queries"] + r["verdict"]["n_queries"])
+            cell.add("the verdict's rows outside the search's budget = its own query count",
+                     q["outside_budget"].get("verdict"), r["verdict"]["n_queries"])
+            cell.rows = (wrapped.rows, q["n_queries"] + sum(q["outside_budget"].values()))
+            cell.detail = {"queries": q, "query_budget": r["query_budget"], "generator": r.get("generator")}
         else:
             from chiralfair.pipeline.gate import check_fairness
 
             dec = check_fairness(wrapped, d["data"], max_share=MAX_SHARE, max_queries=BUDGET, **kw)
-            cell.add("the gate's queries within max_queries", dec.n_queries <= BUDGET, True)
-            cell.rows = (wrapped.rows, dec.n_queries)
+            cell.add("the gate's queries = its verdict's", dec.n_queries, dec.verdict.n_queries)
+            _verdict_rows(cell, dec.verdict, wrapped.rows)
     cell.seconds = time.perf_counter() - t0
     return cell
+
+
+def _verdict_rows(cell: Cell, v, received: int) -> None:
+    """A verdict's queries within max_queries, and the rows the model received against those it states."""
+    q = v.meta.get("queries") or {}
+    cell.add("the verdict's queries within max_queries", v.n_queries <= BUDGET, True)
+    cell.add("meta queries: n_queries, max_queries", [q.get("n_queries"), q.get("max_queries")],
+             [v.n_queries, BUDGET])
+    cell.rows = (received, v.n_queries + sum((q.get("outside_budget") or {}).values()))
+    cell.detail = {"queries": q}
 
 
 def _refused_door(model: str, data: str, door: str, obj, d, kw) -> None:

@@ -100,7 +100,8 @@ def test_worst_group(model, data, door):
 
 @pytest.mark.parametrize("model, data, door", cells("budget", ("estimate", "audit", "check")))
 def test_rows_within_budget(model, data, door):
-    """The user's model receives no more rows than the queries the output states, each within max_queries."""
+    """Every row the user's model receives is stated: the queries inside the budget (within max_queries) plus every
+    row stated outside it (an audit's ``queries.outside_budget``: probes, verdict, group metrics, diversity)."""
     if expected_refusal(model, data, door):
         pytest.skip("a refusal by design sends no budgeted rows")
     c = run_budget(model, data, door)
@@ -108,4 +109,7 @@ def test_rows_within_budget(model, data, door):
         pytest.skip("the model is a file: no counting wrapper fits around it")
     assert c.unequal() == []
     received, stated = c.rows
-    assert received <= stated, f"the model received {received:,} rows; the output states {stated:,} queries"
+    # <=: a row counted that the model did not receive hides no query from the user (the budget's promise is an
+    # upper bound of what the model is sent); benchmarks/matrix.py shows both figures, equal in every cell so far
+    # but one intermittent run (torch_values-numeric: probes stated 1,976 for 1,975 received).
+    assert received <= stated, f"the model received {received:,} rows; the output states {stated:,}: {c.detail}"
