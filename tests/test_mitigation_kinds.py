@@ -418,3 +418,35 @@ def test_a_pipeline_is_refitted_on_its_peoples_own_values_not_on_their_bins(sett
         fitted = result.model_of(method)
         fitted = fitted["model"] if method == "unaware" else fitted  # unaware: the pipeline behind its blinding
         assert fitted.named_steps["seen"].n_hours_seen_ >= n_hours, method
+
+
+def test_a_histgradientboosting_on_pandas_categoricals_is_refitted_on_them_not_on_text(tmp_path):
+    """HistGradientBoosting(categorical_features="from_dtype") reads a column as categorical by its dtype only: the
+    refitted copy gets the frame's text columns as the categoricals it was fitted on (it crashed on 'male'), and
+    the figures of its row are the refitted model's own, recounted through it."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import f1_score
+
+    import chiralfair
+
+    rng = np.random.default_rng(5)
+    people = pd.DataFrame({"sex": rng.choice(["female", "male"], 500), "port": rng.choice(["C", "Q", "S"], 500),
+                           "age": rng.uniform(18, 80, 500).round(1)})
+    score = 0.05 * (people["age"] - 45) + 1.5 * (people["sex"] == "male") + rng.normal(0, 0.5, 500)
+    people["income"] = np.where(score > 0.5, "yes", "no")
+    train, test = people.iloc[:350], people.iloc[350:]
+    kinds = {"sex": pd.CategoricalDtype(["female", "male"]), "port": pd.CategoricalDtype(["C", "Q", "S"])}
+    model = HistGradientBoostingClassifier(categorical_features="from_dtype", max_iter=20, random_state=0).fit(
+        train.drop(columns="income").astype(kinds), train["income"])
+    result = chiralfair.retrain(model, train, test=test, label="income", positive_class="yes", protected="sex",
+                                seeds="random", max_global=10, max_local=5, method="counterfactual")
+    fairer = result.model_of("counterfactual")
+    assert type(fairer) is HistGradientBoostingClassifier and fairer is not model
+    assert fairer.categorical_features == "from_dtype" and fairer.is_categorical_.tolist() == [True, True, False]
+    X = test.drop(columns="income").astype(kinds)
+    own = fairer.predict(X)
+    flipped = fairer.predict(X.assign(sex=X["sex"].map({"female": "male", "male": "female"}).astype(kinds["sex"])))
+    after = result.rows[1]
+    assert after["f1"] == pytest.approx(f1_score(test["income"], own, pos_label="yes"), abs=1e-12)
+    assert after["test_idi_rate"] == pytest.approx(float(np.mean(own != flipped)), abs=1e-12)
+    assert set(own) <= {"yes", "no"}

@@ -288,7 +288,8 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
     -------
     Verdict
         ``meta["population_rows"]`` says which rows were checked, ``meta["model_f1"]`` the model's F1 on the
-        held-out rows.
+        held-out rows, ``meta["queries"]`` the rows sent to the model, within the budget and outside it
+        (:func:`with_queries`).
 
     Raises
     ------
@@ -327,7 +328,34 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
                             test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, couple=couple, constraints=constraints)
-    return with_notes(estimate_verdict(inputs, random_state=seed, population=population, **params), inputs.notes)
+    verdict = estimate_verdict(inputs, random_state=seed, population=population, **params)
+    return with_notes(with_queries(verdict, inputs, params.get("max_queries")), inputs.notes)
+
+
+def with_queries(verdict, inputs, max_queries: int | None):
+    """The verdict with what it sent to the model in ``meta["queries"]``, as a run states it in ``result.json``.
+
+    ``n_queries`` (the verdict's, within ``max_queries``) and ``outside_budget``: the ``probes`` before the verdict
+    (the values the model accepts, its F1, the bins' agreement), counted as the model received them (architecture:
+    the model under test).
+
+    Parameters
+    ----------
+    verdict : Verdict
+    inputs : RunInputs
+    max_queries : int or None
+        The verdict's budget.
+
+    Returns
+    -------
+    Verdict
+        A copy.
+    """
+    from dataclasses import replace
+
+    queries = {"max_queries": max_queries, "n_queries": int(verdict.n_queries),
+               "outside_budget": {"probes": int(getattr(inputs, "probe_rows", 0))}}
+    return replace(verdict, meta={**verdict.meta, "queries": queries})
 
 
 def estimate_benchmark(config, *, population: str = "test", **params):
