@@ -115,7 +115,8 @@ def test_an_infinite_value_in_a_continuous_column_is_refused():
 
 
 def test_value_outside_bin_edges():
-    with pytest.raises(DatasetError, match=r"column 'income' value 3100.0 \(row 2\) lies outside the bin "
+    with pytest.raises(DatasetError, match=r"column 'income' value 3100.0 \(row with index label 2\) "
+                                                r"lies outside the bin "
                                            r"edges \[0, 3000\]"):
         from_frame(frame(), label="outcome", positive_class="yes", protected=["sex"],
                    bins={"income": [0, 1000, 3000]})
@@ -140,7 +141,7 @@ def test_label_errors():
         from_frame(frame(), label="outcome", positive_class="Yes", protected=["sex"], bins={"income": 2})
     df = frame()
     df.loc[1, "outcome"] = None
-    with pytest.raises(DatasetError, match=r"label column 'outcome' has a missing value at row 1"):
+    with pytest.raises(DatasetError, match=r"label column 'outcome' has a missing value at row with index label 1"):
         from_frame(df, label="outcome", positive_class="yes", protected=["sex"], bins={"income": 2})
 
 

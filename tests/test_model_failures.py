@@ -59,8 +59,10 @@ def test_a_category_unseen_at_fitting_in_a_non_protected_column_is_named_before_
     unseen = data.draw(st.sampled_from(sorted(df[column].unique())))
     pipe = one_hot_pipeline(df[df[column] != unseen], categorical=("sex", "race", "work"))
     n_rows = int((df[column] == unseen).sum())
+    first = df.index[df[column] == unseen][0]  # the first row holding it, named by its index label
     with pytest.raises(ModelInputError, match=f"refuses values that the data holds in non-protected columns: "
-                                              f"{column}={unseen!r} \\({n_rows} data rows\\)") as err:
+                                              f"{column}={unseen!r} \\({n_rows:,} data rows?, the first at row "
+                                              f"with index label {first} of the data frame \\(data=\\)\\)") as err:
         chiralfair.audit(pipe, df, protected=["sex"], **KW)
     assert "handle_unknown='ignore'" in str(err.value)
 

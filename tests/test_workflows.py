@@ -91,7 +91,8 @@ def test_explicit_finite_edges_still_refuse_a_value_beyond_them_and_open_edges_t
     kw = dict(label="y", positive_class=">50K", protected="sex", max_global=5, max_local=2)
     value = float(files["test_frame"].loc[7, "hours"])
     top = round(files["train_frame"]["hours"].max()) + 1  # every value but test row 7's
-    with pytest.raises(DatasetError, match=rf"column 'hours' value {value!r} \(row 7 of the test frame \(test=\)\) "
+    with pytest.raises(DatasetError, match=rf"column 'hours' value {value!r} \(row with index label 7 of the "
+                                           rf"test frame \(test=\)\) "
                                            rf"lies outside the bin edges \[0, {top}\]"):
         chiralfair.audit(files["pipe"], files["train_frame"], test=files["test_frame"],
                          bins={"hours": [0, 40, top], "age": [0, 30, 50, 200]}, **kw)
@@ -112,20 +113,23 @@ def test_a_refusal_about_a_row_names_the_file_and_the_row_in_that_files_numberin
     res = invoke("run", "--data", files["train"], "--test", files["test"], *common)
     assert res.exit_code == 2, res.output
     value = float(files["test_frame"].loc[7, "hours"])
-    assert f"column 'hours' value {value!r} (row 7 of test file '{files['test']}')" in res.output, res.output
+    # the file's own numbering: row 7 as read is its 8th data row, on line 9 below the header
+    assert f"column 'hours' value {value!r} (data row 8 (line 9) of test file '{files['test']}')" in res.output, \
+        res.output
     # a training row: the data file, its own row number
     train = files["train_frame"].copy()
     train.loc[4, "hours"] = 180.0
     bad = tmp_path / "bad_train.csv"
     train.to_csv(bad, index=False)
     res = invoke("run", "--data", bad, "--test", files["test"], *common)
-    assert res.exit_code == 2 and f"value 180.0 (row 4 of data file '{bad}')" in res.output, res.output
+    assert res.exit_code == 2 and f"value 180.0 (data row 5 (line 6) of data file '{bad}')" in res.output, res.output
     # a missing label in the held-out frame, in Python
     import chiralfair
 
     test = files["test_frame"].copy()
     test.loc[21, "y"] = None
-    with pytest.raises(DatasetError, match=r"label column 'y' has a missing value at row 21 of the test frame"):
+    with pytest.raises(DatasetError, match=r"label column 'y' has a missing value at row with index label 21 of "
+                                               r"the test frame"):
         chiralfair.audit(files["pipe"], files["train_frame"], test=test, label="y", positive_class=">50K",
                          protected="sex", bins={"age": [0, 30, 50, 200]})
 

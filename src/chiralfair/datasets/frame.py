@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -276,7 +277,11 @@ def _data_warning(message: str) -> None:
 
 
 def row_text(index: pd.Index, position: int) -> str:
-    """The row at ``position`` in words: ``row 12`` (its index label), or ``row 12 of test file 'test.csv'``.
+    """The row at ``position`` in words, unambiguously: ``data row 12 (line 13) of test file 'test.csv'``.
+
+    A row of a file is counted from 1 below its header (its line counts the header too); a row of a frame given as
+    an object is named by its index label (``row with index label 12 of the test frame (test=)``), and so is a row
+    of a frame of no source (``row with index label 12``).
 
     Parameters
     ----------
@@ -293,14 +298,45 @@ def row_text(index: pd.Index, position: int) -> str:
     label = index[position]
     if isinstance(index, pd.MultiIndex) and index.names[0] == ROW_SOURCE:
         source, row = label
-        return f"row {_show(row)} of {source}"
-    return f"row {_show(label)}"
+        return f"{source_row_text(source, row)} of {source}"
+    return f"row with index label {_show(label)}"
+
+
+def source_row_text(source: str, row) -> str:
+    """A row of ``source`` (as :func:`stacked_frames` names it) in words, without the source.
+
+    ``data row 12 (line 13)`` for row 11 of a CSV file as read (0-based, below its header; a Parquet file has no
+    lines), ``row with index label 11`` for a frame's row.
+
+    Parameters
+    ----------
+    source : str
+        ``"data file 'train.csv'"``, ``"test file 'test.parquet'"``, or a frame's name in words.
+    row : object
+        The row's label in the source's own index (a file's rows are numbered from 0 as read).
+
+    Returns
+    -------
+    str
+    """
+    file = _FILE_SOURCE.fullmatch(str(source))
+    if file is None or isinstance(row, bool) or not isinstance(row, int | np.integer):
+        return f"row with index label {_show(row)}"
+    number = int(row) + 1
+    if file.group(1).lower().endswith(".csv"):
+        return f"data row {number} (line {number + 1})"
+    return f"data row {number}"
+
+
+# How stacked_frames' sources name a file (``data file 'train.csv'``): its rows are numbered as read, from 0.
+_FILE_SOURCE = re.compile(r"(?:data|test) file '(.*)'")
 
 
 def stacked_frames(frames: Sequence[pd.DataFrame], sources: Sequence[str]) -> pd.DataFrame:
     """``frames`` one below the other, each row's index saying where it comes from (:data:`ROW_SOURCE`).
 
-    :func:`from_frame` names a row of the result with :func:`row_text`: ``row 12 of test file 'test.csv'``.
+    :func:`from_frame` names a row of the result with :func:`row_text`: ``data row 13 (line 14) of test file
+    'test.csv'``.
 
     Parameters
     ----------

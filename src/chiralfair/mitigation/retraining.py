@@ -280,7 +280,7 @@ class RetrainResult:
         method : str
             A method in :attr:`methods`.
         folder : str or path-like
-            An existing folder.
+            A folder; created (with its parents) when it does not exist.
         like : str or path-like, optional
             The file your model came from; its kind decides the format.
         stem : str, optional
@@ -294,7 +294,8 @@ class RetrainResult:
         Raises
         ------
         ConfigError
-            For a result read back from JSON, or a method not in :attr:`methods`.
+            For a result read back from JSON, a method not in :attr:`methods`, or a ``folder`` that is a file or
+            cannot be created (naming it).
         ModelFileError
             For a model that came from an ONNX file, or one fitted on the codes of a model that speaks another
             language.
@@ -322,9 +323,19 @@ class RetrainResult:
         >>> bool((again.predict(data.X[test]) == fairer.predict(data.X[test])).all())
         True
         """
+        from pathlib import Path
+
         from ..models.files import save_model_file
 
-        return save_model_file(self._wrapped(method), folder, like=like, stem=stem or f"model-{method}",
+        model = self._wrapped(method)
+        path = Path(folder)
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"folder {str(path)!r} is a file, not a folder: save into a folder")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ConfigError(f"cannot create folder {str(path)!r} to save the model of {method!r} in: {err}") from err
+        return save_model_file(model, path, like=like, stem=stem or f"model-{method}",
                                meta={"retrain": self.meta, "method": method})
 
     def _wrapped(self, method: str) -> CountingModel:

@@ -442,7 +442,7 @@ def _probed_codes(feature, column: np.ndarray) -> np.ndarray:
     return np.union1d(np.unique(column), spread)
 
 
-def check_model_accepts_values(model, dataset):
+def check_model_accepts_values(model, dataset, *, where=None):
     """Probe every value a generator may give a non-protected feature; refuse, or keep to the values the data holds.
 
     A data row the model accepts (:func:`accepted_data_row`) gets, one feature at a time, every code in that
@@ -464,6 +464,9 @@ def check_model_accepts_values(model, dataset):
     ----------
     model : CountingModel
     dataset : Dataset
+    where : callable, optional
+        ``where(position) -> str``: the data row at ``position`` in words, in its own file or frame (``data row 3
+        (line 4) of data file 'train.csv'``); the refusal names the first row holding each refused value with it.
 
     Returns
     -------
@@ -507,8 +510,11 @@ def check_model_accepts_values(model, dataset):
     if held:
         names = {domain.features[j].name for j, _, _ in held}
         error = with_column_named(error or "", names.pop() if len(names) == 1 else None)
-        shown = "; ".join(f"{domain.features[j].name}={domain.features[j].label(v)!r} ({n} data rows)"
-                          for j, v, n in held)
+        def first(j: int, v: int) -> str:
+            return "" if where is None else f", the first at {where(int(np.argmax(dataset.X[:, j] == v)))}"
+
+        shown = "; ".join(f"{domain.features[j].name}={domain.features[j].label(v)!r} ({n:,} data "
+                          f"row{'s' if n != 1 else ''}{first(j, v)})" for j, v, n in held)
         raise ModelInputError(
             f"model {model.name!r} refuses values that the data holds in non-protected columns: {shown} ({error}). "
             "It most likely never saw them when it was fitted (e.g. an encoder with handle_unknown='error'); a "

@@ -491,7 +491,8 @@ class CountingModel:
         if row is None:
             return ModelInputError(f"model {self.name!r} fails on a batch of {len(X)} rows but on no row of it alone "
                                    f"({text})", model_name=self.name, model_error=text)
-        if reference is None and _share_no_value(X[_spread(len(X))]):
+        if reference is None and (_share_no_value(X[_spread(len(X))]) or not _shared_values_explain(
+                fn, X.astype(object), row, lambda changed: _array_probe(X, row, changed))):
             return failing_everywhere(self.name, text, len(_spread(len(X))))
         columns = [] if reference is None else _refused_columns(fn, X[row], reference)
         if len(columns) == 1:
@@ -580,7 +581,9 @@ def _frame_input_error(name: str, fn, frame, err: Exception) -> ModelCapabilityE
             tried = _spread(len(frame))
             if len(tried) > 1 and not any(not _fails(fn, frame.iloc[i:i + 1]) for i in tried if i != low):
                 # every row tried fails: unless they share a value, none explains it
-                if _share_no_value(frame.iloc[tried].astype(object).to_numpy()):
+                values = frame.astype(object).to_numpy()
+                if _share_no_value(values[tried]) or not _shared_values_explain(
+                        fn, values, low, lambda changed: _frame_probe(frame, low, changed)):
                     return failing_everywhere(name, text, len(tried))
             values = {str(c): (v.item() if hasattr(v, "item") else v) for c, v in frame.iloc[low].items()}
             row = f" such as {values}"
@@ -615,7 +618,9 @@ def model_call_error(name: str, err: BaseException, n_rows: int) -> ModelCallErr
 
 
 def failing_everywhere(name: str, text: str, n_tried: int) -> ModelCallError:
-    """The error of a model that fails on every row tried, rows that share no value (so none explains it).
+    """The error of a model that fails on every row tried, whatever their values (so none explains it).
+
+    The rows tried share no value, or share some and one fails with those changed too.
 
     Parameters
     ----------
@@ -630,8 +635,9 @@ def failing_everywhere(name: str, text: str, n_tried: int) -> ModelCallError:
     -------
     ModelCallError
     """
-    return ModelCallError(f"model {name!r} fails on each of {n_tried} rows tried one by one, rows that share no "
-                          f"value, with {text}: no value of its input explains it. Check that the model is fitted and "
+    return ModelCallError(f"model {name!r} fails on each of {n_tried} rows tried one by one, whatever their "
+                          f"values (none they share, nor any other), with {text}: no value of its input explains "
+                          "it. Check that the model is fitted and "
                           "takes these columns (call it on a few data rows yourself)", model_name=name,
                           model_error=text)
 
@@ -650,6 +656,63 @@ def _share_no_value(rows: np.ndarray) -> bool:
         column = rows[:, j]
         same[j] = all(_equal(v, column[0]) for v in column[1:])
     return not same.any()
+
+
+def _shared_values_explain(fn, values: np.ndarray, row: int, probe) -> bool:
+    """Whether the values that the rows tried one by one (:func:`_spread`) all share may explain why each fails.
+
+    The failing ``row`` with each shared value replaced by another value of its column in the batch is sent once:
+    a model that fails on it too fails whatever those values are (a model never fitted, a broken one), so no
+    value of the input explains the failure. A shared column with one value in the whole batch cannot be varied:
+    its value may explain it.
+
+    Parameters
+    ----------
+    fn : callable
+        The model's method that failed.
+    values : numpy.ndarray of object, shape (n, d)
+        The batch's cells.
+    row : int
+        A row ``fn`` fails on alone.
+    probe : callable
+        ``probe({column: value}) -> input``: ``row`` with those cells changed, as ``fn`` takes it.
+
+    Returns
+    -------
+    bool
+    """
+    tried = values[_spread(len(values))]
+    changed = {}
+    for j in range(values.shape[1]):  # columns, not rows: a few dozen at most
+        if not all(_equal(v, tried[0, j]) for v in tried[1:, j]):
+            continue
+        other = next((v for v in values[:, j] if not _equal(v, values[row, j])), _NONE)
+        if other is _NONE:
+            return True
+        changed[j] = other
+    if not changed:
+        return False
+    try:
+        return not _fails(fn, probe(changed))
+    except Exception:  # a probe that cannot be built or sent: the old answer, a value may explain it
+        return True
+
+
+_NONE = object()
+
+
+def _array_probe(X: np.ndarray, row: int, changed: dict) -> np.ndarray:
+    out = X[row:row + 1].copy()
+    for j, v in changed.items():
+        out[0, j] = v
+    return out
+
+
+def _frame_probe(frame, row: int, changed: dict):
+    out = frame.iloc[row:row + 1].copy()
+    for j, v in changed.items():
+        out.iloc[0, j] = v
+    return out
 
 
 def _equal(a, b) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..exceptions import ConfigError, ModelOutputError
+from ..exceptions import ConfigError, ModelInputError, ModelOutputError
 from ._torch import require_torch
 from .language import ModelLanguage, check_probabilities, finite_probabilities, resolve_classes
 from .protocol import CountingModel, from_positive_probability, is_frame
@@ -135,10 +135,17 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
         return X
 
     def proba1(X: np.ndarray) -> np.ndarray:
-        with torch.inference_mode(), single_intra_op_thread():
-            x = torch.as_tensor(numbers(X), dtype=dtype, device=device)
-            return finite_probabilities(positive_probability(module, x, output, index, name=name).double().cpu()
-                                        .numpy(), name)
+        values = numbers(X)
+        try:
+            with torch.inference_mode(), single_intra_op_thread():
+                x = torch.as_tensor(values, dtype=dtype, device=device)
+                p = finite_probabilities(positive_probability(module, x, output, index, name=name).double().cpu()
+                                         .numpy(), name)
+        except ModelOutputError as err:  # NaN out: when NaN went in, name the columns that held it
+            if language.takes_frame:
+                _refuse_missing_values(values, X, language, name, err)
+            raise
+        return p
 
     def gradient(X):
         x = torch.as_tensor(X, dtype=dtype, device=device).requires_grad_(True)
@@ -150,3 +157,28 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
     # A module fed values has no gradient in codes: a bin's code moves its value by a jump, not a slope.
     return from_positive_probability(proba1, name=name, batch_size=batch_size, estimator=module, language=language,
                                      gradient=None if language.takes_frame else gradient)
+
+
+def _refuse_missing_values(values: np.ndarray, X, language: ModelLanguage, name: str, err: Exception) -> None:
+    """Refuse, naming the columns, values with missing cells (NaN) that got no finite probability (``err``).
+
+    A module fed values computes with NaN as with any number: its output is NaN, an input problem (the sklearn
+    path names the column and value too), not the model's.
+    """
+    missing = np.isnan(np.asarray(values, dtype=np.float64))
+    if not missing.any():
+        return
+    if is_frame(X):
+        columns = [str(c) for c in X.columns]
+    elif language.to_frame is not None:
+        columns = [str(c) for c in language.to_frame(np.rint(np.asarray(X)[:1]).astype(np.int64)).columns]
+    else:
+        columns = [f"column {j}" for j in range(missing.shape[1])]
+    named = [columns[j] for j in np.flatnonzero(missing.any(axis=0))]
+    n_rows = int(missing.any(axis=1).sum())
+    shown = ", ".join(f"{c}='missing'" for c in named)
+    raise ModelInputError(
+        f"model {name!r} returned probabilities that are NaN or infinite, and {n_rows:,} of the {len(missing):,} "
+        f"rows sent hold missing values (NaN) in {shown}: a torch module fed values computes with NaN as a number. "
+        f"Fill those values (e.g. df[{named[0]!r}].fillna(...)) or leave those rows out of the data, or give the "
+        f"module inputs without missing values ({err})", model_name=name) from err

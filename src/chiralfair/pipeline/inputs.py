@@ -251,9 +251,10 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
     if isinstance(data, Dataset):
         dataset, train_index, test_index, test_rows, data_source = _dataset_rows(data, settings, test, test_size,
                                                                                   random_state)
+        row_names = None
     else:
-        dataset, train_index, test_index, test_rows, data_source = _frame_rows(data, settings, test, test_size,
-                                                                                random_state, name)
+        dataset, train_index, test_index, test_rows, data_source, row_names = _frame_rows(
+            data, settings, test, test_size, random_state, name)
     seconds["data"] = time.perf_counter() - t
     _refuse_degenerate(dataset)
 
@@ -265,7 +266,7 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
     from .steps import left_out_values
 
     probed = dataset
-    counting, dataset, keep, probe_notes = _check_model(counting, dataset)
+    counting, dataset, keep, probe_notes = _check_model(counting, dataset, row_names)
     left_out = () if keep is None else left_out_values(probed, dataset, test_index)
     train_index, test_index = _kept_rows(keep, train_index, test_index)
     if len(test_index) == 0:
@@ -365,7 +366,10 @@ def _check_header(path, settings: DataSpec) -> None:
 
 
 def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
-    """Encode a frame (and its test frame, jointly); the rows of each."""
+    """Encode a frame (and its test frame, jointly); the rows of each, and the index naming each row.
+
+    The index names each row in its own file or frame (:func:`~chiralfair.datasets.frame.row_text`).
+    """
     from ..datasets.frame import (
         binary_positive_class,
         from_frame,
@@ -402,19 +406,19 @@ def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
         match_label_value(frame, label, settings.favourable, what="favourable")
     _check_schema_categories(frame, settings)
     test_frame = _test_frame(test, frame, label)
+    # each row keeps its source and its own number, so that a refusal about a row names the file and the row there
+    sources = [_source_text(data, DATA_FRAME, "data file")]
+    if test_frame is not None:
+        sources.append(_source_text(test, TEST_FRAME, "test file"))
     if settings.types:
         from ..datasets.schema import typed_frames
 
         typed = typed_frames([frame] if test_frame is None else [frame, test_frame], settings.types,
-                             settings.categories)
+                             settings.categories, sources=sources)
         frame, test_frame = typed[0], (typed[1] if test_frame is not None else None)
     if test_frame is not None and isinstance(test, str | os.PathLike):
         source.update(test=str(Path(test).resolve()), test_sha256=_sha256(Path(test)))
-    # each row keeps its source and its own number, so that a refusal about a row names the file and the row there
-    frames, sources = [frame], [_source_text(data, DATA_FRAME, "data file")]
-    if test_frame is not None:
-        frames.append(test_frame)
-        sources.append(_source_text(test, TEST_FRAME, "test file"))
+    frames = [frame] if test_frame is None else [frame, test_frame]
     whole = stacked_frames(frames, sources)
     dataset = from_frame(whole, label=label, positive_class=positive, protected=list(settings.protected),
                          bins=dict(settings.bins), name=name or "data", couple=settings.couple,
@@ -430,7 +434,7 @@ def _frame_rows(data, settings: DataSpec, test, test_size, random_state, name):
         train_index = np.arange(len(frame), dtype=np.int64)
         test_index = np.arange(len(frame), len(frame) + len(test_frame), dtype=np.int64)
         test_rows = f"the given test rows ({len(test_index):,})" + _also_in_data(test_frame, frame)
-    return dataset, train_index, test_index, test_rows, source
+    return dataset, train_index, test_index, test_rows, source, whole.index
 
 
 # Test rows that repeat a row of the data are suspect beyond this share, and beyond twice the share of the data's
@@ -588,12 +592,15 @@ def _load_model(model, dataset, trust: bool, output: str | None, model_input: st
     return counting, model_name, source
 
 
-def _check_model(model, dataset):
+def _check_model(model, dataset, row_names=None):
     """Columns, protected values, the other values, first rows: the probes of :mod:`chiralfair.models.probe`.
 
     Returns the model too: an integer column with gaps that the model refuses is re-encoded to its observed values
     (:func:`~chiralfair.models.probe.check_model_accepts_values`), and the model wrapped again to decode them.
+    ``row_names`` (the index of the rows as read, :func:`~chiralfair.datasets.frame.row_text`) names the first data
+    row holding a refused value in its own file or frame.
     """
+    from ..datasets.frame import row_text
     from ..models.probe import (
         check_model_accepts_rows,
         check_model_accepts_values,
@@ -603,7 +610,11 @@ def _check_model(model, dataset):
 
     column_notes = check_model_columns(model, dataset)
     restricted, probe_notes, keep = restrict_to_accepted_values(model, dataset)
-    model, restricted, value_notes = check_model_accepts_values(model, restricted)
+    where = None
+    if row_names is not None:
+        kept = np.arange(len(row_names)) if keep is None else np.flatnonzero(keep)
+        where = lambda position: row_text(row_names, int(kept[position]))  # noqa: E731
+    model, restricted, value_notes = check_model_accepts_values(model, restricted, where=where)
     check_model_accepts_rows(model, restricted)
     return model, restricted, keep, [*column_notes, *probe_notes, *value_notes]
 

@@ -105,10 +105,15 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
 
 def _adds_idis(params: dict[str, Any]) -> bool:
     """Whether a method of ``params`` adds IDI pairs (``paper``, or one with ``with_idis``), so a search is needed."""
+    return bool(_methods_adding_idis(params))
+
+
+def _methods_adding_idis(params: dict[str, Any]) -> list[str]:
+    """The methods of ``params`` that add IDI pairs (``paper``, or one with ``with_idis``); the others need none."""
     methods = params.get("method", "paper")
     methods = [methods] if isinstance(methods, str) else list(methods)
     method_params = params.get("method_params") or {}
-    return any(m == "paper" or (method_params.get(m) or {}).get("with_idis") for m in methods)
+    return [str(m) for m in methods if m == "paper" or (method_params.get(m) or {}).get("with_idis")]
 
 
 def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out=None, cache_dir=None,
@@ -329,7 +334,7 @@ def retrain_from_run(folder, *, data=None, model=None, test=None, trust_model_fi
 
     record = read_run(folder)
     _check_expected(record, expect or {})
-    idis = _run_pairs(record)
+    idis = _run_pairs(record, _methods_adding_idis(params))
     if out is not None:
         from ..reporting.report import check_retrain_folder
 
@@ -350,13 +355,15 @@ def retrain_from_run(folder, *, data=None, model=None, test=None, trust_model_fi
                           searched_with=searched_with, on_step=on_step, extra_notes=notes, **params)
 
 
-def _run_pairs(record: dict[str, Any]):
+def _run_pairs(record: dict[str, Any], adding: list[str]):
     """The IDI pairs of a run folder as codes, ``(idis, counterparts)``.
+
+    None when the run found none and no method of ``adding`` (the methods that add IDI pairs) is run.
 
     Raises
     ------
     RunFolderError
-        When the run found no IDIs or its ``idis.parquet`` cannot be read.
+        When the run found no IDIs and a method of ``adding`` is run, or its ``idis.parquet`` cannot be read.
     """
     import pandas as pd
 
@@ -366,7 +373,11 @@ def _run_pairs(record: dict[str, Any]):
 
     folder = Path(record["folder"])
     if record["n_idis"] == 0:
-        raise RunFolderError(f"{str(folder)!r}: that run found no IDIs, so there is nothing to retrain with")
+        if not adding:
+            return None  # counterfactual augmentation, unawareness, ... draw no IDI pairs
+        raise RunFolderError(f"{str(folder)!r}: that run found no IDIs, and method(s) {', '.join(map(repr, adding))} "
+                             "retrain with its IDIs, so there is nothing for them to retrain with; methods that "
+                             "need no IDIs (e.g. method 'counterfactual' or 'unaware') can retrain from it")
     try:
         frame = pd.read_parquet(folder / PAIRS_NAME)  # a file or a folder of parts
     except (OSError, ValueError) as err:
