@@ -22,7 +22,8 @@ from chiralfair.cli import app
 from chiralfair.reporting.model_card import cyclonedx_bom, cyclonedx_model_card, fairness_markdown
 from chiralfair.reporting.report import verdict_lines
 from chiralfair.reporting.tracking import figures_of
-from chiralfair.verdict import estimate
+from chiralfair.exceptions import DataWarning
+from chiralfair.verdict import Verdict, estimate
 
 runner = CliRunner()
 RACES = ("a", "b", "c", "d")
@@ -290,3 +291,27 @@ def test_a_person_no_counterpart_of_whom_could_exist_is_left_out_of_the_verdict_
     assert "3 rows left out, outside the domain" in text
     frame = result.to_frame()
     assert frame["row_share"].sum() == pytest.approx(1.0) and frame["rows"].sum() == counted
+
+
+def test_a_person_whose_own_protected_value_is_missing_or_unknown_is_in_no_share_and_no_group(case):
+    """Groups and share count the same people: a held-out race that is NaN or never in the data is left out, named."""
+    pipe, train, test, _, _ = case
+    test = test.copy()
+    test.loc[test.index[:3], "race"] = np.nan
+    test.loc[test.index[3], "race"] = "zz"  # a value the data never hold
+    with pytest.warns(DataWarning, match="zz"):
+        v = chiralfair.estimate(pipe, train, test=test, **KW)
+    known = test[test["race"].isin(RACES)]
+    truth = recount(pipe, known)
+    assert v.n_individuals == truth["n"] == len(test) - 4
+    assert sum(g["n"] for g in v.groups) == v.n_individuals
+    assert v.n_affected == truth["n_affected"]
+    assert v.unplaced == {"race": 4} and v.n_unplaced == 4 and v.n_left_out == 0
+    assert "4 individuals whose own race is missing or not among its values" in v.summary()
+    assert Verdict.from_json(v.to_json()).unplaced == {"race": 4}
+    from chiralfair.pipeline import check_fairness
+
+    with pytest.warns(DataWarning, match="zz"):
+        g = check_fairness(pipe, train, test=test, max_share=0.5, **KW)
+    assert g.verdict.n_individuals == truth["n"] and sum(x["n"] for x in g.verdict.groups) == truth["n"]
+    assert f"4 of the {len(test)} individuals checked were left out, their own race missing" in g.line()

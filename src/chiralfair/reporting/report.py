@@ -352,7 +352,8 @@ def left_out_line(verdict: dict[str, Any]) -> str | None:
     from ..verdict.result import left_out_line as line
 
     return line(int(verdict.get("n_left_out") or 0), verdict.get("constraints"),
-                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
+                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"),
+                unplaced=verdict.get("unplaced"))
 
 
 def as_verdict(verdict: dict[str, Any]):

@@ -136,7 +136,7 @@ class GateDecision:
             from .proxies import blind_spot_line
 
             text += f"; {blind_spot_line(proxies)}"
-        if self.verdict.n_left_out:
+        if self.verdict.n_left_out or self.verdict.n_unplaced:
             text += f"; left out: {self._left_out_text()}"
         if small := too_small_text(self.verdict):
             text += f"; too small to tell, not ranked: {small}"
@@ -199,9 +199,15 @@ class GateDecision:
 
     def _left_out_text(self) -> str:
         v = self.verdict
-        rules = "; ".join(v.constraints) or "the domain's constraints"
-        return (f"{v.n_left_out:,} of the {v.n_individuals + v.n_left_out:,} individuals checked were left out, none "
-                f"of whose counterparts could exist (each breaks: {rules})")
+        n_checked = v.n_individuals + v.n_left_out + v.n_unplaced
+        parts = []
+        if v.n_left_out:
+            rules = "; ".join(v.constraints) or "the domain's constraints"
+            parts.append(f"{v.n_left_out:,} of the {n_checked:,} individuals checked were left out, none of whose "
+                         f"counterparts could exist (each breaks: {rules})")
+        parts += [f"{n:,} of the {n_checked:,} individuals checked were left out, their own {attribute} missing or "
+                  "not among its values (in no group)" for attribute, n in v.unplaced.items()]
+        return "; ".join(parts)
 
     def _worst_text(self) -> str:
         g = self.worst_group

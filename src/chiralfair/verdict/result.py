@@ -120,6 +120,13 @@ class Verdict:
         Individuals checked but left out of every share: each counterpart of theirs breaks a constraint, so no
         decision could treat them differently (the first note says so). ``n_individuals`` does not count them
         (:func:`left_out_mask` is the rule).
+    unplaced : dict of str to int
+        Individuals checked but left out of every share and every group because their own value of a protected
+        attribute is not among its values (missing, or a value the data do not hold), by attribute: they belong to
+        no group, and no combination is a counterpart of someone of a known value (:func:`left_out_mask`).
+        ``n_individuals`` and ``n_left_out`` do not count them; :attr:`n_unplaced` does.
+    n_unplaced : int
+        How many individuals :attr:`unplaced` counts (one with several such attributes counts once).
 
     The figures below are decided once, from the counts above, when the verdict is made (never passed in; a
     verdict read back from JSON decides them again, equally). Every door (the console, the report, the gate, the
@@ -174,6 +181,8 @@ class Verdict:
     couplings: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     n_left_out: int = 0
+    unplaced: dict[str, int] = field(default_factory=dict)
+    n_unplaced: int = 0
     people_lower: float | None = field(init=False, default=None)
     people_upper: float | None = field(init=False, default=None)
     people_method: str | None = field(init=False, default=None)
@@ -320,7 +329,8 @@ class Verdict:
             lines.append(f"  {other}")
         if one_label := one_label_line(self.meta):
             lines.append(f"  {one_label}")
-        left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population)
+        left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population,
+                                 unplaced=self.unplaced)
         if left_out:
             lines.append(f"  left out: {left_out}")
         if self.n_affected == 0 and (proxies := self.meta.get("proxies")):
@@ -539,12 +549,14 @@ def decide_groups(groups, *, people_confidence: float | None,
 def left_out_mask(own, possible, n_combinations: int):
     """The left-out rule: which individuals have no counterpart that could exist, shape (n,).
 
-    A counterpart is one of the ``n_combinations`` protected combinations other than the individual's own (an
-    individual outside the protected domains has every combination as a counterpart), and it could exist when it
-    breaks no constraint (``possible``, from :class:`~chiralfair.oracle.DiscriminationCheck`). An individual none
-    of whose counterparts could exist cannot be treated differently whatever the model does: it is left out of
-    every share (the verdict's, the certificates'), counted and named (architecture: counterparts that could
-    exist).
+    A counterpart is one of the ``n_combinations`` protected combinations other than the individual's own, and it
+    could exist when it breaks no constraint (``possible``, from :class:`~chiralfair.oracle.DiscriminationCheck`).
+    An individual none of whose counterparts could exist cannot be treated differently whatever the model does: it
+    is left out of every share (the verdict's, the certificates'), counted and named (architecture: counterparts
+    that could exist). An individual whose own protected value is not among the attribute's values (missing, or a
+    value the data do not hold; ``own == -1``) has no counterpart either: it belongs to no group, and the
+    combinations are no counterparts of someone of a known value, so it is left out too, counted apart
+    (:attr:`Verdict.unplaced`), so that the share and the groups count the same people.
 
     Parameters
     ----------
@@ -573,9 +585,11 @@ def counterparts_that_could_exist(own, possible, n_combinations: int):
     -------
     numpy.ndarray of bool, shape (n, n_combinations)
     """
+    own = np.asarray(own)
     others = np.ones((len(own), n_combinations), dtype=bool)
     inside = np.flatnonzero(own >= 0)
     others[inside, own[inside]] = False
+    others[own < 0] = False  # no group, no counterpart: left out (left_out_mask)
     if possible is not None:
         others &= possible
     return others
@@ -671,7 +685,7 @@ def one_label_line(meta: dict[str, Any]) -> str | None:
             "one); check the model")
 
 
-def left_out_line(n_left_out: int, constraints, refused, population: str) -> str | None:
+def left_out_line(n_left_out: int, constraints, refused, population: str, *, unplaced=None) -> str | None:
     """Who is not in the share and why, for the first screen (no counterpart could exist; a refused value).
 
     The people none of whose counterparts could exist, and the people holding a protected value the model refuses.
@@ -687,6 +701,8 @@ def left_out_line(n_left_out: int, constraints, refused, population: str) -> str
         ``value``, ``n_rows``, ``n_held_out``).
     population : {"test", "rows", "domain"}
         Which rows were checked: the held-out rows count the held-out rows left out, every row the data rows.
+    unplaced : mapping of str to int, optional
+        Individuals whose own value of that protected attribute is not among its values (:attr:`Verdict.unplaced`).
 
     Returns
     -------
@@ -699,6 +715,10 @@ def left_out_line(n_left_out: int, constraints, refused, population: str) -> str
         who = "1 individual" if n_left_out == 1 else f"{n_left_out:,} individuals"
         parts.append(f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat "
                      "them differently, so they are not in the share")
+    for attribute, n in (unplaced or {}).items():
+        who = "1 individual" if n == 1 else f"{int(n):,} individuals"
+        parts.append(f"{who} whose own {attribute} is missing or not among its values, so in no group and with no "
+                     "counterpart: they are not in the share")
     for value in refused or ():
         n = value.get("n_held_out") if population == "test" and value.get("n_held_out") is not None \
             else value.get("n_rows", 0)
