@@ -19,10 +19,10 @@ import chiralfair
 from chiralfair.certification import certify_domain, certify_individuals
 from chiralfair.certification.certificates import with_individuals
 from chiralfair.cli import app
+from chiralfair.exceptions import DataWarning
 from chiralfair.reporting.model_card import cyclonedx_bom, cyclonedx_model_card, fairness_markdown
 from chiralfair.reporting.report import verdict_lines
 from chiralfair.reporting.tracking import figures_of
-from chiralfair.exceptions import DataWarning
 from chiralfair.verdict import Verdict, estimate
 
 runner = CliRunner()
