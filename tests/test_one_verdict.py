@@ -315,3 +315,38 @@ def test_a_person_whose_own_protected_value_is_missing_or_unknown_is_in_no_share
         g = check_fairness(pipe, train, test=test, max_share=0.5, **KW)
     assert g.verdict.n_individuals == truth["n"] and sum(x["n"] for x in g.verdict.groups) == truth["n"]
     assert f"4 of the {len(test)} individuals checked were left out, their own race missing" in g.line()
+
+
+class CountingRows:
+    """The user's pipeline behind a wrapper that counts every row it receives (labels and probabilities)."""
+
+    def __init__(self, inner):
+        self.inner, self.rows = inner, 0
+        self.classes_, self.feature_names_in_ = inner.classes_, inner.feature_names_in_
+
+    def predict(self, X):
+        self.rows += len(X)
+        return self.inner.predict(X)
+
+    def predict_proba(self, X):
+        self.rows += len(X)
+        return self.inner.predict_proba(X)
+
+
+def test_estimate_and_the_gate_say_every_row_the_model_received_inside_and_outside_the_budget(case):
+    from chiralfair.pipeline import check_fairness
+
+    pipe, train, test, _, _ = case
+    model = CountingRows(pipe)
+    v = chiralfair.estimate(model, train, test=test, max_queries=1000, **KW)
+    outside = v.meta["queries"]["outside_budget"]["probes"]
+    assert not v.exact and v.n_queries <= 1000 and outside > 0
+    assert model.rows == v.n_queries + outside
+    assert f"{v.n_queries:,} queries of the budget 1,000; outside it: {outside:,} probe rows" in v.summary()
+
+    model.rows = 0
+    g = check_fairness(model, train, test=test, max_share=0.5, max_queries=1000, **KW)
+    outside = g.verdict.meta["queries"]["outside_budget"]["probes"]
+    assert model.rows == g.n_queries + outside
+    assert f"{g.n_queries:,} queries of the budget 1,000; outside it: {outside:,} probe rows" in g.line()
+    assert g.to_dict()["verdict"]["meta"]["queries"]["outside_budget"]["probes"] == outside

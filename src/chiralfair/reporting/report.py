@@ -151,15 +151,15 @@ def queries_text(summary: dict[str, Any]) -> str:
     -------
     str
     """
+    from ..verdict.result import outside_budget_text
+
     search = int(summary["n_queries"])
     record = summary.get("queries")
     if not record:
         return f"{search:,}"
     seeds = int(summary.get("seeds", {}).get("n_queries", 0))
-    outside = record.get("outside_budget", {})
-    names = (("probes", "probe rows"), ("verdict", "held-out verdict rows"), ("group_metrics", "group-metric rows"),
-             ("diversity", "diversity rows"))
-    parts = [f"{int(outside[key]):,} {label}" for key, label in names if outside.get(key)]
+    outside = outside_budget_text(record.get("outside_budget"))
+    parts = [outside] if outside else []
     if record.get("max_queries") is None:
         also = [f"{seeds:,} by the seeds"] if seeds else []
         return f"{search:,} (search)" + ("; also sent: " + ", ".join(also + parts) if also + parts else "")

@@ -43,7 +43,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, one_label_line, too_small_text
+from .result import Verdict, one_label_line, too_small_text, verdict_queries_text
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -129,7 +129,7 @@ class GateDecision:
         relation = "straddles" if straddles else ("<=" if self.upper <= self.max_share else ">")
         share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
         text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
-                f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+                f"{self._reading_text()}; {verdict_queries_text(self.verdict)}; {self._worst_text()}")
         if one_label := one_label_line(self.verdict.meta):
             text += f"; {one_label}"
         if self.n_affected == 0 and (proxies := self.verdict.meta.get("proxies")):

@@ -347,7 +347,7 @@ class Verdict:
         else:
             size = f" of {self.population_size:,}"
         lines.append(f"  {how}; population: {self.population_text}; "
-                     f"{self.n_individuals:,} individuals{size}, {self.n_queries:,} queries, {self.seconds:.2f} s; "
+                     f"{self.n_individuals:,} individuals{size}, {verdict_queries_text(self)}, {self.seconds:.2f} s; "
                      f"stopped: {STOPPED_TEXT.get(self.stopped_by, self.stopped_by)}")
         lines += self._group_lines()
         lines += self._gap_lines()
@@ -593,6 +593,56 @@ def counterparts_that_could_exist(own, possible, n_combinations: int):
     if possible is not None:
         others &= possible
     return others
+
+
+# What a run sends outside the query budget, by step, in words (``result.json``'s ``queries["outside_budget"]``).
+OUTSIDE_BUDGET_NAMES = (("probes", "probe rows"), ("verdict", "held-out verdict rows"),
+                        ("group_metrics", "group-metric rows"), ("diversity", "diversity rows"))
+
+
+def outside_budget_text(outside: dict[str, int] | None) -> str | None:
+    """The rows sent outside the query budget, by step: ``"48,352 probe rows, 26,048 held-out verdict rows"``.
+
+    The one wording of every door (audit's first screen, the estimate's summary, the gate's line).
+
+    Parameters
+    ----------
+    outside : dict or None
+        Step (``probes``, ``verdict``, ``group_metrics``, ``diversity``) to rows, as the model received them.
+
+    Returns
+    -------
+    str or None
+        None when nothing was sent outside the budget.
+    """
+    outside = outside or {}
+    parts = [f"{int(outside[key]):,} {label}" for key, label in OUTSIDE_BUDGET_NAMES if outside.get(key)]
+    return ", ".join(parts) or None
+
+
+def verdict_queries_text(verdict: Verdict) -> str:
+    """What the verdict sent the model: its queries, of the budget if any, and the rows sent outside it.
+
+    The front doors (``estimate``, the gate) record in ``meta["queries"]`` what they sent outside the verdict's
+    budget (the probes before it: the values the model accepts, its F1, the bins' agreement), so that every row the
+    model received is said: ``"3,000 queries of the budget 3,000; outside it: 48,352 probe rows"``.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    str
+    """
+    record = verdict.meta.get("queries") or {}
+    text = f"{verdict.n_queries:,} queries"
+    if record.get("max_queries") is not None:
+        text += f" of the budget {int(record['max_queries']):,}"
+    outside = outside_budget_text(record.get("outside_budget"))
+    if outside:
+        text += ("; outside it: " if record.get("max_queries") is not None else "; also sent: ") + outside
+    return text
 
 
 def people_line(verdict: Verdict) -> str | None:
