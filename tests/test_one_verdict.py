@@ -350,3 +350,30 @@ def test_estimate_and_the_gate_say_every_row_the_model_received_inside_and_outsi
     assert model.rows == g.n_queries + outside
     assert f"{g.n_queries:,} queries of the budget 1,000; outside it: {outside:,} probe rows" in g.line()
     assert g.to_dict()["verdict"]["meta"]["queries"]["outside_budget"]["probes"] == outside
+
+
+def test_a_sampled_verdict_shows_one_interval_named_at_every_door_and_the_gate_names_its_own(case):
+    from chiralfair.pipeline import check_fairness
+
+    pipe, train, test, _, _ = case
+    v = chiralfair.estimate(pipe, train, test=test, max_queries=1000, **KW)  # the default method: Clopper-Pearson
+    own = clopper_pearson(v.n_affected, v.n_individuals)
+    assert not v.exact and v.method == "clopper-pearson"
+    assert (v.lower, v.upper) == pytest.approx(own) and (v.people_lower, v.people_upper) == pytest.approx(own)
+    assert f"{pct(v.share)} {interval(*own)}" in v.summary() and "95% Clopper-Pearson interval" in v.summary()
+
+    a = chiralfair.audit(pipe, train, test=test, seeds="random", max_global=5, max_local=2,
+                         verdict_params={"max_queries": 1000}, **KW)
+    assert a.verdict.n_affected == v.n_affected and a.verdict.n_individuals == v.n_individuals
+    assert f"{pct(v.share)} {interval(*own)} (95% Clopper-Pearson)" in verdict_lines(a.to_dict())[0]
+    assert verdict_lines(a.to_dict())[0] in a.summary()
+
+    g = check_fairness(pipe, train, test=test, max_share=0.5, max_queries=1000, **KW)
+    looks = g.verdict.meta["sequential"]["looks"]
+    level = 1 - 0.05 * 6 / (np.pi ** 2 * looks ** 2)
+    decided = clopper_pearson(g.verdict.n_affected, g.verdict.n_individuals, level)
+    sample = clopper_pearson(g.verdict.n_affected, g.verdict.n_individuals)
+    line = g.line()
+    assert f"{pct(g.share)} {interval(*decided)}" in line
+    assert f"95% Clopper-Pearson spent over {looks} look" in line
+    assert f"the estimate's of this sample, read once: {interval(*sample)}, 95% Clopper-Pearson" in line

@@ -282,7 +282,8 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
         As in :func:`audit` (architecture: counterparts that could exist).
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
-        ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``, ``plausible_only``.
+        ``max_queries``, ``method`` (``"clopper-pearson"``, as the gate's), ``gamma``, ``exact``, ``batch_size``,
+        ``plausible_only``.
 
     Returns
     -------

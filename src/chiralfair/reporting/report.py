@@ -300,11 +300,13 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     list of str
         Empty when the run has no verdict.
     """
+    from ..verdict.result import interval_name
+
     v = summary.get("verdict")
     if not v:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
-             + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
+             + ("" if v["exact"] else f" ({interval_name(as_verdict(v))})")]
     from ..verdict.result import people_line, plausibility_line
 
     verdict = as_verdict(v)

@@ -146,7 +146,7 @@ class _Tally:
 
 
 def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: float = 0.95,
-             margin: float = 0.005, max_queries: int | None = None, method: str = "wilson",
+             margin: float = 0.005, max_queries: int | None = None, method: str = "clopper-pearson",
              gamma: float | None = None, favourable: int | None = None, exact: bool | None = None,
              test_index=None, random_state=0, batch_size: int = 8192, plausible_only: bool = False,
              threshold: float | None = None) -> Verdict:
@@ -167,8 +167,9 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         Checking stops once the interval lies within ``margin`` of the estimate, in (0, 0.5].
     max_queries : int, optional
         Query budget; checking stops before exceeding it (the verdict then says the margin was not reached).
-    method : {"wilson", "clopper-pearson"}
-        Interval method of :func:`statsmodels.stats.proportion.proportion_confint`.
+    method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
+        Interval method of :func:`statsmodels.stats.proportion.proportion_confint`; the default is the gate's and
+        the exact verdict's people interval's, so that every door shows one interval for one sample.
     gamma : float, optional
         Count a pair as discriminatory only if the labels differ and their positive-class probabilities differ
         by at least ``gamma``, in [0, 1] (KOSEI's γ). Needs ``predict_proba``.

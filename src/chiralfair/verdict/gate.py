@@ -43,7 +43,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, one_label_line, too_small_text, verdict_queries_text
+from .result import Verdict, interval_name, one_label_line, sample_interval, too_small_text, verdict_queries_text
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -170,6 +170,12 @@ class GateDecision:
 
     def _reading_text(self) -> str:
         how = f"{self.confidence:.0%} {METHOD_NAMES.get(self.method, self.method)}"
+        if not self.exact:
+            how = interval_name(self.verdict)
+            if (own := sample_interval(self.verdict)) is not None:
+                how += (f" (decided on that interval; the estimate's of this sample, read once: "
+                        f"[{own[0]:.2%}, {own[1]:.2%}], {self.verdict.confidence:.0%} "
+                        f"{METHOD_NAMES.get(self.verdict.method, self.verdict.method)})")
         n = self.n_individuals
         if self.reading == "domain":
             what = "every point checked" if self.exact else f"{n:,} draws, {how}"

@@ -338,8 +338,7 @@ class Verdict:
 
             lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
-        how = ("exact: every individual checked" if self.exact else
-               f"{self.confidence:.0%} {_method_text(self.method)} interval")
+        how = "exact: every individual checked" if self.exact else f"{interval_name(self)} interval"
         if self.population_size is None:
             size = ""
         elif self.population == "domain" and not self.exact:
@@ -643,6 +642,49 @@ def verdict_queries_text(verdict: Verdict) -> str:
     if outside:
         text += ("; outside it: " if record.get("max_queries") is not None else "; also sent: ") + outside
     return text
+
+
+def interval_name(verdict: Verdict) -> str:
+    """The sampled share's interval named, level and method: ``"95% Clopper-Pearson"``.
+
+    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named as such: ``"95%
+    Clopper-Pearson spent over 3 looks"`` (:func:`look_confidence`), never as the plain interval.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    str
+    """
+    sequential = verdict.meta.get("sequential")
+    name = f"{verdict.confidence:.0%} {_method_text(verdict.method)}"
+    if sequential and not verdict.exact:
+        looks = int(sequential["looks"])
+        name += f" spent over {looks:,} look{'' if looks == 1 else 's'}"
+    return name
+
+
+def sample_interval(verdict: Verdict) -> tuple[float, float] | None:
+    """For a sequential decision's sampled verdict: the interval of the same sample read once, as ``estimate`` gives it.
+
+    The gate names both (its decision's interval, corrected for the repeated looks, and this one) so that no door
+    shows an unnamed interval that differs from another door's.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    (lower, upper) or None
+        At :attr:`Verdict.confidence` with :attr:`Verdict.method`; None for a verdict that is not sequential and
+        sampled.
+    """
+    if verdict.exact or not verdict.meta.get("sequential") or not verdict.n_individuals:
+        return None
+    return binomial_interval(verdict.n_affected, verdict.n_individuals, verdict.confidence, verdict.method)
 
 
 def people_line(verdict: Verdict) -> str | None:
