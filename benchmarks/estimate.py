@@ -110,7 +110,7 @@ def main(argv=None) -> None:
                 row = {"target": target, "model": model, "population": population, "model_f1": trained.f1,
                        "model_from_cache": trained.from_cache, "model_seconds": model_seconds}
                 verdict = estimate(trained, data, population=population, confidence=args.confidence,
-                                   margin=args.margin, random_state=args.random_state)
+                                   margin=args.margin, method="wilson", random_state=args.random_state)
                 row.update(cell(verdict))
                 results["rows"].append(row)
                 print(f"{target:12} {model:4} {population:6} share {verdict.share:.4f} "

@@ -466,8 +466,10 @@ def test_the_exact_share_of_rows_is_the_share_of_rows_the_brute_force_check_find
     case, X = drawn
     proba = data.draw(threshold_models(case, X))
     checked = [brute_check(case, proba, x) for x in X]
-    if not any(any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
-               for x, (_, _, _, possible, _) in zip(X, checked, strict=True)):
+    # a person whose own protected value is outside its values is in no group and has no counterpart
+    placed = [own_combination(case, x) >= 0 for x in X]
+    if not any(p and any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
+               for p, x, (_, _, _, possible, _) in zip(placed, X, checked, strict=True)):
         with pytest.raises(DomainError, match="has a counterpart that could exist"):
             estimate(as_model(proba, output="probability", classes=[0, 1]), _dataset(case, X, 0),
                      population="rows", favourable=1, exact=True)
@@ -475,12 +477,14 @@ def test_the_exact_share_of_rows_is_the_share_of_rows_the_brute_force_check_find
     verdict = estimate(as_model(proba, output="probability", classes=[0, 1]), _dataset(case, X, 0),
                        population="rows", favourable=1, exact=True)
     # an individual none of whose counterparts could exist is left out of the share (and counted apart)
-    countable = [any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
-                 for x, (_, _, _, possible, _) in zip(X, checked, strict=True)]
-    affected = [any(lab != label for lab in labels) for label, labels, *_ in checked]
+    countable = [p and any(ok for k, ok in enumerate(possible) if k != own_combination(case, x))
+                 for p, x, (_, _, _, possible, _) in zip(placed, X, checked, strict=True)]
+    affected = [c and any(lab != label for lab in labels)
+                for c, (label, labels, *_) in zip(countable, checked, strict=True)]
     harmed = [a and label != 1 for a, (label, *_) in zip(affected, checked, strict=True)]  # favourable label 1
     n = sum(countable)
-    assert verdict.exact and verdict.n_individuals == n and verdict.n_left_out == len(X) - n
+    assert verdict.exact and verdict.n_individuals == n and verdict.n_unplaced == len(X) - sum(placed)
+    assert verdict.n_left_out == sum(placed) - n
     assert (verdict.n_affected, verdict.n_harmed) == (sum(affected), sum(harmed))
     assert verdict.lower == verdict.share == verdict.upper == sum(affected) / n
 

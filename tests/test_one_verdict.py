@@ -19,10 +19,11 @@ import chiralfair
 from chiralfair.certification import certify_domain, certify_individuals
 from chiralfair.certification.certificates import with_individuals
 from chiralfair.cli import app
+from chiralfair.exceptions import DataWarning
 from chiralfair.reporting.model_card import cyclonedx_bom, cyclonedx_model_card, fairness_markdown
 from chiralfair.reporting.report import verdict_lines
 from chiralfair.reporting.tracking import figures_of
-from chiralfair.verdict import estimate
+from chiralfair.verdict import Verdict, estimate
 
 runner = CliRunner()
 RACES = ("a", "b", "c", "d")
@@ -290,3 +291,89 @@ def test_a_person_no_counterpart_of_whom_could_exist_is_left_out_of_the_verdict_
     assert "3 rows left out, outside the domain" in text
     frame = result.to_frame()
     assert frame["row_share"].sum() == pytest.approx(1.0) and frame["rows"].sum() == counted
+
+
+def test_a_person_whose_own_protected_value_is_missing_or_unknown_is_in_no_share_and_no_group(case):
+    """Groups and share count the same people: a held-out race that is NaN or never in the data is left out, named."""
+    pipe, train, test, _, _ = case
+    test = test.copy()
+    test.loc[test.index[:3], "race"] = np.nan
+    test.loc[test.index[3], "race"] = "zz"  # a value the data never hold
+    with pytest.warns(DataWarning, match="zz"):
+        v = chiralfair.estimate(pipe, train, test=test, **KW)
+    known = test[test["race"].isin(RACES)]
+    truth = recount(pipe, known)
+    assert v.n_individuals == truth["n"] == len(test) - 4
+    assert sum(g["n"] for g in v.groups) == v.n_individuals
+    assert v.n_affected == truth["n_affected"]
+    assert v.unplaced == {"race": 4} and v.n_unplaced == 4 and v.n_left_out == 0
+    assert "4 individuals whose own race is missing or not among its values" in v.summary()
+    assert Verdict.from_json(v.to_json()).unplaced == {"race": 4}
+    from chiralfair.pipeline import check_fairness
+
+    with pytest.warns(DataWarning, match="zz"):
+        g = check_fairness(pipe, train, test=test, max_share=0.5, **KW)
+    assert g.verdict.n_individuals == truth["n"] and sum(x["n"] for x in g.verdict.groups) == truth["n"]
+    assert f"4 of the {len(test)} individuals checked were left out, their own race missing" in g.line()
+
+
+class CountingRows:
+    """The user's pipeline behind a wrapper that counts every row it receives (labels and probabilities)."""
+
+    def __init__(self, inner):
+        self.inner, self.rows = inner, 0
+        self.classes_, self.feature_names_in_ = inner.classes_, inner.feature_names_in_
+
+    def predict(self, X):
+        self.rows += len(X)
+        return self.inner.predict(X)
+
+    def predict_proba(self, X):
+        self.rows += len(X)
+        return self.inner.predict_proba(X)
+
+
+def test_estimate_and_the_gate_say_every_row_the_model_received_inside_and_outside_the_budget(case):
+    from chiralfair.pipeline import check_fairness
+
+    pipe, train, test, _, _ = case
+    model = CountingRows(pipe)
+    v = chiralfair.estimate(model, train, test=test, max_queries=1000, **KW)
+    outside = v.meta["queries"]["outside_budget"]["probes"]
+    assert not v.exact and v.n_queries <= 1000 and outside > 0
+    assert model.rows == v.n_queries + outside
+    assert f"{v.n_queries:,} queries of the budget 1,000; outside it: {outside:,} probe rows" in v.summary()
+
+    model.rows = 0
+    g = check_fairness(model, train, test=test, max_share=0.5, max_queries=1000, **KW)
+    outside = g.verdict.meta["queries"]["outside_budget"]["probes"]
+    assert model.rows == g.n_queries + outside
+    assert f"{g.n_queries:,} queries of the budget 1,000; outside it: {outside:,} probe rows" in g.line()
+    assert g.to_dict()["verdict"]["meta"]["queries"]["outside_budget"]["probes"] == outside
+
+
+def test_a_sampled_verdict_shows_one_interval_named_at_every_door_and_the_gate_names_its_own(case):
+    from chiralfair.pipeline import check_fairness
+
+    pipe, train, test, _, _ = case
+    v = chiralfair.estimate(pipe, train, test=test, max_queries=1000, **KW)  # the default method: Clopper-Pearson
+    own = clopper_pearson(v.n_affected, v.n_individuals)
+    assert not v.exact and v.method == "clopper-pearson"
+    assert (v.lower, v.upper) == pytest.approx(own) and (v.people_lower, v.people_upper) == pytest.approx(own)
+    assert f"{pct(v.share)} {interval(*own)}" in v.summary() and "95% Clopper-Pearson interval" in v.summary()
+
+    a = chiralfair.audit(pipe, train, test=test, seeds="random", max_global=5, max_local=2,
+                         verdict_params={"max_queries": 1000}, **KW)
+    assert a.verdict.n_affected == v.n_affected and a.verdict.n_individuals == v.n_individuals
+    assert f"{pct(v.share)} {interval(*own)} (95% Clopper-Pearson)" in verdict_lines(a.to_dict())[0]
+    assert verdict_lines(a.to_dict())[0] in a.summary()
+
+    g = check_fairness(pipe, train, test=test, max_share=0.5, max_queries=1000, **KW)
+    looks = g.verdict.meta["sequential"]["looks"]
+    level = 1 - 0.05 * 6 / (np.pi ** 2 * looks ** 2)
+    decided = clopper_pearson(g.verdict.n_affected, g.verdict.n_individuals, level)
+    sample = clopper_pearson(g.verdict.n_affected, g.verdict.n_individuals)
+    line = g.line()
+    assert f"{pct(g.share)} {interval(*decided)}" in line
+    assert f"95% Clopper-Pearson spent over {looks} look" in line
+    assert f"the estimate's of this sample, read once: {interval(*sample)}, 95% Clopper-Pearson" in line

@@ -158,10 +158,11 @@ def test_values_only_the_held_out_rows_hold_follow_a_stated_rule():
     assert any(f"'race' value(s) 'x' appear only in the held-out rows ({n_x} of them)" in t for t in texts)
     assert any("'job' value(s) 'new' appear only in the held-out rows (5 of them)" in t and "used as they are" in t
                for t in texts)
-    # 'x' is never a counterpart: its people are checked against w and b, so they stay in the population
+    # 'x' is never a counterpart, and its people belong to no group: left out of the share, counted and named
     assert result.dataset.domain.protected_value_labels() == [["b", "w"]]
-    assert result.verdict.n_individuals == len(test)
-    X = test.drop(columns="y")
+    assert result.verdict.n_individuals == len(test) - n_x
+    assert result.verdict.unplaced == {"race": n_x}
+    X = test[test["race"] != "x"].drop(columns="y")
     own = pipe.predict(X)
     affected = np.zeros(len(X), dtype=bool)
     for value in ("b", "w"):

@@ -137,8 +137,8 @@ class DiscriminationCheck:
         """Index of each input's own PA combination, shape (n_samples,).
 
         -1 when some PA value is outside its domain (a missing protected value, or a group's row that is
-        none of its valid rows): such an input is checked against every valid combination, at one more
-        query, and is never itself a counterpart.
+        none of its valid rows): such an input is never itself a counterpart, and the verdict leaves it out of
+        every share and group (:func:`chiralfair.verdict.result.left_out_mask`).
 
         Parameters
         ----------

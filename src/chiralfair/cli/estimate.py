@@ -31,7 +31,7 @@ def estimate(
     confidence: Annotated[float, typer.Option(help="Confidence level of the interval.")] = 0.95,
     margin: Annotated[float, typer.Option(help="Stop when the interval lies within this of the estimate.")] = 0.005,
     max_queries: MaxQueriesOpt = None,
-    method: Annotated[str, typer.Option(help="Interval: wilson or clopper-pearson.")] = "wilson",
+    method: Annotated[str, typer.Option(help="Interval: clopper-pearson (the gate's) or wilson.")] = "clopper-pearson",
     gamma: GammaOpt = None,
     favourable: OutcomeOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,

@@ -7,8 +7,9 @@ was fitted on never held it.
 - **A protected value only the test rows hold** (and that the model takes: a value it refuses is left out with
   its rows before, by :func:`chiralfair.models.probe.restrict_to_accepted_values`) is left out of the
   attribute's values: it is never a counterpart (no person is asked "what if you had a value the model never
-  met"), and the test rows holding it are checked against the values the data holds, as a person with a missing
-  protected value is (one more query each). Fewer than two values left is refused.
+  met"), and the test rows holding it belong to no group and are left out of the verdict's shares, counted and
+  named, as a person with a missing protected value is (:func:`chiralfair.verdict.result.left_out_mask`). Fewer
+  than two values left is refused.
 - **Another column's category only the test rows hold** is used as it is (the person is who they are): the model
   is asked about it, and a model that cannot take it is named by the usual check of the values it accepts.
 
@@ -77,7 +78,7 @@ def held_out_only_values(dataset: Dataset, train_index, test_index) -> tuple[Dat
         n_rows = int(_rows_in_any(test[:, cols], rows[only]).sum())
         notes.append(f"protected attribute {attribute.name!r} value(s) {', '.join(map(repr, labels))} appear only in "
                      f"the held-out rows ({n_rows:,} of them), never in the data: left out of its values (never a "
-                     "counterpart); the rows holding them are checked against the values the data holds")
+                     "counterpart); the rows holding them are in no group and left out of the verdict's shares")
     for j, feature in enumerate(domain.features):
         column = dataset.codec.columns[j]
         if j in domain.protected or column.how != "category":

@@ -282,7 +282,8 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
         As in :func:`audit` (architecture: counterparts that could exist).
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
-        ``max_queries``, ``method`` (``"wilson"``), ``gamma``, ``exact``, ``batch_size``, ``plausible_only``.
+        ``max_queries``, ``method`` (``"clopper-pearson"``, as the gate's), ``gamma``, ``exact``, ``batch_size``,
+        ``plausible_only``.
 
     Returns
     -------
@@ -328,34 +329,8 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
                             test_size=test_size,
                             random_state=seed, trust_model_file=trust_model_file, model_output=model_output,
                             model_input=model_input, name=name, couple=couple, constraints=constraints)
-    verdict = estimate_verdict(inputs, random_state=seed, population=population, **params)
-    return with_notes(with_queries(verdict, inputs, params.get("max_queries")), inputs.notes)
-
-
-def with_queries(verdict, inputs, max_queries: int | None):
-    """The verdict with what it sent to the model in ``meta["queries"]``, as a run states it in ``result.json``.
-
-    ``n_queries`` (the verdict's, within ``max_queries``) and ``outside_budget``: the ``probes`` before the verdict
-    (the values the model accepts, its F1, the bins' agreement), counted as the model received them (architecture:
-    the model under test).
-
-    Parameters
-    ----------
-    verdict : Verdict
-    inputs : RunInputs
-    max_queries : int or None
-        The verdict's budget.
-
-    Returns
-    -------
-    Verdict
-        A copy.
-    """
-    from dataclasses import replace
-
-    queries = {"max_queries": max_queries, "n_queries": int(verdict.n_queries),
-               "outside_budget": {"probes": int(getattr(inputs, "probe_rows", 0))}}
-    return replace(verdict, meta={**verdict.meta, "queries": queries})
+    return with_notes(with_queries(estimate_verdict(inputs, random_state=seed, population=population, **params),
+                                   inputs, params.get("max_queries")), inputs.notes)
 
 
 def estimate_benchmark(config, *, population: str = "test", **params):
@@ -388,8 +363,33 @@ def estimate_benchmark(config, *, population: str = "test", **params):
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     validate_config(config, search=False)
     inputs = inputs_from_names(config)
-    return with_notes(estimate_verdict(inputs, random_state=config.random_state, population=population, **params),
-                      inputs.notes)
+    verdict = estimate_verdict(inputs, random_state=config.random_state, population=population, **params)
+    return with_notes(with_queries(verdict, inputs, params.get("max_queries")), inputs.notes)
+
+
+def with_queries(verdict, inputs, max_queries: int | None):
+    """The verdict with what was sent outside its budget: the probes before it (``meta["queries"]``).
+
+    As a run's ``result.json`` says it (``queries``: ``max_queries``, ``n_queries``, ``outside_budget``), so that
+    the verdict's summary and the gate's line name every row the model received (architecture: the model under
+    test).
+
+    Parameters
+    ----------
+    verdict : Verdict
+    inputs : RunInputs
+        Its ``probe_rows``: the rows the checks before the verdict sent (accepted values, F1, bins' agreement).
+    max_queries : int or None
+        The verdict's budget.
+
+    Returns
+    -------
+    Verdict
+        A copy.
+    """
+    record = {"max_queries": max_queries, "n_queries": int(verdict.n_queries),
+              "outside_budget": {"probes": int(getattr(inputs, "probe_rows", 0))}}
+    return dataclasses.replace(verdict, meta={**verdict.meta, "queries": record})
 
 
 def with_notes(verdict, notes: Sequence[str]):

@@ -151,15 +151,15 @@ def queries_text(summary: dict[str, Any]) -> str:
     -------
     str
     """
+    from ..verdict.result import outside_budget_text
+
     search = int(summary["n_queries"])
     record = summary.get("queries")
     if not record:
         return f"{search:,}"
     seeds = int(summary.get("seeds", {}).get("n_queries", 0))
-    outside = record.get("outside_budget", {})
-    names = (("probes", "probe rows"), ("verdict", "held-out verdict rows"), ("group_metrics", "group-metric rows"),
-             ("diversity", "diversity rows"))
-    parts = [f"{int(outside[key]):,} {label}" for key, label in names if outside.get(key)]
+    outside = outside_budget_text(record.get("outside_budget"))
+    parts = [outside] if outside else []
     if record.get("max_queries") is None:
         also = [f"{seeds:,} by the seeds"] if seeds else []
         return f"{search:,} (search)" + ("; also sent: " + ", ".join(also + parts) if also + parts else "")
@@ -300,11 +300,13 @@ def verdict_lines(summary: dict[str, Any]) -> list[str]:
     list of str
         Empty when the run has no verdict.
     """
+    from ..verdict.result import interval_name
+
     v = summary.get("verdict")
     if not v:
         return []
     lines = [f"share of {_population_noun(v)} affected: {_share(v['share'], v['lower'], v['upper'], v['exact'])}"
-             + ("" if v["exact"] else f" ({v['confidence']:.0%} interval)")]
+             + ("" if v["exact"] else f" ({interval_name(as_verdict(v))})")]
     from ..verdict.result import people_line, plausibility_line
 
     verdict = as_verdict(v)
@@ -352,7 +354,8 @@ def left_out_line(verdict: dict[str, Any]) -> str | None:
     from ..verdict.result import left_out_line as line
 
     return line(int(verdict.get("n_left_out") or 0), verdict.get("constraints"),
-                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"))
+                (verdict.get("meta") or {}).get("left_out"), verdict.get("population", "test"),
+                unplaced=verdict.get("unplaced"))
 
 
 def as_verdict(verdict: dict[str, Any]):

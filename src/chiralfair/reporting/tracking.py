@@ -289,6 +289,7 @@ def _verdict_metrics(v: dict[str, Any]) -> dict[str, Any]:
     out = {"share_affected": verdict.share, "share_affected_people_lower": verdict.people_lower,
            "share_affected_people_upper": verdict.people_upper, "n_individuals": verdict.n_individuals,
            "n_affected": verdict.n_affected, "n_harmed": verdict.n_harmed, "n_left_out": verdict.n_left_out,
+           "n_unplaced": verdict.n_unplaced,
            "verdict_queries": verdict.n_queries, "verdict_exact": int(bool(verdict.exact))}
     if not verdict.exact:
         out.update(share_affected_lower=verdict.lower, share_affected_upper=verdict.upper)

@@ -120,20 +120,24 @@ class _Tally:
         return (np.concatenate(self.X), np.concatenate(self.combination), np.concatenate(self.affected),
                 np.concatenate(self.harmed), gap)
 
-    def countable(self) -> tuple[_Tally, int]:
-        """The individuals with at least one possible counterpart, and how many others were left out.
+    def countable(self) -> tuple[_Tally, int, np.ndarray | None]:
+        """The individuals with at least one possible counterpart, how many others were left out, the unplaced.
 
         An individual every counterpart of which breaks a constraint cannot be affected whatever the model does:
-        counting them would dilute the share with people the question does not apply to.
+        counting them would dilute the share with people the question does not apply to. An individual whose own
+        protected value is not among the attribute's values (combination -1) is in no group and has no counterpart
+        (:func:`~chiralfair.verdict.result.left_out_mask`): its codes are returned apart (None when there is none),
+        and the count left out does not include them.
         """
         keep = np.concatenate(self.n_counterparts) > 0
         if keep.all():
-            return self, 0
+            return self, 0, None
+        unplaced = np.concatenate(self.combination) < 0
         out = _Tally.empty()
         out.n_population = self.n_population
         out.add(*(None if getattr(self, f)[0] is None else np.concatenate(getattr(self, f))[keep]
                   for f in _TALLY_FIELDS))
-        return out, int((~keep).sum())
+        return out, int((~keep & ~unplaced).sum()), np.concatenate(self.X)[unplaced] if unplaced.any() else None
 
     def total(self, name: str) -> int | None:
         """Sum of a per-individual count or flag over every individual, None when it was not scored."""
@@ -142,7 +146,7 @@ class _Tally:
 
 
 def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: float = 0.95,
-             margin: float = 0.005, max_queries: int | None = None, method: str = "wilson",
+             margin: float = 0.005, max_queries: int | None = None, method: str = "clopper-pearson",
              gamma: float | None = None, favourable: int | None = None, exact: bool | None = None,
              test_index=None, random_state=0, batch_size: int = 8192, plausible_only: bool = False,
              threshold: float | None = None) -> Verdict:
@@ -163,8 +167,9 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
         Checking stops once the interval lies within ``margin`` of the estimate, in (0, 0.5].
     max_queries : int, optional
         Query budget; checking stops before exceeding it (the verdict then says the margin was not reached).
-    method : {"wilson", "clopper-pearson"}
-        Interval method of :func:`statsmodels.stats.proportion.proportion_confint`.
+    method : {"clopper-pearson", "wilson"}, default="clopper-pearson"
+        Interval method of :func:`statsmodels.stats.proportion.proportion_confint`; the default is the gate's and
+        the exact verdict's people interval's, so that every door shows one interval for one sample.
     gamma : float, optional
         Count a pair as discriminatory only if the labels differ and their positive-class probabilities differ
         by at least ``gamma``, in [0, 1] (KOSEI's γ). Needs ``predict_proba``.
@@ -277,11 +282,16 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                                            start_queries=start_queries, threshold=threshold, people=people)
     n_queries = counting.n_queries - start_queries
     is_exact = stopped_by in ("exact", "exhausted")
-    tally, n_left_out = tally.countable()
-    if n_left_out and not sum(len(a) for a in tally.affected):
-        raise DomainError(f"none of the {n_left_out:,} individuals checked has a counterpart that could exist: each "
-                          "one breaks a constraint of the domain (" + "; ".join(domain.describe_constraints())
-                          + "), so the question cannot be asked of anyone; check the constraints")
+    tally, n_left_out, unplaced_X = tally.countable()
+    unplaced = {} if unplaced_X is None else _unplaced(domain, unplaced_X)
+    n_unplaced = 0 if unplaced_X is None else len(unplaced_X)
+    if (n_left_out or n_unplaced) and not sum(len(a) for a in tally.affected):
+        why = ([f"{n_left_out:,} break a constraint of the domain with each counterpart ("
+                + "; ".join(domain.describe_constraints()) + "; check the constraints)"] if n_left_out else [])
+        why += [f"{v:,} hold a {k} that is missing or not among its values (check the data)"
+                for k, v in unplaced.items()]
+        raise DomainError(f"none of the {n_left_out + n_unplaced:,} individuals checked has a counterpart that could "
+                          "exist, so the question cannot be asked of anyone: " + "; ".join(why))
 
     X, combination, affected, harmed, gap = tally.arrays()
     n, n_affected = len(affected), int(affected.sum())
@@ -299,7 +309,12 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                    len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
     notes += _counterpart_notes(domain, plausibility, plausible_only)
     if n_left_out:
-        notes.insert(0, left_out_text(n_left_out, n + n_left_out, domain))
+        notes.insert(0, left_out_text(n_left_out, n + n_left_out + n_unplaced, domain))
+    if n_unplaced:
+        notes.insert(0, f"{n_unplaced:,} of the {n + n_left_out + n_unplaced:,} individuals checked are left out of "
+                     "the share and of every group: their own " + ", ".join(
+                         f"{k} ({v:,})" for k, v in unplaced.items()) + " is missing or not among its values, so "
+                     "they belong to no group and have no counterpart")
     if people is not None and dataset.codec is not None and dataset.codec.binned:
         notes.append("checked on the rows as given (" + ", ".join(dataset.codec.binned) + " at their own values, "
                      "each counterpart changing only the protected and coupled columns); the bins of those columns "
@@ -330,7 +345,14 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                    gap=_gap_summary(gap, affected), rules=rules, n_queries=int(n_queries), seconds=float(seconds),
                    notes=tuple(notes), meta=meta, counterparts="plausible" if plausible_only else "possible",
                    plausibility=plausibility, couplings=tuple(domain.describe_couplings()),
-                   constraints=tuple(domain.describe_constraints()), n_left_out=n_left_out)
+                   constraints=tuple(domain.describe_constraints()), n_left_out=n_left_out,
+                   unplaced=unplaced, n_unplaced=n_unplaced)
+
+
+def _unplaced(domain: Domain, X: np.ndarray) -> dict[str, int]:
+    """By protected attribute, how many of ``X`` hold an own value that is not among its values."""
+    outside = domain.protected_value_index(X) < 0
+    return {a.name: int(outside[:, j].sum()) for j, a in enumerate(domain.attributes) if outside[:, j].any()}
 
 
 def left_out_text(n_left_out: int, n_checked: int, domain: Domain) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, one_label_line, too_small_text
+from .result import Verdict, interval_name, one_label_line, sample_interval, too_small_text, verdict_queries_text
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -129,14 +129,14 @@ class GateDecision:
         relation = "straddles" if straddles else ("<=" if self.upper <= self.max_share else ">")
         share = _interval_text(self.share, self.lower, self.upper, self.lower == self.upper == self.share)
         text = (f"chiralfair check {head}: share affected {share} {relation} max share {self.max_share:.2%}, "
-                f"{self._reading_text()}; {self.n_queries:,} queries; {self._worst_text()}")
+                f"{self._reading_text()}; {verdict_queries_text(self.verdict)}; {self._worst_text()}")
         if one_label := one_label_line(self.verdict.meta):
             text += f"; {one_label}"
         if self.n_affected == 0 and (proxies := self.verdict.meta.get("proxies")):
             from .proxies import blind_spot_line
 
             text += f"; {blind_spot_line(proxies)}"
-        if self.verdict.n_left_out:
+        if self.verdict.n_left_out or self.verdict.n_unplaced:
             text += f"; left out: {self._left_out_text()}"
         if small := too_small_text(self.verdict):
             text += f"; too small to tell, not ranked: {small}"
@@ -170,6 +170,12 @@ class GateDecision:
 
     def _reading_text(self) -> str:
         how = f"{self.confidence:.0%} {METHOD_NAMES.get(self.method, self.method)}"
+        if not self.exact:
+            how = interval_name(self.verdict)
+            if (own := sample_interval(self.verdict)) is not None:
+                how += (f" (decided on that interval; the estimate's of this sample, read once: "
+                        f"[{own[0]:.2%}, {own[1]:.2%}], {self.verdict.confidence:.0%} "
+                        f"{METHOD_NAMES.get(self.verdict.method, self.verdict.method)})")
         n = self.n_individuals
         if self.reading == "domain":
             what = "every point checked" if self.exact else f"{n:,} draws, {how}"
@@ -199,9 +205,15 @@ class GateDecision:
 
     def _left_out_text(self) -> str:
         v = self.verdict
-        rules = "; ".join(v.constraints) or "the domain's constraints"
-        return (f"{v.n_left_out:,} of the {v.n_individuals + v.n_left_out:,} individuals checked were left out, none "
-                f"of whose counterparts could exist (each breaks: {rules})")
+        n_checked = v.n_individuals + v.n_left_out + v.n_unplaced
+        parts = []
+        if v.n_left_out:
+            rules = "; ".join(v.constraints) or "the domain's constraints"
+            parts.append(f"{v.n_left_out:,} of the {n_checked:,} individuals checked were left out, none of whose "
+                         f"counterparts could exist (each breaks: {rules})")
+        parts += [f"{n:,} of the {n_checked:,} individuals checked were left out, their own {attribute} missing or "
+                  "not among its values (in no group)" for attribute, n in v.unplaced.items()]
+        return "; ".join(parts)
 
     def _worst_text(self) -> str:
         g = self.worst_group

@@ -14,7 +14,7 @@ METHODS = {"wilson": "wilson", "clopper-pearson": "beta"}
 
 
 def check_estimate_params(*, population: str = "test", confidence: float = 0.95, margin: float = 0.005,
-                          method: str = "wilson", max_queries=None, gamma=None, threshold=None, exact=None,
+                          method: str = "clopper-pearson", max_queries=None, gamma=None, threshold=None, exact=None,
                           batch_size: int = 8192, plausible_only: bool = False) -> dict:
     """Check the parameters of :func:`chiralfair.verdict.estimate` (every bound, in one place).
 
@@ -25,7 +25,7 @@ def check_estimate_params(*, population: str = "test", confidence: float = 0.95,
         In (0, 1).
     margin : float, default=0.005
         In (0, 0.5].
-    method : {"wilson", "clopper-pearson"}, default="wilson"
+    method : {"wilson", "clopper-pearson"}, default="clopper-pearson"
     max_queries : int, optional
         >= 1.
     gamma : float, optional

@@ -120,6 +120,13 @@ class Verdict:
         Individuals checked but left out of every share: each counterpart of theirs breaks a constraint, so no
         decision could treat them differently (the first note says so). ``n_individuals`` does not count them
         (:func:`left_out_mask` is the rule).
+    unplaced : dict of str to int
+        Individuals checked but left out of every share and every group because their own value of a protected
+        attribute is not among its values (missing, or a value the data do not hold), by attribute: they belong to
+        no group, and no combination is a counterpart of someone of a known value (:func:`left_out_mask`).
+        ``n_individuals`` and ``n_left_out`` do not count them; :attr:`n_unplaced` does.
+    n_unplaced : int
+        How many individuals :attr:`unplaced` counts (one with several such attributes counts once).
 
     The figures below are decided once, from the counts above, when the verdict is made (never passed in; a
     verdict read back from JSON decides them again, equally). Every door (the console, the report, the gate, the
@@ -174,6 +181,8 @@ class Verdict:
     couplings: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     n_left_out: int = 0
+    unplaced: dict[str, int] = field(default_factory=dict)
+    n_unplaced: int = 0
     people_lower: float | None = field(init=False, default=None)
     people_upper: float | None = field(init=False, default=None)
     people_method: str | None = field(init=False, default=None)
@@ -320,7 +329,8 @@ class Verdict:
             lines.append(f"  {other}")
         if one_label := one_label_line(self.meta):
             lines.append(f"  {one_label}")
-        left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population)
+        left_out = left_out_line(self.n_left_out, self.constraints, self.meta.get("left_out"), self.population,
+                                 unplaced=self.unplaced)
         if left_out:
             lines.append(f"  left out: {left_out}")
         if self.n_affected == 0 and (proxies := self.meta.get("proxies")):
@@ -328,8 +338,7 @@ class Verdict:
 
             lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
-        how = ("exact: every individual checked" if self.exact else
-               f"{self.confidence:.0%} {_method_text(self.method)} interval")
+        how = "exact: every individual checked" if self.exact else f"{interval_name(self)} interval"
         if self.population_size is None:
             size = ""
         elif self.population == "domain" and not self.exact:
@@ -337,7 +346,7 @@ class Verdict:
         else:
             size = f" of {self.population_size:,}"
         lines.append(f"  {how}; population: {self.population_text}; "
-                     f"{self.n_individuals:,} individuals{size}, {self.n_queries:,} queries, {self.seconds:.2f} s; "
+                     f"{self.n_individuals:,} individuals{size}, {verdict_queries_text(self)}, {self.seconds:.2f} s; "
                      f"stopped: {STOPPED_TEXT.get(self.stopped_by, self.stopped_by)}")
         lines += self._group_lines()
         lines += self._gap_lines()
@@ -539,12 +548,14 @@ def decide_groups(groups, *, people_confidence: float | None,
 def left_out_mask(own, possible, n_combinations: int):
     """The left-out rule: which individuals have no counterpart that could exist, shape (n,).
 
-    A counterpart is one of the ``n_combinations`` protected combinations other than the individual's own (an
-    individual outside the protected domains has every combination as a counterpart), and it could exist when it
-    breaks no constraint (``possible``, from :class:`~chiralfair.oracle.DiscriminationCheck`). An individual none
-    of whose counterparts could exist cannot be treated differently whatever the model does: it is left out of
-    every share (the verdict's, the certificates'), counted and named (architecture: counterparts that could
-    exist).
+    A counterpart is one of the ``n_combinations`` protected combinations other than the individual's own, and it
+    could exist when it breaks no constraint (``possible``, from :class:`~chiralfair.oracle.DiscriminationCheck`).
+    An individual none of whose counterparts could exist cannot be treated differently whatever the model does: it
+    is left out of every share (the verdict's, the certificates'), counted and named (architecture: counterparts
+    that could exist). An individual whose own protected value is not among the attribute's values (missing, or a
+    value the data do not hold; ``own == -1``) has no counterpart either: it belongs to no group, and the
+    combinations are no counterparts of someone of a known value, so it is left out too, counted apart
+    (:attr:`Verdict.unplaced`), so that the share and the groups count the same people.
 
     Parameters
     ----------
@@ -573,12 +584,107 @@ def counterparts_that_could_exist(own, possible, n_combinations: int):
     -------
     numpy.ndarray of bool, shape (n, n_combinations)
     """
+    own = np.asarray(own)
     others = np.ones((len(own), n_combinations), dtype=bool)
     inside = np.flatnonzero(own >= 0)
     others[inside, own[inside]] = False
+    others[own < 0] = False  # no group, no counterpart: left out (left_out_mask)
     if possible is not None:
         others &= possible
     return others
+
+
+# What a run sends outside the query budget, by step, in words (``result.json``'s ``queries["outside_budget"]``).
+OUTSIDE_BUDGET_NAMES = (("probes", "probe rows"), ("verdict", "held-out verdict rows"),
+                        ("group_metrics", "group-metric rows"), ("diversity", "diversity rows"))
+
+
+def outside_budget_text(outside: dict[str, int] | None) -> str | None:
+    """The rows sent outside the query budget, by step: ``"48,352 probe rows, 26,048 held-out verdict rows"``.
+
+    The one wording of every door (audit's first screen, the estimate's summary, the gate's line).
+
+    Parameters
+    ----------
+    outside : dict or None
+        Step (``probes``, ``verdict``, ``group_metrics``, ``diversity``) to rows, as the model received them.
+
+    Returns
+    -------
+    str or None
+        None when nothing was sent outside the budget.
+    """
+    outside = outside or {}
+    parts = [f"{int(outside[key]):,} {label}" for key, label in OUTSIDE_BUDGET_NAMES if outside.get(key)]
+    return ", ".join(parts) or None
+
+
+def verdict_queries_text(verdict: Verdict) -> str:
+    """What the verdict sent the model: its queries, of the budget if any, and the rows sent outside it.
+
+    The front doors (``estimate``, the gate) record in ``meta["queries"]`` what they sent outside the verdict's
+    budget (the probes before it: the values the model accepts, its F1, the bins' agreement), so that every row the
+    model received is said: ``"3,000 queries of the budget 3,000; outside it: 48,352 probe rows"``.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    str
+    """
+    record = verdict.meta.get("queries") or {}
+    text = f"{verdict.n_queries:,} queries"
+    if record.get("max_queries") is not None:
+        text += f" of the budget {int(record['max_queries']):,}"
+    outside = outside_budget_text(record.get("outside_budget"))
+    if outside:
+        text += ("; outside it: " if record.get("max_queries") is not None else "; also sent: ") + outside
+    return text
+
+
+def interval_name(verdict: Verdict) -> str:
+    """The sampled share's interval named, level and method: ``"95% Clopper-Pearson"``.
+
+    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named as such: ``"95%
+    Clopper-Pearson spent over 3 looks"`` (:func:`look_confidence`), never as the plain interval.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    str
+    """
+    sequential = verdict.meta.get("sequential")
+    name = f"{verdict.confidence:.0%} {_method_text(verdict.method)}"
+    if sequential and not verdict.exact:
+        looks = int(sequential["looks"])
+        name += f" spent over {looks:,} look{'' if looks == 1 else 's'}"
+    return name
+
+
+def sample_interval(verdict: Verdict) -> tuple[float, float] | None:
+    """For a sequential decision's sampled verdict: the interval of the same sample read once, as ``estimate`` gives it.
+
+    The gate names both (its decision's interval, corrected for the repeated looks, and this one) so that no door
+    shows an unnamed interval that differs from another door's.
+
+    Parameters
+    ----------
+    verdict : Verdict
+
+    Returns
+    -------
+    (lower, upper) or None
+        At :attr:`Verdict.confidence` with :attr:`Verdict.method`; None for a verdict that is not sequential and
+        sampled.
+    """
+    if verdict.exact or not verdict.meta.get("sequential") or not verdict.n_individuals:
+        return None
+    return binomial_interval(verdict.n_affected, verdict.n_individuals, verdict.confidence, verdict.method)
 
 
 def people_line(verdict: Verdict) -> str | None:
@@ -671,7 +777,7 @@ def one_label_line(meta: dict[str, Any]) -> str | None:
             "one); check the model")
 
 
-def left_out_line(n_left_out: int, constraints, refused, population: str) -> str | None:
+def left_out_line(n_left_out: int, constraints, refused, population: str, *, unplaced=None) -> str | None:
     """Who is not in the share and why, for the first screen (no counterpart could exist; a refused value).
 
     The people none of whose counterparts could exist, and the people holding a protected value the model refuses.
@@ -687,6 +793,8 @@ def left_out_line(n_left_out: int, constraints, refused, population: str) -> str
         ``value``, ``n_rows``, ``n_held_out``).
     population : {"test", "rows", "domain"}
         Which rows were checked: the held-out rows count the held-out rows left out, every row the data rows.
+    unplaced : mapping of str to int, optional
+        Individuals whose own value of that protected attribute is not among its values (:attr:`Verdict.unplaced`).
 
     Returns
     -------
@@ -699,6 +807,10 @@ def left_out_line(n_left_out: int, constraints, refused, population: str) -> str
         who = "1 individual" if n_left_out == 1 else f"{n_left_out:,} individuals"
         parts.append(f"{who}, none of whose counterparts could exist (each breaks: {rules}); no decision could treat "
                      "them differently, so they are not in the share")
+    for attribute, n in (unplaced or {}).items():
+        who = "1 individual" if n == 1 else f"{int(n):,} individuals"
+        parts.append(f"{who} whose own {attribute} is missing or not among its values, so in no group and with no "
+                     "counterpart: they are not in the share")
     for value in refused or ():
         n = value.get("n_held_out") if population == "test" and value.get("n_held_out") is not None \
             else value.get("n_rows", 0)
