@@ -92,9 +92,10 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
         observed rows (3 queries per input for a 3-value one-hot race, not 2**3 = 8).
     missing_protected : {"exclude", "value"}
         ``"exclude"`` (default): a protected attribute's missing value is not one of its values, so it is
-        never a counterpart; rows holding it are reported apart (:attr:`Dataset.missing_protected`), still
-        checkable, and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value
-        like the others (the behaviour before this option).
+        never a counterpart; rows holding it are reported apart (:attr:`Dataset.missing_protected`), left out of
+        the verdict's shares and groups (counted and named: their own value is missing, so no group holds them),
+        and seed strategies do not draw them as seeds. ``"value"``: the missing value is a value like the others
+        (the behaviour before this option).
     couple : mapping, optional
         Columns that change with a protected attribute (architecture: counterparts that could exist), e.g. ``{"sex":
         {"relationship": {"Husband": "Wife", "Wife": "Husband"}}}`` (labels are the frame's values as text);
