@@ -377,3 +377,37 @@ def test_a_sampled_verdict_shows_one_interval_named_at_every_door_and_the_gate_n
     assert f"{pct(g.share)} {interval(*decided)}" in line
     assert f"95% Clopper-Pearson spent over {looks} look" in line
     assert f"the estimate's of this sample, read once: {interval(*sample)}, 95% Clopper-Pearson" in line
+
+
+def test_the_certificates_say_why_a_person_with_a_missing_protected_value_is_left_out():
+    """Sex code 2 ("missing") is not among sex's values: that person is in no group and has no counterpart, and the
+    certificates leave them out saying so (not "each breaks a constraint": there is none)."""
+    from chiralfair.datasets.base import Dataset
+    from chiralfair.domain import Domain, Feature
+
+    rng = np.random.default_rng(5)
+    n = 300
+    X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 10, n)]).astype(np.int64)
+    X[[3, 9], 0] = 2
+    domain = Domain((Feature("sex", 0, 2, "categorical", {0: "Female", 1: "Male", 2: "missing"}),
+                     Feature("a", 0, 9))).with_protected(["sex"], values={"sex": [0, 1]})
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1), torch.nn.Sigmoid())
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor([[2.0, 1.0], [0, 1.0], [0, 0], [0, 0]]))
+        net[0].bias.zero_()
+        net[2].weight.copy_(torch.tensor([[1.0, 0, 0, 0]]))
+        net[2].bias.fill_(-8.5)
+    data = Dataset("missing-sex", X, (X[:, 1] > 6).astype(np.int64), domain, label="y", positive_class="1")
+    placed = X[:, 0] < 2
+    with torch.no_grad():  # the recount: flip sex of everyone whose own sex is known
+        own = net(torch.tensor(X[placed], dtype=torch.float32))[:, 0].numpy() > 0.5
+        other = X[placed].copy()
+        other[:, 0] = 1 - other[:, 0]
+        flipped = net(torch.tensor(other, dtype=torch.float32))[:, 0].numpy() > 0.5
+    people = certify_individuals(net.eval(), data)
+    assert people.n_left_out == 2 and people.n_individuals == int(placed.sum())
+    assert people.affected_share == pytest.approx(float(np.mean(own != flipped)), abs=1e-12)
+    text = people.left_out_text()
+    assert text is not None and "2 individuals whose own sex is missing or not among its values" in text
+    assert "none of whose counterparts could exist" not in text

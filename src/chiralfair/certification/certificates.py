@@ -20,7 +20,7 @@ from .. import __version__
 from .._random import RandomState, resolve_random_state
 from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
-from ..verdict.result import left_out_mask
+from ..verdict.result import left_out_mask, unplaced_by_attribute
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
 from .key_space import INSIDE, OUTSIDE, KeySpace
 from .options import check_certify_options
@@ -225,6 +225,7 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         status[~some_input] = LEFT_OUT
     status[_without_counterpart(check, dataset.X[rows])] = LEFT_OUT
     meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
+                 unplaced=unplaced_by_attribute(domain, dataset.X[rows]),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
                         else "given" if boxes is not None else "each row itself"),
                  read=_described(read), n_queries=int(model.n_queries - queries), stats=stats,

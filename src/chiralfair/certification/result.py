@@ -134,7 +134,9 @@ class IndividualCertificates:
         """
         from ..verdict.result import left_out_line
 
-        return left_out_line(self.n_left_out, self.meta.get("constraints", ()), (), "test")
+        unplaced = self.meta.get("unplaced") or {}  # their own protected value is missing: another reason
+        return left_out_line(self.n_left_out - sum(unplaced.values()), self.meta.get("constraints", ()), (), "test",
+                             unplaced=unplaced)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per individual: ``row`` and ``status`` (text).

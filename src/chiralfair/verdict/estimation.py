@@ -57,7 +57,13 @@ from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
 from .params import check_estimate_params
-from .result import Verdict, binomial_interval, counterparts_that_could_exist, look_confidence
+from .result import (
+    Verdict,
+    binomial_interval,
+    counterparts_that_could_exist,
+    look_confidence,
+    unplaced_by_attribute,
+)
 
 # The favourable label of each benchmark, known only with the positive class the benchmark encodes as 1.
 FAVOURABLE = {
@@ -283,7 +289,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     n_queries = counting.n_queries - start_queries
     is_exact = stopped_by in ("exact", "exhausted")
     tally, n_left_out, unplaced_X = tally.countable()
-    unplaced = {} if unplaced_X is None else _unplaced(domain, unplaced_X)
+    unplaced = {} if unplaced_X is None else unplaced_by_attribute(domain, unplaced_X)
     n_unplaced = 0 if unplaced_X is None else len(unplaced_X)
     if (n_left_out or n_unplaced) and not sum(len(a) for a in tally.affected):
         why = ([f"{n_left_out:,} break a constraint of the domain with each counterpart ("
@@ -347,12 +353,6 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                    plausibility=plausibility, couplings=tuple(domain.describe_couplings()),
                    constraints=tuple(domain.describe_constraints()), n_left_out=n_left_out,
                    unplaced=unplaced, n_unplaced=n_unplaced)
-
-
-def _unplaced(domain: Domain, X: np.ndarray) -> dict[str, int]:
-    """By protected attribute, how many of ``X`` hold an own value that is not among its values."""
-    outside = domain.protected_value_index(X) < 0
-    return {a.name: int(outside[:, j].sum()) for j, a in enumerate(domain.attributes) if outside[:, j].any()}
 
 
 def left_out_text(n_left_out: int, n_checked: int, domain: Domain) -> str:

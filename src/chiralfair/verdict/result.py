@@ -572,6 +572,27 @@ def left_out_mask(own, possible, n_combinations: int):
     return ~counterparts_that_could_exist(np.asarray(own), possible, n_combinations).any(axis=1)
 
 
+def unplaced_by_attribute(domain, X) -> dict[str, int]:
+    """By protected attribute, how many rows of ``X`` hold an own value that is not among its values.
+
+    Such a person (a missing protected value, or one the data never hold) is in no group and has no counterpart:
+    the verdict and the certificates leave them out, and this count says why.
+
+    Parameters
+    ----------
+    domain : Domain
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+        Codes.
+
+    Returns
+    -------
+    dict of str to int
+        Only the attributes with such rows.
+    """
+    outside = domain.protected_value_index(X) < 0
+    return {a.name: int(outside[:, j].sum()) for j, a in enumerate(domain.attributes) if outside[:, j].any()}
+
+
 def counterparts_that_could_exist(own, possible, n_combinations: int):
     """Each individual's counterparts (every combination but its own) that break no constraint, shape (n, k).
 
