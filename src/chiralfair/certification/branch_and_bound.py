@@ -7,7 +7,9 @@ them (:mod:`.decision`). A box left open is split in two on one column (:func:`~
 that loosens its bounds most (``split="influence"``) or the widest (``split="widest"``); a column one code wide is
 a point there and is never split. Before it is split, the box's candidate point is checked on the model with the
 discrimination check, so the IDIs found are real and counted by the usual rule (unique keys). A box that is one key
-is decided by that check alone: certified or an IDI, exactly.
+is decided by that check alone: certified or an IDI, exactly. A box the bounds prove to hold only IDIs is confirmed
+on the model at one point (recorded as its concrete IDI; left open and split if the model disagrees), so every
+falsified box carries a concrete IDI inside it.
 
 The run stops when no box is left, at the time budget, or on ``KeyboardInterrupt``, and reports what it proved up to
 then: the volume (number of keys) certified fair and falsified, per initial box (its *owner*), and for each tracked
@@ -368,6 +370,11 @@ class BranchAndBound:
         stats["n_boxes"] += len(b_lo)
         stats["max_depth"] = max(stats["max_depth"], int(depth.max()))
         verdict, plan, candidates, gap = self._decide(weights, biases, space, b_lo, b_hi, stats)
+        proven = np.flatnonzero(verdict == FALSIFIED)
+        if len(proven):  # every key of these is an IDI by the bounds: the model confirms one point of each
+            confirmed = self._check_points(space, check, b_lo[proven], tally)
+            verdict[proven[~confirmed]] = UNDECIDED  # the model is the authority: split on
+            stats["n_points"] += len(proven)
         point = (b_lo == b_hi).all(axis=1) & (verdict == UNDECIDED)
         if point.any():  # one key: the model's own check decides, exactly
             idi = self._check_points(space, check, b_lo[point], tally)

@@ -189,10 +189,12 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         box_lo, box_hi, person = similar_boxes(dataset, rows, similar)
         boxes = (box_lo, box_hi)
     stats: dict = {}
+    X = np.asarray(dataset.X[rows], dtype=np.int64)
+    found = np.zeros((0, domain.n_features), dtype=np.int64)  # concrete IDIs met, and the box of each person
+    found_person = np.zeros(0, dtype=np.int64)
     if boxes is None:
-        X = dataset.X[rows]
-        result = check.check(X)
-        status[:] = np.where(result.is_idi, 1, 0)
+        status[:] = np.where(check.check(X).is_idi, 1, 0)
+        found, found_person = X[status == 1], np.flatnonzero(status == 1)
     else:
         space = KeySpace(domain)
         lo, hi = _person_boxes(boxes, len(person), domain, space)
@@ -210,9 +212,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         box_status[box] = UNDECIDED
         box_status[box[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
         box_status[box[tally.falsified > 0]] = 1
-        if tally.idis and not isinstance(engine, TreeBranchAndBound):  # a concrete IDI met in a person's box
-            holder = _owner(space.keys_of(np.concatenate(tally.idis)), lo[inside], hi[inside])
-            box_status[box[holder[holder >= 0]]] = 1
+        if tally.idis:  # every concrete IDI met falsifies every box holding it (boxes of people overlap)
+            found_idis = np.concatenate(tally.idis)
+            found_box, found = _holders(space.keys_of(found_idis), lo[inside], hi[inside], found_idis)
+            box_status[box[np.unique(found_box)]] = 1
+            found_person = person[box[found_box]]
         # a person is affected if one of their boxes is, certified if all are, undecided otherwise
         affected = np.zeros(len(rows), dtype=bool)
         affected[person[box_status == 1]] = True
@@ -223,15 +227,90 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         some_input = np.zeros(len(rows), dtype=bool)
         some_input[person[inside]] = True
         status[~some_input] = LEFT_OUT
-    status[_without_counterpart(check, dataset.X[rows])] = LEFT_OUT
+    status[_without_counterpart(check, X)] = LEFT_OUT
+    witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
+    status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
     meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
-                 unplaced=unplaced_by_attribute(domain, dataset.X[rows]),
+                 unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
                         else "given" if boxes is not None else "each row itself"),
                  read=_described(read), n_queries=int(model.n_queries - queries), stats=stats,
-                 constraints=list(domain.describe_constraints()))
+                 constraints=list(domain.describe_constraints()), n_witnesses_refuted=int(refuted.sum()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
-                                  rows_name=rows_name, meta=meta)
+                                  rows_name=rows_name, meta=meta, witness=witness, witness_counterpart=witness_cf,
+                                  witness_labels=witness_labels)
+
+
+def _holders(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (box, input) pair with the input's key inside the box: the box indices and the inputs, one per box.
+
+    For each box holding some key, the first such input (in the order given).
+    """
+    _, first = np.unique(keys, axis=0, return_index=True)  # one input per key
+    first = np.sort(first)
+    keys, X = keys[first], X[first]
+    found = np.full(len(lo), -1, dtype=np.int64)
+    step = max(1, (1 << 22) // max(1, len(lo) * keys.shape[1]))
+    for start in range(0, len(keys), step):
+        part = keys[start:start + step, None, :]
+        held = np.all((part >= lo[None]) & (part <= hi[None]), axis=2)  # (chunk, n_boxes)
+        any_ = held.any(axis=0) & (found < 0)
+        found[any_] = start + held[:, any_].argmax(axis=0)
+    box = np.flatnonzero(found >= 0)
+    return box, X[found[box]]
+
+
+def _witnesses(model, check: DiscriminationCheck, X: np.ndarray, status: np.ndarray, found: np.ndarray,
+               found_person: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each affected person's witness pair, re-queried on the model; and who the model did not confirm.
+
+    A person's witness ``x`` is, where it is an IDI, the IDI met in their box with the person's own protected (and
+    coupled) values: their own row when the box is that row, a neighbour that differs from them only where the box
+    lets it. Otherwise (their own combination there breaks a constraint) it is the IDI met as it was. ``x'`` is a
+    counterpart of ``x`` with another label. Both are sent to the model once more, in one batch; a pair whose labels
+    do not differ there is refuted.
+
+    Returns
+    -------
+    witness, witness_counterpart : numpy.ndarray of int64, shape (n, n_features)
+        -1 in the rows of people who are not affected.
+    labels : numpy.ndarray of int64, shape (n, 2)
+        ``f(x)``, ``f(x')`` as re-queried; -1 for the others.
+    refuted : numpy.ndarray of bool, shape (n,)
+        Affected people whose witness the model does not confirm (or who have none).
+    """
+    domain = check.domain
+    n, d = X.shape
+    witness = np.full((n, d), -1, dtype=np.int64)
+    witness_cf = np.full((n, d), -1, dtype=np.int64)
+    labels = np.full((n, 2), -1, dtype=np.int64)
+    affected = status == 1
+    first = np.full(n, -1, dtype=np.int64)  # the first IDI met in each person's boxes
+    keep = affected[found_person]
+    people, at = np.unique(found_person[keep], return_index=True)
+    first[people] = np.flatnonzero(keep)[at]
+    who = np.flatnonzero(first >= 0)
+    if len(who):
+        met = found[first[who]]
+        fixed = np.zeros(d, dtype=bool)
+        fixed[list(domain.protected) + list(domain.coupled_columns)] = True
+        own = np.where(fixed[None], X[who], met)  # the neighbour with the person's own protected values
+        result = check.check(own)
+        usable = result.is_idi.copy()
+        if result.possible is not None:  # the neighbour itself must be able to exist
+            combination = check.own_combination(own)
+            usable &= (combination >= 0) & result.possible[np.arange(len(own)), np.maximum(combination, 0)]
+        x = np.where(usable[:, None], own, met)
+        x_cf = result.counterparts(domain)
+        if (~usable).any():
+            x_cf[~usable] = check.check(x[~usable]).counterparts(domain)
+        answer = model.predict(np.concatenate([x, x_cf]))  # the pair itself, once more, on the model
+        fx, fcf = answer[:len(who)], answer[len(who):]
+        ok = fx != fcf
+        witness[who[ok]], witness_cf[who[ok]] = x[ok], x_cf[ok]
+        labels[who[ok], 0], labels[who[ok], 1] = fx[ok], fcf[ok]
+    refuted = affected & (labels[:, 0] < 0)
+    return witness, witness_cf, labels, refuted
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -82,9 +82,11 @@ def _read_layers(model) -> ReluNetwork:
         return onnx_network(estimator, positive_index=language.positive_index, name=model.name)
     kind = type(estimator).__name__ if estimator is not None else "a callable"
     raise ModelCapabilityError(
-        f"model {model.name!r} ({kind}) is not a ReLU network: certification bounds networks of Linear and ReLU "
-        "layers (the paper's DNN, a torch.nn.Sequential, a TorchScript or ONNX file of one); other models are "
-        "tested (chiralfair run / estimate), not certified")
+        f"model {model.name!r} ({kind}) is not a ReLU network or a tree ensemble: certification reads networks of "
+        "Linear and ReLU layers (the paper's DNN, a torch.nn.Sequential, a TorchScript or ONNX file of one) and binary "
+        "tree ensembles over the integer codes (scikit-learn trees, forests and gradient boosting, LightGBM, "
+        "XGBoost, alone or at the end of a Pipeline); other models are tested (chiralfair run / estimate), not "
+        "certified")
 
 
 def check_agreement(network: ReluNetwork, model, domain, rng: np.random.Generator) -> None:

@@ -3,7 +3,7 @@
 Both are frozen records with ``to_frame()`` and a JSON round trip; ``meta`` records the package versions, the
 parameters and the resolved ``random_state``. :meth:`CertifyResult.write` writes a run folder: ``result.json``,
 ``idis.parquet`` (the concrete IDIs found, as every run folder holds them) and, with per-person certificates,
-``individuals.parquet``.
+``individuals.parquet`` (each person's status, and each affected person's witness pair in the user's units).
 
 Volumes are numbers of **keys** (non-protected projections, design's counting rule): a key and all its
 counterparts are one point, so the shares do not depend on how many protected values there are.
@@ -28,6 +28,9 @@ PERSON_STATUSES = ("certified unaffected", "affected", "undecided", "left out")
 # A person none of whose counterparts could exist: in no share (the verdict's left-out rule), counted and named.
 LEFT_OUT = 3
 PAIR_FIELDS = ("idis", "counterparts", "idi_labels", "counterpart_labels")
+WITNESS_FIELDS = ("witness", "witness_counterpart", "witness_labels")
+# Level of the per-person shares' intervals for the people the model will meet (the verdict's default level).
+CONFIDENCE = 0.95
 
 
 def _share(part: float, whole: float) -> float:
@@ -46,6 +49,17 @@ class IndividualCertificates:
     certification reads) a bin is one code, so the box is the person's own point and the answer is exact: certified
     unaffected or affected, never undecided.
 
+    Each affected person carries a **witness**: an input ``x`` of their box (their own row when the box is that row;
+    else a neighbour with their own protected values where one is an IDI) and a counterpart ``x'`` of it with another
+    label, both sent to the model once more after the search (``f(x)``, ``f(x')`` are those answers). A person whose
+    witness the model does not confirm is undecided, never affected.
+
+    The shares are exact for these rows; for the people the model will meet (these rows read as a sample of them),
+    each share has a Clopper-Pearson interval at :data:`CONFIDENCE` (:meth:`interval`; the verdict's interval rule,
+    :func:`chiralfair.verdict.result.binomial_interval`). With undecided people, the share affected among those people
+    lies between the lower end of ``affected`` and the upper end of ``affected`` plus ``undecided``
+    (:meth:`affected_bounds`).
+
     Attributes
     ----------
     rows : numpy.ndarray of int64, shape (n_rows,)
@@ -57,6 +71,11 @@ class IndividualCertificates:
     rows_name : str
         What the rows are, in words (e.g. the held-out test split).
     meta : dict
+    witness, witness_counterpart : numpy.ndarray of int64, shape (n_rows, n_features), or None
+        Codes of each affected person's witness ``x`` and its counterpart ``x'`` (rows of the others: -1). None
+        when no witnesses were recorded.
+    witness_labels : numpy.ndarray of int64, shape (n_rows, 2), or None
+        ``f(x)`` and ``f(x')`` as the model answered when re-queried (-1 for the others).
     """
 
     rows: np.ndarray
@@ -64,6 +83,9 @@ class IndividualCertificates:
     seconds: float
     rows_name: str = "rows"
     meta: dict[str, Any] = field(default_factory=dict)
+    witness: np.ndarray | None = None
+    witness_counterpart: np.ndarray | None = None
+    witness_labels: np.ndarray | None = None
 
     @property
     def n_individuals(self) -> int:
@@ -120,9 +142,110 @@ class IndividualCertificates:
         -------
         dict
         """
+        counts = {status: self.count(status) for status in PERSON_STATUSES[:LEFT_OUT]}
+        intervals = {status.replace(" ", "_"): list(self.interval(status)) if self.n_individuals else None
+                     for status in PERSON_STATUSES[:LEFT_OUT]}
         return {"rows": self.rows_name, "n_individuals": self.n_individuals, "n_left_out": self.n_left_out,
                 "certified_unaffected": self.certified_share, "affected": self.affected_share,
-                "undecided": self.undecided_share, "seconds": self.seconds}
+                "undecided": self.undecided_share,
+                "counts": {k.replace(" ", "_"): v for k, v in counts.items()},
+                "people_intervals": intervals, "people_confidence": CONFIDENCE,
+                "people_method": "clopper-pearson", "n_witnesses": self.n_witnesses, "seconds": self.seconds}
+
+    def count(self, status: str) -> int:
+        """How many rows have ``status`` (the left out included: ``"left out"`` counts them).
+
+        Parameters
+        ----------
+        status : {"certified unaffected", "affected", "undecided", "left out"}
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ConfigError
+            For another word.
+        """
+        from ..exceptions import ConfigError
+
+        if status not in PERSON_STATUSES:
+            raise ConfigError(f"status {status!r}: the statuses are {', '.join(map(repr, PERSON_STATUSES))}")
+        return int((self.status == PERSON_STATUSES.index(status)).sum())
+
+    def interval(self, status: str, confidence: float | None = None) -> tuple[float, float]:
+        """The share with ``status``, for the people the model will meet: its Clopper-Pearson interval.
+
+        These rows are read as a sample of those people, as the verdict reads an exact share
+        (:func:`chiralfair.verdict.result.people_interval`): the interval of :meth:`count` among
+        :attr:`n_individuals`.
+
+        Parameters
+        ----------
+        status : {"certified unaffected", "affected", "undecided"}
+        confidence : float, optional
+            Default :data:`CONFIDENCE`.
+
+        Returns
+        -------
+        (float, float)
+
+        Raises
+        ------
+        ConfigError
+            For ``"left out"``, another word, or no individual in the shares.
+        """
+        from ..exceptions import ConfigError
+        from ..verdict.result import binomial_interval
+
+        self.share(status)  # refuses "left out" and other words
+        if not self.n_individuals:
+            raise ConfigError("no individual is in the shares (every one is left out): no interval")
+        return binomial_interval(self.count(status), self.n_individuals, CONFIDENCE if confidence is None
+                                 else float(confidence))
+
+    def affected_bounds(self) -> tuple[float, float]:
+        """The share affected for the people the model will meet, with the undecided counted both ways.
+
+        Returns
+        -------
+        (float, float)
+            The Clopper-Pearson lower end of ``affected`` and the upper end of ``affected`` plus ``undecided`` (the
+            undecided may be either); equal to :meth:`interval` ``("affected")`` when no one is undecided.
+        """
+        from ..verdict.result import binomial_interval
+
+        if not self.n_individuals:
+            return 0.0, 0.0
+        lower = self.interval("affected")[0]
+        upper = binomial_interval(self.count("affected") + self.count("undecided"), self.n_individuals, CONFIDENCE)[1]
+        return lower, upper
+
+    @property
+    def n_witnesses(self) -> int:
+        """Affected people whose witness pair the model confirmed when re-queried (all of the affected)."""
+        if self.witness_labels is None:
+            return 0
+        return int(((self.status == 1) & (self.witness_labels[:, 0] >= 0)).sum())
+
+    def shares_text(self) -> str:
+        """The shares with their intervals for the people, as the console prints them.
+
+        Returns
+        -------
+        str
+            ``"77.50% certified unaffected [73.09%, 81.50%], 22.50% affected [18.50%, 26.91%], 0.00% undecided
+            [0.00%, 0.92%] of 400 (95% Clopper-Pearson, these rows read as a sample of them)"``.
+        """
+        if not self.n_individuals:
+            return "no individual in the shares"
+        parts = []
+        for status in PERSON_STATUSES[:LEFT_OUT]:
+            lower, upper = self.interval(status)
+            parts.append(f"{self.share(status):.2%} {status} [{lower:.2%}, {upper:.2%}]")
+        return (", ".join(parts) + f" of {self.n_individuals:,} ({CONFIDENCE:.0%} Clopper-Pearson, these rows read "
+                "as a sample of them)")
 
     def left_out_text(self) -> str | None:
         """Who is left out and why, in the verdict's words (None when no one is).
@@ -138,16 +261,71 @@ class IndividualCertificates:
         return left_out_line(self.n_left_out - sum(unplaced.values()), self.meta.get("constraints", ()), (), "test",
                              unplaced=unplaced)
 
-    def to_frame(self) -> pd.DataFrame:
-        """One row per individual: ``row`` and ``status`` (text).
+    def to_frame(self, domain: Domain | None = None, population=None) -> pd.DataFrame:
+        """One row per individual: ``row``, ``status`` (text) and, given the domain, each affected person's witness.
+
+        Parameters
+        ----------
+        domain : Domain, optional
+            The domain certified; with it, the witness pairs are added in the data's values.
+        population : Population, optional
+            Every row of the dataset as the user gave it (:func:`~chiralfair.datasets.population.population_of`):
+            the witnesses are then each person's own row with only the columns the witness changes set to their
+            decoded values (the user's units: an income of 51,234.5 stays 51,234.5). Without it (a benchmark,
+            already encoded), the codes are decoded by the domain.
 
         Returns
         -------
-        pandas.DataFrame, shape (n_rows, 2)
-            The left out included, with status ``"left out"``.
+        pandas.DataFrame, shape (n_rows, 2) or (n_rows, 4 + 2 * n_features)
+            The left out included, with status ``"left out"``. With ``domain``: the witness ``x`` under the
+            features' names, its counterpart ``x'`` under the names with the suffix ``_counterpart``, and
+            ``prediction`` and ``prediction_counterpart`` (``f(x)``, ``f(x')``, the model's answers when re-queried);
+            missing for everyone but the affected.
         """
         labels = np.asarray(PERSON_STATUSES, dtype=object)[self.status.astype(np.int64)]
-        return pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
+        frame = pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
+        if domain is None or self.witness is None or self.witness_labels is None:
+            return frame
+        has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
+        pairs = self.witness_frame(domain, population).drop(columns="row")
+        pairs.index = has
+        for name in pairs.columns:  # the others' rows are missing: integer columns keep integers
+            kind = getattr(pairs[name].dtype, "kind", "O")
+            if kind in "iub":
+                pairs[name] = pairs[name].astype("Int64" if kind != "b" else "boolean")
+        out = pd.concat([frame, pairs.reindex(range(len(frame)))], axis=1)
+        for name in ("prediction", "prediction_counterpart"):
+            out[name] = out[name].astype("Int64")
+        return out
+
+    def witness_frame(self, domain: Domain, population=None) -> pd.DataFrame:
+        """The affected people's witness pairs: ``row``, ``x``, ``x'`` (suffix ``_counterpart``), ``f(x)``, ``f(x')``.
+
+        Parameters
+        ----------
+        domain, population
+            As :meth:`to_frame`.
+
+        Returns
+        -------
+        pandas.DataFrame, shape (n_witnesses, 3 + 2 * n_features)
+        """
+        if self.witness is None or self.witness_counterpart is None or self.witness_labels is None:
+            return pd.DataFrame({"row": np.zeros(0, np.int64)})
+        has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
+        x, x_cf = self.witness[has], self.witness_counterpart[has]
+        if population is not None:
+            people = population.take(self.rows[has])
+            own = people.counterparts(x).reset_index(drop=True)
+            other = people.counterparts(x_cf).reset_index(drop=True)
+            other.columns = [f"{c}_counterpart" for c in other.columns]
+        else:
+            own, other = domain.decode(x), domain.decode(x_cf, suffix="_counterpart")
+        out = pd.concat([own, other], axis=1)
+        out.insert(0, "row", self.rows[has].astype(np.int64))
+        out["prediction"] = self.witness_labels[has, 0]
+        out["prediction_counterpart"] = self.witness_labels[has, 1]
+        return out
 
     def to_json(self) -> str:
         """Serialize (arrays as lists).
@@ -159,6 +337,8 @@ class IndividualCertificates:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["rows"] = self.rows.tolist()
         d["status"] = self.status.tolist()
+        for name in WITNESS_FIELDS:
+            d[name] = None if d[name] is None else np.asarray(d[name]).tolist()
         return json.dumps(d, default=json_default)
 
     @classmethod
@@ -176,6 +356,9 @@ class IndividualCertificates:
         d = json.loads(text)
         d["rows"] = np.asarray(d["rows"], dtype=np.int64)
         d["status"] = np.asarray(d["status"], dtype=np.int8)
+        for name in WITNESS_FIELDS:
+            if d.get(name) is not None:
+                d[name] = np.asarray(d[name], dtype=np.int64).reshape(len(d["rows"]), -1)
         return cls(**d)
 
 
@@ -345,7 +528,12 @@ class CertifyResult:
             ind = self.individuals
             out.append(f"individuals ({ind.rows_name}): {ind.certified_share:.2%} certified unaffected, "
                        f"{ind.affected_share:.2%} affected, {ind.undecided_share:.2%} undecided "
-                       f"({ind.seconds:.2f} s)")
+                       f"({ind.seconds:.2f} s; {ind.meta.get('boxes', 'each row itself')})")
+            if ind.n_individuals:
+                out.append(f"  for the people the model will meet: {ind.shares_text()}")
+                if ind.count("affected"):
+                    out.append(f"  each of the {ind.count('affected'):,} affected has a witness pair (x, x', f(x), "
+                               "f(x')) re-queried on the model (individuals.parquet in the run folder)")
             if left_out := ind.left_out_text():
                 out.append(f"left out: {left_out}")
         out += [f"note: {n}" for n in self.notes]
@@ -395,7 +583,7 @@ class CertifyResult:
         d["notes"] = tuple(d["notes"])
         return cls(**d)
 
-    def write(self, out: str | os.PathLike, domain: Domain) -> Path:
+    def write(self, out: str | os.PathLike, domain: Domain, population=None) -> Path:
         """Write the run folder: ``result.json``, ``idis.parquet`` and ``individuals.parquet``.
 
         ``individuals.parquet`` only with per-person certificates; each file is written whole (atomically).
@@ -406,6 +594,9 @@ class CertifyResult:
             The folder; refused if it holds files of something else.
         domain : Domain
             The domain certified (the pairs' decoded columns).
+        population : Population, optional
+            The dataset's rows as the user gave them: the witnesses of ``individuals.parquet`` in the user's units
+            (:meth:`IndividualCertificates.to_frame`).
 
         Returns
         -------
@@ -427,7 +618,7 @@ class CertifyResult:
         sink.close()
         if self.individuals is not None:
             with atomic_path(folder / "individuals.parquet") as tmp:
-                self.individuals.to_frame().to_parquet(tmp, index=False)
+                self.individuals.to_frame(domain, population).to_parquet(tmp, index=False)
         record = {"kind": "certify", "partial": False, **self.summary(), "meta": self.meta}
         atomic_write_bytes(folder / "result.json", json.dumps(record, indent=2, default=json_default).encode())
         return folder

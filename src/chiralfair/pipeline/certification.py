@@ -167,7 +167,9 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
             **(random_state_meta or {})}
     result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes, meta=meta)
     if out is not None:
-        result.write(out, inputs.domain)
+        from ..datasets.population import population_of
+
+        result.write(out, inputs.domain, population_of(inputs.dataset))
     logger.info("certified %.2f%% of the domain in %.1f s (%s)", 100 * result.certified_share, result.seconds,
                 result.stopped)
     return result

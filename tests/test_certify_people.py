@@ -1,0 +1,201 @@
+"""Per-person certificates as the user reads them: shares with intervals, each status, witness pairs, bad input.
+
+Every figure is recounted here independently: each person's box enumerated point by point and every point and its
+counterpart sent through the user's own torch module (plain numpy and torch), the Clopper-Pearson ends from the
+beta distribution (scipy), the witnesses read back from ``individuals.parquet`` in the user's values.
+"""
+
+import functools
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.stats import beta
+from sklearn.svm import SVC
+
+import chiralfair
+from chiralfair.certification import IndividualCertificates
+from chiralfair.exceptions import ConfigError, ModelCapabilityError
+
+FEATURES = ["sex", "hours", "years"]
+SIMILAR = {"hours": 2, "years": 1}
+
+
+@functools.lru_cache(maxsize=1)
+def people_and_net(seed=0):
+    """Integer columns (their codes are their values) and a ReLU net trained on those values (once per process)."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"sex": rng.integers(0, 2, 900), "hours": rng.integers(20, 61, 900),
+                          "years": rng.integers(0, 31, 900)})
+    frame["y"] = (frame["hours"] + frame["years"] + 4 * frame["sex"] > 62).astype(int)
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1), torch.nn.Sigmoid())
+    x = torch.tensor(frame[FEATURES].to_numpy(), dtype=torch.float32)
+    target = torch.tensor(frame["y"].to_numpy(), dtype=torch.float32)[:, None]
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.05)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a shared machine: spinning threads make this tiny fit slow
+    try:
+        for _ in range(200):
+            optimizer.zero_grad()
+            torch.nn.functional.binary_cross_entropy(net(x), target).backward()
+            optimizer.step()
+    finally:
+        torch.set_num_threads(threads)
+    return frame, net.eval()
+
+
+def labels(net, values) -> np.ndarray:
+    """The user's own module on rows of (sex, hours, years): 1 where P(y=1) > 0.5."""
+    with torch.no_grad():
+        return (net(torch.tensor(np.asarray(values, dtype=np.float64), dtype=torch.float32))[:, 0] > 0.5).numpy()
+
+
+def recount(net, test: pd.DataFrame, similar: dict | None) -> np.ndarray:
+    """Whether each test person is affected: some point of their box whose sex flipped gets another label."""
+    own = test[FEATURES].to_numpy()
+    radius = {"hours": 0, "years": 0, **(similar or {})}
+    steps = list(itertools.product(range(-radius["hours"], radius["hours"] + 1),
+                                   range(-radius["years"], radius["years"] + 1)))
+    affected = np.zeros(len(own), dtype=bool)
+    for dh, dy in steps:
+        z = own.copy()
+        z[:, 1] = np.clip(z[:, 1] + dh, 20, 60)
+        z[:, 2] = np.clip(z[:, 2] + dy, 0, 30)
+        flipped = z.copy()
+        flipped[:, 0] = 1 - flipped[:, 0]
+        affected |= labels(net, z) != labels(net, flipped)
+    return affected
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    alpha = 1 - level
+    lower = 0.0 if k == 0 else beta.ppf(alpha / 2, k, n - k + 1)
+    upper = 1.0 if k == n else beta.ppf(1 - alpha / 2, k + 1, n - k)
+    return lower, upper
+
+
+@pytest.mark.parametrize("similar", [None, SIMILAR], ids=["own row", "similar"])
+def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, similar):
+    frame, net = people_and_net()
+    train, test = frame.iloc[:600], frame.iloc[600:]
+    result = chiralfair.certify(net, train, test=test, label="y", protected="sex", max_seconds=None,
+                                similar=similar, out=tmp_path / "run")
+    people = result.individuals
+    expected = recount(net, test, similar)
+    assert people.n_left_out == 0 and people.undecided_share == 0 and 0 < expected.mean() < 0.5
+    assert (people.status == np.where(expected, 1, 0)).all()
+
+    # the shares' intervals for the people: Clopper-Pearson of the counts, in the console and result.json
+    record = json.loads((tmp_path / "run" / "result.json").read_text())["individuals"]
+    k = int(expected.sum())
+    assert record["people_intervals"]["affected"] == pytest.approx(clopper_pearson(k, 300), abs=1e-9)
+    assert record["people_intervals"]["certified_unaffected"] == pytest.approx(clopper_pearson(300 - k, 300),
+                                                                                abs=1e-9)
+    assert record["counts"] == {"certified_unaffected": 300 - k, "affected": k, "undecided": 0}
+    lower, upper = clopper_pearson(k, 300)
+    assert f"{k / 300:.2%} affected [{lower:.2%}, {upper:.2%}]" in str(result)
+
+    # individuals.parquet: every person's status; each affected person's witness in the user's values
+    table = pd.read_parquet(tmp_path / "run" / "individuals.parquet")
+    assert list(table["status"]) == list(np.where(expected, "affected", "certified unaffected"))
+    assert (table["row"].to_numpy() == result.individuals.rows).all()
+    hit = table[table["status"] == "affected"]
+    assert len(hit) == k and hit[FEATURES + ["prediction"]].notna().all().all()
+    assert table.loc[table["status"] != "affected", "prediction"].isna().all()
+    x = hit[FEATURES].to_numpy(dtype=np.int64)
+    x_cf = hit[[f"{c}_counterpart" for c in FEATURES]].to_numpy(dtype=np.int64)
+    person = test[FEATURES].to_numpy()[np.flatnonzero(expected)]
+    assert (x[:, 0] == person[:, 0]).all()  # the witness keeps the person's own sex
+    gap = np.abs(x[:, 1:] - person[:, 1:])
+    bound = np.array([(similar or {}).get("hours", 0), (similar or {}).get("years", 0)])
+    assert (gap <= bound).all()  # inside the person's box
+    if similar is None:
+        assert (x == person).all()  # on their own row, the witness is the person
+    assert (x_cf[:, 1:] == x[:, 1:]).all() and (x_cf[:, 0] != x[:, 0]).all()  # only sex differs
+    assert (labels(net, x) == hit["prediction"].to_numpy()).all()
+    assert (labels(net, x_cf) == hit["prediction_counterpart"].to_numpy()).all()
+    assert (hit["prediction"] != hit["prediction_counterpart"]).all()
+    assert people.n_witnesses == k and people.meta["n_witnesses_refuted"] == 0
+
+
+def test_witnesses_and_intervals_round_trip_and_undecided_widen_the_affected_bounds():
+    rows = np.arange(10, dtype=np.int64)
+    status = np.array([0, 0, 1, 2, 2, 0, 3, 1, 0, 0], dtype=np.int8)
+    witness = np.full((10, 3), -1, dtype=np.int64)
+    witness[[2, 7]] = [[0, 30, 4], [1, 41, 9]]
+    labels_ = np.full((10, 2), -1, dtype=np.int64)
+    labels_[[2, 7]] = [[0, 1], [1, 0]]
+    people = IndividualCertificates(rows=rows, status=status, seconds=0.1, witness=witness,
+                                    witness_counterpart=witness, witness_labels=labels_)
+    again = IndividualCertificates.from_json(people.to_json())
+    assert (again.witness == witness).all() and (again.witness_labels == labels_).all()
+    assert again.summary() == people.summary()
+    assert people.n_individuals == 9 and people.count("affected") == 2 and people.n_witnesses == 2
+    assert people.interval("undecided") == pytest.approx(clopper_pearson(2, 9), abs=1e-9)
+    assert people.affected_bounds() == pytest.approx((clopper_pearson(2, 9)[0], clopper_pearson(4, 9)[1]), abs=1e-9)
+    with pytest.raises(ConfigError, match="left out"):
+        people.interval("left out")
+
+
+# ------------------------------------------------------------------ bad input, refused by name (Python and CLI)
+def test_a_model_neither_relu_network_nor_tree_ensemble_is_refused_with_what_certify_takes():
+    frame, _ = people_and_net()
+    svc = SVC().fit(frame[FEATURES].to_numpy(), frame["y"])
+    with pytest.raises(ModelCapabilityError) as refused:
+        chiralfair.certify(svc, frame.iloc[:600], test=frame.iloc[600:], label="y", protected="sex")
+    text = str(refused.value)
+    assert "SVC" in text and "ReLU network" in text and "tree ensemble" in text
+
+
+@pytest.mark.parametrize("similar, message", [
+    ({"hour": 2}, "unknown feature 'hour'; the features are hours, years"),
+    ({"hours": -1}, "the radius of 'hours' must be a number >= 0, got -1"),
+    ({"hours": float("nan")}, "the radius of 'hours' must be a number >= 0, got nan"),
+    ({"sex": 1}, "'sex' is a protected attribute")])
+def test_a_bad_neighbourhood_is_refused_by_name_before_any_work(similar, message):
+    frame, net = people_and_net()
+    with pytest.raises(ConfigError) as refused:
+        chiralfair.certify(net, frame.iloc[:600], test=frame.iloc[600:], label="y", protected="sex",
+                           similar=similar)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("hour=2", "unknown feature 'hour'; the features are hours, years"),
+    ("hours=-1", "the radius of 'hours' must be a number >= 0, got -1"),
+    ("hours=nan", "the radius of 'hours' must be a number >= 0, got nan"),
+    ("sex=1", "'sex' is a protected attribute")])
+def test_the_certify_command_refuses_a_bad_neighbourhood_by_name(tmp_path, flag, message):
+    from typer.testing import CliRunner
+
+    from chiralfair.cli import app
+
+    frame, net = people_and_net()
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    torch.jit.script(net).save(str(tmp_path / "net.pt"))
+    res = CliRunner().invoke(app, ["certify", "--data", str(tmp_path / "people.csv"), "--model",
+                                   str(tmp_path / "net.pt"), "--label", "y", "--protected", "sex",
+                                   "--similar", flag, "--out", str(tmp_path / "run")])
+    assert res.exit_code == 2 and message in " ".join(res.output.split()), res.output
+    assert not (tmp_path / "run").exists()  # refused before any work: no run folder
+
+
+def test_the_certify_command_refuses_a_model_it_cannot_read_by_name(tmp_path):
+    import pickle
+
+    from typer.testing import CliRunner
+
+    from chiralfair.cli import app
+
+    frame, _ = people_and_net()
+    frame.to_csv(tmp_path / "people.csv", index=False)
+    (tmp_path / "svc.pkl").write_bytes(pickle.dumps(SVC().fit(frame[FEATURES].to_numpy(), frame["y"])))
+    res = CliRunner().invoke(app, ["certify", "--data", str(tmp_path / "people.csv"), "--model",
+                                   str(tmp_path / "svc.pkl"), "--trust-model-file", "--label", "y", "--protected",
+                                   "sex"])
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2 and "SVC" in text and "ReLU network" in text and "tree ensemble" in text, res.output
