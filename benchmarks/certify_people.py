@@ -263,6 +263,113 @@ def run_milp(n_people: int) -> dict:
     return row
 
 
+FAIRQUANT_CASES = {"fairquant-census-sex": ("census", "sex"), "fairquant-compas-race": ("compas", "race"),
+                   "fairquant-bank-age": ("bank", "age")}
+
+
+def ours_on_domain(model, data, seconds: float) -> dict:
+    """Our branch and bound over the whole domain, as ``certify_domain`` runs it, keeping the decided boxes.
+
+    Integer points: keys certified / all keys (our count, and FairQuant's: ``curr_volume`` is the product of
+    ``upper - lower + 1`` in its ``network_test.c``). Real-valued volume: a box the bounds certify is certified at every
+    real point of ``[lo, hi]`` (the bounds are computed over the real box), so the real volume certified is the sum
+    of the products of ``hi - lo`` over those boxes (a box one code wide in a column has none), over the real box of
+    the domain, ``prod(upper - lower)`` over the non-protected columns.
+    """
+    from chiralfair.certification import BranchAndBound, KeySpace, relu_network
+    from chiralfair.oracle import DiscriminationCheck
+
+    domain = data.domain
+    network, space = relu_network(model, domain), KeySpace(domain)
+    lo, hi, outside = space.domain_boxes()
+    before, wall, cpu = load(), time.perf_counter(), cpu_seconds()
+    tally = BranchAndBound(max_seconds=seconds).run(network, space, DiscriminationCheck(model, domain), lo, hi,
+                                                    keep_boxes=True)
+    wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
+    keys = float(space.volume(lo, hi).sum())
+    span = (space.upper - space.lower).astype(np.float64)
+    wide = span > 0
+    real_total = float(np.prod(span[wide]))
+    real = {0: 0.0, 1: 0.0}
+    for b_lo, b_hi, verdict in tally.boxes:
+        side = (b_hi - b_lo).astype(np.float64)[:, wide]
+        volume = np.prod(side, axis=1)
+        for v in (0, 1):
+            real[v] += float(volume[verdict == v].sum())
+    values = [int(v[0]) for v in domain.attributes[0].values]
+    return {"protected_values": values, "n_combinations": int(space.n_combinations), "keys": keys,
+            "outside_keys": float(outside),
+            "certified_points": float(tally.certified.sum()) / keys,
+            "falsified_points": float(tally.falsified.sum()) / keys,
+            "undecided_points": 1 - float(tally.certified.sum() + tally.falsified.sum()) / keys,
+            "certified_real_volume": real[0] / real_total, "falsified_real_volume": real[1] / real_total,
+            "n_idis": int(sum(len(x) for x in tally.idis)), "boxes": int(tally.stats["n_boxes"]),
+            "stopped": tally.stats["stopped"], "wall_seconds": wall, "cpu_seconds": cpu, "load_before": before,
+            "load_after": load()}
+
+
+def run_fairquant(key: str, binary: Path, seconds: float) -> dict:
+    """FairQuant and ours on the same exported network, both uncoupled, extremes and (ours) every value."""
+    import re
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from certify import read_nnet_logit, write_nnet
+
+    from chiralfair.certification import relu_network
+    from chiralfair.datasets import load_dataset
+    from chiralfair.models.training import train_model
+
+    name, protected = FAIRQUANT_CASES[key]
+    data = load_dataset(name, protected=[protected], couple=False)  # no coupling, no constraint: FairQuant knows none
+    trained = train_model(data, "dnn", random_state=0)
+    model, domain = trained.model, data.domain
+    feature = domain.features[domain.index(protected)]
+    extremes = data.with_protected([protected], values={protected: [feature.lo, feature.hi]}, couple=False)
+    # the exported network, checked against the model's own logits
+    network = relu_network(model, domain)
+    scratch = Path(tempfile.mkdtemp(prefix="fairquant-"))
+    (scratch / "res").mkdir()
+    path = scratch / f"{name}-{protected}.nnet"
+    write_nnet(network, domain, path)
+    X = domain.sample(1000, np.random.default_rng(1))
+    import torch
+
+    with torch.inference_mode():
+        own = model.estimator.logit(torch.as_tensor(X, dtype=torch.float32))[:, 0].double().numpy()
+    export_diff = float(np.abs(read_nnet_logit(path, X) - own).max())
+    before, wall = load(), time.perf_counter()
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([str(binary), str(path), str(domain.index(protected))], cwd=scratch, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - wall
+    after_kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = proc.stdout + proc.stderr
+    found = re.search(r"([\d.]+) sec \| (\d+) solved subps \| (\d+) advs", out)
+    rates = re.search(r"cer_rate: ([\d.]+)%, fal_rate: ([\d.]+)%, und_rate: ([\d.]+)%", out)
+    theirs = {"values_compared": [int(feature.lo), int(feature.hi)], "wall_seconds": wall,
+              "cpu_seconds": (after_kids.ru_utime + after_kids.ru_stime) - (kids.ru_utime + kids.ru_stime),
+              "stopped_by": "timeout" if "timeout" in out else ("memoryout" if "memoryout" in out else
+                                                                  "complete, quasi-complete or depth 20"),
+              "real_volume": "not printed by FairQuant (its rates count integer points)", "returncode": proc.returncode,
+              "load_before": before, "load_after": load()}
+    if found and rates:
+        theirs.update(seconds=float(found.group(1)), subproblems=int(found.group(2)), advs=int(found.group(3)),
+                      certified_points=float(rates.group(1)) / 100, falsified_points=float(rates.group(2)) / 100,
+                      undecided_points=float(rates.group(3)) / 100)
+    else:
+        theirs["output"] = out[-2000:]
+    row = {"case": key, "dataset": name, "protected": protected, "coupled": False, "constraints": [],
+           "export_max_abs_logit_difference": export_diff, "fairquant": theirs,
+           "ours_extremes": ours_on_domain(model, extremes, seconds)}
+    if feature.hi - feature.lo > 1:
+        row["ours_every_value"] = ours_on_domain(model, data, seconds)
+    print(f"{key}: FairQuant {theirs.get('certified_points', float('nan')):.2%} certified (points) in "
+          f"{wall:.1f} s; ours (extremes) {row['ours_extremes']['certified_points']:.2%} points, "
+          f"{row['ours_extremes']['certified_real_volume']:.2%} real volume", flush=True)
+    return row
+
+
 def markdown(results: dict) -> str:
     lines = ["# Per-person certificates within a neighbourhood (`benchmarks/certify_people.py`)", "",
              f"{results['date']}, chiralfair {results['versions']['chiralfair']}, torch "
@@ -306,6 +413,35 @@ def markdown(results: dict) -> str:
                   f"affected but fair by the MILP: {m['affected_but_milp_fair']}. Ours {m['ours']['wall_seconds']:.1f} "
                   f"s wall ({m['ours']['cpu_seconds']:.1f} s CPU), the MILP {m['milp']['wall_seconds']:.1f} s wall "
                   f"({m['milp']['cpu_seconds']:.1f} s CPU); load {m['load_before'][0]}-{m['load_after'][0]}."]
+    if results.get("fairquant"):
+        lines += ["", "FairQuant (Kim, Wang, Wang, ICSE 2025; its public artifact built by "
+                  "`benchmarks/fairquant/build.sh`, outside the package) and ours on the same exported network, "
+                  "both uncoupled and without constraints, "
+                  "the same wall-second budget each, one thread each. Shares of the domain: integer points (keys; "
+                  "FairQuant counts them too) and, for ours, real-valued volume (the boxes the bounds certify, "
+                  "measured as real boxes). FairQuant compares the protected attribute's extremes only; ours is run on "
+                  "the extremes and on every value.", "",
+                  "| case | tool, values | certified (points) | falsified (points) | undecided (points) | certified "
+                  "(real volume) | wall s | CPU s | stopped | load |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in results["fairquant"]:
+            t = r["fairquant"]
+            if "certified_points" in t:
+                lines.append(f"| {r['dataset']} {r['protected']} | FairQuant, {t['values_compared']} | "
+                             f"{t['certified_points']:.2%} | {t['falsified_points']:.2%} | "
+                             f"{t['undecided_points']:.2%} | "
+                             f"not printed | {t['wall_seconds']:.1f} | {t['cpu_seconds']:.1f} | {t['stopped_by']} | "
+                             f"{t['load_before'][0]}-{t['load_after'][0]} |")
+            else:
+                lines.append(f"| {r['dataset']} {r['protected']} | FairQuant | did not report (return code "
+                             f"{t['returncode']}) | | | | {t['wall_seconds']:.1f} | | | |")
+            for label, o in (("extremes", r["ours_extremes"]), ("every value", r.get("ours_every_value"))):
+                if o is None:
+                    continue
+                lines.append(f"| {r['dataset']} {r['protected']} | ours, {label} ({o['n_combinations']} values) | "
+                             f"{o['certified_points']:.2%} | {o['falsified_points']:.4%} | "
+                             f"{o['undecided_points']:.2%} | "
+                             f"{o['certified_real_volume']:.2%} | {o['wall_seconds']:.1f} | {o['cpu_seconds']:.1f} | "
+                             f"{o['stopped']} | {o['load_before'][0]}-{o['load_after'][0]} |")
     for note in results.get("notes", []):
         lines += ["", note]
     return "\n".join(lines) + "\n"
@@ -315,12 +451,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--milp-people", type=int, default=400)
-    parser.add_argument("--case", choices=[*CASES, "milp"], help=argparse.SUPPRESS)  # one case, in this process
+    parser.add_argument("--fairquant", type=Path, default=None, help="FairQuant's built network_test "
+                        "(benchmarks/fairquant/build.sh); compare on the same networks")
+    parser.add_argument("--only", choices=["people", "fairquant"], default=None,
+                        help="run only the per-person cases (and the MILP) or only the FairQuant comparison, and merge "
+                             "into the results file already there")
+    parser.add_argument("--case", choices=[*CASES, "milp", *FAIRQUANT_CASES], help=argparse.SUPPRESS)
     parser.add_argument("--networks", default="the paper's DNN trained through train_model (random_state 0)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     if args.case:
-        row = run_milp(args.milp_people) if args.case == "milp" else run_case(args.case, args.seconds)
+        if args.case in FAIRQUANT_CASES:
+            row = run_fairquant(args.case, args.fairquant, args.seconds)
+        else:
+            row = run_milp(args.milp_people) if args.case == "milp" else run_case(args.case, args.seconds)
         print("RESULT " + json.dumps(row, default=float))
         return
     import torch
@@ -332,16 +476,34 @@ def main() -> None:
                "networks": args.networks, "cpu_count": os.cpu_count(),
                "versions": {"chiralfair": __version__, "torch": torch.__version__,
                             "python": platform.python_version(), "numpy": np.__version__},
-               "cases": [], "milp": None}
-    for case in [*CASES, "milp"]:
+               "cases": [], "milp": None, "fairquant": []}
+    earlier = args.out / "certify_people.json"
+    if args.only and earlier.exists():  # keep the other part's figures (and their own dates and commands)
+        kept = json.loads(earlier.read_text())
+        for part in (("cases", "milp") if args.only == "fairquant" else ("fairquant", "fairquant_command")):
+            if part in kept:
+                results[part] = kept[part]
+        if args.only == "fairquant":
+            results.update({k: kept[k] for k in ("date", "command", "networks", "seconds") if k in kept})
+    if args.only == "fairquant":
+        results["fairquant_command"] = "python benchmarks/certify_people.py " + " ".join(sys.argv[1:])
+        results["fairquant_date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cases = [] if args.only == "fairquant" else [*CASES, "milp"]
+    if args.fairquant is not None and args.only != "people":
+        cases += list(FAIRQUANT_CASES)
+        results["fairquant"] = []
+    for case in cases:
+        extra = ["--fairquant", str(args.fairquant)] if case in FAIRQUANT_CASES else []
         proc = subprocess.run([sys.executable, __file__, "--case", case, "--seconds", str(args.seconds),
-                               "--milp-people", str(args.milp_people)], capture_output=True, text=True)
+                               "--milp-people", str(args.milp_people), *extra], capture_output=True, text=True)
         print(proc.stdout.replace("RESULT ", "").splitlines()[0] if proc.stdout else proc.stderr[-3000:], flush=True)
         if proc.returncode != 0:
             raise SystemExit(f"case {case} failed:\n{proc.stderr[-3000:]}")
         row = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
         if case == "milp":
             results["milp"] = row
+        elif case in FAIRQUANT_CASES:
+            results["fairquant"].append(row)
         else:
             results["cases"].append(row)
     args.out.mkdir(parents=True, exist_ok=True)

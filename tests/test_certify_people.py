@@ -18,6 +18,7 @@ from sklearn.svm import SVC
 
 import chiralfair
 from chiralfair.certification import IndividualCertificates
+from chiralfair.certification.certificates import people_verdict
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
 
 FEATURES = ["sex", "hours", "years"]
@@ -121,6 +122,30 @@ def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, simi
     assert (hit["prediction"] != hit["prediction_counterpart"]).all()
     assert people.n_witnesses == k and people.meta["n_witnesses_refuted"] == 0
 
+    # the same people as a Verdict: the people's interval, the groups by own sex, who is harmed, the worst group
+    verdict = people.verdict
+    assert verdict is not None and verdict.exact and verdict.n_individuals == 300 and verdict.n_affected == k
+    assert (verdict.people_lower, verdict.people_upper) == pytest.approx(clopper_pearson(k, 300), abs=1e-9)
+    sex = test["sex"].to_numpy()
+    harmed = np.zeros(300, dtype=bool)  # the witness x gets the unfavourable label (0; favourable: 1, by default)
+    harmed[np.flatnonzero(expected)] = labels(net, x) == 0
+    if similar is None:
+        assert (harmed == (expected & (labels(net, test[FEATURES].to_numpy()) == 0))).all()
+    shares = {}
+    for value in (0, 1):
+        group = verdict.group(f"sex={value}")
+        mask = sex == value
+        assert (group["n"], group["n_affected"], group["n_harmed"]) == (
+            int(mask.sum()), int((expected & mask).sum()), int((harmed & mask).sum()))
+        assert (group["people_harmed_lower"], group["people_harmed_upper"]) == pytest.approx(
+            clopper_pearson(int((harmed & mask).sum()), int(mask.sum()), verdict.people_confidence), abs=1e-9)
+        shares[f"sex={value}"] = (harmed & mask).sum() / mask.sum()
+    assert verdict.worst_group == max(shares, key=shares.get)
+    assert f"most harmed group: {verdict.worst_group}" in str(result)
+    assert record["verdict"]["worst_group"] == verdict.worst_group
+    again = IndividualCertificates.from_json(people.to_json())
+    assert again.verdict.to_json() == verdict.to_json() and (again.witness == people.witness).all()
+
 
 def test_witnesses_and_intervals_round_trip_and_undecided_widen_the_affected_bounds():
     rows = np.arange(10, dtype=np.int64)
@@ -139,6 +164,8 @@ def test_witnesses_and_intervals_round_trip_and_undecided_widen_the_affected_bou
     assert people.affected_bounds() == pytest.approx((clopper_pearson(2, 9)[0], clopper_pearson(4, 9)[1]), abs=1e-9)
     with pytest.raises(ConfigError, match="left out"):
         people.interval("left out")
+    with pytest.raises(ConfigError, match="2 people are undecided, so the share affected is not known"):
+        people_verdict(people, None, None, 1)
 
 
 # ------------------------------------------------------------------ bad input, refused by name (Python and CLI)
@@ -199,3 +226,21 @@ def test_the_certify_command_refuses_a_model_it_cannot_read_by_name(tmp_path):
                                    "sex"])
     text = " ".join(res.output.split())
     assert res.exit_code == 2 and "SVC" in text and "ReLU network" in text and "tree ensemble" in text, res.output
+
+
+def test_the_boxes_holding_each_idi_are_every_box_a_brute_force_finds():
+    from chiralfair.certification.certificates import _holders
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        d, n_boxes, n_keys = int(rng.integers(1, 5)), int(rng.integers(1, 30)), int(rng.integers(1, 40))
+        lo = rng.integers(0, 4, (n_boxes, d))
+        hi = lo.copy()
+        wide = rng.random(d) < 0.5
+        lo[:, wide] -= rng.integers(0, 2, (n_boxes, int(wide.sum())))
+        hi[:, wide] += rng.integers(0, 2, (n_boxes, int(wide.sum())))
+        keys = rng.integers(-1, 5, (n_keys, d))
+        box, first = _holders(keys, lo, hi, np.arange(n_keys)[:, None])
+        held = np.all((keys[:, None] >= lo[None]) & (keys[:, None] <= hi[None]), axis=2)  # (key, box)
+        assert list(box) == list(np.flatnonzero(held.any(axis=0)))
+        assert list(first[:, 0]) == [int(np.flatnonzero(held[:, b]).min()) for b in box]

@@ -25,7 +25,7 @@ from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
 from .key_space import INSIDE, OUTSIDE, KeySpace
 from .options import check_certify_options
 from .reading import relu_network
-from .result import LEFT_OUT, CertifyResult, IndividualCertificates
+from .result import CONFIDENCE, LEFT_OUT, CertifyResult, IndividualCertificates
 from .tree_ensemble import TreeEnsemble
 from .tree_search import TreeBranchAndBound
 
@@ -242,21 +242,44 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
 
 
 def _holders(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every (box, input) pair with the input's key inside the box: the box indices and the inputs, one per box.
+    """Which boxes hold some key, and for each such box the first input (in the order given) whose key it holds.
 
-    For each box holding some key, the first such input (in the order given).
+    Boxes of people are their own codes widened on a few columns, so a key can only lie in a box whose one-code
+    columns (those one code wide in every box) it matches: keys and boxes are grouped by those columns first, and
+    only the pairs of a group are compared (linear in the keys and boxes when the people differ there).
+
+    Returns
+    -------
+    box : numpy.ndarray of int64, shape (n_held,)
+        Sorted positions of the boxes holding a key.
+    first : numpy.ndarray of int64, shape (n_held, n_features)
+        The first input of ``X`` whose key each of them holds.
     """
-    _, first = np.unique(keys, axis=0, return_index=True)  # one input per key
+    _, first = np.unique(keys, axis=0, return_index=True)  # one input per key, in the order given
     first = np.sort(first)
     keys, X = keys[first], X[first]
-    found = np.full(len(lo), -1, dtype=np.int64)
-    step = max(1, (1 << 22) // max(1, len(lo) * keys.shape[1]))
-    for start in range(0, len(keys), step):
-        part = keys[start:start + step, None, :]
-        held = np.all((part >= lo[None]) & (part <= hi[None]), axis=2)  # (chunk, n_boxes)
-        any_ = held.any(axis=0) & (found < 0)
-        found[any_] = start + held[:, any_].argmax(axis=0)
-    box = np.flatnonzero(found >= 0)
+    fixed = np.all(lo == hi, axis=0)
+    _, group = np.unique(np.concatenate([lo[:, fixed], keys[:, fixed]]), axis=0, return_inverse=True)
+    group = np.asarray(group).reshape(-1)
+    box_group, key_group = group[:len(lo)], group[len(lo):]
+    order = np.argsort(box_group, kind="stable")
+    start = np.searchsorted(box_group[order], key_group, side="left")
+    count = np.searchsorted(box_group[order], key_group, side="right") - start
+    found = np.full(len(lo), len(keys), dtype=np.int64)  # the first key index held, len(keys): none
+    free = ~fixed
+    ends = np.cumsum(count)
+    at = 0
+    while at < len(keys):  # chunks of at most ~4M (key, box) pairs
+        stop = max(at + 1, int(np.searchsorted(ends, (ends[at - 1] if at else 0) + (1 << 22), side="right")))
+        stop = min(stop, len(keys))
+        n = count[at:stop]
+        key = np.repeat(np.arange(at, stop), n)
+        offset = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+        box = order[np.repeat(start[at:stop], n) + offset]
+        held = np.all((keys[key][:, free] >= lo[box][:, free]) & (keys[key][:, free] <= hi[box][:, free]), axis=1)
+        np.minimum.at(found, box[held], key[held])
+        at = stop
+    box = np.flatnonzero(found < len(keys))
     return box, X[found[box]]
 
 
@@ -311,6 +334,74 @@ def _witnesses(model, check: DiscriminationCheck, X: np.ndarray, status: np.ndar
         labels[who[ok], 0], labels[who[ok], 1] = fx[ok], fcf[ok]
     refuted = affected & (labels[:, 0] < 0)
     return witness, witness_cf, labels, refuted
+
+
+def people_verdict(people: IndividualCertificates, model, dataset, favourable: int, *, population: str = "test"):
+    """The per-person certificates as a :class:`~chiralfair.verdict.Verdict`, which every door reads.
+
+    Every counted person decided, the share affected is exact for these rows, and the verdict decides the rest once,
+    as for every other door (:mod:`chiralfair.verdict.result`): the interval for the people the model will meet
+    (Clopper-Pearson of the count), the groups by the person's own protected value, the groups too small to tell
+    and the most harmed group. A person is **harmed** when their witness (:class:`IndividualCertificates`) gets
+    the unfavourable label while its counterpart gets the favourable one: on their own row, the person themself;
+    within ``similar=``, the neighbour found, with their own protected values.
+
+    Parameters
+    ----------
+    people : IndividualCertificates
+    model : CountingModel
+        The model certified (its protected combinations are read; it is not queried).
+    dataset : Dataset
+        The dataset certified (``people.rows`` are its rows).
+    favourable : {0, 1}
+        The favourable label.
+    population : {"test", "rows"}, default="test"
+        Which rows the people are (:attr:`Verdict.population`).
+
+    Returns
+    -------
+    Verdict
+
+    Raises
+    ------
+    ConfigError
+        With undecided people (the share affected is not known: :meth:`IndividualCertificates.affected_bounds`
+        gives its range), no witnesses, or a favourable label other than 0 or 1.
+    """
+    from ..verdict.estimation import _group_table
+    from ..verdict.result import Verdict
+
+    if favourable not in (0, 1):
+        raise ConfigError(f"favourable must be the label 0 or 1, got {favourable!r}")
+    if people.count("undecided"):
+        raise ConfigError(f"{people.count('undecided'):,} people are undecided, so the share affected is not known "
+                          "(affected_bounds() gives its range): no verdict; certify with more time")
+    if people.witness_labels is None:
+        raise ConfigError("these certificates hold no witnesses (written by an earlier version): no verdict")
+    domain = dataset.domain
+    X = np.asarray(dataset.X[people.rows], dtype=np.int64)
+    counted = people.status != LEFT_OUT
+    affected = people.status[counted] == 1
+    harmed = affected & (people.witness_labels[counted, 0] != favourable)
+    unplaced_rows = (domain.protected_value_index(X) < 0).any(axis=1)
+    model, _ = _model_and_domain(model, dataset)
+    combination = DiscriminationCheck(model, domain).own_combination(X[counted])
+    groups, group_confidence = _group_table(domain, X[counted], combination, affected, harmed, CONFIDENCE,
+                                            "clopper-pearson", True)
+    n = int(counted.sum())
+    share = float(affected.sum() / n) if n else 0.0
+    return Verdict(population=population, population_size=int(len(people.rows)),
+                   protected=tuple(domain.protected_names), favourable=int(favourable), n_individuals=n,
+                   n_affected=int(affected.sum()), n_harmed=int(harmed.sum()), share=share, lower=share, upper=share,
+                   confidence=CONFIDENCE, method="clopper-pearson", margin=0.0, exact=True,
+                   stopped_by="exact", gamma=None, groups=groups, group_confidence=group_confidence, gap=None,
+                   rules=(), n_queries=int(people.meta.get("n_queries", 0)), seconds=float(people.seconds),
+                   notes=(f"certified per person ({people.meta.get('boxes', 'each row itself')}): affected = proven "
+                          "by a witness re-queried on the model, the others proven unaffected",),
+                   meta={"population_rows": people.rows_name, "certificates": True},
+                   couplings=tuple(domain.describe_couplings()), constraints=tuple(domain.describe_constraints()),
+                   n_left_out=int((~counted).sum() - unplaced_rows.sum()),
+                   unplaced=dict(people.meta.get("unplaced") or {}), n_unplaced=int(unplaced_rows.sum()))
 
 
 # ---------------------------------------------------------------------------------------------- helpers

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..storage import atomic_path, atomic_write_bytes, json_default
+from ..verdict.result import Verdict
 
 ANSWERS = ("certified fair", "falsified", "undecided")
 PERSON_STATUSES = ("certified unaffected", "affected", "undecided", "left out")
@@ -76,6 +77,10 @@ class IndividualCertificates:
         when no witnesses were recorded.
     witness_labels : numpy.ndarray of int64, shape (n_rows, 2), or None
         ``f(x)`` and ``f(x')`` as the model answered when re-queried (-1 for the others).
+    verdict : Verdict or None
+        When every counted person is decided and the favourable label is known: the same people as a
+        :class:`~chiralfair.verdict.Verdict` (:func:`~chiralfair.certification.certificates.people_verdict`), which
+        decides the people's interval, the groups and the most harmed group as for every other door.
     """
 
     rows: np.ndarray
@@ -86,6 +91,7 @@ class IndividualCertificates:
     witness: np.ndarray | None = None
     witness_counterpart: np.ndarray | None = None
     witness_labels: np.ndarray | None = None
+    verdict: Verdict | None = None
 
     @property
     def n_individuals(self) -> int:
@@ -150,7 +156,12 @@ class IndividualCertificates:
                 "undecided": self.undecided_share,
                 "counts": {k.replace(" ", "_"): v for k, v in counts.items()},
                 "people_intervals": intervals, "people_confidence": CONFIDENCE,
-                "people_method": "clopper-pearson", "n_witnesses": self.n_witnesses, "seconds": self.seconds}
+                "people_method": "clopper-pearson", "n_witnesses": self.n_witnesses, "seconds": self.seconds,
+                **({} if self.verdict is None else {"verdict": {
+                    "share_affected": self.verdict.share, "people_lower": self.verdict.people_lower,
+                    "people_upper": self.verdict.people_upper, "people_method": self.verdict.people_method,
+                    "n_harmed": self.verdict.n_harmed, "worst_group": self.verdict.worst_group,
+                    "too_small": list(self.verdict.too_small)}})}
 
     def count(self, status: str) -> int:
         """How many rows have ``status`` (the left out included: ``"left out"`` counts them).
@@ -339,6 +350,7 @@ class IndividualCertificates:
         d["status"] = self.status.tolist()
         for name in WITNESS_FIELDS:
             d[name] = None if d[name] is None else np.asarray(d[name]).tolist()
+        d["verdict"] = None if self.verdict is None else json.loads(self.verdict.to_json())
         return json.dumps(d, default=json_default)
 
     @classmethod
@@ -359,6 +371,8 @@ class IndividualCertificates:
         for name in WITNESS_FIELDS:
             if d.get(name) is not None:
                 d[name] = np.asarray(d[name], dtype=np.int64).reshape(len(d["rows"]), -1)
+        if d.get("verdict") is not None:
+            d["verdict"] = Verdict.from_json(json.dumps(d["verdict"]))
         return cls(**d)
 
 
@@ -504,12 +518,14 @@ class CertifyResult:
         return frame
 
     def lines(self) -> list[str]:
-        """What ``chiralfair certify`` prints.
+        """What ``chiralfair certify`` prints (the people's figures as their :class:`Verdict` decides them).
 
         Returns
         -------
         list of str
         """
+        from ..verdict.result import most_harmed_line, too_small_text
+
         pa = ", ".join(self.protected)
         out = [f"certified fair: {self.certified_share:.2%} of the domain ({pa}; {self.n_combinations} protected "
                "combinations, every pair compared)",
@@ -531,6 +547,10 @@ class CertifyResult:
                        f"({ind.seconds:.2f} s; {ind.meta.get('boxes', 'each row itself')})")
             if ind.n_individuals:
                 out.append(f"  for the people the model will meet: {ind.shares_text()}")
+                if ind.verdict is not None and (worst := most_harmed_line(ind.verdict)) is not None:
+                    out.append(f"  {worst}")
+                if ind.verdict is not None and (small := too_small_text(ind.verdict)):
+                    out.append(f"  too small to tell, not ranked: {small}")
                 if ind.count("affected"):
                     out.append(f"  each of the {ind.count('affected'):,} affected has a witness pair (x, x', f(x), "
                                "f(x')) re-queried on the model (individuals.parquet in the run folder)")

@@ -163,6 +163,11 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
         people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
                                      similar=similar, max_seconds=max_seconds if similar is not None else None,
                                      random_state=inputs.random_state)
+        if inputs.favourable is not None and not people.count("undecided") and people.n_individuals:
+            from ..certification.certificates import people_verdict
+
+            # every person decided: the verdict decides their interval and groups, as at every other door
+            people = replace(people, verdict=people_verdict(people, inputs.model, inputs.dataset, inputs.favourable))
     meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
             **(random_state_meta or {})}
     result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes, meta=meta)
