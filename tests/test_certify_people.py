@@ -79,8 +79,12 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lower, upper
 
 
-@pytest.mark.parametrize("similar", [None, SIMILAR], ids=["own row", "similar"])
-def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, similar):
+@pytest.mark.parametrize("similar, enumerate_keys", [(None, 4096), (SIMILAR, 4096), (SIMILAR, 0)],
+                         ids=["own row", "similar, small boxes checked key by key", "similar, branch and bound"])
+def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, monkeypatch, similar, enumerate_keys):
+    from chiralfair.certification import certificates
+
+    monkeypatch.setattr(certificates, "ENUMERATE_KEYS", enumerate_keys)
     frame, net = people_and_net()
     train, test = frame.iloc[:600], frame.iloc[600:]
     result = chiralfair.certify(net, train, test=test, label="y", protected="sex", max_seconds=None,
@@ -121,6 +125,9 @@ def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, simi
     assert (labels(net, x_cf) == hit["prediction_counterpart"].to_numpy()).all()
     assert (hit["prediction"] != hit["prediction_counterpart"]).all()
     assert people.n_witnesses == k and people.meta["n_witnesses_refuted"] == 0
+    if similar is not None:  # which way the boxes were decided
+        assert people.meta["stats"]["n_enumerated_boxes"] == (300 if enumerate_keys else 0)
+        assert (people.meta["stats"]["n_boxes"] > 0) == (not enumerate_keys)
 
     # the same people as a Verdict: the people's interval, the groups by own sex, who is harmed, the worst group
     verdict = people.verdict
@@ -244,3 +251,35 @@ def test_the_boxes_holding_each_idi_are_every_box_a_brute_force_finds():
         held = np.all((keys[:, None] >= lo[None]) & (keys[:, None] <= hi[None]), axis=2)  # (key, box)
         assert list(box) == list(np.flatnonzero(held.any(axis=0)))
         assert list(first[:, 0]) == [int(np.flatnonzero(held[:, b]).min()) for b in box]
+
+
+def test_boxes_partly_inside_the_domain_are_checked_key_by_key_or_left_undecided(monkeypatch):
+    from test_certification import all_keys, inside_box, toy_case, truth
+
+    from chiralfair.certification import KeySpace, certificates, certify_individuals
+    from chiralfair.certification.key_space import INSIDE, OUTSIDE
+
+    model, data = toy_case(kind="coupled+constraints")  # a constraint over a non-protected column
+    domain, rows = data.domain, np.arange(60)
+    lo, hi = data.X[rows].copy(), data.X[rows].copy()
+    for name in ("a", "b"):
+        c = domain.index(name)
+        lo[:, c] = np.maximum(lo[:, c] - 2, domain.features[c].lo)
+        hi[:, c] = np.minimum(hi[:, c] + 2, domain.features[c].hi)
+    space = KeySpace(domain)
+    key_lo, key_hi = space.keys_of(lo), space.keys_of(hi)
+    member = space.membership(key_lo, key_hi)
+    partly = (member != INSIDE) & (member != OUTSIDE)
+    assert partly.sum() >= 5
+    keys = all_keys(space)
+    possible, idi = truth(model, domain, space, keys)
+    people = certify_individuals(model, data, rows, boxes=(lo, hi))
+    for i in range(len(rows)):
+        held = inside_box(keys, key_lo[i], key_hi[i])
+        expected = 3 if not (held & possible).any() else (1 if idi[held].any() else 0)
+        assert people.status[i] in (expected, 3), i  # left out also when no counterpart of their own row could exist
+    assert (people.status[partly] != 3).all() and people.meta["stats"]["n_enumerated_boxes"] == 60
+    monkeypatch.setattr(certificates, "ENUMERATE_KEYS", 0)  # the branch and bound reads no partly box: undecided
+    bounded = certify_individuals(model, data, rows, boxes=(lo, hi))
+    assert (bounded.status[partly] == 2).all() and bounded.meta["stats"]["n_partly_inside_undecided"] == partly.sum()
+    assert (bounded.status[~partly] == people.status[~partly]).all()

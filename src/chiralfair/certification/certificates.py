@@ -22,12 +22,18 @@ from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask, unplaced_by_attribute
 from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
-from .key_space import INSIDE, OUTSIDE, KeySpace
+from .key_space import INSIDE, OUTSIDE, POSSIBLE, KeySpace
 from .options import check_certify_options
 from .reading import relu_network
 from .result import CONFIDENCE, LEFT_OUT, CertifyResult, IndividualCertificates
 from .tree_ensemble import TreeEnsemble
 from .tree_search import TreeBranchAndBound
+
+# A network's per-person box of at most this many keys is decided by checking every key on the model (exact, and
+# cheaper than bounding it: census within age +-2, hours +-4 is 45 keys a person); larger boxes are bounded.
+ENUMERATE_KEYS = 4096
+# Model rows (keys times protected combinations) checked in one batch of that enumeration.
+ENUMERATE_ROWS = 1 << 20
 
 
 def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
@@ -124,9 +130,10 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     codes, in which a bin is one code, so by default the box is the person's own row and the answer is exact:
     their discrimination check (every protected combination, couplings and constraints as everywhere) either
     finds a counterpart with another label (affected) or proves there is none (certified unaffected). Wider
-    boxes (``boxes``, or each person's neighbourhood ``similar``) are certified by the branch and bound: a person
-    is certified unaffected when every key of their box is, affected when one is proven an IDI, undecided
-    otherwise. For a tree ensemble the branch and bound decides every box exactly given the time
+    boxes (``boxes``, or each person's neighbourhood ``similar``) are decided for a network by checking every key
+    on the model when the box holds at most :data:`ENUMERATE_KEYS` keys (exact), and by the branch and bound
+    otherwise: a person is certified unaffected when every key of their box is, affected when one is proven an IDI,
+    undecided otherwise. For a tree ensemble the branch and bound decides every box exactly given the time
     (:mod:`.tree_search`). A person none of whose counterparts could exist (each breaks a constraint; census: a man
     recorded as a wife), or no input of whose box could exist, is left out, as the verdict leaves them out
     (:func:`chiralfair.verdict.result.left_out_mask`): status ``"left out"``, counted and named, in no share.
@@ -148,7 +155,8 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     rows_name : str, optional
         What ``rows`` are, in words.
     max_seconds : float or None, default=None
-        Budget for wider boxes (None: until every person is decided).
+        Wall-second budget for wider boxes, the checks of small boxes and the branch and bound together (None:
+        until every person is decided).
     bound, batch_size, device
         Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound` (networks only).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
@@ -178,6 +186,7 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     model, domain = _model_and_domain(model, dataset)
     engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
                            batch_size=batch_size, bound=bound, split="influence", device=device)
+    params = engine.params()
     rows, rows_name = _rows(dataset, rows, rows_name)
     check = DiscriminationCheck(model, domain)
     status = np.full(len(rows), UNDECIDED, dtype=np.int8)
@@ -199,24 +208,42 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         space = KeySpace(domain)
         lo, hi = _person_boxes(boxes, len(person), domain, space)
         member = space.membership(lo, hi)
+        tree = isinstance(engine, TreeBranchAndBound)
+        box_status = np.zeros(len(person), dtype=np.int8)  # a box no input of which can exist: nothing to discriminate
+        # a network's small boxes: every key checked on the model, exactly (cheaper than bounding them)
+        small = np.zeros(len(person), dtype=bool) if tree else (
+            (member != OUTSIDE) & (space.volume(lo, hi) <= ENUMERATE_KEYS))
+        deadline = None if max_seconds is None else started + max_seconds
+        small_status, small_input, met, met_box = _enumerate_boxes(space, check, lo[small], hi[small], deadline)
+        box_status[small] = small_status
         # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
-        inside = member != OUTSIDE if isinstance(engine, TreeBranchAndBound) else member == INSIDE
-        if isinstance(engine, TreeBranchAndBound):
+        inside = (member != OUTSIDE) if tree else (member == INSIDE) & ~small
+        engine.max_seconds = None if max_seconds is None else max(0.0, max_seconds - (time.perf_counter() - started))
+        if tree:
             tally = engine.run(read, space, check, lo[inside], hi[inside], stop_on_idi=True)
         else:
             tally = engine.run(read, space, check, lo[inside], hi[inside])
-        stats = dict(tally.stats)
+        stats = {**tally.stats, "n_enumerated_boxes": int(small.sum()),
+                 "n_enumerated_keys": float(space.volume(lo[small], hi[small]).sum())}
         volume = space.volume(lo[inside], hi[inside])
         box = np.flatnonzero(inside)
-        box_status = np.zeros(len(person), dtype=np.int8)  # a box no input of which can exist: nothing to discriminate
         box_status[box] = UNDECIDED
         box_status[box[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
         box_status[box[tally.falsified > 0]] = 1
+        found_parts, found_box = [met], [np.flatnonzero(small)[met_box]]
         if tally.idis:  # every concrete IDI met falsifies every box holding it (boxes of people overlap)
             found_idis = np.concatenate(tally.idis)
-            found_box, found = _holders(space.keys_of(found_idis), lo[inside], hi[inside], found_idis)
-            box_status[box[np.unique(found_box)]] = 1
-            found_person = person[box[found_box]]
+            holder, held = _holders(space.keys_of(found_idis), lo[inside], hi[inside], found_idis)
+            found_parts.append(held)
+            found_box.append(box[holder])
+        # a network's large box partly inside the domain is not bounded (the bounds assume every key can exist):
+        # some of its inputs exist, so it is undecided, never certified nor left out
+        partly = np.zeros(len(person), dtype=bool) if tree else (member != INSIDE) & (member != OUTSIDE) & ~small
+        box_status[partly] = UNDECIDED
+        stats["n_partly_inside_undecided"] = int(partly.sum())
+        found_at = np.concatenate(found_box)
+        box_status[found_at] = 1
+        found, found_person = np.concatenate(found_parts), person[found_at]
         # a person is affected if one of their boxes is, certified if all are, undecided otherwise
         affected = np.zeros(len(rows), dtype=bool)
         affected[person[box_status == 1]] = True
@@ -226,11 +253,13 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         # no input of any of their boxes could exist, so no counterpart either: left out, as by the verdict
         some_input = np.zeros(len(rows), dtype=bool)
         some_input[person[inside]] = True
+        some_input[person[np.flatnonzero(small)[small_input]]] = True
+        some_input[person[partly]] = True
         status[~some_input] = LEFT_OUT
     status[_without_counterpart(check, X)] = LEFT_OUT
     witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
     status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
-    meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
+    meta = _meta(params, described, dataset, model, rows_name=rows_name,
                  unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
                         else "given" if boxes is not None else "each row itself"),
@@ -239,6 +268,67 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta, witness=witness, witness_counterpart=witness_cf,
                                   witness_labels=witness_labels)
+
+
+def _enumerate_boxes(space: KeySpace, check: DiscriminationCheck, lo: np.ndarray, hi: np.ndarray,
+                     deadline: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Decide small boxes of keys exactly: every key checked on the model at one input that can exist.
+
+    Batches of at most :data:`ENUMERATE_ROWS` model rows; at the deadline the boxes not reached stay undecided.
+
+    Returns
+    -------
+    status : numpy.ndarray of int8, shape (n_boxes,)
+        ``CERTIFIED`` (no key an IDI), ``FALSIFIED`` or ``UNDECIDED`` (not reached).
+    has_input : numpy.ndarray of bool, shape (n_boxes,)
+        Whether some key of the box has an input that can exist (reached boxes only).
+    idis : numpy.ndarray of int64, shape (n_falsified, n_features)
+        For each falsified box, its first IDI.
+    idi_box : numpy.ndarray of int64, shape (n_falsified,)
+        Its box.
+    """
+    n, k = len(lo), space.n_combinations
+    status = np.full(n, UNDECIDED, dtype=np.int8)
+    has_input = np.zeros(n, dtype=bool)
+    idis, idi_box = [np.zeros((0, space.domain.n_features), np.int64)], [np.zeros(0, np.int64)]
+    width = (hi - lo + 1).astype(np.int64)
+    volume = np.prod(width, axis=1)
+    ends = np.cumsum(volume)
+    at = 0
+    while at < n:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        stop = min(n, max(at + 1, int(np.searchsorted(ends, (ends[at - 1] if at else 0) + ENUMERATE_ROWS // k,
+                                                      side="right"))))
+        part = volume[at:stop]
+        owner = np.repeat(np.arange(at, stop), part)
+        local = np.arange(int(part.sum())) - np.repeat(np.cumsum(part) - part, part)
+        keys = lo[owner].copy()
+        for c in range(lo.shape[1]):  # mixed radix over the box's columns
+            keys[:, c] += local % width[owner, c]
+            local //= width[owner, c]
+        possibility = space.possibility(keys, keys)
+        if possibility is None:
+            real, combination = np.ones(len(keys), dtype=bool), np.zeros(len(keys), dtype=np.int64)
+        else:
+            ok = possibility == POSSIBLE
+            real, combination = ok.any(axis=1), ok.argmax(axis=1)
+        is_idi = np.zeros(len(keys), dtype=bool)
+        X = space.points(keys[real], combination[real])
+        if len(X):
+            is_idi[real] = check.check(X).is_idi
+        has_input[at:stop] = np.bincount(owner - at, weights=real, minlength=stop - at) > 0
+        hit = np.bincount(owner - at, weights=is_idi, minlength=stop - at) > 0
+        status[at:stop] = np.where(hit, FALSIFIED, CERTIFIED)
+        if hit.any():
+            points = np.full(len(keys), -1, dtype=np.int64)
+            points[real] = np.arange(len(X))
+            where = np.flatnonzero(is_idi)
+            boxes, first = np.unique(owner[where], return_index=True)
+            idis.append(X[points[where[first]]])
+            idi_box.append(boxes)
+        at = stop
+    return status, has_input, np.concatenate(idis), np.concatenate(idi_box)
 
 
 def _holders(keys: np.ndarray, lo: np.ndarray, hi: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
