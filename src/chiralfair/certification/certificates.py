@@ -33,7 +33,7 @@ from .tree_search import TreeBranchAndBound
 # cheaper than bounding it: census within age +-2, hours +-4 is 45 keys a person); larger boxes are bounded.
 ENUMERATE_KEYS = 4096
 # Model rows (keys times protected combinations) checked in one batch of that enumeration.
-ENUMERATE_ROWS = 1 << 20
+ENUMERATE_ROWS = 1 << 18
 
 
 def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
