@@ -463,7 +463,7 @@ def markdown(results: dict) -> str:
                 lines.append(f"| {r['dataset']} {r['protected']} | ours, {label} ({o['n_combinations']} values) | "
                              f"{o['certified_points']:.2%} | {o['falsified_points']:.4%} | "
                              f"{o['undecided_points']:.2%} | "
-                             f"{o['certified_real_volume']:.2%} | {o['wall_seconds']:.1f} | {o['cpu_seconds']:.1f} | "
+                             f"{o['certified_real_volume']:.4%} | {o['wall_seconds']:.1f} | {o['cpu_seconds']:.1f} | "
                              f"{o['stopped']} | {o['load_before'][0]}-{o['load_after'][0]} |")
     for note in results.get("notes", []):
         lines += ["", note]
