@@ -3,6 +3,7 @@
 import hashlib
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -180,3 +181,9 @@ def test_the_cli_flag_trains_and_is_recorded_and_refused_with_own_data(home, tmp
     res = runner.invoke(app, ["run", "--data", str(tmp_path / "x.csv"), "--model", str(tmp_path / "m.skops"),
                               "--train-model"])
     assert res.exit_code != 0 and "--train-model" in res.output
+
+
+def test_the_docs_quote_the_shipped_census_networks():
+    text = (Path(__file__).parents[1] / "docs" / "explanations" / "reproducibility.md").read_text()
+    for name in ("census-dnn", "census-chiral-sex-dnn"):
+        assert f"reference network {name} v1, sha256 {entry(name)['sha256'][:12]}" in text, name
