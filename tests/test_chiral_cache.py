@@ -80,7 +80,9 @@ def test_static_list_of_chiral_strategies_matches_the_registry():
     make_seed_strategy("random")  # fills the registry
     chiral = sorted(n for n, cls in SEED_STRATEGIES.items() if issubclass(cls, InitialIDISeeds))
     assert sorted(CHIRAL_SEED_STRATEGIES) == chiral
-    assert chiral_params("iandd", 7, "c") == {"chiral_random_state": 7, "chiral_cache_dir": "c"}
+    assert chiral_params("iandd", 7, "c") == {"chiral_random_state": 7, "chiral_cache_dir": "c",
+                                              "chiral_reference": True}
+    assert chiral_params("i", 7, "c", reference=False)["chiral_reference"] is False
     assert chiral_params("random", 7) == {}
 
 

@@ -51,6 +51,11 @@ DataHomeOpt = Annotated[str | None, typer.Option(help="Folder with the raw data 
 CacheOpt = Annotated[str | None, typer.Option(help="Model cache folder (default: $CHIRALFAIR_CACHE).")]
 ChecksumOpt = Annotated[bool, typer.Option("--allow-checksum-mismatch",
                                            help="Use raw files whose SHA-256 differs from the expected one.")]
+TrainModelOpt = Annotated[bool, typer.Option(
+    "--train-model", help="Train the zoo model (and its chiral model) on this machine even when a reference network "
+                          "shipped with chiralfair matches the request (the DNN of a benchmark with default parameters "
+                          "and random state 0); by default the reference network is used, so the figures are the same "
+                          "on every machine. Python: reference=False.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to standard output instead of a table.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log each step.")]
 
@@ -127,6 +132,7 @@ class Inputs:
     data_home: DataHomeOpt = None
     cache_dir: CacheOpt = None
     allow_checksum_mismatch: ChecksumOpt = False
+    train_model: TrainModelOpt = False
     data: DataOpt = None
     label: LabelOpt = None
     positive_class: PositiveOpt = None
@@ -166,6 +172,9 @@ class Inputs:
         from ..pipeline.exports import check_bom_path, check_model_card_path
 
         check_protected_given(self.protected, name="--protected")
+        if self.train_model and self.data is not None:
+            raise ConfigError("--train-model trains a zoo model on a benchmark (--dataset); with --data the model "
+                              "under test is your --model FILE, which is never retrained: drop --train-model")
         check_model_card_path(model_card, model_file=True if card_of_retrained else self.model_file)
         check_bom_path(bom)
         if mlflow:
@@ -231,7 +240,8 @@ class Inputs:
 
         return RunConfig(dataset=self.dataset or "census", protected=protected_list(self.protected),
                          model=self.model or "dnn", random_state=self.random_state, data_home=self.data_home,
-                         cache_dir=self.cache_dir, allow_checksum_mismatch=self.allow_checksum_mismatch, **more)
+                         cache_dir=self.cache_dir, allow_checksum_mismatch=self.allow_checksum_mismatch,
+                         reference=not self.train_model, **more)
 
     def own_data(self) -> dict[str, typing.Any]:
         """The keyword arguments your own data and model file give the pipeline's front doors (``audit`` & co.).

@@ -20,6 +20,7 @@ from .options import (
     ProtectedOpt,
     RandomOpt,
     SeedsOpt,
+    TrainModelOpt,
     VerboseOpt,
 )
 
@@ -37,6 +38,7 @@ def seeds(
     data_home: DataHomeOpt = None,
     cache_dir: CacheOpt = None,
     allow_checksum_mismatch: ChecksumOpt = False,
+    train_model: TrainModelOpt = False,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
     diversity: Annotated[bool, typer.Option(
@@ -53,7 +55,7 @@ def seeds(
 
         config = RunConfig(dataset=dataset, protected=protected_list(protected), model=model, seeds=strategy,
                            random_state=random_state, data_home=data_home, cache_dir=cache_dir,
-                           allow_checksum_mismatch=allow_checksum_mismatch)
+                           allow_checksum_mismatch=allow_checksum_mismatch, reference=not train_model)
         setup_logging(verbose)
 
         def bar(repeat_range):

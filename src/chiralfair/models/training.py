@@ -15,7 +15,10 @@ training, with a warning. sklearn models are stored with joblib (a pickle): only
 you trust. The DNN is stored as a torch ``state_dict`` and loaded with ``weights_only=True``.
 
 Bit-identical DNN weights for the same ``random_state`` hold on the same device (CPU type) and library
-versions; the DNN trains on one intra-op thread, so the machine's core count does not matter.
+versions; the DNN trains on one intra-op thread, so the machine's core count does not matter. Across machines
+they differ, so the DNNs of the benchmark recipes (and their chiral models) are shipped with the package
+(:mod:`chiralfair.models.reference`): a request whose recipe matches one loads it, checksum verified, instead of
+training, unless ``reference=False``. ``TrainedModel.network`` says which network was used.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from .zoo import ModelSpec, as_spec
 logger = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
+TRAINED_HERE = "trained on this machine"
 
 
 @dataclass(frozen=True, eq=False)  # holds arrays and a model: compared by identity
@@ -72,6 +76,14 @@ class TrainedModel:
     dataset : str
         Name of the dataset.
     random_state : int
+    network : str
+        Which network this is, as the output says it: ``"reference network census-dnn v1, sha256 ..."`` (shipped
+        with the package), ``"trained on this machine"`` or ``"trained on this machine (from the model cache)"``.
+    reference : ReferenceNetwork or None
+        The shipped network that was loaded, if one was.
+    recipe_digest : str
+        :func:`~chiralfair.models.reference.recipe_digest` of the request (dataset name, training rows, spec,
+        ``random_state``): what a reference network is matched on.
     """
 
     model: CountingModel
@@ -85,10 +97,13 @@ class TrainedModel:
     cache_path: Path
     dataset: str
     random_state: int
+    network: str = TRAINED_HERE
+    reference: Any = None
+    recipe_digest: str = ""
 
 
 def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 0, cache_dir=None,
-                force: bool = False, train_index=None) -> TrainedModel:
+                force: bool = False, train_index=None, reference: bool = True) -> TrainedModel:
     """Train (or load from the cache) a zoo model on a dataset and score it on the held-out rows.
 
     Parameters
@@ -102,10 +117,14 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     cache_dir : str or os.PathLike, optional
         Cache folder; see the module docstring for the default.
     force : bool
-        Retrain and overwrite the cache entry even if it exists.
+        Retrain and overwrite the cache entry even if it exists (and even if a reference network matches).
     train_index : array-like of int, optional
         Rows to train on; the test rows are all others. Default: the paper's 60/40 stratified split,
         ``dataset.split(random_state)``.
+    reference : bool, default=True
+        Load the network shipped with the package when the request's recipe (dataset name, training rows,
+        spec, ``random_state``) matches one (:mod:`chiralfair.models.reference`); False trains on this machine
+        (or loads this machine's cache entry) in any case.
 
     Returns
     -------
@@ -118,6 +137,8 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
         rows out of range, or leaves no test rows.
     MissingDependencyError
         For ``dnn`` when torch is not installed (the message says how to install it).
+    ChecksumError
+        If the matching reference network's file is damaged or missing (the message names it).
 
     Warns
     -----
@@ -136,6 +157,12 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     random_state = check_int(random_state, "random_state", minimum=0)
     train, test = _resolve_split(dataset, random_state, train_index)
     X_train, y_train = dataset.X[train], dataset.y[train]
+    from .reference import find_reference, recipe_digest
+
+    recipe = recipe_digest(dataset.name, X_train, y_train, spec, random_state)
+    network = find_reference(recipe) if reference and not force and spec.is_torch else None
+    if network is not None:
+        return _reference_model(network, dataset, spec, random_state, train, test, recipe)
     key = cache_key(dataset.name, X_train, y_train, spec, random_state)
     path = resolve_cache_dir(cache_dir) / _file_name(dataset.name, spec, key)
 
@@ -164,7 +191,24 @@ def train_model(dataset, model: str | ModelSpec = "dnn", *, random_state: int = 
     trained.reset_queries()
     return TrainedModel(model=trained, spec=spec, f1=f1, accuracy=accuracy,
                         train_seconds=float(train_seconds), from_cache=from_cache, train_index=train,
-                        test_index=test, cache_path=path, dataset=dataset.name, random_state=random_state)
+                        test_index=test, cache_path=path, dataset=dataset.name, random_state=random_state,
+                        network=f"{TRAINED_HERE} (from the model cache)" if from_cache else TRAINED_HERE,
+                        recipe_digest=recipe)
+
+
+def _reference_model(network, dataset, spec: ModelSpec, random_state: int, train, test, recipe: str):
+    """The shipped ``network`` (its recipe is this request's), checksum verified and scored like a trained one."""
+    from .reference import load_reference
+
+    model = spec.wrap(load_reference(network, device=spec.params["device"]))
+    f1, accuracy = _scores(model, dataset.X[test], dataset.y[test])
+    model.reset_queries()
+    logger.info("loaded %s for %s on %s (random_state=%d)", network.describe(), spec.name, dataset.name,
+                random_state)
+    return TrainedModel(model=model, spec=spec, f1=f1, accuracy=accuracy, train_seconds=0.0, from_cache=False,
+                        train_index=train, test_index=test, cache_path=network.file, dataset=dataset.name,
+                        random_state=random_state, network=network.describe(), reference=network,
+                        recipe_digest=recipe)
 
 
 def resolve_cache_dir(cache_dir=None) -> Path:
@@ -250,15 +294,12 @@ def library_versions(spec: ModelSpec | None = None) -> dict[str, str]:
 
 # ---------------------------------------------------------------------------- internals
 def _key_text(dataset_name, X_train, y_train, spec: ModelSpec, random_state: int) -> str:
-    X = np.ascontiguousarray(X_train, dtype=np.float64)
-    y = np.ascontiguousarray(y_train, dtype=np.int64)
-    data = hashlib.sha256()
-    data.update(json.dumps([list(X.shape), list(y.shape)]).encode())
-    data.update(X.tobytes())
-    data.update(y.tobytes())
+    from .reference import train_rows_sha256
+
     # Not storage.canonical_json: its compact separators would change every key and orphan every cached model.
-    return json.dumps({"format": CACHE_FORMAT, "dataset": str(dataset_name), "train_sha256": data.hexdigest(),
-                       "spec": json.loads(spec.key()), "random_state": random_state,
+    return json.dumps({"format": CACHE_FORMAT, "dataset": str(dataset_name),
+                       "train_sha256": train_rows_sha256(X_train, y_train), "spec": json.loads(spec.key()),
+                       "random_state": random_state,
                        "versions": library_versions(spec)}, sort_keys=True)
 
 

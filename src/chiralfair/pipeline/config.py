@@ -65,6 +65,11 @@ class RunConfig:
         The verdict counts plausible counterparts only (:func:`chiralfair.verdict.estimate`).
     max_queries : int or None
         Query budget of the seeds and the search together, in model queries (:class:`~.steps.SearchPlan`).
+    reference : bool
+        Use the network shipped with the package (the DNN and its chiral models) when the request matches its
+        recipe: a benchmark dataset, the default split, default parameters, ``model_random_state`` 0
+        (:mod:`chiralfair.models.reference`), so the figures are the same on every machine. False (CLI
+        ``--train-model``) trains them on this machine.
     """
 
     dataset: str = "census"
@@ -88,6 +93,7 @@ class RunConfig:
     constraints: tuple[str, ...] = ()
     plausible_only: bool = False
     max_queries: int | None = None
+    reference: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "protected", protected_list(self.protected))
@@ -107,7 +113,7 @@ class RunConfig:
                 "model_random_state": self.model_random_state, "generator_params": dict(self.generator_params),
                 "seed_params": dict(self.seed_params), "model_params": dict(self.model_params),
                 "couple": self.couple, "constraints": list(self.constraints), "plausible_only": self.plausible_only,
-                "max_queries": self.max_queries}
+                "max_queries": self.max_queries, "reference": self.reference}
 
     @property
     def dataset_couple(self):

@@ -79,6 +79,9 @@ class RunInputs:
     probe_rows : int
         Rows sent to the model while it was checked before the search (its accepted values, its F1 on the
         held-out rows, the bins' agreement): outside the query budget, and said beside it. 0 for a zoo model.
+    reference : bool
+        Whether a zoo model's chiral model may be the network shipped with the package when its recipe matches
+        (:class:`~.config.RunConfig` ``reference``); False trains it on this machine.
     """
 
     dataset: Any
@@ -98,6 +101,7 @@ class RunInputs:
     left_out: tuple[dict[str, Any], ...] = ()
     spec: DataSpec | None = None
     probe_rows: int = 0
+    reference: bool = True
 
     @property
     def domain(self):
@@ -127,7 +131,7 @@ def inputs_from_names(config, *, step: Callable[[str], None] = lambda name: None
     ----------
     config : RunConfig
         ``dataset``, ``protected``, ``model``, ``model_params``, ``resolved_model_random_state``, ``data_home``,
-        ``cache_dir``, ``allow_checksum_mismatch`` are used.
+        ``cache_dir``, ``allow_checksum_mismatch``, ``reference`` are used.
     step : callable
         Called with ``"data"`` and ``"model"`` as each step starts.
 
@@ -158,23 +162,28 @@ def inputs_from_names(config, *, step: Callable[[str], None] = lambda name: None
     step("model")
     t = time.perf_counter()
     state = config.resolved_model_random_state
-    trained = train_model(dataset, config.model_spec, random_state=state, cache_dir=config.cache_dir)
+    trained = train_model(dataset, config.model_spec, random_state=state, cache_dir=config.cache_dir,
+                          reference=config.reference)
     seconds["model"] = time.perf_counter() - t
     logger.info("model %s: test F1 %.3f (%s)", config.model, trained.f1,
-                "from cache" if trained.from_cache else f"trained in {trained.train_seconds:.1f} s")
+                trained.network if trained.reference is not None or trained.from_cache
+                else f"trained in {trained.train_seconds:.1f} s")
     test_rows = (f"the test split of {dataset.name} ({len(trained.test_index):,} rows, 40%, stratified, "
                  f"random_state {state}), never used to train the model")
     known = FAVOURABLE.get((dataset.name, dataset.positive_class))
     quality = {"name": config.model, "f1": trained.f1, "accuracy": trained.accuracy, "evaluated_on": test_rows,
                "n_test": int(len(trained.test_index)), "train_seconds": trained.train_seconds,
-               "from_cache": trained.from_cache}
+               "from_cache": trained.from_cache, "network": trained.network,
+               "reference": None if trained.reference is None else trained.reference.to_dict()}
     source = {"kind": "benchmark", "dataset": config.dataset, "protected": list(dataset.domain.protected_names),
               "model": config.model, "model_params": dict(config.model_params), "model_random_state": state,
-              "raw_files": {rel: _sha256(path) for rel, path in dataset.sources.items()}}
+              "raw_files": {rel: _sha256(path) for rel, path in dataset.sources.items()},
+              "reference": config.reference}
     return RunInputs(dataset=dataset, model=trained.model, model_name=config.model, train_index=trained.train_index,
                      test_index=trained.test_index, test_rows=test_rows,
                      favourable=None if known is None else known[0], quality=quality, source=source,
-                     notes=tuple(notes), seconds=seconds, trained=trained, random_state=state)
+                     notes=tuple(notes), seconds=seconds, trained=trained, random_state=state,
+                     reference=config.reference)
 
 
 def _benchmark_notes(config, dataset) -> list[str]:

@@ -90,7 +90,8 @@ class RunOutcome:
             "n_initial_idis": self.seed_report.n_initial_idis, "n_candidates": self.seed_report.n_candidates,
             "clustering": self.seed_report.clustering, "seconds": self.seed_report.seconds,
             "n_queries": self.seed_report.n_queries, "notes": list(self.seed_report.notes),
-            "diversity": self.seed_diversity}
+            "diversity": self.seed_diversity,
+            "chiral_network": (self.seed_report.meta.get("chiral_model") or {}).get("network")}
         out["query_budget"] = self.result.meta.get("query_budget")
         out["queries"] = self.queries
         out["generator_choice"] = self.result.meta.get("generator_choice")

@@ -219,7 +219,8 @@ def inputs_from_run(record: dict[str, Any], *, data=None, model=None, test=None,
                                model_random_state=source.get("model_random_state", config.get("model_random_state")),
                                model_params=dict(config.get("model_params") or {}), data_home=data_home,
                                cache_dir=cache_dir, allow_checksum_mismatch=allow_checksum_mismatch,
-                               couple=config.get("couple"), constraints=tuple(config.get("constraints") or ()))
+                               couple=config.get("couple"), constraints=tuple(config.get("constraints") or ()),
+                               reference=bool(config.get("reference", True)))
         inputs = inputs_from_names(run_config)
     else:
         inputs = _inputs_from_files(source, where, data=data, model=model, test=test, trust=trust_model_file)

@@ -135,7 +135,8 @@ def prepare_search(plan: SearchPlan, inputs, *, cache_dir=None) -> PreparedSearc
     seed_params = dict(plan.seed_params)
     if plan.seeds in CHIRAL_SEED_STRATEGIES:
         _check_chiral_trainable(plan.seeds, seed_params, inputs.model)
-        for key, value in chiral_params(plan.seeds, inputs.random_state, cache_dir).items():
+        reference = getattr(inputs, "reference", True)
+        for key, value in chiral_params(plan.seeds, inputs.random_state, cache_dir, reference).items():
             seed_params.setdefault(key, value)
     strategy = make_seed_strategy(plan.seeds, **seed_params)
     return PreparedSearch(plan, strategy, generator, choice)

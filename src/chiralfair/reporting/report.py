@@ -233,6 +233,7 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     rows = summary_rows(summary)
     width = max(len(k) for k, _ in rows)
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    lines += [f"  {line}" for line in network_lines(summary)]
     direction = direction_line(summary)
     if direction:
         lines.append(f"  {direction}")
@@ -246,6 +247,31 @@ def outcome_lines(summary: dict[str, Any]) -> list[str]:
     lines += [f"  note: {note}" for note in run_notes(summary)]
     if summary["n_idis"] == 0:
         lines.append(f"  {no_idi_text(summary)}")
+    return lines
+
+
+def network_lines(summary: dict[str, Any]) -> list[str]:
+    """Which network the model under test and its chiral model are: shipped with the package or trained here.
+
+    ``model: reference network census-dnn v1, sha256 ...`` (:mod:`chiralfair.models.reference`) or ``model: trained
+    on this machine``, and the chiral model's the same way; nothing for a model that was given (not a zoo model).
+
+    Parameters
+    ----------
+    summary : dict
+        :meth:`RunOutcome.summary <chiralfair.pipeline.RunOutcome.summary>` (``result.json``).
+
+    Returns
+    -------
+    list of str
+    """
+    lines = []
+    network = summary.get("model", {}).get("network")
+    if network:
+        lines.append(f"model: {network}")
+    chiral = summary.get("seeds", {}).get("chiral_network")
+    if chiral:
+        lines.append(f"chiral model: {chiral}")
     return lines
 
 
@@ -456,6 +482,9 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"Model F1 {model['f1']:.3f} (accuracy {model['accuracy']:.3f}) on "
         f"{model.get('evaluated_on', 'the test split')}.",
     ]
+    networks = network_lines(summary)
+    if networks:
+        lines += ["", *[f"- {line}" for line in networks]]
     if "verdict" in summary:
         lines += ["", "## Verdict", "", *_verdict_markdown(summary.get("verdict"), verdict_plots)]
     if summary.get("group_metrics"):

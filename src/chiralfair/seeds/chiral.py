@@ -76,7 +76,8 @@ def mutate_protected(X, domain: Domain, rng: np.random.Generator) -> np.ndarray:
 
 def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Generator, *,
                        chiral_trainer: ChiralTrainer | None = None,
-                       split_random_state: int | None = None, cache_dir=None) -> tuple[CountingModel, dict]:
+                       split_random_state: int | None = None, cache_dir=None,
+                       reference: bool = True) -> tuple[CountingModel, dict]:
     """Train the chiral model of ``model`` on the training split of ``dataset``, protected attributes mutated.
 
     The way to train "the same model" is chosen in this order:
@@ -84,7 +85,8 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     1. ``chiral_trainer(X, y, random_state)`` if given (any model :func:`~chiralfair.models.as_model` accepts;
        it learns labels {0, 1} from the codes, and is wrapped so, keeping ``output="logit"`` and ``to_frame``);
     2. ``model.spec.fit(X, y, random_state=...)`` if the model carries a model spec (the project's model zoo);
-       through the disk cache of ``chiralfair.models.training.train_model`` when that is available;
+       through ``chiralfair.models.training.train_model`` when that is available (its disk cache, and the
+       chiral networks shipped with the package when the recipe matches one: ``reference``);
     3. ``sklearn.base.clone(model.estimator).fit(X, y)`` for sklearn estimators and pipelines (a
        ``random_state`` left at None is set from ``rng``, so the chiral model is reproducible), fitted in the
        model's own language: for a model that takes a DataFrame, the training rows as given (``Dataset.raw``)
@@ -110,6 +112,9 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     cache_dir : str or os.PathLike, optional
         Model cache folder for way 2 (see :func:`~chiralfair.models.training.resolve_cache_dir` for the
         default); pass the one the model under test was trained with, so both models are cached together.
+    reference : bool, default=True
+        Way 2: load the chiral network shipped with the package when the recipe matches one
+        (:mod:`chiralfair.models.reference`); False trains it on this machine.
 
     Returns
     -------
@@ -117,7 +122,8 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
     info : dict
         ``how`` (``"chiral_trainer"``, ``"spec"``, ``"spec+cache"``, ``"sklearn-clone"``),
         ``split_random_state``, ``train_random_state``, ``n_train`` (rows), ``from_cache`` (loaded from the
-        model cache instead of trained) and ``cache`` (``"disk"`` or None).
+        model cache instead of trained), ``cache`` (``"disk"`` or None) and, for way 2, ``network`` (which network:
+        ``"reference network census-chiral-sex-dnn v1, sha256 ..."`` or ``"trained on this machine"``).
 
     Raises
     ------
@@ -147,7 +153,7 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
         return _wrap_trained(trained, model), {**info, "how": "chiral_trainer"}
     spec = getattr(model, "spec", None)
     if spec is not None and hasattr(spec, "fit"):
-        return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir)
+        return _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir, reference)
     est = model.estimator
     if est is not None and _is_sklearn_estimator(est):
         language = model.language
@@ -240,7 +246,7 @@ def _wrap_trained(trained, model: CountingModel) -> CountingModel:
                     output="logit" if language.output == "logit" else "auto")
 
 
-def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir):
+def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cache_dir, reference):
     train_model: Callable[..., Any] | None
     try:
         from ..models.training import train_model
@@ -254,10 +260,12 @@ def _fit_spec(model, spec, dataset, X_chiral, train_index, train_seed, info, cac
     X_full[train_index] = X_chiral
     chiral_data = replace(dataset, X=X_full, raw=None, name=f"{dataset.name}-chiral")  # not the people: mutated
     trained = train_model(chiral_data, spec, random_state=train_seed, train_index=train_index,
-                          cache_dir=cache_dir)
+                          cache_dir=cache_dir, reference=reference)
     chiral = as_model(getattr(trained, "model", trained), name=f"chiral-{model.name}")
     from_cache = bool(getattr(trained, "from_cache", False))
-    return chiral, {**info, "how": "spec+cache", "from_cache": from_cache, "cache": "disk" if from_cache else None}
+    return chiral, {**info, "how": "spec+cache", "from_cache": from_cache, "cache": "disk" if from_cache else None,
+                    "network": getattr(trained, "network", None),
+                    "recipe_digest": getattr(trained, "recipe_digest", None)}
 
 
 def _seeded_clone(est, seed: int):

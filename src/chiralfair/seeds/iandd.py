@@ -90,7 +90,7 @@ class IandDSeeds(InitialIDISeeds):
         explanation moves by a median L2 of 0.11 between random states on the census DNN, more than eps.
     repair : bool
         Repair a degenerate clustering.
-    chiral_model, chiral_trainer, split_random_state, chiral_random_state, chiral_cache_dir
+    chiral_model, chiral_trainer, split_random_state, chiral_random_state, chiral_cache_dir, chiral_reference
         As for :class:`~chiralfair.seeds.initial.InitialIDISeeds`.
 
     Notes
@@ -113,14 +113,14 @@ class IandDSeeds(InitialIDISeeds):
                  background_size: int | None = None, background: str = "fixed", explainer: str = "auto",
                  n_steps: int = 8, n_samples: int = 200, repair: bool = True, chiral_model=None,
                  chiral_trainer=None, split_random_state: int | None = None,
-                 chiral_random_state: int | None = None, chiral_cache_dir=None):
+                 chiral_random_state: int | None = None, chiral_cache_dir=None, chiral_reference: bool = True):
         explainer = check_choice(explainer, "explainer", EXPLAINERS)
         background = check_choice(background, "background", BACKGROUNDS)
         if background_size is not None:
             background_size = check_int(background_size, "background_size", minimum=1)
         super().__init__(chiral_model=chiral_model, chiral_trainer=chiral_trainer,
                          split_random_state=split_random_state, chiral_random_state=chiral_random_state,
-                         chiral_cache_dir=chiral_cache_dir,
+                         chiral_cache_dir=chiral_cache_dir, chiral_reference=chiral_reference,
                          eps=check_float(eps, "eps", minimum=0.0, exclusive_minimum=True),
                          min_samples=check_int(min_samples, "min_samples", minimum=1),
                          max_explained=check_int(max_explained, "max_explained", minimum=1),

@@ -57,6 +57,9 @@ class InitialIDISeeds(SeedStrategy):
     chiral_cache_dir : str or os.PathLike, optional
         Model cache folder for a zoo model's chiral model (default: that of
         :func:`~chiralfair.models.training.train_model`); give the model under test's, so both are cached together.
+    chiral_reference : bool, default=True
+        Load a zoo model's chiral network shipped with the package when its recipe matches one
+        (:mod:`chiralfair.models.reference`); False trains it on this machine.
 
     References
     ----------
@@ -68,19 +71,21 @@ class InitialIDISeeds(SeedStrategy):
 
     def __init__(self, *, chiral_model=None, chiral_trainer: ChiralTrainer | None = None,
                  split_random_state: int | None = None, chiral_random_state: int | None = None,
-                 chiral_cache_dir=None, **params):
+                 chiral_cache_dir=None, chiral_reference: bool = True, **params):
         if chiral_random_state is not None:
             chiral_random_state = check_int(chiral_random_state, "chiral_random_state", minimum=0)
         super().__init__(chiral_model=None if chiral_model is None else type(chiral_model).__name__,
                          chiral_trainer=None if chiral_trainer is None else getattr(
                              chiral_trainer, "__qualname__", type(chiral_trainer).__name__),
                          split_random_state=split_random_state, chiral_random_state=chiral_random_state,
-                         chiral_cache_dir=None if chiral_cache_dir is None else str(chiral_cache_dir), **params)
+                         chiral_cache_dir=None if chiral_cache_dir is None else str(chiral_cache_dir),
+                         chiral_reference=bool(chiral_reference), **params)
         self.chiral_model = chiral_model
         self.chiral_trainer = chiral_trainer
         self.split_random_state = split_random_state
         self.chiral_random_state = chiral_random_state
         self.chiral_cache_dir = chiral_cache_dir
+        self.chiral_reference = bool(chiral_reference)
         self._kept_chiral: tuple | None = None  # (model, dataset, chiral, info) of the last chiral training
 
     def _choose(self, model, dataset, n_seeds, rng) -> tuple[np.ndarray, dict[str, Any]]:
@@ -131,14 +136,15 @@ class InitialIDISeeds(SeedStrategy):
             return wrap_like(self.chiral_model, model), {"how": "given", "from_cache": False}
         if self.chiral_random_state is None:
             return train_chiral_model(model, dataset, rng, chiral_trainer=self.chiral_trainer,
-                                      split_random_state=self.split_random_state, cache_dir=self.chiral_cache_dir)
+                                      split_random_state=self.split_random_state, cache_dir=self.chiral_cache_dir,
+                                      reference=self.chiral_reference)
         kept = self._kept_chiral
         if kept is not None and kept[0] is model and kept[1] is dataset:
             return kept[2], {**kept[3], "from_cache": True, "cache": "strategy"}
         chiral, info = train_chiral_model(model, dataset, np.random.default_rng(self.chiral_random_state),
                                           chiral_trainer=self.chiral_trainer,
                                           split_random_state=self.split_random_state,
-                                          cache_dir=self.chiral_cache_dir)
+                                          cache_dir=self.chiral_cache_dir, reference=self.chiral_reference)
         info = {**info, "chiral_random_state": self.chiral_random_state}
         if info["how"] != "spec+cache":  # zoo models are reused through the model cache on disk
             self._kept_chiral = (model, dataset, chiral, info)

@@ -10,7 +10,7 @@ BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "data_rows", "expga", "i"
 CHIRAL_SEED_STRATEGIES: tuple[str, ...] = ("i", "iandd")
 
 
-def chiral_params(strategy: str, model_random_state: int, cache_dir=None) -> dict:
+def chiral_params(strategy: str, model_random_state: int, cache_dir=None, reference: bool = True) -> dict:
     """Parameters tying a strategy's chiral model to the model under test: its ``random_state`` and cache.
 
     The chiral model is a property of the model under test (trained like it, on mutated data), so its split,
@@ -25,13 +25,15 @@ def chiral_params(strategy: str, model_random_state: int, cache_dir=None) -> dic
         The model under test's ``random_state``.
     cache_dir : str or path-like, optional
         The model cache folder.
+    reference : bool, default=True
+        Whether a zoo model's chiral model may be the network shipped with the package (its recipe matching).
 
     Returns
     -------
     dict
-        ``chiral_random_state`` and ``chiral_cache_dir`` for strategies in :data:`CHIRAL_SEED_STRATEGIES`, else
-        empty.
+        ``chiral_random_state``, ``chiral_cache_dir`` and ``chiral_reference`` for strategies in
+        :data:`CHIRAL_SEED_STRATEGIES`, else empty.
     """
     if strategy not in CHIRAL_SEED_STRATEGIES:
         return {}
-    return {"chiral_random_state": model_random_state, "chiral_cache_dir": cache_dir}
+    return {"chiral_random_state": model_random_state, "chiral_cache_dir": cache_dir, "chiral_reference": reference}
