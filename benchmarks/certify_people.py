@@ -133,6 +133,7 @@ def run_case(key: str, seconds: float) -> dict:
     summary = people.summary()
     decided = 1 - people.undecided_share
     row = {"case": key, "dataset": name, "protected": protected, "similar": similar,
+           "network": getattr(trained, "network", None),
            "coupled": list(domain.describe_couplings()), "n_test_rows": len(rows), **summary,
            "decided": decided, "wall_seconds": wall, "cpu_seconds": cpu, "peak_rss_mib": peak_mib,
            "load_before": before, "load_after": after, "stats": people.meta.get("stats", {}),
@@ -375,6 +376,7 @@ def run_fairquant(key: str, binary: Path, seconds: float) -> dict:
     else:
         theirs["output"] = out[-2000:]
     row = {"case": key, "dataset": name, "protected": protected, "coupled": False, "constraints": [],
+           "network": getattr(trained, "network", None),
            "export_max_abs_logit_difference": export_diff, "fairquant": theirs,
            "ours_extremes": ours_on_domain(model, extremes, seconds)}
     if feature.hi - feature.lo > 1:
