@@ -337,7 +337,7 @@ def _parse(data: Mapping[str, Any], base: Path) -> Grid:
         if grid_flag := getattr(grid, key):
             raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
                             f"measure it; leave it out")
-    if task == "seeds" and any(max_local for _, max_local in grid.budgets):
+    if task == "seeds" and any(budget[1] for budget in grid.budgets):
         raise GridError(f"axes.budgets {[list(b) for b in grid.budgets]!r}: a \"seeds\" grid selects max_global "
                         "seeds and runs no local phase; give max_local 0, e.g. [[1000, 0]]")
     if task != "search" and any(len(b) > 2 for b in grid.budgets):
