@@ -57,8 +57,8 @@ def _frame(rows, generators, budgets, idis, queries=None, repeats=3, seeds=("ran
 
 
 def _grid(rows, generators, budgets, repeats=3):
-    return preset_grid("table2", repeats=repeats, overrides={"axes": {"rows": list(rows), "generators": list(generators),
-                                                                      "budgets": [list(b) for b in budgets]}})
+    axes = {"rows": list(rows), "generators": list(generators), "budgets": [list(b) for b in budgets]}
+    return preset_grid("table2", repeats=repeats, overrides={"axes": axes})
 
 
 # --------------------------------------------------------------------------------------------- Table 2
