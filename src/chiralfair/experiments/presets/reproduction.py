@@ -6,9 +6,10 @@ in ``presets/paper/<name>.toml``. :func:`reproduce` runs the grid with
 :func:`~chiralfair.experiments.execution.run_grid` (only missing cells run, so an interrupted reproduction
 resumes), then writes into the same folder:
 
-- ``<name>.md``: our medians over the repeats with their interquartile range, beside the paper's numbers, the
-  ratios between I&D and the other seed strategies, and for each of the paper's claims whether its direction holds
-  in our numbers;
+- ``<name>.md``: the rows, coupling, counting rule and budgets it ran with; our medians over the repeats with their
+  interquartile range, beside the paper's numbers, the ratios between I&D and the other seed strategies, and a
+  verdict on each of the paper's claims (Table 2: a test with a bootstrap interval over the repeats, the paper's
+  statistic beside ours; the others: whether the direction of the medians holds, said so);
 - ``<name>.parquet``: the same table, one row per group of axes (median, q25, q75 per figure, ``n`` repeats, and
   the paper's number where there is one);
 - plots (PNG): table2 and ablation a bar chart of IDIs, fig6 bar plots of global and local IDIs per sklearn
@@ -214,13 +215,17 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     quick : bool
         3 repeats and budgets divided by 10: a smoke test, not a reproduction.
     scheduler : str
-        ``"local"`` (a Dask LocalCluster), ``"sync"`` (in this process) or a Dask scheduler address.
+        ``"local"`` (a Dask LocalCluster), ``"sync"`` (in this process) or a Dask scheduler address. ``"local"``
+        starts worker processes that import the calling script again: call from under
+        ``if __name__ == "__main__":`` (a call without it is refused, naming that fix).
     workers : int, optional
         Worker processes of the local cluster.
     progress : bool
         Show the progress bar over cells.
     overrides : mapping, optional
-        Changes to the preset's grid (see :func:`preset_grid`), e.g. fewer rows.
+        Changes to the preset's grid (see :func:`preset_grid`), e.g. fewer rows; the command line's ``--rows``,
+        ``--models``, ``--seeds``, ``--generators`` and ``--budget`` give them. A budget may be a triple
+        ``[max_global, max_local, max_queries]``: the seed selection and the search share ``max_queries``.
     log_level : int, optional
         Level of the ``chiralfair`` logger inside the cells (:func:`~chiralfair.experiments.execution.run_grid`).
 
@@ -231,7 +236,10 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     Raises
     ------
     ConfigError
-        For an unknown preset, ``repeats`` < 1, or a grid the overrides make invalid (``GridError``).
+        For an unknown preset, ``repeats`` < 1, a grid the overrides make invalid (``GridError``), or
+        ``scheduler="local"`` called from a script's top level without ``if __name__ == "__main__":``.
+    KeyboardInterrupt
+        On Ctrl-C: the finished cells stay in ``out`` and the folder's lock is released; call again to resume.
     RunFolderError
         If ``out`` holds a grid with another configuration.
 
