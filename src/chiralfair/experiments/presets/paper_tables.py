@@ -331,7 +331,7 @@ def _statistic_lines(cells: pd.DataFrame, order, paper, claims: list[str], where
     if stat is None:
         claims.append(f"- ({where}) I&D against the original seeds: **not measured** (no group with both)")
         return []
-    paper_figure, paper_scope = _paper_statistic(paper, order, pairs)
+    paper_figure, paper_scope = _paper_statistic(paper, order, pairs, stat["n_groups"])
     lines = [f"## The paper's statistic beside ours ({where})", "",
              f"Over {stat['n_groups']} generator × row groups ({stat['n_repeats']} repeats each): the paper's "
              "statistic is the average IDIs per approach over the groups (with I&D seeds, and with each "
@@ -341,7 +341,7 @@ def _statistic_lines(cells: pd.DataFrame, order, paper, claims: list[str], where
                  ["average IDIs per approach (the paper's)", _num(stat["mean_winner"]), _num(stat["mean_loser"]),
                   f"{_times(stat['ratio'])} [{_times(stat['ratio_low'])}, {_times(stat['ratio_high'])}]",
                   paper_scope],
-                 [f"geometric mean of per-group ratios (ours; {stat['n_geo']} groups with a non-zero original mean)",
+                 [f"geometric mean of per-group ratios (ours; over the {stat['n_geo']} groups where neither mean is 0)",
                   "", "", f"{_times(stat['geo'])} [{_times(stat['geo_low'])}, {_times(stat['geo_high'])}]", ""]])]
     spent = _budget_spent(cells, pairs)
     if spent:
@@ -420,9 +420,11 @@ def _idi_statistics(cells: pd.DataFrame, pairs: Mapping[str, str], rows, figure:
     pw, pl = np.array(point_w), np.array(point_l)
     bw, bl = np.vstack(winners), np.vstack(losers)  # (groups, draws)
     ratios = bw.mean(axis=0) / np.where(bl.mean(axis=0) > 0, bl.mean(axis=0), np.nan)
-    usable = pl > 0
+    usable = (pl > 0) & (pw > 0)  # a ratio with a zero side has no logarithm: those groups are left out, said
     with np.errstate(divide="ignore", invalid="ignore"):
-        geo_draws = np.exp(np.nanmean(np.log(bw[usable] / bl[usable]), axis=0)) if usable.any() else np.full(1, np.nan)
+        logs = np.log(bw[usable] / bl[usable])
+        logs[~np.isfinite(logs)] = np.nan
+        geo_draws = np.exp(np.nanmean(logs, axis=0)) if usable.any() else np.full(1, np.nan)
     geo_draws = geo_draws[np.isfinite(geo_draws)]
     low, high = (np.nanquantile(ratios, [0.025, 0.975]) if np.isfinite(ratios).any() else (math.nan, math.nan))
     glow, ghigh = np.quantile(geo_draws, [0.025, 0.975]) if len(geo_draws) else (math.nan, math.nan)
@@ -432,7 +434,7 @@ def _idi_statistics(cells: pd.DataFrame, pairs: Mapping[str, str], rows, figure:
             "geo": _geomean((pw[usable] / pl[usable]).tolist()), "geo_low": float(glow), "geo_high": float(ghigh)}
 
 
-def _paper_statistic(paper, order, pairs: Mapping[str, str]) -> tuple[float | None, str]:
+def _paper_statistic(paper, order, pairs: Mapping[str, str], n_groups: int) -> tuple[float | None, str]:
     """The paper's average IDIs per approach for the groups this run has, and what it rests on.
 
     The paper's own average (``mean_original`` / ``mean_iandd``) when the run has its seven rows and four
@@ -441,6 +443,9 @@ def _paper_statistic(paper, order, pairs: Mapping[str, str]) -> tuple[float | No
     """
     paper_rows = list(paper.get("rows_order", []))
     rows, generators = list(order["row"]), list(pairs)
+    if n_groups < len(rows) * len(generators):  # cells missing (failed or not run): not the paper's groups
+        return None, (f"not compared: {n_groups} of the {len(rows) * len(generators)} generator × row groups have "
+                      "cells of both strategies")
     if rows == paper_rows and sorted(generators) == sorted(paper.get("original_seeds", {})) and "mean_iandd" in paper:
         ratio = paper["mean_iandd"] / paper["mean_original"]
         return ratio, (f"{paper['mean_iandd']:,} / {paper['mean_original']:,} = {ratio:.2f}× (its {len(rows)} rows "
