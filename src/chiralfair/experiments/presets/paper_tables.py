@@ -577,6 +577,8 @@ def _paper_mean_text(paper, generator: str, rows) -> str:
         original = float(np.mean([per_row[r]["original"] for r in rows]))
         iandd = float(np.mean([per_row[r]["iandd"] for r in rows]))
         return f"{original:,.0f} → {iandd:,.0f} (these {len(rows)} rows)"
+    if rows == list(paper.get("rows_order", [])):
+        return "– (not in our docs)"
     return f"– (the paper's mean is over its {len(paper.get('rows_order', [])) or 'own'} rows, not these)"
 
 
