@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import time
 from datetime import UTC, datetime
@@ -37,9 +38,11 @@ def run_preset(preset: str, args, overrides: dict, *, markdown=None):
     """
     out = args.grid_out or Path("reproduce") / (args.name + ("-quick" if args.quick else ""))
     load_start, t0 = list(os.getloadavg()), time.perf_counter()
+    cpu0 = _cpu_seconds()
     done = reproduce(preset, out, repeats=args.repeats, quick=args.quick, scheduler=args.scheduler,
                      workers=args.workers, overrides=overrides)
     wall = time.perf_counter() - t0
+    cpu = _cpu_seconds() - cpu0
     args.results.mkdir(parents=True, exist_ok=True)
     copies = []
     # The Markdown and the plots only: the Parquet table stays in the grid folder (no data files in the repository).
@@ -50,6 +53,8 @@ def run_preset(preset: str, args, overrides: dict, *, markdown=None):
     record = {"preset": preset, "overrides": overrides, "repeats": args.repeats, "quick": args.quick,
               "scheduler": args.scheduler, "workers": args.workers, "grid_folder": str(out), "files": copies,
               "n_failed": done.n_failed, "claims": list(done.claims), "wall_seconds": wall,
+              "cpu_seconds": cpu, "cpu_seconds_note": "this process and its reaped children (the local cluster's "
+              "worker processes), user + system, resource.getrusage",
               "loadavg_start": load_start, "loadavg_end": list(os.getloadavg()), "cpu_count": os.cpu_count(),
               "chiralfair": __version__, "date": datetime.now(UTC).isoformat(timespec="seconds")}
     if markdown is not None:
@@ -59,5 +64,12 @@ def run_preset(preset: str, args, overrides: dict, *, markdown=None):
         (args.results / f"{args.name}.md").write_text(markdown(frame, record))
     (args.results / f"{args.name}.json").write_text(json.dumps(record, indent=2, default=str))
     print((args.results / f"{args.name}.md").read_text())
-    print(f"{wall:.0f} s wall, load average {record['loadavg_start'][0]:.2f} -> {record['loadavg_end'][0]:.2f}")
+    print(f"{wall:.0f} s wall, {cpu:.0f} CPU s (children included), load average {record['loadavg_start'][0]:.2f} -> "
+          f"{record['loadavg_end'][0]:.2f}")
     return done
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that have ended (the cluster's workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -32,11 +32,14 @@ def main(argv=None):
     parser.add_argument("--rows", nargs="+", default=axes["rows"], help="dataset:protected_attribute")
     parser.add_argument("--generators", nargs="+", default=axes["generators"])
     parser.add_argument("--seeds", nargs="+", default=axes["seeds"], help="seed strategies")
-    parser.add_argument("--budget", type=int, default=100, help="max_global = max_local = number of seeds")
+    parser.add_argument("--budget", type=int, default=None,
+                        help="only the paper's protocol, max_global = max_local = BUDGET (default: the preset's "
+                             "budgets, the paper's 100/100 and the equal-query budgets)")
     add_common_arguments(parser, name="table2")
     args = parser.parse_args(argv)
+    budgets = axes["budgets"] if args.budget is None else [[args.budget, args.budget]]
     overrides = {"axes": {"rows": args.rows, "generators": args.generators, "seeds": args.seeds,
-                          "budgets": [[args.budget, args.budget]]}}
+                          "budgets": budgets}}
     return run_preset("table2", args, overrides)
 
 

@@ -481,7 +481,7 @@ def budget_pairs_frame():
     for (max_global, max_local), strategy, state in [(b, s, r) for b in ((10, 10), (20, 0))
                                                      for s in ("random", "iandd") for r in (0, 1)]:
         values = dict(zip(AXIS_COLUMNS, ("search", "german:sex", "german", "sex", "lr", strategy, "aequitas",
-                                         max_global, max_local), strict=True))
+                                         max_global, max_local, float("nan")), strict=True))
         rows.append({"key": f"{max_global}-{strategy}-{state}", **values, "random_state": state,
                      "model_random_state": state,
                      "n_idis": float(max_global + max_local + (5 if strategy == "iandd" else 0) + state)})

@@ -36,8 +36,8 @@ def test_every_preset_loads_and_validates(name):
 def test_quick_variant_has_three_repeats_and_budgets_divided_by_ten(name):
     full, quick = preset_grid(name), preset_grid(name, quick=True)
     assert full["repeats"] == 10 and quick["repeats"] == 3
-    assert quick["axes"]["budgets"] == [[max(1, math.ceil(g / 10)), math.ceil(loc / 10)]
-                                        for g, loc in full["axes"]["budgets"]]
+    assert quick["axes"]["budgets"] == [[max(1, math.ceil(b[0] / 10)), math.ceil(b[1] / 10),
+                                         *(math.ceil(q / 10) for q in b[2:])] for b in full["axes"]["budgets"]]
     for key in ("rows", "models", "seeds"):
         assert quick["axes"][key] == full["axes"][key]
 
@@ -48,8 +48,8 @@ def test_quick_variant_expands_to_three_repeats_of_every_small_cell(name):
     cells = grid_module.load_grid(preset_grid(name, quick=True)).cells()
     assert len(cells) == _n_cells(preset_grid(name), repeats=3)
     assert {c.random_state for c in cells} == {0, 1, 2} and {c.model_random_state for c in cells} == {0}
-    assert {(c.max_global, c.max_local) for c in cells} == {tuple(b) for b in preset_grid(name, quick=True)["axes"]
-                                                            ["budgets"]}
+    assert {(c.max_global, c.max_local, *(() if c.max_queries is None else (c.max_queries,))) for c in cells} == {
+        tuple(b) for b in preset_grid(name, quick=True)["axes"]["budgets"]}
 
 
 def _n_cells(grid, repeats):
@@ -64,7 +64,8 @@ def test_quick_budgets_of_the_limit_curve_and_the_seed_table():
     assert preset_grid("fig7", quick=True)["axes"]["budgets"] == [[1, 10], [3, 10], [5, 10], [10, 10], [20, 10],
                                                                   [40, 10]]
     assert preset_grid("table3", quick=True)["axes"]["budgets"] == [[100, 0]]
-    assert preset_grid("table2", quick=True)["axes"]["budgets"] == [[10, 10]]
+    assert preset_grid("table2", quick=True)["axes"]["budgets"] == [[10, 10], [100, 10, 5000], [100, 10, 20000],
+                                                                    [100, 10, 50000]]
     assert quick_grid({"repeats": 10, "axes": {"budgets": [[1, 0], [2, 0], [100, 5]]}})["axes"]["budgets"] == [
         [1, 0], [10, 1]]
 
@@ -74,7 +75,8 @@ def test_presets_follow_the_paper_setup():
     assert table2["model_random_state"] == 0
     assert table2["axes"]["rows"] == ["census:age", "census:race", "census:sex", "compas:age", "compas:race",
                                       "compas:sex", "bank:age"]
-    assert table2["axes"]["budgets"] == [[100, 100]]
+    # the paper's protocol, then equal total query budgets (seed selection included) with 1,000 seeds
+    assert table2["axes"]["budgets"] == [[100, 100], [1000, 100, 50000], [1000, 100, 200000], [1000, 100, 500000]]
     assert preset_grid("table3")["task"] == "seeds" and "generators" not in preset_grid("table3")["axes"]
     assert preset_grid("table4")["task"] == "retrain"
     assert preset_grid("fig6")["axes"]["models"] == ["lr", "svc", "dtc", "mlp"]
@@ -177,9 +179,18 @@ def test_table2_from_a_tidy_frame_writes_medians_paper_columns_claims_and_plot(t
     md = (tmp_path / "table2.md").read_text()
     assert "| census:age | 111 [110–112] | 221 [220–222] | 331 [330–332] | 2.98× | 1.50× | 87 → 4,324 |" in md
     assert "| census:sex | 111 [110–112] | 221 [220–222] | 12 [11.5–12.5] | 0.11× | 0.05× | 57 → 840 |" in md
-    assert "Counting rule" in md and "paper 1.68×" in md
-    assert ("- aequitas: I&D seeds find more IDIs than its original (random) seeds on every row: **does not hold** "
-            "in 1 of 2 comparisons: census:sex (I&D 12 vs random 111)") in done.claims
+    assert "Counting rule" in md and "Rows (2): census:age, census:sex." in md
+    assert "coupling **off** in census:sex" in md
+    # the paper's statistic over these two rows only: its per-row figures (87, 57 -> 4,324, 840), never its 7-row mean
+    assert "| mean of rows | 111 | 221 | 172 | geomean 0.57× | geomean 0.29× | 72 → 2,582 (these 2 rows) |" in md
+    means = frame.groupby([frame["dataset"] + ":" + frame["protected"].str[0], "seeds"])["n_idis"].mean()
+    ours = (means[:, "iandd"].mean()) / (means[:, "random"].mean())  # (331 + 12) / 2 over (111 + 111) / 2
+    paper = ((4324 + 840) / 2) / ((87 + 57) / 2)
+    verdict = next(c for c in done.claims if c.startswith("- (the paper's protocol) I&D seeds find more IDIs than "
+                                                          "the original seeds, average IDIs per approach over 2"))
+    assert f"{ours:.2f}×, 95% bootstrap interval [" in verdict and "over 3 repeats" in verdict
+    assert f"the paper's {paper:.2f}× is outside the interval (ours is lower)" in verdict
+    assert "**holds**" not in md
     table = pd.read_parquet(tmp_path / "table2.parquet")
     paper = table.set_index(["row", "seeds"])["paper_n_idis"]
     assert paper[("census:age", "random")] == 87 and paper[("census:age", "iandd")] == 4324
@@ -221,12 +232,13 @@ def test_fig6_states_global_and_local_claims_per_model_and_draws_both_bar_plots(
     grid = _grid("fig6", rows, seeds, ["aequitas"], [(100, 100)], models=models)
     done = write_reproduction("fig6", frame, tmp_path, grid=grid, paper=paper_numbers("fig6"))
     claims = "\n".join(done.claims)
-    assert "- lr, global phase: I&D seeds give more IDIs than random and cluster on every row: **holds**" in claims
-    assert "- dtc, global phase: I&D seeds give more IDIs than random and cluster on every row: **holds**" in claims
-    assert "- lr, local phase: I&D seeds give more IDIs than random and cluster on every row: **holds**" in claims
-    assert ("- dtc, local phase: I&D seeds give more IDIs than random and cluster on every row: **does not hold**"
-            in claims)
-    assert done.claims[-1] == "- Global and local gains on all 2 sklearn models: **does not hold**"
+    for model, phase in (("lr", "global"), ("dtc", "global"), ("lr", "local")):
+        assert (f"- {model}, {phase} phase: I&D seeds give more IDIs than random and cluster on every row: "
+                "**direction holds**") in claims
+    assert ("- dtc, local phase: I&D seeds give more IDIs than random and cluster on every row: **direction does not "
+            "hold**" in claims)
+    assert done.claims[-1] == ("- Global and local gains on all 2 sklearn models: **direction does not hold** "
+                              "(medians, no interval)")
     for phase in ("global", "local"):
         assert (tmp_path / f"fig6_{phase}.png").read_bytes()[:8] == PNG_MAGIC
     assert "bar heights are not in our docs" in (tmp_path / "fig6.md").read_text()
@@ -244,7 +256,7 @@ def test_fig7_names_the_limits_where_iandd_is_not_above(tmp_path):
                                                                   budgets),
                               paper=paper_numbers("fig7"))
     assert list(done.claims) == [
-        "- census:race, aequitas: I&D above random and cluster at every limit: **does not hold** in 2 of 6 "
+        "- census:race, aequitas: I&D above random and cluster at every limit: **direction does not hold** in 2 of 6 "
         "comparisons: limit 25 (I&D 5 vs random 137); limit 25 (I&D 5 vs cluster 137)"]
     assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
     assert "| 10 | 55 [55–55] | 55 [55–55] | 110 [110–110] | 2.00× | 2.00× |" in (tmp_path / "fig7.md").read_text()
@@ -259,9 +271,9 @@ def test_table3_compares_initialization_rates_with_the_paper_in_percent(tmp_path
     grid = preset_grid("table3", repeats=3, overrides={"axes": {"rows": ["census:sex"]}})
     done = write_reproduction("table3", frame, tmp_path, grid=grid, paper=paper_numbers("table3"))
     md = (tmp_path / "table3.md").read_text()
-    assert ("| census:sex | dnn | 3.0% [2.5%–3.5%] | 11.0% [10.5%–11.5%] | 61.0% [60.5%–61.5%] | 701 | "
-            "0.7% / 4.9% / 35.5% |") in md
-    assert all("**holds**" in c for c in done.claims)
+    assert ("| census:sex | dnn | 3.0% [2.5%–3.5%] | 11.0% [10.5%–11.5%] | 61.0% [60.5%–61.5%] | – | "
+            "701 [700–702] | – | 0.7% / 4.9% / 35.5% |") in md
+    assert all("**direction holds**" in c for c in done.claims)
     table = pd.read_parquet(tmp_path / "table3.parquet").set_index("seeds")
     assert table.loc["iandd", "paper_initialization_rate"] == pytest.approx(0.355)
 
@@ -286,9 +298,10 @@ def test_table4_puts_the_held_out_methods_first_and_the_leaking_protocol_after(t
                             "n_test_projections_added": 0})
     grid = preset_grid("table4", repeats=3, overrides={"axes": {"rows": ["census:sex"], "generators": ["aequitas"]}})
     done = write_reproduction("table4", pd.DataFrame(records), tmp_path, grid=grid, paper=paper_numbers("table4"))
-    assert "held-out IDI rate than with cluster-seeded ones: **does not hold** in 1 of 1" in done.claims[0]
-    assert done.claims[1].startswith("- (paper protocol, leaks)") and done.claims[1].endswith("(1 of 1 comparisons)")
-    assert "mean relative change -39.0% over 1 rows × generators, paper -29%): **holds**" in done.claims[2]
+    assert "held-out IDI rate than with cluster-seeded ones: **direction does not hold** in 1 of 1" in done.claims[0]
+    assert done.claims[1].startswith("- (paper protocol, leaks)")
+    assert done.claims[1].endswith("(1 of 1 comparisons of medians)")
+    assert "mean relative change -39.0% over 1 rows × generators, paper -29%): **direction holds**" in done.claims[2]
     md = (tmp_path / "table4.md").read_text()
     assert md.index("## Held-out IDI rate, F1 and group metrics") < md.index(
         "## The paper's protocol (leaks; not the headline)")

@@ -27,9 +27,24 @@ def reproduce(
     scheduler: Annotated[str, typer.Option(
         help="local (Dask LocalCluster), sync (this process) or a Dask scheduler address tcp://host:port.")] = "local",
     workers: Annotated[int | None, typer.Option(help="Worker processes of the local cluster.")] = None,
+    rows: Annotated[list[str] | None, typer.Option(
+        "--rows", help="Only these rows (dataset:protected), repeatable: --rows census:sex --rows compas:race.")
+    ] = None,
+    models: Annotated[list[str] | None, typer.Option("--models", help="Only these models, repeatable.")] = None,
+    seeds: Annotated[list[str] | None, typer.Option("--seeds", help="Only these seed strategies, repeatable.")] = None,
+    generators: Annotated[list[str] | None, typer.Option(
+        "--generators", help="Only these generators, repeatable (search and retrain presets).")] = None,
+    budget: Annotated[list[str] | None, typer.Option(
+        "--budget", help="Budgets instead of the preset's, repeatable: MAX_GLOBAL/MAX_LOCAL (100/100) or "
+                         "MAX_GLOBAL/MAX_LOCAL/MAX_QUERIES (1000/100/200000: seed selection and search together).")
+    ] = None,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run a shipped grid of the I&D paper and write its table beside the paper's numbers, and its plots."""
+    """Run a shipped grid of the I&D paper and write its table beside the paper's numbers, and its plots.
+
+    Ctrl-C stops it: the finished cells are kept (said, with how many), the grid folder's lock is released, and the
+    same command runs only the missing cells.
+    """
     from .._validation import check_int
     from ..experiments.presets import check_preset_name
 
@@ -41,6 +56,7 @@ def reproduce(
         repeats = 10 if repeats is None else check_int(repeats, "repeats", minimum=1)
         if workers is not None:
             check_int(workers, "workers", minimum=1)
+        overrides = axis_overrides(rows=rows, models=models, seeds=seeds, generators=generators, budget=budget)
     except ChiralfairError as err:
         _fail(err)
     from ..experiments.presets import reproduce as run_preset
@@ -50,15 +66,69 @@ def reproduce(
         _progress_logger()
         with _grid_logging(verbose) as cell_level:
             done = run_preset(name, folder, repeats=repeats, quick=quick, scheduler=scheduler, workers=workers,
-                             progress=True, log_level=cell_level)
+                             progress=True, log_level=cell_level, overrides=overrides or None)
     except ChiralfairError as err:
         _fail(err)
+    except KeyboardInterrupt:
+        typer.secho(_interrupted(folder), err=True, fg=typer.colors.YELLOW)
+        raise typer.Exit(code=130) from None
     typer.echo((folder / f"{name}.md").read_text())
     typer.echo("\n".join(["wrote:", *(f"  {path}" for path in done.files)]))
     if done.n_failed:
         typer.secho(f"{done.n_failed} cell(s) failed: chiralfair experiment status {folder}", err=True,
                     fg=typer.colors.YELLOW)
 
+
+
+def axis_overrides(*, rows=None, models=None, seeds=None, generators=None, budget=None) -> dict:
+    """The ``overrides`` of :func:`chiralfair.experiments.presets.reproduce` from the command line's axis flags.
+
+    Parameters
+    ----------
+    rows, models, seeds, generators : list of str, optional
+        The values of ``--rows``, ``--models``, ``--seeds``, ``--generators`` (None or empty: the preset's).
+    budget : list of str, optional
+        ``--budget`` values, ``MAX_GLOBAL/MAX_LOCAL`` or ``MAX_GLOBAL/MAX_LOCAL/MAX_QUERIES``.
+
+    Returns
+    -------
+    dict
+        ``{"axes": {...}}`` with the axes given, or ``{}``.
+
+    Raises
+    ------
+    ConfigError
+        For a ``--budget`` that is not two or three whole numbers separated by ``/``.
+    """
+    axes: dict[str, list] = {}
+    for key, values in (("rows", rows), ("models", models), ("seeds", seeds), ("generators", generators)):
+        if values:
+            axes[key] = list(values)
+    if budget:
+        pairs = []
+        for text in budget:
+            parts = text.split("/")
+            if len(parts) not in (2, 3) or not all(p.strip().isdigit() for p in parts):
+                raise ConfigError(f"--budget {text!r} is not MAX_GLOBAL/MAX_LOCAL (e.g. 100/100) nor "
+                                  "MAX_GLOBAL/MAX_LOCAL/MAX_QUERIES (e.g. 1000/100/200000)")
+            pairs.append([int(p) for p in parts])
+        axes["budgets"] = pairs
+    return {"axes": axes} if axes else {}
+
+
+def _interrupted(folder: Path) -> str:
+    """What Ctrl-C kept: the finished cells of the grid folder, and how to resume."""
+    from ..experiments.execution import RUN_LOCK_NAME, grid_status
+
+    try:
+        status = grid_status(folder)
+        counts = (f"{len(status.done)} of {status.n_cells} cells finished and kept in {folder} "
+                  f"({len(status.failed)} failed, {len(status.missing)} missing)")
+    except ChiralfairError:
+        counts = f"no finished cell kept in {folder}"
+    lock = "left behind (remove it: no run holds it)" if (folder / RUN_LOCK_NAME).exists() else "released"
+    return (f"interrupted: {counts}; the lock ({RUN_LOCK_NAME}) is {lock}; no table was written. Run the same "
+            "command again to run only the missing cells and write the table.")
 
 
 experiment_app = typer.Typer(no_args_is_help=True,

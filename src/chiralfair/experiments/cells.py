@@ -56,6 +56,10 @@ class Cell:
         Zoo hyper-parameters of the model (:class:`~chiralfair.models.zoo.ModelSpec` params).
     retrain : dict
         Parameters of :func:`chiralfair.mitigation.retraining.retrain` (retrain cells).
+    max_queries : int or None
+        The query budget of the seed selection and the search together (rows sent to the model under test, as
+        :class:`~chiralfair.models.protocol.CountingModel` counts them); None: none but ``max_global`` and
+        ``max_local``. In the key only when given, so the cells without one keep their keys.
     couple : bool
         The dataset's default couplings are on (architecture: counterparts that could exist). False (the default, and
         every cell written before couplings existed) runs uncoupled counterparts; the key holds ``couple`` only when it
@@ -88,6 +92,7 @@ class Cell:
     retrain: dict[str, Any] = field(default_factory=dict)
     couple: bool = False
     own: dict[str, Any] = field(default_factory=dict)
+    max_queries: int | None = None
     paths: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -108,7 +113,8 @@ class Cell:
                 "model_random_state": self.model_random_state, "generator_params": self.generator_params,
                 "seed_params": self.seed_params, "verdict": self.verdict, "save_pairs": self.save_pairs,
                 "retrain": self.retrain, "diversity": self.diversity, "model_params": self.model_params,
-                **({"couple": True} if self.couple else {}), **({"own": self.own} if self.own else {})}
+                **({"couple": True} if self.couple else {}), **({"own": self.own} if self.own else {}),
+                **({"max_queries": self.max_queries} if self.max_queries is not None else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:

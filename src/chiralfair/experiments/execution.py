@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,7 +148,8 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
         If ``out`` holds another grid or is not a grid folder, or another run is using it.
     ConfigError
         For an unknown scheduler, a scheduler address with an unknown scheme or unreachable within
-        :data:`CONNECT_TIMEOUT` seconds, or ``workers`` / ``stop_after`` below 1.
+        :data:`CONNECT_TIMEOUT` seconds, ``workers`` / ``stop_after`` below 1, or ``scheduler="local"`` called from
+        a script's top level without ``if __name__ == "__main__":`` (:func:`check_main_guard`).
     GridInterrupted
         After ``stop_after`` cells; cells still running are abandoned and stay missing.
 
@@ -179,6 +181,7 @@ def run_grid(grid, out: str | os.PathLike, *, scheduler: str = "local", workers:
     if scheduler not in SCHEDULERS and "://" not in scheduler:
         raise ConfigError(f"unknown scheduler {scheduler!r}; valid: local, sync, or a Dask scheduler address such "
                           "as tcp://host:8786")
+    check_main_guard(scheduler)
     check_implementations(grid)
     out = prepare_grid_folder(grid, out)
     with _sole_runner(out):
@@ -219,7 +222,9 @@ def _sole_runner(out: Path) -> Iterator[None]:
     """Hold ``<out>/.run.lock`` while the grid runs, or refuse the folder if another run holds it.
 
     A second runner on the same folder would run every missing cell again, and remove the other's half-written
-    files as leftovers. The lock goes with the process, even one killed with SIGKILL.
+    files as leftovers. The lock goes with the process, even one killed with SIGKILL; a run that ends, fails or is
+    interrupted (Ctrl-C) removes the file while it still holds the lock, then releases it, so no ``.run.lock`` is
+    left behind.
     """
     from filelock import FileLock, Timeout
 
@@ -232,7 +237,83 @@ def _sole_runner(out: Path) -> Iterator[None]:
     try:
         yield
     finally:
+        with contextlib.suppress(OSError):
+            (out / RUN_LOCK_NAME).unlink()
         lock.release()
+
+
+def check_main_guard(scheduler: str) -> None:
+    """Refuse ``scheduler="local"`` from a script whose call is not under ``if __name__ == "__main__":``.
+
+    The local cluster's worker processes are started by spawning, which imports the main script again: a call of
+    :func:`run_grid` (or ``reproduce``) at the script's top level would run again in every worker, which would then
+    find the grid folder in use and fail to start ("Nanny failed to start"). The call's line is read from the
+    stack and the script's syntax tree; where it cannot be read (an interactive session, ``python -c``, a package's
+    ``__main__``, which spawning does not import again) nothing is refused.
+
+    Parameters
+    ----------
+    scheduler : str
+        The scheduler asked for; only ``"local"`` starts worker processes here.
+
+    Raises
+    ------
+    ConfigError
+        Naming the script, the line, the guard to add, and ``scheduler="sync"`` as the other fix.
+    """
+    from ..exceptions import ConfigError
+
+    if scheduler != "local":
+        return
+    main = sys.modules.get("__main__")
+    spec_name = getattr(getattr(main, "__spec__", None), "name", None)
+    if spec_name is not None and (spec_name == "__main__" or spec_name.endswith(".__main__")):
+        return
+    if spec_name is None and Path(str(getattr(main, "__file__", None) or "ipython")).stem in ("ipython", "__main__"):
+        return
+    frame: types.FrameType | None = sys._getframe()
+    found = None
+    while frame is not None:  # the outermost top-level frame of the main script
+        if frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") in ("__main__", "__mp_main__"):
+            found = (frame.f_code.co_filename, frame.f_lineno, frame.f_globals["__name__"])
+        frame = frame.f_back
+    if found is None:
+        return
+    path, line, name = found
+    if name == "__main__" and _guarded(path, line) is not False:
+        return
+    raise ConfigError(
+        f"scheduler='local' starts worker processes that import {path} again, and its call at line {line} is not "
+        "under `if __name__ == \"__main__\":`, so every worker would run the grid again (and find the grid folder in "
+        "use). Put the call under `if __name__ == \"__main__\":`, or pass scheduler=\"sync\" (one process)")
+
+
+def _guarded(path: str, line: int) -> bool | None:
+    """Whether ``line`` of the script ``path`` lies under ``if __name__ == "__main__":`` (None: unreadable)."""
+    import ast
+    import tokenize
+
+    try:
+        with tokenize.open(path) as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+                return True
+    return False
+
+
+def _is_main_test(test) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    import ast
+
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
 
 
 def _run(cell: Cell, out: Path, options: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,9 @@ models, seed strategies, generators, budgets, then random states), one :class:`~
     models = ["dnn"]
     seeds = ["random", "cluster", "iandd"]
     generators = ["aequitas", "adf"]           # absent for task = "seeds"
-    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": [n_seeds, 0])
+    budgets = [[100, 100]]                     # [max_global, max_local] pairs ("seeds": [n_seeds, 0]), or
+                                               # [max_global, max_local, max_queries]: a query budget of the
+                                               # seed selection and the search together ("search" grids)
 
     [model_params.dnn]              # optional zoo hyper-parameters per model (e.g. standardize = false)
     [datasets.loans]                # your own data: rows "loans:sex" (paths relative to the grid file)
@@ -93,8 +95,9 @@ class Grid:
         ``(dataset, protected attributes)`` per row.
     models, seeds, generators : tuple of str
         ``generators`` is empty for ``task = "seeds"``.
-    budgets : tuple of (int, int)
-        ``(max_global, max_local)`` pairs.
+    budgets : tuple of (int, int) or (int, int, int)
+        ``(max_global, max_local)`` pairs, or ``(max_global, max_local, max_queries)``: the seed selection and the
+        search together send at most ``max_queries`` queries to the model (``task = "search"``).
     random_states : tuple of int
     model_random_state : int or None
         None: each cell's model is trained with the cell's random state.
@@ -117,7 +120,7 @@ class Grid:
     models: tuple[str, ...]
     seeds: tuple[str, ...]
     generators: tuple[str, ...]
-    budgets: tuple[tuple[int, int], ...]
+    budgets: tuple[tuple[int, ...], ...]
     random_states: tuple[int, ...]
     model_random_state: int | None = None
     time_limit: float | None = None
@@ -170,10 +173,11 @@ class Grid:
         seed_groups = [self.seeds] if self.task == "retrain" else [(s,) for s in self.seeds]
         generators = self.generators or (None,)
         out = []
-        for (dataset, protected), model, seeds, generator, (max_global, max_local), state in itertools.product(
+        for (dataset, protected), model, seeds, generator, budget, state in itertools.product(
                 self.rows, self.models, seed_groups, generators, self.budgets, self.random_states):
             if not self.runs_on(dataset, model):
                 continue
+            max_global, max_local = budget[:2]
             own, paths = self._own(dataset, model)
             out.append(Cell(
                 task=self.task, dataset=dataset, protected=protected, model=model, seeds=seeds, generator=generator,
@@ -184,7 +188,8 @@ class Grid:
                 verdict=self.verdict, save_pairs=self.save_pairs, diversity=self.diversity,
                 model_params=dict(self.model_params.get(model, {})),
                 retrain=dict(self.retrain) if self.task == "retrain" else {},
-                couple=self.couple and _coupled(dataset, protected), own=own, paths=paths))
+                couple=self.couple and _coupled(dataset, protected), own=own, paths=paths,
+                max_queries=budget[2] if len(budget) > 2 else None))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -332,9 +337,12 @@ def _parse(data: Mapping[str, Any], base: Path) -> Grid:
         if grid_flag := getattr(grid, key):
             raise GridError(f"{key} = {str(grid_flag).lower()} does not apply to task = {task!r}: its cells do not "
                             f"measure it; leave it out")
-    if task == "seeds" and any(max_local for _, max_local in grid.budgets):
+    if task == "seeds" and any(budget[1] for budget in grid.budgets):
         raise GridError(f"axes.budgets {[list(b) for b in grid.budgets]!r}: a \"seeds\" grid selects max_global "
                         "seeds and runs no local phase; give max_local 0, e.g. [[1000, 0]]")
+    if task != "search" and any(len(b) > 2 for b in grid.budgets):
+        raise GridError(f"axes.budgets {[list(b) for b in grid.budgets]!r}: a query budget (the third number) "
+                        f"applies to task = \"search\" only; a {task!r} grid takes [max_global, max_local] pairs")
     if task == "retrain" and len(seeds) < 2:
         raise GridError("axes.seeds of a retrain grid names the seed strategies compared (at least two, e.g. "
                         "[\"cluster\", \"iandd\"]); got " + repr(list(seeds)))
@@ -553,28 +561,30 @@ def _check_probabilities(grid: Grid) -> None:
                             "a grid of labels-only generators (aequitas, aft, expga, kosei, sg, themis)")
 
 
-def _budgets(axes: Mapping) -> tuple[tuple[int, int], ...]:
+def _budgets(axes: Mapping) -> tuple[tuple[int, ...], ...]:
     if isinstance(axes["budgets"], list):  # before the duplicate check: budgets = [100, 100] is one flat pair
         for item in axes["budgets"]:
             _check_pair(item)
     budgets = []
     for item in _list(axes, "budgets"):
-        max_global, max_local = item
+        max_global, max_local = item[:2]
         if max_global < 1 or max_local < 0:
             raise GridError(f"axes.budgets item {item!r}: max_global must be >= 1 and max_local >= 0")
+        if len(item) > 2 and item[2] < 1:
+            raise GridError(f"axes.budgets item {item!r}: max_queries (the third number) must be >= 1 model query")
         try:
             check_budget(max_global, max_local)
         except ConfigError as err:
             raise GridError(f"axes.budgets item {item!r}: {err}") from None
-        budgets.append((max_global, max_local))
+        budgets.append(tuple(item))
     return tuple(budgets)
 
 
 def _check_pair(item) -> None:
-    if not (isinstance(item, list) and len(item) == 2 and all(_is_int(v) for v in item)):
+    if not (isinstance(item, list) and len(item) in (2, 3) and all(_is_int(v) for v in item)):
         hint = " (budgets is a list of pairs: [[100, 100]])" if _is_int(item) else ""
         raise GridError(f"axes.budgets item {item!r} is not a [max_global, max_local] pair of integers, "
-                        f"e.g. [100, 100]{hint}")
+                        f"e.g. [100, 100], nor a [max_global, max_local, max_queries] triple{hint}")
 
 
 def _random_states(data: Mapping) -> tuple[int, ...]:
@@ -689,7 +699,7 @@ def check_implementations(grid: Grid) -> None:
     from ..seeds import _load_all  # noqa: F401  (registers the built-in seed strategies)
     from ..seeds.base import SEED_STRATEGIES
 
-    max_global, max_local = grid.budgets[0]
+    max_global, max_local = grid.budgets[0][:2]
     for generator in grid.generators:
         params = grid.generator_params.get(generator, {})
         valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local", "max_queries"))

@@ -26,7 +26,8 @@ from ..storage import atomic_path, atomic_write_text
 from .cells import RESULT_NAME, cell_folder, read_json
 from .execution import grid_status
 
-AXIS_COLUMNS = ("task", "row", "dataset", "protected", "model", "seeds", "generator", "max_global", "max_local")
+AXIS_COLUMNS = ("task", "row", "dataset", "protected", "model", "seeds", "generator", "max_global", "max_local",
+                "max_queries")
 STATE_COLUMNS = ("random_state", "model_random_state")
 STATISTICS = ("median", "q25", "q75", "min", "max", "n")
 # The figure each task's seed strategies are compared by.
@@ -57,6 +58,7 @@ def grid_frame(out: str | os.PathLike) -> pd.DataFrame:
         base = {"key": key, "task": cell.task, "row": cell.row, "dataset": cell.dataset,
                 "protected": ",".join(cell.protected), "model": cell.model, "seeds": cell.seeds[0],
                 "generator": cell.generator or "", "max_global": cell.max_global, "max_local": cell.max_local,
+                "max_queries": math.nan if cell.max_queries is None else cell.max_queries,
                 "random_state": cell.random_state, "model_random_state": cell.model_random_state}
         if cell.task == "retrain":
             for strategy in cell.seeds:

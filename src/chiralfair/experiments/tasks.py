@@ -110,7 +110,8 @@ def describe(cell: Cell) -> str:
     str
     """
     parts = [cell.row, cell.model, "+".join(cell.seeds), cell.generator or "",
-             f"{cell.max_global}/{cell.max_local}", f"random_state {cell.random_state}"]
+             f"{cell.max_global}/{cell.max_local}",
+             "" if cell.max_queries is None else f"max_queries {cell.max_queries}", f"random_state {cell.random_state}"]
     return " ".join(p for p in parts if p)
 
 
@@ -130,7 +131,10 @@ class SeedStore:
     """One seed selection shared between cells, stored in ``<out>/shared/seeds/<key>.json``.
 
     ``store(select)`` loads the stored report, or runs ``select()`` and stores its report, under a file lock so
-    that two workers never select it twice.
+    that two workers never select it twice. Under a query budget (``cell.max_queries``) a stored report is reused
+    only if it cost at most the budget: a selection is the same whatever budget it ran under as long as it fits, and
+    one that does not fit must be stopped by the budget in this cell (``select()`` then raises
+    :class:`~chiralfair.models.protocol.QueryBudgetSpent`, and nothing is stored).
 
     The report a cell uses is always the one read back from JSON, so the cell that selected and the cells that
     reuse its selection search from identical seeds.
@@ -159,6 +163,7 @@ class SeedStore:
         key = hashlib.sha256(canonical_json(config).encode()).hexdigest()[:16]
         self.path = out / "shared" / "seeds" / f"{key}.json"
         self.reused = False
+        self.max_queries = cell.max_queries
 
     def __call__(self, select: Callable[[], Any]):
         """The stored report, or the one ``select()`` returns (then stored)."""
@@ -170,10 +175,10 @@ class SeedStore:
         with FileLock(self.path.parent / f".{self.path.name}.lock"):
             if self.path.is_file():
                 stored = self._stored(SeedReport)
-                if stored is not None:
+                if stored is not None and (self.max_queries is None or stored.n_queries <= self.max_queries):
                     self.reused = True
                     return stored
-            text = select().to_json()
+            text = select().to_json()  # under a budget it raises unless it fits: then it is the stored one
             atomic_write_text(self.path, text)
         return SeedReport.from_json(text)
 
@@ -195,7 +200,8 @@ def _run_config(cell: Cell, strategy: str, data_home, cache_dir):
                      random_state=cell.random_state, model_random_state=cell.model_random_state,
                      data_home=data_home, cache_dir=cache_dir, generator_params=dict(cell.generator_params),
                      seed_params=dict(cell.seed_params.get(strategy, {})), verdict=cell.verdict,
-                     diversity=cell.diversity, model_params=dict(cell.model_params), couple=cell.couple)
+                     diversity=cell.diversity, model_params=dict(cell.model_params), couple=cell.couple,
+                     max_queries=cell.max_queries)
 
 
 def _meta(cell: Cell, data_home, extra_states: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -260,6 +266,13 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
                "n_initial_idis": outcome.seed_report.n_initial_idis,
                "candidate_idi_share": outcome.seed_report.candidate_idi_share,
                "initial_idis_per_1000_queries": outcome.seed_report.initial_idis_per_1000_queries,
+               "n_candidates": outcome.seed_report.n_candidates,
+               # queries as the model wrapper counts them: the seed selection's (a stored selection's too) and the
+               # search's, which a query budget (cell.max_queries) bounds together
+               "n_seed_queries": outcome.seed_report.n_queries, "n_search_queries": s.n_queries,
+               "n_total_queries": outcome.seed_report.n_queries + s.n_queries,
+               "budget_hit": float(bool((s.meta.get("query_budget") or {}).get("hit"))),
+               "seeds_over_budget": float(outcome.seed_report.meta.get("stopped_by") == "max_queries"),
                "f1": outcome.model_info["f1"],
                "accuracy": outcome.model_info["accuracy"]}
     figures.update(_diversity_figures("idi", s.diversity))
@@ -308,7 +321,7 @@ def _plan(cell: Cell, strategy: str):
     return SearchPlan(seeds=strategy, generator=cell.generator or "aequitas", max_global=cell.max_global,
                       max_local=cell.max_local, random_state=cell.random_state,
                       generator_params=dict(cell.generator_params),
-                      seed_params=dict(cell.seed_params.get(strategy, {})))
+                      seed_params=dict(cell.seed_params.get(strategy, {})), max_queries=cell.max_queries)
 
 
 def _prepared(cell: Cell, strategy: str, inputs, cache_dir):

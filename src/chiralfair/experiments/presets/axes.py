@@ -11,13 +11,22 @@ from collections.abc import Sequence
 
 WINNER = "iandd"
 LABELS = {"random": "random", "rows": "rows", "cluster": "cluster", "i": "I", "iandd": "I&D", "expga": "ExpGA"}
-SEARCH_FIGURES = ("n_idis", "n_global", "n_local", "n_queries", "initialization_rate", "seconds_search")
-AXIS_COLUMNS = ("row", "model", "generator", "seeds", "max_global", "max_local")
+SEARCH_FIGURES = ("n_idis", "n_global", "n_local", "n_queries", "initialization_rate", "seconds_search",
+                  "n_seed_queries", "n_search_queries", "n_total_queries", "budget_hit", "seeds_over_budget")
+AXIS_COLUMNS = ("row", "model", "generator", "seeds", "max_global", "max_local", "max_queries")
+# How I&D seeds are padded, said the same way in every table (the paper's seed selection and ours).
+PADDING_RULE = (
+    "**Padding, the paper and chiralfair alike.** I&D seeds are the initial IDIs (the chiral model's disagreement "
+    "rows that pass the discrimination check) first; when there are fewer of them than the seeds asked (1,000 in the "
+    "paper, `max_global` here), both fill the rest with data rows that are not initial IDIs (the paper in data "
+    "order, chiralfair drawn at random); a filler row that happens to be an IDI counts as one. With at least as "
+    "many initial IDIs as seeds asked, every seed is an IDI: I&D's initialization rate is then 100% by "
+    "construction.")
 COUNTING_CAVEAT = (
     "**Counting rule.** Ours: unique non-protected projections (an IDI and its counterpart count once), global "
     "and local disjoint, n_idis = n_global + n_local. I&D's: (counterpart vector, vote label) tuples "
-    "(algorithms.md §8 \"I&D counting\"), so the paper's numbers are not directly comparable with ours; the claims "
-    "below compare directions (which seeds find more), not values.")
+    "(the paper's driver code), so the paper's numbers are not directly comparable with ours: compare ratios "
+    "and directions, not values.")
 
 
 def strategy_label(name: str) -> str:

@@ -6,17 +6,19 @@ in ``presets/paper/<name>.toml``. :func:`reproduce` runs the grid with
 :func:`~chiralfair.experiments.execution.run_grid` (only missing cells run, so an interrupted reproduction
 resumes), then writes into the same folder:
 
-- ``<name>.md``: our medians over the repeats with their interquartile range, beside the paper's numbers, the
-  ratios between I&D and the other seed strategies, and for each of the paper's claims whether its direction holds
-  in our numbers;
+- ``<name>.md``: the rows, coupling, counting rule and budgets it ran with; our medians over the repeats with their
+  interquartile range, beside the paper's numbers, the ratios between I&D and the other seed strategies, and a
+  verdict on each of the paper's claims (Table 2: a test with a bootstrap interval over the repeats, the paper's
+  statistic beside ours; the others: whether the direction of the medians holds, said so);
 - ``<name>.parquet``: the same table, one row per group of axes (median, q25, q75 per figure, ``n`` repeats, and
   the paper's number where there is one);
 - plots (PNG): table2 and ablation a bar chart of IDIs, fig6 bar plots of global and local IDIs per sklearn
   model, fig7 the IDIs against the limit (number of seeds), one curve per seed strategy with its IQR band.
 
-Counting rule: ours counts unique non-protected projections (architecture: the counting rule), I&D counts (counterpart
-vector, vote label) tuples (algorithms.md §8), so the paper's numbers are not directly comparable with ours; the claims
-compare directions (which seed strategy finds more), not values.
+Counting rule: ours counts unique non-protected projections (architecture: the counting rule), I&D counts
+(counterpart vector, vote label) tuples (the counting rule's explanation page), so the paper's numbers are not
+directly comparable with ours. Table 2's verdicts are tests of ratios with a bootstrap interval over the repeats
+(the paper's statistic beside ours); the other presets' claims compare directions of medians, said so.
 
 References
 ----------
@@ -149,7 +151,8 @@ def preset_grid(name: str, *, repeats: int = 10, quick: bool = False,
 def quick_grid(grid: Mapping[str, Any]) -> dict[str, Any]:
     """The smoke-test variant of a grid: 3 repeats, every budget divided by 10 (rounded up), duplicates dropped.
 
-    ``max_global`` stays at least 1; ``max_local`` 0 stays 0. E.g. 100/100 -> 10/10, limits 10..400 -> 1..40.
+    ``max_global`` stays at least 1; ``max_local`` 0 stays 0; a query budget (a budget's third number) is divided
+    too. E.g. 100/100 -> 10/10, 1000/100/200000 -> 100/10/20000, limits 10..400 -> 1..40.
 
     Parameters
     ----------
@@ -164,8 +167,9 @@ def quick_grid(grid: Mapping[str, Any]) -> dict[str, Any]:
     out.pop("random_states", None)
     out["repeats"] = QUICK_REPEATS
     budgets = []
-    for max_global, max_local in out["axes"]["budgets"]:
-        small = [max(1, math.ceil(max_global / QUICK_BUDGET_DIVISOR)), math.ceil(max_local / QUICK_BUDGET_DIVISOR)]
+    for budget in out["axes"]["budgets"]:
+        small = [max(1, math.ceil(budget[0] / QUICK_BUDGET_DIVISOR)), math.ceil(budget[1] / QUICK_BUDGET_DIVISOR),
+                 *(max(1, math.ceil(q / QUICK_BUDGET_DIVISOR)) for q in budget[2:])]
         if small not in budgets:
             budgets.append(small)
     out["axes"]["budgets"] = budgets
@@ -211,13 +215,17 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     quick : bool
         3 repeats and budgets divided by 10: a smoke test, not a reproduction.
     scheduler : str
-        ``"local"`` (a Dask LocalCluster), ``"sync"`` (in this process) or a Dask scheduler address.
+        ``"local"`` (a Dask LocalCluster), ``"sync"`` (in this process) or a Dask scheduler address. ``"local"``
+        starts worker processes that import the calling script again: call from under
+        ``if __name__ == "__main__":`` (a call without it is refused, naming that fix).
     workers : int, optional
         Worker processes of the local cluster.
     progress : bool
         Show the progress bar over cells.
     overrides : mapping, optional
-        Changes to the preset's grid (see :func:`preset_grid`), e.g. fewer rows.
+        Changes to the preset's grid (see :func:`preset_grid`), e.g. fewer rows; the command line's ``--rows``,
+        ``--models``, ``--seeds``, ``--generators`` and ``--budget`` give them. A budget may be a triple
+        ``[max_global, max_local, max_queries]``: the seed selection and the search share ``max_queries``.
     log_level : int, optional
         Level of the ``chiralfair`` logger inside the cells (:func:`~chiralfair.experiments.execution.run_grid`).
 
@@ -228,7 +236,10 @@ def reproduce(name: str, out: str | os.PathLike, *, repeats: int = 10, quick: bo
     Raises
     ------
     ConfigError
-        For an unknown preset, ``repeats`` < 1, or a grid the overrides make invalid (``GridError``).
+        For an unknown preset, ``repeats`` < 1, a grid the overrides make invalid (``GridError``), or
+        ``scheduler="local"`` called from a script's top level without ``if __name__ == "__main__":``.
+    KeyboardInterrupt
+        On Ctrl-C: the finished cells stay in ``out`` and the folder's lock is released; call again to resume.
     RunFolderError
         If ``out`` holds a grid with another configuration.
 
@@ -363,9 +374,56 @@ def write_reproduction(name: str, frame, out: str | os.PathLike, *, grid: Mappin
     atomic_write_bytes(files[1], buffer.getvalue())
     for stem, figure in report.plots:
         files.append(out / f"{stem}.png")
+        _stamp(figure, grid)
         _save_figure(figure, files[-1])
     logger.info("wrote %s", ", ".join(str(f) for f in files))
     return Reproduction(name, out, report.table, tuple(files), tuple(report.claims), n_failed)
+
+
+def budget_text(budget) -> str:
+    """A grid budget as the tables name it: ``100/100`` or ``1000/100, max_queries 200,000 (seeds + search)``.
+
+    Parameters
+    ----------
+    budget : sequence of int
+        ``[max_global, max_local]`` or ``[max_global, max_local, max_queries]``.
+
+    Returns
+    -------
+    str
+    """
+    text = f"{budget[0]}/{budget[1]}"
+    return text + (f", max_queries {budget[2]:,} (seeds + search)" if len(budget) > 2 else "")
+
+
+def run_conditions(grid: Mapping[str, Any]) -> str:
+    """What every table and plot of a reproduction states: rows, coupling, counting rule and budgets.
+
+    Parameters
+    ----------
+    grid : mapping
+        The grid that was run (:func:`preset_grid`).
+
+    Returns
+    -------
+    str
+        One paragraph.
+    """
+    axes = grid["axes"]
+    rows = list(axes["rows"])
+    coupled = grid.get("couple", True)
+    census_sex = [r for r in rows if r.split(":")[0] == "census" and "sex" in r.split(":")[1].split(",")]
+    if not census_sex:
+        coupling = "no row has a coupling (each counterpart changes the protected attribute only)"
+    elif coupled:
+        coupling = (f"coupling **on** in {', '.join(census_sex)} (relationship Husband <-> Wife changes with sex); "
+                    "the paper's tools have none")
+    else:
+        coupling = (f"coupling **off** in {', '.join(census_sex)} (relationship stays when sex changes, as in the "
+                    "paper's tools; chiralfair's default couples it)")
+    return (f"Rows ({len(rows)}): {', '.join(rows)}. Counterparts: {coupling}. Counting rule: ours, unique "
+            "non-protected projections (an IDI and its counterpart count once). Budgets (max_global/max_local"
+            f"[, query budget]): {'; '.join(budget_text(b) for b in axes['budgets'])}.")
 
 
 def _header(name: str, grid: Mapping[str, Any], paper: Mapping[str, Any], n_failed: int, quick: bool) -> str:
@@ -373,13 +431,11 @@ def _header(name: str, grid: Mapping[str, Any], paper: Mapping[str, Any], n_fail
 
     axes = grid["axes"]
     states = grid.get("random_states", f"0..{grid.get('repeats', 1) - 1}")
-    budgets = ", ".join(f"{g}/{loc}" for g, loc in axes["budgets"])
     lines = [f"# chiralfair reproduce {name}{' --quick (smoke test, not a reproduction)' if quick else ''}", "",
              f"Grid `{grid.get('name', name)}`, task `{grid.get('task', 'search')}`: "
-             f"models {', '.join(axes['models'])}; "
-             f"max_global/max_local {budgets}; random states {states} (seed selection and search), model trained "
+             f"models {', '.join(axes['models'])}; random states {states} (seed selection and search), model trained "
              f"once with random_state {grid.get('model_random_state', 'of each cell')}; chiralfair {__version__}. "
-             "Cells: median [q25–q75] over the repeats.", ""]
+             "Cells: median [q25–q75] over the repeats.", "", run_conditions(grid), ""]
     if n_failed:
         lines += [f"**{n_failed} cell(s) failed** and are left out; `chiralfair experiment status` lists them with "
                   "their errors.", ""]
@@ -423,6 +479,16 @@ def _merged(base: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, An
     return out
 
 
+
+
+def _stamp(figure, grid: Mapping[str, Any]) -> None:
+    """Put the run's conditions (rows, coupling, counting rule, budgets) under the plot's title, wrapped."""
+    import textwrap
+
+    title = figure.get_suptitle()
+    width = max(40, int(figure.get_figwidth() * 15))
+    conditions = textwrap.fill(run_conditions(grid).replace("**", ""), width=width)
+    figure.suptitle(f"{title}\n{conditions}" if title else conditions, fontsize=8)
 
 
 def _save_figure(figure, path: Path) -> None:
