@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import __version__
 from .._random import RandomState, resolve_random_state
+from ..datasets.population import population_of
 from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask, unplaced_by_attribute
@@ -176,14 +177,29 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         raise ConfigError("give boxes or similar, not both")
     rng, described = resolve_random_state(random_state)
     model, domain = _model_and_domain(model, dataset)
-    engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
+    people = population_of(dataset) if model.reads_people else None
+    if people is not None and boxes is not None:
+        raise ConfigError(f"model {model.name!r} is fed your rows, so its certificates are read on them: give each "
+                          "person's neighbourhood as similar= (radii in your units), not boxes= of codes")
+    grid = None
+    if people is not None and similar is not None:
+        from .people_grid import people_grid
+
+        rows, rows_name = _rows(dataset, rows, rows_name)
+        grid = people_grid(dataset, rows, similar)
+        searched, space_domain = grid.model(model), grid.domain
+    else:
+        searched, space_domain = model, domain
+    engine, read = _engine(searched, space_domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
                            batch_size=batch_size, bound=bound, split="influence", device=device)
     rows, rows_name = _rows(dataset, rows, rows_name)
     check = DiscriminationCheck(model, domain)
     status = np.full(len(rows), UNDECIDED, dtype=np.int8)
     person = np.arange(len(rows), dtype=np.int64)
     queries = model.n_queries
-    if similar is not None:
+    if grid is not None:
+        boxes, person = (grid.lo, grid.hi), grid.person
+    elif similar is not None:
         from .neighbourhood import similar_boxes
 
         box_lo, box_hi, person = similar_boxes(dataset, rows, similar)
@@ -191,18 +207,20 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     stats: dict = {}
     if boxes is None:
         X = dataset.X[rows]
-        result = check.check(X)
+        # a model fed your rows is asked about each person as given (every other value exact), not their bins
+        result = check.check(X, population=None if people is None else people.take(rows))
         status[:] = np.where(result.is_idi, 1, 0)
     else:
-        space = KeySpace(domain)
-        lo, hi = _person_boxes(boxes, len(person), domain, space)
+        space = KeySpace(space_domain)
+        lo, hi = _person_boxes(boxes, len(person), space_domain, space)
         member = space.membership(lo, hi)
         # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
         inside = member != OUTSIDE if isinstance(engine, TreeBranchAndBound) else member == INSIDE
+        box_check = check if grid is None else DiscriminationCheck(searched, space_domain)
         if isinstance(engine, TreeBranchAndBound):
-            tally = engine.run(read, space, check, lo[inside], hi[inside], stop_on_idi=True)
+            tally = engine.run(read, space, box_check, lo[inside], hi[inside], stop_on_idi=True)
         else:
-            tally = engine.run(read, space, check, lo[inside], hi[inside])
+            tally = engine.run(read, space, box_check, lo[inside], hi[inside])
         stats = dict(tally.stats)
         volume = space.volume(lo[inside], hi[inside])
         box = np.flatnonzero(inside)
@@ -223,6 +241,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         some_input = np.zeros(len(rows), dtype=bool)
         some_input[person[inside]] = True
         status[~some_input] = LEFT_OUT
+    if grid is not None:
+        stats["grid"] = {"values": {name: int(domain_feature.size) for name, domain_feature in
+                                    zip(grid.names, grid.domain.features, strict=True)}}
     status[_without_counterpart(check, dataset.X[rows])] = LEFT_OUT
     meta = _meta(engine.params(), described, dataset, model, rows_name=rows_name,
                  unplaced=unplaced_by_attribute(domain, dataset.X[rows]),
