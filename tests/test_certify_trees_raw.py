@@ -192,3 +192,19 @@ def test_steps_and_neighbourhoods_it_cannot_read_are_refused_by_name():
     with pytest.raises(ConfigError, match="fed your rows.*similar="):
         X0 = inputs.dataset.X[rows]
         certify_individuals(inputs.model, inputs.dataset, rows, boxes=(X0, X0))
+
+
+def test_a_bare_hgb_on_pandas_categoricals_is_read_through_its_own_encoder():
+    """categorical_features="from_dtype": the model encodes the categories itself; NaN in a numeric column."""
+    df = people(700, seed=1).astype({"sex": "category", "job": "category"})
+    train, test = df.iloc[:450].reset_index(drop=True), df.iloc[450:].reset_index(drop=True)
+    with single_native_thread():
+        model = HistGradientBoostingClassifier(max_iter=10, categorical_features="from_dtype", random_state=0)
+        model.fit(train.drop(columns="y"), train["y"])
+    assert model.is_categorical_.any()
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    inputs = resolve_inputs(model, train, test=test, spec=spec)
+    near = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, similar={"age": 2})
+    expected = per_person_truth(model, inputs, {"age": 2})
+    assert near.undecided_share == 0 and (near.status == np.where(expected, 1, 0)).all()
+    assert 0 < expected.sum() < len(expected)
