@@ -208,3 +208,19 @@ def test_a_bare_hgb_on_pandas_categoricals_is_read_through_its_own_encoder():
     expected = per_person_truth(model, inputs, {"age": 2})
     assert near.undecided_share == 0 and (near.status == np.where(expected, 1, 0)).all()
     assert 0 < expected.sum() < len(expected)
+
+
+def test_a_neighbourhood_it_cannot_read_is_refused_before_the_domain_is_searched(monkeypatch):
+    import chiralfair
+    from chiralfair.certification import certificates
+
+    def searched(*args, **kwargs):
+        raise AssertionError("the domain was searched before the neighbourhood was checked")
+
+    monkeypatch.setattr(certificates, "certify_domain", searched)
+    monkeypatch.setattr("chiralfair.certification.certify_domain", searched)
+    df = people(300)
+    pipe = PIPELINES["dt+passthrough"]().fit(df.drop(columns="y"), df["y"])
+    with pytest.raises(ConfigError, match="column 'income' holds values that are not whole numbers"):
+        chiralfair.certify(pipe, df, test_size=0.3, label="y", positive_class=1, protected="sex",
+                           similar={"income": 1})

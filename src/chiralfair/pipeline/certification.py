@@ -154,8 +154,12 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     from ..certification.neighbourhood import check_similar
 
     if similar is not None:  # refused before the domain's search, naming the feature
-        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None),
-                      raw=inputs.model.reads_people and inputs.dataset.raw is not None)
+        raw = inputs.model.reads_people and inputs.dataset.raw is not None
+        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None), raw=raw)
+        if raw and individuals:  # a column of other than whole numbers, a value not in a column: refused now
+            from ..certification.people_grid import people_grid
+
+            people_grid(inputs.dataset, inputs.test_index, similar)
     result = certify_domain(inputs.model, inputs.dataset, rows=inputs.test_index, rows_name=inputs.test_rows,
                             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
                             split=split, random_state=inputs.random_state, on_progress=on_progress)
