@@ -132,6 +132,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     recorded as a wife), or no input of whose box could exist, is left out, as the verdict leaves them out
     (:func:`chiralfair.verdict.result.left_out_mask`): status ``"left out"``, counted and named, in no share.
 
+    A model fed your rows (a raw-frame pipeline) is certified on them, not on their bins (architecture: the
+    population and the domain): on their own row, each person as given with every counterpart checked; with
+    ``similar``, over a grid whose codes are your values, radii in your units on any column of whole numbers, binned
+    or not (:mod:`.people_grid`).
+
     Parameters
     ----------
     model : CountingModel, torch.nn.Module, OnnxClassifier or tree ensemble
@@ -164,8 +169,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     ModelCapabilityError
         If the model is not a ReLU network or tree ensemble certification reads.
     ConfigError, DomainError
-        For a bad row number, both ``boxes`` and ``similar``, a bad ``similar`` (naming the feature), or boxes of
-        the wrong shape, outside the domain's bounds, or wider than one code on a coupled column.
+        For a bad row number, both ``boxes`` and ``similar``, a bad ``similar`` (naming the feature), boxes of
+        the wrong shape, outside the domain's bounds, or wider than one code on a coupled column, or ``boxes`` for a
+        model fed your rows.
 
     Examples
     --------
