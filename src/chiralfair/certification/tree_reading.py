@@ -238,6 +238,8 @@ class _Feed:
             Z = self.inner.transform(Z)
         if hasattr(Z, "toarray"):
             Z = Z.toarray()
+        if hasattr(Z, "dtypes") and hasattr(Z, "columns"):  # a frame: LightGBM reads a pandas categorical's codes
+            Z = np.column_stack([_category_codes(Z[c]) for c in Z.columns]) if len(Z.columns) else np.zeros((len(Z), 0))
         try:
             return np.asarray(Z, dtype=np.float64)
         except (TypeError, ValueError) as err:
@@ -245,6 +247,16 @@ class _Feed:
                 f"model {self.model.name!r} is given non-numeric columns ({err}); certification reads trees over "
                 "numbers: encode them in a Pipeline (OneHotEncoder, OrdinalEncoder) or as pandas categoricals of a "
                 "HistGradientBoostingClassifier") from err
+
+
+def _category_codes(column) -> np.ndarray:
+    """A frame's column as the numbers a tree library reads: a pandas categorical's codes (missing: NaN)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy().astype(np.float64)
+        return np.where(codes < 0, np.nan, codes)
+    return np.asarray(column, dtype=np.float64)
 
 
 def _columns(feed: _Feed, domain) -> _Columns:
