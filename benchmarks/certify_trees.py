@@ -14,7 +14,14 @@ Per model, each in its own process (so its peak memory is its own, read from ``r
   ``priors_count`` +-1 (compas), budget ``--seconds``: the share decided and the seconds; then the same statuses
   recounted by an exhaustive check of every key of every person's box (every counterpart, through the model), and the
   number of people where the two differ (must be 0);
-- **whole domain**: ``certify_domain`` for ``--seconds``: certified + falsified share, undecided, stopped.
+- **whole domain**: ``certify_domain`` for ``--seconds``: certified + falsified share, undecided, stopped; for the
+  models of ``--curve`` (default: the fully grown forest and XGBoost), a second run of ``--long`` seconds whose
+  decided share is read at 60, 120 and ``--long`` seconds, beside how the model's trees read the protected and
+  coupled columns (why a domain stays undecided);
+- **verdict**: the own-row statuses against the discrimination check of every counterpart of every test row (the
+  verdict's check), the number of people where the two agree.
+
+Every phase records wall seconds and the process's CPU seconds (``time.process_time``).
 
 Every time is printed beside the load average around it (the machine is shared). Writes
 ``benchmarks/results/certify_trees.json`` and ``certify_trees.md``.
@@ -87,11 +94,53 @@ def exhaustive(model, data, rows, similar) -> np.ndarray:
     return out
 
 
-def one(dataset: str, protected: str, name: str, seconds: float) -> dict:
+def structure(read, domain) -> dict:
+    """How the trees read the protected and coupled columns, and how finely they cut the key columns."""
+    columns = sorted(set(domain.protected) | set(domain.coupled_columns))
+    touched = np.zeros(read.n_leaves, dtype=bool)
+    for f in columns:
+        block = read.reach[:, read.offset[f]:read.offset[f + 1]]
+        touched |= ~block.all(axis=1)
+    trees = np.add.reduceat(touched.astype(np.int64), read.tree_start) > 0
+    keys = [f for f in range(domain.n_features) if f not in set(domain.protected)]
+    return {"trees_reading_protected_or_coupled": int(trees.sum()), "n_trees": int(read.n_trees),
+            "leaves_reading_protected_or_coupled": int(touched.sum()), "n_leaves": int(read.n_leaves),
+            "log2_cells_of_cut_grid": float(sum(np.log2(len(read.cuts[f]) + 1) for f in keys)),
+            "cuts_per_key_column": {domain.names[f]: int(len(read.cuts[f])) for f in keys}}
+
+
+def curve(model, data, test, seconds: float) -> dict:
+    """The domain's decided share at 60, 120 and ``seconds`` wall seconds of one run."""
+    from chiralfair.certification import certify_domain
+
+    marks = [m for m in (60.0, 120.0) if m < seconds]
+    seen: list[dict] = []
+
+    def progress(p):
+        seen.append(p)
+
+    before, cpu = load(), time.process_time()
+    result = certify_domain(model, data, rows=test, rows_name="test split", max_seconds=seconds,
+                            on_progress=progress)
+    volume = result.domain_volume
+    points = []
+    for m in marks:
+        first = next((p for p in seen if p["seconds"] >= m), seen[-1] if seen else None)
+        if first is not None:
+            points.append({"seconds": first["seconds"], "certified": first["certified"] / volume,
+                           "falsified": first["falsified"] / volume})
+    points.append({"seconds": result.seconds, "certified": result.certified_share,
+                   "falsified": result.falsified_share})
+    return {"points": points, "stopped": result.stopped, "boxes": result.stats["n_boxes"],
+            "cells": result.stats["n_cells"], "cpu_seconds": time.process_time() - cpu, "load": [before, load()]}
+
+
+def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0.0) -> dict:
     import chiralfair
     from chiralfair.certification import certify_domain, certify_individuals
     from chiralfair.certification.tree_reading import read_tree_ensemble
     from chiralfair.datasets import load_dataset
+    from chiralfair.oracle import DiscriminationCheck
 
     data = load_dataset(dataset, protected=[protected])
     model, test = model_for(name, data)
@@ -100,31 +149,44 @@ def one(dataset: str, protected: str, name: str, seconds: float) -> dict:
     started, before = time.perf_counter(), load()
     read = read_tree_ensemble(model, data.domain)
     row["read"] = {"kind": read.kind, "seconds": time.perf_counter() - started, "load": [before, load()]}
-    before = load()
+    row["structure"] = structure(read, data.domain)
+    before, cpu = load(), time.process_time()
     own = certify_individuals(model, data, test, rows_name="test split")
-    row["own"] = {**own.summary(), "load": [before, load()]}
+    row["own"] = {**own.summary(), "cpu_seconds": time.process_time() - cpu, "load": [before, load()]}
+    before, cpu, started = load(), time.process_time(), time.perf_counter()
+    check = DiscriminationCheck(model, data.domain)
+    verdict = check.check(data.X[test]).is_idi
+    counted = own.status != 3
+    row["verdict"] = {"people": int(counted.sum()), "affected": int(verdict[counted].sum()),
+                      "agree": int(((own.status[counted] == 1) == verdict[counted]).sum()),
+                      "seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu,
+                      "load": [before, load()]}
     similar = SIMILAR[dataset]
-    before = load()
+    before, cpu = load(), time.process_time()
     near = certify_individuals(model, data, test, rows_name="test split", similar=similar, max_seconds=seconds)
     row["similar"] = {**near.summary(), "radii": similar, "decided": 1 - near.undecided_share,
+                      "cpu_seconds": time.process_time() - cpu,
                       "engine_seconds": near.meta["stats"].get("seconds"), "boxes": near.meta["stats"].get("n_boxes"),
                       "cells": near.meta["stats"].get("n_cells"), "n_queries": near.meta["n_queries"],
                       "load": [before, load()]}
-    before, started = load(), time.perf_counter()
+    before, started, cpu = load(), time.perf_counter(), time.process_time()
     truth = exhaustive(model, data, test, similar)
     decided = (near.status == 0) | (near.status == 1)
     row["similar"]["exhaustive"] = {
-        "seconds": time.perf_counter() - started, "load": [before, load()],
-        "affected_share": float(truth[near.status != 3].mean()),
+        "seconds": time.perf_counter() - started, "cpu_seconds": time.process_time() - cpu,
+        "load": [before, load()], "affected_share": float(truth[near.status != 3].mean()),
         "disagree": int(((near.status[decided] == 1) != (truth[decided] == 1)).sum())}
-    before = load()
+    before, cpu = load(), time.process_time()
     domain = certify_domain(model, data, rows=test, rows_name="test split", max_seconds=seconds)
-    row["domain"] = {"certified": domain.certified_share, "falsified": domain.falsified_share,
+    row["domain"] = {"cpu_seconds": time.process_time() - cpu,
+                     "certified": domain.certified_share, "falsified": domain.falsified_share,
                      "decided": domain.certified_share + domain.falsified_share,
                      "undecided": domain.undecided_share, "stopped": domain.stopped, "seconds": domain.seconds,
                      "log2_keys": float(np.log2(domain.domain_volume)), "n_idis": domain.n_idis,
                      "boxes": domain.stats["n_boxes"], "cells": domain.stats["n_cells"],
                      "test_rows": dict(domain.row_counts), "load": [before, load()]}
+    if long:
+        row["curve"] = curve(model, data, test, long)
     row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     row["chiralfair"] = chiralfair.__version__
     return row
@@ -147,32 +209,53 @@ def markdown(results: dict) -> str:
     lines = ["# Certification of tree ensembles (`benchmarks/certify_trees.py`)", "",
              f"{results['date']}, chiralfair {v['chiralfair']}, scikit-learn {v['scikit-learn']}, LightGBM "
              f"{v['lightgbm']}, XGBoost {v['xgboost']}, numpy {v['numpy']}; {results['cpu_count']} CPUs shared with "
-             f"other jobs (`uptime` at the start: {results['uptime_start']}); budget {results['seconds']:g} s. Load "
+             f"other jobs (`uptime` at the start: {results['uptime_start']}; at the end: {results['uptime_end']}); "
+             f"budget {results['seconds']:g} s; CPU seconds of all cases' processes: "
+             f"{results['cpu_seconds_children']:.0f}. Load "
              "is the 1-minute load average before-after each figure.", "",
              "## Per person (the test split)", "",
-             "| case | model | read | own row: affected (s, load) | similar: decided | affected | s | load | "
-             "exhaustive check: affected, disagree (s) | peak MiB |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| case | model | read | own row: affected (wall s, CPU s, load) | verdict: agree / people | "
+             "similar: decided | affected | wall s | CPU s | load | exhaustive check: affected, disagree (wall s) "
+             "| peak MiB |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["cases"]:
         if "error" in r:
-            lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | error: {r['error']} |||||||||")
+            lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | error: {r['error']} |||||||||||")
             continue
-        o, s, e = r["own"], r["similar"], r["similar"]["exhaustive"]
+        o, s, e, v = r["own"], r["similar"], r["similar"]["exhaustive"], r["verdict"]
         lines.append(
             f"| {r['dataset']} {r['protected']} | {r['model']} | {r['read']['kind']} | {o['affected']:.2%} "
-            f"({o['seconds']:.1f} s, {o['load'][0]}-{o['load'][1]}) | {s['decided']:.2%} | {s['affected']:.2%} | "
-            f"{s['seconds']:.1f} | {s['load'][0]}-{s['load'][1]} | {e['affected_share']:.2%}, {e['disagree']} "
-            f"({e['seconds']:.1f} s) | {r['peak_rss_mib']:.0f} |")
+            f"({o['seconds']:.1f}, {o['cpu_seconds']:.1f}, {o['load'][0]}-{o['load'][1]}) | "
+            f"{v['agree']:,} / {v['people']:,} | {s['decided']:.2%} | {s['affected']:.2%} | "
+            f"{s['seconds']:.1f} | {s['cpu_seconds']:.1f} | {s['load'][0]}-{s['load'][1]} | "
+            f"{e['affected_share']:.2%}, {e['disagree']} ({e['seconds']:.1f} s) | {r['peak_rss_mib']:.0f} |")
     lines += ["", "## The whole domain", "",
-              "| case | model | log2 keys | certified | falsified | undecided | stopped | s | boxes | cells | load |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| case | model | log2 keys | certified | falsified | undecided | stopped | wall s | CPU s | boxes | "
+              "cells | load |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["cases"]:
         if "error" in r:
             continue
         d = r["domain"]
         lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | {d['log2_keys']:.1f} | {d['certified']:.2%} "
                      f"| {d['falsified']:.4%} | {d['undecided']:.2%} | {d['stopped']} | {d['seconds']:.1f} | "
-                     f"{d['boxes']:,} | {d['cells']:,} | {d['load'][0]}-{d['load'][1]} |")
+                     f"{d['cpu_seconds']:.1f} | {d['boxes']:,} | {d['cells']:,} | {d['load'][0]}-{d['load'][1]} |")
+    lines += ["", "## How the trees read the protected columns, and the domain's share over time", "",
+              "| case | model | trees reading a protected or coupled column | leaves doing so | log2 cells of the cut "
+              "grid | decided share at (wall s) | CPU s | boxes | cells | load |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results["cases"]:
+        if "error" in r:
+            continue
+        t = r["structure"]
+        c = r.get("curve")
+        at = ("; ".join(f"{p['certified'] + p['falsified']:.2%} ({p['seconds']:.0f})" for p in c["points"])
+              if c else "(60 s run above)")
+        lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | {t['trees_reading_protected_or_coupled']} "
+                     f"/ {t['n_trees']} | {t['leaves_reading_protected_or_coupled']:,} / {t['n_leaves']:,} | "
+                     f"{t['log2_cells_of_cut_grid']:.1f} | {at} | "
+                     + (f"{c['cpu_seconds']:.1f} | {c['boxes']:,} | {c['cells']:,} | {c['load'][0]}-{c['load'][1]} |"
+                        if c else " | | | |"))
     return "\n".join(lines) + "\n"
 
 
@@ -181,16 +264,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--one", nargs=3, metavar=("DATASET", "PROTECTED", "MODEL"))
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--long", type=float, default=300.0, help="seconds of the longer domain runs")
+    parser.add_argument("--curve", default="rf10,xgboost", help="models whose domain also runs --long seconds")
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(one(*args.one, seconds=args.seconds)))
+        long = args.long if args.one[2] in args.curve.split(",") else 0.0
+        print(json.dumps(one(*args.one, seconds=args.seconds, long=long)))
         return
+    cpu_children = resource.getrusage(resource.RUSAGE_CHILDREN)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rows = []
     for dataset, protected in CASES:
         for name in args.models.split(","):
-            proc = subprocess.run([sys.executable, __file__, "--seconds", str(args.seconds), "--one", dataset,
-                                   protected, name], capture_output=True, text=True)
+            proc = subprocess.run([sys.executable, __file__, "--seconds", str(args.seconds), "--long", str(args.long),
+                                   "--curve", args.curve, "--one", dataset, protected, name],
+                                  capture_output=True, text=True)
             if proc.returncode:
                 row = {"dataset": dataset, "protected": protected, "model": name,
                        "error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
@@ -201,7 +289,9 @@ def main() -> None:
     results = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "seconds": args.seconds,
                "cpu_count": os.cpu_count(), "platform": platform.platform(), "uptime_start": uptime,
                "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-               "versions": versions(), "cases": rows}
+               "versions": versions(), "cases": rows,
+               "cpu_seconds_children": (lambda u: u.ru_utime + u.ru_stime - cpu_children.ru_utime
+                                        - cpu_children.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "certify_trees.json").write_text(json.dumps(results, indent=2) + "\n")
     (RESULTS / "certify_trees.md").write_text(markdown(results))

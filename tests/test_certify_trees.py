@@ -55,6 +55,10 @@ MODELS = {
     "hgb": lambda: HistGradientBoostingClassifier(max_iter=15, random_state=0),
     "lightgbm": lambda: lightgbm.LGBMClassifier(n_estimators=15, num_leaves=8, min_child_samples=5, n_jobs=1,
                                                 verbose=-1),
+    "hgb-native": lambda: HistGradientBoostingClassifier(max_iter=15, categorical_features=[1, 4], random_state=0),
+    "lightgbm-categorical": lambda: lightgbm.LGBMClassifier(n_estimators=15, num_leaves=8, min_child_samples=5,
+                                                            min_data_per_group=5, cat_smooth=1, categorical_column=[4],
+                                                            n_jobs=1, verbose=-1),
     "onehot-rf": lambda: make_pipeline(OneHotEncoder(handle_unknown="ignore"),
                                        RandomForestClassifier(10, max_depth=6, random_state=0)),
     "scaled-dt": lambda: make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=6, random_state=0)),
@@ -278,19 +282,14 @@ def test_unreadable_tree_models_are_refused_naming_what_is_at_fault(case):
     pca = make_pipeline(PCA(2), DecisionTreeClassifier(max_depth=3, random_state=0)).fit(X, y)
     with pytest.raises(ModelCapabilityError, match=r"preprocessing step 'pca' \(PCA\) may mix columns"):
         read_tree_ensemble(as_model(pca), domain)
-    with single_native_thread():
-        native = HistGradientBoostingClassifier(max_iter=5, categorical_features=[1]).fit(X, y)
-    with pytest.raises(ModelCapabilityError, match="reads input column 1 as a native categorical feature"):
-        read_tree_ensemble(as_model(native), domain)
-    lgbm = lightgbm.LGBMClassifier(n_estimators=5, min_child_samples=5, n_jobs=1, verbose=-1)
-    lgbm.fit(X, y, categorical_feature=[1])
-    with pytest.raises(ModelCapabilityError, match="as a categorical feature"):
-        read_tree_ensemble(as_model(lgbm), domain)
-    frame = pd.DataFrame(data.X, columns=domain.names)
-    framed = DecisionTreeClassifier(max_depth=3).fit(frame, y)
-    wrapped = as_model(framed, to_frame=lambda codes: pd.DataFrame(codes, columns=domain.names))
-    with pytest.raises(ModelCapabilityError, match="is fed a DataFrame"):
-        certify_domain(wrapped, data)
+    if XGB is not None:
+        frame = pd.DataFrame(data.X, columns=domain.names).astype({"c": "category"})
+        native = XGB.XGBClassifier(n_estimators=3, max_depth=2, enable_categorical=True, tree_method="hist",
+                                   n_jobs=1).fit(frame, data.X[:, 4] % 2)  # a label the categories decide
+        wrapped = as_model(native, to_frame=lambda codes: pd.DataFrame(codes, columns=domain.names).astype(
+            {"c": pd.CategoricalDtype(sorted(frame["c"].unique()))}))
+        with pytest.raises(ModelCapabilityError, match="splits 'c' as a categorical feature"):
+            read_tree_ensemble(wrapped, domain)
 
 
 def test_a_reading_that_does_not_reproduce_the_model_is_refused(case):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import __version__
 from .._random import RandomState, resolve_random_state
+from ..datasets.population import population_of
 from ..exceptions import ConfigError, DomainError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask, unplaced_by_attribute
@@ -138,6 +139,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     recorded as a wife), or no input of whose box could exist, is left out, as the verdict leaves them out
     (:func:`chiralfair.verdict.result.left_out_mask`): status ``"left out"``, counted and named, in no share.
 
+    A model fed your rows (a raw-frame pipeline) is certified on them, not on their bins (architecture: the
+    population and the domain): on their own row, each person as given with every counterpart checked; with
+    ``similar``, over a grid whose codes are your values, radii in your units on any column of whole numbers, binned
+    or not (:mod:`.people_grid`).
+
     Parameters
     ----------
     model : CountingModel, torch.nn.Module, OnnxClassifier or tree ensemble
@@ -171,8 +177,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     ModelCapabilityError
         If the model is not a ReLU network or tree ensemble certification reads.
     ConfigError, DomainError
-        For a bad row number, both ``boxes`` and ``similar``, a bad ``similar`` (naming the feature), or boxes of
-        the wrong shape, outside the domain's bounds, or wider than one code on a coupled column.
+        For a bad row number, both ``boxes`` and ``similar``, a bad ``similar`` (naming the feature), boxes of
+        the wrong shape, outside the domain's bounds, or wider than one code on a coupled column, or ``boxes`` for a
+        model fed your rows.
 
     Examples
     --------
@@ -184,7 +191,20 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         raise ConfigError("give boxes or similar, not both")
     rng, described = resolve_random_state(random_state)
     model, domain = _model_and_domain(model, dataset)
-    engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
+    people = population_of(dataset) if model.reads_people else None
+    if people is not None and boxes is not None:
+        raise ConfigError(f"model {model.name!r} is fed your rows, so its certificates are read on them: give each "
+                          "person's neighbourhood as similar= (radii in your units), not boxes= of codes")
+    grid = None
+    if people is not None and similar is not None:
+        from .people_grid import people_grid
+
+        rows, rows_name = _rows(dataset, rows, rows_name)
+        grid = people_grid(dataset, rows, similar)
+        searched, space_domain = grid.model(model), grid.domain
+    else:
+        searched, space_domain = model, domain
+    engine, read = _engine(searched, space_domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
                            batch_size=batch_size, bound=bound, split="influence", device=device)
     params = engine.params()
     rows, rows_name = _rows(dataset, rows, rows_name)
@@ -192,7 +212,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     status = np.full(len(rows), UNDECIDED, dtype=np.int8)
     person = np.arange(len(rows), dtype=np.int64)
     queries = model.n_queries
-    if similar is not None:
+    if grid is not None:
+        boxes, person = (grid.lo, grid.hi), grid.person
+    elif similar is not None:
         from .neighbourhood import similar_boxes
 
         box_lo, box_hi, person = similar_boxes(dataset, rows, similar)
@@ -202,11 +224,14 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     found = np.zeros((0, domain.n_features), dtype=np.int64)  # concrete IDIs met, and the box of each person
     found_person = np.zeros(0, dtype=np.int64)
     if boxes is None:
-        status[:] = np.where(check.check(X).is_idi, 1, 0)
+        # a model fed your rows is asked about each person as given (every other value exact), not their bins
+        result = check.check(X, population=None if people is None else people.take(rows))
+        status[:] = np.where(result.is_idi, 1, 0)
         found, found_person = X[status == 1], np.flatnonzero(status == 1)
     else:
-        space = KeySpace(domain)
-        lo, hi = _person_boxes(boxes, len(person), domain, space)
+        space = KeySpace(space_domain)
+        lo, hi = _person_boxes(boxes, len(person), space_domain, space)
+        box_check = check if grid is None else DiscriminationCheck(searched, space_domain)
         member = space.membership(lo, hi)
         tree = isinstance(engine, TreeBranchAndBound)
         box_status = np.zeros(len(person), dtype=np.int8)  # a box no input of which can exist: nothing to discriminate
@@ -214,15 +239,15 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         small = np.zeros(len(person), dtype=bool) if tree else (
             (member != OUTSIDE) & (space.volume(lo, hi) <= ENUMERATE_KEYS))
         deadline = None if max_seconds is None else started + max_seconds
-        small_status, small_input, met, met_box = _enumerate_boxes(space, check, lo[small], hi[small], deadline)
+        small_status, small_input, met, met_box = _enumerate_boxes(space, box_check, lo[small], hi[small], deadline)
         box_status[small] = small_status
         # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
         inside = (member != OUTSIDE) if tree else (member == INSIDE) & ~small
         engine.max_seconds = None if max_seconds is None else max(0.0, max_seconds - (time.perf_counter() - started))
         if tree:
-            tally = engine.run(read, space, check, lo[inside], hi[inside], stop_on_idi=True)
+            tally = engine.run(read, space, box_check, lo[inside], hi[inside], stop_on_idi=True)
         else:
-            tally = engine.run(read, space, check, lo[inside], hi[inside])
+            tally = engine.run(read, space, box_check, lo[inside], hi[inside])
         stats = {**tally.stats, "n_enumerated_boxes": int(small.sum()),
                  "n_enumerated_keys": float(space.volume(lo[small], hi[small]).sum())}
         volume = space.volume(lo[inside], hi[inside])
@@ -256,9 +281,16 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         some_input[person[np.flatnonzero(small)[small_input]]] = True
         some_input[person[partly]] = True
         status[~some_input] = LEFT_OUT
+    if grid is not None:
+        stats["grid"] = {"values": {name: int(domain_feature.size) for name, domain_feature in
+                                    zip(grid.names, grid.domain.features, strict=True)}}
     status[_without_counterpart(check, X)] = LEFT_OUT
-    witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
-    status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
+    if people is None:
+        witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
+        status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
+    else:  # a model fed your rows: its IDIs were met on your values, not on codes, so no witness pair in codes
+        witness = witness_cf = witness_labels = None
+        refuted = np.zeros(len(rows), dtype=bool)
     meta = _meta(params, described, dataset, model, rows_name=rows_name,
                  unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None

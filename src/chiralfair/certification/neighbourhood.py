@@ -8,7 +8,9 @@ that lie in the domain. A categorical feature stays fixed unless it is given a s
 {"Private", "State-gov"}}``): the person's own value and those, one box per value. Refused, naming the feature: a
 name the data does not have (the valid names listed), a protected attribute or a column coupled to one, a negative
 or NaN radius, a radius on a categorical feature or a set on a numeric one, and a radius on a binned column (its
-codes are bins, whose widths vary: give the radius in bins by binning it as whole numbers, or leave it fixed).
+codes are bins, whose widths vary: give the radius in bins by binning it as whole numbers, or leave it fixed). For a
+model fed your own rows the neighbourhood is read on those rows instead, in your units, binned columns included
+(:mod:`.people_grid`).
 
 The boxes serve any certificate of boxes (:func:`~chiralfair.certification.certify_individuals` with ``boxes=``).
 """
@@ -25,7 +27,7 @@ import numpy as np
 from ..exceptions import ConfigError
 
 
-def check_similar(similar, domain, codec=None) -> dict[str, object]:
+def check_similar(similar, domain, codec=None, *, raw: bool = False) -> dict[str, object]:
     """Check a ``similar=`` mapping against the domain; return it with names resolved.
 
     Parameters
@@ -33,7 +35,10 @@ def check_similar(similar, domain, codec=None) -> dict[str, object]:
     similar : mapping of str to number or set of values
     domain : Domain
     codec : FrameCodec, optional
-        The dataset's codec (binned columns are refused).
+        The dataset's codec (binned columns are refused, unless ``raw``).
+    raw : bool, default=False
+        The neighbourhoods are read on your rows (a model fed them: :mod:`.people_grid`), so a radius is in your
+        column's units even where the search bins it.
 
     Returns
     -------
@@ -73,7 +78,7 @@ def check_similar(similar, domain, codec=None) -> dict[str, object]:
         if feature.kind == "categorical":
             raise ConfigError(f"similar: {name!r} is categorical; give it a set of values (its own is kept), "
                               "not a radius")
-        if how.get(name) in ("bin", "rank"):
+        if how.get(name) in ("bin", "rank") and not raw:
             raise ConfigError(f"similar: {name!r} is binned (its codes are bins of unequal widths), so a radius in "
                               "its units has no box of codes; bin it as whole numbers or leave it out")
         out[name] = float(radius)

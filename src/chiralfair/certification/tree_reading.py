@@ -4,25 +4,33 @@ Accepted: scikit-learn ``DecisionTreeClassifier``, ``RandomForestClassifier``, `
 ``GradientBoostingClassifier`` and ``HistGradientBoostingClassifier``, LightGBM (``LGBMClassifier`` or a
 ``Booster``, read from ``dump_model()``) and XGBoost (``XGBClassifier`` or a ``Booster``, read from
 ``get_dump(dump_format="json")``), binary, alone or as the last step of a scikit-learn ``Pipeline`` whose earlier
-steps transform each column on its own (scalers, ``OneHotEncoder``, ``OrdinalEncoder``, ``KBinsDiscretizer``,
-``QuantileTransformer``, ``PowerTransformer``, ``SimpleImputer``, ``"passthrough"``, and ``ColumnTransformer`` or
-``Pipeline`` of those).
+steps transform each column on its own: :data:`ACCEPTED_STEPS` (scalers, ``OneHotEncoder`` with any
+``handle_unknown`` and ``drop``, ``OrdinalEncoder``, ``"passthrough"``, a ``FunctionTransformer`` of one of the
+increasing numpy functions :data:`MONOTONE_UFUNCS`, ...), and ``ColumnTransformer`` or ``Pipeline`` of those. The
+model may take the integer codes or your own columns (a raw-frame pipeline, fed :attr:`Dataset.raw
+<chiralfair.datasets.Dataset.raw>`'s columns): the reading goes through the model's own input
+(:meth:`ModelLanguage.model_input <chiralfair.models.language.ModelLanguage.model_input>`).
 
-A split is read as the set of codes of one domain feature that go left: the column the tree reads is computed for
-every code of that feature through the preprocessing (so a split on a scaled column is an interval of codes, one on
-a one-hot column a set), and compared with the threshold in the library's own precision and direction
-(scikit-learn trees: float32 inputs, ``x <= t``; histogram gradient boosting and LightGBM: float64, ``x <= t``;
-XGBoost: float32, ``x < t``). Refused, naming what is at fault: a model fed a DataFrame
-(:attr:`CountingModel.takes_frame <chiralfair.models.CountingModel.takes_frame>`), a step that mixes columns,
-categorical splits (native categorical features of histogram gradient boosting or LightGBM), LightGBM's
-zero-as-missing splits, more than two classes, and any reading whose scores or labels on domain points differ from
-the model's own.
+A split is read as the set of codes of one feature that go left: the column the tree reads is computed for every
+code of that feature through the model's input and the preprocessing (so a split on a scaled column is an interval
+of codes, one on a one-hot column a set), and compared with the threshold in the library's own precision and
+direction (scikit-learn trees: float32 inputs, ``x <= t``; histogram gradient boosting and LightGBM: float64,
+``x <= t``; XGBoost: float32, ``x < t``). When the codes are your own raw values (the per-person grid of
+:mod:`.people_grid`), each split is so a threshold, or a set of categories, over your raw column. A missing value
+(NaN) follows the model's own rule at each node: histogram gradient boosting's and scikit-learn trees'
+``missing_go_to_left``, LightGBM's default direction (``missing_type`` NaN or Zero; ``None`` reads NaN as 0), and
+XGBoost's default child. Native categorical splits are read as the sets of categories going left (histogram gradient
+boosting's bitsets, an unknown category or a negative one going where a missing value goes; LightGBM's category
+lists). Refused, naming what is at fault: a preprocessing step not accepted, a step that mixes columns, XGBoost's
+categorical splits, more than two classes, and any reading whose scores or labels on domain points differ from the
+model's own.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,8 +42,12 @@ N_CHECK_POINTS = 512
 # Largest |score read - model's raw score| accepted, relative to 1 + |score|.
 SCORE_TOLERANCE = 1e-6
 
-_COLUMNWISE = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "OneHotEncoder", "OrdinalEncoder",
-               "KBinsDiscretizer", "QuantileTransformer", "PowerTransformer", "SimpleImputer")
+# Preprocessing steps read: each transforms every column on its own.
+ACCEPTED_STEPS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "OneHotEncoder", "OrdinalEncoder",
+                  "KBinsDiscretizer", "QuantileTransformer", "PowerTransformer", "SimpleImputer")
+# numpy functions a FunctionTransformer may apply: element-wise and increasing where defined.
+MONOTONE_UFUNCS = ("log", "log1p", "log2", "log10", "sqrt", "cbrt", "exp", "exp2", "expm1", "arctan", "arcsinh",
+                   "tanh", "sinh")
 _SKLEARN_FORESTS = ("RandomForestClassifier", "ExtraTreesClassifier")
 
 
@@ -48,6 +60,21 @@ class _Tree:
     left: np.ndarray
     right: np.ndarray
     value: np.ndarray  # leaf values (ignored at split nodes)
+    missing_left: np.ndarray | None = None  # where a NaN goes at each split node (None: no NaN rule, read as number)
+    rules: dict[int, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)  # node -> goes left, exactly
+
+    def goes_left(self, node: int, values: np.ndarray, precision: str) -> np.ndarray:
+        """Whether each value of the column the node reads goes to its left child, as the library decides."""
+        rule = self.rules.get(node)
+        if rule is not None:
+            return rule(values)
+        left = _goes_left(values, float(self.threshold[node]), precision)
+        missing = np.isnan(values)
+        if missing.any():
+            if self.missing_left is None:  # the library has no rule of its own: refused before reading
+                return left
+            left = np.where(missing, bool(self.missing_left[node]), left)
+        return left
 
 
 @dataclass
@@ -121,11 +148,6 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
     if not isinstance(model, CountingModel):
         raise ModelCapabilityError(f"certification needs a wrapped model under test (chiralfair.models.as_model), "
                                    f"got {type(model).__name__}")
-    if model.takes_frame:
-        raise ModelCapabilityError(
-            f"model {model.name!r} is fed a DataFrame of your columns; tree certification reads ensembles over the "
-            "integer codes (a model trained on Dataset.X, e.g. chiralfair.models.train_model, or a Pipeline over "
-            "the codes); test this one with chiralfair run / estimate")
     estimator = model.estimator
     final = _final_step(estimator)
     kind = _kind(final)
@@ -133,7 +155,11 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
         raise ModelCapabilityError(f"model {model.name!r} ({type(final).__name__}) is not a tree ensemble "
                                    "certification reads")
     pre = estimator[:-1] if final is not estimator else None
-    columns = _columns(pre, domain, model.name)
+    if pre is not None:
+        for label, step in pre.steps:
+            _check_columnwise(step, model.name, label)
+    feed = _Feed(model, pre, final, domain)
+    columns = _columns(feed, domain)
     classes = getattr(final, "classes_", None)
     if classes is not None and len(classes) != 2:
         raise ModelCapabilityError(f"model {model.name!r} has {len(classes)} classes; certification reads binary "
@@ -149,7 +175,7 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
     upper = domain.upper.astype(np.int64)
     ensemble = TreeEnsemble(lower, upper, reach, value, start, 0.0, threshold, name=model.name,
                             kind=f"{description}, {len(trees)} trees, {len(value)} leaves")
-    return _checked(ensemble, model, final, kind, pre, domain, rng if rng is not None else np.random.default_rng(0))
+    return _checked(ensemble, model, final, kind, feed, domain, rng if rng is not None else np.random.default_rng(0))
 
 
 # ---------------------------------------------------------------------------------------------- preprocessing
@@ -165,22 +191,77 @@ def _check_columnwise(step, model_name: str, where: str) -> None:
         for label, sub, _ in step.transformers_:
             _check_columnwise(sub, model_name, f"{where} > {label}")
         return
-    if name == "FunctionTransformer" and getattr(step, "func", None) is None:
-        return
-    if name not in _COLUMNWISE:
+    if name == "FunctionTransformer":
+        func = getattr(step, "func", None)
+        if func is None:
+            return
+        if isinstance(func, np.ufunc) and func.__name__ in MONOTONE_UFUNCS and not getattr(step, "kw_args", None):
+            return
         raise ModelCapabilityError(
-            f"model {model_name!r}: preprocessing step {where!r} ({name}) may mix columns, so its trees' splits "
-            f"cannot be read back on your columns; certification reads steps that transform each column on its own "
-            f"({', '.join(_COLUMNWISE)}, ColumnTransformer and Pipeline of those)")
+            f"model {model_name!r}: preprocessing step {where!r} is a FunctionTransformer of "
+            f"{getattr(func, '__name__', repr(func))!r}, which certification cannot prove transforms each column on "
+            f"its own; it reads FunctionTransformer of the numpy functions {', '.join(MONOTONE_UFUNCS)} (without "
+            "kw_args), or none")
+    if name not in ACCEPTED_STEPS:
+        raise ModelCapabilityError(
+            f"model {model_name!r}: preprocessing step {where!r} ({name}) may mix columns: it is not a step "
+            f"certification reads, so its trees' splits cannot be read back on your columns; it reads steps that "
+            f"transform each column on its own: {', '.join(ACCEPTED_STEPS)}, 'passthrough', FunctionTransformer of "
+            f"{', '.join(MONOTONE_UFUNCS)}, and ColumnTransformer and Pipeline of those")
 
 
-def _columns(pre, domain, model_name: str) -> _Columns:
+class _Feed:
+    """Codes to the columns the trees read: the model's own input, then the preprocessing in front of the trees."""
+
+    def __init__(self, model, pre, final, domain):
+        self.model, self.pre, self.final, self.domain = model, pre, final, domain
+        # histogram gradient boosting fed a frame of categoricals encodes them itself, column by column
+        self.inner = getattr(final, "_preprocessor", None)
+
+    def estimator_input(self, X: np.ndarray):
+        """What the trees' estimator is given for codes ``X`` (after the pipeline's earlier steps)."""
+        inputs = self.model.language.model_input(np.asarray(X, dtype=np.int64))
+        if self.pre is None:
+            return inputs
+        try:
+            return self.pre.transform(inputs)
+        except Exception as err:  # a value the preprocessing refuses (e.g. OneHotEncoder(handle_unknown="error"))
+            raise ModelCapabilityError(
+                f"model {self.model.name!r}: its preprocessing fails on some value of the domain ({err}); "
+                "certification reads every value of every column through it (an encoder must accept each value, "
+                "e.g. OneHotEncoder(handle_unknown='ignore'))") from err
+
+    def columns(self, X: np.ndarray) -> np.ndarray:
+        """The columns the trees read for codes ``X``, as float64, shape (n, n_inputs)."""
+        Z = self.estimator_input(X)
+        if self.inner is not None:
+            Z = self.inner.transform(Z)
+        if hasattr(Z, "toarray"):
+            Z = Z.toarray()
+        if hasattr(Z, "dtypes") and hasattr(Z, "columns"):  # a frame: LightGBM reads a pandas categorical's codes
+            Z = np.column_stack([_category_codes(Z[c]) for c in Z.columns]) if len(Z.columns) else np.zeros((len(Z), 0))
+        try:
+            return np.asarray(Z, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ModelCapabilityError(
+                f"model {self.model.name!r} is given non-numeric columns ({err}); certification reads trees over "
+                "numbers: encode them in a Pipeline (OneHotEncoder, OrdinalEncoder) or as pandas categoricals of a "
+                "HistGradientBoostingClassifier") from err
+
+
+def _category_codes(column) -> np.ndarray:
+    """A frame's column as the numbers a tree library reads: a pandas categorical's codes (missing: NaN)."""
+    import pandas as pd
+
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy().astype(np.float64)
+        return np.where(codes < 0, np.nan, codes)
+    return np.asarray(column, dtype=np.float64)
+
+
+def _columns(feed: _Feed, domain) -> _Columns:
     lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
     d = domain.n_features
-    if pre is None:
-        return _Columns(np.arange(d), [np.arange(lower[f], upper[f] + 1, dtype=np.float64) for f in range(d)])
-    for label, step in pre.steps:
-        _check_columnwise(step, model_name, label)
     base = lower.copy()
     tables: dict[int, np.ndarray] = {}
     source: dict[int, int] = {}
@@ -189,14 +270,13 @@ def _columns(pre, domain, model_name: str) -> _Columns:
     for f in range(d):
         rows = np.tile(base, (upper[f] - lower[f] + 1, 1))
         rows[:, f] = np.arange(lower[f], upper[f] + 1)
-        Z = pre.transform(rows.astype(np.float64))
-        Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
+        Z = feed.columns(rows)
         width = Z.shape[1]
-        varies = np.flatnonzero(np.ptp(Z, axis=0) > 0) if len(Z) > 1 else np.zeros(0, np.int64)
+        varies = (np.flatnonzero(_differs(Z).any(axis=0)) if len(Z) > 1 else np.zeros(0, np.int64))
         for j in map(int, varies):
             if j in source:
                 raise ModelCapabilityError(
-                    f"model {model_name!r}: the preprocessing's output column {int(j)} depends on both "
+                    f"model {feed.model.name!r}: the preprocessing's output column {int(j)} depends on both "
                     f"{domain.names[source[j]]!r} and {domain.names[f]!r}; certification reads steps that "
                     "transform each column on its own")
             source[j] = f
@@ -214,6 +294,12 @@ def _columns(pre, domain, model_name: str) -> _Columns:
     return _Columns(out_source, out_table)
 
 
+def _differs(Z: np.ndarray) -> np.ndarray:
+    """Whether each row differs from the first, per column, a NaN equal to a NaN."""
+    first = Z[:1]
+    return ~((Z == first) | (np.isnan(Z) & np.isnan(first)))
+
+
 # ---------------------------------------------------------------------------------------------- trees
 def _read(final, kind: str, name: str) -> tuple[list[_Tree], float, str, str]:
     """The trees, the threshold of the class at index 1, the comparison's precision and a description."""
@@ -229,14 +315,6 @@ def _read(final, kind: str, name: str) -> tuple[list[_Tree], float, str, str]:
         rate = float(final.learning_rate)
         return [_sklearn_tree(t.tree_, rate, proba=False) for t in final.estimators_[:, 0]], 0.0, "sklearn", kind
     if kind == "HistGradientBoostingClassifier":
-        categorical = getattr(final, "is_categorical_", None)
-        if categorical is not None and np.asarray(categorical).any():
-            column = int(np.argmax(categorical))
-            names = getattr(final, "feature_names_in_", None)
-            label = f"column {names[column]!r}" if names is not None else f"input column {column}"
-            raise ModelCapabilityError(
-                f"model {name!r} reads {label} as a native categorical feature; certification reads numeric "
-                "splits (encode the column with an OrdinalEncoder or OneHotEncoder in a Pipeline)")
         predictors = final._predictors
         if predictors and len(predictors[0]) != 1:
             raise ModelCapabilityError(f"model {name!r} has {len(predictors[0])} score columns; certification reads "
@@ -252,7 +330,7 @@ def _read(final, kind: str, name: str) -> tuple[list[_Tree], float, str, str]:
                 0.0, "float64", f"LightGBM {type(final).__name__}")
     booster = final.get_booster() if hasattr(final, "get_booster") else final
     names = booster.feature_names
-    trees = [_xgboost_tree(json.loads(t), names) for t in booster.get_dump(dump_format="json")]
+    trees = [_xgboost_tree(json.loads(t), names, name) for t in booster.get_dump(dump_format="json")]
     return trees, 0.0, "xgboost", f"XGBoost {type(final).__name__}"
 
 
@@ -264,8 +342,10 @@ def _sklearn_tree(tree, scale: float, *, proba: bool) -> _Tree:
     else:
         leaf = value[:, 0]
     feature = np.where(tree.children_left < 0, -1, tree.feature).astype(np.int64)
+    missing = getattr(tree, "missing_go_to_left", None)  # scikit-learn >= 1.3: where a NaN goes at each node
     return _Tree(feature, tree.threshold.astype(np.float64), tree.children_left.astype(np.int64),
-                 tree.children_right.astype(np.int64), leaf * scale)
+                 tree.children_right.astype(np.int64), leaf * scale,
+                 None if missing is None else np.asarray(missing).astype(bool))
 
 
 def _hgb_tree(predictor, final, name: str) -> _Tree:
@@ -274,7 +354,42 @@ def _hgb_tree(predictor, final, name: str) -> _Tree:
     feature = np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64)
     left = np.where(leaf, -1, nodes["left"]).astype(np.int64)
     right = np.where(leaf, -1, nodes["right"]).astype(np.int64)
-    return _Tree(feature, nodes["num_threshold"].astype(np.float64), left, right, nodes["value"].astype(np.float64))
+    missing_left = nodes["missing_go_to_left"].astype(bool)
+    rules: dict[int, Callable[[np.ndarray], np.ndarray]] = {}
+    categorical = np.flatnonzero(~leaf & nodes["is_categorical"].astype(bool))
+    if len(categorical):
+        known, f_idx_map = final._bin_mapper.make_known_categories_bitsets()
+        for node in map(int, categorical):
+            rules[node] = _hgb_categorical_rule(predictor.raw_left_cat_bitsets[nodes["bitset_idx"][node]],
+                                                known[f_idx_map[nodes["feature_idx"][node]]],
+                                                bool(missing_left[node]))
+    return _Tree(feature, nodes["num_threshold"].astype(np.float64), left, right, nodes["value"].astype(np.float64),
+                 missing_left, rules)
+
+
+def _in_bitset(bitset: np.ndarray, category: np.ndarray) -> np.ndarray:
+    """Whether each category (0..255) is in a bitset of 8 uint32 words, as scikit-learn's ``in_bitset``."""
+    words = np.asarray(bitset, dtype=np.uint32)
+    return ((words[category // 32] >> (category % 32).astype(np.uint32)) & 1).astype(bool)
+
+
+def _hgb_categorical_rule(left_bits: np.ndarray, known_bits: np.ndarray, missing_left: bool):
+    """Histogram gradient boosting's categorical split, as its predictor decides.
+
+    A category in the left bitset goes left; a known one not in it goes right; NaN, a negative value and an unknown
+    category go where a missing value goes.
+    """
+
+    def rule(values: np.ndarray) -> np.ndarray:
+        out = np.full(len(values), missing_left)
+        ok = ~np.isnan(values) & (values >= 0)
+        category = np.trunc(values[ok]).astype(np.int64) % 256  # the library casts to uint8
+        inside = _in_bitset(left_bits, category)
+        known = _in_bitset(known_bits, category)
+        out[ok] = np.where(inside, True, np.where(known, False, missing_left))
+        return out
+
+    return rule
 
 
 def _flatten(root: dict, child: tuple[str, str], visit) -> _Tree:
@@ -304,33 +419,88 @@ def _flatten(root: dict, child: tuple[str, str], visit) -> _Tree:
 
 
 def _lightgbm_tree(root: dict, name: str, feature_names) -> _Tree:
+    rules: list[Callable[[np.ndarray], np.ndarray] | None] = []
+
     def visit(node):
         if "leaf_value" in node or "split_feature" not in node:
+            rules.append(None)
             return -1, 0.0, float(node.get("leaf_value", 0.0))
         column = int(node["split_feature"])
         label = feature_names[column] if feature_names else f"column {column}"
-        if node.get("decision_type", "<=") != "<=":
-            raise ModelCapabilityError(f"model {name!r} splits {label} as a categorical feature; certification "
-                                       "reads numeric splits (LightGBM without categorical_feature)")
-        if node.get("missing_type", "None") == "Zero":
-            raise ModelCapabilityError(f"model {name!r} reads 0 as missing in {label} (zero_as_missing); "
-                                       "certification reads a 0 as the number 0: retrain with zero_as_missing=False")
+        decision = node.get("decision_type", "<=")
+        if decision == "==":
+            rules.append(_lightgbm_categorical_rule(str(node["threshold"])))
+            return column, 0.0, 0.0
+        if decision != "<=":
+            raise ModelCapabilityError(f"model {name!r} splits {label} with {decision!r}; certification reads "
+                                       "LightGBM's '<=' and '==' splits")
+        rules.append(_lightgbm_numeric_rule(float(node["threshold"]), str(node.get("missing_type", "None")),
+                                            bool(node.get("default_left", True))))
         return column, float(node["threshold"]), 0.0
 
-    return _flatten(root, ("left_child", "right_child"), visit)
+    tree = _flatten(root, ("left_child", "right_child"), visit)
+    tree.rules = {i: rule for i, rule in enumerate(rules) if rule is not None}
+    return tree
 
 
-def _xgboost_tree(root: dict, names) -> _Tree:
+def _lightgbm_numeric_rule(threshold: float, missing_type: str, default_left: bool):
+    """LightGBM's numerical decision, as its predictor decides.
+
+    NaN is read as 0 unless ``missing_type`` is NaN; a missing value (NaN, or 0 under Zero) takes the default
+    direction; otherwise ``x <= threshold`` goes left (float64).
+    """
+
+    def rule(values: np.ndarray) -> np.ndarray:
+        nan = np.isnan(values)
+        x = np.where(nan & (missing_type != "NaN"), 0.0, values)
+        if missing_type == "NaN":
+            missing = nan
+        elif missing_type == "Zero":
+            missing = np.abs(x) <= 1e-35  # LightGBM's kZeroThreshold
+        else:
+            missing = np.zeros(len(x), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            return np.where(missing, default_left, x <= threshold)
+
+    return rule
+
+
+def _lightgbm_categorical_rule(threshold: str):
+    """LightGBM's categorical decision: the integer categories listed in the threshold go left.
+
+    NaN and negative values go right.
+    """
+    left = np.asarray([int(c) for c in threshold.split("||") if c != ""], dtype=np.int64)
+
+    def rule(values: np.ndarray) -> np.ndarray:
+        ok = ~np.isnan(values)
+        out = np.zeros(len(values), dtype=bool)
+        category = np.trunc(values[ok]).astype(np.int64)
+        out[ok] = (category >= 0) & np.isin(category, left)
+        return out
+
+    return rule
+
+
+def _xgboost_tree(root: dict, names, name: str = "model") -> _Tree:
     index = {n: i for i, n in enumerate(names)} if names else {}
+    missing: list[bool] = []
 
     def visit(node):
         if "leaf" in node:
+            missing.append(False)
             return -1, 0.0, float(node["leaf"])
         split = node["split"]
+        if not isinstance(node.get("split_condition"), (int, float)) or "categories" in node:
+            raise ModelCapabilityError(f"model {name!r} splits {split!r} as a categorical feature; certification "
+                                       "reads XGBoost's numeric splits (encode the column in a Pipeline)")
         column = index[split] if split in index else int(str(split).lstrip("f"))
+        missing.append(node.get("missing", node["yes"]) == node["yes"])  # NaN goes to the "missing" child
         return column, float(node["split_condition"]), 0.0
 
-    return _flatten(root, ("_yes", "_no"), _xgboost_visit_wrapper(visit))
+    tree = _flatten(root, ("_yes", "_no"), _xgboost_visit_wrapper(visit))
+    tree.missing_left = np.asarray(missing, dtype=bool)
+    return tree
 
 
 def _xgboost_visit_wrapper(visit):
@@ -347,11 +517,12 @@ def _xgboost_visit_wrapper(visit):
 
 
 def _goes_left(values: np.ndarray, threshold: float, precision: str) -> np.ndarray:
-    if precision == "sklearn":  # X cast to float32, compared with a float64 threshold
-        return values.astype(np.float32).astype(np.float64) <= threshold
-    if precision == "xgboost":  # float32 on both sides, strictly less goes to "yes"
-        return values.astype(np.float32) < np.float32(threshold)
-    return values <= threshold
+    with np.errstate(invalid="ignore"):
+        if precision == "sklearn":  # X cast to float32, compared with a float64 threshold
+            return values.astype(np.float32).astype(np.float64) <= threshold
+        if precision == "xgboost":  # float32 on both sides, strictly less goes to "yes"
+            return values.astype(np.float32) < np.float32(threshold)
+        return values <= threshold
 
 
 def _leaves(trees: list[_Tree], columns: _Columns, domain, precision: str, kind: str):
@@ -373,7 +544,7 @@ def _leaves(trees: list[_Tree], columns: _Columns, domain, precision: str, kind:
                 values.append(float(tree.value[node]))
                 continue
             f = int(columns.source[j])
-            left = _goes_left(columns.table[j], float(tree.threshold[node]), precision)
+            left = tree.goes_left(node, columns.table[j], precision)
             span = slice(offset[f], offset[f + 1])
             for child, keep in ((int(tree.right[node]), ~left), (int(tree.left[node]), left)):
                 sub = mask.copy()
@@ -419,7 +590,7 @@ def check_points(domain, rng: np.random.Generator) -> np.ndarray:
     return np.concatenate(parts).astype(np.int64)
 
 
-def _checked(ensemble: TreeEnsemble, model, final, kind: str, pre, domain, rng) -> TreeEnsemble:
+def _checked(ensemble: TreeEnsemble, model, final, kind: str, feed: _Feed, domain, rng) -> TreeEnsemble:
     """Set the ensemble's base score from the model's, and refuse it unless it gives the model's labels."""
     from dataclasses import replace
 
@@ -430,9 +601,7 @@ def _checked(ensemble: TreeEnsemble, model, final, kind: str, pre, domain, rng) 
         raise ModelCapabilityError(f"model {model.name!r}: tree {int(tree)} read from the model sends "
                                    f"{dict(zip(domain.names, X[row].tolist(), strict=True))} to "
                                    f"{int(per_tree[row, tree])} leaves; it cannot be certified")
-    Z = X.astype(np.float64) if pre is None else pre.transform(X.astype(np.float64))
-    Z = np.asarray(Z.toarray() if hasattr(Z, "toarray") else Z, dtype=np.float64)
-    raw = _raw_score(final, kind, Z)
+    raw = _raw_score(final, kind, feed.estimator_input(X))
     summed = ensemble.score(X)
     base = float(np.median(raw - summed))
     gap = np.abs(raw - (summed + base)) / (1.0 + np.abs(raw))

@@ -154,7 +154,12 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     from ..certification.neighbourhood import check_similar
 
     if similar is not None:  # refused before the domain's search, naming the feature
-        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None))
+        raw = inputs.model.reads_people and inputs.dataset.raw is not None
+        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None), raw=raw)
+        if raw and individuals:  # a column of other than whole numbers, a value not in a column: refused now
+            from ..certification.people_grid import people_grid
+
+            people_grid(inputs.dataset, inputs.test_index, similar)
     result = certify_domain(inputs.model, inputs.dataset, rows=inputs.test_index, rows_name=inputs.test_rows,
                             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
                             split=split, random_state=inputs.random_state, on_progress=on_progress)
@@ -163,10 +168,12 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
         people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
                                      similar=similar, max_seconds=max_seconds if similar is not None else None,
                                      random_state=inputs.random_state)
-        if inputs.favourable is not None and not people.count("undecided") and people.n_individuals:
+        if (inputs.favourable is not None and not people.count("undecided") and people.n_individuals
+                and people.witness_labels is not None):
             from ..certification.certificates import people_verdict
 
-            # every person decided: the verdict decides their interval and groups, as at every other door
+            # every person decided (and witnessed: who is harmed is read from the witnesses): the verdict decides
+            # their interval and groups, as at every other door
             people = replace(people, verdict=people_verdict(people, inputs.model, inputs.dataset, inputs.favourable))
     meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
             **(random_state_meta or {})}

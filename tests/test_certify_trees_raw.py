@@ -1,0 +1,226 @@
+"""Tree ensembles inside your own pipelines, fed your rows: certified exactly on the rows as given.
+
+The truth is recounted here through the user's own pipeline object (its ``predict`` on pandas frames): per person,
+every row of their neighbourhood (the listed columns within the radius, in whole numbers inside the data's range,
+every other value their own) at each sex; over the domain, every grid point decoded by the dataset, grouped by key.
+The data hold missing values (NaN in a numeric column) that the models handle themselves.
+"""
+
+import functools
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import make_column_selector, make_column_transformer
+from sklearn.decomposition import PCA
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import (
+    FunctionTransformer,
+    MinMaxScaler,
+    OneHotEncoder,
+    OrdinalEncoder,
+    RobustScaler,
+    StandardScaler,
+)
+from sklearn.tree import DecisionTreeClassifier
+
+from chiralfair import DataSpec
+from chiralfair.certification import certify_domain, certify_individuals
+from chiralfair.exceptions import ConfigError, ModelCapabilityError
+from chiralfair.models.threads import single_native_thread
+from chiralfair.pipeline.front import resolve_inputs
+
+lightgbm = pytest.importorskip("lightgbm")
+xgboost = pytest.importorskip("xgboost")
+
+SIMILAR = {"age": 2, "hours": 3}
+
+
+def people(n=900, seed=0):
+    """Raw rows: text categories, whole numbers, a real column with missing values; the label leans on sex."""
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(["clerk", "farm", "tech"], n),
+                       "age": rng.integers(18, 60, n), "hours": rng.integers(10, 50, n),
+                       "income": rng.normal(50, 20, n).round(2)})
+    df.loc[rng.random(n) < 0.1, "income"] = np.nan
+    score = df.age / 10 + df.hours / 10 + 2 * (df.sex == "M") + (df.job == "tech") + rng.normal(0, 1, n)
+    df["y"] = (score > 9.5).astype(np.int64)
+    return df
+
+
+def onehot_scaled(estimator, **onehot):
+    text = make_column_selector(dtype_exclude="number")
+    return make_pipeline(make_column_transformer((OneHotEncoder(**onehot), text), remainder=StandardScaler()),
+                         estimator)
+
+
+PIPELINES = {
+    "hgb+onehot+standard": lambda: onehot_scaled(HistGradientBoostingClassifier(max_iter=12, random_state=0),
+                                                 handle_unknown="ignore"),
+    "rf+ordinal+minmax": lambda: make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["sex", "job"]), (MinMaxScaler(), ["age", "hours"]),
+                                remainder="passthrough"),
+        RandomForestClassifier(6, max_depth=5, random_state=0)),
+    "lightgbm+onehot-drop+robust": lambda: make_pipeline(
+        make_column_transformer((OneHotEncoder(drop="first"), ["sex", "job"]), remainder=RobustScaler()),
+        lightgbm.LGBMClassifier(n_estimators=12, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1)),
+    "xgboost+log1p": lambda: make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["sex", "job"]),
+                                (FunctionTransformer(np.log1p), ["age", "hours"]), remainder="passthrough"),
+        xgboost.XGBClassifier(n_estimators=12, max_depth=3, n_jobs=1)),
+    "dt+passthrough": lambda: make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["sex", "job"]), remainder="passthrough"),
+        DecisionTreeClassifier(max_depth=6, random_state=0)),
+    "hgb-native-categorical": lambda: make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["sex", "job"]), remainder="passthrough"),
+        HistGradientBoostingClassifier(max_iter=12, categorical_features=[0, 1], random_state=0)),
+}
+
+
+@functools.cache
+def fitted(name):
+    df = people()
+    train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
+    with single_native_thread():
+        pipe = PIPELINES[name]().fit(train.drop(columns="y"), train["y"])
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    inputs = resolve_inputs(pipe, train, test=test, spec=spec)
+    return pipe, inputs
+
+
+def labels(pipe, frame):
+    with single_native_thread():
+        return np.asarray(pipe.predict(frame[["sex", "job", "age", "hours", "income"]]))
+
+
+def per_person_truth(pipe, inputs, similar):
+    """Each test person affected (some neighbour's label changes with sex), by every row of their neighbourhood."""
+    raw = inputs.dataset.raw
+    rows = inputs.test_index
+    span = {c: (raw[c].min(), raw[c].max()) for c in similar}
+    frames, owner = [], []
+    for i, row in enumerate(raw.iloc[rows].itertuples(index=False)):
+        ranges = [range(max(getattr(row, c) - r, span[c][0]), min(getattr(row, c) + r, span[c][1]) + 1)
+                  for c, r in similar.items()]
+        for values in itertools.product(*ranges, ["F", "M"]):
+            frames.append({**row._asdict(), **dict(zip([*similar, "sex"], values, strict=True))})
+            owner.append(i)
+    table = pd.DataFrame(frames)
+    got = labels(pipe, table).reshape(-1, 2)
+    differs = got[:, 0] != got[:, 1]
+    out = np.zeros(len(rows), dtype=bool)
+    np.logical_or.at(out, np.asarray(owner)[::2], differs)
+    return out
+
+
+@pytest.mark.parametrize("name", list(PIPELINES))
+def test_each_person_is_certified_exactly_on_their_own_rows(name):
+    pipe, inputs = fitted(name)
+    model, data, rows = inputs.model, inputs.dataset, inputs.test_index
+    assert data.raw["income"].isna().any()
+    near = certify_individuals(model, data, rows, similar=SIMILAR)
+    expected = per_person_truth(pipe, inputs, SIMILAR)
+    assert near.undecided_share == 0 and not (near.status == 3).any()
+    assert (near.status == np.where(expected, 1, 0)).all()
+    assert 0 < expected.sum() < len(rows)
+    own = certify_individuals(model, data, rows)
+    expected_own = per_person_truth(pipe, inputs, {})
+    assert (own.status == np.where(expected_own, 1, 0)).all()
+    assert expected_own.sum() < expected.sum()
+
+
+@pytest.mark.parametrize("name", list(PIPELINES))
+def test_the_whole_domain_of_a_raw_pipeline_is_counted_exactly(name):
+    pipe, inputs = fitted(name)
+    data = inputs.dataset
+    result = certify_domain(inputs.model, data, max_seconds=None)
+    domain = data.domain
+    ranges = [range(int(lo), int(hi) + 1) for lo, hi in zip(domain.lower, domain.upper, strict=True)]
+    X = np.array(list(itertools.product(*ranges)), dtype=np.int64)
+    got = labels(pipe, data.to_frame(X)) == 1
+    keys, group = np.unique(np.delete(X, domain.protected, axis=1), axis=0, return_inverse=True)
+    ones = np.bincount(group.reshape(-1), weights=got, minlength=len(keys))
+    count = np.bincount(group.reshape(-1), minlength=len(keys))
+    idi = (ones > 0) & (ones < count)
+    assert result.stopped == "complete" and result.domain_volume == len(keys)
+    assert result.falsified_volume == idi.sum() > 0 and result.certified_volume == (~idi).sum() > 0
+    # every witness, decoded, re-queried through the pipeline itself: its label and its counterpart's differ
+    assert (labels(pipe, data.to_frame(result.idis)) != labels(pipe, data.to_frame(result.counterparts))).all()
+
+
+def test_a_categorical_set_and_missing_values_stay_exact():
+    pipe, inputs = fitted("hgb-native-categorical")
+    model, data, rows = inputs.model, inputs.dataset, inputs.test_index[:80]
+    near = certify_individuals(model, data, rows, similar={"job": {"clerk", "tech"}, "age": 1})
+    raw = data.raw.iloc[rows]
+    low, high = data.raw["age"].min(), data.raw["age"].max()
+    expected = np.zeros(len(rows), bool)
+    for i, row in enumerate(raw.itertuples(index=False)):
+        jobs = {row.job, "clerk", "tech"}
+        table = pd.DataFrame([{**row._asdict(), "job": j, "age": a, "sex": s} for j in sorted(jobs)
+                              for a in range(max(row.age - 1, low), min(row.age + 1, high) + 1) for s in "FM"])
+        got = labels(pipe, table).reshape(-1, 2)
+        expected[i] = (got[:, 0] != got[:, 1]).any()
+    assert (near.status == np.where(expected, 1, 0)).all() and expected.any()
+
+
+def test_steps_and_neighbourhoods_it_cannot_read_are_refused_by_name():
+    df = people(300)
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    X, y = df.drop(columns="y"), df["y"]
+    cases = {
+        "pca": (make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "job"]), remainder="drop"), PCA(2),
+                              DecisionTreeClassifier(max_depth=3)), r"preprocessing step 'pca' \(PCA\) may mix"),
+        "sin": (make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "job"]),
+                                                      (FunctionTransformer(np.sin), ["age"]), remainder="drop"),
+                              DecisionTreeClassifier(max_depth=3)),
+                r"FunctionTransformer of 'sin'.*reads FunctionTransformer of the numpy functions log"),
+    }
+    for pipe, message in cases.values():
+        pipe.fit(X, y)
+        inputs = resolve_inputs(pipe, df, spec=spec, test_size=0.3)
+        with pytest.raises(ModelCapabilityError, match=message):
+            certify_domain(inputs.model, inputs.dataset, max_seconds=1)
+    _, inputs = fitted("dt+passthrough")
+    rows = inputs.test_index[:5]
+    with pytest.raises(ConfigError, match="column 'income' holds values that are not whole numbers"):
+        certify_individuals(inputs.model, inputs.dataset, rows, similar={"income": 1})
+    with pytest.raises(ConfigError, match="column 'job' has no value 'pilot'"):
+        certify_individuals(inputs.model, inputs.dataset, rows, similar={"job": {"pilot"}})
+    with pytest.raises(ConfigError, match="fed your rows.*similar="):
+        X0 = inputs.dataset.X[rows]
+        certify_individuals(inputs.model, inputs.dataset, rows, boxes=(X0, X0))
+
+
+def test_a_bare_hgb_on_pandas_categoricals_is_read_through_its_own_encoder():
+    """categorical_features="from_dtype": the model encodes the categories itself; NaN in a numeric column."""
+    df = people(700, seed=1).astype({"sex": "category", "job": "category"})
+    train, test = df.iloc[:450].reset_index(drop=True), df.iloc[450:].reset_index(drop=True)
+    with single_native_thread():
+        model = HistGradientBoostingClassifier(max_iter=10, categorical_features="from_dtype", random_state=0)
+        model.fit(train.drop(columns="y"), train["y"])
+    assert model.is_categorical_.any()
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    inputs = resolve_inputs(model, train, test=test, spec=spec)
+    near = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, similar={"age": 2})
+    expected = per_person_truth(model, inputs, {"age": 2})
+    assert near.undecided_share == 0 and (near.status == np.where(expected, 1, 0)).all()
+    assert 0 < expected.sum() < len(expected)
+
+
+def test_a_neighbourhood_it_cannot_read_is_refused_before_the_domain_is_searched(monkeypatch):
+    import chiralfair
+    from chiralfair.certification import certificates
+
+    def searched(*args, **kwargs):
+        raise AssertionError("the domain was searched before the neighbourhood was checked")
+
+    monkeypatch.setattr(certificates, "certify_domain", searched)
+    monkeypatch.setattr("chiralfair.certification.certify_domain", searched)
+    df = people(300)
+    pipe = PIPELINES["dt+passthrough"]().fit(df.drop(columns="y"), df["y"])
+    with pytest.raises(ConfigError, match="column 'income' holds values that are not whole numbers"):
+        chiralfair.certify(pipe, df, test_size=0.3, label="y", positive_class=1, protected="sex",
+                           similar={"income": 1})
