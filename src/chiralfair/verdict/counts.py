@@ -1,0 +1,312 @@
+"""The counts a verdict is decided from, batch by batch: they add up exactly, so every split gives one verdict.
+
+:func:`~chiralfair.verdict.estimate` checks its individuals in batches; a streamed verdict
+(:mod:`chiralfair.verdict.streaming`) over rows that do not fit in memory, in batches too, on one process or on the
+workers of a Dask cluster. Each batch is reduced here to what the :class:`~chiralfair.verdict.Verdict` needs, and
+:meth:`VerdictCounts.merge` adds two such reductions:
+
+- the individuals counted, affected and harmed, left out (no counterpart could exist) and unplaced (by attribute);
+- per protected group (each value, each combination): individuals, affected, harmed;
+- with a support, the plausibility totals (affected through a possible and through a plausible counterpart,
+  counterparts, implausible ones, individuals with an implausible one, with no plausible one);
+- the probability gap: its histogram (affected or not), and its values, kept for the exact quantiles: in memory,
+  or, for a stream, appended to a temporary file read back in bounded memory (:func:`order_statistics`);
+- for the rule tree: each distinct (non-protected codes, affected) row with its count. A depth-3 tree fitted on
+  those rows weighted by their counts splits exactly as one fitted on every row (its impurities are sums over the
+  rows), so the rules are the same; their number is bounded by the domain's grid, not by the rows.
+
+Every figure of the verdict is decided once from these counts (:mod:`chiralfair.verdict.estimation`), so the
+in-memory and the streamed verdict on the same rows are equal, count for count.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GAP_EDGES = np.linspace(0.0, 1.0, 21)
+# Rows of a gap file read back at a time by order_statistics.
+CHUNK = 1 << 20
+
+
+@dataclass
+class VerdictCounts:
+    """Additive counts of checked individuals (module docstring); ``merge`` adds another batch's.
+
+    Attributes
+    ----------
+    n, n_affected, n_harmed, n_left_out, n_unplaced : int
+    unplaced : dict of str to int
+    group_n, group_affected, group_harmed : numpy.ndarray of int64, shape (n_groups,)
+        In the order of :func:`~chiralfair.verdict.estimation._group_masks`.
+    plausibility : dict of str to int or None
+    gap_counts, gap_counts_affected : numpy.ndarray of int64 or None
+        Histogram of the gap over :data:`GAP_EDGES`.
+    gaps : GapValues or None
+    rule_rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
+        Distinct (non-protected codes, affected) rows; ``rule_counts`` their counts.
+    """
+
+    n: int = 0
+    n_affected: int = 0
+    n_harmed: int = 0
+    n_left_out: int = 0
+    n_unplaced: int = 0
+    unplaced: dict[str, int] = field(default_factory=dict)
+    group_n: np.ndarray | None = None
+    group_affected: np.ndarray | None = None
+    group_harmed: np.ndarray | None = None
+    plausibility: dict[str, int] | None = None
+    gap_counts: np.ndarray | None = None
+    gap_counts_affected: np.ndarray | None = None
+    gaps: GapValues | None = None
+    rule_rows: np.ndarray | None = None
+    rule_counts: np.ndarray | None = None
+
+    @classmethod
+    def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
+                 n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None) -> VerdictCounts:
+        """The counts of one batch of countable individuals (left-out and unplaced ones only counted).
+
+        Parameters
+        ----------
+        masks : list of numpy.ndarray of bool, shape (n,)
+            Each group's members.
+        affected, harmed : numpy.ndarray of bool, shape (n,)
+        gap : numpy.ndarray of float, shape (n,), or None
+        Z : numpy.ndarray of int64, shape (n, n_non_protected)
+            The non-protected codes (for the rule tree).
+        plausibility : dict of str to int, optional
+        n_left_out, n_unplaced : int
+        unplaced : dict of str to int, optional
+        gaps : GapValues, optional
+            Where to keep the gap values (default: in memory).
+
+        Returns
+        -------
+        VerdictCounts
+        """
+        affected = np.asarray(affected, dtype=bool)
+        harmed = np.asarray(harmed, dtype=bool)
+        out = cls(n=len(affected), n_affected=int(affected.sum()), n_harmed=int(harmed.sum()), n_left_out=n_left_out,
+                  n_unplaced=n_unplaced, unplaced=dict(unplaced or {}), plausibility=plausibility)
+        out.group_n = np.array([int(m.sum()) for m in masks], dtype=np.int64)
+        out.group_affected = np.array([int(affected[m].sum()) for m in masks], dtype=np.int64)
+        out.group_harmed = np.array([int(harmed[m].sum()) for m in masks], dtype=np.int64)
+        if gap is not None:
+            out.gap_counts = np.histogram(gap, GAP_EDGES)[0].astype(np.int64)
+            out.gap_counts_affected = np.histogram(gap[affected], GAP_EDGES)[0].astype(np.int64)
+            out.gaps = gaps if gaps is not None else GapValues()
+            out.gaps.add(gap, affected)
+        rows = np.column_stack([np.asarray(Z, dtype=np.int64), affected.astype(np.int64)])
+        out.rule_rows, out.rule_counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (
+            rows, np.zeros(0, dtype=np.int64))
+        return out
+
+    def merge(self, other: VerdictCounts) -> VerdictCounts:
+        """Add ``other``'s counts to these (in place; the gap values must be kept in one :class:`GapValues`).
+
+        Parameters
+        ----------
+        other : VerdictCounts
+
+        Returns
+        -------
+        VerdictCounts
+            ``self``.
+        """
+        self.n += other.n
+        self.n_affected += other.n_affected
+        self.n_harmed += other.n_harmed
+        self.n_left_out += other.n_left_out
+        self.n_unplaced += other.n_unplaced
+        for k, v in other.unplaced.items():
+            self.unplaced[k] = self.unplaced.get(k, 0) + v
+        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, theirs.copy() if mine is None else mine + theirs)
+        if other.plausibility is not None:
+            mine_p = self.plausibility or {}
+            self.plausibility = {k: mine_p.get(k, 0) + v for k, v in other.plausibility.items()}
+        if other.gaps is not None and other.gaps is not self.gaps:
+            if self.gaps is None:
+                self.gaps = other.gaps
+            else:
+                self.gaps.extend(other.gaps)
+        if other.rule_rows is not None and len(other.rule_rows):
+            if self.rule_rows is None or not len(self.rule_rows):
+                self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
+            else:
+                rows = np.concatenate([self.rule_rows, other.rule_rows])
+                counts = np.concatenate([self.rule_counts, other.rule_counts])  # type: ignore[list-item]
+                self.rule_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
+                self.rule_counts = np.bincount(inverse.ravel(), weights=counts, minlength=len(self.rule_rows)
+                                               ).astype(np.int64)
+        elif self.rule_rows is None:
+            self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
+        return self
+
+
+class GapValues:
+    """The probability gaps of the individuals counted (all, and the affected ones), for exact quantiles.
+
+    In memory by default; with ``spill=True`` appended to temporary files, so that memory does not grow with the
+    rows (:func:`order_statistics` reads them back in chunks). The files are removed by :meth:`close`.
+    """
+
+    def __init__(self, spill: bool = False):
+        self.spill = spill
+        self._parts: list[np.ndarray] = []
+        self._affected_parts: list[np.ndarray] = []
+        self._files = None
+        self.n = self.n_affected = 0
+        if spill:
+            self._files = [tempfile.NamedTemporaryFile(prefix="chiralfair-gap-", suffix=".f8", delete=False)
+                           for _ in range(2)]
+
+    def add(self, gap: np.ndarray, affected: np.ndarray) -> None:
+        """Keep ``gap`` (shape (n,)) and the gaps of the ``affected`` ones."""
+        gap = np.ascontiguousarray(gap, dtype=np.float64)
+        chosen = np.ascontiguousarray(gap[affected])
+        self.n += len(gap)
+        self.n_affected += len(chosen)
+        if self._files is None:
+            self._parts.append(gap)
+            self._affected_parts.append(chosen)
+        else:
+            self._files[0].write(gap.tobytes())
+            self._files[1].write(chosen.tobytes())
+
+    def extend(self, other: GapValues) -> None:
+        """Keep ``other``'s gaps too (after these), then close it."""
+        for which in (False, True):
+            for chunk in other.chunks(affected=which):
+                if which:
+                    self._append_affected(chunk)
+                else:
+                    self._append_all(chunk)
+        other.close()
+
+    def _append_all(self, chunk: np.ndarray) -> None:
+        self.n += len(chunk)
+        if self._files is None:
+            self._parts.append(chunk)
+        else:
+            self._files[0].write(np.ascontiguousarray(chunk).tobytes())
+
+    def _append_affected(self, chunk: np.ndarray) -> None:
+        self.n_affected += len(chunk)
+        if self._files is None:
+            self._affected_parts.append(chunk)
+        else:
+            self._files[1].write(np.ascontiguousarray(chunk).tobytes())
+
+    def chunks(self, *, affected: bool):
+        """The kept gaps (of the affected only, if ``affected``), in chunks of at most :data:`CHUNK`."""
+        if self._files is None:
+            yield from (self._affected_parts if affected else self._parts)
+            return
+        handle = self._files[1 if affected else 0]
+        handle.flush()
+        with open(handle.name, "rb") as f:
+            while True:
+                data = f.read(CHUNK * 8)
+                if not data:
+                    break
+                yield np.frombuffer(data, dtype=np.float64)
+
+    def quantiles(self, levels, *, affected: bool) -> list[float]:
+        """The gaps' quantiles at ``levels``, exactly as :func:`numpy.quantile` (linear) gives them."""
+        if self._files is None:
+            parts = self._affected_parts if affected else self._parts
+            return np.quantile(np.concatenate(parts), levels).tolist()
+        n = self.n_affected if affected else self.n
+        return exact_quantiles(lambda: self.chunks(affected=affected), n, levels)
+
+    def close(self) -> None:
+        """Remove the temporary files (if any)."""
+        for handle in self._files or ():
+            handle.close()
+            try:
+                os.unlink(handle.name)
+            except OSError:
+                pass
+        self._files = None if not self.spill else []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to clean
+            pass
+
+
+def exact_quantiles(chunks, n: int, levels) -> list[float]:
+    """:func:`numpy.quantile` (method ``"linear"``) of ``n`` non-negative values read in chunks, in bounded memory.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator over the values' chunks (read once per pass).
+    n : int
+        How many values.
+    levels : sequence of float
+
+    Returns
+    -------
+    list of float
+    """
+    q = np.asarray(levels, dtype=np.float64)
+    virtual = (n - 1) * q
+    previous = np.floor(virtual)
+    following = previous + 1
+    above = virtual >= n - 1
+    previous[above] = n - 1
+    following[above] = n - 1
+    wanted = sorted({int(i) for i in np.concatenate([previous, following])})
+    values = dict(zip(wanted, order_statistics(chunks, wanted), strict=True))
+    a = np.array([values[int(i)] for i in previous])
+    b = np.array([values[int(i)] for i in following])
+    gamma = virtual - np.floor(virtual)
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out.tolist()
+
+
+def order_statistics(chunks, ranks: list[int]) -> list[float]:
+    """The values of rank ``ranks`` (0-based, ascending) among non-negative floats read in chunks.
+
+    A radix selection over the floats' bits (for non-negative IEEE doubles, the order of their bit patterns is the
+    order of their values): four passes of 16 bits, each a histogram of the values whose higher bits are the ones
+    chosen so far, so memory holds a chunk and a 65,536-bin histogram per rank.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator over the values' chunks (numpy.ndarray of float64, every value >= 0).
+    ranks : list of int
+
+    Returns
+    -------
+    list of float
+    """
+    prefix = [0] * len(ranks)
+    left = list(ranks)
+    for p in range(4):
+        shift = np.uint64(48 - 16 * p)
+        hist = np.zeros((len(ranks), 1 << 16), dtype=np.int64)
+        for chunk in chunks():
+            bits = np.asarray(chunk, dtype=np.float64).view(np.uint64)
+            for t in range(len(ranks)):
+                chosen = bits if p == 0 else bits[(bits >> (shift + np.uint64(16))) == np.uint64(prefix[t])]
+                hist[t] += np.bincount(((chosen >> shift) & np.uint64(0xFFFF)).astype(np.int64), minlength=1 << 16)
+        for t in range(len(ranks)):
+            cumulative = np.cumsum(hist[t])
+            digit = int(np.searchsorted(cumulative, left[t], side="right"))
+            left[t] -= int(cumulative[digit - 1]) if digit else 0
+            prefix[t] = (prefix[t] << 16) | digit
+    return [float(np.array([v], dtype=np.uint64).view(np.float64)[0]) for v in prefix]
