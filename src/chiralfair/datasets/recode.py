@@ -12,7 +12,8 @@ categorical, text   its position among the domain's categories; a missing value 
 integer-valued      the value itself, within the domain's bounds
 ranked integers     its rank among the domain's values
 binned numeric      its bin at the domain's edges (intervals ``(a, b]``, the first closed on the left too);
-                    a missing value the missing bin
+                    a missing value the missing bin. Bins chosen automatically on the sample are open at both
+                    ends, as a schema's are: a value beyond the sample's range falls in the outer bin
 ==================  ==========================================================================================
 
 A value the domain never saw follows the stated rule for values only the held-out rows hold
@@ -112,6 +113,8 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         if edges is None:
             raise DatasetError(f"column {column.name!r}: its bins carry no edges, so rows read later cannot be cut "
                                "the same way")
+        if column.binning and "automatically" in column.binning:  # the sample's range is no bound of the stream
+            edges = np.concatenate([[-np.inf], edges[1:-1], [np.inf]])
         cut = pd.cut(series.astype("float64"), bins=edges, include_lowest=True, labels=False)
         codes = cut.to_numpy(dtype=np.float64, na_value=np.nan)
         n_bins = len(edges) - 1
@@ -127,7 +130,7 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         table = np.asarray(column.table)
         with_missing = len(table) > 0 and table.dtype == object and _is_na(table[-1])
         categories = list(table[:-1] if with_missing else table)
-    codes = pd.Categorical(series, categories=categories).codes.astype(np.int64)
+    codes = pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
     bad = (codes < 0) & ~isna
     if isna.any():
         if feature.missing == len(categories):
@@ -156,4 +159,6 @@ def _known(column: ColumnCodec, feature) -> str:
 
 
 def _show(value) -> str:
-    return "a missing value" if _is_na(value) else f"the value {value!r}"
+    if _is_na(value):
+        return "a missing value"
+    return f"the value {value.item() if isinstance(value, np.generic) else value!r}"

@@ -263,7 +263,9 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
              protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
              population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
-             model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
+             model_input: str = "auto", name: str | None = None, couple=None, constraints=None,
+             batch_rows: int | None = None, domain_sample: int | None = None, workers: int | None = None,
+             scheduler: str | None = None, progress: bool = False, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
 
     An individual is affected when a counterpart differing only in protected attributes gets another label. Takes
@@ -280,10 +282,23 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
         The held-out rows, every row of the data, or uniform draws from the input domain.
     couple, constraints : optional
         As in :func:`audit` (architecture: counterparts that could exist).
+    batch_rows : int, optional
+        Stream the rows (``test`` when given, else ``data``) in batches of this many and check every one of them
+        (:mod:`chiralfair.pipeline.stream`): memory is bounded by the batch, not by the rows, and the verdict equals
+        the in-memory exact verdict over the same rows. Streaming is also chosen, with 65,536 rows a batch, when
+        ``data`` or ``test`` is a Parquet folder, an fsspec URL, a Dask DataFrame or a polars LazyFrame.
+    domain_sample : int, optional
+        Rows of the stream the domain (categories, bins) is made from (default 100,000), said in the verdict.
+    workers, scheduler : optional
+        Score the stream's partitions on a local Dask cluster of ``workers`` processes, or on the cluster at the
+        ``scheduler`` address; the model is sent once per worker.
+    progress : bool, default=False
+        A progress bar (rows per second) while streaming.
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
         ``max_queries``, ``method`` (``"clopper-pearson"``, as the gate's), ``gamma``, ``exact``, ``batch_size``,
-        ``plausible_only``.
+        ``plausible_only`` (a streamed verdict takes ``confidence``, ``method``, ``gamma``, ``favourable`` and
+        ``plausible_only``).
 
     Returns
     -------
@@ -318,12 +333,28 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
     >>> verdict.meta["population_rows"]
     'the given test rows (200)'
     """
+    from ..exceptions import ConfigError
     from ..verdict.params import check_estimate_params
     from .steps import estimate_verdict
+    from .stream import stream_estimate, wants_stream
 
     _check_verdict_params(params, "estimate's keyword arguments")
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
+    if wants_stream(data, test, batch_rows):
+        def resolve(rows, held_out):
+            return resolve_inputs(model, rows, spec=spec, label=label, positive_class=positive_class,
+                                  favourable=favourable, protected=protected, bins=bins, schema=schema, test=held_out,
+                                  test_size=test_size, random_state=seed, trust_model_file=trust_model_file,
+                                  model_output=model_output, model_input=model_input, name=name, couple=couple,
+                                  constraints=constraints)
+
+        return stream_estimate(model, data, test=test, batch_rows=batch_rows, domain_sample=domain_sample,
+                               workers=workers, scheduler=scheduler, progress=progress, random_state=seed,
+                               population=population, resolve=resolve, favourable=None, **params)
+    if domain_sample is not None or workers is not None or scheduler is not None:
+        raise ConfigError("domain_sample, workers and scheduler apply to a streamed verdict: give batch_rows, or a "
+                          "Parquet folder, a Dask DataFrame or a polars LazyFrame")
     inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
                             favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
                             test_size=test_size,
