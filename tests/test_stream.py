@@ -297,3 +297,31 @@ def test_a_partition_that_kills_every_worker_is_named_and_no_verdict_is_given(ca
         chiralfair.estimate(AlwaysDies(pipe, "unused"), str(folder), batch_rows=97, domain_sample=len(hot),
                             scheduler=cluster.scheduler_address, **KW)
 
+
+
+# ------------------------------------------------------------------ the command line
+def test_the_cli_estimate_and_check_read_a_parquet_folder_as_the_python_door_does(case, tmp_path):
+    import json
+
+    import skops.io as sio
+    from typer.testing import CliRunner
+
+    from chiralfair.cli import app
+
+    people, pipe, root, memory = case
+    sio.dump(pipe, tmp_path / "model.skops")
+    args = ["--model", tmp_path / "model.skops", "--data", root / "folder", "--label", "y", "--positive-class", "yes",
+            "--protected", "sex,race", "--batch-rows", 97, "--domain-sample", len(people)]
+    res = CliRunner().invoke(app, ["estimate", *map(str, args), "--json"])
+    assert res.exit_code == 0, res.output
+    printed = json.loads(res.stdout[res.stdout.index("{"):])
+    assert (printed["n_individuals"], printed["n_affected"], printed["n_harmed"], printed["worst_group"]) == (
+        memory.n_individuals, memory.n_affected, memory.n_harmed, memory.worst_group)
+    assert printed["groups"] == json.loads(memory.to_json())["groups"]
+    share = memory.n_affected / memory.n_individuals
+    for max_share, code in ((share / 2, 1), (min(1.0, share + 0.3), 0)):
+        res = CliRunner().invoke(app, ["check", *map(str, args), "--max-share", str(max_share)])
+        assert res.exit_code == code, res.output
+        assert f"exact for these {len(people)} rows: {share:.2%}" in res.stdout
+    res = CliRunner().invoke(app, ["estimate", *map(str, args), "--margin", "0.01"])
+    assert res.exit_code != 0 and "margin" in res.output

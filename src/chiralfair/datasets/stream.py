@@ -145,11 +145,11 @@ class RowStream:
                     raise DatasetError(f"cannot read {where}: {type(err).__name__}: {err}") from err
                 yield part.reset_index(drop=True), where
         else:
-            lazy = self.source if columns is None else self.source.select(columns)
-            for i, part in enumerate(lazy.collect_batches(chunk_size=batch_rows)):
-                from .native import as_pandas
+            from .native import as_pandas
 
-                yield as_pandas(part, what="polars batch"), f"batch {i} of the polars LazyFrame"
+            for i, part in enumerate(self.source.collect_batches(chunk_size=batch_rows)):
+                frame = as_pandas(part, what="polars batch")
+                yield (frame if columns is None else frame[columns]), f"batch {i} of the polars LazyFrame"
 
     def _parquet_pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str]]:
         import pyarrow.parquet as pq

@@ -349,9 +349,10 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
                                   model_output=model_output, model_input=model_input, name=name, couple=couple,
                                   constraints=constraints)
 
-        return stream_estimate(model, data, test=test, batch_rows=batch_rows, domain_sample=domain_sample,
-                               workers=workers, scheduler=scheduler, progress=progress, random_state=seed,
-                               population=population, resolve=resolve, favourable=None, **params)
+        verdict, inputs = stream_estimate(model, data, test=test, batch_rows=batch_rows, domain_sample=domain_sample,
+                                          workers=workers, scheduler=scheduler, progress=progress, random_state=seed,
+                                          population=population, resolve=resolve, favourable=None, **params)
+        return with_notes(with_queries(verdict, inputs, None), inputs.notes)
     if domain_sample is not None or workers is not None or scheduler is not None:
         raise ConfigError("domain_sample, workers and scheduler apply to a streamed verdict: give batch_rows, or a "
                           "Parquet folder, a Dask DataFrame or a polars LazyFrame")

@@ -73,7 +73,9 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
 
     Returns
     -------
-    Verdict
+    verdict : Verdict
+    inputs : RunInputs
+        The inputs made from the domain sample (the front door adds their notes and probes to the verdict).
 
     Raises
     ------
@@ -160,9 +162,7 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
         **({"threshold_given": threshold} if threshold is not None else {})})
     if verdict.n_affected == 0:
         verdict = with_blind_spot(verdict, inputs, random_state)
-    from .front import with_notes, with_queries
-
-    return with_notes(with_queries(verdict, inputs, None), inputs.notes)
+    return verdict, inputs
 
 
 def _client(workers: int | None, scheduler: str | None):

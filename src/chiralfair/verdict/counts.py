@@ -169,7 +169,13 @@ class GapValues:
                            for _ in range(2)]
 
     def add(self, gap: np.ndarray, affected: np.ndarray) -> None:
-        """Keep ``gap`` (shape (n,)) and the gaps of the ``affected`` ones."""
+        """Keep ``gap`` and the gaps of the ``affected`` ones.
+
+        Parameters
+        ----------
+        gap : numpy.ndarray of float, shape (n,)
+        affected : numpy.ndarray of bool, shape (n,)
+        """
         gap = np.ascontiguousarray(gap, dtype=np.float64)
         chosen = np.ascontiguousarray(gap[affected])
         self.n += len(gap)
@@ -182,7 +188,12 @@ class GapValues:
             self._files[1].write(chosen.tobytes())
 
     def extend(self, other: GapValues) -> None:
-        """Keep ``other``'s gaps too (after these), then close it."""
+        """Keep ``other``'s gaps too (after these), then close it.
+
+        Parameters
+        ----------
+        other : GapValues
+        """
         for which in (False, True):
             for chunk in other.chunks(affected=which):
                 if which:
@@ -206,7 +217,16 @@ class GapValues:
             self._files[1].write(np.ascontiguousarray(chunk).tobytes())
 
     def chunks(self, *, affected: bool):
-        """The kept gaps (of the affected only, if ``affected``), in chunks of at most :data:`CHUNK`."""
+        """The kept gaps (of the affected only, if ``affected``), in chunks of at most :data:`CHUNK`.
+
+        Parameters
+        ----------
+        affected : bool
+
+        Yields
+        ------
+        numpy.ndarray of float64
+        """
         if self._files is None:
             yield from (self._affected_parts if affected else self._parts)
             return
@@ -220,7 +240,18 @@ class GapValues:
                 yield np.frombuffer(data, dtype=np.float64)
 
     def quantiles(self, levels, *, affected: bool) -> list[float]:
-        """The gaps' quantiles at ``levels``, exactly as :func:`numpy.quantile` (linear) gives them."""
+        """The gaps' quantiles at ``levels``, exactly as :func:`numpy.quantile` (linear) gives them.
+
+        Parameters
+        ----------
+        levels : sequence of float
+        affected : bool
+            Of the affected individuals' gaps only.
+
+        Returns
+        -------
+        list of float
+        """
         if self._files is None:
             parts = self._affected_parts if affected else self._parts
             return np.quantile(np.concatenate(parts), levels).tolist()
