@@ -118,14 +118,14 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
 
     favourable = params.pop("favourable", None)
     note = None
-    given = favourable is not None
+    stated = favourable is not None
     if favourable is None:
         favourable, note = inputs.favourable, inputs.favourable_note
     if favourable is None:
         raise ConfigError(f"the favourable label of {inputs.dataset.name!r} is not known: pass favourable= (the label "
                           "0 or 1 that is the favourable outcome)")
     if note is None:  # as estimate() words it: a benchmark's own, or as given
-        favourable, note = resolve_favourable(inputs.dataset, favourable if given else None)
+        favourable, note = resolve_favourable(inputs.dataset, favourable if stated else None)
     where = ("the first " if len(sample) == domain_sample else "all ") + f"{len(sample):,} rows of the stream"
     domain_text = (f"the domain (categories, bins) was made from {where} (domain_sample={domain_sample:,})"
                    + (f" laid beside the data ({inputs.dataset.n_samples - len(sample):,} rows)" if held_out else "")

@@ -142,7 +142,7 @@ class VerdictCounts:
                 self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
             else:
                 rows = np.concatenate([self.rule_rows, other.rule_rows])
-                counts = np.concatenate([self.rule_counts, other.rule_counts])  # type: ignore[list-item]
+                counts = np.concatenate([self.rule_counts, other.rule_counts])
                 self.rule_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
                 self.rule_counts = np.bincount(inverse.ravel(), weights=counts, minlength=len(self.rule_rows)
                                                ).astype(np.int64)

@@ -795,8 +795,9 @@ def _group_table(domain, counts: VerdictCounts, confidence, method, exact):
     names = _group_names(domain)
     group_confidence = 1 - (1 - confidence) / (3 * len(names))
     groups = []
-    for (attribute, text), n, n_aff, n_harm in zip(names, counts.group_n, counts.group_affected,  # type: ignore
-                                                   counts.group_harmed, strict=True):
+    per_group = cast(tuple[np.ndarray, np.ndarray, np.ndarray], (counts.group_n, counts.group_affected,
+                                                                 counts.group_harmed))
+    for (attribute, text), n, n_aff, n_harm in zip(names, *per_group, strict=True):
         n, n_aff, n_harm = int(n), int(n_aff), int(n_harm)
         lo, hi = _bounds(n_aff, n, group_confidence, method, exact)
         harmed_lo, harmed_hi = _bounds(n_harm, n, group_confidence, method, exact)
