@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -65,10 +66,13 @@ class VerdictCounts:
     gaps: GapValues | None = None
     rule_rows: np.ndarray | None = None
     rule_counts: np.ndarray | None = None
+    rule_keys: np.ndarray | None = None
+    radix: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
-                 n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None) -> VerdictCounts:
+                 n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None,
+                 radix: tuple[np.ndarray, np.ndarray] | None = None) -> VerdictCounts:
         """The counts of one batch of countable individuals (left-out and unplaced ones only counted).
 
         Parameters
@@ -84,6 +88,9 @@ class VerdictCounts:
         unplaced : dict of str to int, optional
         gaps : GapValues, optional
             Where to keep the gap values (default: in memory).
+        radix : (numpy.ndarray, numpy.ndarray), optional
+            Each column's lowest code and multiplier (:func:`rule_radix`), to keep each distinct row as one int64
+            key.
 
         Returns
         -------
@@ -102,9 +109,34 @@ class VerdictCounts:
             out.gaps = gaps if gaps is not None else GapValues()
             out.gaps.add(gap, affected)
         rows = np.column_stack([np.asarray(Z, dtype=np.int64), affected.astype(np.int64)])
-        out.rule_rows, out.rule_counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (
-            rows, np.zeros(0, dtype=np.int64))
+        if radix is not None:  # one int64 key a row: a 1-D unique, and merges that stay cheap
+            lo, multiplier = radix
+            out.rule_keys, out.rule_counts = np.unique((rows - lo) @ multiplier, return_counts=True)
+            out.radix = radix
+        else:
+            out.rule_rows, out.rule_counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (
+                rows, np.zeros(0, dtype=np.int64))
         return out
+
+    def rules_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct (non-protected codes, affected) rows and their counts (decoded from their keys if packed).
+
+        Returns
+        -------
+        rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
+        counts : numpy.ndarray of int64, shape (n_distinct,)
+        """
+        counts = np.zeros(0, dtype=np.int64) if self.rule_counts is None else self.rule_counts
+        if self.radix is None:
+            return cast(np.ndarray, self.rule_rows), counts
+        lo, multiplier = self.radix
+        keys = cast(np.ndarray, self.rule_keys)
+        rows = np.empty((len(keys), len(multiplier)), dtype=np.int64)
+        rest = keys.copy()
+        for j in range(len(multiplier) - 1, -1, -1):  # the last column varies slowest (the largest multiplier)
+            rows[:, j] = rest // multiplier[j]
+            rest -= rows[:, j] * multiplier[j]
+        return rows + lo, counts
 
     def merge(self, other: VerdictCounts) -> VerdictCounts:
         """Add ``other``'s counts to these (in place; the gap values must be kept in one :class:`GapValues`).
@@ -137,7 +169,15 @@ class VerdictCounts:
                 self.gaps = other.gaps
             else:
                 self.gaps.extend(other.gaps)
-        if other.rule_rows is not None and len(other.rule_rows):
+        if other.radix is not None:
+            if self.rule_keys is None:
+                self.rule_keys, self.rule_counts, self.radix = other.rule_keys, other.rule_counts, other.radix
+            else:
+                keys = np.concatenate([self.rule_keys, cast(np.ndarray, other.rule_keys)])
+                counts = np.concatenate([cast(np.ndarray, self.rule_counts), cast(np.ndarray, other.rule_counts)])
+                self.rule_keys, inverse = np.unique(keys, return_inverse=True)
+                self.rule_counts = np.bincount(inverse, weights=counts, minlength=len(self.rule_keys)).astype(np.int64)
+        elif other.rule_rows is not None and len(other.rule_rows):
             if self.rule_rows is None or not len(self.rule_rows):
                 self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
             else:
@@ -341,3 +381,26 @@ def order_statistics(chunks, ranks: list[int]) -> list[float]:
             left[t] -= int(cumulative[digit - 1]) if digit else 0
             prefix[t] = (prefix[t] << 16) | digit
     return [float(np.array([v], dtype=np.uint64).view(np.float64)[0]) for v in prefix]
+
+
+def rule_radix(domain) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lowest codes and multipliers that pack a (non-protected codes, affected) row into one int64, or None.
+
+    None when the product of the columns' sizes (times 2, for affected) passes 2**62: such rows stay rows.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray) or None
+    """
+    sizes = [domain.features[int(c)].size for c in domain.non_protected] + [2]
+    total = 1
+    for size in sizes:
+        total *= int(size)
+    if total >= 2**62:
+        return None
+    lo = np.array([domain.features[int(c)].lo for c in domain.non_protected] + [0], dtype=np.int64)
+    return lo, np.cumprod([1, *sizes[:-1]]).astype(np.int64)

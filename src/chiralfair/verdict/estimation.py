@@ -841,7 +841,7 @@ def _rules(domain: Domain, counts: VerdictCounts, seed: int) -> tuple[tuple[dict
     if counts.n_affected in (0, counts.n):
         return (), []
     cols = domain.non_protected
-    rows, weight = cast(np.ndarray, counts.rule_rows), cast(np.ndarray, counts.rule_counts)
+    rows, weight = counts.rules_table()
     Z, affected = rows[:, :-1], rows[:, -1].astype(bool)
     tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed).fit(Z, affected,
                                                                                sample_weight=weight.astype(float))

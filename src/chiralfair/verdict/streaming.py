@@ -30,7 +30,7 @@ from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
 from ..exceptions import DatasetError, DomainError, ModelCallError
-from .counts import GapValues, VerdictCounts
+from .counts import GapValues, VerdictCounts, rule_radix
 
 # Times the scheduler runs a partition again after its worker died or it failed, before the run is refused.
 RETRIES = 2
@@ -92,7 +92,8 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     counts = VerdictCounts.of_batch([m for _, _, m in _group_masks(domain, X, combination)], affected, harmed, gap,
                                     X[:, domain.non_protected],
                                     plausibility=_plausibility_totals(tally) if tally.X else None,
-                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps)
+                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
+                                    radix=rule_radix(domain))
     return counts, n_unseen
 
 
