@@ -957,6 +957,6 @@ def _notes(population, n_rows, stopped_by, margin, half_width, method, n_groups,
 
 
 def _statsmodels_version() -> str:
-    import statsmodels
+    from importlib.metadata import version  # its version only: importing statsmodels costs half a second
 
-    return statsmodels.__version__
+    return version("statsmodels")
