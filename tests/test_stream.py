@@ -325,3 +325,20 @@ def test_the_cli_estimate_and_check_read_a_parquet_folder_as_the_python_door_doe
         assert f"exact for these {len(people)} rows: {share:.2%}" in res.stdout
     res = CliRunner().invoke(app, ["estimate", *map(str, args), "--margin", "0.01"])
     assert res.exit_code != 0 and "margin" in res.output
+
+
+def test_audit_streams_its_held_out_rows_and_gives_the_in_memory_verdict(case):
+    people, pipe, root, _ = case
+    train, test = people.iloc[:300], people.iloc[300:]
+    (root / "held_out").mkdir(exist_ok=True)
+    test.iloc[:150].to_parquet(root / "held_out" / "a.parquet")
+    test.iloc[150:].to_parquet(root / "held_out" / "b.parquet")
+    memory = chiralfair.audit(pipe, train, test=test, max_global=10, max_local=5, **KW)
+    streamed = chiralfair.audit(pipe, train, test=str(root / "held_out"), batch_rows=64, domain_sample=len(test),
+                                max_global=10, max_local=5, **KW)
+    assert memory.verdict.exact
+    same_verdict(memory.verdict, streamed.verdict)
+    assert streamed.n_idis == memory.n_idis
+    assert streamed.verdict.meta["stream"]["rows_read"] == len(test)
+    with pytest.raises(ConfigError, match="held-out rows only"):
+        chiralfair.audit(pipe, str(root / "held_out"), batch_rows=64, max_global=10, max_local=5, **KW)

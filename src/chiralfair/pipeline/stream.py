@@ -85,9 +85,44 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
     DatasetError, DomainError, ModelCallError
         As :func:`chiralfair.verdict.streaming.stream_verdict`.
     """
+    if population == "domain":
+        raise ConfigError("population='domain' draws from the domain, not from rows: it reads no stream; drop "
+                          "batch_rows (or give data in memory)")
+    held_out = test is not None
+    stream, sample, settings = open_with_sample(test if held_out else data, batch_rows=batch_rows,
+                                                domain_sample=domain_sample, workers=workers, scheduler=scheduler,
+                                                params=params)
+    inputs = resolve(data, sample) if held_out else resolve(sample, None)
+    return verdict_over_stream(inputs, stream, sample, held_out=held_out, random_state=random_state,
+                               progress=progress, **settings, **params)
+
+
+def open_with_sample(source, *, batch_rows: int | None, domain_sample: int | None, workers: int | None,
+                     scheduler: str | None, params: dict):
+    """The stream of ``source`` checked, its domain sample read, and the settings checked (``params`` cleaned).
+
+    Parameters
+    ----------
+    source : object
+        A Parquet path or URL, a Dask DataFrame or a polars LazyFrame.
+    batch_rows, domain_sample, workers, scheduler : optional
+        As :func:`stream_estimate`.
+    params : dict
+        The verdict's keyword arguments: the sampling ones are refused when set, else removed (in place).
+
+    Returns
+    -------
+    stream : RowStream
+    sample : pandas.DataFrame
+    settings : dict
+        ``batch_rows``, ``domain_sample``, ``workers``, ``scheduler``, checked, with their defaults.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`stream_estimate`.
+    """
     from .._validation import check_int
-    from ..verdict.streaming import partition_readers, stream_verdict
-    from .steps import with_blind_spot
 
     batch_rows = DEFAULT_BATCH_ROWS if batch_rows is None else check_int(batch_rows, "batch_rows", minimum=1)
     domain_sample = (DEFAULT_DOMAIN_SAMPLE if domain_sample is None
@@ -96,9 +131,6 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
         workers = check_int(workers, "workers", minimum=1)
     if workers is not None and scheduler is not None:
         raise ConfigError("give workers (a local cluster) or scheduler (an address), not both")
-    if population == "domain":
-        raise ConfigError("population='domain' draws from the domain, not from rows: it reads no stream; drop "
-                          "batch_rows (or give data in memory)")
     if params.get("exact") is False:
         raise ConfigError("a streamed verdict checks every row (exact): exact=False is refused; drop batch_rows to "
                           "sample rows in memory")
@@ -106,14 +138,41 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
     if given:
         raise ConfigError(f"{', '.join(given)}: a streamed verdict checks every row, so it takes no "
                           f"{' or '.join(given)}; drop it, or drop batch_rows to sample rows in memory")
-    threshold = params.pop("threshold", None)
     for k in SAMPLING_ONLY:
         params.pop(k, None)
-    held_out = test is not None
-    source = test if held_out else data
     stream = open_stream(source)
     sample = stream.head(domain_sample)
-    inputs = resolve(data, sample) if held_out else resolve(sample, None)
+    return stream, sample, {"batch_rows": batch_rows, "domain_sample": domain_sample, "workers": workers,
+                            "scheduler": scheduler}
+
+
+def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: int, domain_sample: int,
+                        workers: int | None, scheduler: str | None, progress: bool, random_state: int, **params):
+    """The verdict over every row of ``stream``, in the domain of ``inputs`` (made with its sample ``sample``).
+
+    Parameters
+    ----------
+    inputs : RunInputs
+        Made from the sample (beside the data, for held-out rows).
+    stream : RowStream
+    sample : pandas.DataFrame
+        The rows of the stream the domain was made from.
+    held_out : bool
+        Whether the stream is the held-out rows (else the data's rows).
+    batch_rows, domain_sample, workers, scheduler, progress, random_state
+        As :func:`stream_estimate`.
+    **params
+        ``confidence``, ``method``, ``gamma``, ``favourable``, ``plausible_only``, ``threshold``.
+
+    Returns
+    -------
+    verdict : Verdict
+    inputs : RunInputs
+    """
+    from ..verdict.streaming import partition_readers, stream_verdict
+    from .steps import with_blind_spot
+
+    threshold = params.pop("threshold", None)
     from ..verdict.estimation import resolve_favourable
 
     favourable = params.pop("favourable", None)
