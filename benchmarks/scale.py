@@ -107,15 +107,16 @@ def model_rate(pipe, folder: Path, k: int) -> dict:
     import pandas as pd
 
     frame = pd.read_parquet(sorted(folder.glob("*.parquet"))[0]).drop(columns="income")
-    best = float("inf")
+    best = best_cpu = float("inf")
     for _ in range(2):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         pipe.predict(frame)
         pipe.predict_proba(frame)
         best = min(best, time.perf_counter() - t)
+        best_cpu = min(best_cpu, time.process_time() - c)
     rate = len(frame) / best
-    return {"rows": len(frame), "seconds_predict_and_proba": best, "model_rows_per_second": rate,
-            "n_combinations": k, "limit_people_per_second": rate / k}
+    return {"rows": len(frame), "seconds_predict_and_proba": best, "cpu_seconds_predict_and_proba": best_cpu,
+            "model_rows_per_second": rate, "n_combinations": k, "limit_people_per_second": rate / k}
 
 
 def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -> dict:
@@ -180,16 +181,21 @@ def markdown(record: dict) -> str:
              "`ru_maxrss` of the subprocess and of each Dask worker. CPU: process time of the subprocess and of each "
              "worker. Limit: the model's own rate (one predict + one predict_proba per row, on the first file's "
              "1 M rows) over the protected combinations, times the workers.", "",
-             "| model | rows | workers | wall s | CPU s (main; workers) | rows/s | limit rows/s | share of limit | "
-             "peak RSS MiB (main; workers) | load before/after |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---|---|"]
+             "| model | rows | workers | wall s | CPU s (main; workers) | rows/s | limit rows/s | share of limit "
+             "(wall) | share of limit (CPU) | peak RSS MiB (main; workers) | load before/after |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
     for r in record["runs"]:
         limit = r["limit"]["limit_people_per_second"] * max(1, r["workers"])
         workers_cpu = "; " + ", ".join(f"{c:.0f}" for c in r.get("cpu_seconds_workers", [])) if r["workers"] else ""
         workers_rss = "; " + ", ".join(f"{m:.0f}" for m in r.get("peak_rss_mib_workers", [])) if r["workers"] else ""
+        model_cpu = r["limit"].get("cpu_seconds_predict_and_proba")
+        cpu_share = "-"
+        if model_cpu is not None:  # the model's CPU for these rows at every combination, over the run's CPU
+            spent = r["cpu_seconds_main"] + sum(r.get("cpu_seconds_workers", []))
+            cpu_share = f"{model_cpu / r['limit']['rows'] * r['rows'] * r['limit']['n_combinations'] / spent:.0%}"
         lines.append(f"| {r['model']} | {r['rows']:,} | {r['workers']} | {r['wall_seconds']:.1f} | "
                      f"{r['cpu_seconds_main']:.1f}{workers_cpu} | {r['rows_per_second']:,.0f} | {limit:,.0f} | "
-                     f"{r['share_of_limit']:.0%} | {r['peak_rss_mib_main']:.0f}{workers_rss} | "
+                     f"{r['share_of_limit']:.0%} | {cpu_share} | {r['peak_rss_mib_main']:.0f}{workers_rss} | "
                      f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |")
     lines.append("")
     for r in record["runs"]:
@@ -212,7 +218,12 @@ def main(argv=None) -> int:
     p.add_argument("--batch-rows", type=int, default=65_536)
     p.add_argument("--name", default="scale")
     p.add_argument("--one", nargs=4, metavar=("MODEL", "FOLDER", "WORKERS", "COMPARE"), help=argparse.SUPPRESS)
+    p.add_argument("--markdown-only", action="store_true", help="rewrite NAME.md from NAME.json")
     args = p.parse_args(argv)
+    if args.markdown_only:
+        record = json.loads((RESULTS / f"{args.name}.json").read_text())
+        (RESULTS / f"{args.name}.md").write_text(markdown(record))
+        return 0
     if args.one:
         kind, folder, workers, compare = args.one
         print(json.dumps(one(kind, Path(folder), int(workers), args.batch_rows, compare == "1")))

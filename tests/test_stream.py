@@ -342,3 +342,23 @@ def test_audit_streams_its_held_out_rows_and_gives_the_in_memory_verdict(case):
     assert streamed.verdict.meta["stream"]["rows_read"] == len(test)
     with pytest.raises(ConfigError, match="held-out rows only"):
         chiralfair.audit(pipe, str(root / "held_out"), batch_rows=64, max_global=10, max_local=5, **KW)
+
+
+def test_a_schemas_types_apply_to_every_batch_and_its_unheld_categories_are_refused(tmp_path):
+    from chiralfair.datasets.schema import infer_schema
+
+    people = people_frame(300)
+    people["job"] = np.where(np.arange(300) < 290, "clerk", "pilot")
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["sex", "race", "job"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression()).fit(people[["sex", "race", "hours", "job"]], people["y"])
+    people.to_parquet(tmp_path / "p.parquet")
+    text = infer_schema(people, label="y", positive_class="yes", protected=["sex", "race"])
+    (tmp_path / "s.toml").write_text(text.replace('[columns."job"]\ntype = "str"', '[columns."job"]\ntype = "category"'))
+    kw = {"schema": str(tmp_path / "s.toml"), "protected": "sex,race"}
+    memory = chiralfair.estimate(pipe, people, population="rows", exact=True, **kw)
+    streamed = chiralfair.estimate(pipe, str(tmp_path / "p.parquet"), batch_rows=70, domain_sample=300, **kw)
+    same_verdict(memory, streamed)
+    # the first 100 rows hold no pilot: the domain has no code for it, whatever the schema lists
+    with pytest.raises(DatasetError, match=r"column 'job' holds the value 'pilot' .*its values: clerk\);"):
+        chiralfair.estimate(pipe, str(tmp_path / "p.parquet"), batch_rows=70, domain_sample=100, **kw)

@@ -16,7 +16,8 @@ binned numeric      its bin at the domain's edges (intervals ``(a, b]``, the fir
                     ends, as a schema's are: a value beyond the sample's range falls in the outer bin
 ==================  ==========================================================================================
 
-A value the domain never saw follows the stated rule for values only the held-out rows hold
+A value the domain never saw (a domain's codes are those its rows hold: a category a schema lists but no row of the
+sample holds is none of them) follows the stated rule for values only the held-out rows hold
 (:mod:`chiralfair.datasets.unseen_values`): a **protected** value is none of the attribute's values, so its row is
 in no group and has no counterpart (left out of the verdict, counted by attribute). A value of **another column**
 the domain cannot code (a category, an integer beyond its bounds, a number beyond finite bin edges, a missing
@@ -34,8 +35,8 @@ from ..exceptions import DatasetError
 from .base import Dataset
 from .codec import ColumnCodec
 
-FIX = ("make the domain from rows that hold it: a larger domain sample (domain_sample=, --domain-sample) or a "
-       "schema listing it (schema=, --schema)")
+FIX = ("make the domain from rows that hold it: a larger domain sample (domain_sample=, --domain-sample) that "
+       "holds it (a domain's codes are those its rows hold, a schema's categories included)")
 
 
 def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -79,6 +80,7 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.nda
     for j, column in enumerate(codec.columns):
         feature = domain.features[j]
         codes, bad = _codes(column, feature, frame[column.name])
+        bad |= (codes < feature.lo) | (codes > feature.hi)  # a category or bin the domain's rows never held
         if bad.any():
             if j not in protected:
                 row = int(np.argmax(bad))
@@ -153,8 +155,8 @@ def _known(column: ColumnCodec, feature) -> str:
     if column.how == "bin" and column.edges is not None:
         return f"bin edges {column.edges[0]:g} to {column.edges[-1]:g}" + (
             "" if feature.missing is not None else ", no missing value")
-    labels = feature.labels or {}
-    shown = ", ".join(str(v) for v in list(labels.values())[:8])
+    labels = [text for code, text in (feature.labels or {}).items() if feature.lo <= code <= feature.hi]
+    shown = ", ".join(labels[:8])
     return f"its values: {shown}{', ...' if len(labels) > 8 else ''}"
 
 

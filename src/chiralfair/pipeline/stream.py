@@ -199,7 +199,9 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
             favourable=favourable, favourable_note=note, n_rows=stream.n_rows, progress=progress,
             random_state=random_state, client=client,
             partitions=partition_readers(stream, batch_rows) if client is not None else None,
-            population="test" if held_out else "rows", meta={"stream": stream_meta}, **params)
+            population="test" if held_out else "rows", meta={"stream": stream_meta},
+            schema_types=None if inputs.spec is None else (dict(inputs.spec.types), dict(inputs.spec.categories)),
+            **params)
     finally:
         if client is not None:
             client.close()

@@ -36,7 +36,8 @@ from .counts import GapValues, VerdictCounts, rule_radix
 RETRIES = 2
 
 
-def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None = None) -> tuple[VerdictCounts, int]:
+def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None = None,
+                 schema_types: tuple[dict, dict] | None = None) -> tuple[VerdictCounts, int]:
     """The counts of one batch: coded in the dataset's domain, every person checked, left-out ones counted.
 
     Parameters
@@ -47,6 +48,9 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     batch : Batch
     gaps : GapValues, optional
         Where the gap values go (default: in memory, with the counts).
+    schema_types : (dict, dict), optional
+        A schema's column types and categories, applied to the batch as to in-memory rows
+        (:func:`~chiralfair.datasets.schema.typed_frames`).
 
     Returns
     -------
@@ -58,6 +62,11 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     from .result import unplaced_by_attribute
 
     domain = dataset.domain
+    if schema_types is not None and schema_types[0]:
+        from ..datasets.schema import typed_frames
+
+        batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
+                      batch.where, batch.start)
     X, unseen = recode(dataset, batch.frame, where=batch.where)
     outside = domain.protected_value_index(X) < 0
     for j, attribute in enumerate(domain.attributes):
@@ -101,7 +110,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
                    favourable_note: str, n_rows: int | None = None, gamma: float | None = None,
                    plausible_only: bool = False, confidence: float = 0.95, method: str = "clopper-pearson",
                    random_state=0, progress: bool = False, client=None, partitions=None,
-                   meta: dict | None = None, population: str = "rows"):
+                   meta: dict | None = None, population: str = "rows", schema_types: tuple[dict, dict] | None = None):
     """The verdict over every row of ``batches`` (or of ``partitions`` on a Dask cluster), from merged counts.
 
     Parameters
@@ -129,6 +138,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         Merged into the verdict's ``meta``.
     population : {"rows", "test"}, default="rows"
         What the rows are: the data's rows, or held-out rows.
+    schema_types : (dict, dict), optional
+        A schema's column types and categories, applied to every batch as to the domain's rows.
 
     Returns
     -------
@@ -169,7 +180,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         if client is None:
             bar = _bar(progress, n_rows)
             for batch in batches or ():
-                counts, unseen = batch_counts(judge, dataset, batch, gaps)
+                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types)
                 total.merge(counts)
                 read += len(batch.frame)
                 n_batches += 1
@@ -178,7 +189,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
             bar.close()
         else:
             read, n_batches, n_unseen, extra_queries = _on_cluster(client, judge, dataset, partitions or [], total,
-                                                                   progress, n_rows)
+                                                                   progress, n_rows, schema_types)
     except BaseException:
         if gaps is not None:
             gaps.close()
@@ -220,7 +231,8 @@ def _bar(progress: bool, n_rows: int | None):
     return tqdm(total=n_rows, unit="rows", unit_scale=True, disable=not progress, desc="verdict", smoothing=0.1)
 
 
-def _score_partition(read, judge, dataset: Dataset, batch_rows: int) -> tuple[VerdictCounts, int, int, int]:
+def _score_partition(read, judge, dataset: Dataset, batch_rows: int,
+                     schema_types=None) -> tuple[VerdictCounts, int, int, int]:
     """On a worker: read one partition, check it in batches, return its counts, rows, unseen rows and queries."""
     from ..datasets.stream import Batch
 
@@ -229,7 +241,7 @@ def _score_partition(read, judge, dataset: Dataset, batch_rows: int) -> tuple[Ve
     total = VerdictCounts()
     rows = unseen = 0
     for frame in read(batch_rows):
-        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows))
+        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types)
         if total.gaps is not None and counts.gaps is not None:
             total.gaps.extend(counts.gaps)
             counts.gaps = total.gaps
@@ -240,7 +252,7 @@ def _score_partition(read, judge, dataset: Dataset, batch_rows: int) -> tuple[Ve
 
 
 def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCounts, progress: bool,
-                n_rows: int | None) -> tuple[int, int, int, int]:
+                n_rows: int | None, schema_types=None) -> tuple[int, int, int, int]:
     """Score every partition on the cluster's workers (model and domain scattered once), merge their counts."""
     from distributed import as_completed
 
@@ -248,7 +260,8 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
     dataset_future = client.scatter(dataset, broadcast=True)
     batch_rows = getattr(partitions[0], "batch_rows", 65_536) if partitions else 65_536
     run = uuid.uuid4().hex
-    futures = {client.submit(_score_partition, read, judge_future, dataset_future, batch_rows, retries=RETRIES,
+    futures = {client.submit(_score_partition, read, judge_future, dataset_future, batch_rows, schema_types,
+                             retries=RETRIES,
                              key=f"chiralfair-verdict-{run}-{i}", pure=False): read
                for i, read in enumerate(partitions)}
     bar = _bar(progress, n_rows)
