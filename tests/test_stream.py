@@ -354,7 +354,8 @@ def test_a_schemas_types_apply_to_every_batch_and_its_unheld_categories_are_refu
                          LogisticRegression()).fit(people[["sex", "race", "hours", "job"]], people["y"])
     people.to_parquet(tmp_path / "p.parquet")
     text = infer_schema(people, label="y", positive_class="yes", protected=["sex", "race"])
-    (tmp_path / "s.toml").write_text(text.replace('[columns."job"]\ntype = "str"', '[columns."job"]\ntype = "category"'))
+    job = '[columns."job"]\ntype = '
+    (tmp_path / "s.toml").write_text(text.replace(job + '"str"', job + '"category"'))
     kw = {"schema": str(tmp_path / "s.toml"), "protected": "sex,race"}
     memory = chiralfair.estimate(pipe, people, population="rows", exact=True, **kw)
     streamed = chiralfair.estimate(pipe, str(tmp_path / "p.parquet"), batch_rows=70, domain_sample=300, **kw)
