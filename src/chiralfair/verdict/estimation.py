@@ -56,7 +56,7 @@ from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
-from .counts import GAP_EDGES, VerdictCounts
+from .counts import GAP_EDGES, VerdictCounts, rule_radix
 from .params import check_estimate_params
 from .result import (
     Verdict,
@@ -303,7 +303,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
     counts = VerdictCounts.of_batch([m for _, _, m in _group_masks(domain, X, combination)], affected, harmed, gap,
                                     X[:, domain.non_protected], plausibility=_plausibility_totals(tally),
-                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced)
+                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced,
+                                    radix=rule_radix(domain))
     population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
     return verdict_from_counts(
         counts, domain=domain, population=population, population_size=population_size, favourable=favourable,
