@@ -22,11 +22,12 @@ in-memory and the streamed verdict on the same rows are equal, count for count.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import cast
 
 import numpy as np
+
+from ..storage import scratch_file
 
 GAP_EDGES = np.linspace(0.0, 1.0, 21)
 # Rows of a gap file read back at a time by order_statistics.
@@ -205,8 +206,7 @@ class GapValues:
         self._files = None
         self.n = self.n_affected = 0
         if spill:
-            self._files = [tempfile.NamedTemporaryFile(prefix="chiralfair-gap-", suffix=".f8", delete=False)
-                           for _ in range(2)]
+            self._files = [scratch_file() for _ in range(2)]
 
     def add(self, gap: np.ndarray, affected: np.ndarray) -> None:
         """Keep ``gap`` and the gaps of the ``affected`` ones.
@@ -224,8 +224,13 @@ class GapValues:
             self._parts.append(gap)
             self._affected_parts.append(chosen)
         else:
-            self._files[0].write(gap.tobytes())
-            self._files[1].write(chosen.tobytes())
+            self._write(0, gap)
+            self._write(1, chosen)
+
+    def _write(self, which: int, values: np.ndarray) -> None:
+        handle = cast(list, self._files)[which]
+        handle.seek(0, os.SEEK_END)  # after a read (chunks), writing goes on at the end
+        handle.write(np.ascontiguousarray(values).tobytes())
 
     def extend(self, other: GapValues) -> None:
         """Keep ``other``'s gaps too (after these), then close it.
@@ -247,14 +252,14 @@ class GapValues:
         if self._files is None:
             self._parts.append(chunk)
         else:
-            self._files[0].write(np.ascontiguousarray(chunk).tobytes())
+            self._write(0, chunk)
 
     def _append_affected(self, chunk: np.ndarray) -> None:
         self.n_affected += len(chunk)
         if self._files is None:
             self._affected_parts.append(chunk)
         else:
-            self._files[1].write(np.ascontiguousarray(chunk).tobytes())
+            self._write(1, chunk)
 
     def chunks(self, *, affected: bool):
         """The kept gaps (of the affected only, if ``affected``), in chunks of at most :data:`CHUNK`.
@@ -272,12 +277,12 @@ class GapValues:
             return
         handle = self._files[1 if affected else 0]
         handle.flush()
-        with open(handle.name, "rb") as f:
-            while True:
-                data = f.read(CHUNK * 8)
-                if not data:
-                    break
-                yield np.frombuffer(data, dtype=np.float64)
+        handle.seek(0)
+        while True:
+            data = handle.read(CHUNK * 8)
+            if not data:
+                break
+            yield np.frombuffer(data, dtype=np.float64)
 
     def quantiles(self, levels, *, affected: bool) -> list[float]:
         """The gaps' quantiles at ``levels``, exactly as :func:`numpy.quantile` (linear) gives them.
@@ -301,11 +306,7 @@ class GapValues:
     def close(self) -> None:
         """Remove the temporary files (if any)."""
         for handle in self._files or ():
-            handle.close()
-            try:
-                os.unlink(handle.name)
-            except OSError:
-                pass
+            handle.close()  # an anonymous scratch file: closing removes it
         self._files = None if not self.spill else []
 
     def __del__(self):

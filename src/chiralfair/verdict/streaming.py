@@ -274,6 +274,9 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
             except DatasetError:
                 raise
             except Exception as err:
+                where, err = _first_failure(futures, where, err)
+                if isinstance(err, DatasetError):
+                    raise err from None
                 raise ModelCallError(f"scoring {where} failed on the cluster after {RETRIES} retries: "
                                      f"{type(err).__name__}: {err}; no verdict is reported (a verdict without this "
                                      "partition would not be the verdict over the rows)") from err
@@ -290,6 +293,24 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
         for future in futures:
             future.cancel()
     return read_rows, len(partitions), unseen, queries
+
+
+def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, BaseException]:
+    """The partition that failed, not one cancelled because of it: the first future in error, else the one given.
+
+    A worker that dies takes the scattered model with it, and the scheduler may cancel other partitions' tasks
+    before it reports the one that killed it; the error names the partition whose own task failed.
+    """
+    from distributed import wait
+
+    try:
+        wait(list(futures), timeout=30)
+    except Exception:  # a timeout, or the cluster gone: name what is known
+        pass
+    for future, read in futures.items():
+        if future.status == "error":
+            return read.where, future.exception()
+    return where, err
 
 
 class PartitionReader:
