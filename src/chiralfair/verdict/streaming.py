@@ -274,12 +274,12 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
             except DatasetError:
                 raise
             except Exception as err:
-                where, err = _first_failure(futures, where, err)
-                if isinstance(err, DatasetError):
-                    raise err from None
+                where, failure = _first_failure(futures, where, err)
+                if isinstance(failure, DatasetError):
+                    raise failure from None
                 raise ModelCallError(f"scoring {where} failed on the cluster after {RETRIES} retries: "
-                                     f"{type(err).__name__}: {err}; no verdict is reported (a verdict without this "
-                                     "partition would not be the verdict over the rows)") from err
+                                     f"{type(failure).__name__}: {failure}; no verdict is reported (a verdict "
+                                     "without this partition would not be the verdict over the rows)") from failure
             if total.gaps is not None and counts.gaps is not None:
                 total.gaps.extend(counts.gaps)
                 counts.gaps = total.gaps
