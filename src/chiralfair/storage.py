@@ -169,6 +169,21 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def scratch_file():
+    """An anonymous scratch file for this process's own use, removed when it is closed (or the process ends).
+
+    Never a result: it has no name, so nothing can read it later, rename it or mistake it for a written file.
+
+    Returns
+    -------
+    file object
+        Open for binary reading and writing.
+    """
+    import tempfile
+
+    return tempfile.TemporaryFile(prefix="chiralfair-scratch-")
+
+
 def folder_beside(path: str | os.PathLike, tag: str = "partial") -> Path:
     """Create a new, empty folder beside ``path``: ``<name>.<tag>-<random>``, with the umask's mode.
 

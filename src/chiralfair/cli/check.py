@@ -21,7 +21,7 @@ from typer.core import TyperCommand
 
 from ..exceptions import ConfigError
 from .console import ESTIMATE_FLAGS, FLAGS, hand_over, refusals, setup_logging
-from .estimate import _label
+from .estimate import _label, refuse_streaming_on_a_benchmark, streamed
 from .options import (
     BomOpt,
     Counterparts,
@@ -32,8 +32,10 @@ from .options import (
     ModelCardOpt,
     OutcomeOpt,
     PopulationOpt,
+    Streaming,
     VerboseOpt,
     own_data_counterparts,
+    stream_path,
     with_option_groups,
 )
 
@@ -111,6 +113,7 @@ def check(
     json_out: Annotated[bool, typer.Option("--json", help="Print the decision and the verdict as JSON.")] = False,
     verbose: VerboseOpt = False,
     counterparts: Counterparts,
+    streaming: Streaming,
     model_card: ModelCardOpt = None,
     bom: BomOpt = None,
     mlflow: MlflowOpt = False,
@@ -127,7 +130,7 @@ def check(
               "gamma": gamma, "plausible_only": counterparts.plausible_only, "reading": reading}
     try:
         decision = _decide(max_share, inputs, counterparts, population, favourable, params, verbose, model_card,
-                           bom, mlflow)
+                           bom, mlflow, streaming)
     except (typer.Exit, typer.Abort, CLICK_EXCEPTION, KeyboardInterrupt):
         raise
     except Exception as err:  # a bug must not read as a decision (1 would say "unfair")
@@ -147,7 +150,7 @@ def check(
 
 
 def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, favourable, params, verbose,
-            model_card: Path | None, bom: Path | None, mlflow: bool):
+            model_card: Path | None, bom: Path | None, mlflow: bool, streaming: Streaming):
     with refusals(FLAGS + ESTIMATE_FLAGS + ("max_share", "threshold", "reading"), code=REFUSED):
         inputs.check(model_card, bom=bom, mlflow=mlflow)
         if params["reading"] not in READINGS:
@@ -157,6 +160,7 @@ def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, f
             raise ConfigError(f"--max-share must lie in [0, 1], got {max_share}")
         if inputs.data is None:
             inputs.refuse_own_data_flags()
+            refuse_streaming_on_a_benchmark(streaming)
             from ..pipeline import check_fairness_benchmark
 
             config = inputs.benchmark_config(**couplings)
@@ -168,9 +172,10 @@ def _decide(max_share, inputs: Inputs, counterparts: Counterparts, population, f
             from ..pipeline import check_fairness
 
             setup_logging(verbose)
-            decision = check_fairness(inputs.model, inputs.data, max_share=max_share, favourable=favourable,
-                                      population=population, **inputs.own_data(), **own_data_counterparts(couplings),
-                                      **params)
+            own, params = streamed(inputs, streaming, params)
+            decision = check_fairness(inputs.model, stream_path(inputs.data), max_share=max_share,
+                                      favourable=favourable, population=population, **own,
+                                      **own_data_counterparts(couplings), **params)
     return decision
 
 

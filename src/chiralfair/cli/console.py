@@ -17,7 +17,8 @@ from ..exceptions import ChiralfairError, ConfigError, Refusals
 FLAGS = ("max_global", "max_local", "random_state", "n_seeds", "repeats", "data_home", "cache_dir",
          "allow_checksum_mismatch", "workers", "positive_class", "test_size", "max_queries", "batch_size",
          "model_output", "max_f1_loss")
-ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable")
+ESTIMATE_FLAGS = ("population", "confidence", "margin", "method", "gamma", "favourable", "batch_rows",
+                  "domain_sample", "workers", "scheduler")
 
 
 def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> NoReturn:

@@ -17,8 +17,10 @@ from .options import (
     ModelCardOpt,
     OutcomeOpt,
     PopulationOpt,
+    Streaming,
     VerboseOpt,
     own_data_counterparts,
+    stream_path,
     with_option_groups,
 )
 
@@ -37,11 +39,15 @@ def estimate(
     json_out: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
     verbose: VerboseOpt = False,
     counterparts: Counterparts,
+    streaming: Streaming,
     model_card: ModelCardOpt = None,
     bom: BomOpt = None,
     mlflow: MlflowOpt = False,
 ) -> None:
     """Estimate the share of individuals a model discriminates, whom it harms and how badly.
+
+    With --batch-rows, or a Parquet folder or URL as --data or --test, every row is read in batches and checked
+    (memory bounded by the batch), on this process or on a Dask cluster (--workers, --scheduler).
 
     The verdict is printed first; then the model card, the BOM and the MLflow run are written (a failure there is
     one error line and exit 2).
@@ -53,6 +59,7 @@ def estimate(
         couplings = counterparts.options()
         if inputs.data is None:
             inputs.refuse_own_data_flags()
+            refuse_streaming_on_a_benchmark(streaming)
             from ..pipeline import estimate_benchmark
 
             config = inputs.benchmark_config(**couplings)
@@ -63,8 +70,9 @@ def estimate(
             from ..pipeline import estimate as estimate_objects
 
             setup_logging(verbose)
-            verdict = estimate_objects(inputs.model, inputs.data, favourable=favourable, population=population,
-                                       **inputs.own_data(), **own_data_counterparts(couplings), **params)
+            own, params = streamed(inputs, streaming, params)
+            verdict = estimate_objects(inputs.model, stream_path(inputs.data), favourable=favourable,
+                                       population=population, **own, **own_data_counterparts(couplings), **params)
     if json_out:
         typer.echo(verdict.to_json())
     else:
@@ -78,6 +86,58 @@ def estimate(
         hand_over(verdict, model_card=model_card, bom=bom, mlflow=mlflow,
                   model=inputs.model_file or (inputs.model or "dnn"), trust_model_file=inputs.trust_model_file,
                   data_files=inputs.data_files())
+
+
+def refuse_streaming_on_a_benchmark(streaming: Streaming) -> None:
+    """Refuse the streaming flags on a benchmark by name (its rows are in memory).
+
+    Parameters
+    ----------
+    streaming : Streaming
+
+    Raises
+    ------
+    ConfigError
+        When a streaming flag is given.
+    """
+    if streaming.given():
+        from ..exceptions import ConfigError
+
+        raise ConfigError("--batch-rows, --domain-sample, --workers and --scheduler stream your own --data or --test; "
+                          "a benchmark by name is read in memory")
+
+
+def streamed(inputs, streaming: Streaming, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The own-data keyword arguments (a URL as --test kept as text) and the estimate's, streaming ones added.
+
+    A streamed verdict checks every row, so the sampling flags at their defaults (--margin) are dropped; one given
+    another value is passed on, and refused there.
+
+    Parameters
+    ----------
+    inputs : Inputs
+    streaming : Streaming
+    params : dict
+        The estimate's keyword arguments from the flags.
+
+    Returns
+    -------
+    own : dict
+        :meth:`Inputs.own_data`, ``test`` an fsspec URL kept as text.
+    params : dict
+        With the streaming keyword arguments when the rows are streamed.
+    """
+    from ..datasets.stream import is_stream
+
+    own = inputs.own_data()
+    own["test"] = stream_path(own["test"])
+    source = own["test"] if own["test"] is not None else stream_path(inputs.data)
+    if not (streaming.given() or is_stream(source)):
+        return own, params
+    params = dict(params)
+    if params.get("margin") == 0.005:
+        params.pop("margin")
+    return own, {**params, **streaming.params()}
 
 
 def _label(text: str | None):

@@ -337,7 +337,65 @@ def own_data_counterparts(options: dict[str, typing.Any]) -> dict[str, typing.An
     return {"couple": options["couple"], "constraints": list(options["constraints"]) or None}
 
 
-OPTION_GROUPS = (Inputs, Search, Counterparts)
+@dataclass(frozen=True)
+class Streaming:
+    """Rows read in batches (estimate, check): a Parquet file or folder, local or an fsspec URL, with --data/--test."""
+
+    batch_rows: Annotated[int | None, typer.Option(
+        help="Stream --test (else --data) in batches of this many rows and check every row, in memory bounded by the "
+             "batch (default 65536 for a Parquet folder or URL).")] = None
+    domain_sample: Annotated[int | None, typer.Option(
+        help="Rows of the stream the domain (categories, bins) is made from (default 100000), said in the output.")
+    ] = None
+    workers: Annotated[int | None, typer.Option(
+        help="Score the stream's files on a local Dask cluster of this many worker processes.")] = None
+    scheduler: Annotated[str | None, typer.Option(
+        help="Score the stream's files on the Dask cluster at this scheduler address.")] = None
+
+    def given(self) -> bool:
+        """Whether any streaming flag was given.
+
+        Returns
+        -------
+        bool
+        """
+        return any(v is not None for v in (self.batch_rows, self.domain_sample, self.workers, self.scheduler))
+
+    def params(self) -> dict[str, typing.Any]:
+        """The streaming keyword arguments of :func:`chiralfair.estimate` (a progress bar on standard error).
+
+        Returns
+        -------
+        dict
+        """
+        return {"batch_rows": self.batch_rows, "domain_sample": self.domain_sample, "workers": self.workers,
+                "scheduler": self.scheduler, "progress": True}
+
+
+def stream_path(path):
+    """A --data/--test value as given: a local path, or an fsspec URL that a Path would have folded (``s3:/b``).
+
+    Parameters
+    ----------
+    path : pathlib.Path or None
+
+    Returns
+    -------
+    pathlib.Path, str or None
+        The URL as text (``s3://b/data``), anything else as it is.
+    """
+    import re
+
+    if path is None:
+        return None
+    text = str(path)
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):/+(.*)$", text)
+    if match and not Path(text).exists():
+        return f"{match.group(1)}://{match.group(2)}"
+    return path
+
+
+OPTION_GROUPS = (Inputs, Search, Counterparts, Streaming)
 
 
 def with_option_groups(command):

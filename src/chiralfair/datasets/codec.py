@@ -54,6 +54,9 @@ class ColumnCodec:
     binning : str or None
         For a binned column, how its bins were chosen, in words (``"10 quantile bins, chosen automatically"``,
         ``"10 equal-width bins, as given"``); None for other columns.
+    edges : numpy.ndarray or None
+        For a binned column, its bin edges (intervals ``(a, b]``, the first closed on the left too), so that rows
+        read later (a streamed verdict, :mod:`chiralfair.datasets.recode`) are cut the same way; None otherwise.
     """
 
     name: Hashable
@@ -61,6 +64,7 @@ class ColumnCodec:
     how: How
     table: np.ndarray | None = None
     binning: str | None = None
+    edges: np.ndarray | None = None
 
     def decode(self, codes: np.ndarray) -> pd.Series | np.ndarray | pd.api.extensions.ExtensionArray:
         """Values of ``codes`` (int64, shape (n_samples,)) in the original dtype.
@@ -266,7 +270,7 @@ def bin_codec(series: pd.Series, codes: np.ndarray, edges: np.ndarray, has_missi
     table[medians.index.to_numpy()] = medians.to_numpy()
     if has_missing:
         table = np.append(table, np.nan)
-    return ColumnCodec(series.name, series.dtype, "bin", table, binning)
+    return ColumnCodec(series.name, series.dtype, "bin", table, binning, np.asarray(edges, dtype=float))
 
 
 def _missing_marker(series: pd.Series):

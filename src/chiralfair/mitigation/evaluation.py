@@ -151,7 +151,7 @@ def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float
     lower, upper : float
         In [0, 1]; (0, 1) for ``nobs == 0``.
     """
-    from statsmodels.stats.proportion import proportion_confint
+    from ..verdict.result import proportion_confint
 
     if nobs == 0:
         return 0.0, 1.0

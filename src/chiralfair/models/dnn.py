@@ -88,8 +88,11 @@ class PaperDNN(torch.nn.Module):
         widths = (n_features, *HIDDEN_LAYERS, 1)
         layers: list[torch.nn.Module] = []
         for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
-            # skip_init: no draw from torch's global generator; reset_parameters draws the weights.
-            layers.append(torch.nn.utils.skip_init(torch.nn.Linear, a, b))
+            # no draw from torch's global generator (its state is restored); reset_parameters draws the weights.
+            # Not skip_init: its meta-device path imports torch.fx's symbolic shapes and sympy (1.5 s of a
+            # command that otherwise never needs them).
+            with torch.random.fork_rng(devices=[]):
+                layers.append(torch.nn.Linear(a, b))
             if i < len(widths) - 2:
                 layers.append(torch.nn.ReLU())
         self.layers = torch.nn.Sequential(*layers)

@@ -96,7 +96,8 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
           name: str | None = None, generator_params: Mapping[str, Any] | None = None,
           seed_params: Mapping[str, Any] | None = None, diversity: bool = False,
           on_step: Callable[[str], None] | None = None, couple=None, constraints=None,
-          max_queries: int | None = None) -> AuditResult:
+          max_queries: int | None = None, batch_rows: int | None = None, domain_sample: int | None = None,
+          workers: int | None = None, scheduler: str | None = None, progress: bool = False) -> AuditResult:
     """Find IDIs of your fitted model on your data, and say how many people it affects and whom it harms.
 
     Steps: encode the data (with the held-out rows); load the model if it is a file; wrap it so that an sklearn
@@ -188,6 +189,11 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
         (:func:`~chiralfair.datasets.from_frame`); default: the schema's ``[couple]`` table, else none.
     constraints : str or sequence of str, optional
         Rules every input satisfies, e.g. ``"sex=Female excludes relationship=Husband"``; default: the schema's.
+    batch_rows, domain_sample, workers, scheduler, progress : optional
+        Stream the held-out rows ``test`` (a Parquet file or folder, an fsspec URL, a Dask DataFrame or a polars
+        LazyFrame) as :func:`estimate` does: the search runs on ``data`` beside the first ``domain_sample`` held-out
+        rows (the model's F1 and the group metrics are measured on those), and the verdict checks every held-out
+        row in batches (:mod:`chiralfair.pipeline.stream`).
 
     Returns
     -------
@@ -244,6 +250,9 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
     plan.check()
     _check_verdict_params(verdict_params)
     t_all = time.perf_counter()
+    held_out_verdict, test = _streamed_held_out(data, test, verdict_params, batch_rows=batch_rows,
+                                                domain_sample=domain_sample, workers=workers, scheduler=scheduler,
+                                                progress=progress)
     with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
         inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
                                 favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
@@ -253,17 +262,50 @@ def audit(model, data, *, spec: DataSpec | None = None, label=None, positive_cla
                                 constraints=constraints)
         outcome = run_pipeline(inputs, plan, verdict=verdict, verdict_params=dict(verdict_params or {}),
                                diversity=diversity, out=folder.path, on_step=on_step,
-                               random_state_meta=random_state_meta, started=t_all)
+                               random_state_meta=random_state_meta, started=t_all,
+                               held_out_verdict=held_out_verdict)
         if folder.path is not None:
             AuditResult(outcome, inputs).write(folder.path)
     return AuditResult(dataclasses.replace(outcome, result=folder.moved(outcome.result)), inputs)
+
+
+def _streamed_held_out(data, test, verdict_params, *, batch_rows, domain_sample, workers, scheduler, progress):
+    """For an audit whose held-out rows stream: the verdict step over them, and their sample (else (None, test))."""
+    from ..exceptions import ConfigError
+    from .stream import open_with_sample, verdict_over_stream, wants_stream
+
+    if test is None or not wants_stream(None, test, batch_rows):
+        if wants_stream(data, None, batch_rows) or domain_sample is not None or workers is not None or \
+                scheduler is not None:
+            raise ConfigError("audit streams the held-out rows only (test=, --test): the search reads data in "
+                              "memory; give the rows to stream as test")
+        return None, test
+    params = dict(verdict_params or {})
+    stream, sample, settings = open_with_sample(test, batch_rows=batch_rows, domain_sample=domain_sample,
+                                                workers=workers, scheduler=scheduler, params=params)
+
+    def held_out_verdict(inputs, *, random_state: int, **given):
+        verdict, _ = verdict_over_stream(inputs, stream, sample, held_out=True, random_state=random_state,
+                                         progress=progress, **settings,
+                                         **{k: v for k, v in given.items() if k not in SAMPLING_KEYS})
+        note = (f"the group metrics (selection rate, TPR, FPR) are measured on the first {len(sample):,} held-out "
+                "rows (the domain sample), the verdict on every held-out row")
+        return dataclasses.replace(verdict, notes=(*verdict.notes, note))
+
+    return held_out_verdict, sample
+
+
+# The verdict's sampling parameters, which a streamed verdict (every row checked) has no use for.
+SAMPLING_KEYS = ("margin", "max_queries", "exact", "batch_size")
 
 
 def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_class=None, favourable=None,
              protected=None, bins=None, schema=None, test=None, test_size: float | None = None,
              population: str = "test",
              random_state=0, trust_model_file: bool = False, model_output: str | None = None,
-             model_input: str = "auto", name: str | None = None, couple=None, constraints=None, **params):
+             model_input: str = "auto", name: str | None = None, couple=None, constraints=None,
+             batch_rows: int | None = None, domain_sample: int | None = None, workers: int | None = None,
+             scheduler: str | None = None, progress: bool = False, **params):
     """The verdict on your model and data: the share of people affected (with an interval), whom it harms, how badly.
 
     An individual is affected when a counterpart differing only in protected attributes gets another label. Takes
@@ -280,10 +322,23 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
         The held-out rows, every row of the data, or uniform draws from the input domain.
     couple, constraints : optional
         As in :func:`audit` (architecture: counterparts that could exist).
+    batch_rows : int, optional
+        Stream the rows (``test`` when given, else ``data``) in batches of this many and check every one of them
+        (:mod:`chiralfair.pipeline.stream`): memory is bounded by the batch, not by the rows, and the verdict equals
+        the in-memory exact verdict over the same rows. Streaming is also chosen, with 65,536 rows a batch, when
+        ``data`` or ``test`` is a Parquet folder, an fsspec URL, a Dask DataFrame or a polars LazyFrame.
+    domain_sample : int, optional
+        Rows of the stream the domain (categories, bins) is made from (default 100,000), said in the verdict.
+    workers, scheduler : optional
+        Score the stream's partitions on a local Dask cluster of ``workers`` processes, or on the cluster at the
+        ``scheduler`` address; the model is sent once per worker.
+    progress : bool, default=False
+        A progress bar (rows per second) while streaming.
     **params
         Of :func:`chiralfair.verdict.estimate`: ``confidence`` (default 0.95), ``margin`` (0.005),
         ``max_queries``, ``method`` (``"clopper-pearson"``, as the gate's), ``gamma``, ``exact``, ``batch_size``,
-        ``plausible_only``.
+        ``plausible_only`` (a streamed verdict takes ``confidence``, ``method``, ``gamma``, ``favourable`` and
+        ``plausible_only``).
 
     Returns
     -------
@@ -318,12 +373,29 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
     >>> verdict.meta["population_rows"]
     'the given test rows (200)'
     """
+    from ..exceptions import ConfigError
     from ..verdict.params import check_estimate_params
     from .steps import estimate_verdict
+    from .stream import stream_estimate, wants_stream
 
     _check_verdict_params(params, "estimate's keyword arguments")
     check_estimate_params(population=population, **{k: v for k, v in params.items() if k != "favourable"})
     seed, _ = resolve_seed(random_state)
+    if wants_stream(data, test, batch_rows):
+        def resolve(rows, held_out):
+            return resolve_inputs(model, rows, spec=spec, label=label, positive_class=positive_class,
+                                  favourable=favourable, protected=protected, bins=bins, schema=schema, test=held_out,
+                                  test_size=test_size, random_state=seed, trust_model_file=trust_model_file,
+                                  model_output=model_output, model_input=model_input, name=name, couple=couple,
+                                  constraints=constraints)
+
+        verdict, inputs = stream_estimate(model, data, test=test, batch_rows=batch_rows, domain_sample=domain_sample,
+                                          workers=workers, scheduler=scheduler, progress=progress, random_state=seed,
+                                          population=population, resolve=resolve, favourable=None, **params)
+        return with_notes(with_queries(verdict, inputs, None), inputs.notes)
+    if domain_sample is not None or workers is not None or scheduler is not None:
+        raise ConfigError("domain_sample, workers and scheduler apply to a streamed verdict: give batch_rows, or a "
+                          "Parquet folder, a Dask DataFrame or a polars LazyFrame")
     inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
                             favourable=favourable, protected=protected, bins=bins, schema=schema, test=test,
                             test_size=test_size,

@@ -102,7 +102,8 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
                  verdict_params: dict[str, Any] | None = None, diversity: bool = False,
                  out: str | os.PathLike | None = None, on_step: Callable[[str], None] | None = None,
                  reuse_seeds=None, cache_dir=None, random_state_meta: dict[str, Any] | None = None,
-                 started: float | None = None, seeds_from_training_rows: bool = False) -> RunOutcome:
+                 started: float | None = None, seeds_from_training_rows: bool = False,
+                 held_out_verdict: Callable[..., Any] | None = None) -> RunOutcome:
     """Seeds, search and verdict for resolved inputs.
 
     Parameters
@@ -128,6 +129,9 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
     seeds_from_training_rows : bool
         Draw data seeds from the training rows only (retraining: no held-out individual may enter training);
         default: from every row, as the paper does.
+    held_out_verdict : callable, optional
+        Makes the verdict instead of :func:`~.steps.estimate_verdict`, with its arguments (held-out rows read as a
+        stream: :mod:`chiralfair.pipeline.stream`).
 
     Returns
     -------
@@ -185,7 +189,8 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
     if verdict and inputs.favourable is not None:
         step("verdict")
         t = time.perf_counter()
-        found_verdict = estimate_verdict(inputs, random_state=plan.random_state, **dict(verdict_params or {}))
+        found_verdict = (held_out_verdict or estimate_verdict)(inputs, random_state=plan.random_state,
+                                                               **dict(verdict_params or {}))
         seconds["verdict"] = time.perf_counter() - t
         rows.mark("verdict")
         t = time.perf_counter()

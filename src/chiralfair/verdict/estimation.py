@@ -56,6 +56,7 @@ from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
+from .counts import GAP_EDGES, VerdictCounts, rule_radix
 from .params import check_estimate_params
 from .result import (
     Verdict,
@@ -80,7 +81,6 @@ MIN_STEP = 64
 # Most queries an enumeration forced with exact=True may cost.
 MAX_ENUMERATION = 10**8
 GAP_QUANTILES = ("0.5", "0.9", "0.99", "1.0")
-GAP_BINS = 20
 TREE_DEPTH = 3
 MAX_RULES = 3
 
@@ -300,19 +300,88 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                           "exist, so the question cannot be asked of anyone: " + "; ".join(why))
 
     X, combination, affected, harmed, gap = tally.arrays()
-    n, n_affected = len(affected), int(affected.sum())
-    share = n_affected / n
     level = confidence if threshold is None or is_exact else look_confidence(confidence, looks)
+    counts = VerdictCounts.of_batch([m for _, _, m in _group_masks(domain, X, combination)], affected, harmed, gap,
+                                    X[:, domain.non_protected], plausibility=_plausibility_totals(tally),
+                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced,
+                                    radix=rule_radix(domain))
+    population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
+    return verdict_from_counts(
+        counts, domain=domain, population=population, population_size=population_size, favourable=favourable,
+        favourable_note=favourable_note, confidence=confidence, level=level, method=method, margin=margin,
+        stopped_by=stopped_by, looks=looks, threshold=threshold, gamma=gamma, has_proba=counting.has_proba,
+        plausible_only=plausible_only, seed=derive_seed(rng), n_queries=n_queries, started=start,
+        rows_text=None if rows is None else len(rows),
+        binned=dataset.codec.binned if people is not None and dataset.codec is not None else None,
+        meta={"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
+              "dataset": dataset.name, "model": counting.name, "random_state": random_state
+              if isinstance(random_state, int) else None,
+              "params": {"population": population, "confidence": confidence, "margin": margin,
+                         "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
+                         "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
+              "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
+              "positive_class": dataset.positive_class,
+              "individuals_as": "rows as given" if people is not None else "codes"})
+
+
+def verdict_from_counts(counts: VerdictCounts, *, domain: Domain, population: str, population_size: int | None,
+                        favourable: int, favourable_note: str, confidence: float, level: float, method: str,
+                        margin: float, stopped_by: str, looks: int, threshold: float | None, gamma: float | None,
+                        has_proba: bool, plausible_only: bool, seed: int, n_queries: int, started: float,
+                        rows_text: int | None, binned: dict | None, meta: dict) -> Verdict:
+    """The :class:`Verdict` decided from the counts of every individual checked, however they were split.
+
+    The one place the figures are decided from :class:`~chiralfair.verdict.counts.VerdictCounts`, for
+    :func:`estimate` and for a streamed verdict (:mod:`chiralfair.verdict.streaming`), so both give the same
+    verdict on the same rows.
+
+    Parameters
+    ----------
+    counts : VerdictCounts
+        Of the individuals checked (merged over batches).
+    domain : Domain
+    population, population_size, favourable, favourable_note, confidence, method, margin, stopped_by, gamma
+        As the verdict records them.
+    level : float
+        The intervals' level (``confidence``, or the last look's of a sequential decision).
+    looks : int
+        Looks of a sequential decision (0 otherwise).
+    threshold : float or None
+    has_proba, plausible_only : bool
+    seed : int
+        Seeds the rule tree.
+    n_queries : int
+    started : float
+        :func:`time.perf_counter` when checking started.
+    rows_text : int or None
+        Rows the sample was drawn from (None for the domain).
+    binned : dict or None
+        The binned columns, when people were checked as given.
+    meta : dict
+
+    Returns
+    -------
+    Verdict
+
+    Raises
+    ------
+    DomainError
+        With ``plausible_only``, when no individual checked has a plausible counterpart.
+    """
+    is_exact = stopped_by in ("exact", "exhausted")
+    n, n_affected = counts.n, counts.n_affected
+    n_left_out, n_unplaced, unplaced = counts.n_left_out, counts.n_unplaced, counts.unplaced
+    share = n_affected / n
     lower, upper = (share, share) if is_exact else binomial_interval(n_affected, n, level, method)
-    plausibility = _plausibility_summary(tally, domain, is_exact, level, method)
+    plausibility = _plausibility_summary(counts, domain, is_exact, level, method)
     if plausible_only:
         _check_some_counterpart_is_plausible(plausibility, n)
-    groups, group_confidence = _group_table(domain, X, combination, affected, harmed, level, method, is_exact)
-    rules, rule_notes = _rules(domain, X, affected, derive_seed(rng))
-    seconds = time.perf_counter() - start
+    groups, group_confidence = _group_table(domain, counts, level, method, is_exact)
+    rules, rule_notes = _rules(domain, counts, seed)
+    seconds = time.perf_counter() - started
 
-    notes = _notes(population, rows, stopped_by, margin, max(share - lower, upper - share), method,
-                   len(groups), gamma, counting.has_proba, favourable_note) + rule_notes
+    notes = _notes(population, rows_text, stopped_by, margin, max(share - lower, upper - share), method,
+                   len(groups), gamma, has_proba, favourable_note) + rule_notes
     notes += _counterpart_notes(domain, plausibility, plausible_only)
     if n_left_out:
         notes.insert(0, left_out_text(n_left_out, n + n_left_out + n_unplaced, domain))
@@ -321,8 +390,8 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                      "the share and of every group: their own " + ", ".join(
                          f"{k} ({v:,})" for k, v in unplaced.items()) + " is missing or not among its values, so "
                      "they belong to no group and have no counterpart")
-    if people is not None and dataset.codec is not None and dataset.codec.binned:
-        notes.append("checked on the rows as given (" + ", ".join(dataset.codec.binned) + " at their own values, "
+    if binned:
+        notes.append("checked on the rows as given (" + ", ".join(binned) + " at their own values, "
                      "each counterpart changing only the protected and coupled columns); the bins of those columns "
                      "are the search's only")
     if threshold is not None and not is_exact:
@@ -331,24 +400,18 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                      f"1 - alpha 6/(pi^2 k^2), alpha = {1 - confidence:.3g}), so the intervals reported, at the last "
                      f"look's level {level:.6f}, hold with at least {confidence:.0%} confidence despite the "
                      "repeated looks")
-    meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
-            "dataset": dataset.name, "model": counting.name, "random_state": random_state
-            if isinstance(random_state, int) else None,
-            "params": {"population": population, "confidence": confidence, "margin": margin,
-                       "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
-                       "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
-            "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
-            "positive_class": dataset.positive_class,
-            "individuals_as": "rows as given" if people is not None else "codes"}
+    meta = dict(meta)
     if threshold is not None:
         meta["sequential"] = {"threshold": threshold, "looks": looks, "look_confidence": level}
-    population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
+    gap = _gap_summary(counts)
+    if counts.gaps is not None:
+        counts.gaps.close()
     return Verdict(population=population, population_size=population_size,
                    protected=tuple(domain.protected_names), favourable=favourable, n_individuals=n,
-                   n_affected=n_affected, n_harmed=int(harmed.sum()), share=float(share), lower=float(lower),
+                   n_affected=n_affected, n_harmed=counts.n_harmed, share=float(share), lower=float(lower),
                    upper=float(upper), confidence=confidence, method=method, margin=margin, exact=is_exact,
                    stopped_by=stopped_by, gamma=gamma, groups=groups, group_confidence=group_confidence,
-                   gap=_gap_summary(gap, affected), rules=rules, n_queries=int(n_queries), seconds=float(seconds),
+                   gap=gap, rules=rules, n_queries=int(n_queries), seconds=float(seconds),
                    notes=tuple(notes), meta=meta, counterparts="plausible" if plausible_only else "possible",
                    plausibility=plausibility, couplings=tuple(domain.describe_couplings()),
                    constraints=tuple(domain.describe_constraints()), n_left_out=n_left_out,
@@ -632,24 +695,37 @@ def _sample(judge: _Judge, domain: Domain, rows, rng, *, confidence, margin, met
             return tally, "margin", looks
 
 
-def _plausibility_summary(tally: _Tally, domain: Domain, exact: bool, confidence: float,
-                          method: str) -> dict | None:
-    """Both shares (through any possible counterpart, through a plausible one), with intervals; None without support."""
-    n = int(sum(len(a) for a in tally.affected))
-    support = domain.support
-    if support is None or tally.affected_plausible[0] is None or n == 0:
+def _plausibility_totals(tally: _Tally) -> dict | None:
+    """The additive plausibility counts of the tally's individuals (None without a support)."""
+    if tally.affected_plausible[0] is None:
         return None
-    out: dict = {}
-    for kind in ("possible", "plausible"):
-        count = cast(int, tally.total(f"affected_{kind}"))  # both kinds are scored with a support
-        lower, upper = _bounds(count, n, confidence, method, exact)
-        out.update({f"n_affected_{kind}": count, f"share_{kind}": count / n, f"lower_{kind}": lower,
-                    f"upper_{kind}": upper})
     with_implausible = int(sum(int((p > 0).sum()) for p in tally.n_implausible))
     without_plausible = int(sum(int((c == p).sum()) for c, p in zip(tally.n_counterparts, tally.n_implausible,
                                                                       strict=True)))
-    out.update(n_counterparts=tally.total("n_counterparts"), n_implausible_counterparts=tally.total("n_implausible"),
-               n_with_implausible_counterpart=with_implausible, n_without_plausible_counterpart=without_plausible,
+    return {"n_affected_possible": cast(int, tally.total("affected_possible")),
+            "n_affected_plausible": cast(int, tally.total("affected_plausible")),
+            "n_counterparts": cast(int, tally.total("n_counterparts")),
+            "n_implausible": cast(int, tally.total("n_implausible")),
+            "n_with_implausible": with_implausible, "n_without_plausible": without_plausible}
+
+
+def _plausibility_summary(counts: VerdictCounts, domain: Domain, exact: bool, confidence: float,
+                          method: str) -> dict | None:
+    """Both shares (through any possible counterpart, through a plausible one), with intervals; None without support."""
+    n = counts.n
+    support = domain.support
+    totals = counts.plausibility
+    if support is None or totals is None or n == 0:
+        return None
+    out: dict = {}
+    for kind in ("possible", "plausible"):
+        count = totals[f"n_affected_{kind}"]
+        lower, upper = _bounds(count, n, confidence, method, exact)
+        out.update({f"n_affected_{kind}": count, f"share_{kind}": count / n, f"lower_{kind}": lower,
+                    f"upper_{kind}": upper})
+    out.update(n_counterparts=totals["n_counterparts"], n_implausible_counterparts=totals["n_implausible"],
+               n_with_implausible_counterpart=totals["n_with_implausible"],
+               n_without_plausible_counterpart=totals["n_without_plausible"],
                min_lift=support.min_lift, min_expected=support.min_expected)
     return out
 
@@ -693,27 +769,37 @@ def _group_masks(domain: Domain, X: np.ndarray, combination: np.ndarray):
 
     A PA spanning several columns (a one-hot group) counts as one attribute whose values are its valid rows.
     """
-    out = []
     position = domain.protected_value_index(X)
+    masks = [position[:, j] == v for j, values in enumerate(domain.protected_value_labels())
+             for v in range(len(values))]
+    if len(domain.attributes) > 1:
+        masks += [combination == c for c in range(len(domain.combinations))]
+    return [(attribute, text, mask) for (attribute, text), mask in zip(_group_names(domain), masks, strict=True)]
+
+
+def _group_names(domain: Domain) -> list[tuple[str, str]]:
+    """(attribute, group label) of each group, in the order of :func:`_group_masks`."""
+    out = []
     labels = domain.protected_value_labels()
     for j, attribute in enumerate(domain.attributes):
-        for v, text in enumerate(labels[j]):
-            out.append((attribute.name, f"{attribute.name}={text}", position[:, j] == v))
+        for text in labels[j]:
+            out.append((attribute.name, f"{attribute.name}={text}"))
     if len(domain.attributes) > 1:
         name = ",".join(domain.protected_names)
-        for c, combo in enumerate(itertools.product(*labels)):
-            text = ", ".join(f"{a.name}={t}" for a, t in zip(domain.attributes, combo, strict=True))
-            out.append((name, text, combination == c))
+        for combo in itertools.product(*labels):
+            out.append((name, ", ".join(f"{a.name}={t}" for a, t in zip(domain.attributes, combo, strict=True))))
     return out
 
 
-def _group_table(domain, X, combination, affected, harmed, confidence, method, exact):
+def _group_table(domain, counts: VerdictCounts, confidence, method, exact):
     """Per group: share affected, share harmed, share harmed among affected; Bonferroni over all group intervals."""
-    masks = _group_masks(domain, X, combination)
-    group_confidence = 1 - (1 - confidence) / (3 * len(masks))
+    names = _group_names(domain)
+    group_confidence = 1 - (1 - confidence) / (3 * len(names))
     groups = []
-    for attribute, text, mask in masks:
-        n, n_aff, n_harm = int(mask.sum()), int(affected[mask].sum()), int(harmed[mask].sum())
+    per_group = cast(tuple[np.ndarray, np.ndarray, np.ndarray], (counts.group_n, counts.group_affected,
+                                                                 counts.group_harmed))
+    for (attribute, text), n, n_aff, n_harm in zip(names, *per_group, strict=True):
+        n, n_aff, n_harm = int(n), int(n_aff), int(n_harm)
         lo, hi = _bounds(n_aff, n, group_confidence, method, exact)
         harmed_lo, harmed_hi = _bounds(n_harm, n, group_confidence, method, exact)
         h_lo, h_hi = _bounds(n_harm, n_aff, group_confidence, method, exact)
@@ -733,32 +819,38 @@ def _bounds(count: int, nobs: int, confidence: float, method: str, exact: bool):
     return binomial_interval(count, nobs, confidence, method)
 
 
-def _gap_summary(gap, affected) -> dict | None:
-    if gap is None:
+def _gap_summary(counts: VerdictCounts) -> dict | None:
+    gaps = counts.gaps
+    if gaps is None or counts.gap_counts is None or counts.gap_counts_affected is None:
         return None
     levels = [float(q) for q in GAP_QUANTILES]
-    edges = np.linspace(0.0, 1.0, GAP_BINS + 1)
-    return {"quantiles": dict(zip(GAP_QUANTILES, np.quantile(gap, levels).tolist(), strict=True)),
-            "quantiles_affected": (dict(zip(GAP_QUANTILES, np.quantile(gap[affected], levels).tolist(), strict=True))
-                                   if affected.any() else {}),
-            "histogram": {"edges": edges.tolist(), "counts": np.histogram(gap, edges)[0].tolist(),
-                          "counts_affected": np.histogram(gap[affected], edges)[0].tolist()}}
+    return {"quantiles": dict(zip(GAP_QUANTILES, gaps.quantiles(levels, affected=False), strict=True)),
+            "quantiles_affected": (dict(zip(GAP_QUANTILES, gaps.quantiles(levels, affected=True), strict=True))
+                                   if counts.n_affected else {}),
+            "histogram": {"edges": GAP_EDGES.tolist(), "counts": counts.gap_counts.tolist(),
+                          "counts_affected": counts.gap_counts_affected.tolist()}}
 
 
-def _rules(domain: Domain, X: np.ndarray, affected: np.ndarray, seed: int) -> tuple[tuple[dict, ...], list[str]]:
-    """Leaves of a depth-3 tree (affected vs not, non-protected features) richer in affected individuals."""
+def _rules(domain: Domain, counts: VerdictCounts, seed: int) -> tuple[tuple[dict, ...], list[str]]:
+    """Leaves of a depth-3 tree (affected vs not, non-protected features) richer in affected individuals.
+
+    Fitted on the distinct (codes, affected) rows weighted by their counts, which splits as a fit on every row
+    does (:mod:`chiralfair.verdict.counts`).
+    """
     from sklearn.tree import DecisionTreeClassifier
 
-    if affected.all() or not affected.any():
+    if counts.n_affected in (0, counts.n):
         return (), []
     cols = domain.non_protected
-    Z = X[:, cols]
-    tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed).fit(Z, affected)
+    rows, weight = counts.rules_table()
+    Z, affected = rows[:, :-1], rows[:, -1].astype(bool)
+    tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed).fit(Z, affected,
+                                                                               sample_weight=weight.astype(float))
     leaf = tree.apply(Z)
-    n_leaf = np.bincount(leaf, minlength=tree.tree_.node_count)
-    aff_leaf = np.bincount(leaf, weights=affected, minlength=tree.tree_.node_count).astype(np.int64)
-    overall = affected.mean()
-    total = int(affected.sum())
+    n_leaf = np.bincount(leaf, weights=weight, minlength=tree.tree_.node_count).astype(np.int64)
+    aff_leaf = np.bincount(leaf, weights=weight * affected, minlength=tree.tree_.node_count).astype(np.int64)
+    overall = counts.n_affected / counts.n
+    total = counts.n_affected
     rules: list[dict[str, Any]] = []
     for node, bounds in _leaf_bounds(tree, domain, cols):
         if n_leaf[node] == 0 or aff_leaf[node] / n_leaf[node] <= overall:
@@ -836,7 +928,7 @@ def _range_rule(feature, lo: int, hi: int) -> str:
     return f"{feature.name} from {feature.label(lo)} to {feature.label(hi)}"
 
 
-def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, gamma, has_proba,
+def _notes(population, n_rows, stopped_by, margin, half_width, method, n_groups, gamma, has_proba,
            favourable_note) -> list[str]:
     notes = []
     if stopped_by == "exact":
@@ -848,7 +940,7 @@ def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, g
         notes.append("individuals drawn uniformly with replacement from the domain (an effectively infinite "
                      "population): no finite-population correction is needed")
     else:
-        notes.append(f"rows sampled without replacement from {len(rows):,}; intervals take no finite-population "
+        notes.append(f"rows sampled without replacement from {n_rows:,}; intervals take no finite-population "
                      "correction, so they are conservative (at least as wide as needed)")
     if stopped_by == "budget":
         notes.append(f"the query budget ran out before the margin was reached: the interval's half-width is "
@@ -866,6 +958,6 @@ def _notes(population, rows, stopped_by, margin, half_width, method, n_groups, g
 
 
 def _statsmodels_version() -> str:
-    import statsmodels
+    from importlib.metadata import version  # its version only: importing statsmodels costs half a second
 
-    return statsmodels.__version__
+    return version("statsmodels")

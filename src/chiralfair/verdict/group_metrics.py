@@ -292,7 +292,7 @@ def _count_row(part) -> tuple:
 
 def _wilson_bounds(counts, index, level: float):
     """Lower and upper Wilson bounds of each metric, frames indexed like ``index`` with columns :data:`METRICS`."""
-    from statsmodels.stats.proportion import proportion_confint
+    from .result import proportion_confint
 
     keys = [k if isinstance(k, tuple) else (k,) for k in index]
     c = np.array([counts.get(k, (0,) * 6) for k in keys], dtype=float).reshape(len(keys), 6)

@@ -1,0 +1,166 @@
+"""Codes of rows read after the domain was made: a streamed batch, in the domain's own codes.
+
+:func:`~chiralfair.datasets.from_frame` encodes the rows it is given together; a verdict streamed over a Parquet
+folder, a Dask or a polars frame (:mod:`chiralfair.verdict.streaming`) meets its rows batch by batch, after the
+domain was made from the schema or a stated sample. Each batch is encoded here in that domain's codes, column by
+column, one vectorised look-up each:
+
+==================  ==========================================================================================
+column              code of a value
+==================  ==========================================================================================
+categorical, text   its position among the domain's categories; a missing value the missing code
+integer-valued      the value itself, within the domain's bounds
+ranked integers     its rank among the domain's values
+binned numeric      its bin at the domain's edges (intervals ``(a, b]``, the first closed on the left too);
+                    a missing value the missing bin. Bins chosen automatically on the sample are open at both
+                    ends, as a schema's are: a value beyond the sample's range falls in the outer bin
+==================  ==========================================================================================
+
+A value the domain never saw (a domain's codes are those its rows hold: a category a schema lists but no row of the
+sample holds is none of them) follows the stated rule for values only the held-out rows hold
+(:mod:`chiralfair.datasets.unseen_values`): a **protected** value is none of the attribute's values, so its row is
+in no group and has no counterpart (left out of the verdict, counted by attribute). A value of **another column**
+the domain cannot code (a category, an integer beyond its bounds, a number beyond finite bin edges, a missing
+value in a column that had none) is refused, naming the column, the value, where it was read and the parameter that
+fixes it: its code decides the rule tree, the constraints and the plausibility of every counterpart, and no code
+can be made up for it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..exceptions import DatasetError
+from .base import Dataset
+from .codec import ColumnCodec
+
+FIX = ("make the domain from rows that hold it: a larger domain sample (domain_sample=, --domain-sample) that "
+       "holds it (a domain's codes are those its rows hold, a schema's categories included)")
+
+
+def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The codes of ``frame``'s rows in ``dataset``'s domain, and where a protected value is one it never saw.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        Built by :func:`~chiralfair.datasets.from_frame` (it has a codec): the domain the rows are coded in.
+    frame : pandas.DataFrame, shape (n, ...)
+        Rows holding at least the dataset's feature columns (others are ignored).
+    where : str
+        Where the rows were read (a file, a partition), for the error messages.
+
+    Returns
+    -------
+    X : numpy.ndarray of int64, shape (n, n_features)
+        Codes; a protected value the domain never saw is coded as the feature's lowest code, and flagged.
+    unseen : numpy.ndarray of bool, shape (n, n_features)
+        True where the value is a protected value the domain never saw (only protected columns can be True).
+
+    Raises
+    ------
+    DatasetError
+        If the dataset has no codec, a feature column is missing from ``frame``, or a non-protected column holds a
+        value the domain cannot code (module docstring).
+    """
+    codec = dataset.codec
+    if codec is None:
+        raise DatasetError(f"dataset {dataset.name!r} has no codec (it was not built from a frame): its rows cannot "
+                           "be read from a file")
+    absent = [c.name for c in codec.columns if c.name not in frame.columns]
+    if absent:
+        raise DatasetError(f"{where} lacks the column(s) {', '.join(map(repr, absent))} of the data; it holds "
+                           f"{', '.join(map(str, frame.columns))}")
+    domain = dataset.domain
+    protected = set(int(c) for c in domain.protected)
+    n = len(frame)
+    X = np.empty((n, len(codec.columns)), dtype=np.int64)
+    unseen = np.zeros((n, len(codec.columns)), dtype=bool)
+    for j, column in enumerate(codec.columns):
+        feature = domain.features[j]
+        codes, bad = _codes(column, feature, frame[column.name])
+        bad |= (codes < feature.lo) | (codes > feature.hi)  # a category or bin the domain's rows never held
+        if bad.any():
+            if j not in protected:
+                row = int(np.argmax(bad))
+                raise DatasetError(
+                    f"column {column.name!r} holds {_show(frame[column.name].iloc[row])} (row {row:,} of {where}), "
+                    f"a value the domain cannot code ({_known(column, feature)}); {FIX}")
+            unseen[:, j] = bad
+            codes = np.where(bad, feature.lo, codes)
+        X[:, j] = codes
+    return X, unseen
+
+
+def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """One column's codes and where a value has none."""
+    isna = series.isna().to_numpy()
+    if column.how == "integer":
+        values = series.to_numpy(dtype=np.float64, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            bad = isna | (values != np.round(values)) | (values < feature.lo) | (values > feature.hi)
+        codes = np.where(bad, feature.lo, values).astype(np.int64)
+        return codes, bad
+    if column.how == "rank":
+        table = np.asarray(column.table)
+        values = series.to_numpy()
+        position = np.searchsorted(table, values)
+        inside = position < len(table)
+        bad = isna | ~inside
+        bad[inside] |= table[position[inside]] != values[inside]
+        return np.where(bad, feature.lo, position).astype(np.int64), bad
+    if column.how == "bin":
+        edges = column.edges
+        if edges is None:
+            raise DatasetError(f"column {column.name!r}: its bins carry no edges, so rows read later cannot be cut "
+                               "the same way")
+        if column.binning and "automatically" in column.binning:  # the sample's range is no bound of the stream
+            edges = np.concatenate([[-np.inf], edges[1:-1], [np.inf]])
+        cut = pd.cut(series.astype("float64"), bins=edges, include_lowest=True, labels=False)
+        codes = cut.to_numpy(dtype=np.float64, na_value=np.nan)
+        n_bins = len(edges) - 1
+        has_missing = len(column.table) > n_bins  # type: ignore[arg-type]  # a binned column has its table
+        nan = np.isnan(codes)
+        bad = nan & ~isna if has_missing else nan
+        return np.where(bad, feature.lo, np.where(nan, n_bins, codes)).astype(np.int64), bad
+    # a category: its position among the domain's categories; a missing value the missing code, when the domain's
+    # rows held one (a "?" spelling the data used as its missing value is a category of its own here)
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = list(column.dtype.categories)
+    else:
+        table = np.asarray(column.table)
+        with_missing = len(table) > 0 and table.dtype == object and _is_na(table[-1])
+        categories = list(table[:-1] if with_missing else table)
+    codes = pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
+    bad = (codes < 0) & ~isna
+    if isna.any():
+        if feature.missing == len(categories):
+            codes[isna] = len(categories)
+        else:
+            bad |= isna
+    return np.where(bad, feature.lo, codes), bad
+
+
+def _is_na(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _known(column: ColumnCodec, feature) -> str:
+    if column.how == "integer":
+        return f"integers from {feature.lo} to {feature.hi}"
+    if column.how == "bin" and column.edges is not None:
+        return f"bin edges {column.edges[0]:g} to {column.edges[-1]:g}" + (
+            "" if feature.missing is not None else ", no missing value")
+    labels = [text for code, text in (feature.labels or {}).items() if feature.lo <= code <= feature.hi]
+    shown = ", ".join(labels[:8])
+    return f"its values: {shown}{', ...' if len(labels) > 8 else ''}"
+
+
+def _show(value) -> str:
+    if _is_na(value):
+        return "a missing value"
+    return f"the value {value.item() if isinstance(value, np.generic) else value!r}"

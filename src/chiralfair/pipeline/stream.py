@@ -1,0 +1,239 @@
+"""The verdict over rows read in batches: ``estimate`` and ``check`` on a Parquet folder, a Dask or a polars frame.
+
+On one process or on a Dask cluster (:mod:`chiralfair.verdict.streaming`).
+The domain the search would use (categories, bins) is made once, before the rows are read, from the schema (the
+schema file mechanism, ``schema=``) and from a stated sample: the first ``domain_sample`` rows of the stream (laid
+beside ``data`` when the stream is the held-out rows, as the in-memory run encodes the data and its test rows
+together). The model is wrapped and probed on those rows as on in-memory data, and its F1 is measured there (the
+verdict says so). Then every row of the stream is checked, batch by batch, and the verdict is decided once from the
+merged counts. A value the sample never held follows the stated rule for unseen values
+(:mod:`chiralfair.datasets.recode`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+
+from ..datasets.stream import DEFAULT_BATCH_ROWS, is_stream, open_stream
+from ..exceptions import ConfigError
+
+# Rows of the stream the domain is made from when domain_sample is not given.
+DEFAULT_DOMAIN_SAMPLE = 100_000
+
+# Parameters of the in-memory estimate a streamed verdict has no use for: it checks every row (exact).
+SAMPLING_ONLY = ("margin", "max_queries", "exact", "batch_size")
+
+
+def wants_stream(data, test, batch_rows) -> bool:
+    """Whether a door reads its rows as a stream: ``batch_rows`` given, or a source only a stream reads.
+
+    Parameters
+    ----------
+    data, test : object
+    batch_rows : int or None
+
+    Returns
+    -------
+    bool
+    """
+    return batch_rows is not None or is_stream(data) or (test is not None and is_stream(test))
+
+
+def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, domain_sample: int | None = None,
+                    workers: int | None = None, scheduler: str | None = None, progress: bool = False,
+                    random_state: int = 0, population: str = "test", resolve: Any = None, **params):
+    """The verdict over every row of a stream (``test`` when it is one, else ``data``).
+
+    Parameters
+    ----------
+    model, data, test
+        As :func:`chiralfair.estimate` takes them; the stream is ``test`` when given, else ``data``: a Parquet file
+        or folder (local or an fsspec URL), a Dask DataFrame or a polars LazyFrame.
+    batch_rows : int, optional
+        Rows checked per batch (default 65,536).
+    domain_sample : int, optional
+        Rows of the stream the domain is made from (default 100,000; with a schema, its categories and bins come
+        first).
+    workers : int, optional
+        Score the partitions on a local Dask cluster of this many worker processes.
+    scheduler : str, optional
+        Score them on the Dask cluster at this address.
+    progress : bool
+        A progress bar in rows per second.
+    random_state : int
+    population : str
+        ``"test"`` (the default of :func:`chiralfair.estimate`) or ``"rows"``; ``"domain"`` is refused.
+    resolve : callable
+        :func:`~.front.resolve_inputs` with the door's keyword arguments bound (all but data and test).
+    **params
+        ``confidence``, ``method``, ``gamma``, ``favourable``, ``plausible_only`` (and ``threshold``, which an
+        exact verdict does not need: the gate decides on it).
+
+    Returns
+    -------
+    verdict : Verdict
+    inputs : RunInputs
+        The inputs made from the domain sample (the front door adds their notes and probes to the verdict).
+
+    Raises
+    ------
+    ConfigError
+        For a bad ``batch_rows``, ``domain_sample`` or ``workers``, both ``workers`` and ``scheduler``,
+        ``population="domain"``, or a sampling parameter (``margin``, ``max_queries``, ``exact=False``).
+    DatasetError, DomainError, ModelCallError
+        As :func:`chiralfair.verdict.streaming.stream_verdict`.
+    """
+    if population == "domain":
+        raise ConfigError("population='domain' draws from the domain, not from rows: it reads no stream; drop "
+                          "batch_rows (or give data in memory)")
+    held_out = test is not None
+    stream, sample, settings = open_with_sample(test if held_out else data, batch_rows=batch_rows,
+                                                domain_sample=domain_sample, workers=workers, scheduler=scheduler,
+                                                params=params)
+    inputs = resolve(data, sample) if held_out else resolve(sample, None)
+    return verdict_over_stream(inputs, stream, sample, held_out=held_out, random_state=random_state,
+                               progress=progress, **settings, **params)
+
+
+def open_with_sample(source, *, batch_rows: int | None, domain_sample: int | None, workers: int | None,
+                     scheduler: str | None, params: dict):
+    """The stream of ``source`` checked, its domain sample read, and the settings checked (``params`` cleaned).
+
+    Parameters
+    ----------
+    source : object
+        A Parquet path or URL, a Dask DataFrame or a polars LazyFrame.
+    batch_rows, domain_sample, workers, scheduler : optional
+        As :func:`stream_estimate`.
+    params : dict
+        The verdict's keyword arguments: the sampling ones are refused when set, else removed (in place).
+
+    Returns
+    -------
+    stream : RowStream
+    sample : pandas.DataFrame
+    settings : dict
+        ``batch_rows``, ``domain_sample``, ``workers``, ``scheduler``, checked, with their defaults.
+
+    Raises
+    ------
+    ConfigError
+        As :func:`stream_estimate`.
+    """
+    from .._validation import check_int
+
+    batch_rows = DEFAULT_BATCH_ROWS if batch_rows is None else check_int(batch_rows, "batch_rows", minimum=1)
+    domain_sample = (DEFAULT_DOMAIN_SAMPLE if domain_sample is None
+                     else check_int(domain_sample, "domain_sample", minimum=1))
+    if workers is not None:
+        workers = check_int(workers, "workers", minimum=1)
+    if workers is not None and scheduler is not None:
+        raise ConfigError("give workers (a local cluster) or scheduler (an address), not both")
+    if params.get("exact") is False:
+        raise ConfigError("a streamed verdict checks every row (exact): exact=False is refused; drop batch_rows to "
+                          "sample rows in memory")
+    given = [k for k in SAMPLING_ONLY if k in params and params[k] is not None and k != "exact"]
+    if given:
+        raise ConfigError(f"{', '.join(given)}: a streamed verdict checks every row, so it takes no "
+                          f"{' or '.join(given)}; drop it, or drop batch_rows to sample rows in memory")
+    for k in SAMPLING_ONLY:
+        params.pop(k, None)
+    stream = open_stream(source)
+    sample = stream.head(domain_sample)
+    return stream, sample, {"batch_rows": batch_rows, "domain_sample": domain_sample, "workers": workers,
+                            "scheduler": scheduler}
+
+
+def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: int, domain_sample: int,
+                        workers: int | None, scheduler: str | None, progress: bool, random_state: int, **params):
+    """The verdict over every row of ``stream``, in the domain of ``inputs`` (made with its sample ``sample``).
+
+    Parameters
+    ----------
+    inputs : RunInputs
+        Made from the sample (beside the data, for held-out rows).
+    stream : RowStream
+    sample : pandas.DataFrame
+        The rows of the stream the domain was made from.
+    held_out : bool
+        Whether the stream is the held-out rows (else the data's rows).
+    batch_rows, domain_sample, workers, scheduler, progress, random_state
+        As :func:`stream_estimate`.
+    **params
+        ``confidence``, ``method``, ``gamma``, ``favourable``, ``plausible_only``, ``threshold``.
+
+    Returns
+    -------
+    verdict : Verdict
+    inputs : RunInputs
+    """
+    from ..verdict.streaming import partition_readers, stream_verdict
+    from .steps import with_blind_spot
+
+    threshold = params.pop("threshold", None)
+    from ..verdict.estimation import resolve_favourable
+
+    favourable = params.pop("favourable", None)
+    note = None
+    stated = favourable is not None
+    if favourable is None:
+        favourable, note = inputs.favourable, inputs.favourable_note
+    if favourable is None:
+        raise ConfigError(f"the favourable label of {inputs.dataset.name!r} is not known: pass favourable= (the label "
+                          "0 or 1 that is the favourable outcome)")
+    if note is None:  # as estimate() words it: a benchmark's own, or as given
+        favourable, note = resolve_favourable(inputs.dataset, favourable if stated else None)
+    where = ("the first " if len(sample) == domain_sample else "all ") + f"{len(sample):,} rows of the stream"
+    domain_text = (f"the domain (categories, bins) was made from {where} (domain_sample={domain_sample:,})"
+                   + (f" laid beside the data ({inputs.dataset.n_samples - len(sample):,} rows)" if held_out else "")
+                   + ("" if inputs.spec is None or inputs.spec.schema is None else ", read through the schema"))
+    stream_meta = {"source": stream.description, "batch_rows": batch_rows, "domain_sample": domain_sample,
+                   "domain": domain_text, "workers": workers, "scheduler": scheduler}
+    client, cluster = _client(workers, scheduler)
+    inputs.model.reset_queries()
+    try:
+        verdict = stream_verdict(
+            inputs.model, inputs.dataset, None if client is not None else stream.batches(batch_rows),
+            favourable=favourable, favourable_note=note, n_rows=stream.n_rows, progress=progress,
+            random_state=random_state, client=client,
+            partitions=partition_readers(stream, batch_rows) if client is not None else None,
+            population="test" if held_out else "rows", meta={"stream": stream_meta},
+            schema_types=None if inputs.spec is None else (dict(inputs.spec.types), dict(inputs.spec.categories)),
+            **params)
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+    rows_text = (f"every row of {stream.description}, read in batches of {batch_rows:,}"
+                 + ("" if client is None else f" on {workers or scheduler} Dask worker(s)"
+                    if workers else f" on the Dask cluster at {scheduler}"))
+    notes = (f"streamed: {verdict.meta['stream']['rows_read']:,} rows read, "
+             f"{verdict.meta['stream']['rows_checked']:,} checked, {verdict.meta['stream']['rows_left_out']:,} left "
+             f"out (no counterpart could exist), {verdict.meta['stream']['rows_unplaced']:,} unplaced (a protected "
+             f"value missing or not among its values, {verdict.meta['stream']['rows_unseen_protected_value']:,} of "
+             f"them never seen in the domain sample), 0 skipped; {domain_text}; the model's F1 is measured on "
+             f"{inputs.test_rows}", *verdict.notes)
+    verdict = dataclasses.replace(verdict, notes=notes, meta={
+        **verdict.meta, "population_rows": rows_text, "model_f1": inputs.quality["f1"],
+        "model_one_class": inputs.quality.get("one_class"), "model_accuracy": inputs.quality["accuracy"],
+        "model_evaluated_on": inputs.quality["evaluated_on"], "left_out": list(getattr(inputs, "left_out", ())),
+        **({"threshold_given": threshold} if threshold is not None else {})})
+    if verdict.n_affected == 0:
+        verdict = with_blind_spot(verdict, inputs, random_state)
+    return verdict, inputs
+
+
+def _client(workers: int | None, scheduler: str | None):
+    """A Dask client (and the local cluster it owns) for ``workers`` or ``scheduler``; (None, None) for neither."""
+    if workers is None and scheduler is None:
+        return None, None
+    from distributed import Client, LocalCluster
+
+    if scheduler is not None:
+        return Client(scheduler), None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                           silence_logs=logging.ERROR)
+    return Client(cluster), cluster

@@ -1,0 +1,407 @@
+"""The counts a verdict is decided from, batch by batch: they add up exactly, so every split gives one verdict.
+
+:func:`~chiralfair.verdict.estimate` checks its individuals in batches; a streamed verdict
+(:mod:`chiralfair.verdict.streaming`) over rows that do not fit in memory, in batches too, on one process or on the
+workers of a Dask cluster. Each batch is reduced here to what the :class:`~chiralfair.verdict.Verdict` needs, and
+:meth:`VerdictCounts.merge` adds two such reductions:
+
+- the individuals counted, affected and harmed, left out (no counterpart could exist) and unplaced (by attribute);
+- per protected group (each value, each combination): individuals, affected, harmed;
+- with a support, the plausibility totals (affected through a possible and through a plausible counterpart,
+  counterparts, implausible ones, individuals with an implausible one, with no plausible one);
+- the probability gap: its histogram (affected or not), and its values, kept for the exact quantiles: in memory,
+  or, for a stream, appended to a temporary file read back in bounded memory (:func:`order_statistics`);
+- for the rule tree: each distinct (non-protected codes, affected) row with its count. A depth-3 tree fitted on
+  those rows weighted by their counts splits exactly as one fitted on every row (its impurities are sums over the
+  rows), so the rules are the same; their number is bounded by the domain's grid, not by the rows.
+
+Every figure of the verdict is decided once from these counts (:mod:`chiralfair.verdict.estimation`), so the
+in-memory and the streamed verdict on the same rows are equal, count for count.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import cast
+
+import numpy as np
+
+from ..storage import scratch_file
+
+GAP_EDGES = np.linspace(0.0, 1.0, 21)
+# Rows of a gap file read back at a time by order_statistics.
+CHUNK = 1 << 20
+
+
+@dataclass
+class VerdictCounts:
+    """Additive counts of checked individuals (module docstring); ``merge`` adds another batch's.
+
+    Attributes
+    ----------
+    n, n_affected, n_harmed, n_left_out, n_unplaced : int
+    unplaced : dict of str to int
+    group_n, group_affected, group_harmed : numpy.ndarray of int64, shape (n_groups,)
+        In the order of :func:`~chiralfair.verdict.estimation._group_masks`.
+    plausibility : dict of str to int or None
+    gap_counts, gap_counts_affected : numpy.ndarray of int64 or None
+        Histogram of the gap over :data:`GAP_EDGES`.
+    gaps : GapValues or None
+    rule_rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
+        Distinct (non-protected codes, affected) rows; ``rule_counts`` their counts.
+    """
+
+    n: int = 0
+    n_affected: int = 0
+    n_harmed: int = 0
+    n_left_out: int = 0
+    n_unplaced: int = 0
+    unplaced: dict[str, int] = field(default_factory=dict)
+    group_n: np.ndarray | None = None
+    group_affected: np.ndarray | None = None
+    group_harmed: np.ndarray | None = None
+    plausibility: dict[str, int] | None = None
+    gap_counts: np.ndarray | None = None
+    gap_counts_affected: np.ndarray | None = None
+    gaps: GapValues | None = None
+    rule_rows: np.ndarray | None = None
+    rule_counts: np.ndarray | None = None
+    rule_keys: np.ndarray | None = None
+    radix: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
+                 n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None,
+                 radix: tuple[np.ndarray, np.ndarray] | None = None) -> VerdictCounts:
+        """The counts of one batch of countable individuals (left-out and unplaced ones only counted).
+
+        Parameters
+        ----------
+        masks : list of numpy.ndarray of bool, shape (n,)
+            Each group's members.
+        affected, harmed : numpy.ndarray of bool, shape (n,)
+        gap : numpy.ndarray of float, shape (n,), or None
+        Z : numpy.ndarray of int64, shape (n, n_non_protected)
+            The non-protected codes (for the rule tree).
+        plausibility : dict of str to int, optional
+        n_left_out, n_unplaced : int
+        unplaced : dict of str to int, optional
+        gaps : GapValues, optional
+            Where to keep the gap values (default: in memory).
+        radix : (numpy.ndarray, numpy.ndarray), optional
+            Each column's lowest code and multiplier (:func:`rule_radix`), to keep each distinct row as one int64
+            key.
+
+        Returns
+        -------
+        VerdictCounts
+        """
+        affected = np.asarray(affected, dtype=bool)
+        harmed = np.asarray(harmed, dtype=bool)
+        out = cls(n=len(affected), n_affected=int(affected.sum()), n_harmed=int(harmed.sum()), n_left_out=n_left_out,
+                  n_unplaced=n_unplaced, unplaced=dict(unplaced or {}), plausibility=plausibility)
+        out.group_n = np.array([int(m.sum()) for m in masks], dtype=np.int64)
+        out.group_affected = np.array([int(affected[m].sum()) for m in masks], dtype=np.int64)
+        out.group_harmed = np.array([int(harmed[m].sum()) for m in masks], dtype=np.int64)
+        if gap is not None:
+            out.gap_counts = np.histogram(gap, GAP_EDGES)[0].astype(np.int64)
+            out.gap_counts_affected = np.histogram(gap[affected], GAP_EDGES)[0].astype(np.int64)
+            out.gaps = gaps if gaps is not None else GapValues()
+            out.gaps.add(gap, affected)
+        rows = np.column_stack([np.asarray(Z, dtype=np.int64), affected.astype(np.int64)])
+        if radix is not None:  # one int64 key a row: a 1-D unique, and merges that stay cheap
+            lo, multiplier = radix
+            out.rule_keys, out.rule_counts = np.unique((rows - lo) @ multiplier, return_counts=True)
+            out.radix = radix
+        else:
+            out.rule_rows, out.rule_counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (
+                rows, np.zeros(0, dtype=np.int64))
+        return out
+
+    def rules_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct (non-protected codes, affected) rows and their counts (decoded from their keys if packed).
+
+        Returns
+        -------
+        rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
+        counts : numpy.ndarray of int64, shape (n_distinct,)
+        """
+        counts = np.zeros(0, dtype=np.int64) if self.rule_counts is None else self.rule_counts
+        if self.radix is None:
+            return cast(np.ndarray, self.rule_rows), counts
+        lo, multiplier = self.radix
+        keys = cast(np.ndarray, self.rule_keys)
+        rows = np.empty((len(keys), len(multiplier)), dtype=np.int64)
+        rest = keys.copy()
+        for j in range(len(multiplier) - 1, -1, -1):  # the last column varies slowest (the largest multiplier)
+            rows[:, j] = rest // multiplier[j]
+            rest -= rows[:, j] * multiplier[j]
+        return rows + lo, counts
+
+    def merge(self, other: VerdictCounts) -> VerdictCounts:
+        """Add ``other``'s counts to these (in place; the gap values must be kept in one :class:`GapValues`).
+
+        Parameters
+        ----------
+        other : VerdictCounts
+
+        Returns
+        -------
+        VerdictCounts
+            ``self``.
+        """
+        self.n += other.n
+        self.n_affected += other.n_affected
+        self.n_harmed += other.n_harmed
+        self.n_left_out += other.n_left_out
+        self.n_unplaced += other.n_unplaced
+        for k, v in other.unplaced.items():
+            self.unplaced[k] = self.unplaced.get(k, 0) + v
+        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if theirs is not None:
+                setattr(self, name, theirs.copy() if mine is None else mine + theirs)
+        if other.plausibility is not None:
+            mine_p = self.plausibility or {}
+            self.plausibility = {k: mine_p.get(k, 0) + v for k, v in other.plausibility.items()}
+        if other.gaps is not None and other.gaps is not self.gaps:
+            if self.gaps is None:
+                self.gaps = other.gaps
+            else:
+                self.gaps.extend(other.gaps)
+        if other.radix is not None:
+            if self.rule_keys is None:
+                self.rule_keys, self.rule_counts, self.radix = other.rule_keys, other.rule_counts, other.radix
+            else:
+                keys = np.concatenate([self.rule_keys, cast(np.ndarray, other.rule_keys)])
+                counts = np.concatenate([cast(np.ndarray, self.rule_counts), cast(np.ndarray, other.rule_counts)])
+                self.rule_keys, inverse = np.unique(keys, return_inverse=True)
+                self.rule_counts = np.bincount(inverse, weights=counts, minlength=len(self.rule_keys)).astype(np.int64)
+        elif other.rule_rows is not None and len(other.rule_rows):
+            if self.rule_rows is None or not len(self.rule_rows):
+                self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
+            else:
+                rows = np.concatenate([self.rule_rows, other.rule_rows])
+                counts = np.concatenate([self.rule_counts, other.rule_counts])
+                self.rule_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
+                self.rule_counts = np.bincount(inverse.ravel(), weights=counts, minlength=len(self.rule_rows)
+                                               ).astype(np.int64)
+        elif self.rule_rows is None:
+            self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
+        return self
+
+
+class GapValues:
+    """The probability gaps of the individuals counted (all, and the affected ones), for exact quantiles.
+
+    In memory by default; with ``spill=True`` appended to temporary files, so that memory does not grow with the
+    rows (:func:`order_statistics` reads them back in chunks). The files are removed by :meth:`close`.
+    """
+
+    def __init__(self, spill: bool = False):
+        self.spill = spill
+        self._parts: list[np.ndarray] = []
+        self._affected_parts: list[np.ndarray] = []
+        self._files = None
+        self.n = self.n_affected = 0
+        if spill:
+            self._files = [scratch_file() for _ in range(2)]
+
+    def add(self, gap: np.ndarray, affected: np.ndarray) -> None:
+        """Keep ``gap`` and the gaps of the ``affected`` ones.
+
+        Parameters
+        ----------
+        gap : numpy.ndarray of float, shape (n,)
+        affected : numpy.ndarray of bool, shape (n,)
+        """
+        gap = np.ascontiguousarray(gap, dtype=np.float64)
+        chosen = np.ascontiguousarray(gap[affected])
+        self.n += len(gap)
+        self.n_affected += len(chosen)
+        if self._files is None:
+            self._parts.append(gap)
+            self._affected_parts.append(chosen)
+        else:
+            self._write(0, gap)
+            self._write(1, chosen)
+
+    def _write(self, which: int, values: np.ndarray) -> None:
+        handle = cast(list, self._files)[which]
+        handle.seek(0, os.SEEK_END)  # after a read (chunks), writing goes on at the end
+        handle.write(np.ascontiguousarray(values).tobytes())
+
+    def extend(self, other: GapValues) -> None:
+        """Keep ``other``'s gaps too (after these), then close it.
+
+        Parameters
+        ----------
+        other : GapValues
+        """
+        for which in (False, True):
+            for chunk in other.chunks(affected=which):
+                if which:
+                    self._append_affected(chunk)
+                else:
+                    self._append_all(chunk)
+        other.close()
+
+    def _append_all(self, chunk: np.ndarray) -> None:
+        self.n += len(chunk)
+        if self._files is None:
+            self._parts.append(chunk)
+        else:
+            self._write(0, chunk)
+
+    def _append_affected(self, chunk: np.ndarray) -> None:
+        self.n_affected += len(chunk)
+        if self._files is None:
+            self._affected_parts.append(chunk)
+        else:
+            self._write(1, chunk)
+
+    def chunks(self, *, affected: bool):
+        """The kept gaps (of the affected only, if ``affected``), in chunks of at most :data:`CHUNK`.
+
+        Parameters
+        ----------
+        affected : bool
+
+        Yields
+        ------
+        numpy.ndarray of float64
+        """
+        if self._files is None:
+            yield from (self._affected_parts if affected else self._parts)
+            return
+        handle = self._files[1 if affected else 0]
+        handle.flush()
+        handle.seek(0)
+        while True:
+            data = handle.read(CHUNK * 8)
+            if not data:
+                break
+            yield np.frombuffer(data, dtype=np.float64)
+
+    def quantiles(self, levels, *, affected: bool) -> list[float]:
+        """The gaps' quantiles at ``levels``, exactly as :func:`numpy.quantile` (linear) gives them.
+
+        Parameters
+        ----------
+        levels : sequence of float
+        affected : bool
+            Of the affected individuals' gaps only.
+
+        Returns
+        -------
+        list of float
+        """
+        if self._files is None:
+            parts = self._affected_parts if affected else self._parts
+            return np.quantile(np.concatenate(parts), levels).tolist()
+        n = self.n_affected if affected else self.n
+        return exact_quantiles(lambda: self.chunks(affected=affected), n, levels)
+
+    def close(self) -> None:
+        """Remove the temporary files (if any)."""
+        for handle in self._files or ():
+            handle.close()  # an anonymous scratch file: closing removes it
+        self._files = None if not self.spill else []
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to clean
+            pass
+
+
+def exact_quantiles(chunks, n: int, levels) -> list[float]:
+    """:func:`numpy.quantile` (method ``"linear"``) of ``n`` non-negative values read in chunks, in bounded memory.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator over the values' chunks (read once per pass).
+    n : int
+        How many values.
+    levels : sequence of float
+
+    Returns
+    -------
+    list of float
+    """
+    q = np.asarray(levels, dtype=np.float64)
+    virtual = (n - 1) * q
+    previous = np.floor(virtual)
+    following = previous + 1
+    above = virtual >= n - 1
+    previous[above] = n - 1
+    following[above] = n - 1
+    wanted = sorted({int(i) for i in np.concatenate([previous, following])})
+    values = dict(zip(wanted, order_statistics(chunks, wanted), strict=True))
+    a = np.array([values[int(i)] for i in previous])
+    b = np.array([values[int(i)] for i in following])
+    gamma = virtual - np.floor(virtual)
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out.tolist()
+
+
+def order_statistics(chunks, ranks: list[int]) -> list[float]:
+    """The values of rank ``ranks`` (0-based, ascending) among non-negative floats read in chunks.
+
+    A radix selection over the floats' bits (for non-negative IEEE doubles, the order of their bit patterns is the
+    order of their values): four passes of 16 bits, each a histogram of the values whose higher bits are the ones
+    chosen so far, so memory holds a chunk and a 65,536-bin histogram per rank.
+
+    Parameters
+    ----------
+    chunks : callable
+        Returns a fresh iterator over the values' chunks (numpy.ndarray of float64, every value >= 0).
+    ranks : list of int
+
+    Returns
+    -------
+    list of float
+    """
+    prefix = [0] * len(ranks)
+    left = list(ranks)
+    for p in range(4):
+        shift = np.uint64(48 - 16 * p)
+        hist = np.zeros((len(ranks), 1 << 16), dtype=np.int64)
+        for chunk in chunks():
+            bits = np.asarray(chunk, dtype=np.float64).view(np.uint64)
+            for t in range(len(ranks)):
+                chosen = bits if p == 0 else bits[(bits >> (shift + np.uint64(16))) == np.uint64(prefix[t])]
+                hist[t] += np.bincount(((chosen >> shift) & np.uint64(0xFFFF)).astype(np.int64), minlength=1 << 16)
+        for t in range(len(ranks)):
+            cumulative = np.cumsum(hist[t])
+            digit = int(np.searchsorted(cumulative, left[t], side="right"))
+            left[t] -= int(cumulative[digit - 1]) if digit else 0
+            prefix[t] = (prefix[t] << 16) | digit
+    return [float(np.array([v], dtype=np.uint64).view(np.float64)[0]) for v in prefix]
+
+
+def rule_radix(domain) -> tuple[np.ndarray, np.ndarray] | None:
+    """Lowest codes and multipliers that pack a (non-protected codes, affected) row into one int64, or None.
+
+    None when the product of the columns' sizes (times 2, for affected) passes 2**62: such rows stay rows.
+
+    Parameters
+    ----------
+    domain : Domain
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray) or None
+    """
+    sizes = [domain.features[int(c)].size for c in domain.non_protected] + [2]
+    total = 1
+    for size in sizes:
+        total *= int(size)
+    if total >= 2**62:
+        return None
+    lo = np.array([domain.features[int(c)].lo for c in domain.non_protected] + [0], dtype=np.int64)
+    return lo, np.cumprod([1, *sizes[:-1]]).astype(np.int64)

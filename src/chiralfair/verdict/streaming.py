@@ -1,0 +1,384 @@
+"""A verdict over rows that do not fit in memory: streamed in batches, on one process or on a Dask cluster, exact.
+
+Every row of the source is checked (each person against every counterpart that could exist, as
+:func:`~chiralfair.verdict.estimate` checks an enumerated population). Each batch is coded in the domain's codes
+(:func:`~chiralfair.datasets.recode.recode`), checked, and reduced to its additive counts
+(:class:`~chiralfair.verdict.counts.VerdictCounts`); the counts of every batch are merged and the verdict is decided
+once from them by the code :func:`~chiralfair.verdict.estimate` uses
+(:func:`~chiralfair.verdict.estimation.verdict_from_counts`), so the verdict over a stream equals the in-memory
+verdict over the same rows and domain, count for count. Memory is bounded by a batch (and the model), not by the
+rows: the gap values kept for the exact quantiles go to a temporary file.
+
+On a Dask cluster (``client=``), each partition (a Parquet file, a partition of a Dask DataFrame) is read and scored
+on a worker; the model and the domain are sent once per worker (scattered), and each worker returns its partition's
+counts. A partition whose worker dies is retried by the scheduler (``retries``); one that fails for good is named in
+the error, and no verdict is returned, never a partial one as whole.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .._random import as_generator, derive_seed
+from ..datasets.base import Dataset
+from ..datasets.population import Population
+from ..datasets.recode import recode
+from ..datasets.stream import Batch
+from ..exceptions import DatasetError, DomainError, ModelCallError
+from .counts import GapValues, VerdictCounts, rule_radix
+
+# Times the scheduler runs a partition again after its worker died or it failed, before the run is refused.
+RETRIES = 2
+
+
+def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None = None,
+                 schema_types: tuple[dict, dict] | None = None) -> tuple[VerdictCounts, int]:
+    """The counts of one batch: coded in the dataset's domain, every person checked, left-out ones counted.
+
+    Parameters
+    ----------
+    judge : chiralfair.verdict.estimation._Judge
+    dataset : Dataset
+        Built from a frame: its codec codes the batch.
+    batch : Batch
+    gaps : GapValues, optional
+        Where the gap values go (default: in memory, with the counts).
+    schema_types : (dict, dict), optional
+        A schema's column types and categories, applied to the batch as to in-memory rows
+        (:func:`~chiralfair.datasets.schema.typed_frames`).
+
+    Returns
+    -------
+    counts : VerdictCounts
+    n_unseen : int
+        Rows holding a protected value the domain never saw (left out, counted in ``counts.unplaced``).
+    """
+    from .estimation import _group_masks, _plausibility_totals, _Tally
+    from .result import unplaced_by_attribute
+
+    domain = dataset.domain
+    if schema_types is not None and schema_types[0]:
+        from ..datasets.schema import typed_frames
+
+        batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
+                      batch.where, batch.start)
+    X, unseen = recode(dataset, batch.frame, where=batch.where)
+    outside = domain.protected_value_index(X) < 0
+    for j, attribute in enumerate(domain.attributes):
+        outside[:, j] |= unseen[:, list(attribute.columns)].any(axis=1)
+    unseen_rows = unseen.any(axis=1)
+    unplaced = {a.name: int(outside[unseen_rows, j].sum()) for j, a in enumerate(domain.attributes)
+                if outside[unseen_rows, j].any()}
+    n_unseen = int(unseen_rows.sum())
+    keep = np.flatnonzero(~unseen_rows)
+    tally = _Tally.empty()
+    if len(keep):
+        X = X[keep]
+        people = None
+        if judge.check.model.reads_people:
+            frame = batch.frame.iloc[keep].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
+            people = Population(frame, X, dataset.codec)  # type: ignore[arg-type]
+        tally.add(X, *judge.check_rows(X, people))
+        tally, n_left_out, unplaced_X = tally.countable()
+    else:
+        n_left_out, unplaced_X = 0, None
+    if unplaced_X is not None:
+        for k, v in unplaced_by_attribute(domain, unplaced_X).items():
+            unplaced[k] = unplaced.get(k, 0) + v
+    n_unplaced = n_unseen + (0 if unplaced_X is None else len(unplaced_X))
+    if tally.X:
+        X, combination, affected, harmed, gap = tally.arrays()
+    else:
+        X = np.zeros((0, domain.n_features), dtype=np.int64)
+        combination = np.zeros(0, dtype=np.int64)
+        affected = harmed = np.zeros(0, dtype=bool)
+        gap = None if not judge.with_proba else np.zeros(0)
+    counts = VerdictCounts.of_batch([m for _, _, m in _group_masks(domain, X, combination)], affected, harmed, gap,
+                                    X[:, domain.non_protected],
+                                    plausibility=_plausibility_totals(tally) if tally.X else None,
+                                    n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
+                                    radix=rule_radix(domain))
+    return counts, n_unseen
+
+
+def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, favourable: int,
+                   favourable_note: str, n_rows: int | None = None, gamma: float | None = None,
+                   plausible_only: bool = False, confidence: float = 0.95, method: str = "clopper-pearson",
+                   random_state=0, progress: bool = False, client=None, partitions=None,
+                   meta: dict | None = None, population: str = "rows", schema_types: tuple[dict, dict] | None = None):
+    """The verdict over every row of ``batches`` (or of ``partitions`` on a Dask cluster), from merged counts.
+
+    Parameters
+    ----------
+    model : CountingModel
+        The model under test, wrapped in the dataset's language.
+    dataset : Dataset
+        The domain (made from the schema or a stated sample) and the codec that codes the rows.
+    batches : iterable of Batch, or None
+        The rows, read in batches on this process (None with ``client``).
+    favourable : {0, 1}
+    favourable_note : str
+    n_rows : int, optional
+        Rows of the source when known (for the progress bar).
+    gamma, plausible_only, confidence, method, random_state
+        As in :func:`~chiralfair.verdict.estimate`.
+    progress : bool
+        Show a progress bar in rows per second (tqdm, on stderr).
+    client : distributed.Client, optional
+        Score the partitions on its workers.
+    partitions : list of callables, optional
+        With ``client``: one function per partition, returning its frame (:func:`partition_readers`), each with a
+        ``where`` attribute naming it.
+    meta : dict, optional
+        Merged into the verdict's ``meta``.
+    population : {"rows", "test"}, default="rows"
+        What the rows are: the data's rows, or held-out rows.
+    schema_types : (dict, dict), optional
+        A schema's column types and categories, applied to every batch as to the domain's rows.
+
+    Returns
+    -------
+    Verdict
+        ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why.
+
+    Raises
+    ------
+    DatasetError
+        A batch or partition that cannot be read (naming it), a value the domain cannot code.
+    ModelCallError
+        A partition whose scoring failed for good on the cluster (naming it, after the retries).
+    DomainError
+        When no individual read has a counterpart that could exist.
+    """
+    from .. import __version__
+    from ..oracle import DiscriminationCheck
+    from .estimation import _Judge, _statsmodels_version, verdict_from_counts
+
+    if gamma is not None:
+        model.require("predict_proba", by="estimate(gamma=...)")
+    if plausible_only and dataset.domain.support is None:
+        from ..exceptions import ConfigError
+
+        raise ConfigError("plausible_only=True needs the data's support (a domain built from data)")
+    domain = dataset.domain
+    check = DiscriminationCheck(model, domain)
+    judge = _Judge(check, favourable, gamma, model.has_proba, plausible_only)
+    rng = as_generator(random_state)
+    start_queries, started = model.n_queries, time.perf_counter()
+    gaps = GapValues(spill=True) if judge.with_proba else None
+    total = VerdictCounts()
+    total.gaps = gaps
+    read = n_batches = n_unseen = 0
+    extra_queries = 0
+    cpu = time.process_time()
+    try:
+        if client is None:
+            bar = _bar(progress, n_rows)
+            for batch in batches or ():
+                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types)
+                total.merge(counts)
+                read += len(batch.frame)
+                n_batches += 1
+                n_unseen += unseen
+                bar.update(len(batch.frame))
+            bar.close()
+        else:
+            read, n_batches, n_unseen, extra_queries = _on_cluster(client, judge, dataset, partitions or [], total,
+                                                                   progress, n_rows, schema_types)
+    except BaseException:
+        if gaps is not None:
+            gaps.close()
+        raise
+    if total.n == 0:
+        if gaps is not None:
+            gaps.close()
+        raise DomainError(f"none of the {read:,} individuals read has a counterpart that could exist "
+                          f"({total.n_left_out:,} break a constraint with each counterpart, {total.n_unplaced:,} hold "
+                          "a protected value that is missing or not among its values), so the question cannot be "
+                          "asked of anyone")
+    n_queries = model.n_queries - start_queries + extra_queries
+    stream = {"rows_read": read, "batches" if client is None else "partitions": n_batches,
+              "rows_checked": total.n, "rows_left_out": total.n_left_out, "rows_unplaced": total.n_unplaced,
+              "rows_unseen_protected_value": n_unseen, "rows_skipped": 0,
+              "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu}
+    base_meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
+                 "dataset": dataset.name, "model": model.name,
+                 "random_state": random_state if isinstance(random_state, int) else None,
+                 "params": {"population": population, "confidence": confidence, "margin": 0.0, "max_queries": None,
+                            "method": method, "gamma": gamma, "favourable": favourable, "exact": True,
+                            "plausible_only": plausible_only},
+                 "n_combinations": check.n_combinations, "positive_class": dataset.positive_class,
+                 "individuals_as": "rows as given" if model.reads_people else "codes", "stream": stream,
+                 **(meta or {})}
+    base_meta["stream"] = {**stream, **(meta or {}).get("stream", {})}
+    verdict = verdict_from_counts(
+        total, domain=domain, population=population, population_size=read, favourable=favourable,
+        favourable_note=favourable_note, confidence=confidence, level=confidence, method=method, margin=0.0,
+        stopped_by="exact", looks=0, threshold=None, gamma=gamma, has_proba=model.has_proba,
+        plausible_only=plausible_only, seed=derive_seed(rng), n_queries=n_queries, started=started, rows_text=read,
+        binned=dataset.codec.binned if model.reads_people and dataset.codec is not None else None, meta=base_meta)
+    return verdict
+
+
+def _bar(progress: bool, n_rows: int | None):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=n_rows, unit="rows", unit_scale=True, disable=not progress, desc="verdict", smoothing=0.1)
+
+
+def _score_partition(read, judge, dataset: Dataset, batch_rows: int,
+                     schema_types=None) -> tuple[VerdictCounts, int, int, int]:
+    """On a worker: read one partition, check it in batches, return its counts, rows, unseen rows and queries."""
+    from ..datasets.stream import Batch
+
+    model = judge.check.model
+    before = model.n_queries
+    total = VerdictCounts()
+    rows = unseen = 0
+    for frame in read(batch_rows):
+        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types)
+        if total.gaps is not None and counts.gaps is not None:
+            total.gaps.extend(counts.gaps)
+            counts.gaps = total.gaps
+        total.merge(counts)
+        rows += len(frame)
+        unseen += n_unseen
+    return total, rows, unseen, model.n_queries - before
+
+
+def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCounts, progress: bool,
+                n_rows: int | None, schema_types=None) -> tuple[int, int, int, int]:
+    """Score every partition on the cluster's workers (model and domain scattered once), merge their counts."""
+    from distributed import as_completed
+
+    judge_future = client.scatter(judge, broadcast=True)
+    dataset_future = client.scatter(dataset, broadcast=True)
+    batch_rows = getattr(partitions[0], "batch_rows", 65_536) if partitions else 65_536
+    run = uuid.uuid4().hex
+    futures = {client.submit(_score_partition, read, judge_future, dataset_future, batch_rows, schema_types,
+                             retries=RETRIES,
+                             key=f"chiralfair-verdict-{run}-{i}", pure=False): read
+               for i, read in enumerate(partitions)}
+    bar = _bar(progress, n_rows)
+    read_rows = unseen = queries = 0
+    try:
+        for future in as_completed(futures):
+            where = futures[future].where
+            try:
+                counts, rows, n_unseen, n_queries = future.result()
+            except DatasetError:
+                raise
+            except Exception as err:
+                where, failure = _first_failure(futures, where, err)
+                if isinstance(failure, DatasetError):
+                    raise failure from None
+                raise ModelCallError(f"scoring {where} failed on the cluster after {RETRIES} retries: "
+                                     f"{type(failure).__name__}: {failure}; no verdict is reported (a verdict "
+                                     "without this partition would not be the verdict over the rows)") from failure
+            if total.gaps is not None and counts.gaps is not None:
+                total.gaps.extend(counts.gaps)
+                counts.gaps = total.gaps
+            total.merge(counts)
+            read_rows += rows
+            unseen += n_unseen
+            queries += n_queries
+            bar.update(rows)
+    finally:
+        bar.close()
+        for future in futures:
+            future.cancel()
+    return read_rows, len(partitions), unseen, queries
+
+
+def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, BaseException]:
+    """The partition that failed, not one cancelled because of it: the first future in error, else the one given.
+
+    A worker that dies takes the scattered model with it, and the scheduler may cancel other partitions' tasks
+    before it reports the one that killed it; the error names the partition whose own task failed.
+    """
+    from distributed import wait
+
+    try:
+        wait(list(futures), timeout=30)
+    except Exception:  # a timeout, or the cluster gone: name what is known
+        pass
+    for future, read in futures.items():
+        if future.status == "error":
+            return read.where, future.exception()
+    return where, err
+
+
+class PartitionReader:
+    """A picklable reader of one partition, run on a worker: ``reader(batch_rows)`` yields its frames.
+
+    Attributes
+    ----------
+    where : str
+        The partition in words (a file, a partition of a Dask DataFrame).
+    """
+
+    def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None):
+        self.kind = kind
+        self.where = where
+        self.source = source
+        self.batch_rows = batch_rows
+        self.storage_options = storage_options
+
+    def __call__(self, batch_rows: int):
+        """Yield the partition's rows, at most ``batch_rows`` at a time (pandas frames)."""
+        if self.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                if "://" in self.source:
+                    import fsspec
+
+                    handle: Any = fsspec.open(self.source, "rb", **(self.storage_options or {})).open()
+                else:
+                    handle = self.source
+                for record in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
+                    yield record.to_pandas()
+            except (OSError, ValueError) as err:
+                raise DatasetError(f"cannot read Parquet file {self.source}: {err}") from err
+        else:  # a Dask partition, as a delayed object computed on the worker
+            frame = self.source.compute(scheduler="sync")
+            for s in range(0, len(frame), batch_rows):
+                yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
+
+
+def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
+    """One reader per partition of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`).
+
+    Parameters
+    ----------
+    stream : RowStream
+        Parquet (one partition per file) or a Dask DataFrame (its partitions).
+    batch_rows : int
+
+    Returns
+    -------
+    list of PartitionReader
+
+    Raises
+    ------
+    DatasetError
+        For a polars LazyFrame, which has no partitions to send.
+    """
+    if stream.kind == "parquet":
+        prefix = ""
+        text = str(stream.source)
+        if "://" in text:
+            prefix = text.split("://", 1)[0] + "://"
+        return [PartitionReader("parquet", f"file {path}", prefix + path if prefix and "://" not in path else path,
+                                batch_rows) for path in stream.files]
+    if stream.kind == "dask":
+        return [PartitionReader("dask", f"partition {i} of the Dask DataFrame", part, batch_rows)
+                for i, part in enumerate(stream.source.to_delayed())]
+    raise DatasetError("a polars LazyFrame is read on this process only: drop --workers/--scheduler, or write it to "
+                       "Parquet (lazy.sink_parquet) and give the folder")
+
