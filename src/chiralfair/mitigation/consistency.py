@@ -91,6 +91,59 @@ class CounterfactualLogitPairing(MitigationMethod):
     .. [1] Garg et al., AIES 2019.
     """
 
+    zoo_models = ("dnn",)
+
+    @classmethod
+    def cannot_run(cls, run, params) -> str | None:
+        """Why not: the model is not the zoo DNN (the penalty is on a torch network's logits).
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .kinds import is_zoo_dnn
+
+        if run.trainer is not None or is_zoo_dnn(run.model):
+            return super().cannot_run(run, params)
+        return (f"method 'consistency' trains a torch network with a logit penalty; model {run.model.name!r} is "
+                    "not the zoo DNN. Use counterfactual or unaware for it")
+
+    @classmethod
+    def candidate_params(cls, run) -> list[dict]:
+        """``auto``'s candidates on the zoo DNN (:mod:`.auto`): fine-tuned at λ × reweighing, and from scratch.
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list of dict
+        """
+        from .auto import FINE_TUNE_EPOCHS, REWEIGH_STRENGTHS, SCRATCH_LAM, TORCH_LAMS
+
+        tuned = [{"lam": lam, "reweigh": r, "fine_tune_epochs": FINE_TUNE_EPOCHS}
+                 for lam in TORCH_LAMS for r in REWEIGH_STRENGTHS]
+        return tuned + [{"lam": SCRATCH_LAM, "reweigh": r} for r in REWEIGH_STRENGTHS]
+
+    def choice_text(self) -> str | None:
+        """The λ and how it was chosen (the candidates on the validation rows), and where training started.
+
+        Returns
+        -------
+        str
+        """
+        info = self.info_
+        return (f"λ = {self.lam_:g}" + (f" ({info['why']}; candidates " + ", ".join(
+            f"λ={c['lam']:g}: F1 {c['validation_f1']:.3f}, IDI rate {c['validation_idi_rate']:.2%}"
+            for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
+            if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
+
     def __init__(self, estimator=None, domain=None, *, lam="auto", lams=DEFAULT_LAMS, validation_size: float = 0.2,
                  max_f1_loss: float = 0.01, fine_tune_epochs: int | None = None, pairing: str = "draw",
                  reweigh: float = 0.0, random_state=None):
