@@ -411,6 +411,17 @@ class RetrainResult:
         list of str
             Markdown lines.
         """
+        return self._auto_lines() + self._guardrail_lines()
+
+    def _auto_lines(self) -> list[str]:
+        """``auto``'s bounds that no candidate met on the validation rows, said before anything else."""
+        pick = self.meta.get("auto_pick") or {}
+        if pick.get("within_bounds", True):
+            return []
+        return [f"**auto: no candidate met every bound on the validation rows**: {'; '.join(pick.get('unmet') or ())}"
+                f"; it picked {pick['method']} by the rule under Choices."]
+
+    def _guardrail_lines(self) -> list[str]:
         if self.improved:
             return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
                     f"before one) at an F1 cost of at most {f1_budget(self.max_f1_loss, self.spread):g}"
@@ -420,13 +431,15 @@ class RetrainResult:
         return ["**Not an improvement**" + f" ({len(self.failures)} of {len(self.after)}):"] + [
             f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
 
-    def to_markdown(self, plot: str | None = None) -> str:
+    def to_markdown(self, plot: str | None = None, candidates_plot: str | None = None) -> str:
         """The guardrail first, then the table, the leak check, the ensemble and the notes (``plot``: a PNG name).
 
         Parameters
         ----------
         plot : str, optional
             File name of the trade-off plot, linked at the end.
+        candidates_plot : str, optional
+            File name of ``auto``'s candidates plot (:meth:`plot_candidates`), linked under its table.
 
         Returns
         -------
@@ -460,11 +473,84 @@ class RetrainResult:
         choices = [f"- {_label(r)}: {r['choice']}" for r in self.after if r.get("choice")]
         if choices:
             lines += ["", "## Choices (made on a validation split of the training rows)", "", *choices]
+        lines += self._candidate_lines(candidates_plot)
         if plot:
             lines += ["", f"![F1 against the held-out IDI rate]({plot})"]
         if self.notes:
             lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+    def _candidate_lines(self, plot: str | None) -> list[str]:
+        """``auto``'s candidates as a table: each one's validation figures, means over the splits, and its verdict."""
+        table = self.meta.get("auto_candidates")
+        if not table:
+            return []
+        ref = table["reference"]
+        lines = ["", f"## auto's candidates (validation rows of {table['n_splits']} splits of the training rows, "
+                 f"{table['n_validation']} rows in all; never the test rows)", "",
+                 "| candidate | IDI rate, mean [min–max over splits] | F1 | DPD | EOD | within the bounds |",
+                 "|---|---|---|---|---|---|",
+                 f"| the model's kind (reference) | {ref['idi_rate']:.4f} | {ref['f1']:.4f} | "
+                 f"{_figure(ref['demographic_parity_difference'])} | {_figure(ref['equalized_odds_difference'])} | – |"]
+        for i, t in enumerate(table["tried"]):
+            mark = " (**picked**)" if i == table["picked"] else ""
+            lines.append(f"| {t['label']}{mark} | {t['idi_rate']:.4f} [{t['idi_rate_min']:.4f}–{t['idi_rate_max']:.4f}]"
+                         f" | {t['f1']:.4f} | {_figure(t['demographic_parity_difference'])} | "
+                         f"{_figure(t['equalized_odds_difference'])} | "
+                         + ("yes" if not t["broken"] else "no: " + "; ".join(t["broken"])) + " |")
+        lines += ["", f"Bounds: F1 at most {table['f1_budget']:.3f} below the reference's, DPD and EOD at most "
+                  f"{table['max_group_increase']:g} above its."]
+        if table.get("left_out"):
+            left = table["left_out"].items()
+            lines += ["", "Registered methods not tried: " + "; ".join(f"{n}: {w}" for n, w in left)]
+        if plot:
+            lines += ["", f"![auto's candidates: F1 and group gaps against the validation IDI rate]({plot})"]
+        return lines
+
+    def plot_candidates(self, path) -> bool:
+        """Draw ``auto``'s candidates: validation F1, and the rise of DPD and EOD, against the validation IDI rate.
+
+        Parameters
+        ----------
+        path : str or path-like
+            PNG file to write.
+
+        Returns
+        -------
+        bool
+            Whether ``auto`` ran (else nothing is written).
+        """
+        table = self.meta.get("auto_candidates")
+        if not table:
+            return False
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ref, tried = table["reference"], table["tried"]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+        x = np.array([t["idi_rate"] for t in tried])
+        ok = np.array([not t["broken"] for t in tried])
+        for ax, ys, label, limit in (
+                (axes[0], [t["f1"] for t in tried], "validation F1", ref["f1"] - table["f1_budget"]),
+                (axes[1], [_rise(t, ref) for t in tried], "largest rise of DPD or EOD over the reference",
+                 table["max_group_increase"])):
+            y = np.array(ys, dtype=float)
+            ax.scatter(x[ok], y[ok], marker="o", label="within the bounds")
+            ax.scatter(x[~ok], y[~ok], marker="x", label="beyond a bound")
+            ax.scatter([x[table["picked"]]], [y[table["picked"]]], s=160, facecolors="none", edgecolors="red",
+                       label="picked")
+            ax.axhline(limit, linestyle="--", color="grey", linewidth=1, label="bound")
+            ax.set_xlabel("validation IDI rate (mean over the splits)")
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
+        fig.suptitle(f"auto's candidates on {table['n_splits']} validation splits "
+                     f"({self.meta.get('dataset')} / {','.join(self.meta.get('protected', []))} / "
+                     f"{self.meta.get('model')})", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+        return True
 
     def plot(self, path) -> None:
         """Draw F1 against the held-out IDI rate (95% interval), one point per method and share, and the model before.
@@ -512,6 +598,17 @@ _TABLE = ("stage", "method", "share", "n_rows_added", "f1", "f1_loss_in_spread",
           "domain_idi_rate", "search_n_idis", "remaining_idis", "demographic_parity_difference",
           "equalized_odds_difference", "improved")
 _OPTIONAL = ("domain_idi_rate", "search_n_idis", "remaining_idis", "share", "n_rows_added", "f1_loss_in_spread")
+
+
+def _figure(value) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def _rise(tried: dict[str, Any], reference: dict[str, Any]) -> float:
+    """The larger rise of DPD and EOD over the reference (NaN when neither is defined)."""
+    rises = [tried[k] - reference[k] for k in ("demographic_parity_difference", "equalized_odds_difference")
+             if tried.get(k) is not None and reference.get(k) is not None]
+    return max(rises) if rises else float("nan")
 
 
 def counterparts_line(meta: dict[str, Any]) -> str:
