@@ -1,9 +1,6 @@
-"""The mitigation contract (chiralfair.testing) over every built-in method, and a user's plugin in the registry."""
+"""The mitigation contract (chiralfair.testing) over every built-in method."""
 
-import numpy as np
-import pytest
 
-from chiralfair.exceptions import ConfigError
 from chiralfair.mitigation.names import BUILTIN_METHODS
 from chiralfair.testing import parametrize_with_checks
 

@@ -195,3 +195,36 @@ def test_the_retrain_folder_shows_every_candidate_of_auto_as_a_table_and_a_plot(
         assert line.startswith(f"| {t['label']}") and f"{t['idi_rate']:.4f}" in line and f"{t['f1']:.4f}" in line
     assert (tmp_path / "auto_candidates.png").stat().st_size > 10_000
     assert "auto_candidates.png" in report
+
+
+def test_reductions_predict_deterministically_the_mixtures_expected_label_and_blind_make_no_idi():
+    from sklearn.linear_model import LogisticRegression
+
+    from chiralfair.mitigation import make_method
+    from chiralfair.mitigation.reductions import ExpectedPositive
+
+    data, train, test = people()
+    method = make_method("reductions", estimator=LogisticRegression(), domain=data.domain,
+                         constraint="demographic_parity").fit(data.X[train], data.y[train])
+    mixture = method.estimator_
+    assert isinstance(mixture, ExpectedPositive)
+    # recount: the expected positive probability of the randomized classifier, on the blinded test rows
+    blinded = data.domain.counterpart_rows(data.X[test], np.zeros(len(test), dtype=np.int64))
+    p = sum(w * h.predict(blinded) for h, w in zip(mixture.predictors, mixture.weights, strict=True))
+    labels = method.predict(data.X[test])
+    np.testing.assert_array_equal(labels, (p >= 0.5).astype(int))
+    np.testing.assert_array_equal(labels, method.predict(data.X[test]))  # the same label every time
+    assert DiscriminationCheck(_wrapped(method), data.domain).is_idi(data.X[test]).sum() == 0
+    # the constraint acts: on the training rows the demographic-parity gap is below the plain blind model's
+    groups = data.X[train, list(data.domain.names).index("sex")]
+    plain = make_method("unaware", estimator=LogisticRegression(), domain=data.domain).fit(data.X[train],
+                                                                                          data.y[train])
+
+    def gap(model):
+        yhat = model.predict(data.X[train])
+        return abs(yhat[groups == 0].mean() - yhat[groups == 1].mean())
+
+    assert gap(method) < gap(plain)
+    grid = make_method("reductions", estimator=LogisticRegression(), domain=data.domain, algorithm="grid",
+                       grid_size=5).fit(data.X[train], data.y[train])
+    assert not isinstance(grid.estimator_, ExpectedPositive)  # grid search: its best predictor, one estimator

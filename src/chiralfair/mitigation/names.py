@@ -6,6 +6,6 @@ installed plugins, read from their metadata); ``tests/test_mitigation.py`` check
 imported by ``_load_all``) and its name here.
 """
 
-BUILTIN_METHODS: tuple[str, ...] = ("paper", "counterfactual", "unaware", "consistency", "auto")
+BUILTIN_METHODS: tuple[str, ...] = ("paper", "counterfactual", "unaware", "consistency", "reductions", "auto")
 # The method retrain() runs when none is named: the I&D paper's retraining with the IDIs found.
 DEFAULT_METHOD = BUILTIN_METHODS[0]
