@@ -228,3 +228,19 @@ def test_reductions_predict_deterministically_the_mixtures_expected_label_and_bl
     grid = make_method("reductions", estimator=LogisticRegression(), domain=data.domain, algorithm="grid",
                        grid_size=5).fit(data.X[train], data.y[train])
     assert not isinstance(grid.estimator_, ExpectedPositive)  # grid search: its best predictor, one estimator
+
+
+def test_consistency_with_a_group_term_narrows_the_networks_equalized_odds_gap():
+    from chiralfair.mitigation.dnn import PaperDNNClassifier
+
+    data, train, _ = people(n=1500)
+    X, y = data.X[train], data.y[train]
+    sex = X[:, list(data.domain.names).index("sex")]
+
+    def eo_gap(net):  # recount: per label, the gap of the mean P(positive) between the two groups
+        p = net.predict_proba(X)[:, 1]
+        return sum(abs(p[(y == k) & (sex == 0)].mean() - p[(y == k) & (sex == 1)].mean()) for k in (0, 1))
+
+    plain = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain).fit(X, y)
+    grouped = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain, group=3.0).fit(X, y)
+    assert eo_gap(grouped) < 0.5 * eo_gap(plain)

@@ -39,7 +39,9 @@ from ..exceptions import ConfigError, ModelCapabilityError
 from .base import MitigationMethod, register_method
 
 TORCH_LAMS = (0.3, 1.0)
-REWEIGH_STRENGTHS = (0.0, 0.5, 1.0)
+REWEIGH_STRENGTHS = (0.0, 1.0)
+# The group term of consistency's loss (the network's own equalized-odds gap over the protected groups).
+GROUP_WEIGHTS = (1.0, 3.0)
 # A model refitted from scratch in seconds gets a finer grid: the F1 a strength costs and the group gap it closes
 # both move with it, and the bounds are often met in a narrow band.
 SKLEARN_REWEIGH_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
