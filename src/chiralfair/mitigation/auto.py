@@ -235,6 +235,20 @@ def unmet_bounds(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_b
     return out
 
 
+def _gaps(figures: dict[str, Any], reference: dict[str, Any], f1_budget: float,
+          max_group_increase: float) -> list[tuple[str, float]]:
+    """The bounds a candidate breaks and by how much it lies beyond each."""
+    out = []
+    f1 = reference["f1"] - figures["f1"] - f1_budget
+    if f1 > 0:
+        out.append((f"F1 ({figures['f1']:.3f} < {reference['f1']:.3f} - {f1_budget:.3f})", f1))
+    for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
+        a, b = figures.get(key), reference.get(key)
+        if a is not None and b is not None and a - b - max_group_increase > 0:
+            out.append((f"{short} ({a:.3f} > {b:.3f} + {max_group_increase:g})", a - b - max_group_increase))
+    return out
+
+
 def _mean(values: list) -> float | None:
     """The mean of figures over the validation splits; None when a split's figure is undefined."""
     return None if any(v is None for v in values) else float(np.mean(values))
@@ -409,11 +423,14 @@ class AutoMitigation(MitigationMethod):
             t["broken"] = broken_bounds(t, reference, f1_budget=budget, max_group_increase=bound)
         within = not tried[pick]["broken"]
         unmet = [] if within else unmet_bounds(tried, reference, f1_budget=budget, max_group_increase=bound)
+        if not within and not unmet:  # each bound is met by some candidate, but none meets all at once
+            unmet = [f"each bound is met by some candidate but none meets all at once; the closest, "
+                     f"{tried[pick]['label']}, breaks " + ", ".join(
+                         f"{b} (by {g:.3f})" for b, g in _gaps(tried[pick], reference, budget, bound))]
         name, chosen = tried_on[pick]
         retrained, info = method_class(name).build(run, dict(chosen))
         listed = "; ".join(_candidate_text(t, t["broken"]) for t in tried)
-        first = "" if within else ("no candidate meets every bound on the validation rows: " + "; ".join(
-            unmet or tried[pick]["broken"]) + ". ")
+        first = "" if within else "no candidate meets every bound on the validation rows: " + "; ".join(unmet) + ". "
         info["choice"] = (first + f"picked {tried[pick]['label']}: {why}. Bounds on {len(splits)} validation "
                           f"split(s) of the training rows ({n_validation} validation rows in all), against the model's "
                           f"kind trained on each split's other rows (F1 {reference['f1']:.3f}, DPD "
