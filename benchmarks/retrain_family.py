@@ -98,7 +98,7 @@ def markdown(cells: list[dict], record: dict) -> str:
                   f"{sorted({c['random_state'] for c in part})}, model random states "
                   f"{sorted({c['model_random_state'] for c in part})})", "",
                   "| method | IDI rate before | after | F1 before | after | DPD before → after | EOD before → after "
-                  "| goal met (cells) | missed (first cell) |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| goal met (cells) | missed (first cell that missed) |", "|---|---|---|---|---|---|---|---|---|"]
         methods = list(dict.fromkeys(m for c in part for m in c["methods"]))
         for m in methods:
             fig = {k: [] for k in ("b", "a", "fb", "fa", "db", "da", "eb", "ea")}
@@ -115,7 +115,8 @@ def markdown(cells: list[dict], record: dict) -> str:
                     fig[k].append(np.nan if row[key] is None else row[key])
                 missed = meets_goal(before, after, (c["spread"] or {}).get("spread", 0.0))
                 met += not missed
-                missed_first = missed_first if missed_first is not None else "; ".join(missed)
+                if missed and missed_first is None:
+                    missed_first = f"state {c['random_state']}/{c['model_random_state']}: " + "; ".join(missed)
             lines.append(f"| {m} | {_med(fig['b'])} | {_med(fig['a'])} | {_med(fig['fb'])} | {_med(fig['fa'])} | "
                          f"{_med(fig['db'])} → {_med(fig['da'])} | {_med(fig['eb'])} → {_med(fig['ea'])} | "
                          f"{met} of {len(part)} | {missed_first or '–'} |")
@@ -142,6 +143,12 @@ def _med(values) -> str:
     if np.isnan(v).all():
         return "–"
     return f"{np.nanmedian(v):.4f} [{np.nanmin(v):.4f}, {np.nanmax(v):.4f}]"
+
+
+def rewrite(name: str, results: Path = RESULTS) -> None:
+    """Write ``<name>.md`` again from ``<name>.json`` (e.g. after the table's layout changed)."""
+    record = json.loads((results / f"{name}.json").read_text())
+    (results / f"{name}.md").write_text(markdown(record["cells"], record))
 
 
 def main(argv=None):

@@ -1,26 +1,33 @@
-"""Method ``auto``: the lowest IDI rate that keeps F1 and the group metrics, chosen on validation rows.
+"""Method ``auto``: the lowest IDI rate that keeps F1 and the group metrics, chosen on repeated validation splits.
 
-The candidates (:func:`candidates`) are trained on the fitting rows of a validation split carved from the training
-rows and measured on its validation rows, beside the model's own kind trained on the same fitting rows (the
-reference, and with other training seeds the F1 spread, :mod:`.spread`). A candidate is *within the bounds* when its
-validation F1 is at most ``max(max_f1_loss, spread)`` below the reference's and neither its demographic-parity nor
-its equalized-odds difference exceeds the reference's by more than ``max_group_increase``. ``auto`` picks, among
-the candidates within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95%
-Wilson interval of that lowest one is as low within the noise of the validation rows, and of those the one with the
-highest validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not
-bought with F1. If none is within the bounds, the one that lies the least beyond its farthest bound (in units of
-that bound, :func:`excess`), then the lowest IDI rate, and it says so. The pick is
-trained again on all training rows; the test rows are never looked at before the final figures.
+A meta-method over the registry (:class:`AutoMitigation`). The candidates (:func:`candidates`) are every registered
+method's ``candidate_params`` on the model's kind, a user's plugin included, except a method whose class says it
+is not one for an IDI goal (``not_a_candidate``) or cannot train the kind (``cannot_run``). Each is trained on the
+fitting rows of ``validation_repeats`` (default 3) validation splits carved from the training rows and measured
+on their validation rows, beside the model's own kind trained on the same fitting rows (the reference; with other
+training seeds on the first split, the F1 spread, :mod:`.spread`); its figures are averaged over the splits, so
+the choice holds beyond one split. A candidate is *within the bounds* when its validation F1 is at most
+``max(max_f1_loss, spread)`` below the reference's and neither its demographic-parity nor its equalized-odds
+difference exceeds the reference's by more than ``max_group_increase``. ``auto`` picks, among the candidates
+within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95% Wilson interval of
+that lowest one is as low within the noise of the validation rows, and of those the one with the highest
+validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not bought
+with F1. If none is within the bounds, it says so first (each bound no candidate met and by how much the closest
+missed it, :func:`unmet_bounds`), and picks the one that lies the least beyond its farthest bound (in units of that
+bound, :func:`excess`), then the lowest IDI rate. The pick is trained again on all training rows; the test rows are
+never looked at before the final figures.
 
-Candidates, by model kind:
+The built-in methods' candidates:
 
 - the paper's DNN: ``consistency`` fine-tuned 10 epochs from the model's weights, λ in (0.3, 1) × reweighing
-  strength in (0, 0.5, 1): the penalty removes the use of the protected attributes while the start keeps the
-  model's decision boundary, and reweighing holds the group metrics; ``consistency`` trained from scratch at
-  λ = 1 with each strength (on a few hundred rows, 10 epochs are too few steps); and ``counterfactual`` and
-  ``unaware`` from scratch at strength 0 and 1;
+  strength in (0, 1), and at λ = 1 with a group term of weight 1 or 3 (the network's equalized-odds gap): the
+  penalty removes the use of the protected attributes while the start keeps the model's decision boundary, and
+  reweighing or the group term hold the group metrics; ``consistency`` from scratch at λ = 1, reweighing 0.5 (on a
+  few hundred rows, 10 epochs are too few steps); ``counterfactual`` and ``unaware`` from scratch at strength 0
+  and 1;
 - any other model chiralfair can refit: ``counterfactual`` and ``unaware``, each at reweighing strength
-  (0, 0.25, 0.5, 0.75, 1).
+  (0, 0.25, 0.5, 0.75, 1), and, for an sklearn estimator on the codes that takes ``sample_weight``,
+  ``reductions`` (each group constraint with the estimator blind, and equalized odds on augmented rows).
 
 References
 ----------
