@@ -62,8 +62,9 @@ def history():
 
 def test_registry_holds_the_builtin_methods():
     make_method("unaware")  # the first use registers all
-    assert sorted(METHODS) == sorted(BUILTIN_METHODS)
-    with pytest.raises(ConfigError, match="unknown mitigation method 'fairer'.*valid: consistency"):
+    builtin = {n for n in METHODS if METHODS[n].__module__.startswith("chiralfair.mitigation.")}
+    assert builtin == set(BUILTIN_METHODS)  # a page of the docs may have registered its own beside them
+    with pytest.raises(ConfigError, match="unknown mitigation method 'fairer'; valid: auto, .*counterfactual"):
         make_method("fairer")
     with pytest.raises(ConfigError, match="unknown mitigation method 'fairer'"):
         retrain(None, None, method="fairer")

@@ -4,8 +4,9 @@ Generators, seed strategies and mitigation methods (style: one family, one verb,
 :class:`Registry`. It reads like a dict (``name in GENERATORS``, ``GENERATORS[name]``, ``sorted(GENERATORS)``)
 and is written only through :meth:`Registry.add`, which refuses a name registered twice.
 
-An installed package adds generators and seed strategies through the entry-point groups of
-:data:`ENTRY_POINT_GROUPS` (``chiralfair.generators``, ``chiralfair.seed_strategies``), in its ``pyproject.toml``::
+An installed package adds generators, seed strategies and mitigation methods through the entry-point groups of
+:data:`ENTRY_POINT_GROUPS` (``chiralfair.generators``, ``chiralfair.seed_strategies``,
+``chiralfair.mitigation_methods``), in its ``pyproject.toml``::
 
     [project.entry-points."chiralfair.generators"]
     nudge = "mypackage.nudge:Nudge"
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 T = TypeVar("T", bound=Callable)
 
 # The entry-point group through which installed packages add to each family, by the family's noun.
-ENTRY_POINT_GROUPS = {"generator": "chiralfair.generators", "seed strategy": "chiralfair.seed_strategies"}
+ENTRY_POINT_GROUPS = {"generator": "chiralfair.generators", "seed strategy": "chiralfair.seed_strategies",
+                      "mitigation method": "chiralfair.mitigation_methods"}
 
 
 def installed_entry_points(group: str) -> dict[str, EntryPoint]:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..pipeline.checks import DEFAULT_MITIGATION_METHOD, MITIGATION_METHODS
 from .console import FLAGS, hand_over, only_with_data, parse_numbers, progress, refusals, setup_logging
 from .options import (
     BomOpt,
@@ -33,9 +34,10 @@ def retrain(
     share: Annotated[str, typer.Option(
         help="Share(s) of the IDI pairs added, in (0, 1], comma-separated for a sweep, e.g. 1.0,0.5,0.05.")] = "1.0",
     method: Annotated[str, typer.Option(
-        help="Mitigation method(s), comma-separated: paper, counterfactual, unaware, consistency, or auto (the "
-             "lowest IDI rate within the F1 and group bounds, chosen on validation rows). A method that cannot "
-             "train the model's kind is skipped with a note.")] = "paper",
+        help=f"Mitigation method(s), comma-separated: {', '.join(MITIGATION_METHODS)} (auto: the lowest IDI rate "
+             "within the F1 and group bounds, chosen on validation rows over every registered method), or an "
+             "installed plugin's. A method that cannot train the model's kind is skipped with a note.")
+    ] = DEFAULT_MITIGATION_METHOD,
     protocol: Annotated[str, typer.Option(
         help="holdout (fresh search, IDI rates with 95% intervals), paper (adds remaining IDIs; leaks) or both.")
     ] = "holdout",
@@ -93,8 +95,8 @@ def retrain(
     else:
         typer.echo(result.to_markdown().split("\n\nRates are")[0])
         for row in result.after:
-            if row["method"] == "auto" and row.get("choice"):  # what it picked and why; the candidates: report.md
-                typer.echo(f"  auto: {row['choice'].split('. Bounds on')[0]}")
+            if row.get("choice"):  # what a method chose on validation rows and why; auto's candidates: report.md
+                typer.echo(f"  {row['method']}: {row['choice'].split('. Bounds on')[0]}")
         for note in result.notes:
             typer.echo(f"  note: {note}")
         typer.echo(f"retrain folder: {out}")

@@ -745,6 +745,7 @@ def _keywords(cls, skip: tuple[str, ...]) -> str:
 def _check_retrain(params: dict[str, Any]) -> None:
     from .._validation import check_choice, check_float, check_int
     from ..exceptions import ChiralfairError
+    from ..mitigation.names import DEFAULT_METHOD
     from ..mitigation.retraining import MODES, PAIRS, PROTOCOLS, check_methods, check_shares
 
     try:
@@ -758,7 +759,7 @@ def _check_retrain(params: dict[str, Any]) -> None:
         check_float(params.get("validation_size", 0.2), "retrain.validation_size", minimum=0.0, maximum=0.5,
                     exclusive_minimum=True)
         check_int(params.get("spread_seeds", 3), "retrain.spread_seeds", minimum=0)
-        methods = check_methods(params.get("methods", ["paper"]))
+        methods = check_methods(params.get("methods", [DEFAULT_METHOD]))
     except ChiralfairError as err:
         raise GridError(f"[retrain]: {err}") from None
     method_params = params.get("method_params", {})

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._deadline import check_deadline, time_limit
+from ..mitigation.names import BUILTIN_METHODS
 from ..storage import atomic_path, atomic_write_text, canonical_json, json_default
 from .cells import PAIRS_NAME, Cell, cell_folder, fail_cell, finish_cell, start_cell
 
@@ -372,15 +373,17 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
 
     import numpy as np
 
+    from ..mitigation.base import method_class
+    from ..mitigation.names import DEFAULT_METHOD
     from ..mitigation.retraining import retrain
     from ..pipeline import search_training_rows
 
     t_all = time.perf_counter()
     inputs = _inputs(cell, data_home, cache_dir)
     params = dict(cell.retrain)
-    methods = list(params.pop("methods", ["paper"]))
+    methods = list(params.pop("methods", [DEFAULT_METHOD]))
     method_params = dict(params.pop("method_params", {}))
-    with_idis = [m for m in methods if m == "paper" or method_params.get(m, {}).get("with_idis")]
+    with_idis = [m for m in methods if method_class(m).needs_idis(method_params.get(m, {}))]
     without = [m for m in methods if m not in with_idis]
     trained = inputs.trained
     figures: dict[str, dict[str, Any]] = {s: {} for s in cell.seeds}
@@ -425,8 +428,9 @@ def _retrain(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[
             "meta": _meta(cell, data_home, {"retrain_random_state": cell.random_state})}
 
 
-# The methods auto can pick, by index (the auto_method figure of a retrain cell).
-AUTO_METHODS = ("consistency", "counterfactual", "unaware")
+# The methods auto can pick, by index (the auto_method figure of a retrain cell): the built-in ones; a plugin's
+# pick is NaN there and named in the cell's summary.
+AUTO_METHODS = BUILTIN_METHODS
 # Figures of a row kept in a retrain cell, before and after each method (``<method>_<field>_after``).
 ROW_FIGURES = ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_upper", "domain_idi_rate",
                "demographic_parity_difference", "equalized_odds_difference", "n_rows_added", "improved")
@@ -435,7 +439,8 @@ ROW_FIGURES = ("f1", "accuracy", "test_idi_rate", "test_idi_lower", "test_idi_up
 def retrain_figures(result) -> dict[str, Any]:
     """A :class:`~chiralfair.mitigation.RetrainResult` as flat figures for the grid's tables.
 
-    ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for ``paper`` also
+    ``<field>_before``, ``<method>_<field>_after`` (the method's largest share), and for a method that adds IDIs
+    (``paper``) also
     ``<field>_after`` and the paper protocol's ``remaining_idis`` / ``n_rechecked``; an undefined figure is NaN.
     ``f1_spread`` (the model's own F1 spread over training seeds, NaN when not measured), ``couplings_on`` (1 when
     the counterparts moved coupled columns) and, for ``auto``, what it picked: ``auto_method`` (its index in
@@ -449,6 +454,8 @@ def retrain_figures(result) -> dict[str, Any]:
     -------
     dict of str to float
     """
+    from ..mitigation.base import method_class
+
     before = result.rows[0]
     out: dict[str, Any] = {f"{f}_before": _number(before[f]) for f in ROW_FIGURES
                            if f not in ("improved", "n_rows_added")}
@@ -457,7 +464,8 @@ def retrain_figures(result) -> dict[str, Any]:
     out["couplings_on"] = float(bool(result.meta.get("couplings")))
     pick = result.meta.get("auto_pick")
     if pick:  # numbers, as every figure: the method by its place in AUTO_METHODS
-        out.update(auto_method=float(AUTO_METHODS.index(pick["method"])),
+        out.update(auto_method=float(AUTO_METHODS.index(pick["method"])) if pick["method"] in AUTO_METHODS
+                   else float("nan"),
                    auto_lam=_number(pick["params"].get("lam")), auto_reweigh=float(pick["params"].get("reweigh", 0)),
                    auto_fine_tuned=float(bool(pick["params"].get("fine_tune_epochs"))))
     for method in result.methods:
@@ -466,7 +474,7 @@ def retrain_figures(result) -> dict[str, Any]:
         out.update({f"{method}_{f}_after": _number(row[f]) for f in ROW_FIGURES})
         out[f"{method}_seconds"] = float(sum(s for r, s in zip(result.after, result.seconds["train"], strict=True)
                                             if r["method"] == method))
-        if method == "paper":
+        if method_class(method).uses_idis:
             out.update({f"{f}_after": _number(row[f]) for f in ROW_FIGURES if f != "improved"})
             out.update(remaining_idis=row["remaining_idis"], n_rechecked=row["n_rechecked"])
     return out

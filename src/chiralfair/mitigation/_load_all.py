@@ -1,3 +1,3 @@
 """Import every built-in mitigation method so that each registers itself (see :func:`.base.make_method`)."""
 
-from . import consistency, counterfactual, paper, unaware  # noqa: F401
+from . import auto, consistency, counterfactual, paper, reductions, unaware  # noqa: F401

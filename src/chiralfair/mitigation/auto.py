@@ -1,26 +1,33 @@
-"""Method ``auto``: the lowest IDI rate that keeps F1 and the group metrics, chosen on validation rows.
+"""Method ``auto``: the lowest IDI rate that keeps F1 and the group metrics, chosen on repeated validation splits.
 
-The candidates (:func:`candidates`) are trained on the fitting rows of a validation split carved from the training
-rows and measured on its validation rows, beside the model's own kind trained on the same fitting rows (the
-reference, and with other training seeds the F1 spread, :mod:`.spread`). A candidate is *within the bounds* when its
-validation F1 is at most ``max(max_f1_loss, spread)`` below the reference's and neither its demographic-parity nor
-its equalized-odds difference exceeds the reference's by more than ``max_group_increase``. ``auto`` picks, among
-the candidates within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95%
-Wilson interval of that lowest one is as low within the noise of the validation rows, and of those the one with the
-highest validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not
-bought with F1. If none is within the bounds, the one that lies the least beyond its farthest bound (in units of
-that bound, :func:`excess`), then the lowest IDI rate, and it says so. The pick is
-trained again on all training rows; the test rows are never looked at before the final figures.
+A meta-method over the registry (:class:`AutoMitigation`). The candidates (:func:`candidates`) are every registered
+method's ``candidate_params`` on the model's kind, a user's plugin included, except a method whose class says it
+is not one for an IDI goal (``not_a_candidate``) or cannot train the kind (``cannot_run``). Each is trained on the
+fitting rows of ``validation_repeats`` (default 3) validation splits carved from the training rows and measured
+on their validation rows, beside the model's own kind trained on the same fitting rows (the reference; with other
+training seeds on the first split, the F1 spread, :mod:`.spread`); its figures are averaged over the splits, so
+the choice holds beyond one split. A candidate is *within the bounds* when its validation F1 is at most
+``max(max_f1_loss, spread)`` below the reference's and neither its demographic-parity nor its equalized-odds
+difference exceeds the reference's by more than ``max_group_increase``. ``auto`` picks, among the candidates
+within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95% Wilson interval of
+that lowest one is as low within the noise of the validation rows, and of those the one with the highest
+validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not bought
+with F1. If none is within the bounds, it says so first (each bound no candidate met and by how much the closest
+missed it, :func:`unmet_bounds`), and picks the one that lies the least beyond its farthest bound (in units of that
+bound, :func:`excess`), then the lowest IDI rate. The pick is trained again on all training rows; the test rows are
+never looked at before the final figures.
 
-Candidates, by model kind:
+The built-in methods' candidates:
 
 - the paper's DNN: ``consistency`` fine-tuned 10 epochs from the model's weights, λ in (0.3, 1) × reweighing
-  strength in (0, 0.5, 1): the penalty removes the use of the protected attributes while the start keeps the
-  model's decision boundary, and reweighing holds the group metrics; ``consistency`` trained from scratch at
-  λ = 1 with each strength (on a few hundred rows, 10 epochs are too few steps); and ``counterfactual`` and
-  ``unaware`` from scratch at strength 0 and 1;
+  strength in (0, 1), and at λ = 1 with a group term of weight 1 or 3 (the network's equalized-odds gap): the
+  penalty removes the use of the protected attributes while the start keeps the model's decision boundary, and
+  reweighing or the group term hold the group metrics; ``consistency`` from scratch at λ = 1, reweighing 0.5 (on a
+  few hundred rows, 10 epochs are too few steps); ``counterfactual`` and ``unaware`` from scratch at strength 0
+  and 1;
 - any other model chiralfair can refit: ``counterfactual`` and ``unaware``, each at reweighing strength
-  (0, 0.25, 0.5, 0.75, 1).
+  (0, 0.25, 0.5, 0.75, 1), and, for an sklearn estimator on the codes that takes ``sample_weight``,
+  ``reductions`` (each group constraint with the estimator blind, and equalized odds on augmented rows).
 
 References
 ----------
@@ -33,8 +40,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..exceptions import ConfigError, ModelCapabilityError
+from .base import MitigationMethod, register_method
+
 TORCH_LAMS = (0.3, 1.0)
-REWEIGH_STRENGTHS = (0.0, 0.5, 1.0)
+REWEIGH_STRENGTHS = (0.0, 1.0)
+# The group term of consistency's loss (the network's own equalized-odds gap over the protected groups).
+GROUP_WEIGHTS = (1.0, 3.0)
 # A model refitted from scratch in seconds gets a finer grid: the F1 a strength costs and the group gap it closes
 # both move with it, and the bounds are often met in a narrow band.
 SKLEARN_REWEIGH_STRENGTHS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -44,24 +58,52 @@ SCRATCH_LAM = 1.0
 TORCH_SCRATCH_STRENGTHS = (0.0, 1.0)  # counterfactual and unaware, each a training of the DNN from scratch
 
 
-def candidates(*, torch: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The (method, parameters) ``auto`` tries, for the paper's DNN (``torch``) or a model refitted from scratch.
+def reweigh_strengths(run) -> tuple[float, ...]:
+    """The reweighing strengths ``auto`` tries a method from scratch at: fewer for the DNN (a training is slower).
 
     Parameters
     ----------
-    torch : bool
+    run : MitigationRun
 
     Returns
     -------
-    list of (str, dict)
+    tuple of float
     """
-    if torch:
-        tuned = [("consistency", {"lam": lam, "reweigh": r, "fine_tune_epochs": FINE_TUNE_EPOCHS})
-                 for lam in TORCH_LAMS for r in REWEIGH_STRENGTHS]
-        scratch = [("consistency", {"lam": SCRATCH_LAM, "reweigh": r}) for r in REWEIGH_STRENGTHS]
-        return tuned + scratch + [(name, {"reweigh": r}) for name in ("counterfactual", "unaware")
-                                  for r in TORCH_SCRATCH_STRENGTHS]
-    return [(name, {"reweigh": r}) for name in ("counterfactual", "unaware") for r in SKLEARN_REWEIGH_STRENGTHS]
+    from .kinds import is_zoo_dnn
+    return TORCH_SCRATCH_STRENGTHS if is_zoo_dnn(run.model) else SKLEARN_REWEIGH_STRENGTHS
+
+
+def candidates(run) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
+    """The (method, parameters) ``auto`` tries on the run's kind of model: every registered method's candidates.
+
+    A registered method (a user's plugin included) is a candidate unless its class says it is not one for an IDI
+    goal (``not_a_candidate``) or cannot train this kind of model (``cannot_run``); its class gives the parameters
+    to try (``candidate_params``).
+
+    Parameters
+    ----------
+    run : MitigationRun
+
+    Returns
+    -------
+    tried : list of (str, dict)
+    left_out : dict of str to str
+        Each registered method not tried, and why.
+    """
+    from .base import method_class, method_names
+
+    tried, left_out = [], {}
+    for name in method_names():
+        cls = method_class(name)
+        if cls.not_a_candidate:
+            left_out[name] = cls.not_a_candidate
+            continue
+        why = cls.cannot_run(run, {})
+        if why:
+            left_out[name] = why
+            continue
+        tried += [(name, dict(p)) for p in cls.candidate_params(run)]
+    return tried, left_out
 
 
 def describe(name: str, params: dict[str, Any]) -> str:
@@ -76,13 +118,8 @@ def describe(name: str, params: dict[str, Any]) -> str:
     -------
     str
     """
-    parts = [name]
-    if "lam" in params:
-        parts.append(f"λ={params['lam']:g}")
-    parts.append(f"reweigh {params.get('reweigh', 0.0):g}")
-    if params.get("fine_tune_epochs"):
-        parts.append(f"fine-tuned {params['fine_tune_epochs']} epochs")
-    return ", ".join(parts)
+    from .base import method_class
+    return method_class(name).describe(params)
 
 
 def excess(figures: dict[str, Any], reference: dict[str, Any], *, f1_budget: float,
@@ -172,3 +209,271 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
                f"({'; '.join(broken[pick])}: {beyond[pick]:.2f} of a bound beyond), with a validation IDI rate of "
                f"{tried[pick]['idi_rate']:.2%}")
     return pick, why
+
+
+def unmet_bounds(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget: float,
+                 max_group_increase: float) -> list[str]:
+    """Each bound no candidate met, and by how much the closest candidate missed it (empty: some candidate met it).
+
+    Parameters
+    ----------
+    tried : list of dict
+        As :func:`choose`.
+    reference : dict
+    f1_budget, max_group_increase : float
+
+    Returns
+    -------
+    list of str
+    """
+    out = []
+    miss = [reference["f1"] - t["f1"] - f1_budget for t in tried]
+    if tried and min(miss) > 0:
+        i = int(np.argmin(miss))
+        out.append(f"F1 (no candidate within {f1_budget:.3f} of the reference's {reference['f1']:.3f}; the closest, "
+                   f"{tried[i]['label']}, by {miss[i]:.3f})")
+    for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
+        b = reference.get(key)
+        values = [(t[key] - b - max_group_increase, t["label"]) for t in tried if t.get(key) is not None]
+        if b is not None and values and min(values)[0] > 0:
+            gap, label = min(values)
+            out.append(f"{short} (no candidate at most {max_group_increase:g} above the reference's {b:.3f}; the "
+                       f"closest, {label}, by {gap:.3f})")
+    return out
+
+
+def _gaps(figures: dict[str, Any], reference: dict[str, Any], f1_budget: float,
+          max_group_increase: float) -> list[tuple[str, float]]:
+    """The bounds a candidate breaks and by how much it lies beyond each."""
+    out = []
+    f1 = reference["f1"] - figures["f1"] - f1_budget
+    if f1 > 0:
+        out.append((f"F1 ({figures['f1']:.3f} < {reference['f1']:.3f} - {f1_budget:.3f})", f1))
+    for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
+        a, b = figures.get(key), reference.get(key)
+        if a is not None and b is not None and a - b - max_group_increase > 0:
+            out.append((f"{short} ({a:.3f} > {b:.3f} + {max_group_increase:g})", a - b - max_group_increase))
+    return out
+
+
+def _mean(values: list) -> float | None:
+    """The mean of figures over the validation splits; None when a split's figure is undefined."""
+    return None if any(v is None for v in values) else float(np.mean(values))
+
+
+def _validation_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """A row of :class:`~chiralfair.mitigation.evaluation.Evaluator` on validation rows as ``auto`` reads it."""
+    if "idi_rate" in row:
+        return dict(row)
+    return {"f1": row["f1"], "idi_rate": row["test_idi_rate"],
+            "demographic_parity_difference": row["demographic_parity_difference"],
+            "equalized_odds_difference": row["equalized_odds_difference"]}
+
+
+def _short(value) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
+
+
+def _candidate_text(tried: dict[str, Any], broken: list[str]) -> str:
+    return (f"{tried['label']}: IDI rate {tried['idi_rate']:.2%}, F1 {tried['f1']:.3f}, DPD "
+            f"{_short(tried['demographic_parity_difference'])}, EOD {_short(tried['equalized_odds_difference'])}"
+            + (f" (breaks {', '.join(broken)})" if broken else ""))
+
+
+FIGURES = ("f1", "idi_rate", "demographic_parity_difference", "equalized_odds_difference")
+
+
+@register_method("auto")
+class AutoMitigation(MitigationMethod):
+    """The registered method with the lowest IDI rate within the F1 and group bounds, chosen on validation rows.
+
+    A meta-method over the registry (see the module docstring): every registered method is a candidate unless its
+    class says it is not one for an IDI goal or cannot train the model's kind; each candidate is fitted on the
+    fitting rows of ``repeats`` validation splits of the training rows and measured on their validation rows, and
+    its figures are averaged over the splits, so the choice holds beyond one split. The pick is fitted on all rows.
+
+    Parameters
+    ----------
+    estimator : sklearn classifier, optional
+        The model's kind (as :func:`~chiralfair.mitigation.retrain` passes it, the model under test itself).
+    domain : Domain
+    candidates : list of (str, dict), optional
+        The (method, parameters) to try; default every registered method's (:func:`candidates`).
+    repeats : int, default=3
+        Validation splits to choose over (outside :func:`~chiralfair.mitigation.retrain`, which takes
+        ``validation_repeats``).
+    validation_size : float, default=0.2
+    max_f1_loss, max_group_increase : float, default=0.01, 0.02
+        The bounds (outside retrain; retrain passes its own).
+    random_state : int or None, default=None
+
+    Attributes
+    ----------
+    estimator_ : MitigationMethod
+        The picked method, fitted on all rows.
+    info_ : dict
+        ``choice`` (what was picked and why), ``candidates`` (every candidate's validation figures), ``pick``.
+    """
+
+    not_a_candidate = "it is the choice among the other methods"
+    chooses_on_validation = True
+
+    def __init__(self, estimator=None, domain=None, *, candidates=None, repeats: int = 3,
+                 validation_size: float = 0.2, max_f1_loss: float = 0.01, max_group_increase: float = 0.02,
+                 random_state=None):
+        self.estimator = estimator
+        self.domain = domain
+        self.candidates = candidates
+        self.repeats = repeats
+        self.validation_size = validation_size
+        self.max_f1_loss = max_f1_loss
+        self.max_group_increase = max_group_increase
+        self.random_state = random_state
+
+    @classmethod
+    def check_params(cls, params) -> None:
+        """Refuse a parameter other than ``candidates`` (retrain passes the bounds and the splits itself).
+
+        Parameters
+        ----------
+        params : dict
+
+        Raises
+        ------
+        ConfigError
+        """
+        unknown = set(params) - {"candidates"}
+        if unknown:
+            raise ConfigError(f"auto: unknown parameters {sorted(unknown)} (candidates: a list of (method, params))")
+
+    @classmethod
+    def cannot_run(cls, run, params) -> str | None:
+        """Why not: no registered method can train the run's kind of model (each method's reason).
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .base import method_class
+
+        given = params.get("candidates")
+        if given:
+            for name, p in given:
+                why = method_class(name).cannot_run(run, dict(p))
+                if why:
+                    return f"candidate {name!r}: {why}"
+            return None
+        tried, left_out = candidates(run)
+        if tried:
+            return None
+        return "no registered method can train this model: " + "; ".join(f"{n}: {w}" for n, w in left_out.items())
+
+    @classmethod
+    def build(cls, run, params, added=None):
+        """Each candidate on the run's validation splits, the pick trained on all the training rows.
+
+        Parameters
+        ----------
+        run : MitigationRun
+            With :attr:`~chiralfair.mitigation.protocol.MitigationRun.validation` measured.
+        params : dict
+            ``candidates`` (optional).
+        added : None
+
+        Returns
+        -------
+        retrained : CountingModel
+        info : dict
+            ``choice``, ``how``, ``pick`` (``method``, ``params``, ``within_bounds``, ``unmet``), ``candidates``.
+
+        Raises
+        ------
+        ConfigError
+            Without validation splits.
+        """
+        from .base import method_class
+        from .guardrail import f1_budget
+
+        cls.check_params(params)
+        validation = run.validation
+        if validation.spread is None or not validation.splits:
+            raise ConfigError("method 'auto' needs the model's kind trained on a validation split (none was made)")
+        skipped: dict[str, str] = {}
+        if params.get("candidates"):
+            tried_on = [(str(n), dict(p)) for n, p in params["candidates"]]
+        else:
+            tried_on, skipped = candidates(run)
+        splits = validation.splits
+        reference = {k: _mean([_validation_figures(s.reference)[k] for s in splits]) for k in FIGURES}
+        reference["f1"] = float(np.mean([s.reference["f1"] for s in splits]))
+        budget = f1_budget(run.bounds["max_f1_loss"], validation.spread)
+        bound = run.bounds["max_group_increase"]
+        tried = []
+        for name, candidate in tried_on:
+            method = method_class(name)
+            per_split = []
+            for split in splits:
+                fitted, _ = method.build(run.on(split.reference_model, split.fit_rows), dict(candidate))
+                per_split.append(_validation_figures(split.evaluate(fitted)))
+            figures = {k: _mean([f[k] for f in per_split]) for k in FIGURES}
+            tried.append({"label": method.describe(candidate), "method": name, "params": dict(candidate),
+                          **figures, "idi_rate_min": min(f["idi_rate"] for f in per_split),
+                          "idi_rate_max": max(f["idi_rate"] for f in per_split), "n_splits": len(splits)})
+        n_validation = sum(len(s.validation_rows) for s in splits)
+        pick, why = choose(tried, reference, f1_budget=budget, max_group_increase=bound, n_validation=n_validation)
+        for t in tried:
+            t["broken"] = broken_bounds(t, reference, f1_budget=budget, max_group_increase=bound)
+        within = not tried[pick]["broken"]
+        unmet = [] if within else unmet_bounds(tried, reference, f1_budget=budget, max_group_increase=bound)
+        if not within and not unmet:  # each bound is met by some candidate, but none meets all at once
+            unmet = [f"each bound is met by some candidate but none meets all at once; the closest, "
+                     f"{tried[pick]['label']}, breaks " + ", ".join(
+                         f"{b} (by {g:.3f})" for b, g in _gaps(tried[pick], reference, budget, bound))]
+        name, chosen = tried_on[pick]
+        retrained, info = method_class(name).build(run, dict(chosen))
+        listed = "; ".join(_candidate_text(t, t["broken"]) for t in tried)
+        first = "" if within else "no candidate meets every bound on the validation rows: " + "; ".join(unmet) + ". "
+        info["choice"] = (first + f"picked {tried[pick]['label']}: {why}. Bounds on {len(splits)} validation "
+                          f"split(s) of the training rows ({n_validation} validation rows in all), against the model's "
+                          f"kind trained on each split's other rows (F1 {reference['f1']:.3f}, DPD "
+                          f"{_short(reference['demographic_parity_difference'])}, EOD "
+                          f"{_short(reference['equalized_odds_difference'])}, means over the splits): F1 at most "
+                          f"{budget:.3f} lower (the larger of max_f1_loss and the spread), DPD and EOD at most "
+                          f"{bound:g} higher. Candidates: {listed}")
+        info["how"] = f"auto: {name} ({info['how']})"
+        info["pick"] = {"method": name, "params": dict(chosen), "within_bounds": within, "unmet": unmet}
+        info["candidates"] = {"reference": reference, "f1_budget": budget, "max_group_increase": bound,
+                              "n_splits": len(splits), "n_validation": n_validation, "picked": pick,
+                              "tried": tried, "left_out": skipped}
+        return retrained, info
+
+    def _fit(self, X, y, sample_weight=None) -> None:
+        from .._random import as_generator, derive_seed
+        from ..datasets.base import Dataset
+        from ..models.adapters import as_model
+        from .base import fit_plain, unfitted_copy
+        from .protocol import MitigationRun, ValidationSplits
+
+        if sample_weight is not None:
+            raise ModelCapabilityError(f"{type(self).__name__} takes no sample_weight")
+        if self.estimator is None:
+            raise ConfigError("AutoMitigation needs estimator=<an sklearn classifier or PaperDNNClassifier>")
+        rng = as_generator(self.random_state)
+        seed, split_seed = derive_seed(rng), derive_seed(rng)
+        model = as_model(fit_plain(unfitted_copy(self.estimator, seed), X, y), name=type(self.estimator).__name__)
+        data = Dataset(name="fit-rows", X=X, y=y, domain=self.domain)
+        rows = np.arange(len(X), dtype=np.int64)
+        validation = ValidationSplits.measure(model, data, rows, None, seeds=[seed], random_state=split_seed,
+                                              validation_size=self.validation_size, needed=True, wanted=True,
+                                              repeats=self.repeats)
+        run = MitigationRun(model=model, dataset=data, train=rows, train_seed=seed, validation=validation,
+                            bounds={"max_f1_loss": self.max_f1_loss, "max_group_increase": self.max_group_increase})
+        params = {} if self.candidates is None else {"candidates": self.candidates}
+        fitted, info = self.build(run, params)
+        self.estimator_ = fitted.estimator
+        self.info_ = info

@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 
 from .._registry import Registry
 from ..exceptions import ConfigError, ModelCapabilityError
+from .fitting import fit_plain, fit_with_weights, unfitted_copy  # noqa: F401  (re-exported: the methods use them)
 
 METHODS: Registry[Callable[..., MitigationMethod]] = Registry("mitigation method")
 
@@ -93,6 +94,48 @@ def make_method(name: str, **params) -> MitigationMethod:
     return METHODS.make(name, **params)
 
 
+def method_class(name: str) -> type[MitigationMethod]:
+    """The class registered as ``name`` (a built-in method, one registered in Python, or an entry point's).
+
+    Parameters
+    ----------
+    name : str
+
+    Returns
+    -------
+    type
+        A :class:`MitigationMethod` subclass; its ``name`` is the name it is registered under.
+
+    Raises
+    ------
+    ConfigError
+        For a name not registered (listing the registered ones, plugins included), or an entry that is not a
+        :class:`MitigationMethod` subclass.
+    """
+    from . import _load_all  # noqa: F401  (registers the built-in methods)
+
+    METHODS.check(name)
+    cls = METHODS[name]
+    if not (isinstance(cls, type) and issubclass(cls, MitigationMethod)):
+        raise ConfigError(f"mitigation method {name!r} is registered as {cls!r}, not a MitigationMethod subclass: "
+                          "retrain() calls its class's hooks (needs_idis, cannot_run, candidate_params, build)")
+    if cls.__dict__.get("name") != name:  # an entry point's class, registered by its name in the group
+        cls.name = name
+    return cls
+
+
+def method_names() -> list[str]:
+    """Every registered mitigation method's name, sorted (built-in, registered in Python, installed entry points).
+
+    Returns
+    -------
+    list of str
+    """
+    from . import _load_all  # noqa: F401
+
+    return sorted(METHODS)
+
+
 class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
     """Base of the mitigation methods: label encoding, input checks, delegation of ``predict``/``predict_proba``.
 
@@ -103,6 +146,158 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
     name: ClassVar[str] = "method"
     # Whether the method adds IDI pairs (then retrain() hands it the labelled pairs of a search).
     uses_idis: ClassVar[bool] = False
+    # Why ``auto`` must not pick the method for an IDI goal, as a sentence; None: it is one of auto's candidates.
+    not_a_candidate: ClassVar[str | None] = None
+    # Whether the method chooses among candidates on validation splits of the training rows (then retrain() makes
+    # them, with the model's kind trained on each, before any method runs).
+    chooses_on_validation: ClassVar[bool] = False
+    # The zoo models (by name) the method trains, read by the command line before any work; None: every one.
+    zoo_models: ClassVar[tuple[str, ...] | None] = None
+
+    # ------------------------------------------------------------------ the family's hooks (retrain, auto, CLI)
+    @classmethod
+    def needs_idis(cls, params: dict[str, Any]) -> bool:
+        """Whether the method, with constructor arguments ``params``, adds the labelled IDI pairs of a search.
+
+        Parameters
+        ----------
+        params : dict
+
+        Returns
+        -------
+        bool
+            ``uses_idis``, or a ``with_idis`` parameter set.
+        """
+        return bool(cls.uses_idis or params.get("with_idis"))
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """Refuse parameters :func:`~chiralfair.mitigation.retrain` cannot pass the method (before any training).
+
+        Parameters
+        ----------
+        params : dict
+
+        Raises
+        ------
+        ConfigError
+            Naming a parameter the class does not take, and those it takes.
+        """
+        from .._registry import accepted_parameters
+
+        accepted = accepted_parameters(cls)
+        unknown = sorted(set(params) - set(accepted or params))
+        if unknown:
+            raise ConfigError(f"method {cls.name!r} takes no parameter {', '.join(map(repr, unknown))}; its "
+                              f"parameters: {', '.join(a for a in accepted or () if a not in ('estimator', 'domain'))}")
+
+    @classmethod
+    def cannot_run(cls, run, params: dict[str, Any]) -> str | None:
+        """Why the method cannot train the run's kind of model, as a sentence naming it; None when it can.
+
+        Parameters
+        ----------
+        run : MitigationRun
+            The model under test and its training rows (:class:`~chiralfair.mitigation.protocol.MitigationRun`).
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .kinds import base_estimator
+
+        try:
+            base_estimator(cls.name, run.model, 0, run.trainer)
+        except ModelCapabilityError as err:
+            return str(err)
+        return None
+
+    @classmethod
+    def candidate_params(cls, run) -> list[dict[str, Any]]:
+        """The parameters ``auto`` tries this method with on the run's kind of model (empty: none).
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list of dict
+            Default: the method's defaults, once.
+        """
+        return [{}]
+
+    @classmethod
+    def describe(cls, params: dict[str, Any]) -> str:
+        """The method with ``params`` in words, e.g. ``"counterfactual, reweigh 0.5"``.
+
+        Parameters
+        ----------
+        params : dict
+
+        Returns
+        -------
+        str
+        """
+        parts = [cls.name]
+        if "lam" in params:
+            parts[0] += f" λ={params['lam']:g}"
+        parts += [f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items()
+                  if k not in ("lam", "reweigh", "fine_tune_epochs")]
+        parts.append(f"reweigh {params.get('reweigh', 0.0):g}")
+        if params.get("fine_tune_epochs"):
+            parts.append(f"fine-tuned {params['fine_tune_epochs']} epochs")
+        return ", ".join(parts)
+
+    @classmethod
+    def build(cls, run, params: dict[str, Any], added=None):
+        """Fit the method on the run's training rows (and ``added`` labelled rows) for the run's kind of model.
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+            Constructor arguments.
+        added : (numpy.ndarray, numpy.ndarray), optional
+            Labelled IDI rows in codes (for a method that :meth:`needs_idis`).
+
+        Returns
+        -------
+        retrained : CountingModel
+            The fitted method wrapped as chiralfair measures it.
+        info : dict
+            What the fit did (``info_``), ``how`` (the class's name) and ``choice`` (:meth:`choice_text`).
+        """
+        from ..models.adapters import as_model
+        from .dnn import PaperDNNClassifier
+        from .kinds import base_estimator
+        from .refit import speaks_codes_and_labels
+
+        model = run.model
+        estimator = base_estimator(cls.name, model, run.train_seed, None)
+        if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
+            estimator = PaperDNNClassifier.from_module(model.estimator, **estimator.get_params())  # its weights
+        from .._registry import accepted_parameters
+        if "random_state" in (accepted_parameters(cls) or ()) and "random_state" not in params:
+            params = {"random_state": run.seed_of(cls.name), **params}
+        cls.check_params(params)
+        method = cls(estimator=estimator, domain=run.dataset.domain, **params)
+        method.fit(run.dataset.X[run.train], run.dataset.y[run.train], **({} if added is None else {"added": added}))
+        info = dict(method.info_)
+        info["choice"] = method.choice_text()
+        info["how"] = type(method).__name__
+        method.in_model_language_ = speaks_codes_and_labels(model.language)
+        return as_model(method, name=f"{cls.name}-{model.name}", batch_size=model.batch_size), info
+
+    def choice_text(self) -> str | None:
+        """What the fit chose on validation rows, in words (None: it chose nothing).
+
+        Returns
+        -------
+        str or None
+        """
+        return None
 
     def fit(self, X, y, sample_weight=None, **fit_params) -> MitigationMethod:
         """Fit the mitigated classifier on int codes ``X`` (n_samples, n_features) and two-class labels ``y``.
@@ -225,65 +420,6 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
         """Fit ``estimator_`` on int codes ``X`` and labels {0, 1} ``y``; set ``info_``."""
 
 
-def fit_with_weights(estimator, X, y, sample_weight):
-    """Fit ``estimator`` with ``sample_weight`` (routed to a Pipeline's last step, through nested ones), returning it.
-
-    Parameters
-    ----------
-    estimator : sklearn estimator or Pipeline
-        Unfitted; fitted in place.
-    X : array-like, shape (n_samples, n_features)
-    y : array-like, shape (n_samples,)
-    sample_weight : numpy.ndarray of float, shape (n_samples,)
-
-    Returns
-    -------
-    estimator
-        The fitted ``estimator``.
-
-    Raises
-    ------
-    ModelCapabilityError
-        If the estimator (or a Pipeline's last step) takes no ``sample_weight`` in ``fit``.
-    """
-    from sklearn.pipeline import Pipeline
-    from sklearn.utils.validation import has_fit_parameter
-
-    from ..models.threads import single_native_thread
-
-    target, route = estimator, []
-    while isinstance(target, Pipeline):  # your Pipeline inside ours (codes -> frame): route to the final step
-        name, target = target.steps[-1]
-        route.append(name)
-    if not has_fit_parameter(target, "sample_weight"):
-        raise ModelCapabilityError(
-            f"{type(target).__name__}.fit takes no sample_weight; counterfactual augmentation weights each row's "
-            "copies so that the data's size does not change the fit. Use an estimator that takes sample_weight")
-    with single_native_thread():
-        return estimator.fit(X, y, **{"__".join([*route, "sample_weight"]): sample_weight})
-
-
-def fit_plain(estimator, X, y):
-    """Fit ``estimator`` on one native thread, returning it.
-
-    Parameters
-    ----------
-    estimator : sklearn estimator
-        Unfitted; fitted in place.
-    X : array-like, shape (n_samples, n_features)
-    y : array-like, shape (n_samples,)
-
-    Returns
-    -------
-    estimator
-        The fitted ``estimator``.
-    """
-    from ..models.threads import single_native_thread
-
-    with single_native_thread():
-        return estimator.fit(X, y)
-
-
 def check_shares(share) -> tuple[float, ...]:
     """Validate ``share`` (a number or a sequence) into a tuple of distinct values in (0, 1].
 
@@ -313,24 +449,3 @@ def check_shares(share) -> tuple[float, ...]:
         if float(v) not in out:
             out.append(float(v))
     return tuple(out)
-
-
-def unfitted_copy(est, seed: int):
-    """A clone with the same hyper-parameters; a ``random_state`` left at None gets ``seed`` (reproducible).
-
-    Parameters
-    ----------
-    est : sklearn estimator
-    seed : int
-        The ``random_state`` given to every ``random_state`` parameter left at None.
-
-    Returns
-    -------
-    sklearn estimator
-        Unfitted.
-    """
-    from sklearn.base import clone
-    copy = clone(est)
-    unset = {k: seed for k, v in copy.get_params(deep=True).items()
-             if (k == "random_state" or k.endswith("__random_state")) and v is None}
-    return copy.set_params(**unset) if unset else copy

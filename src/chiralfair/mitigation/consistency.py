@@ -69,6 +69,9 @@ class CounterfactualLogitPairing(MitigationMethod):
         One counterpart per row and epoch, or every counterpart (GRFT's repair).
     reweigh : float, default=0.0
         Strength of the reweighing of the training rows by group and label (0: none).
+    group : float, default=0.0
+        Weight of the group term of the network's loss (:class:`~chiralfair.mitigation.dnn.PaperDNNClassifier`
+        ``group``: the equalized-odds gap of its mean P(positive) over the protected groups in each batch).
     random_state : int, numpy.random.Generator or None, default=None
         Of the validation split (and of the network, see ``estimator``).
 
@@ -91,9 +94,63 @@ class CounterfactualLogitPairing(MitigationMethod):
     .. [1] Garg et al., AIES 2019.
     """
 
+    zoo_models = ("dnn",)
+
+    @classmethod
+    def cannot_run(cls, run, params) -> str | None:
+        """Why not: the model is not the zoo DNN (the penalty is on a torch network's logits).
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .kinds import is_zoo_dnn
+
+        if run.trainer is not None or is_zoo_dnn(run.model):
+            return super().cannot_run(run, params)
+        return (f"method 'consistency' trains a torch network with a logit penalty; model {run.model.name!r} is "
+                    "not the zoo DNN. Use counterfactual or unaware for it")
+
+    @classmethod
+    def candidate_params(cls, run) -> list[dict]:
+        """``auto``'s candidates on the zoo DNN (:mod:`.auto`): fine-tuned at λ × reweighing, and from scratch.
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list of dict
+        """
+        from .auto import FINE_TUNE_EPOCHS, GROUP_WEIGHTS, REWEIGH_STRENGTHS, SCRATCH_LAM, TORCH_LAMS
+
+        tuned = [{"lam": lam, "reweigh": r, "fine_tune_epochs": FINE_TUNE_EPOCHS}
+                 for lam in TORCH_LAMS for r in REWEIGH_STRENGTHS]
+        grouped = [{"lam": SCRATCH_LAM, "group": g, "fine_tune_epochs": FINE_TUNE_EPOCHS} for g in GROUP_WEIGHTS]
+        return tuned + grouped + [{"lam": SCRATCH_LAM, "reweigh": 0.5}]
+
+    def choice_text(self) -> str | None:
+        """The λ and how it was chosen (the candidates on the validation rows), and where training started.
+
+        Returns
+        -------
+        str
+        """
+        info = self.info_
+        return (f"λ = {self.lam_:g}" + (f" ({info['why']}; candidates " + ", ".join(
+            f"λ={c['lam']:g}: F1 {c['validation_f1']:.3f}, IDI rate {c['validation_idi_rate']:.2%}"
+            for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
+            if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
+
     def __init__(self, estimator=None, domain=None, *, lam="auto", lams=DEFAULT_LAMS, validation_size: float = 0.2,
                  max_f1_loss: float = 0.01, fine_tune_epochs: int | None = None, pairing: str = "draw",
-                 reweigh: float = 0.0, random_state=None):
+                 reweigh: float = 0.0, group: float = 0.0, random_state=None):
         self.estimator = estimator
         self.domain = domain
         self.lam = lam
@@ -103,6 +160,7 @@ class CounterfactualLogitPairing(MitigationMethod):
         self.fine_tune_epochs = fine_tune_epochs
         self.pairing = pairing
         self.reweigh = reweigh
+        self.group = group
         self.random_state = random_state
 
     def _fit(self, X, y, sample_weight=None) -> None:
@@ -119,7 +177,7 @@ class CounterfactualLogitPairing(MitigationMethod):
         if self.fine_tune_epochs is not None:
             from .counterfactual import fitted_start
             start = fitted_start(template, X, y)
-        template = clone(template).set_params(domain=self.domain, pairing=self.pairing)
+        template = clone(template).set_params(domain=self.domain, pairing=self.pairing, group=self.group)
         if template.random_state is None:
             template.set_params(random_state=derive_seed(rng))
         if self.lam == "auto":

@@ -19,11 +19,16 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.base import clone
 
 from ..exceptions import ConfigError
 from .base import MitigationMethod, fit_with_weights, register_method
+
+if TYPE_CHECKING:
+    from ..models.protocol import CountingModel
 
 
 def augment(X: np.ndarray, y: np.ndarray, domain, weight=None):
@@ -137,6 +142,42 @@ class CounterfactualAugmentation(MitigationMethod):
 
     uses_idis = False
 
+    @classmethod
+    def candidate_params(cls, run) -> list[dict]:
+        """``auto``'s candidates: each reweighing strength (:mod:`.auto`), from scratch.
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list of dict
+        """
+        from .auto import reweigh_strengths
+        return [{"reweigh": r} for r in reweigh_strengths(run)]
+
+    @classmethod
+    def build(cls, run, params, added=None):
+        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+        added : (numpy.ndarray, numpy.ndarray), optional
+
+        Returns
+        -------
+        retrained : CountingModel
+        info : dict
+        """
+        from .refit import refits_in_its_own_language
+
+        if refits_in_its_own_language(run.model, params):
+            return counterfactual_in_its_own_language(run.model, run.dataset, run.train, added, params, run.train_seed)
+        return super().build(run, params, added)
+
     def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None,
                  reweigh: float = 0.0):
         self.estimator = estimator
@@ -230,3 +271,57 @@ def fitted_start(estimator, X, y):
         raise ModelCapabilityError(f"fine_tune_epochs continues training the paper's DNN from its weights; "
                                    f"{type(estimator).__name__} is not a PaperDNNClassifier")
     return estimator if hasattr(estimator, "module_") else clone(estimator).fit(X, y)
+
+
+def counterfactual_in_its_own_language(model: CountingModel, dataset, train, added, params: dict, seed: int):
+    """Counterfactual augmentation's rows and weights, fitted by a copy of the user's estimator.
+
+    The rows are :class:`~chiralfair.mitigation.counterfactual.CounterfactualAugmentation`'s (its function
+    :func:`~chiralfair.mitigation.counterfactual.augmented_training_rows`), in the model's input and labels.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    train : numpy.ndarray of int64
+        The training rows.
+    added : (numpy.ndarray, numpy.ndarray) or None
+        Labelled IDI rows (``with_idis``).
+    params : dict
+        ``with_idis``, ``reweigh``.
+    seed : int
+
+    Returns
+    -------
+    retrained : CountingModel
+    info : dict
+
+    Raises
+    ------
+    ConfigError
+        For another parameter, or ``with_idis`` without IDI pairs.
+    """
+    from .fitting import unfitted_copy
+    from .refit import like_the_model, training_input
+    from .reweighing import reweighed
+
+    unknown = set(params) - {"with_idis", "reweigh"}
+    if unknown:
+        raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
+                          "language (with_idis, reweigh)")
+    if params.get("with_idis") and added is None:
+        raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
+    domain, language = dataset.domain, model.language
+    train = np.asarray(train, dtype=np.int64)
+    X, y = dataset.X[train], dataset.y[train]
+    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
+    rows, labels, weights, n_added, origin = augmented_training_rows(
+        X, y, domain, weight, added=added if params.get("with_idis") else None)
+    origin = np.where(origin >= 0, train[np.maximum(origin, 0)], -1)
+    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), training_input(model, dataset, rows, origin),
+                              language.model_labels(labels), weights)
+    info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
+            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
+            "reweigh": float(params.get("reweigh", 0.0)),
+            "language": "refitted in the model's own input and labels (saved as your kind of model)"}
+    return like_the_model(fitted, model, f"counterfactual-{model.name}"), info

@@ -55,6 +55,10 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
     device : str, default="cpu"
     consistency : float, default=0.0
         λ of the counterfactual logit-pairing penalty (0: none); needs ``domain``.
+    group : float, default=0.0
+        Weight of a group term (0: none); needs ``domain``: the loss adds, over each batch, for each label, the
+        largest minus the smallest mean P(positive) of the protected groups present (a smooth equalized-odds gap,
+        which holds the group metrics while the penalty above removes the use of the protected attributes).
     pairing : {"draw", "all"}, default="draw"
         Which counterparts the penalty pairs each row with: one possible counterpart drawn afresh each epoch, or
         every possible one (GRFT's repair, the counterfactual loss over all protected values; ``k - 1`` more
@@ -79,13 +83,14 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, epochs: int = 30, batch_size: int = 128, lr: float = 0.01, standardize: bool = True,
                  device: str = "cpu", consistency: float = 0.0, pairing: str = "draw", domain=None,
-                 random_state=None):
+                 random_state=None, group: float = 0.0):
         self.epochs = epochs
         self.batch_size = batch_size
         self.lr = lr
         self.standardize = standardize
         self.device = device
         self.consistency = consistency
+        self.group = group
         self.pairing = pairing
         self.domain = domain
         self.random_state = random_state
@@ -229,6 +234,13 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
         pairing = check_choice(self.pairing, "pairing", PAIRINGS)
         probabilities, epoch_rows, loss_weight = _epoch_draw(sample_weight, len(X))
         counterparts = _Counterparts(self.domain, X) if lam > 0 else None
+        mu = check_float(self.group, "group", minimum=0.0)
+        g_all = None
+        if mu > 0:
+            if self.domain is None or not getattr(self.domain, "protected", None):
+                raise ConfigError("group > 0 needs domain=<the Domain of X> with its protected attributes set")
+            from .reweighing import protected_groups
+            g_all = torch.as_tensor(protected_groups(self.domain, X), device=self.device)
         module = self.module_.train()
         x_all = torch.as_tensor(X, dtype=torch.float32, device=self.device)
         y_all = torch.as_tensor(y, dtype=torch.float32, device=self.device)[:, None]
@@ -243,6 +255,7 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
                     order = rng.choice(len(X), size=epoch_rows, replace=False, p=probabilities)
                 order_t = torch.as_tensor(order, device=self.device)
                 x_epoch, y_epoch = x_all[order_t], y_all[order_t]
+                g_epoch = None if g_all is None else g_all[order_t]
                 w_epoch = None if w_all is None else w_all[order_t]
                 x_cf = mask = None
                 if counterparts is not None and pairing == "draw":
@@ -262,12 +275,31 @@ class PaperDNNClassifier(ClassifierMixin, BaseEstimator):
                         loss = loss + lam * (logit - module.logit(x_cf[start:end])).abs().mean()
                     elif x_cf is not None and mask is not None:
                         loss = loss + lam * _all_pairs_penalty(module, logit, x_cf[start:end], mask[start:end])
+                    if g_epoch is not None:
+                        loss = loss + mu * _group_gap(torch.sigmoid(logit[:, 0]), yb[:, 0], g_epoch[start:end])
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
                     total += float(loss.detach()) * len(xb)
                 logger.debug("dnn epoch %d/%d: mean loss %.4f", epoch + 1, epochs, total / max(1, len(order)))
         module.eval()
+
+
+def _group_gap(p, y, groups):
+    """Per label, the largest minus the smallest mean ``p`` over the groups present in the batch, summed."""
+    import torch
+
+    one_hot = torch.nn.functional.one_hot(groups, int(groups.max()) + 1).to(p.dtype)  # (b, G)
+    total = p.new_zeros(())
+    for label in (0.0, 1.0):
+        rows = (y == label).to(p.dtype)[:, None] * one_hot
+        counts = rows.sum(0)
+        present = counts > 0
+        if int(present.sum()) < 2:
+            continue
+        means = (rows * p[:, None]).sum(0)[present] / counts[present]
+        total = total + means.max() - means.min()
+    return total
 
 
 def _all_pairs_penalty(module, logit, every, possible):

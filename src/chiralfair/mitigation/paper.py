@@ -104,6 +104,88 @@ class PaperRetraining(MitigationMethod):
     """
 
     uses_idis = True
+    not_a_candidate = ("it retrains with the labelled IDI pairs of a search on the model under test, which auto's "
+                       "candidates, fitted on a validation split's rows, do not have")
+
+    @classmethod
+    def check_params(cls, params) -> None:
+        """Refuse every parameter: in :func:`~chiralfair.mitigation.retrain` they are retrain()'s own.
+
+        Parameters
+        ----------
+        params : dict
+
+        Raises
+        ------
+        ConfigError
+            For any parameter.
+        """
+        if params:
+            raise ConfigError("method 'paper' takes its parameters from retrain() itself (share, pairs, ensemble, "
+                              f"mode), not from method_params; got {sorted(params)}")
+
+    @classmethod
+    def cannot_run(cls, run, params) -> str | None:
+        """Why the model cannot be trained again in the run's mode (``trainer=`` trains any model).
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .kinds import check_trainable
+
+        try:
+            check_trainable(run.model, run.mode, run.trainer)
+        except ModelCapabilityError as err:
+            return str(err)
+        return None
+
+    @classmethod
+    def candidate_params(cls, run) -> list:
+        """None: ``paper`` is not one of ``auto``'s candidates (:attr:`not_a_candidate`).
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list
+        """
+        return []
+
+    @classmethod
+    def build(cls, run, params, added=None):
+        """The model under test trained again on its training rows plus ``added`` (the zoo DNN fine-tuned).
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+            Empty (:meth:`check_params`).
+        added : (numpy.ndarray, numpy.ndarray)
+            The labelled IDI rows.
+
+        Returns
+        -------
+        retrained : CountingModel
+        info : dict
+            ``n_rows_added``, ``how`` (``"spec"``, ``"fine-tune"``, ``"sklearn-clone"`` or ``"trainer"``).
+        """
+        from .kinds import train_again
+
+        if added is None:
+            raise ConfigError("method 'paper' retrains with IDI pairs: pass idis=")
+        X_new, y_new = added
+        retrained, how = train_again(run.model, run.dataset, run.train, X_new, y_new, mode=run.mode,
+                                     trainer=run.trainer, random_state=run.train_seed, cache_dir=run.cache_dir,
+                                     epochs=FINE_TUNE_EPOCHS)
+        return retrained, {"n_rows_added": int(len(X_new)), "how": how}
 
     def __init__(self, estimator=None, domain=None, *, generator: str = "aequitas", seeds: str = "cluster",
                  max_global: int = 100, max_local: int = 100, share: float = 1.0, pairs: str = "both",

@@ -7,22 +7,21 @@ columns a method changes decoded (:func:`training_input`; an IDI, nobody's row, 
 copy of your estimator (same hyper-parameters, :func:`~chiralfair.mitigation.base.unfitted_copy`) is fitted on
 them, so the model saved is your kind of model and ``--model`` loads it back.
 
-One function per method builds those rows and fits the copy: :func:`counterfactual_in_its_own_language`,
-:func:`unaware_in_its_own_language`, and :func:`refit_copy` (the model itself on other rows: ``paper``'s added IDI
+Each method builds those rows and fits the copy in its own module (``counterfactual_in_its_own_language`` in
+:mod:`.counterfactual`, ``unaware_in_its_own_language`` in :mod:`.unaware`), with :func:`training_input` and
+:func:`like_the_model` from here; :func:`refit_copy` fits the model itself on other rows (``paper``'s added IDI
 pairs, the training-seed spread and ``auto``'s reference).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
-from ..exceptions import ConfigError, ModelCapabilityError
 from ..models.adapters import as_model
 from ..models.protocol import CountingModel
-from .base import fit_plain, fit_with_weights, unfitted_copy
+from .fitting import fit_plain, unfitted_copy
 
 
 def speaks_codes_and_labels(language) -> bool:
@@ -192,111 +191,3 @@ def refit_copy(model: CountingModel, dataset, rows, seed: int, name: str, added=
     fitted = fit_plain(unfitted_copy(model.estimator, seed), training_input(model, dataset, X, origin),
                        model.language.model_labels(y))
     return like_the_model(fitted, model, name)
-
-
-def counterfactual_in_its_own_language(model: CountingModel, dataset, train, added, params: dict, seed: int):
-    """Counterfactual augmentation's rows and weights, fitted by a copy of the user's estimator.
-
-    The rows are :class:`~chiralfair.mitigation.counterfactual.CounterfactualAugmentation`'s (its function
-    :func:`~chiralfair.mitigation.counterfactual.augmented_training_rows`), in the model's input and labels.
-
-    Parameters
-    ----------
-    model : CountingModel
-    dataset : Dataset
-    train : numpy.ndarray of int64
-        The training rows.
-    added : (numpy.ndarray, numpy.ndarray) or None
-        Labelled IDI rows (``with_idis``).
-    params : dict
-        ``with_idis``, ``reweigh``.
-    seed : int
-
-    Returns
-    -------
-    retrained : CountingModel
-    info : dict
-
-    Raises
-    ------
-    ConfigError
-        For another parameter, or ``with_idis`` without IDI pairs.
-    """
-    from .counterfactual import augmented_training_rows
-    from .reweighing import reweighed
-
-    unknown = set(params) - {"with_idis", "reweigh"}
-    if unknown:
-        raise ConfigError(f"counterfactual: unknown parameters {sorted(unknown)} for a model refitted in its own "
-                          "language (with_idis, reweigh)")
-    if params.get("with_idis") and added is None:
-        raise ConfigError("counterfactual with_idis=True needs labelled IDI pairs")
-    domain, language = dataset.domain, model.language
-    train = np.asarray(train, dtype=np.int64)
-    X, y = dataset.X[train], dataset.y[train]
-    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
-    rows, labels, weights, n_added, origin = augmented_training_rows(
-        X, y, domain, weight, added=added if params.get("with_idis") else None)
-    origin = np.where(origin >= 0, train[np.maximum(origin, 0)], -1)
-    fitted = fit_with_weights(unfitted_copy(model.estimator, seed), training_input(model, dataset, rows, origin),
-                              language.model_labels(labels), weights)
-    info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
-            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
-            "reweigh": float(params.get("reweigh", 0.0)),
-            "language": "refitted in the model's own input and labels (saved as your kind of model)"}
-    return like_the_model(fitted, model, f"counterfactual-{model.name}"), info
-
-
-def unaware_in_its_own_language(model: CountingModel, dataset, train, params: dict, seed: int):
-    """Unawareness in the user's language: a copy of the user's estimator fitted on the blinded training rows.
-
-    As :class:`~chiralfair.mitigation.unaware.Unawareness`, with the blinding saved in the model's own raw values.
-
-    Parameters
-    ----------
-    model : CountingModel
-    dataset : Dataset
-    train : numpy.ndarray of int64
-    params : dict
-        ``reweigh``.
-    seed : int
-
-    Returns
-    -------
-    retrained : CountingModel
-        Its estimator is a scikit-learn Pipeline (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`): a
-        :class:`~chiralfair.mitigation.blinding.Blinder` that blinds the protected and coupled columns in the
-        model's own input (your raw values), then your estimator refitted on blinded rows.
-    info : dict
-
-    Raises
-    ------
-    ConfigError
-        For another parameter, or a coupling a raw frame cannot be blinded by (:func:`.blinding.frame_blinding`).
-    """
-    from .blinding import blind, blinded_pipeline, codes_blinding, frame_blinding
-    from .reweighing import reweighed
-
-    unknown = set(params) - {"reweigh"}
-    if unknown:
-        raise ConfigError(f"unaware: unknown parameters {sorted(unknown)} for a model refitted in its own language "
-                          "(reweigh)")
-    domain, language = dataset.domain, model.language
-    if language.as_values:
-        raise ModelCapabilityError(
-            f"method 'unaware' cannot refit model {model.name!r}, which is fed the data's values "
-            "(model_input='values'): the blinding it saves with the model is kept by column name (a frame) or by "
-            "code, neither of which such a model takes; use method 'counterfactual' or 'paper'")
-    train = np.asarray(train, dtype=np.int64)
-    X, y = dataset.X[train], dataset.y[train]
-    codes = codes_blinding(domain)
-    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
-    inputs, labels = training_input(model, dataset, blind(X, codes), train), language.model_labels(y)
-    copy = unfitted_copy(model.estimator, seed)
-    fitted = fit_plain(copy, inputs, labels) if weight is None else fit_with_weights(copy, inputs, labels, weight)
-    blinding: dict[str, Any] = (frame_blinding(domain, language.to_frame, language.feature_names)
-                                if language.takes_frame else codes)
-    info = {"n_columns_blinded": int(len(domain.protected) + len(domain.coupled_columns)), "how": "Unawareness",
-            "reweigh": float(params.get("reweigh", 0.0)),
-            "language": "refitted in the model's own input and labels, the blinding saved with it"}
-    return like_the_model(blinded_pipeline(fitted, blinding), model, f"unaware-{model.name}"), info

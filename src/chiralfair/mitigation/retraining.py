@@ -65,7 +65,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,15 +81,16 @@ from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
 from ..storage import json_default
-from .auto import candidates
-from .base import MitigationMethod, check_shares, make_method, unfitted_copy
+from .auto import _validation_figures
+from .base import MitigationMethod, check_shares, method_class
 from .evaluation import CONFIDENCE, Evaluator, wilson
 from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, f1_budget, judge
+from .kinds import kind_of, paper_mode
 from .labelling import default_ensemble, fit_ensemble, vote_labels
 from .leakage import HeldOutProjections
-from .names import AUTO_METHOD as AUTO
-from .names import BUILTIN_METHODS
+from .names import DEFAULT_METHOD
 from .paper import FINE_TUNE_EPOCHS, added_rows, shared_count
+from .protocol import DEFAULT_VALIDATION_REPEATS, MitigationRun, ValidationSplits
 from .spread import DEFAULT_SPREAD_SEEDS, in_spreads
 
 logger = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class RetrainResult:
     seconds: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     models: tuple = field(default=(), repr=False)
-    methods: tuple[str, ...] = ("paper",)
+    methods: tuple[str, ...] = (DEFAULT_METHOD,)
     leakage: dict[str, Any] = field(default_factory=dict)
     max_f1_loss: float = DEFAULT_MAX_F1_LOSS
     improved: bool = True
@@ -386,7 +387,7 @@ class RetrainResult:
         d = json.loads(text)
         d["rows"] = tuple(d["rows"])
         d["notes"] = tuple(d["notes"])
-        d["methods"] = tuple(d.get("methods", ("paper",)))
+        d["methods"] = tuple(d.get("methods", (DEFAULT_METHOD,)))
         return cls(**d)
 
     def same_figures(self, other: RetrainResult) -> bool:
@@ -410,6 +411,17 @@ class RetrainResult:
         list of str
             Markdown lines.
         """
+        return self._auto_lines() + self._guardrail_lines()
+
+    def _auto_lines(self) -> list[str]:
+        """``auto``'s bounds that no candidate met on the validation rows, said before anything else."""
+        pick = self.meta.get("auto_pick") or {}
+        if pick.get("within_bounds", True):
+            return []
+        return [f"**auto: no candidate met every bound on the validation rows**: {'; '.join(pick.get('unmet') or ())}"
+                f"; it picked {pick['method']} by the rule under Choices."]
+
+    def _guardrail_lines(self) -> list[str]:
         if self.improved:
             return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
                     f"before one) at an F1 cost of at most {f1_budget(self.max_f1_loss, self.spread):g}"
@@ -419,13 +431,15 @@ class RetrainResult:
         return ["**Not an improvement**" + f" ({len(self.failures)} of {len(self.after)}):"] + [
             f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
 
-    def to_markdown(self, plot: str | None = None) -> str:
+    def to_markdown(self, plot: str | None = None, candidates_plot: str | None = None) -> str:
         """The guardrail first, then the table, the leak check, the ensemble and the notes (``plot``: a PNG name).
 
         Parameters
         ----------
         plot : str, optional
             File name of the trade-off plot, linked at the end.
+        candidates_plot : str, optional
+            File name of ``auto``'s candidates plot (:meth:`plot_candidates`), linked under its table.
 
         Returns
         -------
@@ -459,11 +473,84 @@ class RetrainResult:
         choices = [f"- {_label(r)}: {r['choice']}" for r in self.after if r.get("choice")]
         if choices:
             lines += ["", "## Choices (made on a validation split of the training rows)", "", *choices]
+        lines += self._candidate_lines(candidates_plot)
         if plot:
             lines += ["", f"![F1 against the held-out IDI rate]({plot})"]
         if self.notes:
             lines += ["", "## Notes", ""] + [f"- {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+    def _candidate_lines(self, plot: str | None) -> list[str]:
+        """``auto``'s candidates as a table: each one's validation figures, means over the splits, and its verdict."""
+        table = self.meta.get("auto_candidates")
+        if not table:
+            return []
+        ref = table["reference"]
+        lines = ["", f"## auto's candidates (validation rows of {table['n_splits']} splits of the training rows, "
+                 f"{table['n_validation']} rows in all; never the test rows)", "",
+                 "| candidate | IDI rate, mean [min–max over splits] | F1 | DPD | EOD | within the bounds |",
+                 "|---|---|---|---|---|---|",
+                 f"| the model's kind (reference) | {ref['idi_rate']:.4f} | {ref['f1']:.4f} | "
+                 f"{_figure(ref['demographic_parity_difference'])} | {_figure(ref['equalized_odds_difference'])} | – |"]
+        for i, t in enumerate(table["tried"]):
+            mark = " (**picked**)" if i == table["picked"] else ""
+            lines.append(f"| {t['label']}{mark} | {t['idi_rate']:.4f} [{t['idi_rate_min']:.4f}–{t['idi_rate_max']:.4f}]"
+                         f" | {t['f1']:.4f} | {_figure(t['demographic_parity_difference'])} | "
+                         f"{_figure(t['equalized_odds_difference'])} | "
+                         + ("yes" if not t["broken"] else "no: " + "; ".join(t["broken"])) + " |")
+        lines += ["", f"Bounds: F1 at most {table['f1_budget']:.3f} below the reference's, DPD and EOD at most "
+                  f"{table['max_group_increase']:g} above its."]
+        if table.get("left_out"):
+            left = table["left_out"].items()
+            lines += ["", "Registered methods not tried: " + "; ".join(f"{n}: {w}" for n, w in left)]
+        if plot:
+            lines += ["", f"![auto's candidates: F1 and group gaps against the validation IDI rate]({plot})"]
+        return lines
+
+    def plot_candidates(self, path) -> bool:
+        """Draw ``auto``'s candidates: validation F1, and the rise of DPD and EOD, against the validation IDI rate.
+
+        Parameters
+        ----------
+        path : str or path-like
+            PNG file to write.
+
+        Returns
+        -------
+        bool
+            Whether ``auto`` ran (else nothing is written).
+        """
+        table = self.meta.get("auto_candidates")
+        if not table:
+            return False
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        ref, tried = table["reference"], table["tried"]
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+        x = np.array([t["idi_rate"] for t in tried])
+        ok = np.array([not t["broken"] for t in tried])
+        for ax, ys, label, limit in (
+                (axes[0], [t["f1"] for t in tried], "validation F1", ref["f1"] - table["f1_budget"]),
+                (axes[1], [_rise(t, ref) for t in tried], "largest rise of DPD or EOD over the reference",
+                 table["max_group_increase"])):
+            y = np.array(ys, dtype=float)
+            ax.scatter(x[ok], y[ok], marker="o", label="within the bounds")
+            ax.scatter(x[~ok], y[~ok], marker="x", label="beyond a bound")
+            ax.scatter([x[table["picked"]]], [y[table["picked"]]], s=160, facecolors="none", edgecolors="red",
+                       label="picked")
+            ax.axhline(limit, linestyle="--", color="grey", linewidth=1, label="bound")
+            ax.set_xlabel("validation IDI rate (mean over the splits)")
+            ax.set_ylabel(label)
+            ax.legend(fontsize=7)
+        fig.suptitle(f"auto's candidates on {table['n_splits']} validation splits "
+                     f"({self.meta.get('dataset')} / {','.join(self.meta.get('protected', []))} / "
+                     f"{self.meta.get('model')})", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+        return True
 
     def plot(self, path) -> None:
         """Draw F1 against the held-out IDI rate (95% interval), one point per method and share, and the model before.
@@ -511,6 +598,17 @@ _TABLE = ("stage", "method", "share", "n_rows_added", "f1", "f1_loss_in_spread",
           "domain_idi_rate", "search_n_idis", "remaining_idis", "demographic_parity_difference",
           "equalized_odds_difference", "improved")
 _OPTIONAL = ("domain_idi_rate", "search_n_idis", "remaining_idis", "share", "n_rows_added", "f1_loss_in_spread")
+
+
+def _figure(value) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+def _rise(tried: dict[str, Any], reference: dict[str, Any]) -> float:
+    """The larger rise of DPD and EOD over the reference (NaN when neither is defined)."""
+    rises = [tried[k] - reference[k] for k in ("demographic_parity_difference", "equalized_odds_difference")
+             if tried.get(k) is not None and reference.get(k) is not None]
+    return max(rises) if rises else float("nan")
 
 
 def counterparts_line(meta: dict[str, Any]) -> str:
@@ -596,27 +694,28 @@ def check_methods(method) -> tuple[str, ...]:
     Raises
     ------
     ConfigError
-        Naming the unknown method and the valid names, or for an empty sequence.
+        Naming the unknown method and the registered ones (plugins included), or for an empty sequence.
     """
-    from . import _load_all  # noqa: F401
-    from .base import METHODS
+    from . import _load_all  # noqa: F401  (registers the built-in methods)
+    from .base import METHODS, method_names
 
     names = [method] if isinstance(method, str) else list(method)
     if not names:
-        raise ConfigError(f"method must name at least one of {', '.join(BUILTIN_METHODS)}, {AUTO}")
+        raise ConfigError(f"method must name at least one of {', '.join(method_names())}")
     for name in names:
-        if name != AUTO:
-            METHODS.check(name)
+        METHODS.check(name)
     return tuple(dict.fromkeys(names))
 
 
-def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] = "paper", protocol: str = "holdout",
-            share: float | Sequence[float] = 1.0, pairs: str = "both", ensemble=None, mode: str = "auto",
+def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] = DEFAULT_METHOD,
+            protocol: str = "holdout", share: float | Sequence[float] = 1.0, pairs: str = "both", ensemble=None,
+            mode: str = "auto",
             trainer: Trainer | None = None, recheck=None, train_index=None, searched_with: dict | None = None,
             search: bool | None = None, search_random_state: int | None = None,
             method_params: dict[str, dict] | None = None, max_f1_loss: float = DEFAULT_MAX_F1_LOSS,
             max_group_increase: float = DEFAULT_MAX_GROUP_INCREASE, spread_seeds: int = DEFAULT_SPREAD_SEEDS,
-            validation_size: float = 0.2, own_spread: dict | None = None, plausible_only: bool = False,
+            validation_size: float = 0.2, validation_repeats: int = DEFAULT_VALIDATION_REPEATS,
+            own_spread: dict | None = None, plausible_only: bool = False,
             margin: float = 0.005, cache_dir=None, random_state: int = 0) -> RetrainResult:
     """Train the model again with each mitigation method and compare before and after on the held-out rows.
 
@@ -670,6 +769,9 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         its own F1 spread (:mod:`.spread`; 0: not measured unless ``auto`` needs it).
     validation_size : float, default=0.2
         Share of the training rows held out for the spread and for ``auto``'s choice.
+    validation_repeats : int, default=3
+        Validation splits ``auto`` chooses over (its candidates' figures averaged over them); the spread is
+        measured on the first.
     own_spread : dict, optional
         The model's own F1 spread measured before (an earlier :attr:`RetrainResult.spread` of the same model and
         training rows), used instead of measuring it again (``auto`` still trains its reference).
@@ -731,22 +833,27 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     max_f1_loss = check_float(max_f1_loss, "max_f1_loss", minimum=0.0)
     max_group_increase = check_float(max_group_increase, "max_group_increase", minimum=0.0)
     spread_seeds = check_int(spread_seeds, "spread_seeds", minimum=0)
-    params = _method_params(method_params, methods)
+    validation_repeats = check_int(validation_repeats, "validation_repeats", minimum=1)
+    classes = {name: method_class(name) for name in methods}
+    params = _method_params(method_params, classes)
     domain = dataset.domain
     start = time.perf_counter()
     rng, random_state_described = resolve_random_state(random_state)
     counting, train, test, train_seed = _model_and_split(model, dataset, train_index, rng)
-    paper_mode = _paper_mode(counting, mode, trainer) if "paper" in methods else None
-    methods, skipped = _runnable(methods, counting, paper_mode, trainer)  # refused before any training
+    run = MitigationRun(model=counting, dataset=dataset, train=train, train_seed=train_seed, trainer=trainer,
+                        mode=paper_mode(counting, mode, trainer), cache_dir=cache_dir,
+                        bounds={"max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase})
+    methods, skipped = _runnable(classes, run, params)  # refused before any training
+    chooses = [name for name in methods if classes[name].chooses_on_validation]
     ensemble_seed, choice_seed, domain_seed = derive_seed(rng), derive_seed(rng), derive_seed(rng)
-    method_seeds = {name: derive_seed(rng) for name in (*methods, *skipped)}
+    run.method_seeds = {name: derive_seed(rng) for name in (*methods, *skipped)}
     validation_seed, spread_extra = derive_seed(rng), [derive_seed(rng) for _ in range(max(0, spread_seeds - 1))]
     projections = HeldOutProjections.of(domain, dataset.X[train], dataset.X[test])
     leakage = {"n_idis_excluded": 0, "n_test_projections_added": 0,
                "n_test_rows_seen": projections.n_test_rows_seen, "n_test": projections.n_test}
     notes: list[str] = [f"method {name!r} skipped: {why}" for name, why in skipped.items()]
 
-    with_idis = [name for name in methods if name == "paper" or params[name].get("with_idis")]
+    with_idis = [name for name in methods if classes[name].needs_idis(params[name])]
     seconds: dict[str, Any] = {"ensemble": 0.0, "train": [], "spread": 0.0}
     X_idi = X_counterpart = labels = None
     ensemble_info, source = None, {"kind": "none"}
@@ -773,12 +880,13 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
         ensemble_info["label_counts"] = {str(k): int(v) for k, v in zip(values, counts, strict=True)}
 
     t = time.perf_counter()
-    own = _OwnSpread.measure(counting, dataset, train, trainer, seeds=[train_seed, *spread_extra],
-                             validation_size=validation_size, random_state=validation_seed,
-                             needed=AUTO in methods, wanted=spread_seeds > 0 and own_spread is None,
-                             plausible_only=plausible_only)
-    if own_spread is not None and AUTO not in methods:
-        own.spread = dict(own_spread)
+    run.validation = ValidationSplits.measure(
+        counting, dataset, train, trainer, seeds=[train_seed, *spread_extra], validation_size=validation_size,
+        random_state=validation_seed, needed=bool(chooses), wanted=spread_seeds > 0 and own_spread is None,
+        repeats=validation_repeats, plausible_only=plausible_only)
+    if own_spread is not None and not chooses:
+        run.validation.spread = dict(own_spread)
+    own = run.validation
     seconds["spread"] = time.perf_counter() - t
     notes += own.notes
     do_search = _resolve_search(search, protocol, source)
@@ -791,8 +899,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                          domain_seed=domain_seed, plausible_only=plausible_only)
     before = {**dict.fromkeys(ROW_FIELDS), **evaluate(counting), "stage": "before", "share": 0.0,
               "n_pairs_added": 0, "n_rows_added": 0, "n_test_projections_added": 0}
-    rows, models, how, picked = [before], [], {}, None
-    bounds = {"max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase, "spread": own.spread}
+    rows, models, how, picked, candidates = [before], [], {}, None, None
     for name in methods:
         for s in (shares if name in with_idis else (None,)):
             added, n_pairs = None, 0
@@ -801,20 +908,10 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
                 added, n_pairs = added_rows(X_idi, X_counterpart, labels, chosen, pairs), int(len(chosen))
                 leakage["n_test_projections_added"] += projections.verify(domain, added[0], f"method {name!r}")
             t = time.perf_counter()
-            if name == "paper":  # it adds IDIs at every share: added holds their rows and labels
-                X_new, y_new = cast(tuple, added)
-                retrained, how[name] = _train_again(counting, dataset, train, X_new, y_new, mode=paper_mode,
-                                                    trainer=trainer, random_state=train_seed, cache_dir=cache_dir)
-                info = {"n_rows_added": int(len(X_new))}
-            elif name == AUTO:
-                retrained, info = _auto(counting, dataset, train, own, params[name], bounds, train_seed,
-                                        method_seeds[name])
-                how[name] = info.pop("how")
-                picked = info.pop("pick")
-            else:
-                retrained, info = _mitigate(name, counting, dataset, train, added, params[name], train_seed,
-                                            method_seeds[name])
-                how[name] = info.pop("how")
+            retrained, info = classes[name].build(run, dict(params[name]), added)
+            how[name] = info.pop("how")
+            if "pick" in info:
+                picked, candidates = info.pop("pick"), info.pop("candidates", None)
             seconds["train"].append(time.perf_counter() - t)
             logger.info("%s: retrained %s (share %s) in %.1f s", name, counting.name, s, seconds["train"][-1])
             row = {**dict.fromkeys(ROW_FIELDS), **evaluate(retrained), "stage": "after", "method": name, "share": s,
@@ -840,14 +937,17 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
     meta = {"chiralfair_version": __version__, "dataset": dataset.name, "protected": domain.protected_names,
             "model": counting.name, "random_state": random_state_described, "train_random_state": train_seed,
             "search_random_state": fresh_state,
-            "fine_tune_epochs": FINE_TUNE_EPOCHS if paper_mode == "fine-tune" else None,
+            "fine_tune_epochs": FINE_TUNE_EPOCHS if with_idis and run.mode == "fine-tune" else None,
             "couplings": [c for c in domain.describe_couplings() if "inactive" not in c],
             "constraints": domain.describe_constraints(),
             "params": {"methods": list(methods), "protocol": protocol, "share": list(shares), "pairs": pairs,
-                       "mode": mode, "paper_mode": paper_mode, "margin": margin, "confidence": CONFIDENCE,
+                       "mode": mode, "paper_mode": run.mode if with_idis else None, "margin": margin,
+                       "confidence": CONFIDENCE,
                        "max_f1_loss": max_f1_loss, "max_group_increase": max_group_increase,
-                       "spread_seeds": spread_seeds, "validation_size": validation_size, "method_params": params},
+                       "spread_seeds": spread_seeds, "validation_size": validation_size,
+                       "validation_repeats": validation_repeats, "method_params": params},
             "source": {k: v for k, v in source.items() if k != "result"}, "auto_pick": picked,
+            "auto_candidates": candidates,
             "n_train": int(len(train)), "n_test": int(len(test)),
             "n_rechecked": None if union is None else int(len(union))}
     plain = tuple(_plain_row(r) for r in rows)
@@ -860,7 +960,7 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
 
 
 # ------------------------------------------------------------------------------------------- methods
-def _runnable(methods: tuple[str, ...], model: CountingModel, paper_mode, trainer):
+def _runnable(classes: dict, run: MitigationRun, params: dict[str, dict]):
     """The methods that can train this model again, and those that cannot with why (skipped, said in the notes).
 
     Raises
@@ -868,146 +968,16 @@ def _runnable(methods: tuple[str, ...], model: CountingModel, paper_mode, traine
     ModelCapabilityError
         When none can: the first method's reason.
     """
-    runnable, skipped, first = [], {}, None
-    for name in methods:
-        try:
-            if name == "paper":
-                _check_trainable(model, paper_mode, trainer)
-            elif name == AUTO:
-                for candidate, _ in candidates(torch=_is_zoo_dnn(model)):
-                    _base_estimator(candidate, model, 0, trainer)
-            else:
-                _base_estimator(name, model, 0, trainer)  # raises for a model kind the method cannot train
-        except ModelCapabilityError as err:
-            first = first or err
-            skipped[name] = str(err)
-            continue
-        runnable.append(name)
+    runnable, skipped = [], {}
+    for name, cls in classes.items():
+        why = cls.cannot_run(run, params[name])
+        if why:
+            skipped[name] = f"{why} (model kind: {kind_of(run.model)})"
+        else:
+            runnable.append(name)
     if not runnable:
-        raise cast(ModelCapabilityError, first)
+        raise ModelCapabilityError(next(iter(skipped.values())))
     return tuple(runnable), skipped
-
-
-def _is_zoo_dnn(model: CountingModel) -> bool:
-    spec = getattr(model, "spec", None)
-    return spec is not None and spec.is_torch
-
-
-@dataclass
-class _OwnSpread:
-    """The validation split of the training rows, the model's kind trained on its fitting rows once per seed.
-
-    With the spread of their validation F1 (:mod:`.spread`); None figures when not measured (said in the notes).
-    """
-
-    spread: dict[str, Any] | None = None
-    references: list = field(default_factory=list)
-    fit_rows: np.ndarray | None = None
-    validation_rows: np.ndarray | None = None
-    notes: list[str] = field(default_factory=list)
-    evaluate: Evaluator | None = None
-
-    @classmethod
-    def measure(cls, model: CountingModel, dataset: Dataset, train, trainer, *, seeds, validation_size: float,
-                random_state: int, needed: bool, wanted: bool, plausible_only: bool = False) -> _OwnSpread:
-        from .spread import measure_spread
-        from .validation import validation_split
-
-        if not (needed or wanted):
-            return cls()
-        try:
-            fit_at, validation_at = validation_split(dataset.y[train], validation_size, random_state=random_state)
-        except ConfigError as err:
-            if needed:
-                raise ConfigError(f"method 'auto' chooses on a validation split of the training rows: {err}") from None
-            return cls(notes=[f"the model's own F1 spread was not measured: {err}"])
-        fit_rows, validation_rows = train[fit_at], train[validation_at]
-        if not _can_fit_kind(model, trainer):
-            return cls(notes=[f"the model's own F1 spread was not measured: chiralfair cannot train {model.name!r} "
-                              "again (pass trainer=)"])
-        evaluate = Evaluator(dataset, validation_rows, domain_rate=False, plausible_only=plausible_only)
-        spread, models = measure_spread(lambda rows, seed: _fit_model_kind(model, dataset, rows, seed, trainer),
-                                        evaluate, fit_rows, seeds)
-        spread["n_validation"] = int(len(validation_rows))
-        return cls(spread=spread, references=models, fit_rows=fit_rows, validation_rows=validation_rows,
-                   evaluate=evaluate)
-
-
-def _can_fit_kind(model: CountingModel, trainer) -> bool:
-    """Whether chiralfair can train the model's kind from scratch (a trainer, a zoo model, an sklearn estimator)."""
-    return trainer is not None or getattr(model, "spec", None) is not None or _is_sklearn_estimator(model.estimator)
-
-
-def _fit_model_kind(model: CountingModel, dataset: Dataset, rows, seed: int, trainer):
-    """The model's kind trained from scratch on dataset rows ``rows`` with training seed ``seed``."""
-    from .refit import refit_copy
-
-    spec = getattr(model, "spec", None)
-    X, y = dataset.X[rows], dataset.y[rows]
-    if trainer is not None:
-        X_own = _trainer_input(model, dataset, X, np.asarray(rows))
-        return _wrap_trained(trainer(X_own, y, int(seed)), model, f"seed{seed}-{model.name}")
-    if spec is not None:
-        return spec.fit(X, y, random_state=int(seed))
-    return refit_copy(model, dataset, rows, int(seed), f"seed{seed}-{model.name}")
-
-
-def _auto(model: CountingModel, dataset: Dataset, train, own: _OwnSpread, params: dict, bounds: dict,
-          train_seed: int, method_seed: int):
-    """Method ``auto`` (:mod:`.auto`): each candidate on the validation split, the pick trained on all rows."""
-    from .auto import broken_bounds, choose, describe
-    from .guardrail import f1_budget
-
-    unknown = set(params) - {"candidates"}
-    if unknown:
-        raise ConfigError(f"auto: unknown parameters {sorted(unknown)} (candidates: a list of (method, params))")
-    tried_on = params.get("candidates") or candidates(torch=_is_zoo_dnn(model))
-    if own.spread is None or own.evaluate is None or own.fit_rows is None or own.validation_rows is None:
-        raise ConfigError("method 'auto' needs the model's kind trained on a validation split (none was made)")
-    reference_model = own.references[0]
-    evaluate = own.evaluate
-    reference = _validation_figures(own.spread["reference"])
-    budget = f1_budget(bounds["max_f1_loss"], own.spread)
-    tried = []
-    for name, candidate in tried_on:
-        fitted, _ = _mitigate(name, reference_model, dataset, own.fit_rows, None, dict(candidate), train_seed,
-                              method_seed)
-        tried.append({"label": describe(name, candidate), **_validation_figures(evaluate(fitted))})
-    pick, why = choose(tried, reference, f1_budget=budget, max_group_increase=bounds["max_group_increase"],
-                       n_validation=len(own.validation_rows))
-    name, chosen = tried_on[pick]
-    retrained, info = _mitigate(name, model, dataset, train, None, dict(chosen), train_seed, method_seed)
-    listed = "; ".join(_candidate_text(t, broken_bounds(t, reference, f1_budget=budget,
-                                                        max_group_increase=bounds["max_group_increase"]))
-                       for t in tried)
-    info["choice"] = (f"picked {tried[pick]['label']}: {why}. Bounds on the {len(own.validation_rows)} validation "
-                      f"rows, against the model's kind trained on the other {len(own.fit_rows)} training rows (F1 "
-                      f"{reference['f1']:.3f}, DPD {_short(reference['demographic_parity_difference'])}, EOD "
-                      f"{_short(reference['equalized_odds_difference'])}): F1 at most {budget:.3f} lower (the larger "
-                      f"of max_f1_loss and the spread), DPD and EOD at most {bounds['max_group_increase']:g} higher. "
-                      f"Candidates: {listed}")
-    info["how"] = f"auto: {name} ({info['how']})"
-    info["pick"] = {"method": name, "params": dict(chosen)}
-    return retrained, info
-
-
-def _candidate_text(tried: dict[str, Any], broken: list[str]) -> str:
-    return (f"{tried['label']}: IDI rate {tried['idi_rate']:.2%}, F1 {tried['f1']:.3f}, DPD "
-            f"{_short(tried['demographic_parity_difference'])}, EOD {_short(tried['equalized_odds_difference'])}"
-            + (f" (breaks {', '.join(broken)})" if broken else ""))
-
-
-def _validation_figures(row: dict[str, Any]) -> dict[str, Any]:
-    """A row of :class:`Evaluator` on validation rows as ``auto`` reads it (a row already read is kept)."""
-    if "idi_rate" in row:
-        return dict(row)
-    return {"f1": row["f1"], "idi_rate": row["test_idi_rate"],
-            "demographic_parity_difference": row["demographic_parity_difference"],
-            "equalized_odds_difference": row["equalized_odds_difference"]}
-
-
-def _short(value) -> str:
-    return "undefined" if value is None else f"{value:.3f}"
 
 
 def _plain_spread(spread: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -1017,107 +987,20 @@ def _plain_spread(spread: dict[str, Any] | None) -> dict[str, Any] | None:
     return {**kept, "reference": _validation_figures(spread["reference"])}
 
 
-def _method_params(method_params, methods) -> dict[str, dict]:
+def _method_params(method_params, classes: dict) -> dict[str, dict]:
     given = dict(method_params or {})
-    unknown = sorted(set(given) - set(methods))
+    unknown = sorted(set(given) - set(classes))
     if unknown:
-        raise ConfigError(f"method_params names method(s) {unknown} that are not run; run: {', '.join(methods)}")
+        raise ConfigError(f"method_params names method(s) {unknown} that are not run; run: {', '.join(classes)}")
     out = {}
-    for name in methods:
+    for name, cls in classes.items():
         value = given.get(name, {})
         if not isinstance(value, dict):
             raise ConfigError(f"method_params[{name!r}] must be a dict of constructor arguments, got "
                               f"{type(value).__name__}")
-        if name == "paper" and value:
-            raise ConfigError("method 'paper' takes its parameters from retrain() itself (share, pairs, ensemble, "
-                              f"mode), not from method_params; got {sorted(value)}")
+        cls.check_params(value)
         out[name] = dict(value)
     return out
-
-
-def _paper_mode(model: CountingModel, mode: str, trainer) -> str:
-    if mode != "auto":
-        return mode
-    spec = getattr(model, "spec", None)
-    return "fine-tune" if spec is not None and spec.is_torch and trainer is None else "retrain"
-
-
-def _base_estimator(name: str, model: CountingModel, seed: int, trainer):
-    """An unfitted estimator of the model's architecture, on int codes and labels {0, 1}, for method ``name``."""
-    from .dnn import PaperDNNClassifier
-
-    if trainer is not None:
-        raise ModelCapabilityError(f"method {name!r} trains the model's architecture itself; trainer= serves the "
-                                   "paper method only. Pass a zoo model or an sklearn estimator")
-    spec = getattr(model, "spec", None)
-    if spec is not None and spec.is_torch:
-        p = spec.params
-        return PaperDNNClassifier(epochs=p["epochs"], batch_size=p["batch_size"], lr=p["lr"],
-                                  standardize=p["standardize"], device=p["device"], random_state=seed)
-    if name == "consistency":
-        raise ModelCapabilityError(f"method 'consistency' trains a torch network with a logit penalty; model "
-                                   f"{model.name!r} is not the zoo DNN. Use counterfactual or unaware for it")
-    if spec is not None:
-        return spec.build(seed)
-    if _is_sklearn_estimator(model.estimator):
-        copy = unfitted_copy(model.estimator, seed)
-        if not model.language.takes_frame:
-            return copy
-        from sklearn.pipeline import Pipeline
-        from sklearn.preprocessing import FunctionTransformer
-        decode = model.language.model_input if model.language.as_values else model.language.to_frame
-        return Pipeline([("to_frame", FunctionTransformer(decode)), ("model", copy)])
-    raise ModelCapabilityError(f"method {name!r} cannot train model {model.name!r} again: {_why_not(model)}")
-
-
-def _why_not(model: CountingModel) -> str:
-    """Why chiralfair cannot train a model's kind again (its methods train the zoo models and sklearn estimators)."""
-    from ..models._torch import is_torch_module
-    from ..models.files import OnnxClassifier
-
-    estimator = model.estimator
-    if isinstance(estimator, OnnxClassifier):
-        return ("it is an ONNX graph, which holds no training recipe; retrain the model it was exported from (an "
-                "sklearn estimator, the zoo DNN) and export it again")
-    if is_torch_module(estimator):
-        return ("it is a torch module whose training recipe chiralfair does not know; the methods train the zoo DNN "
-                "and sklearn estimators, and 'paper' trains any model with trainer=<callable(X, y, random_state)> "
-                "(Python)")
-    return f"it is neither a zoo model nor an sklearn estimator ({type(estimator).__name__})"
-
-
-def _mitigate(name: str, model: CountingModel, dataset: Dataset, train, added, params: dict, train_seed: int,
-              method_seed: int):
-    """Fit method ``name`` on the training rows (plus ``added`` rows); the wrapped model and what was done."""
-    from .refit import (
-        counterfactual_in_its_own_language,
-        refits_in_its_own_language,
-        speaks_codes_and_labels,
-        unaware_in_its_own_language,
-    )
-
-    if name == "counterfactual" and refits_in_its_own_language(model, params):
-        return counterfactual_in_its_own_language(model, dataset, train, added, params, train_seed)
-    if name == "unaware" and refits_in_its_own_language(model, params):
-        return unaware_in_its_own_language(model, dataset, train, params, train_seed)
-    estimator = _base_estimator(name, model, train_seed, None)
-    from .dnn import PaperDNNClassifier
-    if params.get("fine_tune_epochs") is not None and isinstance(estimator, PaperDNNClassifier):
-        estimator = PaperDNNClassifier.from_module(model.estimator, **estimator.get_params())  # start from its weights
-    if name == "consistency":
-        params = {"random_state": method_seed, **params}
-    method = make_method(name, estimator=estimator, domain=dataset.domain, **params)
-    fit_params = {} if added is None else {"added": added}
-    method.fit(dataset.X[train], dataset.y[train], **fit_params)
-    info = dict(method.info_)
-    if name == "consistency":
-        info["choice"] = (f"λ = {method.lam_:g}" + (f" ({info['why']}; candidates " + ", ".join(
-            f"λ={c['lam']:g}: F1 {c['validation_f1']:.3f}, IDI rate {c['validation_idi_rate']:.2%}"
-            for c in info["candidates"]) + f" on {info['n_validation']} validation rows)"
-            if info.get("how") == "validation" else " (given)")) + f"; {info['start']}"
-    info["how"] = type(method).__name__
-    method.in_model_language_ = speaks_codes_and_labels(model.language)
-    return as_model(method, name=f"{name}-{model.name}", batch_size=model.batch_size), info
 
 
 # ------------------------------------------------------------------------------------------- inputs
@@ -1238,28 +1121,6 @@ def _model_and_split(model, dataset: Dataset, train_index, rng):
     return counting, train, test, seed
 
 
-def _check_trainable(model: CountingModel, mode: str, trainer) -> None:
-    spec = getattr(model, "spec", None)
-    if mode == "fine-tune" and not (spec is not None and spec.is_torch and trainer is None):
-        raise ModelCapabilityError(
-            f"mode='fine-tune' continues training the zoo DNN from its weights; model {model.name!r} is not the "
-            "zoo DNN (use mode='retrain')")
-    if trainer is not None:
-        if not callable(trainer):
-            raise ConfigError(f"trainer must be callable as trainer(X, y, random_state), got {type(trainer).__name__}")
-        return
-    if spec is not None or _is_sklearn_estimator(model.estimator):
-        return
-    raise ModelCapabilityError(
-        f"cannot train model {model.name!r} again: {_why_not(model)}. Pass trainer=<callable(X, y, random_state) -> "
-        "model> that trains its architecture on int codes X (n, d) and labels y in {0, 1}")
-
-
-def _is_sklearn_estimator(obj) -> bool:
-    from sklearn.base import BaseEstimator
-    return isinstance(obj, BaseEstimator)
-
-
 def _resolve_search(search, protocol: str, source: dict) -> bool:
     if protocol == "paper":
         return False
@@ -1283,64 +1144,6 @@ def _recheck_union(X_idi: np.ndarray, recheck, domain: Domain) -> np.ndarray:
     X = X_idi if extra is None else np.vstack([X_idi, _codes(extra, domain, "recheck")])
     _, first = np.unique(domain.keys(X), return_index=True)
     return X[np.sort(first)]
-
-
-# ------------------------------------------------------------------------------------------- training again
-def _train_again(model: CountingModel, dataset: Dataset, train, X_new, y_new, *, mode, trainer, random_state,
-                 cache_dir):
-    """The model trained again on the training rows plus the new rows, and how."""
-    X = np.vstack([dataset.X[train], X_new])
-    y = np.concatenate([dataset.y[train], y_new])
-    name = f"retrained-{model.name}"
-    if trainer is not None:
-        origin = np.concatenate([np.asarray(train, dtype=np.int64), np.full(len(X_new), -1, dtype=np.int64)])
-        X_own = _trainer_input(model, dataset, X, origin)
-        return _wrap_trained(trainer(X_own, y, int(random_state)), model, name), "trainer"
-    spec = getattr(model, "spec", None)
-    if spec is not None and mode == "fine-tune":
-        from ..models.dnn import fine_tune_dnn
-        tuned = fine_tune_dnn(model.estimator, X, y, epochs=FINE_TUNE_EPOCHS, random_state=random_state,
-                              batch_size=spec.params["batch_size"], lr=spec.params["lr"])
-        return spec.wrap(tuned), "fine-tune"
-    if spec is not None:
-        from ..models.training import train_model
-        augmented = replace(dataset, X=np.vstack([dataset.X, X_new]), y=np.concatenate([dataset.y, y_new]),
-                            raw=None, name=f"{dataset.name}-retrained")
-        rows = np.concatenate([train, np.arange(dataset.n_samples, dataset.n_samples + len(X_new))])
-        trained = train_model(augmented, spec, random_state=random_state, train_index=rows, cache_dir=cache_dir)
-        return trained.model, "spec"
-    from .refit import refit_copy
-
-    return refit_copy(model, dataset, train, int(random_state), name, added=(X_new, y_new)), "sklearn-clone"
-
-
-def _trainer_input(model: CountingModel, dataset: Dataset, X: np.ndarray, origin: np.ndarray):
-    """What ``trainer`` is given for training rows ``X`` (codes): the codes, or a model fed values its own values.
-
-    A row made from person ``origin[i]`` is that person's values with the columns its codes change decoded; an
-    added row (``origin[i] == -1``) is decoded whole (:func:`~chiralfair.mitigation.refit.training_input`).
-    """
-    if not model.language.as_values:
-        return X
-    from .refit import training_input
-
-    return training_input(model, dataset, X, origin)
-
-
-def _wrap_trained(trained, model: CountingModel, name: str) -> CountingModel:
-    """What ``trainer`` returned, read as learning labels {0, 1} from what it was given.
-
-    The codes, or its frame if it was fitted on one, or the values if the model under test is fed values.
-    """
-    if isinstance(trained, CountingModel):
-        return trained
-    language = model.language
-    if language.as_values:
-        return as_model(trained, name=name, batch_size=model.batch_size, to_frame=language.to_frame, as_values=True,
-                        output="logit" if language.output == "logit" else "auto")
-    to_frame = language.to_frame if getattr(trained, "feature_names_in_", None) is not None else None
-    return as_model(trained, name=name, batch_size=model.batch_size, to_frame=to_frame,
-                    output="logit" if language.output == "logit" else "auto")
 
 
 def _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis) -> list[str]:

@@ -19,11 +19,16 @@ References
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from sklearn.base import clone
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, ModelCapabilityError
 from .base import MitigationMethod, fit_plain, register_method
+
+if TYPE_CHECKING:
+    from ..models.protocol import CountingModel
 
 
 @register_method("unaware")
@@ -44,6 +49,63 @@ class Unawareness(MitigationMethod):
     info_ : dict
         ``n_columns_blinded``: the protected columns and the coupled ones.
     """
+
+    @classmethod
+    def candidate_params(cls, run) -> list[dict]:
+        """``auto``'s candidates: each reweighing strength (:mod:`.auto`).
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        list of dict
+        """
+        from .auto import reweigh_strengths
+        return [{"reweigh": r} for r in reweigh_strengths(run)]
+
+    @classmethod
+    def cannot_run(cls, run, params) -> str | None:
+        """As :meth:`MitigationMethod.cannot_run`; also a model fed the data's values, refitted in its own language.
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+
+        Returns
+        -------
+        str or None
+        """
+        from .refit import refits_in_its_own_language
+
+        if refits_in_its_own_language(run.model, params) and run.model.language.as_values:
+            return (f"method 'unaware' cannot refit model {run.model.name!r}, which is fed the data's values "
+                    "(model_input='values'): the blinding it saves with the model is kept by column name (a frame) "
+                    "or by code, neither of which such a model takes; use method 'counterfactual' or 'paper'")
+        return super().cannot_run(run, params)
+
+    @classmethod
+    def build(cls, run, params, added=None):
+        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+        added : None
+
+        Returns
+        -------
+        retrained : CountingModel
+        info : dict
+        """
+        from .refit import refits_in_its_own_language
+
+        if refits_in_its_own_language(run.model, params):
+            return unaware_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
+        return super().build(run, params, added)
 
     def __init__(self, estimator=None, domain=None, *, reweigh: float = 0.0):
         self.estimator = estimator
@@ -90,3 +152,60 @@ class Unawareness(MitigationMethod):
             from .blinded_network import BlindedNetwork
             return BlindedNetwork(self.estimator_.module_, blinding)
         return blinded_pipeline(self.estimator_, blinding)
+
+
+def unaware_in_its_own_language(model: CountingModel, dataset, train, params: dict, seed: int):
+    """Unawareness in the user's language: a copy of the user's estimator fitted on the blinded training rows.
+
+    As :class:`~chiralfair.mitigation.unaware.Unawareness`, with the blinding saved in the model's own raw values.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    train : numpy.ndarray of int64
+    params : dict
+        ``reweigh``.
+    seed : int
+
+    Returns
+    -------
+    retrained : CountingModel
+        Its estimator is a scikit-learn Pipeline (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`): a
+        :class:`~chiralfair.mitigation.blinding.Blinder` that blinds the protected and coupled columns in the
+        model's own input (your raw values), then your estimator refitted on blinded rows.
+    info : dict
+
+    Raises
+    ------
+    ConfigError
+        For another parameter, or a coupling a raw frame cannot be blinded by (:func:`.blinding.frame_blinding`).
+    """
+    from .blinding import blind, blinded_pipeline, codes_blinding, frame_blinding
+    from .fitting import fit_plain, fit_with_weights, unfitted_copy
+    from .refit import like_the_model, training_input
+    from .reweighing import reweighed
+
+    unknown = set(params) - {"reweigh"}
+    if unknown:
+        raise ConfigError(f"unaware: unknown parameters {sorted(unknown)} for a model refitted in its own language "
+                          "(reweigh)")
+    domain, language = dataset.domain, model.language
+    if language.as_values:
+        raise ModelCapabilityError(
+            f"method 'unaware' cannot refit model {model.name!r}, which is fed the data's values "
+            "(model_input='values'): the blinding it saves with the model is kept by column name (a frame) or by "
+            "code, neither of which such a model takes; use method 'counterfactual' or 'paper'")
+    train = np.asarray(train, dtype=np.int64)
+    X, y = dataset.X[train], dataset.y[train]
+    codes = codes_blinding(domain)
+    weight = reweighed(domain, X, y, params.get("reweigh", 0.0))
+    inputs, labels = training_input(model, dataset, blind(X, codes), train), language.model_labels(y)
+    copy = unfitted_copy(model.estimator, seed)
+    fitted = fit_plain(copy, inputs, labels) if weight is None else fit_with_weights(copy, inputs, labels, weight)
+    blinding: dict[str, Any] = (frame_blinding(domain, language.to_frame, language.feature_names)
+                                if language.takes_frame else codes)
+    info = {"n_columns_blinded": int(len(domain.protected) + len(domain.coupled_columns)), "how": "Unawareness",
+            "reweigh": float(params.get("reweigh", 0.0)),
+            "language": "refitted in the model's own input and labels, the blinding saved with it"}
+    return like_the_model(blinded_pipeline(fitted, blinding), model, f"unaware-{model.name}"), info

@@ -35,7 +35,8 @@ MODEL_SUFFIXES = SKOPS_SUFFIXES + TORCHSCRIPT_SUFFIXES + ONNX_SUFFIXES + PICKLE_
 # wrapper earlier versions saved, a fitted estimator and its blinding). Loading them runs chiralfair's code only,
 # never code from the file, so they need no --trust-model-file; the types inside them are checked as any others.
 CHIRALFAIR_TRUSTED_TYPES = ("chiralfair.mitigation.blinding.Blinder",
-                            "chiralfair.mitigation.blinding.BlindedClassifier")
+                            "chiralfair.mitigation.blinding.BlindedClassifier",
+                            "chiralfair.mitigation.reductions.ExpectedPositive")
 
 
 def check_model_file(path: str | os.PathLike, *, trust: bool = False) -> Path:

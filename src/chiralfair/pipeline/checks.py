@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from .._registry import ENTRY_POINT_GROUPS, installed_entry_points, unknown_name
 from .._validation import check_int
 from ..exceptions import ConfigError, DatasetError, ModelCapabilityError
+from ..mitigation.names import BUILTIN_METHODS as MITIGATION_METHODS
+from ..mitigation.names import DEFAULT_METHOD as DEFAULT_MITIGATION_METHOD
+
+__all__ = ["DEFAULT_MITIGATION_METHOD", "MITIGATION_METHODS"]  # re-exported for the command line's help
 
 # Largest max_global x (max_local + 1) accepted by a run. Pairs are streamed to disk when a run folder is given,
 # but the recorder keeps every tested key and every IDI key (8 bytes each, plus merge space) for the counting
@@ -403,7 +407,8 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     Parameters
     ----------
     method : str or sequence of str
-        Mitigation methods (:data:`chiralfair.mitigation.names.BUILTIN_METHODS`, or registered ones).
+        Mitigation methods (:data:`chiralfair.mitigation.names.BUILTIN_METHODS`, registered ones, or installed
+        plugins' from the entry-point group ``chiralfair.mitigation_methods``).
     share : sequence of float
         Shares of the IDI pairs added, each in (0, 1].
     protocol, pairs, mode : str
@@ -427,11 +432,10 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
     ConfigError
         Naming the option and its valid values.
     """
-    from ..mitigation.names import AUTO_METHOD, BUILTIN_METHODS
-
     methods = (method,) if isinstance(method, str) else tuple(method)
     registered = _registry("mitigation", "METHODS")
-    known = {*BUILTIN_METHODS, AUTO_METHOD, *registered}
+    installed = installed_entry_points(ENTRY_POINT_GROUPS["mitigation method"])
+    known = {*MITIGATION_METHODS, *registered, *installed}
     unknown = [m for m in methods if m not in known]
     if unknown or not methods:
         raise unknown_name("mitigation method", unknown[0] if unknown else "(none)", known)
@@ -447,14 +451,34 @@ def check_retrain_options(*, method, share, protocol="holdout", pairs="both", mo
         raise ConfigError(f"max_group_increase must lie in [0, 1], got {max_group_increase}")
     if isinstance(spread_seeds, bool) or not isinstance(spread_seeds, int) or spread_seeds < 0:
         raise ConfigError(f"spread_seeds must be an int >= 0, got {spread_seeds!r}")
+    # The default method trains every zoo model, and every built-in method the DNN: then nothing is imported, so a
+    # refused typo stays light.
+    if model is not None and model != "dnn" and set(methods) != {DEFAULT_MITIGATION_METHOD}:
+        from ..mitigation.base import method_class
+
+        # Refused here only when no method given trains the zoo model: one of several is skipped with a note instead.
+        zoo = {m: method_class(m).zoo_models for m in methods}
+        if all(z is not None and model not in z for z in zoo.values()):
+            name, trains = next(iter(zoo.items()))
+            raise ConfigError(f"method {name} trains the zoo {' or '.join(_zoo_words(z) for z in trains or ())} "
+                              f"only; model {model!r} is not it (use {', '.join(_others(zoo, model))})")
     if model is not None and model != "dnn":
-        if methods == ("consistency",):  # one of several is skipped with a note instead
-            raise ConfigError(f"method consistency trains the zoo DNN with a logit penalty; model {model!r} is not it "
-                              "(use counterfactual or unaware)")
         if mode == "fine-tune":
             raise ConfigError(f"mode fine-tune continues training the zoo DNN; model {model!r} is retrained from "
                               "scratch (use mode retrain)")
     return methods
+
+
+def _zoo_words(name: str) -> str:
+    return "DNN" if name == "dnn" else repr(name)
+
+
+def _others(zoo: dict, model: str) -> list[str]:
+    """Built-in methods that train ``model`` (for the words of a refusal)."""
+    from ..mitigation.base import method_class
+
+    return [m for m in MITIGATION_METHODS if m not in zoo and (method_class(m).zoo_models is None
+                                                             or model in (method_class(m).zoo_models or ()))]
 
 
 def check_card_of_retrained(model_card, *, model_file=None, zoo_model: str | None = None) -> None:

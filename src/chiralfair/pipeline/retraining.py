@@ -104,16 +104,19 @@ def retrain_inputs(inputs: RunInputs, *, idis=None, plan: SearchPlan | None = No
 
 
 def _adds_idis(params: dict[str, Any]) -> bool:
-    """Whether a method of ``params`` adds IDI pairs (``paper``, or one with ``with_idis``), so a search is needed."""
+    """Whether a method of ``params`` adds IDI pairs (its class's ``needs_idis``), so a search is needed."""
     return bool(_methods_adding_idis(params))
 
 
 def _methods_adding_idis(params: dict[str, Any]) -> list[str]:
-    """The methods of ``params`` that add IDI pairs (``paper``, or one with ``with_idis``); the others need none."""
-    methods = params.get("method", "paper")
+    """The methods of ``params`` that add IDI pairs (their class's ``needs_idis``); the others need none."""
+    from ..mitigation.base import method_class
+    from ..mitigation.names import DEFAULT_METHOD
+
+    methods = params.get("method", DEFAULT_METHOD)
     methods = [methods] if isinstance(methods, str) else list(methods)
     method_params = params.get("method_params") or {}
-    return [str(m) for m in methods if m == "paper" or (method_params.get(m) or {}).get("with_idis")]
+    return [str(m) for m in methods if method_class(m).needs_idis(method_params.get(m) or {})]
 
 
 def search_training_rows(inputs: RunInputs, plan: SearchPlan, *, seeds=None, out=None, cache_dir=None,

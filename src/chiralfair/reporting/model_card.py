@@ -503,11 +503,13 @@ def _assessments(v) -> list[dict]:
 
 
 def _retrain_parts(r) -> tuple[list[dict], list[dict], list[str]]:
+    from ..mitigation.names import DEFAULT_METHOD
+
     rows_text = (r.meta or {}).get("test_rows") or "the held-out rows"
     metrics = []
     for row in r.rows:
         stage = "before retraining" if row["stage"] == "before" else (
-            f"after retraining ({row.get('method') or 'paper'}"
+            f"after retraining ({row.get('method') or DEFAULT_METHOD}"
             + ("" if row["share"] is None else f", share {row['share']:g}") + ")")
         if row.get("test_idi_rate") is not None:
             metrics.append(_metric("share of held-out rows that are IDIs", row["test_idi_rate"],

@@ -942,9 +942,15 @@ def write_retrain_folder(result, out: str | os.PathLike, *, like: str | None = N
             lines.append(f"- {method}: `{path.name}` (loads back with `--model {path.name}`)")
         except ModelFileError as err:
             lines.append(f"- {method}: not saved: {err}")
-    text = result.to_markdown("tradeoff.png") + "\nThe models (largest share):\n\n" + "\n".join(lines) + "\n"
+    plots = ["tradeoff.png"]
+    if result.meta.get("auto_candidates"):  # auto's candidates, their trade-off beside the table
+        with atomic_path(out / "auto_candidates.png") as png:
+            result.plot_candidates(png)
+        plots.append("auto_candidates.png")
+    text = (result.to_markdown("tradeoff.png", candidates_plot=plots[1] if len(plots) > 1 else None)
+            + "\nThe models (largest share):\n\n" + "\n".join(lines) + "\n")
     atomic_write_bytes(out / "report.md", text.encode())
     atomic_write_bytes(out / "report.html", render_html(text, out, f"chiralfair retrain {out.name}",
-                                                          plots=("tradeoff.png",)).encode())
+                                                          plots=tuple(plots)).encode())
     atomic_write_bytes(out / "retrain.json", result.to_json().encode())
     return saved

@@ -372,13 +372,15 @@ def check_seed_strategy(strategy, **params) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ for pytest
-def parametrize_with_checks(generators=(), seed_strategies=()):
-    """A ``pytest.mark.parametrize`` over ``(name, check)`` of every check of the generators and strategies given.
+def parametrize_with_checks(generators=(), seed_strategies=(), mitigation_methods=()):
+    """A ``pytest.mark.parametrize`` over ``(name, check)`` of every check of the algorithms given.
 
     Parameters
     ----------
     generators, seed_strategies : sequence
         Registered names (or classes / factories).
+    mitigation_methods : sequence of str
+        Registered mitigation methods' names (:mod:`.mitigation_contract`).
 
     Returns
     -------
@@ -398,6 +400,11 @@ def parametrize_with_checks(generators=(), seed_strategies=()):
     generators, seed_strategies = _as_list(generators, "run"), _as_list(seed_strategies, "select")
     cases = [(_label_of(g), name, check) for g in generators for name, check in generator_checks(g)]
     cases += [(_label_of(s), name, check) for s in seed_strategies for name, check in seed_strategy_checks(s)]
+    if mitigation_methods:
+        from .mitigation_contract import mitigation_method_checks
+
+        methods = [mitigation_methods] if isinstance(mitigation_methods, str) else list(mitigation_methods)
+        cases += [(m, name, check) for m in methods for name, check in mitigation_method_checks(m)]
     return pytest.mark.parametrize(("name", "check"), [pytest.param(label, check, id=f"{label}-{name}")
                                                        for label, name, check in cases])
 

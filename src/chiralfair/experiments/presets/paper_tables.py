@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from scipy.stats import gmean
 
 from ...exceptions import ConfigError
+from ...mitigation.names import BUILTIN_METHODS
 from .axes import AXIS_COLUMNS, COUNTING_CAVEAT, PADDING_RULE, SEARCH_FIGURES, WINNER, ordered, strategy_label
 
 SEED_FIGURES = ("initialization_rate", "n_initial_idis", "n_seeds", "seconds_seeds", "candidate_idi_share",
@@ -793,7 +794,8 @@ def _table4(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     follows, never as the headline. The table says whether the counterparts moved coupled columns.
     """
     figures = [f for f in RETRAIN_FIGURES if f in tidy.columns]
-    methods = [m for m in METHOD_ORDER if f"{m}_test_idi_rate_after" in tidy.columns]
+    ran = [c.removesuffix("_test_idi_rate_after") for c in tidy.columns if c.endswith("_test_idi_rate_after")]
+    methods = [*(m for m in METHOD_ORDER if m in ran), *sorted(set(ran) - set(METHOD_ORDER))]
     if not methods and "remaining_idis" not in figures:
         raise ConfigError(f"preset {name}: the cells' frame has no retraining figures (no <method>_test_idi_rate_after "
                           "and no remaining_idis)")
@@ -822,7 +824,7 @@ def _table4(name: str, tidy: pd.DataFrame, grid, paper) -> PresetReport:
     return PresetReport(table, "\n".join(lines), claims, [(name, _tradeoff(panels, panel_order, methods))])
 
 
-METHOD_ORDER = ("paper", "counterfactual", "unaware", "consistency", "auto")
+METHOD_ORDER = BUILTIN_METHODS
 GOAL_REDUCTION = 0.9
 GOAL_F1_LOSS = 0.01
 GOAL_GROUP_INCREASE = 0.02
@@ -918,13 +920,19 @@ def _total(tidy: pd.DataFrame, column: str) -> str:
 
 
 def _method_groups(tidy: pd.DataFrame, methods: Sequence[str]):
-    """(label, method, frame of its cells): ``paper`` once per seed strategy, the others once (all cells)."""
+    """(label, method, frame of its cells): a method that adds IDIs once per seed strategy, the others once."""
     for m in methods:
-        if m == "paper" and "seeds" in tidy.columns:
+        if _adds_idis(m) and "seeds" in tidy.columns:
             for s in ordered(tidy["seeds"], None):
-                yield f"paper ({strategy_label(s)} seeds)", m, tidy[tidy["seeds"] == s]
+                yield f"{m} ({strategy_label(s)} seeds)", m, tidy[tidy["seeds"] == s]
         else:
             yield m, m, tidy
+
+
+def _adds_idis(method: str) -> bool:
+    """Whether a method adds the IDIs of a search (its cells differ by generator and seed strategy)."""
+    from ...mitigation.base import method_class
+    return method_class(method).uses_idis
 
 
 def _method_table(tidy: pd.DataFrame, order, methods: Sequence[str]) -> list[str]:
@@ -939,7 +947,7 @@ def _method_table(tidy: pd.DataFrame, order, methods: Sequence[str]) -> list[str
             cells = cells.dropna(subset=[f"{m}_test_idi_rate_after"])
             if cells.empty:
                 continue
-            if m != "paper":  # the same result in every generator and strategy cell: once per repeat
+            if not _adds_idis(m):  # the same result in every generator and strategy cell: once per repeat
                 cells = cells.drop_duplicates(subset=["random_state"])
             r = _row_figures(cells, m)
             body.append([row, label, _num(r["before"], True),
@@ -968,7 +976,7 @@ def _goal_lines(tidy: pd.DataFrame, order, methods: Sequence[str]) -> list[str]:
     for row in order["row"]:
         for label, m, cells in _method_groups(tidy[tidy["row"] == row], methods):
             cells = cells.dropna(subset=[f"{m}_test_idi_rate_after"])
-            if m != "paper":
+            if not _adds_idis(m):
                 cells = cells.drop_duplicates(subset=["random_state"])
             if not cells.empty:
                 results.setdefault(label, []).append((row, _row_figures(cells, m)))

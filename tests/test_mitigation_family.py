@@ -1,0 +1,246 @@
+"""Mitigation methods as a family: a user's plugin (in Python and through an entry point) is run by name, refused
+names list it, ``auto`` tries it unless its class says it is not a candidate; a method that cannot train a model's
+kind is skipped with a note naming both; auto says first which bound no candidate met, by how much."""
+
+import sys
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from chiralfair.datasets import from_frame
+from chiralfair.exceptions import ConfigError
+from chiralfair.mitigation import retrain
+from chiralfair.mitigation.base import METHODS, MitigationMethod, fit_plain, register_method
+from chiralfair.models import ModelSpec
+from chiralfair.oracle import DiscriminationCheck
+
+FAST = {"margin": 0.2, "spread_seeds": 2, "validation_repeats": 2, "random_state": 0}
+PLUGIN, SHY = "test-blind-sex", "test-shy"
+
+
+class BlindSex(MitigationMethod):
+    """A user's method: the estimator fitted and applied with sex (and its couplings) at its first value."""
+
+    def __init__(self, estimator=None, domain=None):
+        self.estimator = estimator
+        self.domain = domain
+
+    def _fit(self, X, y, sample_weight=None) -> None:
+        self.estimator_ = fit_plain(clone(self.estimator), self._model_input(X), y)
+        self.info_ = {}
+
+    def _model_input(self, X):
+        return self.domain.counterpart_rows(np.asarray(X, dtype=np.int64), np.zeros(len(X), dtype=np.int64))
+
+
+class Shy(BlindSex):
+    """The same method, but its class says auto must not pick it."""
+
+    not_a_candidate = "it is a test's method that auto must leave out"
+
+
+@pytest.fixture
+def plugins():
+    register_method(PLUGIN)(BlindSex)
+    register_method(SHY)(Shy)
+    yield
+    for name in (PLUGIN, SHY):
+        METHODS._entries.pop(name, None)
+
+
+def people(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "job": rng.choice(["a", "b", "c"], n),
+                          "hours": rng.integers(20, 60, n)})
+    score = (frame["job"] == "c") * 1.0 + 0.05 * (frame["hours"] - 40) + 1.2 * (frame["sex"] == "m")
+    frame["y"] = np.where(score + rng.normal(0, 0.4, n) > 0.8, "yes", "no")
+    data = from_frame(frame, label="y", positive_class="yes", protected="sex", bins={"hours": 8})
+    train, test = data.split(0)
+    return data, train, test
+
+
+def test_a_plugin_runs_by_name_and_a_refused_name_lists_it(plugins):
+    data, train, test = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method=PLUGIN, train_index=train, **FAST)
+    fitted = result.model_of(PLUGIN)
+    # recount: the held-out IDI rate through the user's own fitted object, every counterpart of every test row
+    rate = DiscriminationCheck(_wrapped(fitted), data.domain).is_idi(data.X[test]).mean()
+    assert result.after[0]["test_idi_rate"] == rate == 0.0 < result.rows[0]["test_idi_rate"]
+    with pytest.raises(ConfigError, match=f"unknown mitigation method 'nope'; valid: .*{PLUGIN}"):
+        retrain(model, data, method="nope", train_index=train)
+
+
+def _wrapped(estimator):
+    from chiralfair.models import as_model
+    return as_model(estimator, name="recount")
+
+
+def test_auto_tries_a_plugin_unless_its_class_says_it_is_not_a_candidate(plugins):
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="auto", train_index=train, **FAST)
+    table = result.meta["auto_candidates"]
+    assert PLUGIN in {t["method"] for t in table["tried"]}
+    assert SHY not in {t["method"] for t in table["tried"]}
+    assert table["left_out"][SHY] == Shy.not_a_candidate and "paper" in table["left_out"]
+    # recount which candidates are within the bounds from their validation figures
+    ref, budget, bound = table["reference"], table["f1_budget"], table["max_group_increase"]
+    within = [t["f1"] >= ref["f1"] - budget
+              and all(t[k] is None or ref[k] is None or t[k] <= ref[k] + bound
+                      for k in ("demographic_parity_difference", "equalized_odds_difference"))
+              for t in table["tried"]]
+    assert [not t["broken"] for t in table["tried"]] == within
+    assert result.meta["auto_pick"]["within_bounds"] == any(within)
+    assert table["n_splits"] == 2 and table["tried"][0]["n_splits"] == 2
+
+
+def test_auto_says_first_which_bound_no_candidate_met_and_by_how_much(plugins):
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    # no candidate can lose 0 F1 and 0 group gap while removing the use of sex
+    result = retrain(model, data, method="auto", train_index=train, max_f1_loss=0.0, max_group_increase=0.0, **FAST)
+    table, pick = result.meta["auto_candidates"], result.meta["auto_pick"]
+    ref = table["reference"]
+    f1_gap = min(ref["f1"] - t["f1"] - table["f1_budget"] for t in table["tried"])
+    dpd_gap = min(t["demographic_parity_difference"] - ref["demographic_parity_difference"] for t in table["tried"])
+    expected = (["F1"] if f1_gap > 0 else []) + (["DPD"] if dpd_gap > 0 else [])
+    assert [u.split(" ")[0] for u in pick["unmet"] if not u.startswith("EOD")] == expected and expected
+    assert not pick["within_bounds"]
+    choice = result.after[0]["choice"]
+    assert choice.startswith("no candidate meets every bound on the validation rows: ")
+    if f1_gap > 0:
+        assert f"by {f1_gap:.3f})" in choice
+    if dpd_gap > 0:
+        assert f"by {dpd_gap:.3f})" in choice
+
+
+def test_a_method_that_cannot_train_a_kind_is_skipped_with_a_note_naming_the_kind_and_the_method():
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method=["consistency", "unaware"], train_index=train, **FAST)
+    assert result.methods == ("unaware",)
+    assert "not the zoo DNN" in result.skipped["consistency"] and "zoo model 'lr'" in result.skipped["consistency"]
+    assert any(n.startswith("method 'consistency' skipped") and "zoo model 'lr'" in n for n in result.notes)
+
+
+ENTRY = "ep-blind"
+MODULE = "chiralfair_test_mitigation_plugin"
+SOURCE = '''
+import numpy as np
+from sklearn.base import clone
+
+from chiralfair.mitigation.base import MitigationMethod, fit_plain
+
+
+class EpBlind(MitigationMethod):
+    def __init__(self, estimator=None, domain=None):
+        self.estimator = estimator
+        self.domain = domain
+
+    def _fit(self, X, y, sample_weight=None):
+        self.estimator_ = fit_plain(clone(self.estimator), self._model_input(X), y)
+        self.info_ = {}
+
+    def _model_input(self, X):
+        return self.domain.counterpart_rows(np.asarray(X, dtype=np.int64), np.zeros(len(X), dtype=np.int64))
+'''
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    (tmp_path / f"{MODULE}.py").write_text(SOURCE)
+    info = tmp_path / f"{MODULE}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {MODULE.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(textwrap.dedent(f"""\
+        [chiralfair.mitigation_methods]
+        {ENTRY} = {MODULE}:EpBlind
+        """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    METHODS._entries.pop(ENTRY, None)
+    sys.modules.pop(MODULE, None)
+
+
+def test_an_installed_plugin_is_known_to_the_command_line_run_by_name_and_a_candidate_of_auto(installed):
+    from chiralfair.pipeline.checks import check_retrain_options
+
+    assert check_retrain_options(method=[ENTRY], share=[1.0]) == (ENTRY,)
+    with pytest.raises(ConfigError, match=f"valid: .*{ENTRY}"):
+        check_retrain_options(method=["nope"], share=[1.0])
+    data, train, test = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method=[ENTRY, "auto"], train_index=train, **FAST)
+    assert DiscriminationCheck(_wrapped(result.model_of(ENTRY)), data.domain).is_idi(data.X[test]).sum() == 0
+    assert ENTRY in {t["method"] for t in result.meta["auto_candidates"]["tried"]}
+
+
+def test_the_retrain_folder_shows_every_candidate_of_auto_as_a_table_and_a_plot(tmp_path):
+    from chiralfair.reporting.report import write_retrain_folder
+
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="auto", train_index=train, **FAST)
+    write_retrain_folder(result, tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    tried = result.meta["auto_candidates"]["tried"]
+    section = report.split("## auto's candidates")[1].split("\n\n")[1].splitlines()
+    rows = [line for line in section if line.startswith("| ")][2:]  # below the header and the reference
+    assert len(rows) == len(tried)
+    for t, line in zip(tried, rows, strict=True):
+        assert line.startswith(f"| {t['label']}") and f"{t['idi_rate']:.4f}" in line and f"{t['f1']:.4f}" in line
+    assert (tmp_path / "auto_candidates.png").stat().st_size > 10_000
+    assert "auto_candidates.png" in report
+
+
+def test_reductions_predict_deterministically_the_mixtures_expected_label_and_blind_make_no_idi():
+    from sklearn.linear_model import LogisticRegression
+
+    from chiralfair.mitigation import make_method
+    from chiralfair.mitigation.reductions import ExpectedPositive
+
+    data, train, test = people()
+    method = make_method("reductions", estimator=LogisticRegression(), domain=data.domain,
+                         constraint="demographic_parity").fit(data.X[train], data.y[train])
+    mixture = method.estimator_
+    assert isinstance(mixture, ExpectedPositive)
+    # recount: the expected positive probability of the randomized classifier, on the blinded test rows
+    blinded = data.domain.counterpart_rows(data.X[test], np.zeros(len(test), dtype=np.int64))
+    p = sum(w * h.predict(blinded) for h, w in zip(mixture.predictors, mixture.weights, strict=True))
+    labels = method.predict(data.X[test])
+    np.testing.assert_array_equal(labels, (p >= 0.5).astype(int))
+    np.testing.assert_array_equal(labels, method.predict(data.X[test]))  # the same label every time
+    assert DiscriminationCheck(_wrapped(method), data.domain).is_idi(data.X[test]).sum() == 0
+    # the constraint acts: on the training rows the demographic-parity gap is below the plain blind model's
+    groups = data.X[train, list(data.domain.names).index("sex")]
+    plain = make_method("unaware", estimator=LogisticRegression(), domain=data.domain).fit(data.X[train],
+                                                                                          data.y[train])
+
+    def gap(model):
+        yhat = model.predict(data.X[train])
+        return abs(yhat[groups == 0].mean() - yhat[groups == 1].mean())
+
+    assert gap(method) < gap(plain)
+    grid = make_method("reductions", estimator=LogisticRegression(), domain=data.domain, algorithm="grid",
+                       grid_size=5).fit(data.X[train], data.y[train])
+    assert not isinstance(grid.estimator_, ExpectedPositive)  # grid search: its best predictor, one estimator
+
+
+def test_consistency_with_a_group_term_narrows_the_networks_equalized_odds_gap():
+    from chiralfair.mitigation.dnn import PaperDNNClassifier
+
+    data, train, _ = people(n=1500)
+    X, y = data.X[train], data.y[train]
+    sex = X[:, list(data.domain.names).index("sex")]
+
+    def eo_gap(net):  # recount: per label, the gap of the mean P(positive) between the two groups
+        p = net.predict_proba(X)[:, 1]
+        return sum(abs(p[(y == k) & (sex == 0)].mean() - p[(y == k) & (sex == 1)].mean()) for k in (0, 1))
+
+    plain = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain).fit(X, y)
+    grouped = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain, group=3.0).fit(X, y)
+    assert eo_gap(grouped) < 0.5 * eo_gap(plain)
