@@ -490,7 +490,8 @@ def people_verdict(people: IndividualCertificates, model, dataset, favourable: i
         With undecided people (the share affected is not known: :meth:`IndividualCertificates.affected_bounds`
         gives its range), no witnesses, or a favourable label other than 0 or 1.
     """
-    from ..verdict.estimation import _group_table
+    from ..verdict.counts import VerdictCounts
+    from ..verdict.estimation import _group_masks, _group_table
     from ..verdict.result import Verdict
 
     if favourable not in (0, 1):
@@ -508,8 +509,11 @@ def people_verdict(people: IndividualCertificates, model, dataset, favourable: i
     unplaced_rows = (domain.protected_value_index(X) < 0).any(axis=1)
     model, _ = _model_and_domain(model, dataset)
     combination = DiscriminationCheck(model, domain).own_combination(X[counted])
-    groups, group_confidence = _group_table(domain, X[counted], combination, affected, harmed, CONFIDENCE,
-                                            "clopper-pearson", True)
+    masks = [mask for _, _, mask in _group_masks(domain, X[counted], combination)]
+    counts = VerdictCounts(group_n=np.array([mask.sum() for mask in masks], dtype=np.int64),
+                           group_affected=np.array([affected[mask].sum() for mask in masks], dtype=np.int64),
+                           group_harmed=np.array([harmed[mask].sum() for mask in masks], dtype=np.int64))
+    groups, group_confidence = _group_table(domain, counts, CONFIDENCE, "clopper-pearson", True)
     n = int(counted.sum())
     share = float(affected.sum() / n) if n else 0.0
     return Verdict(population=population, population_size=int(len(people.rows)),
