@@ -285,6 +285,9 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         stats["grid"] = {"values": {name: int(domain_feature.size) for name, domain_feature in
                                     zip(grid.names, grid.domain.features, strict=True)}}
     status[_without_counterpart(check, X)] = LEFT_OUT
+    witness: np.ndarray | None
+    witness_cf: np.ndarray | None
+    witness_labels: np.ndarray | None
     if people is None:
         witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
         status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
