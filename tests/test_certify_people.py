@@ -187,8 +187,9 @@ def test_a_model_neither_relu_network_nor_tree_ensemble_is_refused_with_what_cer
 
 @pytest.mark.parametrize("similar, message", [
     ({"hour": 2}, "unknown feature 'hour'; the features are hours, years"),
-    ({"hours": -1}, "the radius of 'hours' must be a number >= 0, got -1"),
-    ({"hours": float("nan")}, "the radius of 'hours' must be a number >= 0, got nan"),
+    ({"hours": -1}, "the radius of 'hours' must be a finite number >= 0, got -1"),
+    ({"hours": float("nan")}, "the radius of 'hours' must be a finite number >= 0, got nan"),
+    ({"hours": float("inf")}, "the radius of 'hours' must be a finite number >= 0, got inf"),
     ({"sex": 1}, "'sex' is a protected attribute")])
 def test_a_bad_neighbourhood_is_refused_by_name_before_any_work(similar, message):
     frame, net = people_and_net()
@@ -200,8 +201,9 @@ def test_a_bad_neighbourhood_is_refused_by_name_before_any_work(similar, message
 
 @pytest.mark.parametrize("flag, message", [
     ("hour=2", "unknown feature 'hour'; the features are hours, years"),
-    ("hours=-1", "the radius of 'hours' must be a number >= 0, got -1"),
-    ("hours=nan", "the radius of 'hours' must be a number >= 0, got nan"),
+    ("hours=-1", "the radius of 'hours' must be a finite number >= 0, got -1"),
+    ("hours=nan", "the radius of 'hours' must be a finite number >= 0, got nan"),
+    ("hours=inf", "the radius of 'hours' must be a finite number >= 0, got inf"),
     ("sex=1", "'sex' is a protected attribute")])
 def test_the_certify_command_refuses_a_bad_neighbourhood_by_name(tmp_path, flag, message):
     from typer.testing import CliRunner

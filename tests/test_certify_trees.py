@@ -243,8 +243,8 @@ def case():
 @pytest.mark.parametrize("similar, message", [
     ({"age": 2}, "unknown feature 'age'; the features are a, b, c"),
     ({"sex": 1}, "'sex' is a protected attribute"),
-    ({"a": -1}, "the radius of 'a' must be a number >= 0"),
-    ({"a": float("nan")}, "the radius of 'a' must be a number >= 0"),
+    ({"a": -1}, "the radius of 'a' must be a finite number >= 0"),
+    ({"a": float("nan")}, "the radius of 'a' must be a finite number >= 0"),
     ({"a": "x"}, "the radius of 'a' must be a number"),
     ({"a": {1, 2}}, "'a' is numeric; give it a radius"),
     ({}, "similar must map feature names to radii"),

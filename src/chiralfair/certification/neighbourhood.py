@@ -6,10 +6,10 @@ every combination of theirs is compared, as always). Radii are in the data's own
 encoded) and a column of whole numbers the code is the value, so a radius of 2 holds the codes ``x_j - 2 .. x_j + 2``
 that lie in the domain. A categorical feature stays fixed unless it is given a set of values (``{"workclass":
 {"Private", "State-gov"}}``): the person's own value and those, one box per value. Refused, naming the feature: a
-name the data does not have (the valid names listed), a protected attribute or a column coupled to one, a negative
-or NaN radius, a radius on a categorical feature or a set on a numeric one, and a radius on a binned column (its
-codes are bins, whose widths vary: give the radius in bins by binning it as whole numbers, or leave it fixed). For a
-model fed your own rows the neighbourhood is read on those rows instead, in your units, binned columns included
+name the data does not have (the valid names listed), a protected attribute or a column coupled to one, a negative,
+infinite or NaN radius, a radius on a categorical feature or a set on a numeric one, and a radius on a binned column
+(its codes are bins, whose widths vary: give the radius in bins by binning it as whole numbers, or leave it fixed).
+For a model fed your own rows the neighbourhood is read on those rows instead, in your units, binned columns included
 (:mod:`.people_grid`).
 
 The boxes serve any certificate of boxes (:func:`~chiralfair.certification.certify_individuals` with ``boxes=``).
@@ -73,8 +73,8 @@ def check_similar(similar, domain, codec=None, *, raw: bool = False) -> dict[str
             continue
         if isinstance(radius, bool) or not isinstance(radius, (int, float, np.integer, np.floating)):
             raise ConfigError(f"similar: the radius of {name!r} must be a number, got {radius!r}")
-        if math.isnan(float(radius)) or float(radius) < 0:
-            raise ConfigError(f"similar: the radius of {name!r} must be a number >= 0, got {radius!r}")
+        if not math.isfinite(float(radius)) or float(radius) < 0:
+            raise ConfigError(f"similar: the radius of {name!r} must be a finite number >= 0, got {radius!r}")
         if feature.kind == "categorical":
             raise ConfigError(f"similar: {name!r} is categorical; give it a set of values (its own is kept), "
                               "not a radius")

@@ -551,9 +551,12 @@ class CertifyResult:
                     out.append(f"  {worst}")
                 if ind.verdict is not None and (small := too_small_text(ind.verdict)):
                     out.append(f"  too small to tell, not ranked: {small}")
-                if ind.count("affected"):
+                if ind.count("affected") and ind.n_witnesses:
                     out.append(f"  each of the {ind.count('affected'):,} affected has a witness pair (x, x', f(x), "
                                "f(x')) re-queried on the model (individuals.parquet in the run folder)")
+                elif ind.count("affected"):
+                    out.append(f"  the {ind.count('affected'):,} affected were found on your rows (a model fed your "
+                               "rows): individuals.parquet holds their status, no witness pair in codes")
             if left_out := ind.left_out_text():
                 out.append(f"left out: {left_out}")
         out += [f"note: {n}" for n in self.notes]
