@@ -79,6 +79,7 @@ def _wrapped(estimator):
     return as_model(estimator, name="recount")
 
 
+@pytest.mark.slow  # trains every candidate of auto on three validation splits
 def test_auto_tries_a_plugin_unless_its_class_says_it_is_not_a_candidate(plugins):
     data, train, _ = people()
     model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
@@ -179,6 +180,7 @@ def test_an_installed_plugin_is_known_to_the_command_line_run_by_name_and_a_cand
     assert ENTRY in {t["method"] for t in result.meta["auto_candidates"]["tried"]}
 
 
+@pytest.mark.slow  # trains every candidate of auto on three validation splits
 def test_the_retrain_folder_shows_every_candidate_of_auto_as_a_table_and_a_plot(tmp_path):
     from chiralfair.reporting.report import write_retrain_folder
 

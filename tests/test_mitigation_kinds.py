@@ -347,6 +347,7 @@ def test_reweighing_equalises_the_positive_rate_of_the_groups_and_the_dnn_reads_
 
 
 # ------------------------------------------------------------------------------------------------ auto
+@pytest.mark.slow  # trains every candidate of auto on three validation splits
 def test_auto_picks_on_validation_rows_and_says_what_and_why(setting):
     data, train, test = setting["data"], setting["train"], setting["test"]
     result = retrain(model_of(setting, "lr"), data, method="auto", train_index=train, **FAST)

@@ -289,6 +289,7 @@ def test_retrain_from_a_run_folder_rebuilds_the_model_fed_values(people, models,
     assert before["test_idi_rate"] == pytest.approx(recount(predict, test))
 
 
+@pytest.mark.slow
 def test_a_to_frame_of_the_users_own_means_the_model_reads_codes_and_is_never_sent_the_raw_rows():
     """as_model(rf, to_frame=<codes -> the frame rf was fitted on>): the people are the codes, decoded by that
     to_frame; the data's raw rows (text) are never sent to it, at the verdict nor to train I&D's chiral model."""
