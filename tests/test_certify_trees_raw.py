@@ -224,3 +224,19 @@ def test_a_neighbourhood_it_cannot_read_is_refused_before_the_domain_is_searched
     with pytest.raises(ConfigError, match="column 'income' holds values that are not whole numbers"):
         chiralfair.certify(pipe, df, test_size=0.3, label="y", positive_class=1, protected="sex",
                            similar={"income": 1})
+
+
+def test_the_door_does_not_claim_witness_pairs_a_model_fed_your_rows_does_not_carry():
+    import chiralfair
+
+    df = people()
+    train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
+    pipe, _ = fitted("dt+passthrough")
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    result = chiralfair.certify(pipe, train, test=test, spec=spec, similar=SIMILAR, max_seconds=None)
+    people_found = result.individuals
+    expected = per_person_truth(pipe, fitted("dt+passthrough")[1], SIMILAR)
+    assert people_found.count("affected") == int(expected.sum()) > 0 and people_found.n_witnesses == 0
+    printed = "\n".join(result.lines())
+    assert "has a witness pair" not in printed
+    assert f"the {int(expected.sum()):,} affected were found on your rows" in printed
