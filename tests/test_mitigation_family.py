@@ -167,6 +167,7 @@ def installed(tmp_path, monkeypatch):
     sys.modules.pop(MODULE, None)
 
 
+@pytest.mark.slow  # installs a package and runs auto over every candidate
 def test_an_installed_plugin_is_known_to_the_command_line_run_by_name_and_a_candidate_of_auto(installed):
     from chiralfair.pipeline.checks import check_retrain_options
 
