@@ -146,3 +146,29 @@ def test_each_pair_is_scored_and_the_score_streams_to_parquet(tmp_path):
         model, data.domain, data.X[:60], random_state=0, sink=PairSink(tmp_path / "idis.parquet"))
     assert streamed.n_plausible_idis == res.n_plausible_idis
     np.testing.assert_array_equal(streamed.plausible, res.plausible)
+
+
+@pytest.mark.parametrize("protected_codes", [2, 64, 65, 300], ids=lambda n: f"{n}-codes")
+def test_plausible_is_the_pair_by_pair_lookup(protected_codes):
+    # Support.plausible reads a protected column of at most 64 codes through per-column bit masks; recounted here
+    # pair by pair from the rare table, with two protected attributes (each one's column against the other's too)
+    rng = np.random.default_rng(protected_codes)
+    n = 9000
+    p = rng.integers(0, protected_codes, n)
+    q = rng.integers(0, 3, n)
+    c1 = np.where(p % 2 == 0, 0, rng.integers(0, 2, n))  # an even p is never seen with c1 = 1: a rare pair
+    c2 = rng.integers(0, 7, n)
+    X = np.column_stack([c1, p, c2, q, rng.integers(0, 10, n)]).astype(np.int64)
+    domain = Domain.from_data(X, ["c1", "p", "c2", "q", "o"], kinds=["categorical"] * 4 + ["ordinal"],
+                              protected=["p", "q"])
+    support = domain.support
+    pairs = support.pair_columns(domain)
+    assert {(1, 0), (1, 2), (1, 3), (3, 1)} <= set(map(tuple, pairs.tolist()))
+    rows = np.concatenate([X, domain.sample(2000, rng)])
+    expected = np.ones(len(rows), dtype=bool)
+    for a, b in pairs.tolist():
+        i = rows[:, a] - support.lower[a] + support.offsets[a]
+        j = rows[:, b] - support.lower[b] + support.offsets[b]
+        expected &= ~support.rare[i, j]
+    assert 0 < expected.sum() < len(rows), "some rows are implausible, some are not"
+    np.testing.assert_array_equal(domain.plausible(rows), expected)

@@ -25,6 +25,8 @@ import numpy as np
 from ..exceptions import ConfigError
 
 MAX_CODES = 512
+# A protected column of at most this many codes is read through per-column bit masks (Support.plausible).
+_MASK_BITS = 64
 DEFAULT_MIN_LIFT = 0.01
 DEFAULT_MIN_EXPECTED = 5.0
 
@@ -142,10 +144,38 @@ class Support:
         X = np.asarray(X, dtype=np.int64)
         if not len(pairs) or not len(X):
             return np.ones(len(X), dtype=bool)
-        p, c = pairs[:, 0], pairs[:, 1]
-        rows = X[:, p] - self.lower[p] + self.offsets[p]
-        cols = X[:, c] - self.lower[c] + self.offsets[c]
-        return ~self.rare[rows, cols].any(axis=1)
+        rare = np.zeros(len(X), dtype=bool)
+        wide = []
+        for p in np.unique(pairs[:, 0]).tolist():
+            others = pairs[pairs[:, 0] == p, 1]
+            if self._size(p) > _MASK_BITS:
+                wide.append(pairs[pairs[:, 0] == p])
+                continue
+            # Per column c, a table over c's codes of the bit mask of p's codes rare with it: one lookup per column
+            # and row, then the row's own bit of p, instead of a lookup per (row, pair) in the (codes, codes) table.
+            bits = np.zeros(len(X), dtype=np.uint64)
+            for c in others.tolist():
+                bits |= self._rare_masks(p, c).take(X[:, c] - self.lower[c])
+            rare |= ((bits >> (X[:, p] - self.lower[p]).astype(np.uint64)) & np.uint64(1)).astype(bool)
+        for block in wide:  # a protected column of more than 64 codes: the (row, pair) lookup
+            p, c = block[:, 0], block[:, 1]
+            rows = X[:, p] - self.lower[p] + self.offsets[p]
+            cols = X[:, c] - self.lower[c] + self.offsets[c]
+            rare |= self.rare[rows, cols].any(axis=1)
+        return ~rare
+
+    def _size(self, column: int) -> int:
+        """Codes of a counted column (its diagonal block's width)."""
+        start = self.offsets[column]
+        later = self.offsets[self.offsets > start]
+        return int((later.min() if len(later) else len(self.counts)) - start)
+
+    def _rare_masks(self, p: int, c: int) -> np.ndarray:
+        """For each code of column ``c``, the bits of the codes of column ``p`` rare with it, shape (codes of c,)."""
+        rows = slice(self.offsets[p], self.offsets[p] + self._size(p))
+        block = self.rare[rows, self.offsets[c]:self.offsets[c] + self._size(c)]
+        weights = np.left_shift(np.uint64(1), np.arange(block.shape[0], dtype=np.uint64))
+        return np.bitwise_or.reduce(np.where(block, weights[:, None], np.uint64(0)), axis=0)
 
     def rare_pairs(self, domain, pairs: np.ndarray) -> list[dict]:
         """The rare (protected value, categorical value) pairs among ``pairs``, most expected first.

@@ -4,16 +4,19 @@ A search asks the same few questions of the keys (non-protected projections, :me
 <chiralfair.domain.Domain.keys>`) it meets: was this key checked (``n_tested``), is it a recorded IDI
 (``n_idis``), has this local walk checked it already and with what outcome
 (:class:`~chiralfair.generators.gradient_steps.KnownOutcomes`)? Each answer is a bit of one flag byte per key, in
-one table, so a key costs 9 bytes however many questions are asked of it. A batch is looked up once
-(:meth:`SortedKeyTable.locate`): the walk reads what it knows there, the recorder and the walk then set their
-bits at the same places (:meth:`~SortedKeyTable.flags_at`, :meth:`~SortedKeyTable.mark_at`) without searching
-again.
+one table, so a key costs 9 bytes (10 with the filter below) however many questions are asked of it. A batch is
+looked up once (:meth:`SortedKeyTable.locate`): the walk reads what it knows there, the recorder and the walk then
+set their bits at the same places (:meth:`~SortedKeyTable.flags_at`, :meth:`~SortedKeyTable.mark_at`) without
+searching again.
 
 int64 keys live in a few sorted numpy runs (a log-structured merge): locating a batch of ``b`` keys in a table of
 ``n`` costs a sort of the batch and a search of each run, and a key is copied O(log n) times in all by the merges.
 A run large enough for its binary search to miss the cache at every step gets a fence (every
 :data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short block
-of the run. Keys of domains with 2**63 points or more are bytes objects (:meth:`Domain.keys`) and live in a dict.
+of the run. Before the runs are searched, a bit map of the keys' hashes (a one-hash Bloom filter of at least
+:data:`FILTER_BITS_PER_KEY` bits a key) says which keys of a batch cannot be in the table, so that the new keys
+(most of a local walk's batch) are searched in no run. Keys of domains with 2**63 points or more are bytes objects
+(:meth:`Domain.keys`) and live in a dict.
 """
 
 from __future__ import annotations
@@ -39,8 +42,18 @@ MERGE_RATIO = 4
 # would otherwise hold twice the whole table at once (about 270 MB more on the budget cap's 15 M keys).
 MAX_RUN_KEYS = 1 << 22
 # Runs of at least this many keys are searched through a fence of every FENCE_STRIDE-th key.
-FENCE_MIN_KEYS = 1 << 16
+# (``searchsorted`` is faster below about 2 M keys for batches of a few hundred to 60,000 keys, on 2026-12-06's
+# machine; the fence wins on the budget cap's runs of 4 M keys.)
+FENCE_MIN_KEYS = 1 << 21
 FENCE_STRIDE = 32
+# The filter keeps at least this many bits per key (one byte a key): a key not in the table passes it (and is
+# searched for in vain) with probability at most 1 - exp(-1/8), 12%.
+FILTER_BITS_PER_KEY = 8
+# Smallest filter, in bytes; the filter doubles when the keys outgrow it and is rebuilt from the runs in chunks of
+# FILTER_CHUNK keys (so the rebuild holds no copy of the whole table).
+FILTER_MIN_BYTES = 1 << 10
+FILTER_CHUNK = 1 << 20
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the key times 2**64 / phi, its top bits
 
 
 @dataclass(frozen=True)
@@ -95,7 +108,7 @@ class SortedKeyTable:
 
     Locating a batch of ``b`` keys costs one sort of the batch and a search of each run (O(log n) runs of at most
     :data:`MAX_RUN_KEYS` keys); reading and setting flags at a location costs a gather or scatter per run. A key
-    costs 9 bytes.
+    costs 9 bytes, and about 1 more in the filter that spares new keys the search.
     """
 
     def __init__(self) -> None:
@@ -106,15 +119,18 @@ class SortedKeyTable:
         self._generation = 0  # locates so far: a location is valid while this has not moved on
         self._counts = np.zeros(8, dtype=np.int64)
         self._free = list(BORROWABLE)
+        self._n_keys = 0
+        self._filter = np.zeros(FILTER_MIN_BYTES, dtype=np.uint8)
+        self._filter_shift = np.uint64(64 - (FILTER_MIN_BYTES * 8).bit_length() + 1)
 
     def __len__(self) -> int:
-        return sum(len(run) for run in self._keys)
+        return self._n_keys
 
     @property
     def nbytes(self) -> int:
-        """Bytes the runs hold: 9 per key (the key and its flags), and the fences' 8 per :data:`FENCE_STRIDE` keys."""
-        return sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
-                   for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
+        """Bytes held: the runs' 9 per key (the key and its flags), the fences' and the filter's (about 1 per key)."""
+        return self._filter.nbytes + sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
+                                         for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
 
     def count(self, bit: int) -> int:
         """Keys whose flags hold ``bit`` (:data:`TESTED`, :data:`RECORDED` or a borrowed bit).
@@ -153,6 +169,7 @@ class SortedKeyTable:
             flags[which] = self._flags[run][pos]
         if len(missing):
             self._append(unique[missing], np.zeros(len(missing), dtype=np.uint8))
+            self._add_to_filter(unique[missing])
             self._pending = True
             places.append((len(self._keys) - 1, missing, np.arange(len(missing))))
         return KeyLocation(keys, inverse, tuple(places), flags, len(unique) < len(keys), self._generation)
@@ -275,10 +292,20 @@ class SortedKeyTable:
                                "(which may move the keys), so flags must be read and set before the next one")
 
     def _find(self, unique: np.ndarray) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
-        """Places of the sorted distinct keys ``unique`` found in the runs, and the indices of those not found."""
-        places = []
-        todo = np.arange(len(unique))
-        for run, (keys, fence) in enumerate(zip(self._keys, self._fences, strict=True)):
+        """Places of the sorted distinct keys ``unique`` found in the runs, and the (sorted) indices of those not found.
+
+        Only the keys the filter lets pass are searched for: the others are in no run.
+        """
+        places: list[tuple[int, np.ndarray, np.ndarray]] = []
+        if not self._n_keys:
+            return places, np.arange(len(unique))
+        maybe = self._in_filter(unique)
+        todo = np.flatnonzero(maybe)
+        n_maybe = len(todo)
+        # the newest (smallest) runs first: a walk meets again mostly the keys it has just added, so fewer keys are
+        # left to search for in the oldest, largest runs, whose searches miss the cache
+        for run in range(len(self._keys) - 1, -1, -1):
+            keys, fence = self._keys[run], self._fences[run]
             if not len(todo):
                 break
             query = unique[todo]
@@ -287,14 +314,44 @@ class SortedKeyTable:
             if found.any():
                 places.append((run, todo[found], pos[found]))
                 todo = todo[~found]
+        if n_maybe < len(unique):  # with the keys the filter stopped, in order
+            maybe[todo] = False
+            todo = np.flatnonzero(~maybe)
         return places, todo
+
+    def _hash(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's bit in the filter (the top bits of the key times :data:`_GOLDEN`, modulo 2**64)."""
+        return (keys.view(np.uint64) * _GOLDEN) >> self._filter_shift
+
+    def _in_filter(self, keys: np.ndarray) -> np.ndarray:
+        """False for the keys that are in no run; True for the others and for a few keys not in the table."""
+        h = self._hash(keys)
+        return (self._filter.take(h >> np.uint64(3)) >> (h & np.uint64(7)).astype(np.uint8)) & 1 != 0
+
+    def _add_to_filter(self, keys: np.ndarray) -> None:
+        """Set the bits of ``keys`` (new to the table), growing the filter first when the keys would outgrow it."""
+        self._n_keys += len(keys)
+        if self._n_keys * FILTER_BITS_PER_KEY > self._filter.size * 8:
+            size = self._filter.size
+            while self._n_keys * FILTER_BITS_PER_KEY > size * 8:
+                size *= 2
+            self._filter = np.zeros(size, dtype=np.uint8)
+            self._filter_shift = np.uint64(64 - (size * 8).bit_length() + 1)
+            for run in self._keys:  # the new keys' run is among them
+                for start in range(0, len(run), FILTER_CHUNK):
+                    self._set_filter_bits(run[start:start + FILTER_CHUNK])
+        else:
+            self._set_filter_bits(keys)
+
+    def _set_filter_bits(self, keys: np.ndarray) -> None:
+        h = self._hash(keys)
+        np.bitwise_or.at(self._filter, h >> np.uint64(3),
+                         np.left_shift(np.uint8(1), (h & np.uint64(7)).astype(np.uint8)))
 
     def _count_gains(self, before: np.ndarray, after: np.ndarray) -> None:
         gained = after & ~before
-        present = int(np.bitwise_or.reduce(gained)) if len(gained) else 0
-        for b in range(8):
-            if present >> b & 1:
-                self._counts[b] += np.count_nonzero(gained & (1 << b))
+        if gained.any():  # every bit's count in one pass
+            self._counts += np.unpackbits(gained[:, None], axis=1, bitorder="little").sum(axis=0, dtype=np.int64)
 
     def _append(self, keys: np.ndarray, flags: np.ndarray) -> None:
         self._keys.append(keys)

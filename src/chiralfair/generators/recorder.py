@@ -6,8 +6,9 @@ domain's rules (architecture: counterparts that could exist) hold for every gene
 the constraints (:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's
 counterparts carry the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
-Keys (architecture: the counting rule) are kept once, in one :mod:`~chiralfair.generators.key_table` (9 bytes per int64
-key: the key and a byte of flags saying whether it was tested and whether it is a recorded IDI). IDI pairs go to a
+Keys (architecture: the counting rule) are kept once, in one :mod:`~chiralfair.generators.key_table` (about 10 bytes
+per int64 key: the key, a byte of flags saying whether it was tested and whether it is a recorded IDI, and a byte of
+the filter that spares new keys a search). IDI pairs go to a
 :class:`~chiralfair.results.run_folder.PairSink` when one is given (streamed to Parquet, bounded memory), else they
 are kept in memory until :meth:`result`.
 """
@@ -342,8 +343,8 @@ class IDIRecorder:
         """
         if self.domain.support is None:
             return None
-        both = cast(np.ndarray, self.domain.plausible(np.concatenate([X, C])))  # one lookup for both sides
-        return both[:len(X)] & both[len(X):]
+        # each side on its own: no copy of both sides into one array
+        return cast(np.ndarray, self.domain.plausible(X)) & cast(np.ndarray, self.domain.plausible(C))
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,).

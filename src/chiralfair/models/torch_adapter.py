@@ -77,11 +77,26 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
         raise ModelOutputError(f"torch module {name!r} returned shape {tuple(out.shape)} for {x.shape[0]} rows; "
                                "expected (n,), (n, 1) or (n, 2)")
     if output == "probability":
-        check_probabilities(out.detach().double().cpu().numpy(), name)
+        _check_probabilities(out, name)
         p1 = out[:, 1] if out.shape[1] == 2 else out[:, 0]
     else:
         p1 = torch.softmax(out, dim=1)[:, 1] if out.shape[1] == 2 else torch.sigmoid(out[:, 0])
     return p1 if positive_index == 1 else 1 - p1
+
+
+def _check_probabilities(out: torch.Tensor, name: str) -> None:
+    """:func:`~.language.check_probabilities` of a module's output, read in torch when one column lies in [0, 1].
+
+    The bounds come from one ``aminmax`` on the tensor (NaN fails both comparisons, an infinity lies outside), so a
+    valid one-column output is not copied to numpy at every model call; anything else goes through the numpy check,
+    which raises its own message.
+    """
+    out = out.detach()
+    if out.numel() and out.shape[1] == 1:
+        lo, hi = torch.aminmax(out)
+        if bool(lo >= 0) and bool(hi <= 1):
+            return
+    check_probabilities(out.double().cpu().numpy(), name)
 
 
 def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, output: str = "probability",
