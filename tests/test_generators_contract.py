@@ -338,3 +338,34 @@ def test_no_generator_records_more_than_one_idi_per_two_queries(name, protected)
     *_, res = run(name, biased_module(), protected=protected)
     assert res.n_idis > 0
     assert 2 * res.n_idis <= res.n_queries
+
+
+def test_each_builtin_name_is_registered_by_its_own_module_alone():
+    # make_generator imports only the module GENERATOR_MODULES names (a run needs one generator, not all of them):
+    # in a fresh process, importing that module alone registers the name, and make_generator imports no other
+    import json
+    import subprocess
+    import sys
+
+    from chiralfair.generators.names import BUILTIN_GENERATORS, GENERATOR_MODULES
+
+    assert sorted(GENERATOR_MODULES) == sorted(BUILTIN_GENERATORS)
+    code = """
+import importlib, json, sys
+from chiralfair.generators.names import GENERATOR_MODULES
+from chiralfair.generators import GENERATORS
+out = {}
+for name, module in GENERATOR_MODULES.items():
+    importlib.import_module("chiralfair.generators." + module)
+    out[name] = name in GENERATORS._entries
+print(json.dumps(out))
+"""
+    registered = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                           check=True).stdout)
+    assert registered == dict.fromkeys(GENERATOR_MODULES, True)
+    modules = set(GENERATOR_MODULES.values())
+    lone = subprocess.run([sys.executable, "-c", "import sys; from chiralfair.generators import make_generator; "
+                           "make_generator('aequitas'); print(' '.join(sorted(sys.modules)))"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    loaded = {m.rsplit(".", 1)[1] for m in lone if m.startswith("chiralfair.generators.")} & modules
+    assert loaded == {"aequitas"}

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from toys import biased_module, is_biased_idi, toy_dataset
 
@@ -101,3 +102,34 @@ def test_the_audit_carries_group_metrics_into_result_json_the_report_and_held_ou
     mf = MetricFrame(metrics=selection_rate, y_true=rows.y_true, y_pred=rows.is_idi, sensitive_features=rows["sex"])
     female = next(g for g in stored["groups"] if g["group"] == "sex=Female")
     assert mf.by_group["Female"] == pytest.approx(female["idi_rate"])
+
+
+@pytest.mark.parametrize("n_boot", [0, 4])
+def test_the_rates_are_fairlearns_own_to_the_last_bit(n_boot, monkeypatch):
+    # group_metrics hands MetricFrame its own rate functions (fairlearn's checks and confusion matrices cost most of
+    # its time); the figures must be those of fairlearn's selection_rate, true_positive_rate and false_positive_rate
+    from fairlearn.metrics import false_positive_rate, selection_rate, true_positive_rate
+
+    from chiralfair.verdict import group_metrics as gm
+
+    rng = np.random.default_rng(11)
+    n = 997
+    frame = pd.DataFrame({"y_true": rng.integers(0, 2, n), "y_pred": rng.integers(0, 2, n),
+                          "is_idi": rng.random(n) < 0.2, "sex": rng.choice(["f", "m"], n),
+                          "race": rng.choice(["a", "b", "c", "d"], n)})
+    frame.loc[frame["race"] == "c", "y_true"] = 0  # a group with no positive row: TPR undefined
+    frame.loc[frame["race"] == "d", "y_true"] = 1  # and one with no negative row: FPR undefined
+    frame.loc[frame["race"] == "b", "y_pred"] = 1
+    ours = gm.group_metrics(frame, ["sex", "race"], n_boot=n_boot, random_state=3)
+    monkeypatch.setattr(gm, "_selection_rate", selection_rate)
+    monkeypatch.setattr(gm, "_true_positive_rate", true_positive_rate)
+    monkeypatch.setattr(gm, "_false_positive_rate", false_positive_rate)
+    theirs = gm.group_metrics(frame, ["sex", "race"], n_boot=n_boot, random_state=3)
+    assert ours.groups == theirs.groups and ours.overall == theirs.overall
+    assert any(g["tpr"] is None for g in ours.groups) and any(g["fpr"] is None for g in ours.groups)
+    for g in ours.groups:  # and a recount from the rows
+        if g["attribute"] != "race" or g["tpr"] is None:
+            continue
+        rows = frame[frame["race"] == g["group"].split("=")[1]]
+        positives = rows["y_true"] == 1
+        assert g["tpr"] == (rows["y_pred"][positives] == 1).sum() / positives.sum()

@@ -120,3 +120,32 @@ def test_static_name_list_matches_the_registry():
     from chiralfair.seeds.names import BUILTIN_SEED_STRATEGIES
 
     assert sorted(BUILTIN_SEED_STRATEGIES) == STRATEGIES
+
+
+def test_each_builtin_strategy_is_registered_by_its_own_module():
+    # make_seed_strategy imports only the module SEED_STRATEGY_MODULES names: in a fresh process, importing it
+    # registers the name, and make_seed_strategy('iandd') leaves the strategies it does not use unimported
+    import json
+    import subprocess
+    import sys
+
+    from chiralfair.seeds.names import BUILTIN_SEED_STRATEGIES, SEED_STRATEGY_MODULES
+
+    assert sorted(SEED_STRATEGY_MODULES) == sorted(BUILTIN_SEED_STRATEGIES)
+    code = """
+import importlib, json
+from chiralfair.seeds.names import SEED_STRATEGY_MODULES
+from chiralfair.seeds import SEED_STRATEGIES
+out = {}
+for name, module in SEED_STRATEGY_MODULES.items():
+    importlib.import_module("chiralfair.seeds." + module)
+    out[name] = name in SEED_STRATEGIES._entries
+print(json.dumps(out))
+"""
+    registered = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                           check=True).stdout)
+    assert registered == dict.fromkeys(SEED_STRATEGY_MODULES, True)
+    lone = subprocess.run([sys.executable, "-c", "import sys; from chiralfair.seeds import make_seed_strategy; "
+                           "make_seed_strategy('iandd'); print(' '.join(sorted(sys.modules)))"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert "chiralfair.seeds.expga" not in lone and "chiralfair.seeds.data_rows" not in lone

@@ -5,6 +5,7 @@ See architecture: generators.
 
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -90,9 +91,12 @@ def make_generator(name: str, **params) -> Generator:
     >>> list(result.to_frame(data.domain).columns[:4])
     ['sex', 'hours', 'sex_counterpart', 'hours_counterpart']
     """
-    from . import _load_all  # noqa: F401  (registers the built-in generators)
-    from .names import AUTO
+    from .names import AUTO, GENERATOR_MODULES
 
+    if name in GENERATOR_MODULES:  # a built-in name: its own module registers it, the others are not imported
+        importlib.import_module(f"{__package__}.{GENERATOR_MODULES[name]}")
+    else:  # an installed one (the registry loads it), or an unknown one, refused listing every name
+        from . import _load_all  # noqa: F401  (registers the built-in generators)
     if name == AUTO:  # a valid name, which only a model can resolve
         raise ConfigError("generator 'auto' is the one the model under test offers (eidig with an input gradient "
                           "and probabilities, else aequitas): name that generator here, or resolve it with "

@@ -28,6 +28,26 @@ BUILTIN_GENERATORS: dict[str, bool] = {
     "themis": False,
 }
 
+# name -> the module of chiralfair.generators that registers it: a run imports that module only, not every generator
+# (``tests/test_generators_contract.py`` checks that each module registers its names).
+GENERATOR_MODULES: dict[str, str] = {
+    "adf": "adf",
+    "aequitas": "aequitas",
+    "aequitas-fully": "aequitas",
+    "aequitas-random": "aequitas",
+    "aequitas-semi": "aequitas",
+    "aft": "aft",
+    "eidig": "eidig",
+    "eidig-5": "eidig",
+    "eidig-inf": "eidig",
+    "expga": "expga",
+    "grft": "grft",
+    "kosei": "kosei",
+    "maft": "maft",
+    "sg": "sg",
+    "themis": "themis",
+}
+
 # The generators that need predict_proba (their class's needs_proba): refused on a labels-only model.
 NEEDS_PROBABILITIES: frozenset[str] = frozenset({"adf", "eidig", "eidig-5", "eidig-inf", "grft", "maft"})
 

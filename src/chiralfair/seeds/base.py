@@ -5,6 +5,7 @@ See architecture: seed strategies.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -82,7 +83,12 @@ def make_seed_strategy(name: str, **params) -> SeedStrategy:
     >>> seeds.strategy, seeds.seeds.shape, seeds.initialization_rate
     ('iandd', (20, 2), 0.45)
     """
-    from . import _load_all  # noqa: F401  (registers the built-in strategies)
+    from .names import SEED_STRATEGY_MODULES
+
+    if name in SEED_STRATEGY_MODULES:  # a built-in name: its own module registers it, the others are not imported
+        importlib.import_module(f"{__package__}.{SEED_STRATEGY_MODULES[name]}")
+    else:  # an installed one (the registry loads it), or an unknown one, refused listing every name
+        from . import _load_all  # noqa: F401  (registers the built-in strategies)
     return SEED_STRATEGIES.make(name, **params)
 
 

@@ -6,6 +6,11 @@ Read by the command line to refuse an unknown strategy before the strategies are
 
 BUILTIN_SEED_STRATEGIES: tuple[str, ...] = ("cluster", "data_rows", "expga", "i", "iandd", "random", "rows")
 
+# name -> the module of chiralfair.seeds that registers it: a run imports that module only, not every strategy
+# (``tests/test_seeds_contract.py`` checks that each module registers its names).
+SEED_STRATEGY_MODULES: dict[str, str] = {"cluster": "cluster", "data_rows": "data_rows", "expga": "expga",
+                                         "i": "initial", "iandd": "iandd", "random": "random", "rows": "random"}
+
 # Strategies that train a chiral model and take ``chiral_random_state`` (subclasses of InitialIDISeeds).
 CHIRAL_SEED_STRATEGIES: tuple[str, ...] = ("i", "iandd")
 

@@ -233,9 +233,9 @@ def _metric_frame(frame, columns, n_boot, quantiles, random_state):
     """Records of one ``MetricFrame`` over ``columns`` (one attribute, or the intersection of several)."""
     import warnings
 
-    from fairlearn.metrics import MetricFrame, false_positive_rate, selection_rate, true_positive_rate
+    from fairlearn.metrics import MetricFrame
 
-    metrics = {"selection_rate": selection_rate, "tpr": true_positive_rate, "fpr": false_positive_rate}
+    metrics = {"selection_rate": _selection_rate, "tpr": _true_positive_rate, "fpr": _false_positive_rate}
     sensitive = frame[columns[0]] if len(columns) == 1 else frame[columns]
     boot = {"n_boot": n_boot, "ci_quantiles": quantiles, "random_state": random_state} if n_boot else {}
     with warnings.catch_warnings():  # an undefined rate warns in sklearn; it is reported as undefined instead
@@ -275,6 +275,29 @@ def _metric_frame(frame, columns, n_boot, quantiles, random_state):
         overall.update(_figure(m, mf.overall[m], None if ov_lower is None else ov_lower[m],
                                None if ov_upper is None else ov_upper[m], n_pos_all, n_all - n_pos_all))
     return records, overall
+
+
+# The three rates for labels in {0, 1} (1 the positive class), as fairlearn's selection_rate, true_positive_rate and
+# false_positive_rate compute them (a count over a count, in float64), without the checks and the confusion matrix
+# they build at every call: on census's held-out rows those took most of the group metrics' time. An undefined rate
+# is NaN here; _figure reports it as None either way.
+def _selection_rate(y_true, y_pred) -> float:
+    y_pred = np.asarray(y_pred)
+    return np.count_nonzero(y_pred == 1) / len(y_pred)
+
+
+def _true_positive_rate(y_true, y_pred) -> float:
+    return _rate_among(np.asarray(y_true) == 1, np.asarray(y_pred))
+
+
+def _false_positive_rate(y_true, y_pred) -> float:
+    return _rate_among(np.asarray(y_true) == 0, np.asarray(y_pred))
+
+
+def _rate_among(rows: np.ndarray, y_pred: np.ndarray) -> float:
+    """The share of ``rows`` predicted 1 (NaN without rows)."""
+    n = np.count_nonzero(rows)
+    return np.count_nonzero(rows & (y_pred == 1)) / n if n else math.nan
 
 
 def _counts(frame, columns) -> dict[tuple, tuple]:
