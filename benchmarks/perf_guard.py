@@ -299,17 +299,24 @@ def quick_start(repeats: int, src: Path | None = None) -> dict:
 
     Each round runs ``chiralfair run`` (the README's first command, a fresh ``--out`` folder) and ``python -c
     "import torch, sklearn, shap"`` in fresh processes, the order alternating from round to round; one untimed run
-    first warms the model cache and the file cache. ``src``: the chiralfair source to time (default: the one this
-    script imports). Medians of the rounds' wall and CPU seconds, and their ratios.
+    first warms the model cache, the file cache and chiralfair's bytecode cache (``PYTHONDONTWRITEBYTECODE`` is
+    unset for the children). ``src``: the chiralfair source to time (default: the one this script imports). Medians
+    of the rounds' wall and CPU seconds, and their ratios.
     """
     import chiralfair
 
     env = dict(os.environ, PYTHONPATH=str(src or Path(chiralfair.__file__).parent.parent))
+    # Bytecode cached, as after any install (pip compiles it) or first run: with PYTHONDONTWRITEBYTECODE set (some
+    # shells and CI images set it), every round would compile chiralfair's ~90 modules from source (about 0.3 s of
+    # CPU on 2026-12-06's machine) while the floor's libraries read their installed .pyc files. The warm run below
+    # writes chiralfair's __pycache__ (ignored by git).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with tempfile.TemporaryDirectory() as folder:
         def command(i: int) -> list[str]:
             return [sys.executable, "-m", "chiralfair", *QUICK_START, "--out", str(Path(folder) / f"run{i}")]
 
-        _child(command(-1), env)  # warm: trains nothing when the cache holds the models, reads the files once
+        _child(command(-1), env)  # warm: trains nothing when the cache holds the models, reads the files once,
+        # writes the bytecode
         rounds = []
         for i in range(repeats):
             row = {}
