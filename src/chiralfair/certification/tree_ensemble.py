@@ -175,6 +175,31 @@ class TreeEnsemble:
             out[:, i] = (reach & ~covers) @ weight
         return out
 
+    def holds(self, lo: np.ndarray, hi: np.ndarray, features: np.ndarray) -> np.ndarray:
+        """Which leaves hold every code of each box on all of ``features`` (the other features aside).
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray of int, shape (n_boxes, n_features)
+        features : numpy.ndarray of int
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_boxes, n_leaves)
+        """
+        out = np.ones((len(lo), self.n_leaves), dtype=bool)
+        for f in features:
+            if f not in self._read:
+                continue
+            a, b = lo[:, f, None], hi[:, f, None]
+            if f in self._sets:
+                cum = self._sets[f]
+                held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
+                out &= held == (b - a + 1)
+            else:
+                out &= (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
+        return out
+
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lower and upper bounds of the score over each box: per tree, the extreme leaves the box reaches.
 

@@ -59,6 +59,10 @@ class TreeBranchAndBound:
     focus : float, default=2.0
         Order of the open boxes: largest first, with a box whose bounds lie mostly on one side of the threshold
         moved ahead as if it were ``gap ** -focus`` times larger; 0 orders by volume alone.
+    blind : bool, default=True
+        Certify a box where every leaf reached holds every protected combination's codes on the protected and
+        coupled columns (the ensemble cannot tell the combinations apart there, whatever its score); False: only
+        the score's bounds decide (for measuring what this adds).
 
     Raises
     ------
@@ -68,12 +72,13 @@ class TreeBranchAndBound:
 
     def __init__(self, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                  max_boxes: int | None = None, batch_size: int | None = None, cells_per_box: int = 1024,
-                 cells_per_batch: int = 65536, focus: float = 2.0):
+                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True):
         checked = check_certify_options(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
                                         batch_size=1 if batch_size is None else batch_size)
         self.focus = check_float(focus, "focus", minimum=0.0)
         self.cells_per_box = check_int(cells_per_box, "cells_per_box", minimum=1)
         self.cells_per_batch = check_int(cells_per_batch, "cells_per_batch", minimum=1)
+        self.blind = bool(blind)
         self.max_seconds = checked["max_seconds"]
         self.max_depth = checked["max_depth"]
         self.max_boxes = checked["max_boxes"]
@@ -88,7 +93,7 @@ class TreeBranchAndBound:
         """
         return {"engine": "trees", "max_seconds": self.max_seconds, "max_depth": self.max_depth,
                 "max_boxes": self.max_boxes, "batch_size": self.batch_size, "cells_per_box": self.cells_per_box,
-                "cells_per_batch": self.cells_per_batch, "focus": self.focus}
+                "cells_per_batch": self.cells_per_batch, "focus": self.focus, "blind": self.blind}
 
     def run(self, ensemble: TreeEnsemble, space: KeySpace, check, lo: np.ndarray, hi: np.ndarray, *,
             row_keys: np.ndarray | None = None, row_owner: np.ndarray | None = None,
@@ -122,7 +127,7 @@ class TreeBranchAndBound:
         n_rows = 0 if row_keys is None else len(row_keys)
         tally = Tally(certified=np.zeros(n_owners), falsified=np.zeros(n_owners),
                       row_status=np.full(n_rows, UNDECIDED, dtype=np.int8))
-        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
+        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
                  "n_depth_limited": 0, "n_dropped": 0, "stopped": "complete", "n_trees": ensemble.n_trees,
                  "n_leaves": ensemble.n_leaves}
         frontier = _Frontier(space.n_columns)
@@ -162,6 +167,24 @@ class TreeBranchAndBound:
                            started)
 
     @staticmethod
+    def _blind(ensemble: TreeEnsemble, space: KeySpace, xlo: np.ndarray, xhi: np.ndarray, reach: np.ndarray, n: int,
+               k: int) -> np.ndarray:
+        """Boxes where the ensemble cannot tell the protected combinations apart: certified whatever the threshold.
+
+        A box is blind when every leaf some combination reaches in it holds every combination's codes on the
+        protected and coupled columns. Then at each point of the box every combination reaches the same leaf of
+        each tree (a leaf reached at ``(x, a)`` holds ``x``'s other codes, shared by ``(x, b)``, and ``b``'s
+        protected and coupled codes; a tree's leaves partition its inputs), so every combination gets the same
+        score and label: no point of the box is an IDI, although its score may cross the threshold.
+        """
+        columns = np.unique(np.concatenate([np.asarray(space.domain.protected, dtype=np.int64),
+                                            np.asarray(space.domain.coupled_columns, dtype=np.int64)]))
+        held = ensemble.holds(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1), columns)
+        held = held.reshape(n, k, -1).all(axis=1)
+        reached = reach.reshape(n, k, -1).any(axis=1)
+        return ~(reached & ~held).any(axis=1)
+
+    @staticmethod
     def _drop_decided(batch: tuple, tally: Tally, stats: dict) -> tuple:
         owner = batch[4]
         keep = tally.falsified[owner] == 0
@@ -187,6 +210,10 @@ class TreeBranchAndBound:
         below = upper < ensemble.threshold - margin
         verdict = np.full(n, UNDECIDED, dtype=np.int8)
         same = (above | ~relevant).all(axis=1) | (below | ~relevant).all(axis=1)
+        if self.blind and k > 1:  # every leaf the box reaches ignores the protected (and coupled) columns there
+            blind = self._blind(ensemble, space, xlo, xhi, reach, n, k) & ~same
+            stats["n_blind"] = stats.get("n_blind", 0) + int(blind.sum())
+            same |= blind
         verdict[same] = CERTIFIED
         opposite = (above & sure).any(axis=1) & (below & sure).any(axis=1)
         verdict[opposite & ~same] = FALSIFIED
