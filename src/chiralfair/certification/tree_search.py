@@ -179,10 +179,10 @@ class TreeBranchAndBound:
         """
         columns = np.unique(np.concatenate([np.asarray(space.domain.protected, dtype=np.int64),
                                             np.asarray(space.domain.coupled_columns, dtype=np.int64)]))
-        held = ensemble.holds(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1), columns)
-        held = held.reshape(n, k, -1).all(axis=1)
-        reached = reach.reshape(n, k, -1).any(axis=1)
-        return ~(reached & ~held).any(axis=1)
+        held = np.asarray(ensemble.holds(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1), columns).reshape(n, k, -1)
+                          .all(axis=1))
+        reached = np.asarray(reach.reshape(n, k, -1).any(axis=1))
+        return np.asarray(~(reached & ~held).any(axis=1))
 
     @staticmethod
     def _drop_decided(batch: tuple, tally: Tally, stats: dict) -> tuple:
