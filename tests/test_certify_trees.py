@@ -154,6 +154,7 @@ def test_bounds_and_splits_alone_are_exact(name, kind):
     _, inside, idi = truth(estimator, data.domain, kind)
     assert tally.stats["stopped"] == "complete" and tally.stats["n_decided_by_bounds"] > 0
     assert tally.stats["n_splits"] > 0
+    assert tally.stats["n_reach_cached"] > 0  # split boxes read their leaves from their parent's, on one feature
     assert tally.falsified.sum() == idi.sum() and tally.certified.sum() == (inside & ~idi).sum()
 
 
