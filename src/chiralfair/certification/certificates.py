@@ -341,6 +341,8 @@ def _own_row_witnesses(model, check: DiscriminationCheck, X: np.ndarray, people,
     labels = np.full((n, 2), -1, dtype=np.int64)
     who = np.flatnonzero(status == 1)
     mine = people.take(who)
+    if not len(who):
+        return labels, _paired(mine.frame, mine.frame), np.zeros(n, dtype=bool)
     result = check.check(X[who], population=mine)
     x = mine.frame
     x_cf = mine.counterparts(result.counterparts(check.domain))
