@@ -154,7 +154,33 @@ def test_bounds_and_splits_alone_are_exact(name, kind):
     _, inside, idi = truth(estimator, data.domain, kind)
     assert tally.stats["stopped"] == "complete" and tally.stats["n_decided_by_bounds"] > 0
     assert tally.stats["n_splits"] > 0
+    assert tally.stats["n_reach_cached"] > 0  # split boxes read their leaves from their parent's, on one feature
     assert tally.falsified.sum() == idi.sum() and tally.certified.sum() == (inside & ~idi).sum()
+
+
+@pytest.mark.parametrize("kind", list(DOMAINS))
+@pytest.mark.parametrize("name", ["dt", "hgb", "lightgbm"])
+def test_boxes_where_the_trees_ignore_the_protected_columns_are_certified_exactly(name, kind):
+    """Sex matters only where a >= 6: boxes elsewhere are certified by their leaves alone, however the score goes."""
+    domain = DOMAINS[kind]()
+    rng = np.random.default_rng(0)
+    X = domain.sample(800, rng)
+    y = ((X[:, 2] + X[:, 3] + 4 * X[:, 0] * (X[:, 2] >= 6) + rng.normal(0, 1.0, 800)) > 10).astype(np.int64)
+    with single_native_thread():
+        estimator = MODELS[name]().fit(X, y)
+    model = as_model(estimator)
+    space = KeySpace(domain)
+    lo, hi, _ = space.domain_boxes()
+    _, inside, idi = truth(estimator, domain, kind)
+    boxes = {}
+    for blind in (True, False):
+        engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1, blind=blind)
+        tally = engine.run(read_tree_ensemble(model, domain), space, DiscriminationCheck(model, domain), lo, hi)
+        assert tally.stats["stopped"] == "complete"
+        assert tally.falsified.sum() == idi.sum() > 0 and tally.certified.sum() == (inside & ~idi).sum()
+        assert (tally.stats["n_blind"] > 0) == blind
+        boxes[blind] = tally.stats["n_boxes"]
+    assert boxes[True] < boxes[False]
 
 
 def test_a_budget_leaves_part_undecided_and_rows_follow_their_keys():

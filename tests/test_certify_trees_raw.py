@@ -226,17 +226,68 @@ def test_a_neighbourhood_it_cannot_read_is_refused_before_the_domain_is_searched
                            similar={"income": 1})
 
 
-def test_the_door_does_not_claim_witness_pairs_a_model_fed_your_rows_does_not_carry():
+@pytest.mark.parametrize("similar", [SIMILAR, None], ids=["similar", "own row"])
+def test_a_model_fed_your_rows_gets_witness_pairs_in_your_values_and_a_per_group_verdict(tmp_path, similar):
+    """Each witness re-queried here through the pipeline itself; the groups recounted from the per-person truth."""
+    import json
+
     import chiralfair
+    from chiralfair.certification.result import IndividualCertificates
+    from chiralfair.verdict.result import binomial_interval
 
     df = people()
     train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
-    pipe, _ = fitted("dt+passthrough")
+    pipe, inputs = fitted("dt+passthrough")
     spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
-    result = chiralfair.certify(pipe, train, test=test, spec=spec, similar=SIMILAR, max_seconds=None)
-    people_found = result.individuals
-    expected = per_person_truth(pipe, fitted("dt+passthrough")[1], SIMILAR)
-    assert people_found.count("affected") == int(expected.sum()) > 0 and people_found.n_witnesses == 0
+    result = chiralfair.certify(pipe, train, test=test, spec=spec, similar=similar, max_seconds=None,
+                                out=tmp_path / "run")
+    found = result.individuals
+    expected = per_person_truth(pipe, inputs, similar or {})
+    k = int(expected.sum())
+    assert found.undecided_share == 0 and (found.status == np.where(expected, 1, 0)).all() and 0 < k < len(test)
+    assert found.n_witnesses == k and found.meta["n_witnesses_refuted"] == 0
+
+    # each pair, in your values, through the pipeline's own predict: the labels differ and are those recorded
+    table = pd.read_parquet(tmp_path / "run" / "individuals.parquet")
+    hit = table[table["status"] == "affected"].reset_index(drop=True)
+    assert len(hit) == k and table.loc[table["status"] != "affected", "prediction"].isna().all()
+    columns = ["sex", "job", "age", "hours", "income"]
+    x = hit[columns]
+    x_cf = hit[[f"{c}_counterpart" for c in columns]].set_axis(columns, axis=1)
+    person = test[columns].iloc[np.flatnonzero(expected)].reset_index(drop=True)
+    assert (labels(pipe, x) == hit["prediction"].to_numpy()).all()
+    assert (labels(pipe, x_cf) == hit["prediction_counterpart"].to_numpy()).all()
+    assert (hit["prediction"] != hit["prediction_counterpart"]).all()
+    # x is the person with only the listed columns moved (within the radius), their own sex; x' changes only sex
+    assert (x["sex"] == person["sex"]).all() and (x_cf["sex"] != x["sex"]).all()
+    for column in ("job", "income"):
+        assert x[column].equals(person[column]) and x_cf[column].equals(person[column])
+    for column in ("age", "hours"):
+        radius = (similar or {}).get(column, 0)
+        assert ((x[column] - person[column]).abs() <= radius).all() and x_cf[column].equals(x[column])
+    assert x["income"].isna().any()  # the person's own missing value, kept as given
+
+    # the per-group verdict, read by the one Verdict: groups by own sex, harmed = x gets the unfavourable label 0
+    verdict = found.verdict
+    assert verdict is not None and verdict.n_affected == k and verdict.n_individuals == len(test)
+    harmed = np.zeros(len(test), dtype=bool)
+    harmed[np.flatnonzero(expected)] = labels(pipe, x) == 0
+    if similar is None:  # on their own row, the person themself gets the unfavourable label
+        assert (harmed == (expected & (labels(pipe, test) == 0))).all()
+    shares = {}
+    for value in ("F", "M"):
+        mask = (test["sex"] == value).to_numpy()
+        group = verdict.group(f"sex={value}")
+        assert (group["n"], group["n_affected"], group["n_harmed"]) == (
+            int(mask.sum()), int((expected & mask).sum()), int((harmed & mask).sum()))
+        assert (group["people_harmed_lower"], group["people_harmed_upper"]) == pytest.approx(
+            binomial_interval(int((harmed & mask).sum()), int(mask.sum()), verdict.people_confidence), abs=1e-9)
+        shares[f"sex={value}"] = (harmed & mask).sum() / mask.sum()
+    assert verdict.worst_group == max(shares, key=shares.get)
     printed = "\n".join(result.lines())
-    assert "has a witness pair" not in printed
-    assert f"the {int(expected.sum()):,} affected were found on your rows" in printed
+    assert f"most harmed group: {verdict.worst_group}" in printed
+    assert f"each of the {k:,} affected has a witness pair" in printed and "in your own values" in printed
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["individuals"]["verdict"]["worst_group"] == (
+        verdict.worst_group)
+    again = IndividualCertificates.from_json(found.to_json())
+    assert again.witness_frame(None).equals(found.witness_frame(None))

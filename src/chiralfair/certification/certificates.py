@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 
 from .. import __version__
 from .._random import RandomState, resolve_random_state
@@ -288,12 +289,20 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     witness: np.ndarray | None
     witness_cf: np.ndarray | None
     witness_labels: np.ndarray | None
+    witness_rows = None
     if people is None:
         witness, witness_cf, witness_labels, refuted = _witnesses(model, check, X, status, found, found_person)
-        status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
-    else:  # a model fed your rows: its IDIs were met on your values, not on codes, so no witness pair in codes
-        witness = witness_cf = witness_labels = None
-        refuted = np.zeros(len(rows), dtype=bool)
+    elif grid is not None:  # met on the grid of your values: decoded to your rows, re-queried through your model
+        grid_check = DiscriminationCheck(searched, grid.domain)
+        codes, codes_cf, witness_labels, refuted = _witnesses(searched, grid_check, grid.X, status, found,
+                                                              found_person)
+        has = witness_labels[:, 0] >= 0
+        witness = witness_cf = None
+        witness_rows = _paired(grid.frame(codes[has]), grid.frame(codes_cf[has]))
+    else:  # each person's own row: the row as given and its counterpart, re-queried through your model
+        witness = witness_cf = None
+        witness_labels, witness_rows, refuted = _own_row_witnesses(model, check, X, people.take(rows), status)
+    status[refuted] = UNDECIDED  # an IDI the model does not confirm proves nothing
     meta = _meta(params, described, dataset, model, rows_name=rows_name,
                  unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
@@ -302,7 +311,47 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
                  constraints=list(domain.describe_constraints()), n_witnesses_refuted=int(refuted.sum()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta, witness=witness, witness_counterpart=witness_cf,
-                                  witness_labels=witness_labels)
+                                  witness_labels=witness_labels, witness_rows=witness_rows)
+
+
+def _paired(x: pd.DataFrame, x_cf: pd.DataFrame) -> pd.DataFrame:
+    """Witnesses ``x`` and their counterparts ``x'`` side by side (``x'`` under the names with ``_counterpart``)."""
+    other = x_cf.reset_index(drop=True)
+    other.columns = [f"{c}_counterpart" for c in other.columns]
+    return pd.concat([x.reset_index(drop=True), other], axis=1)
+
+
+def _own_row_witnesses(model, check: DiscriminationCheck, X: np.ndarray, people, status: np.ndarray
+                       ) -> tuple[np.ndarray, pd.DataFrame, np.ndarray]:
+    """Each affected person's witness on their own row as given, for a model fed your rows.
+
+    ``x`` is the person's row, ``x'`` that row with the protected (and coupled) columns of a counterpart with another
+    label; both are sent to the model once more, in one batch; a pair whose labels do not differ there is refuted.
+
+    Returns
+    -------
+    labels : numpy.ndarray of int64, shape (n, 2)
+        ``f(x)``, ``f(x')`` as re-queried; -1 for the others.
+    rows : pandas.DataFrame, shape (n_witnesses, 2 * n_features)
+        The confirmed pairs in your values, in the order of the people.
+    refuted : numpy.ndarray of bool, shape (n,)
+        Affected people whose witness the model does not confirm.
+    """
+    n = len(X)
+    labels = np.full((n, 2), -1, dtype=np.int64)
+    who = np.flatnonzero(status == 1)
+    mine = people.take(who)
+    if not len(who):
+        return labels, _paired(mine.frame, mine.frame), np.zeros(n, dtype=bool)
+    result = check.check(X[who], population=mine)
+    x = mine.frame
+    x_cf = mine.counterparts(result.counterparts(check.domain))
+    answer = np.asarray(model.predict(pd.concat([x, x_cf], ignore_index=True)))
+    fx, fcf = answer[:len(who)], answer[len(who):]
+    ok = result.is_idi & (fx != fcf)
+    labels[who[ok], 0], labels[who[ok], 1] = fx[ok], fcf[ok]
+    refuted = (status == 1) & (labels[:, 0] < 0)
+    return labels, _paired(x[ok], x_cf[ok]), refuted
 
 
 def _enumerate_boxes(space: KeySpace, check: DiscriminationCheck, lo: np.ndarray, hi: np.ndarray,

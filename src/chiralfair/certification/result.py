@@ -77,6 +77,10 @@ class IndividualCertificates:
         when no witnesses were recorded.
     witness_labels : numpy.ndarray of int64, shape (n_rows, 2), or None
         ``f(x)`` and ``f(x')`` as the model answered when re-queried (-1 for the others).
+    witness_rows : pandas.DataFrame or None
+        For a model fed your rows (its witnesses are rows in your values, not codes: ``witness`` is then None): one
+        row per person with a witness (those with ``witness_labels[:, 0] >= 0``, in order), ``x`` under your
+        columns' names and ``x'`` under the names with the suffix ``_counterpart``, in your columns' dtypes.
     verdict : Verdict or None
         When every counted person is decided and the favourable label is known: the same people as a
         :class:`~chiralfair.verdict.Verdict` (:func:`~chiralfair.certification.certificates.people_verdict`), which
@@ -92,6 +96,7 @@ class IndividualCertificates:
     witness_counterpart: np.ndarray | None = None
     witness_labels: np.ndarray | None = None
     verdict: Verdict | None = None
+    witness_rows: pd.DataFrame | None = None
 
     @property
     def n_individuals(self) -> int:
@@ -295,7 +300,7 @@ class IndividualCertificates:
         """
         labels = np.asarray(PERSON_STATUSES, dtype=object)[self.status.astype(np.int64)]
         frame = pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
-        if domain is None or self.witness is None or self.witness_labels is None:
+        if self.witness_labels is None or (self.witness_rows is None and (domain is None or self.witness is None)):
             return frame
         has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
         pairs = self.witness_frame(domain, population).drop(columns="row")
@@ -309,21 +314,39 @@ class IndividualCertificates:
             out[name] = out[name].astype("Int64")
         return out
 
-    def witness_frame(self, domain: Domain, population=None) -> pd.DataFrame:
+    def witness_frame(self, domain: Domain | None, population=None) -> pd.DataFrame:
         """The affected people's witness pairs: ``row``, ``x``, ``x'`` (suffix ``_counterpart``), ``f(x)``, ``f(x')``.
 
         Parameters
         ----------
         domain, population
-            As :meth:`to_frame`.
+            As :meth:`to_frame`; ``domain`` may be None when the pairs are :attr:`witness_rows` (a model fed your
+            rows: already in your values).
 
         Returns
         -------
         pandas.DataFrame, shape (n_witnesses, 3 + 2 * n_features)
+
+        Raises
+        ------
+        ConfigError
+            For witnesses in codes and no domain to decode them.
         """
-        if self.witness is None or self.witness_counterpart is None or self.witness_labels is None:
+        if self.witness_labels is None:
             return pd.DataFrame({"row": np.zeros(0, np.int64)})
         has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
+        if self.witness_rows is not None:  # a model fed your rows: the pairs as they were sent, in your values
+            out = self.witness_rows.reset_index(drop=True).copy()
+            out.insert(0, "row", self.rows[has].astype(np.int64))
+            out["prediction"] = self.witness_labels[has, 0]
+            out["prediction_counterpart"] = self.witness_labels[has, 1]
+            return out
+        if self.witness is None or self.witness_counterpart is None:
+            return pd.DataFrame({"row": np.zeros(0, np.int64)})
+        if domain is None:
+            from ..exceptions import ConfigError
+
+            raise ConfigError("witness_frame: these witnesses are codes; give the domain certified to decode them")
         x, x_cf = self.witness[has], self.witness_counterpart[has]
         if population is not None:
             people = population.take(self.rows[has])
@@ -351,6 +374,9 @@ class IndividualCertificates:
         for name in WITNESS_FIELDS:
             d[name] = None if d[name] is None else np.asarray(d[name]).tolist()
         d["verdict"] = None if self.verdict is None else json.loads(self.verdict.to_json())
+        d["witness_rows"] = None if self.witness_rows is None else {
+            "frame": json.loads(self.witness_rows.to_json(orient="split", index=False)),
+            "dtypes": {str(c): str(t) for c, t in self.witness_rows.dtypes.items()}}
         return json.dumps(d, default=json_default)
 
     @classmethod
@@ -373,6 +399,10 @@ class IndividualCertificates:
                 d[name] = np.asarray(d[name], dtype=np.int64).reshape(len(d["rows"]), -1)
         if d.get("verdict") is not None:
             d["verdict"] = Verdict.from_json(json.dumps(d["verdict"]))
+        if d.get("witness_rows") is not None:
+            part = d["witness_rows"]
+            frame = pd.DataFrame(part["frame"]["data"], columns=part["frame"]["columns"])
+            d["witness_rows"] = frame.astype(part["dtypes"])
         return cls(**d)
 
 
@@ -553,7 +583,9 @@ class CertifyResult:
                     out.append(f"  too small to tell, not ranked: {small}")
                 if ind.count("affected") and ind.n_witnesses:
                     out.append(f"  each of the {ind.count('affected'):,} affected has a witness pair (x, x', f(x), "
-                               "f(x')) re-queried on the model (individuals.parquet in the run folder)")
+                               "f(x')) re-queried on the model"
+                               + (", in your own values" if ind.witness_rows is not None else "")
+                               + " (individuals.parquet in the run folder)")
                 elif ind.count("affected"):
                     out.append(f"  the {ind.count('affected'):,} affected were found on your rows (a model fed your "
                                "rows): individuals.parquet holds their status, no witness pair in codes")

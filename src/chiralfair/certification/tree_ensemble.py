@@ -19,6 +19,8 @@ import numpy as np
 
 # Rows x leaves handled at once when bounding (bounds memory to ~64 MB of booleans).
 BLOCK = 1 << 26
+# Below this share of (box, leaf) pairs reached, :meth:`TreeEnsemble.influence` reads the reached pairs alone.
+SPARSE = 0.125
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,21 +118,32 @@ class TreeEnsemble:
         return len(self.lower)
 
     # ------------------------------------------------------------------ reaching leaves
-    def reached(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def reached(self, lo: np.ndarray, hi: np.ndarray, *, within: np.ndarray | None = None,
+                feature: int | None = None) -> np.ndarray:
         """Which leaves some point of each box of codes reaches.
 
         Parameters
         ----------
         lo, hi : numpy.ndarray of int, shape (n_boxes, n_features)
             Inclusive code bounds, inside the domain's.
+        within : numpy.ndarray of bool, shape (n_boxes, n_leaves), optional
+            The leaves a box holding each box reaches, where that box differs from it on ``feature`` alone (a box
+            split there): only ``feature`` is then read (the leaves reached are those of ``within`` that some
+            code of the narrower range reaches). Overwritten.
+        feature : int, optional
+            With ``within``.
 
         Returns
         -------
         numpy.ndarray of bool, shape (n_boxes, n_leaves)
         """
         n = len(lo)
-        out = np.ones((n, self.n_leaves), dtype=bool)
-        for f in self._read:
+        features: list[int] | np.ndarray
+        if within is not None:
+            out, features = within, ([int(feature)] if feature is not None and feature in self._read else [])
+        else:
+            out, features = np.ones((n, self.n_leaves), dtype=bool), self._read
+        for f in features:
             a, b = lo[:, f, None], hi[:, f, None]
             if f in self._sets:
                 cum = self._sets[f]
@@ -162,6 +175,19 @@ class TreeEnsemble:
             reach = self.reached(lo, hi)
         out = np.zeros((len(lo), len(features)))
         weight = np.abs(self.value)
+        if reach.size and np.count_nonzero(reach) < SPARSE * reach.size:  # few leaves reached: read only those
+            row, leaf = np.nonzero(reach)
+            for i, f in enumerate(features):
+                if f not in self._read:
+                    continue
+                a, b = lo[row, f], hi[row, f]
+                if f in self._sets:
+                    cum = self._sets[f]
+                    covers = cum[leaf, b - self.lower[f] + 1] - cum[leaf, a - self.lower[f]] == b - a + 1
+                else:
+                    covers = (self.leaf_lo[leaf, f] <= a) & (self.leaf_hi[leaf, f] >= b)
+                out[:, i] = np.bincount(row, weights=np.where(covers, 0.0, weight[leaf]), minlength=len(lo))
+            return out
         for i, f in enumerate(features):
             if f not in self._read:
                 continue
@@ -173,6 +199,31 @@ class TreeEnsemble:
             else:
                 covers = (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
             out[:, i] = (reach & ~covers) @ weight
+        return out
+
+    def holds(self, lo: np.ndarray, hi: np.ndarray, features: np.ndarray) -> np.ndarray:
+        """Which leaves hold every code of each box on all of ``features`` (the other features aside).
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray of int, shape (n_boxes, n_features)
+        features : numpy.ndarray of int
+
+        Returns
+        -------
+        numpy.ndarray of bool, shape (n_boxes, n_leaves)
+        """
+        out = np.ones((len(lo), self.n_leaves), dtype=bool)
+        for f in features:
+            if f not in self._read:
+                continue
+            a, b = lo[:, f, None], hi[:, f, None]
+            if f in self._sets:
+                cum = self._sets[f]
+                held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
+                out &= held == (b - a + 1)
+            else:
+                out &= (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
         return out
 
     def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -36,6 +36,8 @@ logger = logging.getLogger(__name__)
 DECISION_MARGIN = 1e-5
 # Most boxes in one batch (the time budget is read between batches).
 MAX_BATCH = 4096
+# Memory kept for the leaves the open boxes' parents reach (a split box's children read only the split feature).
+CACHE_BYTES = 256 << 20
 
 
 class TreeBranchAndBound:
@@ -59,6 +61,10 @@ class TreeBranchAndBound:
     focus : float, default=2.0
         Order of the open boxes: largest first, with a box whose bounds lie mostly on one side of the threshold
         moved ahead as if it were ``gap ** -focus`` times larger; 0 orders by volume alone.
+    blind : bool, default=True
+        Certify a box where every leaf reached holds every protected combination's codes on the protected and
+        coupled columns (the ensemble cannot tell the combinations apart there, whatever its score); False: only
+        the score's bounds decide (for measuring what this adds).
 
     Raises
     ------
@@ -68,12 +74,13 @@ class TreeBranchAndBound:
 
     def __init__(self, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                  max_boxes: int | None = None, batch_size: int | None = None, cells_per_box: int = 1024,
-                 cells_per_batch: int = 65536, focus: float = 2.0):
+                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True):
         checked = check_certify_options(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
                                         batch_size=1 if batch_size is None else batch_size)
         self.focus = check_float(focus, "focus", minimum=0.0)
         self.cells_per_box = check_int(cells_per_box, "cells_per_box", minimum=1)
         self.cells_per_batch = check_int(cells_per_batch, "cells_per_batch", minimum=1)
+        self.blind = bool(blind)
         self.max_seconds = checked["max_seconds"]
         self.max_depth = checked["max_depth"]
         self.max_boxes = checked["max_boxes"]
@@ -88,7 +95,7 @@ class TreeBranchAndBound:
         """
         return {"engine": "trees", "max_seconds": self.max_seconds, "max_depth": self.max_depth,
                 "max_boxes": self.max_boxes, "batch_size": self.batch_size, "cells_per_box": self.cells_per_box,
-                "cells_per_batch": self.cells_per_batch, "focus": self.focus}
+                "cells_per_batch": self.cells_per_batch, "focus": self.focus, "blind": self.blind}
 
     def run(self, ensemble: TreeEnsemble, space: KeySpace, check, lo: np.ndarray, hi: np.ndarray, *,
             row_keys: np.ndarray | None = None, row_owner: np.ndarray | None = None,
@@ -118,11 +125,12 @@ class TreeBranchAndBound:
         Tally
         """
         started = time.perf_counter()
+        self._n_cached = 0
         n_owners = len(lo)
         n_rows = 0 if row_keys is None else len(row_keys)
         tally = Tally(certified=np.zeros(n_owners), falsified=np.zeros(n_owners),
                       row_status=np.full(n_rows, UNDECIDED, dtype=np.int8))
-        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
+        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
                  "n_depth_limited": 0, "n_dropped": 0, "stopped": "complete", "n_trees": ensemble.n_trees,
                  "n_leaves": ensemble.n_leaves}
         frontier = _Frontier(space.n_columns)
@@ -130,6 +138,7 @@ class TreeBranchAndBound:
                       np.arange(n_owners, dtype=np.int64), np.arange(n_owners, dtype=np.int64),
                       np.log2(space.volume(lo, hi)))
         self._next_id = n_owners
+        self._cache: dict[int, tuple[np.ndarray, int]] = {}  # box id -> its parent's reached leaves (packed), feature
         row_box = np.zeros(0, np.int64) if row_keys is None else (
             np.zeros(n_rows, np.int64) if row_owner is None else np.asarray(row_owner, dtype=np.int64).copy())
         per_batch = self.batch_size or int(np.clip(BLOCK // max(1, space.n_combinations * ensemble.n_leaves), 1,
@@ -158,8 +167,71 @@ class TreeBranchAndBound:
         except KeyboardInterrupt:
             stats["stopped"] = "interrupted"
             logger.warning("certification interrupted: reporting what was proved so far")
+        stats["n_reach_cached"] = self._n_cached
+        self._cache = {}
         return close_tally(tally, stats, space, [frontier.all(), *limited] + ([batch] if batch is not None else []),
                            started)
+
+    def _reach(self, ensemble: TreeEnsemble, lo: np.ndarray, hi: np.ndarray, ident: np.ndarray, k: int) -> np.ndarray:
+        """The leaves each (box, combination) reaches: a split box's from its parent's, on the split feature alone."""
+        n_leaves = ensemble.n_leaves
+        parent = [self._cache.pop(int(i), None) for i in ident]
+        known = np.array([p is not None for p in parent], dtype=bool)
+        reach = np.empty((len(lo), n_leaves), dtype=bool)
+        fresh = np.repeat(~known, k)
+        if fresh.any():
+            reach[fresh] = ensemble.reached(lo[fresh], hi[fresh])
+        if known.any():
+            feature = np.array([-1 if p is None else p[1] for p in parent], dtype=np.int64)
+            for f in np.unique(feature[known]):
+                which = np.flatnonzero(known & (feature == f))
+                packed = np.stack([parent[j][0] for j in which])  # type: ignore[index]
+                within = np.unpackbits(packed, axis=1, count=k * n_leaves).view(bool).reshape(len(which) * k, -1)
+                rows = (which[:, None] * k + np.arange(k)).reshape(-1)
+                reach[rows] = ensemble.reached(lo[rows], hi[rows], within=within, feature=int(f))
+        return reach
+
+    def _remember(self, reach: np.ndarray, halve: np.ndarray, child_id: np.ndarray, feature: np.ndarray,
+                  ensemble: TreeEnsemble, k: int) -> None:
+        """Keep each split box's reached leaves (packed bits) for its two children, within :data:`CACHE_BYTES`."""
+        m = len(halve)
+        if not m:
+            return
+        row_bytes = (k * ensemble.n_leaves + 7) // 8
+        room = CACHE_BYTES // max(1, row_bytes) - len(self._cache)
+        keep = min(m, max(0, room // 2))
+        if not keep:
+            return
+        packed = np.packbits(reach[halve[:keep]], axis=1)
+        for j in range(keep):
+            row = packed[j].copy()  # its own array: freed once both children are popped
+            f = int(feature[j])
+            self._cache[int(child_id[j])] = (row, f)
+            self._cache[int(child_id[m + j])] = (row, f)
+        self._n_cached += 2 * keep
+
+    @staticmethod
+    def _blind(ensemble: TreeEnsemble, space: KeySpace, xlo: np.ndarray, xhi: np.ndarray, reach: np.ndarray, n: int,
+               k: int) -> np.ndarray:
+        """Boxes where the ensemble cannot tell the protected combinations apart: certified whatever the threshold.
+
+        A box is blind when every leaf some combination reaches in it holds every combination's codes on the
+        protected and coupled columns. Then at each point of the box every combination reaches the same leaf of
+        each tree (a leaf reached at ``(x, a)`` holds ``x``'s other codes, shared by ``(x, b)``, and ``b``'s
+        protected and coupled codes; a tree's leaves partition its inputs), so every combination gets the same
+        score and label: no point of the box is an IDI, although its score may cross the threshold.
+        """
+        columns = np.unique(np.concatenate([np.asarray(space.domain.protected, dtype=np.int64),
+                                            np.asarray(space.domain.coupled_columns, dtype=np.int64)]))
+        # the protected and coupled codes of every combination: few patterns (a coupled column's role), read once each
+        pattern = np.concatenate([xlo[:, :, columns], xhi[:, :, columns]], axis=2).reshape(n, -1)
+        unique, which = np.unique(pattern, axis=0, return_inverse=True)
+        first = np.unique(np.asarray(which).reshape(-1), return_index=True)[1]
+        rows = (first[:, None] * k + np.arange(k)).reshape(-1)
+        held = np.asarray(ensemble.holds(xlo.reshape(n * k, -1)[rows], xhi.reshape(n * k, -1)[rows], columns)
+                          .reshape(len(unique), k, -1).all(axis=1))
+        reached = np.asarray(reach.reshape(n, k, -1).any(axis=1))
+        return np.asarray(~(reached & ~held[np.asarray(which).reshape(-1)]).any(axis=1))
 
     @staticmethod
     def _drop_decided(batch: tuple, tally: Tally, stats: dict) -> tuple:
@@ -176,7 +248,7 @@ class TreeBranchAndBound:
         stats["n_boxes"] += n
         stats["max_depth"] = max(stats["max_depth"], int(depth.max()))
         xlo, xhi = space.input_boxes(b_lo, b_hi)
-        reach = ensemble.reached(xlo.reshape(n * k, -1), xhi.reshape(n * k, -1))  # (n * k, n_leaves)
+        reach = self._reach(ensemble, xlo.reshape(n * k, -1), xhi.reshape(n * k, -1), b_id, k)  # (n * k, n_leaves)
         lower, upper = ensemble.bounds_of(reach)
         lower, upper = lower.reshape(n, k), upper.reshape(n, k)
         possibility = space.possibility(b_lo, b_hi)
@@ -187,6 +259,10 @@ class TreeBranchAndBound:
         below = upper < ensemble.threshold - margin
         verdict = np.full(n, UNDECIDED, dtype=np.int8)
         same = (above | ~relevant).all(axis=1) | (below | ~relevant).all(axis=1)
+        if self.blind and k > 1:  # every leaf the box reaches ignores the protected (and coupled) columns there
+            blind = self._blind(ensemble, space, xlo, xhi, reach, n, k) & ~same
+            stats["n_blind"] = stats.get("n_blind", 0) + int(blind.sum())
+            same |= blind
         verdict[same] = CERTIFIED
         opposite = (above & sure).any(axis=1) & (below & sure).any(axis=1)
         verdict[opposite & ~same] = FALSIFIED
@@ -233,6 +309,7 @@ class TreeBranchAndBound:
             _move_rows(row_box, row_keys, tally.row_status, b_id, verdict, halve, plan, b_lo, b_hi, child_id,
                        np.full(2 * m, UNDECIDED, dtype=np.int8), open_box[deep])
         stats["n_splits"] += m
+        self._remember(reach.reshape(n, -1), halve, child_id, space.columns[plan.column[halve]], ensemble, k)
         # largest first, and nearer to decided first: a box whose bounds are mostly on one side comes earlier
         spread = np.maximum(upper.max(axis=1) - lower.min(axis=1), 1e-12)
         t = ensemble.threshold
