@@ -26,6 +26,23 @@ it outside this repository from its public artifact (``briankim113/FairQuant-Art
 FairQuant compares a protected attribute's two extreme values only (its minimum and maximum), splits to depth 20 at
 most, counts falsified points rather than volume, and knows no couplings or constraints; its figures are its own.
 
+Like for like (``--parts like``, with ``--fairquant``): census sex, compas race and bank age, uncoupled, the same
+exported reference network. FairQuant runs first under its compiled wall budget; its CPU seconds (user + system of
+its process, ``getrusage(RUSAGE_CHILDREN)``) become chiralfair's CPU budget (``time.process_time`` of this process,
+checked after every batch of boxes), once on the protected attribute's extremes only (FairQuant's setting) and once
+on every value. Both are counted two ways:
+
+- integer points: the share of the grid's keys in certified boxes (FairQuant's ``cer_rate`` counts the same way:
+  its sub-problem volume is the product of ``upper - lower + 1``);
+- real-valued volume: chiralfair's certified boxes kept and measured as real boxes ``[lo, hi]`` (the product of
+  ``hi - lo`` over the non-constant columns) against the real box of the domain. Sound: every box is certified by
+  bounds computed over its real box (IBP and CROWN, claims re-bounded in float64), a carved slab by a linear bound
+  valid over the real box checked at both integer ends of the slab (the line is monotone, so the whole real slab
+  is above the margin); a box decided at a single key counts 0, and the real gaps between the integer halves
+  ``[lo, mid]`` and ``[mid + 1, hi]`` are never counted: a lower bound of the real volume proven fair. FairQuant
+  prints no regions (its only output is the two summary lines of ``network_test.c``, also written to ``res/``),
+  so its real-valued volume cannot be read from it; the table says so.
+
 Writes ``benchmarks/results/certify.json`` and ``certify.md``.
 """
 
@@ -36,6 +53,7 @@ import json
 import os
 import platform
 import re
+import resource
 import subprocess
 import tempfile
 import time
@@ -154,9 +172,12 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
     p_diff = np.abs(1 / (1 + np.exp(-exported)) - 1 / (1 + np.exp(-own)))
     index = domain.index(protected)
     load_before = os.getloadavg()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run([str(binary), str(path), str(index)], cwd=scratch, capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - children.ru_utime) + (after.ru_stime - children.ru_stime)
     out = proc.stdout + proc.stderr
     found = re.search(r"([\d.]+) sec \| (\d+) solved subps \| (\d+) advs", out)
     rates = re.search(r"cer_rate: ([\d.]+)%, fal_rate: ([\d.]+)%, und_rate: ([\d.]+)%", out)
@@ -164,7 +185,7 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
            "export_max_abs_logit_difference": float(diff.max()),
            "export_max_relative_logit_difference": float((diff / np.maximum(1.0, np.abs(own))).max()),
            "export_max_probability_difference": float(p_diff.max()),
-           "wall_seconds": wall, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+           "wall_seconds": wall, "cpu_seconds": cpu, "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
            "stopped_by": "timeout" if "timeout" in out else "depth 20 or complete"}
     if found and rates:
         row.update(seconds=float(found.group(1)), subproblems=int(found.group(2)), advs=int(found.group(3)),
@@ -175,6 +196,84 @@ def fairquant(binary: Path, trained, data, protected: str) -> dict:
     print(f"FairQuant {data.name} {protected}: {row.get('certified', float('nan')):.2%} certified in "
           f"{row.get('seconds', float('nan')):.1f} s", flush=True)
     return row
+
+
+# ------------------------------------------------------------------ like for like, at equal CPU seconds
+LIKE_CASES = [("census", "sex"), ("compas", "race"), ("bank", "age")]
+
+
+class _CpuBudget:
+    """``on_progress`` of the branch and bound: stops it (as an interrupt does, keeping what was proved) once this
+    process has used ``seconds`` of CPU since it was made."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.start, self.hit = seconds, time.process_time(), False
+
+    def __call__(self, progress: dict) -> None:
+        if time.process_time() - self.start >= self.seconds:
+            self.hit = True
+            raise KeyboardInterrupt
+
+
+def real_volume_share(boxes, lo0: np.ndarray, hi0: np.ndarray) -> float:
+    """The certified boxes' real volume (boxes ``[lo, hi]`` as real boxes) over the real domain's, as a share."""
+    varying = (hi0 > lo0).any(axis=0)
+    domain = float(np.prod((hi0 - lo0)[:, varying].astype(np.float64), axis=1).sum())
+    total = 0.0
+    for b_lo, b_hi, verdict in boxes:
+        keep = verdict == 1  # CERTIFIED
+        if keep.any():
+            widths = (b_hi[keep] - b_lo[keep])[:, varying].astype(np.float64)
+            total += float(np.prod(widths, axis=1).sum())
+    return total / domain
+
+
+def ours_at_cpu(trained, data, cpu_seconds: float) -> dict:
+    """chiralfair's branch and bound on ``data``'s domain for ``cpu_seconds`` of this process's CPU."""
+    from chiralfair.certification.branch_and_bound import CERTIFIED, BranchAndBound
+    from chiralfair.certification.key_space import KeySpace
+
+    domain = data.domain
+    read = relu_network(trained.model, domain, rng=np.random.default_rng(0))
+    space = KeySpace(domain)
+    lo, hi, outside = space.domain_boxes()
+    check = DiscriminationCheck(trained.model, domain)
+    engine = BranchAndBound(max_seconds=None)
+    budget = _CpuBudget(cpu_seconds)
+    load_before = os.getloadavg()
+    wall, cpu = time.perf_counter(), time.process_time()
+    tally = engine.run(read, space, check, lo, hi, on_progress=budget, keep_boxes=True)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    keys = float(space.volume(lo, hi).sum())
+    return {"values": [int(v) for v in domain.protected_values[0]], "n_combinations": space.n_combinations,
+            "log2_keys": float(np.log2(keys)), "certified_points": float(tally.certified.sum()) / keys,
+            "falsified_points": float(tally.falsified.sum()) / keys,
+            "certified_real_volume": real_volume_share(
+                [(b_lo, b_hi, np.where(v == CERTIFIED, 1, 0)) for b_lo, b_hi, v in tally.boxes], lo, hi),
+            "boxes": int(tally.stats["n_boxes"]), "n_idis": int(sum(len(a) for a in tally.idis)),
+            "cpu_seconds": cpu, "wall_seconds": wall, "cpu_budget": cpu_seconds,
+            "stopped": "CPU budget" if budget.hit else tally.stats["stopped"],
+            "loadavg_before": load_before, "loadavg_after": os.getloadavg()}
+
+
+def like_for_like(binary: Path) -> list[dict]:
+    rows = []
+    for name, protected in LIKE_CASES:
+        data = load_dataset(name, protected=[protected], couple=False)
+        trained = train_model(data, "dnn", random_state=0)
+        fq = fairquant(binary, trained, data, protected)
+        index = data.domain.index(protected)
+        extremes = [int(data.domain.lower[index]), int(data.domain.upper[index])]
+        budget = fq["cpu_seconds"]
+        ext = ours_at_cpu(trained, data.with_protected([protected], values={protected: extremes}), budget)
+        every = ours_at_cpu(trained, data, budget)
+        row = {"dataset": name, "protected": protected, "network": getattr(trained, "network", None),
+               "fairquant": fq, "ours_extremes": ext, "ours_every_value": every}
+        print(f"{name} {protected}: FairQuant {fq.get('certified', float('nan')):.2%} in {budget:.1f} CPU s; ours "
+              f"(extremes) {ext['certified_points']:.2%} points, {ext['certified_real_volume']:.2%} real volume; "
+              f"ours (every value) {every['certified_points']:.2%}", flush=True)
+        rows.append(row)
+    return rows
 
 
 def markdown(results: dict) -> str:
@@ -213,7 +312,49 @@ def markdown(results: dict) -> str:
                          f"{r['export_max_abs_logit_difference']:.1e} / {r['export_max_probability_difference']:.1e} | "
                          f"{r['loadavg_before'][0]:.1f}-"
                          f"{r['loadavg_after'][0]:.1f} |")
+    if results.get("like_for_like"):
+        lines += like_markdown(results["like_for_like"], results.get("like_for_like_date", ""),
+                               results.get("fairquant_binary", "/tmp/fairquant/FairQuant/network_test"))
     return "\n".join(lines) + "\n"
+
+
+def like_markdown(rows: list[dict], date: str, binary: str = "/tmp/fairquant/FairQuant/network_test") -> list[str]:
+    lines = ["", "## Like for like: the same exported network, uncoupled, at equal CPU seconds", "",
+             f"Measured by `python benchmarks/certify.py --fairquant {binary}` (FairQuant built by "
+             f"`benchmarks/fairquant/build.sh`, its TIMEOUT 60 s) ({date}). "
+             "FairQuant runs first under its compiled wall budget; the CPU seconds it got (its process, "
+             "user + system, getrusage of the child) are chiralfair's CPU budget (this process's `time.process_time`, "
+             "checked after every batch of boxes), on the attribute's extremes (FairQuant's setting) and on every "
+             "value. Certified shares counted as integer points (keys; FairQuant's `cer_rate` counts the same way) "
+             "and as real-valued volume (chiralfair: its certified boxes as real boxes `[lo, hi]`, single keys and "
+             "the gaps between integer halves counted 0: a sound lower bound; FairQuant prints no regions, so its "
+             "real volume cannot be read).", "",
+             "| case | tool | values compared | CPU s | wall s | certified: integer points | certified: real volume "
+             "| falsified (points) | stopped | load |", "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
+    verdicts = []
+    for r in rows:
+        fq, ext, every = r["fairquant"], r["ours_extremes"], r["ours_every_value"]
+        case = f"{r['dataset']} {r['protected']}"
+        fq_cert = fq.get("certified")
+        lines.append(f"| {case} | FairQuant | extremes | {fq['cpu_seconds']:.1f} | {fq['wall_seconds']:.1f} | "
+                     + (f"{fq_cert:.2%} | not printed | {fq['falsified']:.2%} (points)" if fq_cert is not None
+                        else "did not report | | ") + f" | {fq['stopped_by']} | "
+                     f"{fq['loadavg_before'][0]:.1f}-{fq['loadavg_after'][0]:.1f} |")
+        for label, o in (("extremes", ext), ("every value", every)):
+            lines.append(f"| {case} | chiralfair | {label} ({len(o['values'])} values) | {o['cpu_seconds']:.1f} | "
+                         f"{o['wall_seconds']:.1f} | {o['certified_points']:.2%} | {o['certified_real_volume']:.2%} | "
+                         f"{o['falsified_points']:.4%} | {o['stopped']} | "
+                         f"{o['loadavg_before'][0]:.1f}-{o['loadavg_after'][0]:.1f} |")
+        if fq_cert is None:
+            verdicts.append(f"{case}: FairQuant reported nothing; no comparison.")
+        else:
+            ahead = ext["certified_points"] > fq_cert
+            verdicts.append(f"{case}: at equal CPU seconds on FairQuant's setting, chiralfair "
+                            f"{'is ahead' if ahead else 'is NOT ahead'} on integer points "
+                            f"({ext['certified_points']:.2%} against {fq_cert:.2%}); real volume: chiralfair "
+                            f"{ext['certified_real_volume']:.2%}, FairQuant not printed.")
+    lines += ["", *[f"- {v}" for v in verdicts]]
+    return lines
 
 
 def main() -> None:
@@ -221,8 +362,23 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--fairquant", type=Path, default=None, help="FairQuant's built network_test")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--parts", nargs="+", default=["domain", "like"], choices=["domain", "like"],
+                        help="domain: the six cases, per person and FairQuant at the same wall budget; like: the "
+                             "like-for-like comparison at equal CPU seconds (needs --fairquant). A part not run is "
+                             "kept from the existing certify.json.")
     args = parser.parse_args()
     import torch
+
+    if "domain" not in args.parts:
+        results = json.loads((args.out / "certify.json").read_text())
+        if "like" in args.parts and args.fairquant is not None:
+            results["like_for_like"] = like_for_like(args.fairquant)
+            results["like_for_like_date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+            results["fairquant_binary"] = str(args.fairquant)
+        (args.out / "certify.json").write_text(json.dumps(results, indent=2, default=float))
+        (args.out / "certify.md").write_text(markdown(results))
+        print(markdown(results))
+        return
 
     results = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "seconds": args.seconds,
                "cpu_count": os.cpu_count(), "versions": {"chiralfair": __version__, "torch": torch.__version__,
@@ -238,6 +394,10 @@ def main() -> None:
         if args.fairquant is not None and couple is None:
             results["fairquant"].append(fairquant(args.fairquant, trained, data, protected))
     results["individuals"] = individuals(*census_sex)
+    if "like" in args.parts and args.fairquant is not None:
+        results["like_for_like"] = like_for_like(args.fairquant)
+        results["like_for_like_date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+        results["fairquant_binary"] = str(args.fairquant)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "certify.json").write_text(json.dumps(results, indent=2, default=float))
     (args.out / "certify.md").write_text(markdown(results))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,10 +19,15 @@ CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split", "sim
 def parse_similar(values: list[str] | None) -> dict[str, object] | None:
     """``--similar age=2 --similar workclass=Private|State-gov`` as ``similar=`` takes it.
 
+    Several features may share one flag, separated by commas as ``--bins`` takes them:
+    ``--similar age=2,hours-per-week=4``. A comma splits only before ``NAME=``, so a categorical value holding a
+    comma stays whole (``--similar 'marital=Married, spouse|Divorced'``).
+
     Parameters
     ----------
     values : list of str or None
-        ``NAME=RADIUS`` (a number) or ``NAME=VALUE|VALUE...`` (values of a categorical feature).
+        ``NAME=RADIUS`` (a number) or ``NAME=VALUE|VALUE...`` (values of a categorical feature), one per flag or
+        several joined by commas.
 
     Returns
     -------
@@ -35,10 +41,11 @@ def parse_similar(values: list[str] | None) -> dict[str, object] | None:
     if not values:
         return None
     out: dict[str, object] = {}
-    for item in values:
+    for item in (part for given in values for part in _SIMILAR_ITEMS.split(given)):
         name, sep, value = item.partition("=")
         if not sep or not name or not value:
-            raise ConfigError(f"--similar takes NAME=RADIUS (e.g. age=2) or NAME=VALUE|VALUE, got {item!r}")
+            raise ConfigError(f"--similar takes NAME=RADIUS (e.g. age=2) or NAME=VALUE|VALUE, several in one flag "
+                              f"joined by commas (age=2,hours-per-week=4); got {item!r}")
         if name in out:
             raise ConfigError(f"--similar: {name!r} is given twice")
         try:
@@ -46,6 +53,10 @@ def parse_similar(values: list[str] | None) -> dict[str, object] | None:
         except ValueError:
             out[name] = set(value.split("|"))
     return out
+
+
+# A comma that starts another NAME=... item (not one inside a categorical value).
+_SIMILAR_ITEMS = re.compile(r",(?=[^,|=]+=)")
 
 
 @with_option_groups
@@ -66,7 +77,8 @@ def certify(
         help="Also certify each held-out individual (certified unaffected or affected).")] = True,
     similar: Annotated[list[str] | None, typer.Option(
         help="Certify each held-out individual within a neighbourhood, radii in the data's units: "
-             "--similar age=2 --similar hours_per_week=4 (a categorical feature: NAME=VALUE|VALUE).")] = None,
+             "--similar age=2 --similar hours_per_week=4 or --similar age=2,hours_per_week=4 (a categorical feature: "
+             "NAME=VALUE|VALUE).")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Run folder for result.json, idis.parquet, individuals.parquet.")] = None,
     json_out: JsonOpt = False,

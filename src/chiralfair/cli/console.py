@@ -37,6 +37,7 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> No
     code : int, default=2
         The exit code.
     """
+    _end_progress_bars()
     errors = err.errors if isinstance(err, Refusals) else [err]
     lines = [command_line_syntax(str(e), flags) for e in errors]
     if len(lines) == 1:
@@ -48,6 +49,25 @@ def fail(err: Exception, flags: tuple[str, ...] = FLAGS, *, code: int = 2) -> No
     for note in getattr(err, "__notes__", ()):  # what became of the run folder (an earlier run untouched, ...)
         typer.secho(f"  note: {note}", err=True, fg=typer.colors.RED)
     raise typer.Exit(code=code)
+
+
+def _end_progress_bars() -> None:
+    """Close the tqdm bars still open, so that ``error:`` starts a line of its own.
+
+    Off a terminal (a pipe, a CI log, a file) a bar left open ends without a newline, and cleared (``leave=False``)
+    it ends with a carriage return: the next text written would be glued to it. Each bar that has drawn is kept and
+    ended with a newline there; on a terminal it is closed as it asked (cleared or kept). Nothing is imported when no
+    bar was ever made.
+    """
+    tqdm_module = sys.modules.get("tqdm.std")
+    if tqdm_module is None:
+        return
+    for bar in list(getattr(tqdm_module.tqdm, "_instances", ())):
+        if getattr(bar, "disable", True):
+            continue
+        if not (getattr(bar.fp, "isatty", None) and bar.fp.isatty()):
+            bar.leave = True
+        bar.close()
 
 
 # A fix written in Python's syntax, `bins={'fare': 10}` or `bins={'age': [0, 30, 60]}`, and its flag form.
@@ -78,8 +98,10 @@ def command_line_syntax(text: str, flags: tuple[str, ...] = FLAGS) -> str:
     text = _IN_PYTHON.sub("", text)
     text = _PYTHON_MAPPING.sub(bins_flag, text)
     text = re.sub(r"\btrust_model_file=True\b", "--trust-model-file", text)
-    for name in flags:  # a quoted name is a key as written in a file (a schema's 'positive_class'), never a flag
-        text = re.sub(rf"(?<!['\w]){name}\b(?![.'])", "--" + name.replace("_", "-"), text)
+    # a quoted name is a key as written in a file (a schema's 'positive_class'), never a flag; a name after a
+    # hyphen is already a flag (``--similar``) or part of a word
+    for name in flags:
+        text = re.sub(rf"(?<![-'\w]){name}\b(?![.'])", "--" + name.replace("_", "-"), text)
     return text
 
 
