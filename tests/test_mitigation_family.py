@@ -247,3 +247,24 @@ def test_consistency_with_a_group_term_narrows_the_networks_equalized_odds_gap()
     plain = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain).fit(X, y)
     grouped = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain, group=3.0).fit(X, y)
     assert eo_gap(grouped) < 0.5 * eo_gap(plain)
+
+
+def test_consistency_fine_tuned_with_a_group_term_trains_with_it():
+    """auto's fine-tuned candidates with a group term: the term reaches the fine-tuning (it once did not, and the
+    candidates with group 1 and 3 were the network fine-tuned without it)."""
+    from chiralfair.mitigation import make_method
+    from chiralfair.mitigation.dnn import PaperDNNClassifier
+
+    data, train, _ = people(n=1500)
+    X, y = data.X[train], data.y[train]
+    sex = X[:, list(data.domain.names).index("sex")]
+
+    def eo_gap(method):  # recount through the fitted method: per label, the gap of the mean P(positive)
+        p = method.predict_proba(X)[:, 1]
+        return sum(abs(p[(y == k) & (sex == 0)].mean() - p[(y == k) & (sex == 1)].mean()) for k in (0, 1))
+
+    start = PaperDNNClassifier(epochs=5, random_state=0).fit(X, y)
+    tuned = {g: make_method("consistency", estimator=start, domain=data.domain, lam=0.0, group=g,
+                            fine_tune_epochs=5, random_state=0).fit(X, y) for g in (0.0, 3.0)}
+    assert tuned[3.0].estimator_.group == 3.0
+    assert eo_gap(tuned[3.0]) < 0.5 * eo_gap(tuned[0.0])
