@@ -96,7 +96,11 @@ def markdown(cells: list[dict], record: dict) -> str:
         part = [c for c in cells if c["target"] == target and c["model"] == model]
         lines += [f"## {target} / {model} ({len(part)} cells: random states "
                   f"{sorted({c['random_state'] for c in part})}, model random states "
-                  f"{sorted({c['model_random_state'] for c in part})})", "",
+                  f"{sorted({c['model_random_state'] for c in part})})", ""]
+        unmet = [c for c in part if c["auto_pick"] and not c["auto_pick"].get("within_bounds")]
+        lines += [f"**auto, state {c['random_state']}/{c['model_random_state']}: no candidate met every bound on its "
+                  f"validation rows**: {'; '.join(c['auto_pick'].get('unmet') or ())}." for c in unmet]
+        lines += ([""] if unmet else []) + [
                   "| method | IDI rate before | after | F1 before | after | DPD before → after | EOD before → after "
                   "| goal met (cells) | missed (first cell that missed) |", "|---|---|---|---|---|---|---|---|---|"]
         methods = list(dict.fromkeys(m for c in part for m in c["methods"]))
