@@ -256,12 +256,14 @@ def pooled_group_figures(y_true, groups, predicted, reference, *, n_boot: int = 
     out: dict[str, Any] = {}
     for key, model, ref in (("demographic_parity_difference", model_dpd, ref_dpd),
                             ("equalized_odds_difference", model_eod, ref_eod)):
-        value, base = (None if not np.isfinite(v[0]) else float(v[0]) for v in (model, ref))
+        value = float(model[0]) if np.isfinite(model[0]) else None
+        base = float(ref[0]) if np.isfinite(ref[0]) else None
         rise = model[1:] - ref[1:]
         kept = rise[np.isfinite(rise)]
-        defined = value is not None and base is not None
-        out[key] = {"value": value, "reference": base, "rise": value - base if defined else None,
-                    "rise_upper": float(np.percentile(kept, 100 * confidence)) if defined and len(kept) else None}
+        out[key] = {"value": value, "reference": base, "rise": None, "rise_upper": None}
+        if value is not None and base is not None:
+            out[key]["rise"] = value - base
+            out[key]["rise_upper"] = float(np.percentile(kept, 100 * confidence)) if len(kept) else None
     return out
 
 

@@ -54,7 +54,7 @@ def measure_spread(fit: Callable[[np.ndarray, int], Any], evaluate: Callable[[An
     group_spread = {}
     for key in GROUP_METRICS:
         values = [f.get(key) for f in figures]
-        group_spread[key] = None if any(v is None for v in values) else float(np.ptp(values))
+        group_spread[key] = None if any(v is None for v in values) else float(np.ptp(np.asarray(values, float)))
     return {"seeds": [int(s) for s in seeds], "validation_f1": f1.tolist(), "spread": float(np.ptp(f1)),
             "std": float(f1.std(ddof=1)) if len(f1) > 1 else 0.0, "group_spread": group_spread,
             "reference": figures[0]}, models
