@@ -251,25 +251,6 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
         return ", ".join(parts)
 
     @classmethod
-    def starts_from_model(cls, params: dict[str, Any]) -> bool:
-        """Whether a fit with ``params`` starts from the model's own fitted weights (fine-tuning) rather than anew.
-
-        ``auto`` reads it: a model trained anew differs from the model under test by its training seed too, so its
-        group metrics on the validation rows are compared with a margin of the model's own spread of them over
-        training seeds (:mod:`.auto`); one fine-tuned from the model moves from the model's own figures.
-
-        Parameters
-        ----------
-        params : dict
-
-        Returns
-        -------
-        bool
-            Default: a ``fine_tune_epochs`` parameter set (as :meth:`build` reads it).
-        """
-        return params.get("fine_tune_epochs") is not None
-
-    @classmethod
     def build(cls, run, params: dict[str, Any], added=None):
         """Fit the method on the run's training rows (and ``added`` labelled rows) for the run's kind of model.
 
