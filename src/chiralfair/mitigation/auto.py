@@ -177,8 +177,8 @@ def broken_bounds(figures: dict[str, Any], reference: dict[str, Any], *, f1_budg
             if bound is None:
                 out.append(f"{short} {_undefined(figures, key)}")
             elif bound > max_group_increase:
-                out.append(f"{short} {a:.3f} > {b:.3f} + {max_group_increase:g} within the noise (rise "
-                           f"{rise:+.3f}, up to {bound:+.3f})")
+                out.append(f"{short} {a:.3f} against {b:.3f}: rise {rise:+.3f}, up to {bound:+.3f} within the noise "
+                           f"> {max_group_increase:g}")
         elif a is not None and b is not None and a - b > max_group_increase:
             out.append(f"{short} {a:.3f} > {b:.3f} + {max_group_increase:g}")
     return out
@@ -289,9 +289,9 @@ def _gaps(figures: dict[str, Any], reference: dict[str, Any], f1_budget: float,
     for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
         a, b, rise = figures.get(key), reference.get(key), _rise_of(figures, reference, key)
         if rise is not None and rise - max_group_increase > 0:
-            out.append((f"{short} ({_short(a)} > {_short(b)} + {max_group_increase:g}"
-                        + (f", rise up to {rise:+.3f} within the noise" if "rise_bound" in figures else "") + ")",
-                        rise - max_group_increase))
+            out.append((f"{short} ({_short(a)} against {_short(b)}, rise up to {rise:+.3f} within the noise > "
+                        f"{max_group_increase:g})" if "rise_bound" in figures else
+                        f"{short} ({_short(a)} > {_short(b)} + {max_group_increase:g})", rise - max_group_increase))
     return out
 
 
