@@ -96,7 +96,11 @@ def markdown(cells: list[dict], record: dict) -> str:
         part = [c for c in cells if c["target"] == target and c["model"] == model]
         lines += [f"## {target} / {model} ({len(part)} cells: random states "
                   f"{sorted({c['random_state'] for c in part})}, model random states "
-                  f"{sorted({c['model_random_state'] for c in part})})", "",
+                  f"{sorted({c['model_random_state'] for c in part})})", ""]
+        unmet = [c for c in part if c["auto_pick"] and not c["auto_pick"].get("within_bounds")]
+        lines += [f"**auto, state {c['random_state']}/{c['model_random_state']}: no candidate met every bound on its "
+                  f"validation rows**: {'; '.join(c['auto_pick'].get('unmet') or ())}." for c in unmet]
+        lines += ([""] if unmet else []) + [
                   "| method | IDI rate before | after | F1 before | after | DPD before → after | EOD before → after "
                   "| goal met (cells) | missed (first cell that missed) |", "|---|---|---|---|---|---|---|---|---|"]
         methods = list(dict.fromkeys(m for c in part for m in c["methods"]))
@@ -151,6 +155,37 @@ def rewrite(name: str, results: Path = RESULTS) -> None:
     (results / f"{name}.md").write_text(markdown(record["cells"], record))
 
 
+def merge(name: str, others, results: Path = RESULTS) -> dict:
+    """Add the cells of the result files ``others`` (runs made in parallel) to ``name``; their seconds add up.
+
+    Parameters
+    ----------
+    name : str
+    others : sequence of str
+    results : Path
+
+    Returns
+    -------
+    dict
+        The merged record, written to ``<name>.json`` and ``<name>.md``.
+    """
+    record = json.loads((results / f"{name}.json").read_text())
+    commands = [record["command"]]
+    for other in others:
+        more = json.loads((results / f"{other}.json").read_text())
+        commands.append(more["command"])
+        for key in ("wall_seconds", "cpu_seconds"):
+            record[key] += more[key]
+        record["load_end"] = max(record["load_end"], more["load_end"])
+        record["cells"] += [c for c in more["cells"] if not any(
+            (c["target"], c["model"], c["random_state"], c["model_random_state"])
+            == (d["target"], d["model"], d["random_state"], d["model_random_state"]) for d in record["cells"])]
+    record["command"] = "; ".join(commands) + " (run in parallel, merged with --merge; seconds summed)"
+    (results / f"{name}.json").write_text(json.dumps(record, indent=1, default=str))
+    (results / f"{name}.md").write_text(markdown(record["cells"], record))
+    return record
+
+
 def main(argv=None):
     import sys
 
@@ -167,10 +202,14 @@ def main(argv=None):
     p.add_argument("--budget", type=int, default=100, help="max_global = max_local of the search for paper")
     p.add_argument("--name", default="retrain_family")
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--merge", nargs="+", default=(),
+                   help="add the cells of these result names (runs made in parallel) to --name and rewrite it")
     args = p.parse_args(argv)
     methods = args.methods or method_names()
     out = args.results / f"{args.name}.json"
     done = json.loads(out.read_text())["cells"] if out.exists() else []
+    if args.merge:
+        return merge(args.name, args.merge, args.results)
     record = {"command": "python benchmarks/retrain_family.py " + " ".join(sys.argv[1:] if argv is None else argv),
               "chiralfair": __version__, "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "load_start": os.getloadavg()[0]}

@@ -247,3 +247,91 @@ def test_consistency_with_a_group_term_narrows_the_networks_equalized_odds_gap()
     plain = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain).fit(X, y)
     grouped = PaperDNNClassifier(epochs=5, random_state=0, domain=data.domain, group=3.0).fit(X, y)
     assert eo_gap(grouped) < 0.5 * eo_gap(plain)
+
+
+def test_consistency_fine_tuned_with_a_group_term_trains_with_it():
+    """auto's fine-tuned candidates with a group term: the term reaches the fine-tuning (it once did not, and the
+    candidates with group 1 and 3 were the network fine-tuned without it)."""
+    from chiralfair.mitigation import make_method
+    from chiralfair.mitigation.dnn import PaperDNNClassifier
+
+    data, train, _ = people(n=1500)
+    X, y = data.X[train], data.y[train]
+    sex = X[:, list(data.domain.names).index("sex")]
+
+    def eo_gap(method):  # recount through the fitted method: per label, the gap of the mean P(positive)
+        p = method.predict_proba(X)[:, 1]
+        return sum(abs(p[(y == k) & (sex == 0)].mean() - p[(y == k) & (sex == 1)].mean()) for k in (0, 1))
+
+    start = PaperDNNClassifier(epochs=5, random_state=0).fit(X, y)
+    tuned = {g: make_method("consistency", estimator=start, domain=data.domain, lam=0.0, group=g,
+                            fine_tune_epochs=5, random_state=0).fit(X, y) for g in (0.0, 3.0)}
+    assert tuned[3.0].estimator_.group == 3.0
+    assert eo_gap(tuned[3.0]) < 0.5 * eo_gap(tuned[0.0])
+
+
+def _pooled_setup(n=900, seed=1):
+    """Two validation splits of ``people``'s rows, a reference's and a candidate's predictions on them."""
+    from types import SimpleNamespace
+
+    data, _, _ = people(n=n, seed=seed)
+    rng = np.random.default_rng(seed)
+    rows = [np.sort(rng.choice(data.n_samples, data.n_samples // 3, replace=False)) for _ in range(2)]
+    sex = data.X[:, list(data.domain.names).index("sex")]
+    reference = np.where(rng.random(data.n_samples) < 0.85, data.y, 1 - data.y)
+    # the candidate: the reference with some positives of sex code 1 turned negative (a true-positive gap)
+    candidate = np.where((sex == 1) & (data.y == 1) & (rng.random(data.n_samples) < 0.2), 0, reference)
+    splits = [SimpleNamespace(validation_rows=r, reference={"predicted": reference[r]}) for r in rows]
+    return data, rows, splits, np.concatenate([candidate[r] for r in rows])
+
+
+def test_auto_checks_the_group_bounds_within_the_noise_of_the_rows_and_of_the_training_seed():
+    from fairlearn.metrics import equalized_odds_difference
+
+    from chiralfair.mitigation.auto import _PooledRows, broken_bounds, unmet_bounds
+
+    data, rows, splits, predicted = _pooled_setup()
+    pooled = _PooledRows(data, splits)
+    y = np.concatenate([data.y[r] for r in rows])
+    sex = np.concatenate([data.X[r, list(data.domain.names).index("sex")] for r in rows])
+    # recount over the pooled rows with fairlearn
+    eod_ref = equalized_odds_difference(y, pooled.reference, sensitive_features=sex)
+    eod = equalized_odds_difference(y, predicted, sensitive_features=sex)
+    fine, anew = pooled.figures(predicted, None), pooled.figures(predicted, {
+        "demographic_parity_difference": 0.0, "equalized_odds_difference": 0.05})
+    key = "equalized_odds_difference"
+    assert pooled.reference_figures()[key] == pytest.approx(eod_ref)
+    assert fine[key] == pytest.approx(eod) and fine["rise"][key] == pytest.approx(eod - eod_ref)
+    margin = fine["rise_bound"][key] - fine["rise"][key]
+    assert margin > 0  # the rows' noise
+    assert anew["rise_bound"][key] == pytest.approx(eod - eod_ref + np.hypot(margin, 0.05))
+    reference = {"f1": 0.8, **pooled.reference_figures()}
+    figures = {"label": "c", "f1": 0.8, "idi_rate": 0.0, **fine}
+    bound = (fine["rise"][key] + fine["rise_bound"][key]) / 2  # the rise within it, its noise not
+    assert 0 < fine["rise"][key] < bound
+    broken = broken_bounds(figures, reference, f1_budget=0.01, max_group_increase=bound)
+    assert len(broken) == 1 and broken[0].startswith("EOD") and "within the noise" in broken[0]
+    assert unmet_bounds([figures], reference, f1_budget=0.01, max_group_increase=bound)[0].startswith("EOD (no")
+    assert not broken_bounds(figures, reference, f1_budget=0.01, max_group_increase=fine["rise_bound"][key])
+
+
+def test_auto_says_a_group_bound_it_cannot_check_on_the_validation_rows():
+    from chiralfair.mitigation.auto import _PooledRows, broken_bounds, unmet_bounds
+
+    data, rows, splits, predicted = _pooled_setup()
+    positive = np.flatnonzero(data.y == 1)
+    sex = data.X[:, list(data.domain.names).index("sex")]
+    # the validation rows keep no positive row of sex code 0: its true-positive rate, and so the EOD, is undefined
+    for split in splits:
+        keep = ~np.isin(split.validation_rows, positive[sex[positive] == 0])
+        split.reference["predicted"] = split.reference["predicted"][keep]
+        split.validation_rows = split.validation_rows[keep]
+    pooled = _PooledRows(data, splits)
+    predicted = pooled.reference.copy()  # a candidate that predicts as the reference
+    figures = {"label": "c", "f1": 0.9, "idi_rate": 0.0, **pooled.figures(predicted, None)}
+    reference = {"f1": 0.8, **pooled.reference_figures()}
+    assert reference["equalized_odds_difference"] is None
+    broken = broken_bounds(figures, reference, f1_budget=0.01, max_group_increase=0.02)
+    assert broken == ["EOD undefined on the validation rows (a group without a positive or a negative row)"]
+    unmet = unmet_bounds([figures], reference, f1_budget=0.01, max_group_increase=0.02)
+    assert unmet and unmet[-1].startswith("EOD (undefined") and "cannot be checked" in unmet[-1]

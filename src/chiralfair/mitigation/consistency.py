@@ -207,7 +207,8 @@ class CounterfactualLogitPairing(MitigationMethod):
         epochs = self.fine_tune_epochs
         if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
             raise ConfigError(f"fine_tune_epochs must be an int >= 1, got {epochs!r}")
-        base = copy.deepcopy(start).set_params(consistency=lam, domain=self.domain, pairing=self.pairing)
+        base = copy.deepcopy(start).set_params(consistency=lam, domain=self.domain, pairing=self.pairing,
+                                                 group=self.group)
         return base.fine_tune(X, y, epochs=epochs, sample_weight=weight, random_state=start.random_state)
 
     def _choose(self, template: PaperDNNClassifier, X, y, weight, seed: int):

@@ -34,6 +34,7 @@ from ..models.protocol import CountingModel
 from ..oracle import DiscriminationCheck
 
 CONFIDENCE = 0.95
+N_BOOTSTRAP = 1000
 
 
 class Evaluator:
@@ -57,13 +58,17 @@ class Evaluator:
     domain_seed : int
     plausible_only : bool, default=False
         Count plausible counterparts only in the IDI rates (:func:`chiralfair.verdict.estimate`).
+    keep_predictions : bool, default=False
+        Also return the predicted labels of the rows (``predicted``), for figures over several splits' rows
+        (``auto`` pools them, :func:`pooled_group_figures`).
     """
 
     def __init__(self, dataset: Dataset, test, *, union=None, domain_rate: bool = True, source=None,
-                 search_state=None, margin: float = 0.005, domain_seed: int = 0, plausible_only: bool = False):
+                 search_state=None, margin: float = 0.005, domain_seed: int = 0, plausible_only: bool = False,
+                 keep_predictions: bool = False):
         self.dataset, self.test, self.union, self.domain_rate = dataset, test, union, domain_rate
         self.source, self.search_state, self.margin, self.domain_seed = source, search_state, margin, domain_seed
-        self.plausible_only = plausible_only
+        self.plausible_only, self.keep_predictions = plausible_only, keep_predictions
 
     def __call__(self, model: CountingModel) -> dict[str, Any]:
         """The figures of ``model`` as a dict of :data:`~chiralfair.mitigation.retraining.ROW_FIELDS` keys."""
@@ -76,6 +81,8 @@ class Evaluator:
         row: dict[str, Any] = {"f1": float(f1_score(y_true, y_pred, pos_label=1, zero_division=0)),
                                "accuracy": float(accuracy_score(y_true, y_pred))}
         row.update(group_metrics(y_true, y_pred, protected_groups_frame(self.dataset.domain, X_test)))
+        if self.keep_predictions:
+            row["predicted"] = np.asarray(y_pred, dtype=np.int64).reshape(-1)
         row.update(self._test_rate(model))
         if self.domain_rate:
             row.update(self._domain_rate(model))
@@ -205,6 +212,61 @@ def group_metrics(y_true, y_pred, groups) -> dict[str, Any]:
     return {**out, "equalized_odds_difference": float(eod[0]), "equalized_odds_undefined": None}
 
 
+def pooled_group_figures(y_true, groups, predicted, reference, *, n_boot: int = N_BOOTSTRAP,
+                         confidence: float = CONFIDENCE, random_state: int = 0) -> dict[str, Any]:
+    """A model's group metrics against a reference's on the same rows, and how far the rise could be from the rows.
+
+    The rows are those of several validation splits pooled (each split's rows predicted by the model fitted on
+    that split's other rows): both differences are computed from the counts of the pooled (group, label,
+    prediction) cells, so a group small in one split still counts with its rows of the others. The rise (model
+    minus reference) gets a one-sided bootstrap bound over the rows, resampled in pairs (a row's label, its
+    prediction by the model and by the reference together), as :func:`group_metric_intervals` does for one model.
+
+    Parameters
+    ----------
+    y_true : array-like of {0, 1}, shape (n_samples,)
+    groups : array-like, shape (n_samples,)
+        Each row's group (any hashable labels).
+    predicted, reference : array-like of {0, 1}, shape (n_samples,)
+        The model's and the reference's predicted labels.
+    n_boot : int, default=1000
+    confidence : float, default=0.95
+        Of the one-sided bound.
+    random_state : int, default=0
+
+    Returns
+    -------
+    dict
+        Per metric name (``demographic_parity_difference``, ``equalized_odds_difference``): ``value`` and
+        ``reference`` (None where undefined: a group without a row of a label), ``rise`` (value minus reference)
+        and ``rise_upper`` (the ``confidence`` quantile of the bootstrapped rise), None where undefined.
+    """
+    y_true = np.asarray(y_true, dtype=np.int64).reshape(-1)
+    predicted = np.asarray(predicted, dtype=np.int64).reshape(-1)
+    reference = np.asarray(reference, dtype=np.int64).reshape(-1)
+    _, group = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+    group = np.asarray(group).reshape(-1)
+    n, n_groups = len(y_true), int(group.max()) + 1 if len(group) else 0
+    # (group, label, model's prediction, reference's prediction) counts
+    joint = np.bincount(group * 8 + y_true * 4 + predicted * 2 + reference, minlength=8 * n_groups)
+    boot = np.random.default_rng(random_state).multinomial(n, joint / max(n, 1), size=n_boot)
+    tables = np.concatenate([joint[None], boot]).reshape(-1, n_groups, 2, 2, 2)
+    model_dpd, model_eod = _differences(tables.sum(axis=4))
+    ref_dpd, ref_eod = _differences(tables.sum(axis=3))
+    out: dict[str, Any] = {}
+    for key, model, ref in (("demographic_parity_difference", model_dpd, ref_dpd),
+                            ("equalized_odds_difference", model_eod, ref_eod)):
+        value = float(model[0]) if np.isfinite(model[0]) else None
+        base = float(ref[0]) if np.isfinite(ref[0]) else None
+        rise = model[1:] - ref[1:]
+        kept = rise[np.isfinite(rise)]
+        out[key] = {"value": value, "reference": base, "rise": None, "rise_upper": None}
+        if value is not None and base is not None:
+            out[key]["rise"] = value - base
+            out[key]["rise_upper"] = float(np.percentile(kept, 100 * confidence)) if len(kept) else None
+    return out
+
+
 def _cells(y_true: np.ndarray, y_pred: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
     """Counts of rows per (group, label, prediction), shape (n_groups, 2, 2)."""
     return np.bincount(group * 4 + y_true * 2 + y_pred, minlength=4 * n_groups).reshape(n_groups, 2, 2)
@@ -226,7 +288,6 @@ def _differences(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return dpd, odds
 
 
-N_BOOTSTRAP = 1000
 
 
 def group_metric_intervals(y_true, y_pred, groups, *, n_boot: int = N_BOOTSTRAP, confidence: float = CONFIDENCE,

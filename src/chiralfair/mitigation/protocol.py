@@ -122,7 +122,8 @@ class ValidationSplits:
                                       f"{err}") from None
                 return cls(notes=[f"the model's own F1 spread was not measured: {err}"])
             fit_rows, validation_rows = train[fit_at], train[validation_at]
-            evaluate = Evaluator(dataset, validation_rows, domain_rate=False, plausible_only=plausible_only)
+            evaluate = Evaluator(dataset, validation_rows, domain_rate=False, plausible_only=plausible_only,
+                                 keep_predictions=True)
             fitted = lambda rows, seed: fit_model_kind(model, dataset, rows, seed, trainer)  # noqa: E731
             if i == 0:
                 spread, models = measure_spread(fitted, evaluate, fit_rows, seeds)

@@ -499,7 +499,9 @@ class RetrainResult:
                          f"{_figure(t['equalized_odds_difference'])} | "
                          + ("yes" if not t["broken"] else "no: " + "; ".join(t["broken"])) + " |")
         lines += ["", f"Bounds: F1 at most {table['f1_budget']:.3f} below the reference's, DPD and EOD at most "
-                  f"{table['max_group_increase']:g} above its."]
+                  f"{table['max_group_increase']:g} above its within the noise: DPD and EOD over the splits' "
+                  "validation rows pooled, their rise bounded by a one-sided 95% bootstrap over the rows and the "
+                  "model's own spread over training seeds."]
         if table.get("left_out"):
             left = table["left_out"].items()
             lines += ["", "Registered methods not tried: " + "; ".join(f"{n}: {w}" for n, w in left)]

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 DEFAULT_SPREAD_SEEDS = 3
+GROUP_METRICS = ("demographic_parity_difference", "equalized_odds_difference")
 
 
 def measure_spread(fit: Callable[[np.ndarray, int], Any], evaluate: Callable[[Any], dict[str, Any]],
@@ -38,7 +39,9 @@ def measure_spread(fit: Callable[[np.ndarray, int], Any], evaluate: Callable[[An
     -------
     spread : dict
         ``seeds``, ``validation_f1`` (one per seed), ``spread`` (max - min), ``std`` (sample standard deviation, 0
-        for one seed), ``reference`` (the figures of the first seed's model on the validation rows).
+        for one seed), ``group_spread`` (max - min of the demographic-parity and of the equalized-odds difference
+        over the seeds, keyed by their names; None where a seed's is undefined), ``reference`` (the figures of the
+        first seed's model on the validation rows).
     models : list
         The fitted models, in the order of ``seeds``.
     """
@@ -48,8 +51,13 @@ def measure_spread(fit: Callable[[np.ndarray, int], Any], evaluate: Callable[[An
         models.append(model)
         figures.append(evaluate(model))
     f1 = np.array([f["f1"] for f in figures], dtype=np.float64)
+    group_spread = {}
+    for key in GROUP_METRICS:
+        values = [f.get(key) for f in figures]
+        group_spread[key] = None if any(v is None for v in values) else float(np.ptp(np.asarray(values, float)))
     return {"seeds": [int(s) for s in seeds], "validation_f1": f1.tolist(), "spread": float(np.ptp(f1)),
-            "std": float(f1.std(ddof=1)) if len(f1) > 1 else 0.0, "reference": figures[0]}, models
+            "std": float(f1.std(ddof=1)) if len(f1) > 1 else 0.0, "group_spread": group_spread,
+            "reference": figures[0]}, models
 
 
 def in_spreads(loss: float, spread: dict[str, Any] | None) -> float | None:
