@@ -30,14 +30,16 @@ from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
 from ..exceptions import DatasetError, DomainError, ModelCallError
-from .counts import GapValues, VerdictCounts, rule_radix
+from .counts import GapValues, VerdictCounts
+from .rule_tree import RuleRows, rule_shape
 
 # Times the scheduler runs a partition again after its worker died or it failed, before the run is refused.
 RETRIES = 2
 
 
 def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None = None,
-                 schema_types: tuple[dict, dict] | None = None) -> tuple[VerdictCounts, int]:
+                 schema_types: tuple[dict, dict] | None = None,
+                 rules: RuleRows | None = None) -> tuple[VerdictCounts, int]:
     """The counts of one batch: coded in the dataset's domain, every person checked, left-out ones counted.
 
     Parameters
@@ -51,6 +53,8 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     schema_types : (dict, dict), optional
         A schema's column types and categories, applied to the batch as to in-memory rows
         (:func:`~chiralfair.datasets.schema.typed_frames`).
+    rules : RuleRows, optional
+        Where the rule tree's rows go (default: in memory, with the counts).
 
     Returns
     -------
@@ -102,7 +106,7 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
                                     X[:, domain.non_protected],
                                     plausibility=_plausibility_totals(tally) if tally.X else None,
                                     n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
-                                    radix=rule_radix(domain))
+                                    rule_shape=rule_shape(domain), rules=rules)
     return counts, n_unseen
 
 
@@ -171,8 +175,9 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     rng = as_generator(random_state)
     start_queries, started = model.n_queries, time.perf_counter()
     gaps = GapValues(spill=True) if judge.with_proba else None
+    rules = RuleRows(rule_shape(domain)[1], spill=True)
     total = VerdictCounts()
-    total.gaps = gaps
+    total.gaps, total.rules = gaps, rules
     read = n_batches = n_unseen = 0
     extra_queries = 0
     cpu = time.process_time()
@@ -180,7 +185,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         if client is None:
             bar = _bar(progress, n_rows)
             for batch in batches or ():
-                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types)
+                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types, rules)
                 total.merge(counts)
                 read += len(batch.frame)
                 n_batches += 1
@@ -193,10 +198,12 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     except BaseException:
         if gaps is not None:
             gaps.close()
+        rules.close()
         raise
     if total.n == 0:
         if gaps is not None:
             gaps.close()
+        rules.close()
         raise DomainError(f"none of the {read:,} individuals read has a counterpart that could exist "
                           f"({total.n_left_out:,} break a constraint with each counterpart, {total.n_unplaced:,} hold "
                           "a protected value that is missing or not among its values), so the question cannot be "
@@ -239,9 +246,10 @@ def _score_partition(read, judge, dataset: Dataset, batch_rows: int,
     model = judge.check.model
     before = model.n_queries
     total = VerdictCounts()
+    rules = RuleRows(rule_shape(dataset.domain)[1])  # one table for the partition, sent back with its counts
     rows = unseen = 0
     for frame in read(batch_rows):
-        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types)
+        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types, rules)
         if total.gaps is not None and counts.gaps is not None:
             total.gaps.extend(counts.gaps)
             counts.gaps = total.gaps
