@@ -52,6 +52,11 @@ class VerdictCounts:
     gaps : GapValues or None
     rules : RuleRows or None
         Every individual's non-protected codes and affected flag, for the rule tree.
+    confusion : numpy.ndarray of int64, shape (4,), or None
+        The model's (true negatives, false positives, false negatives, true positives) over the rows read whose
+        label is known and whose own label the model gave (every row sent to it): the model's F1 over every row.
+    beyond : dict of str to int
+        Rows read after the domain was made holding a number beyond a column's range, by column (used as given).
     """
 
     n: int = 0
@@ -68,6 +73,8 @@ class VerdictCounts:
     gap_counts_affected: np.ndarray | None = None
     gaps: GapValues | None = None
     rules: RuleRows | None = None
+    confusion: np.ndarray | None = None
+    beyond: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
@@ -136,7 +143,9 @@ class VerdictCounts:
         self.n_unplaced += other.n_unplaced
         for k, v in other.unplaced.items():
             self.unplaced[k] = self.unplaced.get(k, 0) + v
-        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected"):
+        for k, v in other.beyond.items():
+            self.beyond[k] = self.beyond.get(k, 0) + v
+        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected", "confusion"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:
                 setattr(self, name, theirs.copy() if mine is None else mine + theirs)
@@ -154,6 +163,44 @@ class VerdictCounts:
             else:
                 self.rules.extend(other.rules)
         return self
+
+
+def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """(true negatives, false positives, false negatives, true positives) of labels in {0, 1}.
+
+    Parameters
+    ----------
+    y_true, y_pred : numpy.ndarray of int, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (4,)
+    """
+    return np.bincount(2 * np.asarray(y_true, dtype=np.int64) + np.asarray(y_pred, dtype=np.int64),
+                       minlength=4).astype(np.int64)
+
+
+def quality_of(confusion: np.ndarray) -> dict:
+    """The model's F1, accuracy and rows from its confusion counts.
+
+    F1 of the positive class, 0 when undefined (scikit-learn's ``zero_division=0``); also the one class the labels
+    hold and the one label the model gave (None when both occur).
+
+    Parameters
+    ----------
+    confusion : numpy.ndarray of int64, shape (4,)
+        As :func:`confusion_counts` gives.
+
+    Returns
+    -------
+    dict
+    """
+    tn, fp, fn, tp = (int(v) for v in confusion)
+    n = tn + fp + fn + tp
+    positives, predicted = fn + tp, fp + tp
+    return {"f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0, "accuracy": (tp + tn) / n if n else 0.0,
+            "n_test": n, "one_class": None if 0 < positives < n else int(positives == n),
+            "one_label": None if 0 < predicted < n else int(predicted == n)}
 
 
 class GapValues:

@@ -508,13 +508,17 @@ class _Judge:
         n_implausible = None if plausible is None else (others & ~plausible).sum(axis=1)
         return affected, harmed, gap, affected_possible, affected_plausible, others.sum(axis=1), n_implausible
 
-    def check_rows(self, X, people=None):
-        """Check ``X`` (the codes of ``people``, if given) in one batch: combination indices, then :meth:`outcomes`."""
+    def check_rows(self, X, people=None, *, with_labels: bool = False):
+        """Check ``X`` (the codes of ``people``, if given) in one batch: combination indices, then :meth:`outcomes`.
+
+        With ``with_labels``, returns (each row's own predicted label, that tuple).
+        """
         res = self.check.check(X, with_proba=self.with_proba, with_plausibility=self.with_plausibility,
                                population=people)
         own = self.check.own_combination(X)
-        return (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
-                                    res.possible, res.plausible))
+        out = (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
+                                   res.possible, res.plausible))
+        return (np.asarray(res.labels), out) if with_labels else out
 
 
 def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tuple[np.ndarray | None,

@@ -30,7 +30,7 @@ from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
 from ..exceptions import DatasetError, DomainError, ModelCallError
-from .counts import GapValues, VerdictCounts
+from .counts import GapValues, VerdictCounts, confusion_counts, quality_of
 from .rule_tree import RuleRows, rule_shape
 
 # Times the scheduler runs a partition again after its worker died or it failed, before the run is refused.
@@ -71,7 +71,7 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
 
         batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
                       batch.where, batch.start)
-    X, unseen = recode(dataset, batch.frame, where=batch.where)
+    X, unseen, beyond = recode(dataset, batch.frame, where=batch.where, as_given=judge.check.model.reads_people)
     outside = domain.protected_value_index(X) < 0
     for j, attribute in enumerate(domain.attributes):
         outside[:, j] |= unseen[:, list(attribute.columns)].any(axis=1)
@@ -87,10 +87,12 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
         if judge.check.model.reads_people:
             frame = batch.frame.iloc[keep].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
             people = Population(frame, X, dataset.codec)  # type: ignore[arg-type]
-        tally.add(X, *judge.check_rows(X, people))
+        own_labels, outcome = judge.check_rows(X, people, with_labels=True)
+        tally.add(X, *outcome)
         tally, n_left_out, unplaced_X = tally.countable()
+        confusion = _confusion(dataset, batch.frame, keep, own_labels)
     else:
-        n_left_out, unplaced_X = 0, None
+        n_left_out, unplaced_X, confusion = 0, None, None
     if unplaced_X is not None:
         for k, v in unplaced_by_attribute(domain, unplaced_X).items():
             unplaced[k] = unplaced.get(k, 0) + v
@@ -107,7 +109,21 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
                                     plausibility=_plausibility_totals(tally) if tally.X else None,
                                     n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
                                     rule_shape=rule_shape(domain), rules=rules)
+    counts.confusion, counts.beyond = confusion, beyond
     return counts, n_unseen
+
+
+def _confusion(dataset: Dataset, frame, keep: np.ndarray, own_labels: np.ndarray) -> np.ndarray | None:
+    """The model's confusion counts over the rows ``keep`` of ``frame`` (None without the label column).
+
+    A row whose label is missing is not counted; the label is read as the dataset's was: the positive class is 1.
+    """
+    if dataset.label not in frame.columns:
+        return None
+    y = frame[dataset.label].iloc[keep]
+    known = y.notna().to_numpy()
+    truth = (y.astype(str) == str(dataset.positive_class)).to_numpy()
+    return confusion_counts(truth[known], np.asarray(own_labels)[known])
 
 
 def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, favourable: int,
@@ -148,7 +164,10 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     Returns
     -------
     Verdict
-        ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why.
+        ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why, and the
+        model's F1 and accuracy over every row read whose label is known and which was sent to the model
+        (``model_quality``, :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
+        the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``).
 
     Raises
     ------
@@ -212,7 +231,9 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     stream = {"rows_read": read, "batches" if client is None else "partitions": n_batches,
               "rows_checked": total.n, "rows_left_out": total.n_left_out, "rows_unplaced": total.n_unplaced,
               "rows_unseen_protected_value": n_unseen, "rows_skipped": 0,
-              "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu}
+              "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu,
+              "model_quality": None if total.confusion is None else quality_of(total.confusion),
+              "rows_beyond_domain": dict(total.beyond)}
     base_meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
                  "dataset": dataset.name, "model": model.name,
                  "random_state": random_state if isinstance(random_state, int) else None,
