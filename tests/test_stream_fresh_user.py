@@ -103,3 +103,23 @@ def test_a_number_beyond_the_domain_samples_range_is_used_as_given_and_counted(f
     with pytest.raises(DatasetError, match=r"column 'years' holds the value 12.*domain_sample"):
         chiralfair.estimate(model, str(tmp_path / "odd.parquet"), batch_rows=100, domain_sample=600,
                             favourable="yes", model_input="codes", **KW)
+
+
+@pytest.mark.parametrize("batch_rows", [64, 150])
+def test_one_large_file_is_cut_into_several_partitions_that_hold_its_rows_once(fitted, tmp_path, monkeypatch,
+                                                                                batch_rows):
+    import pyarrow.parquet as pq
+
+    from chiralfair.datasets.stream import open_stream
+    from chiralfair.verdict import streaming
+
+    people, _ = fitted
+    pq.write_table(__import__("pyarrow").Table.from_pandas(people), tmp_path / "one.parquet", row_group_size=333)
+    monkeypatch.setattr(streaming, "PARTITION_ROWS", 100)
+    readers = streaming.partition_readers(open_stream(str(tmp_path / "one.parquet")), batch_rows)
+    size = max(100, batch_rows)
+    assert len(readers) == -(-len(people) // size) > 1
+    frames = [frame for read in readers for frame in read(batch_rows)]
+    assert all(len(f) <= batch_rows for f in frames)
+    pd.testing.assert_frame_equal(pd.concat(frames, ignore_index=True), people.reset_index(drop=True))
+    assert readers[1].where.startswith(f"rows {size:,} to {2 * size - 1:,} of file ")

@@ -174,7 +174,7 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         table = np.asarray(column.table)
         with_missing = len(table) > 0 and table.dtype == object and _is_na(table[-1])
         categories = list(table[:-1] if with_missing else table)
-    codes = pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
+    codes = _category_positions(series, categories)
     bad = (codes < 0) & ~isna
     if isna.any():
         if feature.missing == len(categories):
@@ -182,6 +182,22 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         else:
             bad |= isna
     return np.where(bad, feature.lo, codes), bad
+
+
+def _category_positions(series: pd.Series, categories: list) -> np.ndarray:
+    """Each value's position among ``categories`` (-1 for none, a missing value included), int64.
+
+    Text held in Arrow (pandas' string dtype read from Parquet) is looked up by Arrow itself, without making a
+    Python object of each value; anything else through a pandas index of the categories.
+    """
+    if getattr(series.dtype, "storage", None) == "pyarrow" and all(isinstance(c, str) for c in categories):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pa.array(series.array)  # no copy: the Arrow array the strings are held in
+        found = pc.index_in(values, value_set=pa.array(categories, type=values.type))
+        return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
+    return pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
 
 
 def _is_na(value) -> bool:

@@ -351,12 +351,14 @@ class PartitionReader:
         The partition in words (a file, a partition of a Dask DataFrame).
     """
 
-    def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None):
+    def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None,
+                 rows: tuple[int, int] | None = None):
         self.kind = kind
         self.where = where
         self.source = source
         self.batch_rows = batch_rows
         self.storage_options = storage_options
+        self.rows = rows
 
     def __call__(self, batch_rows: int):
         """Yield the partition's rows, at most ``batch_rows`` at a time (pandas frames)."""
@@ -370,23 +372,53 @@ class PartitionReader:
                     handle: Any = fsspec.open(self.source, "rb", **(self.storage_options or {})).open()
                 else:
                     handle = self.source
-                for record in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
-                    yield record.to_pandas()
+                reader = pq.ParquetFile(handle)
+                if self.rows is None:
+                    for record in reader.iter_batches(batch_size=batch_rows):
+                        yield record.to_pandas()
+                else:
+                    yield from _row_range(reader, *self.rows, batch_rows)
             except (OSError, ValueError) as err:
                 raise DatasetError(f"cannot read Parquet file {self.source}: {err}") from err
+        elif self.kind == "frame":  # rows read in memory on this process, sent with the task
+            for s in range(0, len(self.source), batch_rows):
+                yield self.source.iloc[s:s + batch_rows].reset_index(drop=True)
         else:  # a Dask partition, as a delayed object computed on the worker
             frame = self.source.compute(scheduler="sync")
             for s in range(0, len(frame), batch_rows):
                 yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
 
 
+def _row_range(reader, start: int, stop: int, batch_rows: int):
+    """Rows [start, stop) of a Parquet file, reading only the row groups they lie in, as frames."""
+    offset = 0
+    for group in range(reader.num_row_groups):
+        size = reader.metadata.row_group(group).num_rows
+        if offset < stop and offset + size > start:
+            at = offset
+            for record in reader.iter_batches(batch_size=batch_rows, row_groups=[group]):
+                a, b = max(start, at), min(stop, at + record.num_rows)
+                if a < b:
+                    yield record.slice(a - at, b - a).to_pandas()
+                at += record.num_rows
+                if at >= stop:
+                    break
+        offset += size
+
+
+# Most rows of one partition sent to a Dask worker: a file of 1 M rows makes 4 partitions, so that the workers
+# share it (a partition's counts, and its rule-tree rows, 14 bytes a person on Adult, come back whole).
+PARTITION_ROWS = 1 << 18
+
+
 def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
-    """One reader per partition of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`).
+    """The partitions of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`), one reader each.
 
     Parameters
     ----------
     stream : RowStream
-        Parquet (one partition per file) or a Dask DataFrame (its partitions).
+        Parquet (each file cut into ranges of at most :data:`PARTITION_ROWS` rows, or ``batch_rows`` if more),
+        held-out rows read in memory (the same ranges), or a Dask DataFrame (its partitions).
     batch_rows : int
 
     Returns
@@ -403,8 +435,25 @@ def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
         text = str(stream.source)
         if "://" in text:
             prefix = text.split("://", 1)[0] + "://"
-        return [PartitionReader("parquet", f"file {path}", prefix + path if prefix and "://" not in path else path,
-                                batch_rows) for path in stream.files]
+        import pyarrow.parquet as pq
+
+        size = max(PARTITION_ROWS, batch_rows)
+        readers = []
+        for path in stream.files:
+            source = prefix + path if prefix and "://" not in path else path
+            handle = stream._filesystem.open(path, "rb") if stream._filesystem is not None else path
+            n = pq.ParquetFile(handle).metadata.num_rows
+            if n <= size:
+                readers.append(PartitionReader("parquet", f"file {path}", source, batch_rows))
+                continue
+            readers += [PartitionReader("parquet", f"rows {s:,} to {min(n, s + size) - 1:,} of file {path}", source,
+                                        batch_rows, rows=(s, min(n, s + size))) for s in range(0, n, size)]
+        return readers
+    if stream.kind == "frame":
+        size = max(PARTITION_ROWS, batch_rows)
+        return [PartitionReader("frame", f"rows {s:,} to {min(len(stream.source), s + size) - 1:,} of "
+                                f"{stream.description}", stream.source.iloc[s:s + size], batch_rows)
+                for s in range(0, len(stream.source), size)]
     if stream.kind == "dask":
         return [PartitionReader("dask", f"partition {i} of the Dask DataFrame", part, batch_rows)
                 for i, part in enumerate(stream.source.to_delayed())]
