@@ -11,7 +11,7 @@ workers of a Dask cluster. Each batch is reduced here to what the :class:`~chira
   counterparts, implausible ones, individuals with an implausible one, with no plausible one);
 - the probability gap: its histogram (affected or not), and its values, kept for the exact quantiles: in memory,
   or, for a stream, appended to a temporary file read back in bounded memory (:func:`order_statistics`);
-- for the rule tree: every individual's non-protected codes and affected flag, packed (13 bytes a person on
+- for the rule tree: every individual's non-protected codes and affected flag, packed (14 bytes a person on
   Adult), in memory or, for a stream, appended to a temporary file; the tree is fitted from them level by level,
   from per-node, per-column, per-code (individuals, affected) histograms, which add up
   (:mod:`chiralfair.verdict.rule_tree`).

@@ -7,7 +7,7 @@ the rows:
 
 - every counted individual's non-protected codes (each column offset to start at 0, packed in the smallest unsigned
   type that holds the largest code) and affected flag are kept in a :class:`RuleRows`: in memory for an in-memory
-  verdict, appended to an anonymous temporary file for a streamed one (13 bytes a person on Adult);
+  verdict, appended to an anonymous temporary file for a streamed one (14 bytes a person on Adult);
 - level by level, one pass over those rows adds up, for every node of the level, every feature and every code, the
   (individuals, affected) counts: a histogram of ``nodes x codes x 2`` per feature. Each node's best split (the one
   with the lowest weighted Gini impurity of its two children, over every feature and every cut between two codes
