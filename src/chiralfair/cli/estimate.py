@@ -131,8 +131,9 @@ def streamed(inputs, streaming: Streaming, params: dict[str, Any]) -> tuple[dict
 
     own = inputs.own_data()
     own["test"] = stream_path(own["test"])
-    source = own["test"] if own["test"] is not None else stream_path(inputs.data)
-    if not (streaming.given() or is_stream(source)):
+    data = stream_path(inputs.data)
+    # as the door decides (pipeline.stream.wants_stream): a stream as --data streams the verdict, whatever --test is
+    if not (streaming.given() or is_stream(data) or (own["test"] is not None and is_stream(own["test"]))):
         return own, params
     params = dict(params)
     if params.get("margin") == 0.005:

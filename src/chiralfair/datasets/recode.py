@@ -23,7 +23,10 @@ in no group and has no counterpart (left out of the verdict, counted by attribut
 the domain cannot code (a category, an integer beyond its bounds, a number beyond finite bin edges, a missing
 value in a column that had none) is refused, naming the column, the value, where it was read and the parameter that
 fixes it: its code decides the rule tree, the constraints and the plausibility of every counterpart, and no code
-can be made up for it.
+can be made up for it. One exception keeps the rule for values only the held-out rows hold (the person is who they
+are): for a model fed the rows as given, a **number beyond the range** of an integer or binned column is used as
+given by the model and coded as the nearest outer code (the domain's lowest or highest) for the rule tree, the
+constraints and the plausibility; its rows are counted by column and named in the verdict's notes.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ FIX = ("make the domain from rows that hold it: a larger domain sample (domain_s
        "holds it (a domain's codes are those its rows hold, a schema's categories included)")
 
 
-def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.ndarray, np.ndarray]:
+def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
+           as_given: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
     """The codes of ``frame``'s rows in ``dataset``'s domain, and where a protected value is one it never saw.
 
     Parameters
@@ -50,6 +54,11 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.nda
         Rows holding at least the dataset's feature columns (others are ignored).
     where : str
         Where the rows were read (a file, a partition), for the error messages.
+    as_given : bool, default False
+        The model is fed the rows as given (not codes): a number of another column beyond the domain's range (an
+        integer beyond its bounds, a number beyond a binned column's finite edges) is then coded as the nearest
+        outer code (the lowest or highest), for the rule tree, the constraints and the plausibility only; the
+        model is asked about the value itself, and the rows are counted by column.
 
     Returns
     -------
@@ -57,6 +66,9 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.nda
         Codes; a protected value the domain never saw is coded as the feature's lowest code, and flagged.
     unseen : numpy.ndarray of bool, shape (n, n_features)
         True where the value is a protected value the domain never saw (only protected columns can be True).
+    beyond : dict of str to int
+        With ``as_given``, the rows of each column holding a number beyond the domain's range (coded as the
+        nearest outer code).
 
     Raises
     ------
@@ -77,10 +89,18 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.nda
     n = len(frame)
     X = np.empty((n, len(codec.columns)), dtype=np.int64)
     unseen = np.zeros((n, len(codec.columns)), dtype=bool)
+    beyond: dict[str, int] = {}
     for j, column in enumerate(codec.columns):
         feature = domain.features[j]
         codes, bad = _codes(column, feature, frame[column.name])
         bad |= (codes < feature.lo) | (codes > feature.hi)  # a category or bin the domain's rows never held
+        if bad.any() and as_given and j not in protected and column.how in ("integer", "bin"):
+            outer = _outer_codes(column, feature, frame[column.name], bad)
+            placed = bad & (outer >= 0)
+            if placed.any():
+                codes = np.where(placed, outer, codes)
+                bad &= ~placed
+                beyond[str(column.name)] = int(placed.sum())
         if bad.any():
             if j not in protected:
                 row = int(np.argmax(bad))
@@ -90,7 +110,29 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str) -> tuple[np.nda
             unseen[:, j] = bad
             codes = np.where(bad, feature.lo, codes)
         X[:, j] = codes
-    return X, unseen
+    return X, unseen, beyond
+
+
+def _outer_codes(column: ColumnCodec, feature, series: pd.Series, bad: np.ndarray) -> np.ndarray:
+    """For the ``bad`` values of a numeric column, the lowest code below its range, the highest above it; else -1.
+
+    Only a number strictly beyond the domain's range has one: a missing value, a non-integer in an integer column
+    or a value inside the range keeps none.
+    """
+    values = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    if column.how == "integer":
+        low, high = float(feature.lo), float(feature.hi)
+        whole = values == np.round(values)
+    else:
+        edges = np.asarray(column.edges, dtype=np.float64)
+        low, high = float(edges[0]), float(edges[-1])
+        whole = np.ones(len(values), dtype=bool)
+        top = feature.lo + len(edges) - 2  # the last bin (a missing value's code, if any, comes after it)
+    out = np.full(len(values), -1, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        out[bad & whole & (values < low)] = feature.lo
+        out[bad & whole & (values > high)] = feature.hi if column.how == "integer" else top
+    return out
 
 
 def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -132,7 +174,7 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         table = np.asarray(column.table)
         with_missing = len(table) > 0 and table.dtype == object and _is_na(table[-1])
         categories = list(table[:-1] if with_missing else table)
-    codes = pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
+    codes = _category_positions(series, categories)
     bad = (codes < 0) & ~isna
     if isna.any():
         if feature.missing == len(categories):
@@ -140,6 +182,22 @@ def _codes(column: ColumnCodec, feature, series: pd.Series) -> tuple[np.ndarray,
         else:
             bad |= isna
     return np.where(bad, feature.lo, codes), bad
+
+
+def _category_positions(series: pd.Series, categories: list) -> np.ndarray:
+    """Each value's position among ``categories`` (-1 for none, a missing value included), int64.
+
+    Text held in Arrow (pandas' string dtype read from Parquet) is looked up by Arrow itself, without making a
+    Python object of each value; anything else through a pandas index of the categories.
+    """
+    if getattr(series.dtype, "storage", None) == "pyarrow" and all(isinstance(c, str) for c in categories):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        values = pa.array(series.array)  # no copy: the Arrow array the strings are held in
+        found = pc.index_in(values, value_set=pa.array(categories, type=values.type))
+        return np.asarray(pc.fill_null(found, -1).to_numpy(), dtype=np.int64)
+    return pd.Index(categories, dtype=object).get_indexer(series.astype(object)).astype(np.int64)
 
 
 def _is_na(value) -> bool:

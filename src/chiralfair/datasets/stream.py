@@ -62,8 +62,10 @@ class RowStream:
     Attributes
     ----------
     source : object
-        A Parquet path or URL, a Dask DataFrame or a polars LazyFrame.
-    kind : {"parquet", "dask", "polars"}
+        A Parquet path or URL, a Dask DataFrame or a polars LazyFrame; for ``"frame"``, the rows read in memory.
+    kind : {"parquet", "dask", "polars", "frame"}
+        ``"frame"``: held-out rows that are no stream (a CSV file, a DataFrame) beside a streamed data, read as the
+        in-memory door reads them and checked in batches.
     files : list of str
         The Parquet files, in reading order (empty for the others).
     n_rows : int or None
@@ -85,6 +87,8 @@ class RowStream:
                     f"({len(self.files):,} file{'' if len(self.files) == 1 else 's'}{rows})")
         if self.kind == "dask":
             return f"a Dask DataFrame ({self.source.npartitions:,} partitions)"
+        if self.kind == "frame":
+            return f"{self.files[0] if self.files else 'the given DataFrame'} ({len(self.source):,} rows)"
         return "a polars LazyFrame"
 
     def batches(self, batch_rows: int, columns: list | None = None) -> Iterator[Batch]:
@@ -135,6 +139,11 @@ class RowStream:
     def _pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str]]:
         if self.kind == "parquet":
             yield from self._parquet_pieces(batch_rows, columns)
+        elif self.kind == "frame":
+            frame = self.source if columns is None else self.source[columns]
+            where = self.description.rsplit(" (", 1)[0]
+            for s in range(0, len(frame), batch_rows):
+                yield frame.iloc[s:s + batch_rows].reset_index(drop=True), where
         elif self.kind == "dask":
             frame = self.source if columns is None else self.source[columns]
             for i in range(frame.npartitions):
@@ -169,9 +178,11 @@ def open_stream(source) -> RowStream:
 
     Parameters
     ----------
-    source : str, path-like, dask.dataframe.DataFrame or polars.LazyFrame
+    source : str, path-like, dask.dataframe.DataFrame, polars.LazyFrame or pandas.DataFrame
         A Parquet file or a folder of them (searched recursively for ``*.parquet``), local or an fsspec URL
-        (``s3://bucket/data/``, ``memory://...``), or a lazy frame.
+        (``s3://bucket/data/``, ``memory://...``), or a lazy frame; or held-out rows that are no stream (a local
+        CSV file, read as :func:`~chiralfair.datasets.frame.read_frame` reads it, or a DataFrame), checked in
+        batches beside a streamed data.
 
     Returns
     -------
@@ -183,6 +194,14 @@ def open_stream(source) -> RowStream:
         A path that does not exist or holds no Parquet file; a file that cannot be read; a file whose columns or
         types differ from the first file's (naming both files and the column).
     """
+    if isinstance(source, pd.DataFrame):
+        return RowStream(source, "frame", n_rows=len(source))
+    if isinstance(source, str | os.PathLike) and "://" not in os.fspath(source) and \
+            os.fspath(source).lower().endswith(".csv"):
+        from .frame import read_frame
+
+        frame = read_frame(source, what="test file")  # as the in-memory door reads it: its types, its refusals
+        return RowStream(frame, "frame", [f"CSV file {os.fspath(source)}"], len(frame))
     if not isinstance(source, str | os.PathLike):
         if not is_stream(source):
             raise DatasetError(f"cannot stream a {type(source).__name__}: give a Parquet file or folder, a Dask "

@@ -4,10 +4,10 @@ On one process or on a Dask cluster (:mod:`chiralfair.verdict.streaming`).
 The domain the search would use (categories, bins) is made once, before the rows are read, from the schema (the
 schema file mechanism, ``schema=``) and from a stated sample: the first ``domain_sample`` rows of the stream (laid
 beside ``data`` when the stream is the held-out rows, as the in-memory run encodes the data and its test rows
-together). The model is wrapped and probed on those rows as on in-memory data, and its F1 is measured there (the
-verdict says so). Then every row of the stream is checked, batch by batch, and the verdict is decided once from the
-merged counts. A value the sample never held follows the stated rule for unseen values
-(:mod:`chiralfair.datasets.recode`).
+together). The model is wrapped and probed on those rows as on in-memory data. Then every row of the stream is
+checked, batch by batch, and the verdict is decided once from the merged counts; the model's F1 and accuracy are
+measured on every streamed row too (additive confusion counts), not on the sample. A value the sample never held
+follows the stated rule for unseen values (:mod:`chiralfair.datasets.recode`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,8 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
         Rows checked per batch (default 65,536).
     domain_sample : int, optional
         Rows of the stream the domain is made from (default 100,000; with a schema, its categories and bins come
-        first).
+        first). When ``data`` is a stream too (beside held-out rows ``test``), its first ``domain_sample`` rows
+        are the data laid beside them.
     workers : int, optional
         Score the partitions on a local Dask cluster of this many worker processes.
     scheduler : str, optional
@@ -92,6 +93,8 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
     stream, sample, settings = open_with_sample(test if held_out else data, batch_rows=batch_rows,
                                                 domain_sample=domain_sample, workers=workers, scheduler=scheduler,
                                                 params=params)
+    if held_out and is_stream(data):  # a stream as the data, beside the held-out rows: its first rows only
+        data = open_stream(data).head(settings["domain_sample"])
     inputs = resolve(data, sample) if held_out else resolve(sample, None)
     return verdict_over_stream(inputs, stream, sample, held_out=held_out, random_state=random_state,
                                progress=progress, **settings, **params)
@@ -207,6 +210,13 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
             client.close()
         if cluster is not None:
             cluster.close()
+    streamed_quality = verdict.meta["stream"].get("model_quality")
+    if streamed_quality is not None:  # F1 over every streamed row, not the domain sample: every reader sees it
+        unseen = verdict.meta["stream"]["rows_unseen_protected_value"]
+        inputs.quality.update(streamed_quality, evaluated_on=(
+            f"every labelled row of {stream.description} ({streamed_quality['n_test']:,} rows"
+            + (f"; the {unseen:,} holding a protected value the domain never saw were not sent to the model"
+               if unseen else "") + ")"))
     rows_text = (f"every row of {stream.description}, read in batches of {batch_rows:,}"
                  + ("" if client is None else f" on {workers or scheduler} Dask worker(s)"
                     if workers else f" on the Dask cluster at {scheduler}"))
@@ -215,7 +225,8 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
              f"out (no counterpart could exist), {verdict.meta['stream']['rows_unplaced']:,} unplaced (a protected "
              f"value missing or not among its values, {verdict.meta['stream']['rows_unseen_protected_value']:,} of "
              f"them never seen in the domain sample), 0 skipped; {domain_text}; the model's F1 is measured on "
-             f"{inputs.test_rows}", *verdict.notes)
+             f"{inputs.quality['evaluated_on']}", *_beyond_notes(verdict.meta["stream"].get("rows_beyond_domain")),
+             *verdict.notes)
     verdict = dataclasses.replace(verdict, notes=notes, meta={
         **verdict.meta, "population_rows": rows_text, "model_f1": inputs.quality["f1"],
         "model_one_class": inputs.quality.get("one_class"), "model_accuracy": inputs.quality["accuracy"],
@@ -224,6 +235,15 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
     if verdict.n_affected == 0:
         verdict = with_blind_spot(verdict, inputs, random_state)
     return verdict, inputs
+
+
+def _beyond_notes(beyond: dict | None) -> list[str]:
+    """One note naming the columns whose numbers went beyond the domain sample's range, with their rows."""
+    if not beyond:
+        return []
+    return ["numbers beyond the range of the domain sample, used as given by the model (the person is who they are) "
+            "and read as the nearest outer bin or bound for the rules, the constraints and the plausibility: "
+            + ", ".join(f"{column} ({n:,} rows)" for column, n in beyond.items())]
 
 
 def _client(workers: int | None, scheduler: str | None):

@@ -11,9 +11,10 @@ workers of a Dask cluster. Each batch is reduced here to what the :class:`~chira
   counterparts, implausible ones, individuals with an implausible one, with no plausible one);
 - the probability gap: its histogram (affected or not), and its values, kept for the exact quantiles: in memory,
   or, for a stream, appended to a temporary file read back in bounded memory (:func:`order_statistics`);
-- for the rule tree: each distinct (non-protected codes, affected) row with its count. A depth-3 tree fitted on
-  those rows weighted by their counts splits exactly as one fitted on every row (its impurities are sums over the
-  rows), so the rules are the same; their number is bounded by the domain's grid, not by the rows.
+- for the rule tree: every individual's non-protected codes and affected flag, packed (14 bytes a person on
+  Adult), in memory or, for a stream, appended to a temporary file; the tree is fitted from them level by level,
+  from per-node, per-column, per-code (individuals, affected) histograms, which add up
+  (:mod:`chiralfair.verdict.rule_tree`).
 
 Every figure of the verdict is decided once from these counts (:mod:`chiralfair.verdict.estimation`), so the
 in-memory and the streamed verdict on the same rows are equal, count for count.
@@ -28,6 +29,7 @@ from typing import cast
 import numpy as np
 
 from ..storage import scratch_file
+from .rule_tree import RuleRows
 
 GAP_EDGES = np.linspace(0.0, 1.0, 21)
 # Rows of a gap file read back at a time by order_statistics.
@@ -48,8 +50,13 @@ class VerdictCounts:
     gap_counts, gap_counts_affected : numpy.ndarray of int64 or None
         Histogram of the gap over :data:`GAP_EDGES`.
     gaps : GapValues or None
-    rule_rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
-        Distinct (non-protected codes, affected) rows; ``rule_counts`` their counts.
+    rules : RuleRows or None
+        Every individual's non-protected codes and affected flag, for the rule tree.
+    confusion : numpy.ndarray of int64, shape (4,), or None
+        The model's (true negatives, false positives, false negatives, true positives) over the rows read whose
+        label is known and whose own label the model gave (every row sent to it): the model's F1 over every row.
+    beyond : dict of str to int
+        Rows read after the domain was made holding a number beyond a column's range, by column (used as given).
     """
 
     n: int = 0
@@ -65,15 +72,15 @@ class VerdictCounts:
     gap_counts: np.ndarray | None = None
     gap_counts_affected: np.ndarray | None = None
     gaps: GapValues | None = None
-    rule_rows: np.ndarray | None = None
-    rule_counts: np.ndarray | None = None
-    rule_keys: np.ndarray | None = None
-    radix: tuple[np.ndarray, np.ndarray] | None = None
+    rules: RuleRows | None = None
+    confusion: np.ndarray | None = None
+    beyond: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
                  n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None,
-                 radix: tuple[np.ndarray, np.ndarray] | None = None) -> VerdictCounts:
+                 rule_shape: tuple[np.ndarray, np.ndarray] | None = None,
+                 rules: RuleRows | None = None) -> VerdictCounts:
         """The counts of one batch of countable individuals (left-out and unplaced ones only counted).
 
         Parameters
@@ -89,9 +96,11 @@ class VerdictCounts:
         unplaced : dict of str to int, optional
         gaps : GapValues, optional
             Where to keep the gap values (default: in memory).
-        radix : (numpy.ndarray, numpy.ndarray), optional
-            Each column's lowest code and multiplier (:func:`rule_radix`), to keep each distinct row as one int64
-            key.
+        rule_shape : (numpy.ndarray, numpy.ndarray), optional
+            Each non-protected column's lowest code and number of codes
+            (:func:`~chiralfair.verdict.rule_tree.rule_shape`); without it, no rows are kept for the rule tree.
+        rules : RuleRows, optional
+            Where to keep them (default: in memory, with the counts).
 
         Returns
         -------
@@ -109,35 +118,11 @@ class VerdictCounts:
             out.gap_counts_affected = np.histogram(gap[affected], GAP_EDGES)[0].astype(np.int64)
             out.gaps = gaps if gaps is not None else GapValues()
             out.gaps.add(gap, affected)
-        rows = np.column_stack([np.asarray(Z, dtype=np.int64), affected.astype(np.int64)])
-        if radix is not None:  # one int64 key a row: a 1-D unique, and merges that stay cheap
-            lo, multiplier = radix
-            out.rule_keys, out.rule_counts = np.unique((rows - lo) @ multiplier, return_counts=True)
-            out.radix = radix
-        else:
-            out.rule_rows, out.rule_counts = np.unique(rows, axis=0, return_counts=True) if len(rows) else (
-                rows, np.zeros(0, dtype=np.int64))
+        if rule_shape is not None:
+            lo, sizes = rule_shape
+            out.rules = rules if rules is not None else RuleRows(sizes)
+            out.rules.add(np.asarray(Z, dtype=np.int64) - lo, affected)
         return out
-
-    def rules_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """The distinct (non-protected codes, affected) rows and their counts (decoded from their keys if packed).
-
-        Returns
-        -------
-        rows : numpy.ndarray of int64, shape (n_distinct, n_non_protected + 1)
-        counts : numpy.ndarray of int64, shape (n_distinct,)
-        """
-        counts = np.zeros(0, dtype=np.int64) if self.rule_counts is None else self.rule_counts
-        if self.radix is None:
-            return cast(np.ndarray, self.rule_rows), counts
-        lo, multiplier = self.radix
-        keys = cast(np.ndarray, self.rule_keys)
-        rows = np.empty((len(keys), len(multiplier)), dtype=np.int64)
-        rest = keys.copy()
-        for j in range(len(multiplier) - 1, -1, -1):  # the last column varies slowest (the largest multiplier)
-            rows[:, j] = rest // multiplier[j]
-            rest -= rows[:, j] * multiplier[j]
-        return rows + lo, counts
 
     def merge(self, other: VerdictCounts) -> VerdictCounts:
         """Add ``other``'s counts to these (in place; the gap values must be kept in one :class:`GapValues`).
@@ -158,7 +143,9 @@ class VerdictCounts:
         self.n_unplaced += other.n_unplaced
         for k, v in other.unplaced.items():
             self.unplaced[k] = self.unplaced.get(k, 0) + v
-        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected"):
+        for k, v in other.beyond.items():
+            self.beyond[k] = self.beyond.get(k, 0) + v
+        for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected", "confusion"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:
                 setattr(self, name, theirs.copy() if mine is None else mine + theirs)
@@ -170,26 +157,50 @@ class VerdictCounts:
                 self.gaps = other.gaps
             else:
                 self.gaps.extend(other.gaps)
-        if other.radix is not None:
-            if self.rule_keys is None:
-                self.rule_keys, self.rule_counts, self.radix = other.rule_keys, other.rule_counts, other.radix
+        if other.rules is not None and other.rules is not self.rules:
+            if self.rules is None:
+                self.rules = other.rules
             else:
-                keys = np.concatenate([self.rule_keys, cast(np.ndarray, other.rule_keys)])
-                counts = np.concatenate([cast(np.ndarray, self.rule_counts), cast(np.ndarray, other.rule_counts)])
-                self.rule_keys, inverse = np.unique(keys, return_inverse=True)
-                self.rule_counts = np.bincount(inverse, weights=counts, minlength=len(self.rule_keys)).astype(np.int64)
-        elif other.rule_rows is not None and len(other.rule_rows):
-            if self.rule_rows is None or not len(self.rule_rows):
-                self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
-            else:
-                rows = np.concatenate([self.rule_rows, other.rule_rows])
-                counts = np.concatenate([self.rule_counts, other.rule_counts])
-                self.rule_rows, inverse = np.unique(rows, axis=0, return_inverse=True)
-                self.rule_counts = np.bincount(inverse.ravel(), weights=counts, minlength=len(self.rule_rows)
-                                               ).astype(np.int64)
-        elif self.rule_rows is None:
-            self.rule_rows, self.rule_counts = other.rule_rows, other.rule_counts
+                self.rules.extend(other.rules)
         return self
+
+
+def confusion_counts(y_true: np.ndarray, y_pred: np.ndarray) -> np.ndarray:
+    """(true negatives, false positives, false negatives, true positives) of labels in {0, 1}.
+
+    Parameters
+    ----------
+    y_true, y_pred : numpy.ndarray of int, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (4,)
+    """
+    return np.bincount(2 * np.asarray(y_true, dtype=np.int64) + np.asarray(y_pred, dtype=np.int64),
+                       minlength=4).astype(np.int64)
+
+
+def quality_of(confusion: np.ndarray) -> dict:
+    """The model's F1, accuracy and rows from its confusion counts.
+
+    F1 of the positive class, 0 when undefined (scikit-learn's ``zero_division=0``); also the one class the labels
+    hold and the one label the model gave (None when both occur).
+
+    Parameters
+    ----------
+    confusion : numpy.ndarray of int64, shape (4,)
+        As :func:`confusion_counts` gives.
+
+    Returns
+    -------
+    dict
+    """
+    tn, fp, fn, tp = (int(v) for v in confusion)
+    n = tn + fp + fn + tp
+    positives, predicted = fn + tp, fp + tp
+    return {"f1": 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0, "accuracy": (tp + tn) / n if n else 0.0,
+            "n_test": n, "one_class": None if 0 < positives < n else int(positives == n),
+            "one_label": None if 0 < predicted < n else int(predicted == n)}
 
 
 class GapValues:
@@ -382,26 +393,3 @@ def order_statistics(chunks, ranks: list[int]) -> list[float]:
             left[t] -= int(cumulative[digit - 1]) if digit else 0
             prefix[t] = (prefix[t] << 16) | digit
     return [float(np.array([v], dtype=np.uint64).view(np.float64)[0]) for v in prefix]
-
-
-def rule_radix(domain) -> tuple[np.ndarray, np.ndarray] | None:
-    """Lowest codes and multipliers that pack a (non-protected codes, affected) row into one int64, or None.
-
-    None when the product of the columns' sizes (times 2, for affected) passes 2**62: such rows stay rows.
-
-    Parameters
-    ----------
-    domain : Domain
-
-    Returns
-    -------
-    (numpy.ndarray, numpy.ndarray) or None
-    """
-    sizes = [domain.features[int(c)].size for c in domain.non_protected] + [2]
-    total = 1
-    for size in sizes:
-        total *= int(size)
-    if total >= 2**62:
-        return None
-    lo = np.array([domain.features[int(c)].lo for c in domain.non_protected] + [0], dtype=np.int64)
-    return lo, np.cumprod([1, *sizes[:-1]]).astype(np.int64)

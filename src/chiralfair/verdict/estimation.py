@@ -56,7 +56,7 @@ from ..exceptions import ConfigError, DomainError
 from ..models.adapters import as_model
 from ..models.training import TrainedModel
 from ..oracle import DiscriminationCheck
-from .counts import GAP_EDGES, VerdictCounts, rule_radix
+from .counts import GAP_EDGES, VerdictCounts
 from .params import check_estimate_params
 from .result import (
     Verdict,
@@ -65,6 +65,7 @@ from .result import (
     look_confidence,
     unplaced_by_attribute,
 )
+from .rule_tree import fitted_leaves, rule_shape
 
 # The favourable label of each benchmark, known only with the positive class the benchmark encodes as 1.
 FAVOURABLE = {
@@ -304,7 +305,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
     counts = VerdictCounts.of_batch([m for _, _, m in _group_masks(domain, X, combination)], affected, harmed, gap,
                                     X[:, domain.non_protected], plausibility=_plausibility_totals(tally),
                                     n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced,
-                                    radix=rule_radix(domain))
+                                    rule_shape=rule_shape(domain))
     population_size = tally.n_population if tally.n_population is not None else _population_size(domain, rows)
     return verdict_from_counts(
         counts, domain=domain, population=population, population_size=population_size, favourable=favourable,
@@ -406,6 +407,8 @@ def verdict_from_counts(counts: VerdictCounts, *, domain: Domain, population: st
     gap = _gap_summary(counts)
     if counts.gaps is not None:
         counts.gaps.close()
+    if counts.rules is not None:
+        counts.rules.close()
     return Verdict(population=population, population_size=population_size,
                    protected=tuple(domain.protected_names), favourable=favourable, n_individuals=n,
                    n_affected=n_affected, n_harmed=counts.n_harmed, share=float(share), lower=float(lower),
@@ -505,13 +508,17 @@ class _Judge:
         n_implausible = None if plausible is None else (others & ~plausible).sum(axis=1)
         return affected, harmed, gap, affected_possible, affected_plausible, others.sum(axis=1), n_implausible
 
-    def check_rows(self, X, people=None):
-        """Check ``X`` (the codes of ``people``, if given) in one batch: combination indices, then :meth:`outcomes`."""
+    def check_rows(self, X, people=None, *, with_labels: bool = False):
+        """Check ``X`` (the codes of ``people``, if given) in one batch: combination indices, then :meth:`outcomes`.
+
+        With ``with_labels``, returns (each row's own predicted label, that tuple).
+        """
         res = self.check.check(X, with_proba=self.with_proba, with_plausibility=self.with_plausibility,
                                population=people)
         own = self.check.own_combination(X)
-        return (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
-                                    res.possible, res.plausible))
+        out = (own, *self.outcomes(res.counterpart_labels, res.labels, res.proba, res.own_proba, own,
+                                   res.possible, res.plausible))
+        return (np.asarray(res.labels), out) if with_labels else out
 
 
 def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tuple[np.ndarray | None,
@@ -834,51 +841,26 @@ def _gap_summary(counts: VerdictCounts) -> dict | None:
 def _rules(domain: Domain, counts: VerdictCounts, seed: int) -> tuple[tuple[dict, ...], list[str]]:
     """Leaves of a depth-3 tree (affected vs not, non-protected features) richer in affected individuals.
 
-    Fitted on the distinct (codes, affected) rows weighted by their counts, which splits as a fit on every row
-    does (:mod:`chiralfair.verdict.counts`).
+    Fitted level by level from additive histograms (:mod:`chiralfair.verdict.rule_tree`), so a streamed and an
+    in-memory verdict on the same rows get the same tree. ``seed`` is not used: the tree is deterministic.
     """
-    from sklearn.tree import DecisionTreeClassifier
-
+    del seed
     if counts.n_affected in (0, counts.n):
         return (), []
     cols = domain.non_protected
-    rows, weight = counts.rules_table()
-    Z, affected = rows[:, :-1], rows[:, -1].astype(bool)
-    tree = DecisionTreeClassifier(max_depth=TREE_DEPTH, random_state=seed).fit(Z, affected,
-                                                                               sample_weight=weight.astype(float))
-    leaf = tree.apply(Z)
-    n_leaf = np.bincount(leaf, weights=weight, minlength=tree.tree_.node_count).astype(np.int64)
-    aff_leaf = np.bincount(leaf, weights=weight * affected, minlength=tree.tree_.node_count).astype(np.int64)
+    lo = [domain.features[int(c)].lo for c in cols]
     overall = counts.n_affected / counts.n
     total = counts.n_affected
     rules: list[dict[str, Any]] = []
-    for node, bounds in _leaf_bounds(tree, domain, cols):
-        if n_leaf[node] == 0 or aff_leaf[node] / n_leaf[node] <= overall:
+    for leaf in fitted_leaves(counts.rules, TREE_DEPTH):
+        if leaf.n == 0 or leaf.n_affected / leaf.n <= overall:
             continue
-        rules.append({"rule": _rule_text(domain, cols, bounds), "n": int(n_leaf[node]),
-                      "n_affected": int(aff_leaf[node]), "affected_share": float(aff_leaf[node] / n_leaf[node]),
-                      "coverage": float(aff_leaf[node] / total)})
+        bounds = [(b0 + low, b1 + low) for (b0, b1), low in zip(leaf.bounds, lo, strict=True)]
+        rules.append({"rule": _rule_text(domain, cols, bounds), "n": leaf.n, "n_affected": leaf.n_affected,
+                      "affected_share": float(leaf.n_affected / leaf.n), "coverage": float(leaf.n_affected / total)})
     rules.sort(key=lambda r: (-r["n_affected"], -r["affected_share"], r["rule"]))
     notes = [] if rules else ["no rule separates affected from unaffected individuals (depth-3 tree)"]
     return tuple(rules[:MAX_RULES]), notes
-
-
-def _leaf_bounds(tree, domain: Domain, cols):
-    """Each leaf of ``tree`` with the integer code range [lo, hi] its path allows for each feature of ``cols``."""
-    t = tree.tree_
-    start = [(domain.features[c].lo, domain.features[c].hi) for c in cols]
-    stack = [(0, start)]
-    while stack:
-        node, bounds = stack.pop()
-        if t.children_left[node] == -1:
-            yield node, bounds
-            continue
-        j, cut = t.feature[node], math.floor(t.threshold[node])  # integer codes: x <= threshold iff x <= floor
-        left, right = list(bounds), list(bounds)
-        left[j] = (bounds[j][0], min(bounds[j][1], cut))
-        right[j] = (max(bounds[j][0], cut + 1), bounds[j][1])
-        stack.append((t.children_right[node], right))
-        stack.append((t.children_left[node], left))
 
 
 def _rule_text(domain: Domain, cols, bounds) -> str:

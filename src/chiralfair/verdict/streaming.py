@@ -30,14 +30,16 @@ from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
 from ..exceptions import DatasetError, DomainError, ModelCallError
-from .counts import GapValues, VerdictCounts, rule_radix
+from .counts import GapValues, VerdictCounts, confusion_counts, quality_of
+from .rule_tree import RuleRows, rule_shape
 
 # Times the scheduler runs a partition again after its worker died or it failed, before the run is refused.
 RETRIES = 2
 
 
 def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None = None,
-                 schema_types: tuple[dict, dict] | None = None) -> tuple[VerdictCounts, int]:
+                 schema_types: tuple[dict, dict] | None = None,
+                 rules: RuleRows | None = None) -> tuple[VerdictCounts, int]:
     """The counts of one batch: coded in the dataset's domain, every person checked, left-out ones counted.
 
     Parameters
@@ -51,6 +53,8 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     schema_types : (dict, dict), optional
         A schema's column types and categories, applied to the batch as to in-memory rows
         (:func:`~chiralfair.datasets.schema.typed_frames`).
+    rules : RuleRows, optional
+        Where the rule tree's rows go (default: in memory, with the counts).
 
     Returns
     -------
@@ -67,7 +71,7 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
 
         batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
                       batch.where, batch.start)
-    X, unseen = recode(dataset, batch.frame, where=batch.where)
+    X, unseen, beyond = recode(dataset, batch.frame, where=batch.where, as_given=judge.check.model.reads_people)
     outside = domain.protected_value_index(X) < 0
     for j, attribute in enumerate(domain.attributes):
         outside[:, j] |= unseen[:, list(attribute.columns)].any(axis=1)
@@ -83,10 +87,12 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
         if judge.check.model.reads_people:
             frame = batch.frame.iloc[keep].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
             people = Population(frame, X, dataset.codec)  # type: ignore[arg-type]
-        tally.add(X, *judge.check_rows(X, people))
+        own_labels, outcome = judge.check_rows(X, people, with_labels=True)
+        tally.add(X, *outcome)
         tally, n_left_out, unplaced_X = tally.countable()
+        confusion = _confusion(dataset, batch.frame, keep, own_labels)
     else:
-        n_left_out, unplaced_X = 0, None
+        n_left_out, unplaced_X, confusion = 0, None, None
     if unplaced_X is not None:
         for k, v in unplaced_by_attribute(domain, unplaced_X).items():
             unplaced[k] = unplaced.get(k, 0) + v
@@ -102,8 +108,22 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
                                     X[:, domain.non_protected],
                                     plausibility=_plausibility_totals(tally) if tally.X else None,
                                     n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
-                                    radix=rule_radix(domain))
+                                    rule_shape=rule_shape(domain), rules=rules)
+    counts.confusion, counts.beyond = confusion, beyond
     return counts, n_unseen
+
+
+def _confusion(dataset: Dataset, frame, keep: np.ndarray, own_labels: np.ndarray) -> np.ndarray | None:
+    """The model's confusion counts over the rows ``keep`` of ``frame`` (None without the label column).
+
+    A row whose label is missing is not counted; the label is read as the dataset's was: the positive class is 1.
+    """
+    if dataset.label not in frame.columns:
+        return None
+    y = frame[dataset.label].iloc[keep]
+    known = y.notna().to_numpy()
+    truth = (y.astype(str) == str(dataset.positive_class)).to_numpy()
+    return confusion_counts(truth[known], np.asarray(own_labels)[known])
 
 
 def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, favourable: int,
@@ -144,7 +164,10 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     Returns
     -------
     Verdict
-        ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why.
+        ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why, and the
+        model's F1 and accuracy over every row read whose label is known and which was sent to the model
+        (``model_quality``, :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
+        the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``).
 
     Raises
     ------
@@ -171,8 +194,9 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     rng = as_generator(random_state)
     start_queries, started = model.n_queries, time.perf_counter()
     gaps = GapValues(spill=True) if judge.with_proba else None
+    rules = RuleRows(rule_shape(domain)[1], spill=True)
     total = VerdictCounts()
-    total.gaps = gaps
+    total.gaps, total.rules = gaps, rules
     read = n_batches = n_unseen = 0
     extra_queries = 0
     cpu = time.process_time()
@@ -180,7 +204,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         if client is None:
             bar = _bar(progress, n_rows)
             for batch in batches or ():
-                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types)
+                counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types, rules)
                 total.merge(counts)
                 read += len(batch.frame)
                 n_batches += 1
@@ -193,10 +217,12 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     except BaseException:
         if gaps is not None:
             gaps.close()
+        rules.close()
         raise
     if total.n == 0:
         if gaps is not None:
             gaps.close()
+        rules.close()
         raise DomainError(f"none of the {read:,} individuals read has a counterpart that could exist "
                           f"({total.n_left_out:,} break a constraint with each counterpart, {total.n_unplaced:,} hold "
                           "a protected value that is missing or not among its values), so the question cannot be "
@@ -205,7 +231,9 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     stream = {"rows_read": read, "batches" if client is None else "partitions": n_batches,
               "rows_checked": total.n, "rows_left_out": total.n_left_out, "rows_unplaced": total.n_unplaced,
               "rows_unseen_protected_value": n_unseen, "rows_skipped": 0,
-              "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu}
+              "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu,
+              "model_quality": None if total.confusion is None else quality_of(total.confusion),
+              "rows_beyond_domain": dict(total.beyond)}
     base_meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
                  "dataset": dataset.name, "model": model.name,
                  "random_state": random_state if isinstance(random_state, int) else None,
@@ -239,9 +267,10 @@ def _score_partition(read, judge, dataset: Dataset, batch_rows: int,
     model = judge.check.model
     before = model.n_queries
     total = VerdictCounts()
+    rules = RuleRows(rule_shape(dataset.domain)[1])  # one table for the partition, sent back with its counts
     rows = unseen = 0
     for frame in read(batch_rows):
-        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types)
+        counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types, rules)
         if total.gaps is not None and counts.gaps is not None:
             total.gaps.extend(counts.gaps)
             counts.gaps = total.gaps
@@ -322,12 +351,14 @@ class PartitionReader:
         The partition in words (a file, a partition of a Dask DataFrame).
     """
 
-    def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None):
+    def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None,
+                 rows: tuple[int, int] | None = None):
         self.kind = kind
         self.where = where
         self.source = source
         self.batch_rows = batch_rows
         self.storage_options = storage_options
+        self.rows = rows
 
     def __call__(self, batch_rows: int):
         """Yield the partition's rows, at most ``batch_rows`` at a time (pandas frames)."""
@@ -341,23 +372,53 @@ class PartitionReader:
                     handle: Any = fsspec.open(self.source, "rb", **(self.storage_options or {})).open()
                 else:
                     handle = self.source
-                for record in pq.ParquetFile(handle).iter_batches(batch_size=batch_rows):
-                    yield record.to_pandas()
+                reader = pq.ParquetFile(handle)
+                if self.rows is None:
+                    for record in reader.iter_batches(batch_size=batch_rows):
+                        yield record.to_pandas()
+                else:
+                    yield from _row_range(reader, *self.rows, batch_rows)
             except (OSError, ValueError) as err:
                 raise DatasetError(f"cannot read Parquet file {self.source}: {err}") from err
+        elif self.kind == "frame":  # rows read in memory on this process, sent with the task
+            for s in range(0, len(self.source), batch_rows):
+                yield self.source.iloc[s:s + batch_rows].reset_index(drop=True)
         else:  # a Dask partition, as a delayed object computed on the worker
             frame = self.source.compute(scheduler="sync")
             for s in range(0, len(frame), batch_rows):
                 yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
 
 
+def _row_range(reader, start: int, stop: int, batch_rows: int):
+    """Rows [start, stop) of a Parquet file, reading only the row groups they lie in, as frames."""
+    offset = 0
+    for group in range(reader.num_row_groups):
+        size = reader.metadata.row_group(group).num_rows
+        if offset < stop and offset + size > start:
+            at = offset
+            for record in reader.iter_batches(batch_size=batch_rows, row_groups=[group]):
+                a, b = max(start, at), min(stop, at + record.num_rows)
+                if a < b:
+                    yield record.slice(a - at, b - a).to_pandas()
+                at += record.num_rows
+                if at >= stop:
+                    break
+        offset += size
+
+
+# Most rows of one partition sent to a Dask worker: a file of 1 M rows makes 4 partitions, so that the workers
+# share it (a partition's counts, and its rule-tree rows, 14 bytes a person on Adult, come back whole).
+PARTITION_ROWS = 1 << 18
+
+
 def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
-    """One reader per partition of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`).
+    """The partitions of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`), one reader each.
 
     Parameters
     ----------
     stream : RowStream
-        Parquet (one partition per file) or a Dask DataFrame (its partitions).
+        Parquet (each file cut into ranges of at most :data:`PARTITION_ROWS` rows, or ``batch_rows`` if more),
+        held-out rows read in memory (the same ranges), or a Dask DataFrame (its partitions).
     batch_rows : int
 
     Returns
@@ -374,8 +435,25 @@ def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
         text = str(stream.source)
         if "://" in text:
             prefix = text.split("://", 1)[0] + "://"
-        return [PartitionReader("parquet", f"file {path}", prefix + path if prefix and "://" not in path else path,
-                                batch_rows) for path in stream.files]
+        import pyarrow.parquet as pq
+
+        size = max(PARTITION_ROWS, batch_rows)
+        readers = []
+        for path in stream.files:
+            source = prefix + path if prefix and "://" not in path else path
+            handle = stream._filesystem.open(path, "rb") if stream._filesystem is not None else path
+            n = pq.ParquetFile(handle).metadata.num_rows
+            if n <= size:
+                readers.append(PartitionReader("parquet", f"file {path}", source, batch_rows))
+                continue
+            readers += [PartitionReader("parquet", f"rows {s:,} to {min(n, s + size) - 1:,} of file {path}", source,
+                                        batch_rows, rows=(s, min(n, s + size))) for s in range(0, n, size)]
+        return readers
+    if stream.kind == "frame":
+        size = max(PARTITION_ROWS, batch_rows)
+        return [PartitionReader("frame", f"rows {s:,} to {min(len(stream.source), s + size) - 1:,} of "
+                                f"{stream.description}", stream.source.iloc[s:s + size], batch_rows)
+                for s in range(0, len(stream.source), size)]
     if stream.kind == "dask":
         return [PartitionReader("dask", f"partition {i} of the Dask DataFrame", part, batch_rows)
                 for i, part in enumerate(stream.source.to_delayed())]
