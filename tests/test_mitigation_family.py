@@ -335,3 +335,15 @@ def test_auto_says_a_group_bound_it_cannot_check_on_the_validation_rows():
     assert broken == ["EOD undefined on the validation rows (a group without a positive or a negative row)"]
     unmet = unmet_bounds([figures], reference, f1_budget=0.01, max_group_increase=0.02)
     assert unmet and unmet[-1].startswith("EOD (undefined") and "cannot be checked" in unmet[-1]
+
+
+def test_a_zero_bound_gives_the_miss_in_the_figures_own_units_not_a_ratio_to_zero():
+    from chiralfair.mitigation.auto import choose
+
+    tried = [{"label": "a", "f1": 0.628, "idi_rate": 0.0, "demographic_parity_difference": 0.1,
+              "equalized_odds_difference": 0.1}]
+    reference = {"f1": 0.631, "demographic_parity_difference": 0.1, "equalized_odds_difference": 0.1}
+    _, zero = choose(tried, reference, f1_budget=0.0, max_group_increase=0.0, n_validation=800)
+    assert "F1 0.628 < 0.631 - 0.000" in zero and "of a bound beyond" not in zero
+    _, some = choose(tried, reference, f1_budget=0.001, max_group_increase=0.02, n_validation=800)
+    assert "2.00 of a bound beyond" in some

@@ -236,9 +236,10 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
     else:
         beyond = [excess(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase) for t in tried]
         pick = min(range(len(tried)), key=lambda i: (beyond[i], tried[i]["idi_rate"], -tried[i]["f1"], i))
+        # In units of a bound only when no bound is 0 (a zero bound makes any miss "infinitely many bounds").
+        units = f": {beyond[pick]:.2f} of a bound beyond" if min(f1_budget, max_group_increase) > 0 else ""
         why = (f"no candidate stayed within the bounds on the validation rows; it lies the least beyond them "
-               f"({'; '.join(broken[pick])}: {beyond[pick]:.2f} of a bound beyond), with a validation IDI rate of "
-               f"{tried[pick]['idi_rate']:.2%}")
+               f"({'; '.join(broken[pick])}{units}), with a validation IDI rate of {tried[pick]['idi_rate']:.2%}")
     return pick, why
 
 
