@@ -347,3 +347,21 @@ def test_a_zero_bound_gives_the_miss_in_the_figures_own_units_not_a_ratio_to_zer
     assert "F1 0.628 < 0.631 - 0.000" in zero and "of a bound beyond" not in zero
     _, some = choose(tried, reference, f1_budget=0.001, max_group_increase=0.02, n_validation=800)
     assert "2.00 of a bound beyond" in some
+
+
+def test_auto_never_picks_a_candidate_that_labels_no_positive_row_right():
+    """A one-label model has no IDIs and no group gap; measured on the census race DNN it won on group noise alone."""
+    from chiralfair.mitigation.auto import choose
+
+    def cand(label, f1, dpd, eod):
+        return {"label": label, "f1": f1, "idi_rate": 0.0, "demographic_parity_difference": dpd,
+                "equalized_odds_difference": eod}
+
+    reference = {"f1": 0.61, "demographic_parity_difference": 0.10, "equalized_odds_difference": 0.10}
+    tried = [cand("real", 0.60, 0.25, 0.30), cand("one label", 0.0, 0.0, 0.0)]
+    pick, why = choose(tried, reference, f1_budget=0.065, max_group_increase=0.02, n_validation=3908)
+    assert tried[pick]["label"] == "real"
+    assert "1 candidate with validation F1 0" in why
+    within_f1 = [cand("real", 0.60, 0.10, 0.10), cand("one label", 0.0, 0.0, 0.0)]
+    pick, _ = choose(within_f1, reference, f1_budget=0.7, max_group_increase=0.02, n_validation=3908)
+    assert within_f1[pick]["label"] == "real"

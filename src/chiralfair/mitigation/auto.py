@@ -222,7 +222,13 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
     """
     broken = [broken_bounds(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase)
               for t in tried]
-    within = [i for i, b in enumerate(broken) if not b]
+    # A candidate with validation F1 0 labels no positive row right (e.g. one label for everyone): it has no IDIs and
+    # no group gap by construction, and its noise-free group figures would otherwise win against real models.
+    usable = [i for i, t in enumerate(tried) if t["f1"] > 0] or list(range(len(tried)))
+    dropped = len(tried) - len(usable)
+    never = (f"; {dropped} candidate{'s' if dropped > 1 else ''} with validation F1 0 (no positive row labelled "
+             f"right) never picked" if dropped else "")
+    within = [i for i in usable if not broken[i]]
     if within:
         from .evaluation import wilson
 
@@ -232,14 +238,15 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
         pick = max(tied, key=lambda i: (tried[i]["f1"], -i))
         why = (f"the highest validation F1 ({tried[pick]['f1']:.3f}) among the {len(tied)} candidates whose "
                f"validation IDI rate is as low as the lowest ({lowest:.2%}) within its 95% interval (up to "
-               f"{upper:.2%}), of the {len(within)} of {len(tried)} within the bounds")
+               f"{upper:.2%}), of the {len(within)} of {len(tried)} within the bounds{never}")
     else:
         beyond = [excess(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase) for t in tried]
-        pick = min(range(len(tried)), key=lambda i: (beyond[i], tried[i]["idi_rate"], -tried[i]["f1"], i))
+        pick = min(usable, key=lambda i: (beyond[i], tried[i]["idi_rate"], -tried[i]["f1"], i))
         # In units of a bound only when no bound is 0 (a zero bound makes any miss "infinitely many bounds").
         units = f": {beyond[pick]:.2f} of a bound beyond" if min(f1_budget, max_group_increase) > 0 else ""
         why = (f"no candidate stayed within the bounds on the validation rows; it lies the least beyond them "
-               f"({'; '.join(broken[pick])}{units}), with a validation IDI rate of {tried[pick]['idi_rate']:.2%}")
+               f"({'; '.join(broken[pick])}{units}), with a validation IDI rate of {tried[pick]['idi_rate']:.2%}"
+               f"{never}")
     return pick, why
 
 
