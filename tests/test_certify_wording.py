@@ -85,3 +85,13 @@ def test_an_error_after_a_progress_bar_off_a_terminal_starts_its_own_line(monkey
     errors = [line for line in lines if "error:" in line]
     assert errors == ["error: --similar: unknown feature 'bogus'"], stderr.getvalue()
     assert "verdict" in stderr.getvalue()  # the bar was drawn and is kept on a line of its own
+
+
+def test_a_neighbourhood_with_the_people_turned_off_is_refused_not_ignored():
+    import pandas as pd
+
+    import chiralfair
+    from chiralfair.exceptions import ConfigError
+
+    with pytest.raises(ConfigError, match="individuals=False"):
+        chiralfair.certify(object(), pd.DataFrame({"age": [30]}), individuals=False, similar={"age": 2})

@@ -76,6 +76,7 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     from .run import run_folder_guard
 
     check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    _similar_needs_individuals(individuals, similar)
     seed, random_state_meta = resolve_seed(random_state)
     with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
         inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
@@ -120,6 +121,7 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     from .run import run_folder_guard
 
     check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    _similar_needs_individuals(individuals, similar)
     validate_config(config, search=False)
     check_zoo_model(config.model)
     with run_folder_guard(out) as folder:
@@ -185,3 +187,12 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     logger.info("certified %.2f%% of the domain in %.1f s (%s)", 100 * result.certified_share, result.seconds,
                 result.stopped)
     return result
+
+
+def _similar_needs_individuals(individuals: bool, similar) -> None:
+    """Refuse a neighbourhood for the people when the people are turned off (it would be silently ignored)."""
+    if similar and not individuals:
+        from ..exceptions import ConfigError
+
+        raise ConfigError("similar= certifies each held-out person within a neighbourhood, but individuals=False "
+                          "(--no-individuals) turns the people off: drop one of the two")
