@@ -81,6 +81,21 @@ def reweigh_strengths(run) -> tuple[float, ...]:
     return TORCH_SCRATCH_STRENGTHS if is_zoo_dnn(run.model) else SKLEARN_REWEIGH_STRENGTHS
 
 
+def reweigh_candidates(run) -> list[dict[str, float]]:
+    """``auto``'s candidate parameters of a method trained from scratch: one per reweighing strength.
+
+    Parameters
+    ----------
+    run : MitigationRun
+
+    Returns
+    -------
+    list of dict
+        ``{"reweigh": strength}`` for each of :func:`reweigh_strengths`.
+    """
+    return [{"reweigh": r} for r in reweigh_strengths(run)]
+
+
 def candidates(run) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
     """The (method, parameters) ``auto`` tries on the run's kind of model: every registered method's candidates.
 

@@ -154,8 +154,8 @@ class CounterfactualAugmentation(MitigationMethod):
         -------
         list of dict
         """
-        from .auto import reweigh_strengths
-        return [{"reweigh": r} for r in reweigh_strengths(run)]
+        from .auto import reweigh_candidates
+        return reweigh_candidates(run)
 
     @classmethod
     def build(cls, run, params, added=None):

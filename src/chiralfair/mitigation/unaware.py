@@ -62,8 +62,8 @@ class Unawareness(MitigationMethod):
         -------
         list of dict
         """
-        from .auto import reweigh_strengths
-        return [{"reweigh": r} for r in reweigh_strengths(run)]
+        from .auto import reweigh_candidates
+        return reweigh_candidates(run)
 
     @classmethod
     def cannot_run(cls, run, params) -> str | None:
