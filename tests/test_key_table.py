@@ -38,6 +38,8 @@ def table(request, monkeypatch):
         monkeypatch.setattr(key_table, "FENCE_MIN_KEYS", 40)
         monkeypatch.setattr(key_table, "FENCE_STRIDE", 4)
         monkeypatch.setattr(key_table, "MAX_RUN_KEYS", 300)
+        # merges past 100 keys place the newer keys through a mask, smaller ones sort both runs (the default table)
+        monkeypatch.setattr(key_table, "SORT_MERGE_KEYS", 100)
         # and a filter of 16 bits that grows (rebuilt from the runs in chunks of 16 keys) 7 times over
         monkeypatch.setattr(key_table, "FILTER_MIN_BYTES", 2)
         monkeypatch.setattr(key_table, "FILTER_CHUNK", 16)

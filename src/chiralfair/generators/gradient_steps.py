@@ -786,6 +786,9 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     interval = update_interval or max_local + 1  # never reached without refreshes
     domain = recorder.domain
     lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
+    # A whole step moves integer codes to integers: added as an int64, it gives the values the float round trip
+    # (rint of code + sign * step) gives, in one add and one clip in place.
+    whole_step = float(step).is_integer() and abs(step) < 2**31
     x = x0.copy()
     # A copy: the records of x0 must survive the walk, since a chain that returns takes them back.
     checks = checks0.copy() if refreshing else checks0
@@ -812,7 +815,11 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         feature = _sample_from_cumulative(cum, rng)
         sign = rng.integers(0, 2, size=n) * 2 - 1
         old = x[rows, feature]
-        value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
+        if whole_step:
+            value = old + sign * int(step)
+            np.clip(value, lower[feature], upper[feature], out=value)
+        else:
+            value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
         moved = np.flatnonzero(value != old)
         cand = x[moved]
         cand[np.arange(len(moved)), feature[moved]] = value[moved]
