@@ -283,9 +283,11 @@ class IDIRecorder:
 
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
         """Keep the new IDIs of a batch (codes, counterpart index, labels); complete them once enough wait."""
-        X = res.X[new]
-        self._pending.append((X, res.counterpart_index[new], res.labels[new], res.counterpart_label[new],
-                              PHASES.index(phase)))
+        rows = np.flatnonzero(new)
+        X, index = res.X[rows], res.counterpart_index[rows]
+        # a new row is an IDI, so its counterpart index is >= 0: its label is read there (res.counterpart_label of
+        # these rows, without making it for every row checked)
+        self._pending.append((X, index, res.labels[rows], res.counterpart_labels[rows, index], PHASES.index(phase)))
         self._n_pending += len(X)
         if self._n_pending >= PENDING_PAIRS or (self.sink is not None and self.sink.due):
             self.complete_pending()

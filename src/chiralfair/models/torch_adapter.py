@@ -70,18 +70,64 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
         If the output has another shape, or ``output="probability"`` and an output is outside [0, 1] (the
         message names ``output="logit"``).
     """
-    out = module(x)
-    if out.ndim == 1:
-        out = out[:, None]
-    if out.ndim != 2 or out.shape[0] != x.shape[0] or out.shape[1] not in (1, 2):
-        raise ModelOutputError(f"torch module {name!r} returned shape {tuple(out.shape)} for {x.shape[0]} rows; "
-                               "expected (n,), (n, 1) or (n, 2)")
+    out = _output(module, x, name)
     if output == "probability":
         _check_probabilities(out, name)
         p1 = out[:, 1] if out.shape[1] == 2 else out[:, 0]
     else:
         p1 = torch.softmax(out, dim=1)[:, 1] if out.shape[1] == 2 else torch.sigmoid(out[:, 0])
     return p1 if positive_index == 1 else 1 - p1
+
+
+def _output(module: torch.nn.Module, x: torch.Tensor, name: str) -> torch.Tensor:
+    """The module's output at ``x`` as (n, 1) or (n, 2), refused (naming the shape) when it is neither."""
+    out = module(x)
+    if out.ndim == 1:
+        out = out[:, None]
+    if out.ndim != 2 or out.shape[0] != x.shape[0] or out.shape[1] not in (1, 2):
+        raise ModelOutputError(f"torch module {name!r} returned shape {tuple(out.shape)} for {x.shape[0]} rows; "
+                               "expected (n,), (n, 1) or (n, 2)")
+    return out
+
+
+def positive_probability_values(module: torch.nn.Module, x: torch.Tensor, output: str, positive_index: int = 1, *,
+                                name: str = "module") -> np.ndarray:
+    """:func:`positive_probability` as float64 numpy values, checked as finite: the inference path of a model call.
+
+    The same values: a module's probabilities (float32 or float64) are read as a numpy view of the output, their
+    bounds checked by numpy's min and max of that view (instead of five small torch operations at every model
+    call), the other class's taken as ``1 - p`` in the output's own dtype as torch does, and widened to float64.
+    Logits, and outputs of other dtypes, go through :func:`positive_probability`.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+    x : torch.Tensor, shape (n, n_features)
+    output : {"probability", "logit"}
+    positive_index : int, default=1
+    name : str, default="module"
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n,)
+
+    Raises
+    ------
+    ModelOutputError
+        As :func:`positive_probability`, and when a probability is NaN or infinite.
+    """
+    if output != "probability":
+        return finite_probabilities(positive_probability(module, x, output, positive_index, name=name).double()
+                                    .cpu().numpy(), name)
+    out = _output(module, x, name)
+    if out.dtype not in (torch.float32, torch.float64):
+        p = positive_probability(module, x, output, positive_index, name=name)
+        return finite_probabilities(p.double().cpu().numpy(), name)
+    values = out.detach().cpu().numpy()
+    if not (values.shape[1] == 1 and values.size and values.min() >= 0 and values.max() <= 1):  # NaN fails both
+        check_probabilities(values.astype(np.float64), name)  # raises its own message, or passes (two columns)
+    p1 = values[:, 1] if values.shape[1] == 2 else values[:, 0]
+    return finite_probabilities((p1 if positive_index == 1 else 1 - p1).astype(np.float64), name)
 
 
 def _check_probabilities(out: torch.Tensor, name: str) -> None:
@@ -154,8 +200,7 @@ def torch_model(module: torch.nn.Module, *, name: str | None, batch_size: int, o
         try:
             with torch.inference_mode(), single_intra_op_thread():
                 x = torch.as_tensor(values, dtype=dtype, device=device)
-                p = finite_probabilities(positive_probability(module, x, output, index, name=name).double().cpu()
-                                         .numpy(), name)
+                p = positive_probability_values(module, x, output, index, name=name)
         except ModelOutputError as err:  # NaN out: when NaN went in, name the columns that held it
             if language.takes_frame:
                 _refuse_missing_values(values, X, language, name, err)
