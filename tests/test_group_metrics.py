@@ -133,3 +133,55 @@ def test_the_rates_are_fairlearns_own_to_the_last_bit(n_boot, monkeypatch):
         rows = frame[frame["race"] == g["group"].split("=")[1]]
         positives = rows["y_true"] == 1
         assert g["tpr"] == (rows["y_pred"][positives] == 1).sum() / positives.sum()
+
+
+def test_without_a_bootstrap_the_rates_are_metricframes_bit_for_bit_from_the_same_functions():
+    # the default path calls the rate functions on each group's rows itself: MetricFrame's figures, every group of
+    # one attribute and of the intersection, and all rows
+    from fairlearn.metrics import MetricFrame
+
+    from chiralfair.verdict import group_metrics as gm
+
+    rng = np.random.default_rng(5)
+    n = 1201
+    frame = pd.DataFrame({"y_true": rng.integers(0, 2, n), "y_pred": rng.integers(0, 2, n),
+                          "is_idi": rng.random(n) < 0.3, "sex": rng.choice(["f", "m"], n),
+                          "race": rng.choice(["a", "b", "c"], n)})
+    frame.loc[(frame["race"] == "c") & (frame["sex"] == "f"), "race"] = "b"  # a combination no row holds
+    frame.loc[frame["race"] == "a", "y_true"] = 0  # a group without positive rows
+    ours = gm.group_metrics(frame, ["sex", "race"])
+    metrics = {"selection_rate": gm._selection_rate, "tpr": gm._true_positive_rate, "fpr": gm._false_positive_rate}
+    seen = 0
+    for columns in (["sex"], ["race"], ["sex", "race"]):
+        mf = MetricFrame(metrics=metrics, y_true=frame["y_true"].to_numpy(), y_pred=frame["y_pred"].to_numpy(),
+                         sensitive_features=frame[columns[0]] if len(columns) == 1 else frame[columns])
+        for key, row in mf.by_group.iterrows():
+            key = key if isinstance(key, tuple) else (key,)
+            text = ", ".join(f"{c}={v}" for c, v in zip(columns, key, strict=True))
+            found = [g for g in ours.groups if g["attribute"] == ",".join(columns) and g["group"] == text]
+            if np.isnan(row["selection_rate"]):  # no row holds it: no record
+                assert not found
+                continue
+            (g,) = found
+            seen += 1
+            for m in ("selection_rate", "tpr", "fpr"):
+                assert g[m] == (None if np.isnan(row[m]) else row[m]), (text, m)
+        for m in ("selection_rate", "tpr", "fpr"):
+            assert ours.overall[m] == mf.overall[m]
+    assert seen == 2 + 3 + 5 and any(g["tpr"] is None for g in ours.groups)
+
+
+def test_the_default_group_metrics_do_not_import_fairlearn():
+    # fairlearn's import and MetricFrame's per-row conversions were most of the quick start's group metrics
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, pandas as pd; from chiralfair.verdict.group_metrics import group_metrics; "
+            "f = pd.DataFrame({'y_true': [0, 1, 1, 0], 'y_pred': [0, 1, 0, 0], 'is_idi': [True, False, False, True], "
+            "'sex': ['f', 'm', 'f', 'm']}); g = group_metrics(f, ['sex']); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fairlearn'), g.meta['fairlearn_version'], "
+            "g.overall['selection_rate'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    from importlib.metadata import version
+
+    assert out == ["[]", version("fairlearn"), "0.25"]
