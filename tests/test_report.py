@@ -225,3 +225,17 @@ def test_the_left_out_line_counts_one_individual_in_the_singular():
     assert left_out_line({"n_left_out": 1, "constraints": ["x=1 excludes y=2"]}).startswith(
         "1 individual, none of whose counterparts could exist (each breaks: x=1 excludes y=2)")
     assert left_out_line({"n_left_out": 1200}).startswith("1,200 individuals, none")
+
+
+def test_the_reports_plots_need_no_mathtext(tmp_path, monkeypatch):
+    # a symlog axis labels its ticks as powers of ten in mathtext, whose first parse in a process (building its
+    # grammar) took about as long as drawing the three plots of the quick start: the counts are written as numbers
+    from matplotlib.mathtext import MathTextParser
+
+    from chiralfair.reporting.report import write_run
+
+    monkeypatch.setattr(MathTextParser, "_parser", None)
+    MathTextParser._parse_cached.cache_clear()  # an earlier test's parse would otherwise be reused without a parser
+    write_run(toy_outcome(with_verdict=True), tmp_path)
+    assert (tmp_path / "probability_gap.png").stat().st_size > 0
+    assert MathTextParser._parser is None, "some label of the report's plots was parsed as mathtext"

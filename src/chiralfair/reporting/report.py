@@ -801,6 +801,9 @@ def _plot_gap_histogram(verdict: dict[str, Any] | None, folder: Path) -> str | N
     ax.stairs(hist["counts"], edges, fill=True, color="#bbbbbb", label="all checked")
     ax.stairs(hist["counts_affected"], edges, fill=True, color="#cc6677", alpha=0.8, label="affected")
     ax.set_yscale("symlog", linthresh=1)
+    # counts written as numbers (1,000), not as powers of ten: those are mathtext, whose first parse in a process
+    # (building its grammar) took about as long as drawing the three plots of a run
+    ax.yaxis.set_major_formatter(_pyplot().FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel("probability gap max |P(x) - P(x')| over counterparts")
     ax.set_ylabel("individuals")
     ax.set_title("How far counterparts' probabilities are apart")
