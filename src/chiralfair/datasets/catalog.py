@@ -16,7 +16,7 @@ from pathlib import Path
 from ..domain import Domain
 from ..domain.coupling import check_coupled_attributes
 from ..exceptions import ChecksumError, DatasetError
-from . import bank, census, compas, german, home
+from . import bank, census, compas, german, home, parsed_cache
 from ._spec import DatasetSpec, Encoded
 from .base import Dataset
 from .published import unknown_protected_error
@@ -177,17 +177,25 @@ def default_couplings(name: str) -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _encode_cached(name: str, path: str, mtime_ns: int, size: int) -> tuple[Encoded, Domain, str | None]:
-    """Encode a raw file once per (path, mtime, size); also return its digest if it is not the published."""
+    """Encode a raw file once per (path, mtime, size); also return its digest if it is not the published.
+
+    A file encoded by an earlier command is read from the parsed-data cache (:mod:`.parsed_cache`, keyed by the
+    file's SHA-256 and the encoder's source), not parsed again.
+    """
     spec = DATASETS[name]
     raw = home.raw_file(spec.raw)
-    actual = home.checksum_mismatch(path, raw)
-    try:
-        encoded = spec.encode_file(Path(path), f"{spec.raw} ({path})")
-    except DatasetError as exc:
-        if actual is None:
-            raise
-        raise DatasetError(f"{exc}. Also, {home.checksum_message(raw, path, actual)}; replace the file with "
-                           f"the published one from {raw.url}") from None
+    digest = home.sha256_of(path)
+    actual = None if digest == raw.sha256 else digest
+    encoded = parsed_cache.load(spec.name, digest)
+    if encoded is None:
+        try:
+            encoded = spec.encode_file(Path(path), f"{spec.raw} ({path})")
+        except DatasetError as exc:
+            if actual is None:
+                raise
+            raise DatasetError(f"{exc}. Also, {home.checksum_message(raw, path, actual)}; replace the file with "
+                               f"the published one from {raw.url}") from None
+        parsed_cache.store(spec.name, digest, encoded)
     encoded.X.setflags(write=False)
     encoded.y.setflags(write=False)
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels)
