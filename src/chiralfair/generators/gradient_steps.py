@@ -842,9 +842,10 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         ask = np.flatnonzero(~is_known)
         if len(ask):
             asked = where.rows(ask)
-            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True)
+            # the walk's outcome bits go on the keys in the recorder's own marking pass (KnownOutcomes.add's)
+            res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True,
+                                    also_mark=known.bits_for(inside[ask]))
             outcome[ask] = res.is_idi
-            known.add(cand[ask], res.is_idi, located=(asked, inside[ask]))
             if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
@@ -935,6 +936,25 @@ class KnownOutcomes:
         if len(rows):
             bits = np.where(np.asarray(is_idi)[rows], self._idi, self._non_idi).astype(np.uint8)
             self._table.mark_at(where.rows(rows), bits)
+
+    def bits_for(self, inside: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """The bits :meth:`add` sets, as :meth:`IDIRecorder.check`'s ``also_mark`` for rows whose ``inside`` is known.
+
+        Parameters
+        ----------
+        inside : numpy.ndarray of bool, shape (n,)
+            Whether each row's PA values lie in the PA domains (:meth:`locate`'s); rows outside get no bit.
+
+        Returns
+        -------
+        callable
+            ``is_idi (m,) -> uint8 bits (m,)`` for the leading ``m`` rows.
+        """
+        idi, non_idi = np.uint8(self._idi), np.uint8(self._non_idi)
+
+        def bits(is_idi: np.ndarray) -> np.ndarray:
+            return np.where(inside[:len(is_idi)], np.where(is_idi, idi, non_idi), np.uint8(0)).astype(np.uint8)
+        return bits
 
     def close(self) -> None:
         """Give the borrowed bits back to the recorder's key table (clearing them)."""

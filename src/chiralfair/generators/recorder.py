@@ -16,6 +16,7 @@ are kept in memory until :meth:`result`.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -74,7 +75,8 @@ class IDIRecorder:
             sink.open(domain)
 
     def check(self, X, phase: str, *, with_proba: bool = False, located: KeyLocation | None = None,
-              satisfying: bool = False) -> tuple[CheckResult, np.ndarray]:
+              satisfying: bool = False,
+              also_mark: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
 
         Parameters
@@ -93,6 +95,11 @@ class IDIRecorder:
             The candidates satisfy the domain's constraints already (the generator repaired its proposals with
             :meth:`Domain.repair`), so they are not repaired again. Not checked: a generator that says so of a
             row that breaks a rule would have it counted.
+        also_mark : callable, optional
+            ``also_mark(is_idi) -> bits``, uint8 per checked row: flag bits of the caller's own (a local walk's
+            :class:`~.gradient_steps.KnownOutcomes`) set on the rows' keys in the same pass as the recorder's.
+            ``is_idi`` holds the rows checked, the leading rows of ``X`` (fewer only when a query budget cuts the
+            check).
 
         Returns
         -------
@@ -112,7 +119,7 @@ class IDIRecorder:
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
             located = self.key_table.locate(self.domain.keys(res.X))
-        new = self._mark(located, res.is_idi)
+        new = self._mark(located, res.is_idi, None if also_mark is None else also_mark(res.is_idi))
         n_new = int(new.sum())
         if n_new:
             self._n_phase[phase] += n_new
@@ -266,14 +273,16 @@ class IDIRecorder:
             return domain.validate(X, what=f"{phase} candidates (a generator clips them into the domain first)")
         return X
 
-    def _mark(self, located: KeyLocation, is_idi: np.ndarray) -> np.ndarray:
+    def _mark(self, located: KeyLocation, is_idi: np.ndarray, extra: np.ndarray | None = None) -> np.ndarray:
         """Mark the checked keys tested and the IDIs' keys recorded; the rows that are new IDIs, shape (n,).
 
-        A new IDI is the first IDI row of a key that was not recorded before this batch.
+        A new IDI is the first IDI row of a key that was not recorded before this batch. ``extra``: a caller's own
+        bits per row, set in the same pass.
         """
         table = self.key_table
         before = table.flags_at(located)
-        table.mark_at(located, np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8))
+        bits = np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8)
+        table.mark_at(located, bits if extra is None else bits | extra)
         new = np.zeros(len(is_idi), dtype=bool)
         idx = np.flatnonzero(is_idi & (before & RECORDED == 0))
         if len(idx) > 1 and located.repeats:  # a key met twice in the batch is new once, at its first IDI row
