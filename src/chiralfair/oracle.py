@@ -156,7 +156,8 @@ class DiscriminationCheck:
         return np.where((position >= 0).all(axis=1), idx, -1)
 
     def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False,
-              population: Population | None = None, satisfying: bool = False) -> CheckResult:
+              population: Population | None = None, satisfying: bool = False,
+              own: np.ndarray | None = None) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
 
         Parameters
@@ -177,6 +178,9 @@ class DiscriminationCheck:
             Every row of ``X`` satisfies the domain's constraints (a caller that repaired them, as the search's
             recorder does), so the counterparts' possibility may come without a lookup
             (:meth:`Domain.possible_counterparts <chiralfair.domain.Domain.possible_counterparts>`). Not checked.
+        own : numpy.ndarray of int64, shape (n_samples,), optional
+            :meth:`own_combination` of ``X``, when the caller has it (a local walk reads it for its own bookkeeping).
+            Not checked.
 
         Returns
         -------
@@ -196,7 +200,7 @@ class DiscriminationCheck:
                                np.zeros(0) if with_proba else None,
                                np.zeros((0, k), bool) if self.domain.constraints else None,
                                np.zeros((0, k), bool) if with_plausibility and self.domain.support else None)
-        own = self.own_combination(X)
+        own = self.own_combination(X) if own is None else np.asarray(own, dtype=np.int64)
         inside = own >= 0
         cf_labels, outside_labels, proba, outside_proba, possible, plausible = self._predict_counterparts(
             X, own, with_proba, with_plausibility, population, satisfying)

@@ -837,14 +837,15 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         if not len(moved):
             continue  # every chain stays on its IDI
         kept = np.ones(n, dtype=bool)
-        where, inside = known.locate(cand)
+        own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
+        where, inside = known.locate(cand, own)
         is_known, outcome = known.lookup(cand, located=(where, inside))
         ask = np.flatnonzero(~is_known)
         if len(ask):
             asked = where.rows(ask)
             # the walk's outcome bits go on the keys in the recorder's own marking pass (KnownOutcomes.add's)
             res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True,
-                                    also_mark=known.bits_for(inside[ask]))
+                                    also_mark=known.bits_for(inside[ask]), own=own[ask])
             outcome[ask] = res.is_idi
             if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
@@ -884,13 +885,15 @@ class KnownOutcomes:
         self._table = recorder.key_table
         self._idi, self._non_idi = self._table.borrow_bits(2)
 
-    def locate(self, X: np.ndarray) -> tuple[KeyLocation, np.ndarray]:
+    def locate(self, X: np.ndarray, own: np.ndarray | None = None) -> tuple[KeyLocation, np.ndarray]:
         """Locate each row's key in the recorder's key table, and say whether its PA values lie in the PA domains.
 
         Parameters
         ----------
         X : numpy.ndarray of int64, shape (n, n_features)
             Codes.
+        own : numpy.ndarray of int64, shape (n,), optional
+            The rows' own PA combinations (:meth:`DiscriminationCheck.own_combination`), when the caller has them.
 
         Returns
         -------
@@ -898,7 +901,9 @@ class KnownOutcomes:
             Valid until the table's next ``locate`` (pass it, or its rows, to :meth:`IDIRecorder.check`).
         inside : numpy.ndarray of bool, shape (n,)
         """
-        return self._table.locate(self.domain.keys(X)), self.checker.own_combination(X) >= 0
+        if own is None:
+            own = self.checker.own_combination(X)
+        return self._table.locate(self.domain.keys(X)), own >= 0
 
     def lookup(self, X: np.ndarray, *, located=None) -> tuple[np.ndarray, np.ndarray]:
         """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.

@@ -75,8 +75,8 @@ class IDIRecorder:
             sink.open(domain)
 
     def check(self, X, phase: str, *, with_proba: bool = False, located: KeyLocation | None = None,
-              satisfying: bool = False,
-              also_mark: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[CheckResult, np.ndarray]:
+              satisfying: bool = False, also_mark: Callable[[np.ndarray], np.ndarray] | None = None,
+              own: np.ndarray | None = None) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
 
         Parameters
@@ -100,6 +100,9 @@ class IDIRecorder:
             :class:`~.gradient_steps.KnownOutcomes`) set on the rows' keys in the same pass as the recorder's.
             ``is_idi`` holds the rows checked, the leading rows of ``X`` (fewer only when a query budget cuts the
             check).
+        own : numpy.ndarray of int64, shape (n_samples,), optional
+            The rows' own PA combinations (:meth:`DiscriminationCheck.own_combination`), when the caller has them;
+            used only if no candidate needed a repair.
 
         Returns
         -------
@@ -115,7 +118,9 @@ class IDIRecorder:
         affordable, next_cost = self._rows_affordable(repaired, self.calls_per_query(with_proba))
         if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
             repaired, located = repaired[:affordable], None
-        res = self.checker.check(repaired, with_proba=with_proba, satisfying=True)
+        if own is not None and (repaired is not X or len(own) != len(X)):
+            own = None
+        res = self.checker.check(repaired, with_proba=with_proba, satisfying=True, own=own)
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
             located = self.key_table.locate(self.domain.keys(res.X))
