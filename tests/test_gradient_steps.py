@@ -188,3 +188,23 @@ def test_a_walk_without_refreshes_needs_no_probabilities():
     # eidig-inf keeps no check records and asks labels only; an interval longer than the walk refreshes never
     # too but keeps them and asks probabilities: the same IDIs, tested keys and queries.
     _same_search(_constrained_search("eidig-inf"), _constrained_search("eidig", update_interval=31))
+
+
+def test_the_walks_draw_down_columns_is_the_row_draw_feature_for_feature():
+    # the local walk keeps its cumulative probabilities one chain a column; the features drawn must be those of the
+    # row layout, draw for draw (zero-probability features never drawn, ties at a cumulative value included)
+    from chiralfair.generators.gradient_steps import _sample_from_cumulative, _sample_from_cumulative_columns
+
+    rng = np.random.default_rng(4)
+    prob = rng.random((700, 13))
+    prob[rng.random(prob.shape) < 0.3] = 0.0
+    prob[:, 0] = 0.0
+    prob[5] = 0.0
+    prob[5, 7] = 1.0  # one possible feature
+    cum = np.cumsum(prob, axis=1)
+    a, b = np.random.default_rng(9), np.random.default_rng(9)
+    for _ in range(20):
+        rows = _sample_from_cumulative(cum, a)
+        cols = _sample_from_cumulative_columns(np.ascontiguousarray(cum.T), b)
+        np.testing.assert_array_equal(cols, rows)
+        assert (prob[np.arange(len(prob)), cols] > 0).all() and cols[5] == 7

@@ -696,6 +696,16 @@ def _sample_from_cumulative(cum: np.ndarray, rng: np.random.Generator) -> np.nda
     return np.minimum((cum <= u[:, None]).sum(axis=1), cum.shape[1] - 1).astype(np.int64)
 
 
+def _sample_from_cumulative_columns(cum_t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`_sample_from_cumulative` of ``cum_t.T`` (one chain a column): the same draws and features.
+
+    The count of cumulative probabilities at most the draw runs down the columns, so numpy sums whole rows of
+    chains at once instead of a dozen features per chain (about twice as fast at a walk's thousand chains).
+    """
+    u = rng.random(cum_t.shape[1]) * cum_t[-1]
+    return np.minimum((cum_t <= u).sum(axis=0), cum_t.shape[0] - 1).astype(np.int64)
+
+
 def random_non_protected(n: int, non_protected: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One uniformly random non-protected feature index per row, shape (n,).
 
@@ -795,8 +805,9 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     known.add(x0, np.ones(n, dtype=bool))
     # Chains on a known IDI reached without a check: their records in ``checks`` are those of an earlier input.
     stale = np.zeros(n, dtype=bool)
-    # Cumulative feature probabilities, kept between iterations: a row changes only on a refresh or a return.
-    cum0 = np.cumsum(prob0, axis=1)
+    # Cumulative feature probabilities, kept between iterations: a chain's change only on a refresh or a return.
+    # (features, chains): one chain a column, for the draw (:func:`_sample_from_cumulative_columns`)
+    cum0 = np.ascontiguousarray(np.cumsum(prob0, axis=1).T)
     cum = cum0.copy()
     since_return = np.zeros(n, dtype=np.int64)
     rows = np.arange(n)
@@ -809,10 +820,10 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
                     res, _ = recorder.check(x[recheck], "local", with_proba=True, satisfying=True)
                     checks.set_rows(recheck, ChainChecks.from_result(res))
                     stale[recheck] = False
-                cum[due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1)
+                cum[:, due] = np.cumsum(refresh(x[due], checks.rows(due), rng), axis=1).T
                 since_return[due] = 0
             since_return += 1
-        feature = _sample_from_cumulative(cum, rng)
+        feature = _sample_from_cumulative_columns(cum, rng)
         sign = rng.integers(0, 2, size=n) * 2 - 1
         old = x[rows, feature]
         if whole_step:
@@ -858,7 +869,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
             stale[moved[is_known & outcome]] = True
         if len(back):
             x[back] = x0[back]
-            cum[back] = cum0[back]
+            cum[:, back] = cum0[:, back]
             if refreshing:
                 checks.set_rows(back, checks0.rows(back))
                 since_return[back] = 0
