@@ -272,7 +272,7 @@ def _client(workers: int | None, scheduler: str | None):
         return None, None
     from distributed import Client
 
-    if scheduler is not None:
+    if scheduler is not None or workers is None:
         return Client(scheduler), None
     cluster = local_cluster(workers)
     return Client(cluster), cluster
