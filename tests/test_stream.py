@@ -355,6 +355,26 @@ def test_the_local_cluster_keeps_glibcs_memory_settings_in_its_workers(monkeypat
         cluster.close()
 
 
+def _part(people, i):
+    if i == 1:
+        raise OSError("Input/output error: the disk under partition 1")
+    return people
+
+
+@pytest.mark.parametrize("where", ["local", "cluster"])
+def test_a_dask_partition_that_cannot_be_read_is_named_and_no_verdict_is_given(case, cluster, where):
+    import dask
+    import dask.dataframe as dd
+
+    people, pipe, _, _ = case
+    parts = [dask.delayed(_part)(people.iloc[s:s + 200].reset_index(drop=True), i)
+             for i, s in enumerate(range(0, len(people), 200))]
+    frame = dd.from_delayed(parts, meta=people.iloc[:0])
+    on = {"scheduler": cluster.scheduler_address} if where == "cluster" else {}
+    with pytest.raises(DatasetError, match=r"cannot read partition 1 of the Dask DataFrame: OSError: Input/output"):
+        chiralfair.estimate(pipe, frame, batch_rows=97, domain_sample=150, **on, **KW)
+
+
 # Slow: a worker killed mid-run makes dask.distributed's timing part of the test (1 of 5 runs of the pair failed
 # on a loaded 2-core machine); ``pytest -m slow`` runs them.
 @pytest.mark.slow

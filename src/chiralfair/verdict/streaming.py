@@ -422,7 +422,10 @@ class PartitionReader:
             for s in range(0, len(self.source), batch_rows):
                 yield self.source.iloc[s:s + batch_rows].reset_index(drop=True)
         else:  # a Dask partition, as a delayed object computed on the worker
-            frame = self.source.compute(scheduler="sync")
+            try:
+                frame = self.source.compute(scheduler="sync")
+            except Exception as err:  # a file behind the partition unreadable: named, as on one process
+                raise DatasetError(f"cannot read {self.where}: {type(err).__name__}: {err}") from err
             for s in range(0, len(frame), batch_rows):
                 yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
 
