@@ -22,7 +22,9 @@ the model; *share of limit* is the streamed rate over it (for the cluster, over 
 
 The first size is also checked in memory (``chiralfair.estimate(model, frame, population="rows", exact=True)``
 on the same rows, with ``domain_sample`` = every row so that the domain is the same) and every count, interval
-and group figure compared.
+and group figure compared, when it holds at most ``--compare-rows`` rows (default 5 M): the in-memory verdict
+holds every row as a frame, which at 50 M rows of Adult is more than this machine's memory (the 15 GiB that
+stopped the first 50 M run after its stream was this comparison, not the streamed verdict).
 
 Writes benchmarks/results/scale.json and scale.md: wall and CPU seconds (CPU: this subprocess, plus each worker's
 ``time.process_time``), load average before and after each measurement (``os.getloadavg``), versions, CPU count.
@@ -119,6 +121,43 @@ def model_rate(pipe, folder: Path, k: int) -> dict:
             "model_rows_per_second": rate, "n_combinations": k, "limit_people_per_second": rate / k}
 
 
+def watch(max_rss_mib: float, log: str | None, every: float = 30.0) -> None:
+    """A daemon thread: every second this process's resident memory; past ``max_rss_mib`` the stacks and exit 75.
+
+    Every ``every`` seconds (and once when 1.5 GiB, the goal, is first passed, with the stacks) a line goes to
+    ``log`` (or stderr): UTC, CPU seconds of this process and its children, VmRSS and VmHWM in MiB.
+    """
+    import faulthandler
+    import threading
+
+    def status() -> tuple[float, float]:
+        fields = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line)
+        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+    def run() -> None:
+        out = open(log, "a", buffering=1) if log else sys.stderr  # noqa: SIM115 (open for the thread's life)
+        last, warned = 0.0, False
+        while True:
+            rss, hwm = status()
+            now = time.monotonic()
+            if now - last >= every or rss > max_rss_mib or (rss > 1536 and not warned):
+                usage = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+                cpu = sum(u.ru_utime + u.ru_stime for u in usage)
+                print(f"{datetime.now(UTC).isoformat(timespec='seconds')} cpu_s={cpu:.1f} rss_mib={rss:.0f} "
+                      f"hwm_mib={hwm:.0f} load={os.getloadavg()[0]:.2f}", file=out)
+                last = now
+                if rss > 1536 and not warned:
+                    warned = True
+                    faulthandler.dump_traceback(file=out, all_threads=True)
+                if rss > max_rss_mib:
+                    print(f"resident memory {rss:.0f} MiB passed the cap of {max_rss_mib:.0f} MiB: stopped", file=out)
+                    faulthandler.dump_traceback(file=out, all_threads=True)
+                    os._exit(75)
+            time.sleep(1.0)
+
+    threading.Thread(target=run, daemon=True, name="rss-watch").start()
+
+
 def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -> dict:
     """One measurement, in this (fresh) process."""
     import chiralfair
@@ -129,12 +168,11 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
     client = cluster = None
     extra = {}
     if workers:
-        import logging
+        from distributed import Client
 
-        from distributed import Client, LocalCluster
+        from chiralfair.pipeline.stream import local_cluster
 
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
+        cluster = local_cluster(workers)  # the cluster estimate(workers=...) starts
         client = Client(cluster)
         extra = {"scheduler": cluster.scheduler_address}
         worker_cpu0 = client.run(time.process_time)
@@ -171,6 +209,12 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
     return out
 
 
+def compares(n: int, first: int, workers: int, compare_rows: int) -> bool:
+    """Whether the measurement of ``n`` rows is also checked in memory: the first size, one process, and at most
+    ``compare_rows`` rows (the in-memory verdict holds every row: 50 M rows of Adult do not fit in this machine)."""
+    return n == first and workers == 0 and n <= compare_rows
+
+
 def markdown(record: dict) -> str:
     lines = ["# A streamed verdict at scale", "",
              f"{record['date']}, {record['cpu_count']} CPUs, {record['python']}, chiralfair "
@@ -186,7 +230,7 @@ def markdown(record: dict) -> str:
              "|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
     for r in record["runs"]:
         limit = r["limit"]["limit_people_per_second"] * max(1, r["workers"])
-        workers_cpu = "; " + ", ".join(f"{c:.0f}" for c in r.get("cpu_seconds_workers", [])) if r["workers"] else ""
+        workers_cpu = "; " + ", ".join(f"{c:.1f}" for c in r.get("cpu_seconds_workers", [])) if r["workers"] else ""
         workers_rss = "; " + ", ".join(f"{m:.0f}" for m in r.get("peak_rss_mib_workers", [])) if r["workers"] else ""
         model_cpu = r["limit"].get("cpu_seconds_predict_and_proba")
         cpu_share = "-"
@@ -218,6 +262,12 @@ def main(argv=None) -> int:
     p.add_argument("--batch-rows", type=int, default=65_536)
     p.add_argument("--name", default="scale")
     p.add_argument("--one", nargs=4, metavar=("MODEL", "FOLDER", "WORKERS", "COMPARE"), help=argparse.SUPPRESS)
+    p.add_argument("--compare-rows", type=int, default=5_000_000,
+                   help="compare the first size with the in-memory verdict only up to this many rows")
+    p.add_argument("--max-rss-mib", type=float, default=6144.0,
+                   help="stop a measurement whose process passes this resident memory (its stacks printed)")
+    p.add_argument("--watch-log", help="append the measurement's memory and CPU, every 30 s, to this file")
+    p.add_argument("--folder", help="write the rows here (or reuse them if there) and keep them")
     p.add_argument("--markdown-only", action="store_true", help="rewrite NAME.md from NAME.json")
     args = p.parse_args(argv)
     if args.markdown_only:
@@ -226,6 +276,7 @@ def main(argv=None) -> int:
         return 0
     if args.one:
         kind, folder, workers, compare = args.one
+        watch(args.max_rss_mib, args.watch_log)
         print(json.dumps(one(kind, Path(folder), int(workers), args.batch_rows, compare == "1")))
         return 0
     import chiralfair
@@ -234,18 +285,21 @@ def main(argv=None) -> int:
               "python": platform.python_version(), "chiralfair_version": chiralfair.__version__,
               "command": "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "batch_rows": args.batch_rows, "load_start": os.getloadavg(), "runs": []}
-    root = Path(tempfile.mkdtemp(prefix="chiralfair-scale-"))
+    root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="chiralfair-scale-"))
     try:
         for n in args.rows:
             folder = root / f"rows-{n}"
-            t = time.perf_counter()
-            write_rows(folder, n)
-            print(f"wrote {n:,} rows in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+            if not (args.folder and folder.is_dir()):
+                t = time.perf_counter()
+                write_rows(folder, n)
+                print(f"wrote {n:,} rows in {time.perf_counter() - t:.0f} s", file=sys.stderr)
             for kind in args.models:
                 for workers in args.workers:
-                    compare = n == args.rows[0] and workers == 0
-                    res = subprocess.run([sys.executable, __file__, "--batch-rows", str(args.batch_rows), "--one",
-                                          kind, str(folder), str(workers), "1" if compare else "0"],
+                    compare = compares(n, args.rows[0], workers, args.compare_rows)
+                    watch_args = ["--max-rss-mib", str(args.max_rss_mib)] + (
+                        ["--watch-log", args.watch_log] if args.watch_log else [])
+                    res = subprocess.run([sys.executable, __file__, "--batch-rows", str(args.batch_rows), *watch_args,
+                                          "--one", kind, str(folder), str(workers), "1" if compare else "0"],
                                          capture_output=True, text=True, check=False)
                     if res.returncode:
                         print(res.stderr[-3000:], file=sys.stderr)
@@ -259,9 +313,11 @@ def main(argv=None) -> int:
                     RESULTS.mkdir(exist_ok=True)
                     (RESULTS / f"{args.name}.json").write_text(json.dumps(record, indent=2, default=str))
                     (RESULTS / f"{args.name}.md").write_text(markdown(record))
-            shutil.rmtree(folder)
+            if not args.folder:
+                shutil.rmtree(folder)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not args.folder:
+            shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

@@ -23,10 +23,21 @@ in no group and has no counterpart (left out of the verdict, counted by attribut
 the domain cannot code (a category, an integer beyond its bounds, a number beyond finite bin edges, a missing
 value in a column that had none) is refused, naming the column, the value, where it was read and the parameter that
 fixes it: its code decides the rule tree, the constraints and the plausibility of every counterpart, and no code
-can be made up for it. One exception keeps the rule for values only the held-out rows hold (the person is who they
-are): for a model fed the rows as given, a **number beyond the range** of an integer or binned column is used as
-given by the model and coded as the nearest outer code (the domain's lowest or highest) for the rule tree, the
-constraints and the plausibility; its rows are counted by column and named in the verdict's notes.
+can be made up for it. Two exceptions keep the rule for values only the held-out rows hold (the person is who they
+are) for a model fed the rows as given:
+
+- a **number beyond the range** of an integer or binned column is used as given by the model and coded as the
+  nearest outer code (the domain's lowest or highest) for the rule tree, the constraints and the plausibility;
+- a **category the domain never held** (``native-country=Ecuador`` where neither the data nor the domain sample
+  holds one) is used as given by the model, as the in-memory door uses a category only the held-out rows hold
+  (:mod:`chiralfair.datasets.unseen_values`): the person is checked against every counterpart and counted in the
+  share, the groups, who is harmed, the gap and the model's F1. Having no code, the value is read by no rule: the
+  person is in none of the rule tree's rules (who is harmed, in rules, is fitted on the people the domain codes) and
+  the plausibility of their counterparts reads their other columns (a value the data never held says nothing of
+  which protected values go with it). A constraint or coupling that reads the column decides which counterparts
+  exist from its codes, so there the value is refused as above.
+
+Both are counted by column (and the unseen categories named) in the verdict's notes and ``meta["stream"]``.
 """
 
 from __future__ import annotations
@@ -38,12 +49,15 @@ from ..exceptions import DatasetError
 from .base import Dataset
 from .codec import ColumnCodec
 
-FIX = ("make the domain from rows that hold it: a larger domain sample (domain_sample=, --domain-sample) that "
-       "holds it (a domain's codes are those its rows hold, a schema's categories included)")
+FIX = ("make the domain from rows that hold it: a domain_sample that reaches this row (the domain is made from the "
+       "data and the stream's first domain_sample rows; a schema's categories are codes only when a row holds them)")
+
+# Values of a column the domain never held, named in the verdict (the rest are counted, not named).
+NAMED_VALUES = 5
 
 
-def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
-           as_given: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str, first_row: int = 0,
+           as_given: bool = False) -> tuple[np.ndarray, np.ndarray, dict[str, int], np.ndarray, dict[str, dict]]:
     """The codes of ``frame``'s rows in ``dataset``'s domain, and where a protected value is one it never saw.
 
     Parameters
@@ -54,11 +68,14 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
         Rows holding at least the dataset's feature columns (others are ignored).
     where : str
         Where the rows were read (a file, a partition), for the error messages.
+    first_row : int, default 0
+        The position of ``frame``'s first row in ``where`` (an error names the row there).
     as_given : bool, default False
         The model is fed the rows as given (not codes): a number of another column beyond the domain's range (an
         integer beyond its bounds, a number beyond a binned column's finite edges) is then coded as the nearest
         outer code (the lowest or highest), for the rule tree, the constraints and the plausibility only; the
-        model is asked about the value itself, and the rows are counted by column.
+        model is asked about the value itself, and the rows are counted by column. A category of another column
+        the domain never held (and that no constraint or coupling reads) is used as given too, flagged in ``new``.
 
     Returns
     -------
@@ -69,6 +86,12 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
     beyond : dict of str to int
         With ``as_given``, the rows of each column holding a number beyond the domain's range (coded as the
         nearest outer code).
+    new : numpy.ndarray of bool, shape (n, n_features)
+        With ``as_given``, True where a non-protected category column holds a value the domain never held (coded as
+        the feature's lowest code, which no figure of the person reads: the module docstring).
+    new_values : dict of str to dict
+        For each such column, ``{"rows": int, "values": list of str}``: its rows, and its first
+        :data:`NAMED_VALUES` such values in sorted order.
 
     Raises
     ------
@@ -84,12 +107,17 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
     if absent:
         raise DatasetError(f"{where} lacks the column(s) {', '.join(map(repr, absent))} of the data; it holds "
                            f"{', '.join(map(str, frame.columns))}")
+    from .base import columns_in_rules
+
     domain = dataset.domain
     protected = set(int(c) for c in domain.protected)
+    in_rules = columns_in_rules(domain) if as_given else set()
     n = len(frame)
     X = np.empty((n, len(codec.columns)), dtype=np.int64)
     unseen = np.zeros((n, len(codec.columns)), dtype=bool)
+    new = np.zeros((n, len(codec.columns)), dtype=bool)
     beyond: dict[str, int] = {}
+    new_values: dict[str, dict] = {}
     for j, column in enumerate(codec.columns):
         feature = domain.features[j]
         codes, bad = _codes(column, feature, frame[column.name])
@@ -101,16 +129,28 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str,
                 codes = np.where(placed, outer, codes)
                 bad &= ~placed
                 beyond[str(column.name)] = int(placed.sum())
+        if bad.any() and as_given and j not in protected and column.how == "category" and j not in in_rules:
+            given = frame[column.name][bad]
+            missing = given.isna().to_numpy()
+            names = np.unique(given[~missing].astype(str).to_numpy(dtype=object)).tolist()[:NAMED_VALUES]
+            new[:, j] = bad
+            new_values[str(column.name)] = {"rows": int(bad.sum()),
+                                            "values": (["a missing value"] if missing.any() else []) + names}
+            codes = np.where(bad, feature.lo, codes)
+            bad = np.zeros_like(bad)
         if bad.any():
             if j not in protected:
                 row = int(np.argmax(bad))
                 raise DatasetError(
-                    f"column {column.name!r} holds {_show(frame[column.name].iloc[row])} (row {row:,} of {where}), "
-                    f"a value the domain cannot code ({_known(column, feature)}); {FIX}")
+                    f"column {column.name!r} holds {_show(frame[column.name].iloc[row])} "
+                    f"(row {first_row + row:,} of {where}), "
+                    f"a value the domain cannot code ({_known(column, feature)})"
+                    + (", and a constraint or coupling reads the column, so which counterparts exist cannot be "
+                       "decided for it" if j in in_rules and column.how == "category" else "") + f"; {FIX}")
             unseen[:, j] = bad
             codes = np.where(bad, feature.lo, codes)
         X[:, j] = codes
-    return X, unseen, beyond
+    return X, unseen, beyond, new, new_values
 
 
 def _outer_codes(column: ColumnCodec, feature, series: pd.Series, bad: np.ndarray) -> np.ndarray:

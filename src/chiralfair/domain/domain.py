@@ -1072,6 +1072,28 @@ class Domain:
             return None
         return self.support.plausible(X, self._plausibility_pairs(self.support))
 
+    def without_plausibility_of(self, columns) -> Domain:
+        """A copy of this domain whose :meth:`plausible` reads no pair with one of ``columns``.
+
+        For a person holding a value of those columns that the data never held (a category met after the domain
+        was made): a value with no count says nothing of which protected values go with it (a pair is rare only
+        when the data had the chance to show it, :mod:`chiralfair.domain.plausibility`).
+
+        Parameters
+        ----------
+        columns : sequence of int
+            Non-protected feature indices.
+
+        Returns
+        -------
+        Domain
+        """
+        out = replace(self)
+        if self.support is not None:
+            pairs = self._plausibility_pairs(self.support)
+            out._derived["pairs"] = pairs[~np.isin(pairs[:, 1], np.asarray(columns, dtype=np.int64))]
+        return out
+
     def _plausibility_pairs(self, support: Support) -> np.ndarray:
         if "pairs" not in self._derived:
             self._derived["pairs"] = support.pair_columns(self)

@@ -28,6 +28,7 @@ from typing import cast
 
 import numpy as np
 
+from ..datasets.recode import NAMED_VALUES
 from ..storage import scratch_file
 from .rule_tree import RuleRows
 
@@ -57,6 +58,10 @@ class VerdictCounts:
         label is known and whose own label the model gave (every row sent to it): the model's F1 over every row.
     beyond : dict of str to int
         Rows read after the domain was made holding a number beyond a column's range, by column (used as given).
+    new_values : dict of str to dict
+        Rows read after the domain was made holding a category the domain never held, by column (used as given):
+        ``{"rows": int, "values": list of str}``, the values the first few in sorted order
+        (:func:`~chiralfair.datasets.recode.recode`).
     """
 
     n: int = 0
@@ -75,12 +80,13 @@ class VerdictCounts:
     rules: RuleRows | None = None
     confusion: np.ndarray | None = None
     beyond: dict[str, int] = field(default_factory=dict)
+    new_values: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def of_batch(cls, masks, affected, harmed, gap, Z, *, plausibility=None, n_left_out: int = 0,
                  n_unplaced: int = 0, unplaced=None, gaps: GapValues | None = None,
                  rule_shape: tuple[np.ndarray, np.ndarray] | None = None,
-                 rules: RuleRows | None = None) -> VerdictCounts:
+                 rules: RuleRows | None = None, in_rules: np.ndarray | None = None) -> VerdictCounts:
         """The counts of one batch of countable individuals (left-out and unplaced ones only counted).
 
         Parameters
@@ -101,6 +107,9 @@ class VerdictCounts:
             (:func:`~chiralfair.verdict.rule_tree.rule_shape`); without it, no rows are kept for the rule tree.
         rules : RuleRows, optional
             Where to keep them (default: in memory, with the counts).
+        in_rules : numpy.ndarray of bool, shape (n,), optional
+            The individuals whose codes the rule tree reads (default: all); the others hold a value the domain never
+            held, which no rule can read.
 
         Returns
         -------
@@ -121,7 +130,10 @@ class VerdictCounts:
         if rule_shape is not None:
             lo, sizes = rule_shape
             out.rules = rules if rules is not None else RuleRows(sizes)
-            out.rules.add(np.asarray(Z, dtype=np.int64) - lo, affected)
+            if in_rules is None:
+                out.rules.add(np.asarray(Z, dtype=np.int64) - lo, affected)
+            else:
+                out.rules.add(np.asarray(Z, dtype=np.int64)[in_rules] - lo, affected[in_rules])
         return out
 
     def merge(self, other: VerdictCounts) -> VerdictCounts:
@@ -145,6 +157,10 @@ class VerdictCounts:
             self.unplaced[k] = self.unplaced.get(k, 0) + v
         for k, v in other.beyond.items():
             self.beyond[k] = self.beyond.get(k, 0) + v
+        for column, seen in other.new_values.items():
+            mine_v = self.new_values.get(column, {"rows": 0, "values": []})
+            self.new_values[column] = {"rows": mine_v["rows"] + seen["rows"],
+                                       "values": sorted(set(mine_v["values"]) | set(seen["values"]))[:NAMED_VALUES]}
         for name in ("group_n", "group_affected", "group_harmed", "gap_counts", "gap_counts_affected", "confusion"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:

@@ -17,6 +17,7 @@ the error, and no verdict is returned, never a partial one as whole.
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from collections.abc import Iterable
@@ -71,7 +72,8 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
 
         batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
                       batch.where, batch.start)
-    X, unseen, beyond = recode(dataset, batch.frame, where=batch.where, as_given=judge.check.model.reads_people)
+    X, unseen, beyond, new, new_values = recode(dataset, batch.frame, where=batch.where, first_row=batch.start,
+                                                as_given=judge.check.model.reads_people)
     outside = domain.protected_value_index(X) < 0
     for j, attribute in enumerate(domain.attributes):
         outside[:, j] |= unseen[:, list(attribute.columns)].any(axis=1)
@@ -81,16 +83,33 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     n_unseen = int(unseen_rows.sum())
     keep = np.flatnonzero(~unseen_rows)
     tally = _Tally.empty()
+    in_rules = None
     if len(keep):
-        X = X[keep]
-        people = None
-        if judge.check.model.reads_people:
-            frame = batch.frame.iloc[keep].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
-            people = Population(frame, X, dataset.codec)  # type: ignore[arg-type]
-        own_labels, outcome = judge.check_rows(X, people, with_labels=True)
-        tally.add(X, *outcome)
+        # the people the domain codes whole first, then those holding a category it never held, one check per set
+        # of such columns (their plausibility reads the other columns: module recode)
+        order, coded = [], []
+        if new[keep].any():
+            kinds, which = np.unique(new[keep], axis=0, return_inverse=True)
+        else:
+            kinds, which = np.zeros((1, new.shape[1]), dtype=bool), np.zeros(len(keep), dtype=np.int64)
+        labels = []
+        for i, columns in enumerate(kinds):
+            rows = keep[which.reshape(-1) == i]
+            people = None
+            if judge.check.model.reads_people:
+                frame = batch.frame.iloc[rows].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
+                people = Population(frame, X[rows], dataset.codec)  # type: ignore[arg-type]
+            own_labels, outcome = _judging(judge, np.flatnonzero(columns)).check_rows(X[rows], people,
+                                                                                   with_labels=True)
+            tally.add(X[rows], *outcome)
+            order.append(rows)
+            labels.append(np.asarray(own_labels))
+            coded.append(np.full(len(rows), not columns.any()))
+        keep = np.concatenate(order)
+        counted = np.concatenate(tally.n_counterparts) > 0
+        in_rules = None if all(c.all() for c in coded) else np.concatenate(coded)[counted]
         tally, n_left_out, unplaced_X = tally.countable()
-        confusion = _confusion(dataset, batch.frame, keep, own_labels)
+        confusion = _confusion(dataset, batch.frame, keep, np.concatenate(labels))
     else:
         n_left_out, unplaced_X, confusion = 0, None, None
     if unplaced_X is not None:
@@ -108,9 +127,24 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
                                     X[:, domain.non_protected],
                                     plausibility=_plausibility_totals(tally) if tally.X else None,
                                     n_left_out=n_left_out, n_unplaced=n_unplaced, unplaced=unplaced, gaps=gaps,
-                                    rule_shape=rule_shape(domain), rules=rules)
+                                    rule_shape=rule_shape(domain), rules=rules, in_rules=in_rules)
+    counts.new_values = new_values
     counts.confusion, counts.beyond = confusion, beyond
     return counts, n_unseen
+
+
+def _judging(judge, columns: np.ndarray):
+    """``judge``, or one whose plausibility reads none of ``columns`` (people holding a category never held there).
+
+    The same model, domain and counts otherwise.
+    """
+    if not len(columns) or not judge.with_plausibility:
+        return judge
+    from ..oracle import DiscriminationCheck
+
+    other = copy.copy(judge)
+    other.check = DiscriminationCheck(judge.check.model, judge.check.domain.without_plausibility_of(columns))
+    return other
 
 
 def _confusion(dataset: Dataset, frame, keep: np.ndarray, own_labels: np.ndarray) -> np.ndarray | None:
@@ -167,7 +201,9 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why, and the
         model's F1 and accuracy over every row read whose label is known and which was sent to the model
         (``model_quality``, :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
-        the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``).
+        the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``), and
+        those holding a category the domain never held, used as given, by column with the first few values
+        (``rows_new_category``).
 
     Raises
     ------
@@ -204,6 +240,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         if client is None:
             bar = _bar(progress, n_rows)
             for batch in batches or ():
+                # the batch's start counts from the stream's first row: an error names the row there
+                batch = Batch(batch.frame, f"the stream ({batch.where})", batch.start)
                 counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types, rules)
                 total.merge(counts)
                 read += len(batch.frame)
@@ -233,7 +271,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
               "rows_unseen_protected_value": n_unseen, "rows_skipped": 0,
               "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu,
               "model_quality": None if total.confusion is None else quality_of(total.confusion),
-              "rows_beyond_domain": dict(total.beyond)}
+              "rows_beyond_domain": dict(total.beyond), "rows_new_category": dict(total.new_values)}
     base_meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
                  "dataset": dataset.name, "model": model.name,
                  "random_state": random_state if isinstance(random_state, int) else None,
@@ -384,7 +422,10 @@ class PartitionReader:
             for s in range(0, len(self.source), batch_rows):
                 yield self.source.iloc[s:s + batch_rows].reset_index(drop=True)
         else:  # a Dask partition, as a delayed object computed on the worker
-            frame = self.source.compute(scheduler="sync")
+            try:
+                frame = self.source.compute(scheduler="sync")
+            except Exception as err:  # a file behind the partition unreadable: named, as on one process
+                raise DatasetError(f"cannot read {self.where}: {type(err).__name__}: {err}") from err
             for s in range(0, len(frame), batch_rows):
                 yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
 
