@@ -79,7 +79,9 @@ def dataset_for(target: str, setting: str):
     coupled = setting != "uncoupled"
     rules = RULES if setting == "coupled+rules" else None
     if target == "census":
-        return load_dataset("census", protected="sex", couple=None if coupled else False, constraints=rules)
+        # constraints=[]: the coupling alone (census's default brings the two rules with it)
+        return load_dataset("census", protected="sex", couple=None if coupled else False,
+                            constraints=rules if rules else [])
     import pandas as pd
 
     from chiralfair.datasets.home import resolve_data_home
@@ -116,6 +118,25 @@ def married_split(model, dataset, test_index) -> dict:
             "affected_others": float(affected[~married].mean()), "affected_direct": float(affected.mean())}
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its children."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def chiral_network(meta):
+    """Which network the seed strategy's chiral model was (the shipped reference network or trained here)."""
+    if isinstance(meta, dict):
+        if isinstance(meta.get("network"), str):
+            return meta["network"]
+        for value in meta.values():
+            if (found := chiral_network(value)) is not None:
+                return found
+    return None
+
+
 def run_case(target, model_name, setting, config, cache_dir) -> dict:
     seeds_name, gen_name, max_global, max_local = CONFIGS[config]
     t0 = time.perf_counter()
@@ -139,6 +160,7 @@ def run_case(target, model_name, setting, config, cache_dir) -> dict:
     return {
         "target": target, "model": model_name, "setting": setting, "config": config, "seeds": seeds_name,
         "generator": gen_name, "max_global": max_global, "max_local": max_local, "model_f1": trained.f1,
+        "network": trained.network, "chiral_network": chiral_network(seeds.meta),
         "couplings": dataset.domain.describe_couplings(), "constraints": dataset.domain.describe_constraints(),
         "initialization_rate": seeds.initialization_rate,
         "n_idis": res.n_idis, "n_plausible_idis": res.n_plausible_idis,
@@ -208,6 +230,21 @@ def markdown(results: dict) -> str:
             f"| {v['share']:.2%} | {plausible} | {v['affected_married']:.1%} / {v['affected_others']:.1%} "
             f"| {r['seconds_search']:.1f} |")
     lines += ["", "Rules the data suggests (census): " + "; ".join(results["runs"][0]["rare_pairs"]) + "."]
+    networks: dict[tuple, dict[str, list]] = {}
+    for r in results["runs"]:
+        if r.get("network") is None:
+            continue
+        seen = networks.setdefault((r["target"], r["model"]), {"model": [], "chiral": []})
+        for kind, name in (("model", r["network"]), ("chiral", f"{r['setting']}: {r.get('chiral_network')}")):
+            if name not in seen[kind]:
+                seen[kind].append(name)
+    if networks:
+        lines += ["", "Networks (the model under test; the I&D seeds' chiral model per setting):", ""]
+        lines += [f"- {target} {model}: {'; '.join(seen['model'])}; chiral: {'; '.join(seen['chiral'])}"
+                  for (target, model), seen in networks.items()]
+    if results.get("cpu_seconds") is not None:
+        lines += ["", f"Whole run: {results['wall_seconds']:.0f} wall s, {results['cpu_seconds']:.0f} CPU s "
+                  "(user + system of the process and its children, getrusage)."]
     o = results.get("overhead")
     if o:
         lines += ["", f"Overhead (check + repair + keys of {o['rows']:,} census rows, LR, median of {o['repeats']}): "
@@ -220,6 +257,7 @@ def main(argv=None):
     args = parse_args(argv)
     cache_dir = os.environ.get("CHIRALFAIR_CACHE")
     started = os.getloadavg()
+    wall0, cpu0 = time.perf_counter(), cpu_seconds()
     runs = []
     for target in args.targets:
         for model in args.models:
@@ -236,6 +274,7 @@ def main(argv=None):
                "loadavg_start": started, "loadavg_end": os.getloadavg(),
                "parameters": {"targets": args.targets, "models": args.models, "configs": args.configs},
                "runs": runs, "overhead": overhead(cache_dir, args.repeats)}
+    results.update(wall_seconds=time.perf_counter() - wall0, cpu_seconds=cpu_seconds() - cpu0)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=2, default=str))
     (RESULTS / f"{args.name}.md").write_text(markdown(results))

@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import platform
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,11 +48,14 @@ FIGURES = ("n_idis", "initialization_rate", "n_initial_idis", "candidate_idi_sha
            "seconds_seeds")
 
 
-def grids(repeats: int) -> dict[str, dict]:
+ROW_SEEDS = ["cluster", "data_rows", "i", "iandd"]
+
+
+def grids(repeats: int, row_seeds=tuple(ROW_SEEDS)) -> dict[str, dict]:
     common = {"task": "search", "repeats": repeats, "model_random_state": 0, "diversity": True}
     return {
         "rows": {**common, "name": "iandd_ablation_rows",
-                 "axes": {"rows": SEVEN_ROWS, "models": ["dnn"], "seeds": ["cluster", "data_rows", "i", "iandd"],
+                 "axes": {"rows": SEVEN_ROWS, "models": ["dnn"], "seeds": list(row_seeds),
                           "generators": ["aequitas"], "budgets": [[100, 100], [1000, 100]]}},
         "raw": {**common, "name": "iandd_ablation_raw", "model_params": {"dnn": {"standardize": False}},
                 "axes": {"rows": ["census:age", "census:race", "census:sex", "compas:race", "bank:age"],
@@ -95,6 +99,25 @@ def markdown(part: str, table, strategies) -> list[str]:
     return lines
 
 
+def networks_used(folder: Path) -> set[str]:
+    """Every network a grid's cells name in their results (``reference network ...``, ``trained on this machine``)."""
+    found: set[str] = set()
+
+    def walk(value):
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str) and value.startswith(("reference network", "trained on this machine")):
+            found.add(value)
+
+    for path in folder.glob("cells/*/result.json"):
+        walk(json.loads(path.read_text()))
+    return found
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="+", default=["rows", "raw", "sklearn"], choices=["rows", "raw", "sklearn"])
@@ -103,7 +126,14 @@ def main(argv=None):
     parser.add_argument("--scheduler", default="local")
     parser.add_argument("--grid-root", type=Path, default=Path("/tmp/grids"))
     parser.add_argument("--name", default="iandd_ablation")
+    parser.add_argument("--row-seeds", nargs="+", default=ROW_SEEDS, choices=ROW_SEEDS,
+                        help="the seed strategies of the rows part (a subset costs less)")
     args = parser.parse_args(argv)
+    import resource
+
+    def cpu_seconds() -> float:  # user + system of this process and its children (the grid's workers)
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
     record = {"parameters": vars(args) | {"grid_root": str(args.grid_root)}, "parts": {},
               "versions": {"chiralfair": __version__, "python": platform.python_version()},
@@ -111,18 +141,24 @@ def main(argv=None):
               "loadavg_start": list(os.getloadavg())}
     lines = ["# Where the D of I&D matters: `i` vs `iandd` with diversity measures (AEQUITAS)", "",
              f"{record['date']}, chiralfair {__version__}, {os.cpu_count()} CPUs, {args.repeats} random states, "
-             f"load average at start {record['loadavg_start'][0]:.2f}.", ""]
+             f"load average at start {record['loadavg_start'][0]:.2f}. Command: `python benchmarks/iandd_ablation.py "
+             + " ".join(sys.argv[1:] if argv is None else argv) + "`.", ""]
     for part in args.parts:
-        grid = grids(args.repeats)[part]
-        t0 = time.perf_counter()
+        grid = grids(args.repeats, args.row_seeds)[part]
+        t0, cpu0 = time.perf_counter(), cpu_seconds()
         run = run_grid(grid, args.grid_root / grid["name"], scheduler=args.scheduler, workers=args.workers)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
         table = grid_table(args.grid_root / grid["name"])
         table = table[table["figure"].isin(FIGURES)]
-        record["parts"][part] = {"grid": grid, "wall_seconds": wall, "n_failed": len(run.failed),
+        record["parts"][part] = {"grid": grid, "wall_seconds": wall, "cpu_seconds": cpu, "n_failed": len(run.failed),
                                  "table": json.loads(table.to_json(orient="records"))}
         lines += markdown(part, table, grid["axes"]["seeds"])
-        lines += [f"{part}: {wall:.0f} s wall, {len(run.failed)} failed cells.", ""]
+        networks = sorted(networks_used(args.grid_root / grid["name"]))
+        record["parts"][part]["networks"] = networks
+        if networks:
+            lines += [f"{part}: networks used (models under test and chiral models): " + "; ".join(networks), ""]
+        lines += [f"{part}: {wall:.0f} s wall, {cpu:.0f} CPU s (user + system, with the workers; the cells run in "
+                  f"this process under --scheduler sync), {len(run.failed)} failed cells.", ""]
     record["loadavg_end"] = list(os.getloadavg())
     lines.append(f"Load average at end {record['loadavg_end'][0]:.2f}.")
     RESULTS.mkdir(exist_ok=True)

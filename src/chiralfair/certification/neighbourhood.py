@@ -85,6 +85,71 @@ def check_similar(similar, domain, codec=None, *, raw: bool = False) -> dict[str
     return out
 
 
+def similar_ranges(dataset, similar, *, raw: bool = False) -> dict[str, tuple]:
+    """The range each radius of ``similar=`` is clipped to: a person's box never leaves it.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    similar : mapping
+        As :func:`check_similar` returns it.
+    raw : bool, default=False
+        The neighbourhoods are read on your rows (:mod:`.people_grid`): the range is the smallest and largest value
+        of your column over every row of the data; else the domain's first and last code, as their values.
+
+    Returns
+    -------
+    dict
+        Feature name to ``(low, high)`` in your values, for each feature given a radius (not a set of values).
+    """
+    out: dict[str, tuple] = {}
+    names = list(dataset.domain.names)
+    for name, radius in similar.items():
+        if isinstance(radius, tuple):
+            continue
+        if raw:
+            column = dataset.raw[name]
+            values = column.to_numpy(dtype=np.float64)[column.notna().to_numpy()]
+            low, high = float(values.min()), float(values.max())
+            out[name] = (int(low), int(high)) if low.is_integer() and high.is_integer() else (low, high)
+        else:
+            feature = dataset.domain.features[names.index(name)]
+            out[name] = (feature.label(feature.lo), feature.label(feature.hi))
+    return out
+
+
+def similar_ranges_note(similar, ranges: dict[str, tuple]) -> str:
+    """The output's note on the ranges the boxes were clipped to, naming each radius that spans its whole range.
+
+    Parameters
+    ----------
+    similar : mapping
+        As :func:`check_similar` returns it.
+    ranges : dict
+        As :func:`similar_ranges` returns it.
+
+    Returns
+    -------
+    str
+        E.g. ``similar: each person's box is clipped to the data's range of each column: age 17 to 90 (age=1e+09
+        spans all of it: every person's box holds every age in it)``.
+    """
+    parts, whole = [], []
+    for name, (low, high) in ranges.items():
+        parts.append(f"{name} {low} to {high}")
+        try:
+            span = float(high) - float(low)
+        except (TypeError, ValueError):  # a range of labels that are not numbers
+            continue
+        if float(similar[name]) >= span:
+            whole.append(f"{name}={float(similar[name]):g}")
+    text = "similar: each person's box is clipped to the data's range of each column: " + ", ".join(parts)
+    if whole:
+        text += (f" ({', '.join(whole)} {'spans' if len(whole) == 1 else 'span'} all of it: every person's box "
+                 "holds every value of " + ("that column" if len(whole) == 1 else "those columns") + " in it)")
+    return text
+
+
 def similar_boxes(dataset, rows: np.ndarray, similar) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each person's neighbourhood as boxes of codes (one per chosen value of the categorical features given sets).
 

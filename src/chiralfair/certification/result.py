@@ -85,6 +85,14 @@ class IndividualCertificates:
         When every counted person is decided and the favourable label is known: the same people as a
         :class:`~chiralfair.verdict.Verdict` (:func:`~chiralfair.certification.certificates.people_verdict`), which
         decides the people's interval, the groups and the most harmed group as for every other door.
+    row_labels : numpy.ndarray, shape (n_rows,), or None
+        Each person's row as you named it: their label in the index of the rows you gave (the test rows, a file's
+        rows numbered from 0 below its header); None for a benchmark, whose :attr:`rows` are its own row numbers.
+        ``individuals.parquet``'s ``row`` column holds these where there are some, :attr:`rows` otherwise.
+    prediction_labels : tuple or None
+        The model's own labels for the answers 0 and 1 (1: the positive class), e.g. ``("<=50K", ">50K")``:
+        ``prediction`` and ``prediction_counterpart`` are written in them. None: written as 0 / 1 (1: the
+        positive class).
     """
 
     rows: np.ndarray
@@ -97,6 +105,8 @@ class IndividualCertificates:
     witness_labels: np.ndarray | None = None
     verdict: Verdict | None = None
     witness_rows: pd.DataFrame | None = None
+    row_labels: np.ndarray | None = None
+    prediction_labels: tuple | None = None
 
     @property
     def n_individuals(self) -> int:
@@ -162,6 +172,8 @@ class IndividualCertificates:
                 "counts": {k.replace(" ", "_"): v for k, v in counts.items()},
                 "people_intervals": intervals, "people_confidence": CONFIDENCE,
                 "people_method": "clopper-pearson", "n_witnesses": self.n_witnesses, "seconds": self.seconds,
+                # what individuals.parquet's row and prediction columns hold, and the ranges similar= was clipped to
+                **{key: self.meta[key] for key in ("row", "prediction", "similar_ranges") if key in self.meta},
                 **({} if self.verdict is None else {"verdict": {
                     "share_affected": self.verdict.share, "people_lower": self.verdict.people_lower,
                     "people_upper": self.verdict.people_upper, "people_method": self.verdict.people_method,
@@ -277,6 +289,20 @@ class IndividualCertificates:
         return left_out_line(self.n_left_out - sum(unplaced.values()), self.meta.get("constraints", ()), (), "test",
                              unplaced=unplaced)
 
+    def answers_text(self) -> str:
+        """What ``prediction`` and ``prediction_counterpart`` hold, in words.
+
+        Returns
+        -------
+        str
+            ``f(x), f(x') as the model's own labels, <=50K or >50K`` (:attr:`prediction_labels`), else ``f(x),
+            f(x') as 1 for the positive class, 0 for the other``.
+        """
+        if self.prediction_labels is None:
+            return "f(x), f(x') as 1 for the positive class, 0 for the other"
+        negative, positive = self.prediction_labels
+        return f"f(x), f(x') as the model's own labels, {negative} or {positive}"
+
     def to_frame(self, domain: Domain | None = None, population=None) -> pd.DataFrame:
         """One row per individual: ``row``, ``status`` (text) and, given the domain, each affected person's witness.
 
@@ -293,13 +319,15 @@ class IndividualCertificates:
         Returns
         -------
         pandas.DataFrame, shape (n_rows, 2) or (n_rows, 4 + 2 * n_features)
-            The left out included, with status ``"left out"``. With ``domain``: the witness ``x`` under the
-            features' names, its counterpart ``x'`` under the names with the suffix ``_counterpart``, and
-            ``prediction`` and ``prediction_counterpart`` (``f(x)``, ``f(x')``, the model's answers when re-queried);
-            missing for everyone but the affected.
+            The left out included, with status ``"left out"``. ``row``: each person's row as you named it
+            (:attr:`row_labels`), else the dataset's row number (:attr:`rows`). With ``domain``: the witness ``x``
+            under the features' names, its counterpart ``x'`` under the names with the suffix ``_counterpart``, and
+            ``prediction`` and ``prediction_counterpart`` (``f(x)``, ``f(x')``, the model's answers when re-queried,
+            in its own labels when :attr:`prediction_labels` is known); missing for everyone but the affected.
         """
         labels = np.asarray(PERSON_STATUSES, dtype=object)[self.status.astype(np.int64)]
-        frame = pd.DataFrame({"row": self.rows.astype(np.int64), "status": pd.Series(labels, dtype="string")})
+        frame = pd.DataFrame({"row": self._row_column(np.arange(len(self.rows))),
+                              "status": pd.Series(labels, dtype="string")})
         if self.witness_labels is None or (self.witness_rows is None and (domain is None or self.witness is None)):
             return frame
         has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
@@ -310,9 +338,38 @@ class IndividualCertificates:
             if kind in "iub":
                 pairs[name] = pairs[name].astype("Int64" if kind != "b" else "boolean")
         out = pd.concat([frame, pairs.reindex(range(len(frame)))], axis=1)
-        for name in ("prediction", "prediction_counterpart"):
-            out[name] = out[name].astype("Int64")
+        if self.prediction_labels is None:
+            for name in ("prediction", "prediction_counterpart"):
+                out[name] = out[name].astype("Int64")
         return out
+
+    def _row_column(self, positions: np.ndarray) -> pd.Series:
+        """``row`` of the people at ``positions``: their :attr:`row_labels`, else their dataset row numbers.
+
+        Whole-number labels stay integers; any other label is written as text.
+        """
+        if self.row_labels is None:
+            return pd.Series(self.rows[positions].astype(np.int64))
+        labels = np.asarray(self.row_labels, dtype=object)[positions]
+        if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in labels):
+            return pd.Series(labels.astype(np.int64))
+        return pd.Series([str(v) for v in labels], dtype="string")
+
+    def _answers(self, codes: np.ndarray) -> pd.Series:
+        """The model's answers 0 / 1 in its own labels (:attr:`prediction_labels`), or as 0 / 1 without them."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if self.prediction_labels is None:
+            return pd.Series(codes)
+        values = pd.Series(list(self.prediction_labels))
+        if pd.api.types.is_bool_dtype(values):
+            values = values.astype("boolean")
+        elif pd.api.types.is_integer_dtype(values):
+            values = values.astype("Int64")
+        elif pd.api.types.is_float_dtype(values):
+            values = values.astype("Float64")
+        else:
+            values = values.astype("string")
+        return values.iloc[codes].reset_index(drop=True)
 
     def witness_frame(self, domain: Domain | None, population=None) -> pd.DataFrame:
         """The affected people's witness pairs: ``row``, ``x``, ``x'`` (suffix ``_counterpart``), ``f(x)``, ``f(x')``.
@@ -337,9 +394,9 @@ class IndividualCertificates:
         has = np.flatnonzero(self.witness_labels[:, 0] >= 0)
         if self.witness_rows is not None:  # a model fed your rows: the pairs as they were sent, in your values
             out = self.witness_rows.reset_index(drop=True).copy()
-            out.insert(0, "row", self.rows[has].astype(np.int64))
-            out["prediction"] = self.witness_labels[has, 0]
-            out["prediction_counterpart"] = self.witness_labels[has, 1]
+            out.insert(0, "row", self._row_column(has))
+            out["prediction"] = self._answers(self.witness_labels[has, 0])
+            out["prediction_counterpart"] = self._answers(self.witness_labels[has, 1])
             return out
         if self.witness is None or self.witness_counterpart is None:
             return pd.DataFrame({"row": np.zeros(0, np.int64)})
@@ -356,9 +413,9 @@ class IndividualCertificates:
         else:
             own, other = domain.decode(x), domain.decode(x_cf, suffix="_counterpart")
         out = pd.concat([own, other], axis=1)
-        out.insert(0, "row", self.rows[has].astype(np.int64))
-        out["prediction"] = self.witness_labels[has, 0]
-        out["prediction_counterpart"] = self.witness_labels[has, 1]
+        out.insert(0, "row", self._row_column(has))
+        out["prediction"] = self._answers(self.witness_labels[has, 0])
+        out["prediction_counterpart"] = self._answers(self.witness_labels[has, 1])
         return out
 
     def to_json(self) -> str:
@@ -374,6 +431,9 @@ class IndividualCertificates:
         for name in WITNESS_FIELDS:
             d[name] = None if d[name] is None else np.asarray(d[name]).tolist()
         d["verdict"] = None if self.verdict is None else json.loads(self.verdict.to_json())
+        d["row_labels"] = None if self.row_labels is None else [
+            v.item() if isinstance(v, np.generic) else v for v in np.asarray(self.row_labels, dtype=object)]
+        d["prediction_labels"] = None if self.prediction_labels is None else list(self.prediction_labels)
         d["witness_rows"] = None if self.witness_rows is None else {
             "frame": json.loads(self.witness_rows.to_json(orient="split", index=False)),
             "dtypes": {str(c): str(t) for c, t in self.witness_rows.dtypes.items()}}
@@ -399,6 +459,10 @@ class IndividualCertificates:
                 d[name] = np.asarray(d[name], dtype=np.int64).reshape(len(d["rows"]), -1)
         if d.get("verdict") is not None:
             d["verdict"] = Verdict.from_json(json.dumps(d["verdict"]))
+        if d.get("row_labels") is not None:
+            d["row_labels"] = np.asarray(d["row_labels"], dtype=object)
+        if d.get("prediction_labels") is not None:
+            d["prediction_labels"] = tuple(d["prediction_labels"])
         if d.get("witness_rows") is not None:
             part = d["witness_rows"]
             frame = pd.DataFrame(part["frame"]["data"], columns=part["frame"]["columns"])
@@ -585,7 +649,7 @@ class CertifyResult:
                     out.append(f"  each of the {ind.count('affected'):,} affected has a witness pair (x, x', f(x), "
                                "f(x')) re-queried on the model"
                                + (", in your own values" if ind.witness_rows is not None else "")
-                               + " (individuals.parquet in the run folder)")
+                               + f" ({ind.answers_text()}; individuals.parquet in the run folder)")
                 elif ind.count("affected"):
                     out.append(f"  the {ind.count('affected'):,} affected were found on your rows (a model fed your "
                                "rows): individuals.parquet holds their status, no witness pair in codes")

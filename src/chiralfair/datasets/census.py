@@ -10,7 +10,7 @@ Coupling (architecture: counterparts that could exist), on by default: ``relatio
 flipping sex alone makes every married person's counterpart someone who does not exist; with the coupling a husband's
 counterpart is a wife. Two rules come with the coupling, active while it is (sex protected): ``sex=Female excludes
 relationship=Husband`` and ``sex=Male excludes relationship=Wife``, so that no search proposes a female husband
-(whose coupled counterpart would be a male wife): measured on the quick start, the coupling alone left 14.6% of the
+(whose coupled counterpart would be a male wife): measured on the quick start, the coupling alone left 6.5% of the
 IDI pairs with an impossible side, the coupling with the rules 0% (``benchmarks/results/counterparts.md``).
 ``load_dataset("census", couple=False)`` turns both off (the I&D paper's and its reference tools' setting).
 

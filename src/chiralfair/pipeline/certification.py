@@ -153,11 +153,16 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     CertifyResult
     """
     from ..certification import certify_domain, certify_individuals
-    from ..certification.neighbourhood import check_similar
+    from ..certification.neighbourhood import check_similar, similar_ranges, similar_ranges_note
 
+    ranges: dict[str, tuple] = {}
+    notes: list[str] = []
     if similar is not None:  # refused before the domain's search, naming the feature
         raw = inputs.model.reads_people and inputs.dataset.raw is not None
-        check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None), raw=raw)
+        checked = check_similar(similar, inputs.dataset.domain, getattr(inputs.dataset, "codec", None), raw=raw)
+        ranges = similar_ranges(inputs.dataset, checked, raw=raw)
+        if ranges and individuals:  # the output says the range each box was clipped to
+            notes.append(similar_ranges_note(checked, ranges))
         if raw and individuals:  # a column of other than whole numbers, a value not in a column: refused now
             from ..certification.people_grid import people_grid
 
@@ -170,6 +175,7 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
         people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
                                      similar=similar, max_seconds=max_seconds if similar is not None else None,
                                      random_state=inputs.random_state)
+        people = _in_your_terms(people, inputs, ranges)
         if (inputs.favourable is not None and not people.count("undecided") and people.n_individuals
                 and people.witness_labels is not None):
             from ..certification.certificates import people_verdict
@@ -179,7 +185,7 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
             people = replace(people, verdict=people_verdict(people, inputs.model, inputs.dataset, inputs.favourable))
     meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
             **(random_state_meta or {})}
-    result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes, meta=meta)
+    result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes + tuple(notes), meta=meta)
     if out is not None:
         from ..datasets.population import population_of
 
@@ -187,6 +193,39 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     logger.info("certified %.2f%% of the domain in %.1f s (%s)", 100 * result.certified_share, result.seconds,
                 result.stopped)
     return result
+
+
+def _in_your_terms(people, inputs, ranges: dict[str, tuple]):
+    """The people's certificates named as you name them.
+
+    Each person's row label in the rows you gave, the model's answers in its own labels, and the range each
+    ``similar=`` radius was clipped to (``meta``).
+    """
+    import numpy as np
+
+    labels = None
+    where = "the benchmark's row number"
+    if inputs.row_names is not None:
+        import pandas as pd
+
+        from ..datasets.frame import ROW_SOURCE
+
+        names = inputs.row_names[people.rows]  # people.rows: the dataset's rows, the names aligned with them
+        source = "the rows you gave"
+        if isinstance(names, pd.MultiIndex) and names.names[0] == ROW_SOURCE:
+            sources = names.get_level_values(0).unique()
+            source = str(sources[0]) if len(sources) == 1 else source
+            names = names.droplevel(0)
+        labels = np.asarray([str(v) if isinstance(v, tuple) else v for v in names], dtype=object)
+        where = (f"each person's row in {source}, numbered from 0 below its header"
+                 if source.startswith(("data file", "test file")) else f"each person's index label in {source}")
+    classes = np.asarray(inputs.model.language.model_labels(np.array([0, 1])), dtype=object)
+    answers = tuple(v.item() if isinstance(v, np.generic) else v for v in classes)
+    meta = {**people.meta, "row": where}
+    if ranges:
+        meta["similar_ranges"] = {name: list(span) for name, span in ranges.items()}
+    people = replace(people, row_labels=labels, prediction_labels=answers)
+    return replace(people, meta={**meta, "prediction": people.answers_text()})
 
 
 def _similar_needs_individuals(individuals: bool, similar) -> None:

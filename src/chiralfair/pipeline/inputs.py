@@ -82,6 +82,10 @@ class RunInputs:
     reference : bool
         Whether a zoo model's chiral model may be the network shipped with the package when its recipe matches
         (:class:`~.config.RunConfig` ``reference``); False trains it on this machine.
+    row_names : pandas.Index or None
+        Each row of ``dataset`` as the user named it, in order: the index of the frames given (a file's rows
+        numbered from 0 below its header), its outer level the source when data and test rows were stacked
+        (:func:`~chiralfair.datasets.frame.stacked_frames`). None for a benchmark or a ``Dataset`` given.
     """
 
     dataset: Any
@@ -102,6 +106,7 @@ class RunInputs:
     spec: DataSpec | None = None
     probe_rows: int = 0
     reference: bool = True
+    row_names: Any = None
 
     @property
     def domain(self):
@@ -278,6 +283,8 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
     counting, dataset, keep, probe_notes = _check_model(counting, dataset, row_names)
     left_out = () if keep is None else left_out_values(probed, dataset, test_index)
     train_index, test_index = _kept_rows(keep, train_index, test_index)
+    if row_names is not None and keep is not None:  # the rows left out leave their names too
+        row_names = row_names[keep]
     if len(test_index) == 0:
         raise DatasetError("no held-out row is left once the rows holding protected values the model refuses are "
                            "left out; give more test rows")
@@ -311,7 +318,7 @@ def inputs_from_objects(model, data, *, settings: DataSpec | None = None, test=N
                      test_index=test_index, test_rows=test_rows, favourable=favourable, quality=quality,
                      source=source, notes=tuple(notes), seconds=seconds, random_state=random_state,
                      favourable_note=favourable_note, left_out=left_out, spec=settings,
-                     probe_rows=int(counting.n_rows - rows_before))
+                     probe_rows=int(counting.n_rows - rows_before), row_names=row_names)
 
 
 def _refuse_before_reading(model, data, settings: DataSpec, trust: bool) -> None:
