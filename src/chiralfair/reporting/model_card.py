@@ -492,9 +492,9 @@ def _assessments(v) -> list[dict]:
         favoured = g["n_affected"] - g["n_harmed"]
         out.append({"groupAtRisk": g["group"],
                     "harms": f"{verdict}{g['share_harmed']:.2%} of the group ({g['n_harmed']:,} of {g['n']:,}; "
-                             f"{interval.strip() or 'exact for these rows'}) get the unfavourable outcome (label "
-                             f"{1 - v.favourable}) while a counterpart differing only in {pa} gets the favourable "
-                             f"one (label {v.favourable})",
+                             f"{interval.strip() or 'exact for these rows'}) get the unfavourable outcome "
+                             f"({v.label_text(1 - v.favourable)}) while a counterpart differing only in {pa} gets the "
+                             f"favourable one ({v.label_text(v.favourable)})",
                     "benefits": f"{favoured:,} of the group get the favourable outcome where such a counterpart "
                                 "would not",
                     "mitigationStrategy": "retrain with the IDIs found (chiralfair retrain) and measure again on the "

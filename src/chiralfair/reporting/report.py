@@ -508,7 +508,8 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
         " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
     ]
-    lines += _directions_markdown(summary.get("idi_directions"), summary["n_idis"])
+    lines += _directions_markdown(summary.get("idi_directions"), summary["n_idis"],
+                                  ((summary.get("verdict") or {}).get("meta") or {}).get("positive_class"))
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
         where = ("data rows checked" if seeds.get("strategy") == "data_rows"
@@ -558,7 +559,7 @@ def _verdict_markdown(v: dict[str, Any] | None, plots) -> list[str]:
             f" {verdict.people_confidence:.0%} Clopper-Pearson)")
         out += ["", f"Most harmed group: **{group['group']}**: {group['n_harmed'] / group['n']:.2%} of its"
                     f" {group['n']:,} individuals get the unfavourable label while a counterpart gets the favourable"
-                    f" one{interval} (favourable label {v['favourable']})."]
+                    f" one{interval} (favourable {verdict.label_text(v['favourable'])})."]
     if small := too_small_text(verdict):
         out += ["", f"Too small to tell, not ranked: {small}."]
     level = "exact" if v["exact"] else f"{v['group_confidence']:.2%} intervals (Bonferroni over all groups)"
@@ -645,13 +646,16 @@ def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
     return out
 
 
-def _directions_markdown(d: dict[str, Any] | None, n_idis: int) -> list[str]:
+def _directions_markdown(d: dict[str, Any] | None, n_idis: int, positive_class: Any = None) -> list[str]:
     if not d or not n_idis:
         return []
+    from ..verdict.result import label_text
+
     rows = [r for r in d["disfavoured"] if r["n_disfavoured"] or r["n_favoured"]]
     if not rows:
         return []
-    return ["", f"Who gets the unfavourable side of the {n_idis:,} IDI pairs (favourable label {d['favourable']}), "
+    return ["", f"Who gets the unfavourable side of the {n_idis:,} IDI pairs (favourable "
+                f"{label_text(d['favourable'], positive_class)}), "
                 "per protected value:", "",
             "| protected value | pairs where it gets the unfavourable label | pairs where it gets the favourable one |",
             "|---|---|---|", *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]

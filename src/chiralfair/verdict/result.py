@@ -354,14 +354,28 @@ class Verdict:
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
+    def label_text(self, label: int) -> str:
+        """A label named as the data name it: ``"label 1 (>50K)"``, ``"label 0 (not >50K)"``.
+
+        Parameters
+        ----------
+        label : {0, 1}
+
+        Returns
+        -------
+        str
+            ``"label 0"`` or ``"label 1"`` alone when the positive class is ``"1"`` or unknown.
+        """
+        return label_text(label, self.meta.get("positive_class"))
+
     def _group_lines(self) -> list[str]:
         if not self.groups:
             return []
         level = "exact" if self.exact else (f"{self.group_confidence:.2%} {_method_text(self.method)} intervals "
                                             f"(Bonferroni: {self.confidence:.0%} for all "
                                             f"{3 * len(self.groups)} at once)")
-        lines = [f"Who is harmed (favourable label {self.favourable}): per group, the share that gets the unfavourable "
-                 f"label while a counterpart gets the favourable one; {level}:"]
+        lines = [f"Who is harmed (favourable {self.label_text(self.favourable)}): per group, the share that gets the "
+                 f"unfavourable label while a counterpart gets the favourable one; {level}:"]
         width = max(len(g["group"]) for g in self.groups)
         people = self.people_confidence is not None
         head = (f"harmed, for the group's people ({self.people_confidence:.0%} Clopper-Pearson)" if people else
@@ -399,6 +413,26 @@ class Verdict:
             out.append(f"  {r['rule']}: {r['affected_share']:.1%} affected ({r['n_affected']:,} of {r['n']:,}), "
                        f"{r['coverage']:.1%} of all affected")
         return out
+
+
+def label_text(label: int, positive_class: Any) -> str:
+    """A model label (1 = the positive class) named in the data's terms.
+
+    Parameters
+    ----------
+    label : {0, 1}
+    positive_class : str or None
+        The value of the label column that label 1 stands for.
+
+    Returns
+    -------
+    str
+        ``"label 1 (>50K)"`` / ``"label 0 (not >50K)"``; ``"label 1"`` alone when ``positive_class`` is None or
+        ``"1"`` (nothing to add).
+    """
+    if positive_class is None or str(positive_class) == "1":
+        return f"label {label}"
+    return f"label {label} ({positive_class})" if label == 1 else f"label {label} (not {positive_class})"
 
 
 def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
