@@ -191,6 +191,11 @@ class TreeEnsemble:
         return len(self.value)
 
     @property
+    def has_sets(self) -> bool:
+        """Whether some leaf's codes on some feature are not an interval (a one-hot or categorical split)."""
+        return bool(self._sets)
+
+    @property
     def n_features(self) -> int:
         """Number of domain features."""
         return len(self.lower)
