@@ -14,9 +14,10 @@ A box whose trees reach few leaves (at most ``regions_per_box`` leaf combination
 **regions**: the parts on which every tree reaches one leaf per combination, found tree by tree by intersecting the
 box with each leaf it reaches (a leaf is a box of codes when every split is an interval), so far fewer than its
 cells when the cuts of the leaves it does not reach cross it. The score is constant on a region per combination:
-a region all of whose possible combinations are clear of the threshold on one side is certified, and every other
-region (an IDI by the leaves, or within the margin of the threshold) is decided by the model's own discrimination
-check at one of its points, as a cell is.
+a region all of whose possible combinations are clear of the threshold on one side is certified, one clear of it on
+opposite sides at two possible combinations is falsified (the model confirming one such region a box, as it confirms
+a box falsified by its bounds), and one within the margin of the threshold is decided by the model's own
+discrimination check at one of its points, as a cell is.
 
 So, given the time, the search is exact: it stops with nothing undecided. It is anytime like the network's
 (:class:`~.branch_and_bound.BranchAndBound`): at the time or box budget, or on ``KeyboardInterrupt``, it reports what
@@ -392,9 +393,10 @@ class TreeBranchAndBound:
         combination's score. A leaf that holds every combination's protected and coupled codes is reached alike by
         all of them, so such a tree cuts a region once. After each tree a region whose score, with the trees not
         yet read bounded by the extreme leaves the box reaches, is on one side of the threshold at every possible
-        combination is certified; one on opposite sides at two combinations possible there, or any region left at
-        the end within the margin of the threshold or an IDI by its leaves, is decided by the model's discrimination
-        check at one of its points.
+        combination is certified, and one on opposite sides at two combinations possible there is an IDI everywhere
+        (the model confirms one such region a box, as it confirms a box falsified by its bounds; a box it does not
+        confirm is split instead). A region left at the end within the margin of the threshold is decided by the
+        model's discrimination check at one of its points, as a cell is.
         """
         k = space.n_combinations
         cap = self.regions_per_box
@@ -413,35 +415,43 @@ class TreeBranchAndBound:
         alive = np.ones(m, dtype=bool)
         plain = np.ones(space.n_columns, dtype=bool)
         plain[list(space.coupled)] = False
-        key_plain = space.columns[plain]
+        plain_at = np.flatnonzero(plain)  # key columns that are not coupled: a box's codes are the input's
+        plain_features = space.columns[plain_at]
         rel, ok = relevant[boxes], sure[boxes]
         margin = DECISION_MARGIN * (1.0 + abs(ensemble.threshold))
         threshold = ensemble.threshold
-        done_lo, done_hi, done_of, done_ask = [], [], [], []
+        done_lo, done_hi, done_of, done_near, done_opposite = [], [], [], [], []
         n_regions = 0
         for j, t in enumerate(map(int, order)):
             first = int(starts[t])
             stop = int(starts[t + 1]) if t + 1 < ensemble.n_trees else ensemble.n_leaves
+            # the key columns this tree's leaves cut (a protected or coupled column is single in a box: whether a
+            # leaf holds its code there is in the box's reached leaves already)
+            narrower = ((ensemble.leaf_lo[first:stop][:, plain_features] > ensemble.lower[plain_features])
+                        | (ensemble.leaf_hi[first:stop][:, plain_features] < ensemble.upper[plain_features]))
+            cut = plain_at[narrower.any(axis=0)]
+            t_lo = ensemble.leaf_lo[first:stop][:, space.columns[cut]]
+            t_hi = ensemble.leaf_hi[first:stop][:, space.columns[cut]]
             for a in range(k):
                 reached = box_reach[:, a, first:stop]  # (m, leaves of the tree): the leaves each box reaches
                 count = reached.sum(axis=1)
-                box_of, leaf_of = np.nonzero(reached)  # grouped by box
+                leaf_of = np.nonzero(reached)[1]  # grouped by box
                 begin = np.cumsum(count) - count
-                leaf_lo, leaf_hi = ensemble.leaf_lo[first:stop], ensemble.leaf_hi[first:stop]
-                read = np.flatnonzero((leaf_lo > ensemble.lower).any(axis=0) | (leaf_hi < ensemble.upper).any(axis=0))
-                xlo, xhi = space.input_boxes_at(lo, hi, a)
                 # each region against the leaves of this tree its box reaches (a handful), pair by pair
                 n_pairs = count[of]
                 region = np.repeat(np.arange(len(lo)), n_pairs)
                 within = np.arange(len(region)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
                 leaf = leaf_of[begin[of][region] + within]
-                hit = np.ones(len(region), dtype=bool)
-                for f in read:
-                    hit &= (leaf_lo[leaf, f] <= xhi[region, f]) & (leaf_hi[leaf, f] >= xlo[region, f])
-                r, leaf = region[hit], leaf[hit]
-                lo, hi, score, of = lo[r], hi[r], score[r], of[r]
-                lo[:, plain] = np.maximum(lo[:, plain], leaf_lo[leaf][:, key_plain])
-                hi[:, plain] = np.minimum(hi[:, plain], leaf_hi[leaf][:, key_plain])
+                if len(cut):
+                    r_lo, r_hi = lo[:, cut][region], hi[:, cut][region]
+                    new_lo, new_hi = np.maximum(r_lo, t_lo[leaf]), np.minimum(r_hi, t_hi[leaf])
+                    hit = (new_lo <= new_hi).all(axis=1)
+                    region, leaf = region[hit], leaf[hit]
+                    lo, hi = lo[region], hi[region]
+                    lo[:, cut], hi[:, cut] = new_lo[hit], new_hi[hit]
+                else:
+                    lo, hi = lo[region], hi[region]
+                score, of = score[region], of[region]
                 score[:, a] += value[first + leaf]
             n_regions += len(lo)
             low, high = score + rest_lo[of, :, j + 1], score + rest_hi[of, :, j + 1]
@@ -454,7 +464,8 @@ class TreeBranchAndBound:
                 done_lo.append(lo[settled])
                 done_hi.append(hi[settled])
                 done_of.append(of[settled])
-                done_ask.append(~same[settled])  # an IDI by the leaves, or near the threshold: the model decides
+                done_near.append(~(same | opposite)[settled])  # near the threshold: the model decides
+                done_opposite.append(opposite[settled])
                 keep = ~settled
                 lo, hi, score, of = lo[keep], hi[keep], score[keep], of[keep]
             count = np.bincount(of, minlength=m)
@@ -471,12 +482,20 @@ class TreeBranchAndBound:
             if not len(lo):
                 break
         c_lo, c_hi = np.concatenate(done_lo), np.concatenate(done_hi)
-        c_of, ask = np.concatenate(done_of), np.concatenate(done_ask)
+        c_of, near, opposite = np.concatenate(done_of), np.concatenate(done_near), np.concatenate(done_opposite)
         keep = alive[c_of]
-        c_lo, c_hi, c_of, ask = c_lo[keep], c_hi[keep], c_of[keep], ask[keep]
-        idi = np.zeros(len(c_lo), dtype=bool)
-        if ask.any():
-            idi[ask] = self._check_cells(space, check, c_lo[ask], tally)
+        c_lo, c_hi, c_of, near, opposite = c_lo[keep], c_hi[keep], c_of[keep], near[keep], opposite[keep]
+        # an IDI by the leaves (clear of the margin at two possible combinations): the model confirms one a box,
+        # as it confirms a box falsified by its bounds; a box it does not confirm is split instead
+        idi = opposite.copy()
+        witness = np.flatnonzero(opposite)[np.unique(c_of[opposite], return_index=True)[1]]
+        if len(witness):
+            confirmed = self._check_cells(space, check, c_lo[witness], tally)
+            alive[c_of[witness[~confirmed]]] = False
+        if near.any():
+            idi[near] = self._check_cells(space, check, c_lo[near], tally)
+        keep = alive[c_of]
+        c_lo, c_hi, c_of, idi = c_lo[keep], c_hi[keep], c_of[keep], idi[keep]
         stats["n_region_boxes"] += int(alive.sum())
         stats["n_regions"] += n_regions
         decided = boxes[alive]
