@@ -128,6 +128,7 @@ def test_each_person_is_certified_exactly_on_their_own_rows(name):
     own = certify_individuals(model, data, rows)
     expected_own = per_person_truth(pipe, inputs, {})
     assert (own.status == np.where(expected_own, 1, 0)).all()
+    assert near.meta["read"].startswith("tree ensemble: ") and own.meta["read"].startswith("tree ensemble (not read")
     assert expected_own.sum() < expected.sum()
 
 

@@ -314,7 +314,7 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
                  unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
                         else "given" if boxes is not None else "each row itself"),
-                 read=_described(read), n_queries=int(model.n_queries - queries), stats=stats,
+                 read=_described(read, engine), n_queries=int(model.n_queries - queries), stats=stats,
                  constraints=list(domain.describe_constraints()), n_witnesses_refuted=int(refuted.sum()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta, witness=witness, witness_counterpart=witness_cf,
@@ -609,9 +609,11 @@ def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size
     return engine, relu_network(model, domain, rng=rng)
 
 
-def _described(read) -> str:
+def _described(read, engine=None) -> str:
     if isinstance(read, TreeEnsemble):
         return f"tree ensemble: {read.kind}"
+    if read is None and isinstance(engine, TreeBranchAndBound):
+        return "tree ensemble (not read: each person's own row is checked on the model)"
     return "ReLU network"
 
 
