@@ -138,7 +138,8 @@ def curve(model, data, test, seconds: float) -> dict:
     points.append({"seconds": result.seconds, "certified": result.certified_share,
                    "falsified": result.falsified_share})
     return {"points": points, "stopped": result.stopped, "boxes": result.stats["n_boxes"],
-            "cells": result.stats["n_cells"], "cpu_seconds": cpu_seconds() - cpu, "load": [before, load()]}
+            "cells": result.stats["n_cells"], "region_boxes": result.stats.get("n_region_boxes", 0),
+            "cpu_seconds": cpu_seconds() - cpu, "load": [before, load()]}
 
 
 def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0.0) -> dict:
@@ -190,6 +191,7 @@ def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0
                      "undecided": domain.undecided_share, "stopped": domain.stopped, "seconds": domain.seconds,
                      "log2_keys": float(np.log2(domain.domain_volume)), "n_idis": domain.n_idis,
                      "boxes": domain.stats["n_boxes"], "cells": domain.stats["n_cells"],
+                     "region_boxes": domain.stats.get("n_region_boxes", 0), "regions": domain.stats.get("n_regions", 0),
                      "test_rows": dict(domain.row_counts), "load": [before, load()]}
     if long:
         row["curve"] = curve(model, data, test, long)
@@ -216,7 +218,7 @@ def markdown(results: dict) -> str:
              f"{results['date']}, chiralfair {v['chiralfair']}, scikit-learn {v['scikit-learn']}, LightGBM "
              f"{v['lightgbm']}, XGBoost {v['xgboost']}, numpy {v['numpy']}; {results['cpu_count']} CPUs shared with "
              f"other jobs (`uptime` at the start: {results['uptime_start']}; at the end: {results['uptime_end']}); "
-             f"budget {results['seconds']:g} s; CPU seconds of all cases' processes: "
+             f"budget {results['seconds']:g} s; `{results.get('command', '')}`; CPU seconds of all cases' processes: "
              f"{results['cpu_seconds_children']:.0f}. Load "
              "is the 1-minute load average before-after each figure.", "",
              "## Per person (the test split)", "",
@@ -237,7 +239,7 @@ def markdown(results: dict) -> str:
             f"{e['affected_share']:.2%}, {e['disagree']} ({e['seconds']:.1f} s) | {r['peak_rss_mib']:.0f} |")
     lines += ["", "## The whole domain", "",
               "| case | model | log2 keys | certified | falsified | undecided | stopped | wall s | CPU s | boxes | "
-              "cells | load |",
+              "cells / boxes cut into regions | load |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results["cases"]:
         if "error" in r:
@@ -245,7 +247,8 @@ def markdown(results: dict) -> str:
         d = r["domain"]
         lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | {d['log2_keys']:.1f} | {d['certified']:.2%} "
                      f"| {d['falsified']:.4%} | {d['undecided']:.2%} | {d['stopped']} | {d['seconds']:.1f} | "
-                     f"{d['cpu_seconds']:.1f} | {d['boxes']:,} | {d['cells']:,} | {d['load'][0]}-{d['load'][1]} |")
+                     f"{d['cpu_seconds']:.1f} | {d['boxes']:,} | {d['cells']:,} / {d.get('region_boxes', 0):,} | "
+                     f"{d['load'][0]}-{d['load'][1]} |")
     lines += ["", "## How the trees read the protected columns, and the domain's share over time", "",
               "| case | model | trees reading a protected or coupled column | leaves doing so | log2 cells of the cut "
               "grid | decided share at (wall s) | CPU s | boxes | cells | load |",
@@ -295,7 +298,8 @@ def main() -> None:
     results = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "seconds": args.seconds,
                "cpu_count": os.cpu_count(), "platform": platform.platform(), "uptime_start": uptime,
                "uptime_end": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-               "versions": versions(), "cases": rows,
+               "versions": versions(), "cases": rows, "command": "python benchmarks/certify_trees.py "
+               + " ".join(sys.argv[1:]),
                "cpu_seconds_children": (lambda u: u.ru_utime + u.ru_stime - cpu_children.ru_utime
                                         - cpu_children.ru_stime)(resource.getrusage(resource.RUSAGE_CHILDREN))}
     RESULTS.mkdir(exist_ok=True)

@@ -149,13 +149,42 @@ def test_bounds_and_splits_alone_are_exact(name, kind):
     model = as_model(estimator)
     space = KeySpace(data.domain)
     lo, hi, _ = space.domain_boxes()
-    engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1)
+    engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1, regions_per_box=0)
     tally = engine.run(read_tree_ensemble(model, data.domain), space, DiscriminationCheck(model, data.domain), lo, hi)
     _, inside, idi = truth(estimator, data.domain, kind)
     assert tally.stats["stopped"] == "complete" and tally.stats["n_decided_by_bounds"] > 0
     assert tally.stats["n_splits"] > 0
     assert tally.stats["n_reach_cached"] > 0  # split boxes read their leaves from their parent's, on one feature
     assert tally.falsified.sum() == idi.sum() and tally.certified.sum() == (inside & ~idi).sum()
+
+
+@pytest.mark.parametrize("kind", list(DOMAINS))
+@pytest.mark.parametrize("name", ["dt", "rf10", "et", "gb", "hgb", "lightgbm", "scaled-dt",
+                                  *(["xgboost"] if XGB is not None else [])])
+@pytest.mark.parametrize("per_box", [64, 4096])
+def test_boxes_cut_into_regions_of_one_leaf_per_tree_are_exact(name, kind, per_box):
+    """Regions alone (no box enumerated cell by cell): each region's scores exact, the model deciding the rest."""
+    estimator, data = trained(name, kind)
+    model = as_model(estimator)
+    space = KeySpace(data.domain)
+    lo, hi, _ = space.domain_boxes()
+    rows = np.arange(300)
+    engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1, regions_per_box=per_box)
+    check = DiscriminationCheck(model, data.domain)
+    tracked = {"row_keys": space.keys_of(data.X[rows])} if len(lo) == 1 else {}
+    tally = engine.run(read_tree_ensemble(model, data.domain), space, check, lo, hi, **tracked)
+    keys, inside, idi = truth(estimator, data.domain, kind)
+    assert tally.stats["stopped"] == "complete" and (tally.stats["n_region_boxes"] > 0 or per_box < 4096)
+    assert tally.falsified.sum() == idi.sum() > 0 and tally.certified.sum() == (inside & ~idi).sum() > 0
+    if len(lo) == 1:  # every tracked row has its key's answer
+        where = {tuple(k): i for i, k in enumerate(keys)}
+        row_key = np.array([where[tuple(k)] for k in key_of(data.X[rows], kind)])
+        assert (tally.row_status == np.where(idi[row_key], 1, 0)).all()
+    assert len(tally.idis) > 0
+    X = np.concatenate(tally.idis)
+    other = np.concatenate(tally.counterparts)
+    assert (np.asarray(estimator.predict(X.astype(np.float64))) !=
+            np.asarray(estimator.predict(other.astype(np.float64)))).all()
 
 
 @pytest.mark.parametrize("kind", list(DOMAINS))
@@ -174,7 +203,7 @@ def test_boxes_where_the_trees_ignore_the_protected_columns_are_certified_exactl
     _, inside, idi = truth(estimator, domain, kind)
     boxes = {}
     for blind in (True, False):
-        engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1, blind=blind)
+        engine = TreeBranchAndBound(max_seconds=None, cells_per_box=1, blind=blind, regions_per_box=0)
         tally = engine.run(read_tree_ensemble(model, domain), space, DiscriminationCheck(model, domain), lo, hi)
         assert tally.stats["stopped"] == "complete"
         assert tally.falsified.sum() == idi.sum() > 0 and tally.certified.sum() == (inside & ~idi).sum()

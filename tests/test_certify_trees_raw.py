@@ -128,6 +128,7 @@ def test_each_person_is_certified_exactly_on_their_own_rows(name):
     own = certify_individuals(model, data, rows)
     expected_own = per_person_truth(pipe, inputs, {})
     assert (own.status == np.where(expected_own, 1, 0)).all()
+    assert near.meta["read"].startswith("tree ensemble: ") and own.meta["read"].startswith("tree ensemble (not read")
     assert expected_own.sum() < expected.sum()
 
 
@@ -291,3 +292,102 @@ def test_a_model_fed_your_rows_gets_witness_pairs_in_your_values_and_a_per_group
         verdict.worst_group)
     again = IndividualCertificates.from_json(found.to_json())
     assert again.witness_frame(None).equals(found.witness_frame(None))
+
+
+# ------------------------------------------------------------------ a wide column of whole numbers, without bins
+WIDE = {
+    "hgb+onehot+standard": lambda: onehot_scaled(HistGradientBoostingClassifier(max_iter=10, random_state=0),
+                                                 handle_unknown="ignore", sparse_output=False),
+    "rf+ordinal+log1p": lambda: make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["sex", "job"]), (FunctionTransformer(np.log1p), ["amount"]),
+                                remainder="passthrough"),
+        RandomForestClassifier(5, max_depth=6, random_state=0)),
+    "xgboost+minmax": lambda: make_pipeline(
+        make_column_transformer((OneHotEncoder(handle_unknown="ignore", sparse_output=False), ["sex", "job"]),
+                                remainder=MinMaxScaler()),
+        xgboost.XGBClassifier(n_estimators=10, max_depth=3, n_jobs=1)),
+    "lightgbm+robust": lambda: make_pipeline(
+        make_column_transformer((OrdinalEncoder(), ["sex", "job"]), remainder=RobustScaler()),
+        lightgbm.LGBMClassifier(n_estimators=10, num_leaves=8, min_child_samples=5, n_jobs=1, verbose=-1)),
+}
+WIDE_COLUMNS = ["sex", "job", "age", "amount"]
+
+
+@functools.cache
+def wide_fitted(name):
+    """Rows with ``amount``, whole numbers over 0..4000 that no bins group: the domain has a code per number."""
+    rng = np.random.default_rng(3)
+    n = 900
+    df = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "job": rng.choice(["clerk", "farm", "tech"], n),
+                       "age": rng.integers(18, 26, n), "amount": rng.integers(0, 4001, n)})
+    df.loc[:1, "amount"] = [0, 4000]
+    score = df.amount / 800 + (df.sex == "M") * 1.5 + (df.job == "tech") + df.age / 10 + rng.normal(0, 1, n)
+    df["y"] = (score > 5.5).astype(np.int64)
+    train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
+    with single_native_thread():
+        pipe = WIDE[name]().fit(train.drop(columns="y"), train["y"])
+    return pipe, resolve_inputs(pipe, train, test=test, spec=DataSpec(label="y", positive_class=1, protected="sex"))
+
+
+def wide_grid(domain):
+    ranges = [range(int(lo), int(hi) + 1) for lo, hi in zip(domain.lower, domain.upper, strict=True)]
+    return np.array(list(itertools.product(*ranges)), dtype=np.int64)
+
+
+@pytest.mark.parametrize("name", list(WIDE))
+def test_a_wide_column_is_read_at_the_models_own_thresholds_exactly(name):
+    """Every code of the grid through the pipeline's predict: the reading agrees at each, over few segments."""
+    from chiralfair.certification.tree_reading import read_tree_ensemble
+
+    pipe, inputs = wide_fitted(name)
+    data, model = inputs.dataset, inputs.model
+    domain = data.domain
+    f = domain.names.index("amount")
+    assert domain.upper[f] - domain.lower[f] + 1 == 4001  # whole numbers are their own codes
+    read = read_tree_ensemble(model, domain)
+    n_segments = int(read.offset[f + 1] - read.offset[f])
+    assert 1 < n_segments < 400  # the thresholds cut the column, not its 4,001 codes
+    X = wide_grid(domain)
+    with single_native_thread():
+        truth = np.asarray(pipe.predict(data.to_frame(X)[WIDE_COLUMNS])) == 1
+    assert (((read.score(X) > read.threshold) == (model.positive_index == 1)) == truth).all()
+    result = certify_domain(model, data, max_seconds=None)
+    keys, group = np.unique(np.delete(X, domain.protected, axis=1), axis=0, return_inverse=True)
+    ones = np.bincount(group.reshape(-1), weights=truth, minlength=len(keys))
+    idi = (ones > 0) & (ones < np.bincount(group.reshape(-1), minlength=len(keys)))
+    assert result.stopped == "complete" and result.domain_volume == len(keys)
+    assert result.falsified_volume == idi.sum() > 0 and result.certified_volume == (~idi).sum() > 0
+
+
+def test_the_reading_is_the_same_a_few_codes_at_a_time_and_refuses_what_would_not_fit(monkeypatch):
+    """Blocks of 2,000 values give the same reading; a size guard refuses before allocating, naming bins."""
+    import time
+
+    from chiralfair.certification import tree_reading
+    from chiralfair.exceptions import TimeLimitError
+
+    _, inputs = wide_fitted("hgb+onehot+standard")
+    model, domain = inputs.model, inputs.dataset.domain
+    whole = tree_reading.read_tree_ensemble(model, domain)
+    monkeypatch.setattr(tree_reading, "READ_CHUNK_VALUES", 2000)
+    calls = []
+    columns = tree_reading._Feed.columns
+    monkeypatch.setattr(tree_reading._Feed, "columns", lambda self, X: calls.append(len(X)) or columns(self, X))
+    pieces = tree_reading.read_tree_ensemble(model, domain)
+    assert max(calls) <= 2000 // 7 and sum(calls) > 4001
+    assert all((a == b).all() for a, b in zip(whole.starts, pieces.starts, strict=True))
+    assert (whole.reach == pieces.reach).all() and (whole.value == pieces.value).all()
+    assert whole.base == pytest.approx(pieces.base, abs=1e-12)
+    monkeypatch.setattr(tree_reading, "MAX_READ_BYTES", 4000 * 8)
+    with pytest.raises(ConfigError, match=r"'amount'.*MiB.*bins=\{'amount': 20\}.*--bins amount=20"):
+        tree_reading.read_tree_ensemble(model, domain)
+    monkeypatch.setattr(tree_reading, "MAX_READ_CODES", 4000)
+    with pytest.raises(ConfigError, match=r"4,014 codes here \(amount 4,001.*--bins amount=20"):
+        certify_domain(model, inputs.dataset, max_seconds=None)
+    monkeypatch.setattr(tree_reading, "MAX_READ_CODES", 1 << 25)
+    monkeypatch.setattr(tree_reading, "MAX_READ_BYTES", 1 << 30)
+    monkeypatch.setattr(tree_reading, "ANNOUNCE_CODES", 1000)
+    with pytest.raises(TimeLimitError, match=r"did not finish within max_seconds \(--max-seconds\).*--bins amount"):
+        tree_reading.read_tree_ensemble(model, domain, deadline=time.perf_counter() - 1)
+    with pytest.raises(TimeLimitError, match="codes read in"):
+        certify_domain(model, inputs.dataset, max_seconds=0)

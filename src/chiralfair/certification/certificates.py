@@ -90,10 +90,14 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
     .. [2] Biswas, Rajan. "Fairify: fairness verification of neural networks." ICSE 2023.
     .. [3] Kim, Wang, Wang. "FairQuant: certifying and quantifying fairness of deep neural networks." ICSE 2025.
     """
+    started = time.perf_counter()
     rng, described = resolve_random_state(random_state)
     model, domain = _model_and_domain(model, dataset)
     engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
-                           batch_size=batch_size, bound=bound, split=split, device=device)
+                           batch_size=batch_size, bound=bound, split=split, device=device,
+                           deadline=None if max_seconds is None else started + max_seconds)
+    if max_seconds is not None:  # the budget covers the reading too
+        engine.max_seconds = max(0.0, max_seconds - (time.perf_counter() - started))
     rows, rows_name = _rows(dataset, rows, rows_name)
     space = KeySpace(domain)
     lo, hi, outside = space.domain_boxes()
@@ -205,8 +209,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         searched, space_domain = grid.model(model), grid.domain
     else:
         searched, space_domain = model, domain
+    # each person's own row is checked on the model: the model is read only to search wider boxes
     engine, read = _engine(searched, space_domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
-                           batch_size=batch_size, bound=bound, split="influence", device=device)
+                           batch_size=batch_size, bound=bound, split="influence", device=device,
+                           deadline=None if max_seconds is None else started + max_seconds,
+                           read=boxes is not None or similar is not None)
     params = engine.params()
     rows, rows_name = _rows(dataset, rows, rows_name)
     check = DiscriminationCheck(model, domain)
@@ -307,7 +314,7 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
                  unplaced=unplaced_by_attribute(domain, X),
                  boxes=("similar: " + ", ".join(f"{k}={v}" for k, v in similar.items()) if similar is not None
                         else "given" if boxes is not None else "each row itself"),
-                 read=_described(read), n_queries=int(model.n_queries - queries), stats=stats,
+                 read=_described(read, engine), n_queries=int(model.n_queries - queries), stats=stats,
                  constraints=list(domain.describe_constraints()), n_witnesses_refuted=int(refuted.sum()))
     return IndividualCertificates(rows=rows, status=status, seconds=time.perf_counter() - started,
                                   rows_name=rows_name, meta=meta, witness=witness, witness_counterpart=witness_cf,
@@ -583,23 +590,30 @@ def people_verdict(people: IndividualCertificates, model, dataset, favourable: i
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device):
-    """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork)."""
+def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device,
+            deadline: float | None = None, read: bool = True):
+    """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork).
+
+    A tree ensemble's reading stops at ``deadline``; with ``read=False`` it is not read (None), the engine is still
+    chosen by the model's kind.
+    """
     from .tree_reading import is_tree_ensemble, read_tree_ensemble
 
     if is_tree_ensemble(model):
         check_certify_options(bound=bound, split=split)
         engine: BranchAndBound | TreeBranchAndBound = TreeBranchAndBound(
             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
-        return engine, read_tree_ensemble(model, domain, rng=rng)
+        return engine, read_tree_ensemble(model, domain, rng=rng, deadline=deadline) if read else None
     engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
                             bound=bound, split=split, device=device)
     return engine, relu_network(model, domain, rng=rng)
 
 
-def _described(read) -> str:
+def _described(read, engine=None) -> str:
     if isinstance(read, TreeEnsemble):
         return f"tree ensemble: {read.kind}"
+    if read is None and isinstance(engine, TreeBranchAndBound):
+        return "tree ensemble (not read: each person's own row is checked on the model)"
     return "ReLU network"
 
 

@@ -170,6 +170,29 @@ class KeySpace:
             out_hi[:, :, column] = code
         return out_lo, out_hi
 
+    def input_boxes_at(self, lo: np.ndarray, hi: np.ndarray, combination: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`input_boxes` at one combination.
+
+        Parameters
+        ----------
+        lo, hi : numpy.ndarray of int, shape (n_boxes, n_columns)
+            Coupled columns must be single roles.
+        combination : int
+
+        Returns
+        -------
+        lo, hi : numpy.ndarray of int64, shape (n_boxes, n_features)
+        """
+        out_lo = np.repeat(self._template[combination][None], len(lo), axis=0)
+        out_hi = out_lo.copy()
+        out_lo[:, self.columns] = lo
+        out_hi[:, self.columns] = hi
+        for i, table in self._code_at.items():
+            code = table[combination, lo[:, i] - self.lower[i]]
+            out_lo[:, self.columns[i]] = code
+            out_hi[:, self.columns[i]] = code
+        return out_lo, out_hi
+
     def points(self, keys: np.ndarray, combination: np.ndarray) -> np.ndarray:
         """Domain inputs: each key at one combination.
 

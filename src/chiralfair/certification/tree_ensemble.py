@@ -6,6 +6,11 @@ for a split on a monotone column, any set for a one-hot column), and its value. 
 one leaf value per tree; its label is the class at index 1 of the model's own classes exactly when the score is
 above ``threshold``.
 
+Codes may be grouped into **segments**: runs of consecutive codes of one feature on which every split of every tree
+decides alike (:mod:`.tree_reading` finds them from the model's own thresholds), so ``reach`` has one column per
+segment, not per code. That is exact, not an approximation: two codes of one segment reach the same leaves. A numeric
+column of whole numbers spanning a million codes is then a few hundred segments.
+
 The ensemble is constant on every **cell**: a box of codes that no leaf's code set cuts (for every feature, every
 leaf either holds all of the box's codes or none). Over a wider box, each tree's value lies between the smallest
 and the largest value of the leaves the box reaches (:meth:`TreeEnsemble.bounds`).
@@ -17,8 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..exceptions import ConfigError
+
 # Rows x leaves handled at once when bounding (bounds memory to ~64 MB of booleans).
 BLOCK = 1 << 26
+# Boxes x segments counted at once when choosing where to split a box (bounds :meth:`TreeEnsemble.leaf_cut`'s memory).
+LEAF_CUT_CELLS = 1 << 22
 # Below this share of (box, leaf) pairs reached, :meth:`TreeEnsemble.influence` reads the reached pairs alone.
 SPARSE = 0.125
 
@@ -31,9 +40,9 @@ class TreeEnsemble:
     ----------
     lower, upper : numpy.ndarray of int64, shape (n_features,)
         The domain's code bounds.
-    reach : numpy.ndarray of bool, shape (n_leaves, n_codes)
-        ``reach[leaf, offset[f] + c - lower[f]]``: whether code ``c`` of feature ``f`` can reach ``leaf`` (the
-        other features aside).
+    reach : numpy.ndarray of bool, shape (n_leaves, n_segments)
+        ``reach[leaf, offset[f] + s]``: whether the codes of segment ``s`` of feature ``f`` can reach ``leaf`` (the
+        other features aside); without ``starts``, segment ``s`` is code ``lower[f] + s``.
     value : numpy.ndarray of float64, shape (n_leaves,)
     tree_start : numpy.ndarray of int64, shape (n_trees,)
         The first leaf of each tree (leaves are stored tree by tree).
@@ -43,11 +52,14 @@ class TreeEnsemble:
         The model, for messages.
     kind : str
         What was read (e.g. ``"HistGradientBoostingClassifier, 100 trees"``).
+    starts : tuple of numpy.ndarray, optional
+        For each feature, the first code of each of its segments, increasing from ``lower[f]`` (None, or a
+        feature's every code: one segment a code).
 
     Attributes
     ----------
     offset : numpy.ndarray of int64, shape (n_features + 1,)
-        Where each feature's codes start in ``reach``'s columns.
+        Where each feature's segments start in ``reach``'s columns.
     leaf_lo, leaf_hi : numpy.ndarray of int64, shape (n_leaves, n_features)
         The hull of each leaf's codes per feature (empty sets: ``lo > hi``).
     cuts : list of numpy.ndarray of int64
@@ -63,43 +75,109 @@ class TreeEnsemble:
     threshold: float
     name: str = "model"
     kind: str = ""
+    starts: tuple | None = None
     offset: np.ndarray = field(init=False)
     leaf_lo: np.ndarray = field(init=False)
     leaf_hi: np.ndarray = field(init=False)
     cuts: list = field(init=False)
-    _sets: dict = field(init=False, repr=False)  # feature -> cumulative counts (n_leaves, size + 1), non-intervals
-    _cut_count: list = field(init=False, repr=False)  # feature -> cuts at or below each code (size,)
+    _sets: dict = field(init=False, repr=False)  # feature -> cumulative counts (n_leaves, segments + 1), non-intervals
+    _starts: list = field(init=False, repr=False)  # feature -> segment starts (None: one segment a code)
     _read: np.ndarray = field(init=False, repr=False)  # features some leaf does not hold whole
 
     def __post_init__(self):
         size = (self.upper - self.lower + 1).astype(np.int64)
-        offset = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
+        d = len(size)
+        if self.starts is not None and len(self.starts) != d:
+            raise ConfigError(f"starts has {len(self.starts)} features; the domain has {d}")
+        starts: list[np.ndarray | None] = [None] * d
+        n_segments = size.copy()
+        for f in range(d):
+            if self.starts is not None and len(self.starts[f]) != size[f]:
+                starts[f] = np.asarray(self.starts[f], dtype=np.int64)
+                n_segments[f] = len(self.starts[f])
+        offset = np.concatenate([[0], np.cumsum(n_segments)]).astype(np.int64)
+        if self.reach.shape[1] != offset[-1]:
+            raise ConfigError(f"reach has {self.reach.shape[1]} columns; the features have {int(offset[-1])} segments")
         object.__setattr__(self, "offset", offset)
-        n_leaves, d = len(self.value), len(size)
+        object.__setattr__(self, "_starts", starts)
+        n_leaves = len(self.value)
         leaf_lo = np.empty((n_leaves, d), dtype=np.int64)
         leaf_hi = np.empty((n_leaves, d), dtype=np.int64)
-        sets, cuts, cut_count, read = {}, [], [], np.zeros(d, dtype=bool)
+        sets, cuts, read = {}, [], np.zeros(d, dtype=bool)
         for f in range(d):
             block = self.reach[:, offset[f]:offset[f + 1]]
+            m = int(n_segments[f])
             any_in = block.any(axis=1)
-            first = np.where(any_in, block.argmax(axis=1), size[f])
-            last = np.where(any_in, size[f] - 1 - block[:, ::-1].argmax(axis=1), -1)
-            leaf_lo[:, f] = self.lower[f] + first
-            leaf_hi[:, f] = self.lower[f] + last
+            first = np.where(any_in, block.argmax(axis=1), m)
+            last = np.where(any_in, m - 1 - block[:, ::-1].argmax(axis=1), -1)
+            first_code = self._segment_start(f, np.minimum(first, m - 1))
+            last_code = self._segment_end(f, np.maximum(last, 0))
+            leaf_lo[:, f] = np.where(any_in, first_code, self.upper[f] + 1)
+            leaf_hi[:, f] = np.where(any_in, last_code, self.lower[f] - 1)
             count = block.sum(axis=1)
             if (count != np.maximum(last - first + 1, 0)).any():  # some leaf's set is not an interval
                 sets[f] = np.concatenate([np.zeros((n_leaves, 1), np.int32), np.cumsum(block, axis=1, dtype=np.int32)],
                                          axis=1)
-            read[f] = bool((count < size[f]).any())
-            changes = (block[:, 1:] != block[:, :-1]).any(axis=0) if size[f] > 1 else np.zeros(0, bool)
-            cuts.append(self.lower[f] + 1 + np.flatnonzero(changes))
-            cut_count.append(np.concatenate([[0], np.cumsum(changes)]).astype(np.int64))
+            read[f] = bool((count < m).any())
+            changes = (block[:, 1:] != block[:, :-1]).any(axis=0) if m > 1 else np.zeros(0, bool)
+            cuts.append(self._segment_start(f, 1 + np.flatnonzero(changes)))
         object.__setattr__(self, "leaf_lo", leaf_lo)
         object.__setattr__(self, "leaf_hi", leaf_hi)
         object.__setattr__(self, "cuts", cuts)
         object.__setattr__(self, "_sets", sets)
-        object.__setattr__(self, "_cut_count", cut_count)
         object.__setattr__(self, "_read", np.flatnonzero(read))
+
+    # ------------------------------------------------------------------ segments
+    def segment(self, feature: int, codes: np.ndarray) -> np.ndarray:
+        """The segment of each code of one feature (its index among the feature's segments).
+
+        Parameters
+        ----------
+        feature : int
+        codes : numpy.ndarray of int
+            Inside the domain's bounds.
+
+        Returns
+        -------
+        numpy.ndarray of int64, same shape
+        """
+        starts = self._starts[feature]
+        codes = np.asarray(codes, dtype=np.int64)
+        if starts is None:
+            return codes - self.lower[feature]
+        return np.searchsorted(starts, codes, side="right").astype(np.int64) - 1
+
+    def _segment_start(self, feature: int, index: np.ndarray) -> np.ndarray:
+        starts = self._starts[feature]
+        index = np.asarray(index, dtype=np.int64)
+        return self.lower[feature] + index if starts is None else starts[index]
+
+    def _segment_end(self, feature: int, index: np.ndarray) -> np.ndarray:
+        starts = self._starts[feature]
+        index = np.asarray(index, dtype=np.int64)
+        if starts is None:
+            return self.lower[feature] + index
+        ends = np.append(starts[1:] - 1, self.upper[feature])
+        return ends[index]
+
+    def segment_bounds(self, feature: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first and last code of each segment of one feature.
+
+        Parameters
+        ----------
+        feature : int
+
+        Returns
+        -------
+        first, last : numpy.ndarray of int64, shape (n_segments,)
+        """
+        m = int(self.offset[feature + 1] - self.offset[feature])
+        index = np.arange(m, dtype=np.int64)
+        return self._segment_start(feature, index), self._segment_end(feature, index)
+
+    def _cuts_upto(self, feature: int, codes: np.ndarray) -> np.ndarray:
+        """Number of cuts at or below each code of one feature."""
+        return np.searchsorted(self.cuts[feature], codes, side="right").astype(np.int64)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -111,6 +189,11 @@ class TreeEnsemble:
     def n_leaves(self) -> int:
         """Number of leaves of all trees."""
         return len(self.value)
+
+    @property
+    def has_sets(self) -> bool:
+        """Whether some leaf's codes on some feature are not an interval (a one-hot or categorical split)."""
+        return bool(self._sets)
 
     @property
     def n_features(self) -> int:
@@ -147,8 +230,7 @@ class TreeEnsemble:
             a, b = lo[:, f, None], hi[:, f, None]
             if f in self._sets:
                 cum = self._sets[f]
-                base = self.lower[f]
-                out &= (cum[:, (b[:, 0] - base + 1)].T - cum[:, (a[:, 0] - base)].T) > 0
+                out &= (cum[:, self.segment(f, b[:, 0]) + 1].T - cum[:, self.segment(f, a[:, 0])].T) > 0
             else:
                 out &= (self.leaf_lo[None, :, f] <= b) & (self.leaf_hi[None, :, f] >= a)
         return out
@@ -183,7 +265,8 @@ class TreeEnsemble:
                 a, b = lo[row, f], hi[row, f]
                 if f in self._sets:
                     cum = self._sets[f]
-                    covers = cum[leaf, b - self.lower[f] + 1] - cum[leaf, a - self.lower[f]] == b - a + 1
+                    sa, sb = self.segment(f, a), self.segment(f, b)
+                    covers = cum[leaf, sb + 1] - cum[leaf, sa] == sb - sa + 1
                 else:
                     covers = (self.leaf_lo[leaf, f] <= a) & (self.leaf_hi[leaf, f] >= b)
                 out[:, i] = np.bincount(row, weights=np.where(covers, 0.0, weight[leaf]), minlength=len(lo))
@@ -194,8 +277,9 @@ class TreeEnsemble:
             a, b = lo[:, f, None], hi[:, f, None]
             if f in self._sets:
                 cum = self._sets[f]
-                held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
-                covers = held == (b - a + 1)
+                sa, sb = self.segment(f, a[:, 0]), self.segment(f, b[:, 0])
+                held = cum[:, sb + 1].T - cum[:, sa].T
+                covers = held == (sb - sa + 1)[:, None]
             else:
                 covers = (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
             out[:, i] = (reach & ~covers) @ weight
@@ -220,8 +304,9 @@ class TreeEnsemble:
             a, b = lo[:, f, None], hi[:, f, None]
             if f in self._sets:
                 cum = self._sets[f]
-                held = cum[:, (b[:, 0] - self.lower[f] + 1)].T - cum[:, (a[:, 0] - self.lower[f])].T
-                out &= held == (b - a + 1)
+                sa, sb = self.segment(f, a[:, 0]), self.segment(f, b[:, 0])
+                held = cum[:, sb + 1].T - cum[:, sa].T
+                out &= held == (sb - sa + 1)[:, None]
             else:
                 out &= (self.leaf_lo[None, :, f] <= a) & (self.leaf_hi[None, :, f] >= b)
         return out
@@ -309,8 +394,7 @@ class TreeEnsemble:
         """
         out = np.zeros(lo.shape, dtype=np.int64)
         for i, f in enumerate(features):
-            count = self._cut_count[f]
-            out[:, i] = count[hi[:, i] - self.lower[f]] - count[lo[:, i] - self.lower[f]]
+            out[:, i] = self._cuts_upto(f, hi[:, i]) - self._cuts_upto(f, lo[:, i])
         return out
 
     def leaf_cut(self, lo: np.ndarray, hi: np.ndarray, feature: int, reach: np.ndarray) -> np.ndarray:
@@ -336,17 +420,24 @@ class TreeEnsemble:
         """
         n = len(lo)
         k = reach.shape[1] // max(1, self.n_leaves)
-        size = int(self.upper[feature] - self.lower[feature] + 2)
-        count = np.zeros((n, size), dtype=np.int64)  # edges at each code, per box
-        for edge in (self.leaf_lo[:, feature], self.leaf_hi[:, feature] + 1):
-            edge = np.tile(edge, k)[None]
-            inside = reach & (edge > lo[:, None]) & (edge <= hi[:, None])
-            row, leaf = np.nonzero(inside)
-            np.add.at(count, (row, edge[0, leaf] - self.lower[feature]), 1)
-        total = count.sum(axis=1)
-        below = np.cumsum(count, axis=1)
-        pick = self.lower[feature] + (below >= ((total + 1) // 2)[:, None]).argmax(axis=1)
-        out = np.where(total > 0, pick, -1).astype(np.int64)
+        m = int(self.offset[feature + 1] - self.offset[feature]) + 1  # an edge is a segment's start (or the end)
+        out = np.full(n, -1, dtype=np.int64)
+        edges = [np.tile(edge, k) for edge in (self.leaf_lo[:, feature], self.leaf_hi[:, feature] + 1)]
+        where = [np.minimum(self.segment(feature, np.clip(edge, self.lower[feature], self.upper[feature])) +
+                            (edge > self.upper[feature]), m - 1) for edge in edges]
+        step = max(1, LEAF_CUT_CELLS // m)
+        for start in range(0, n, step):  # the edges counted per box and segment, a block of boxes at a time
+            part = slice(start, min(n, start + step))
+            count = np.zeros((part.stop - part.start, m), dtype=np.int64)
+            for edge, at in zip(edges, where, strict=True):
+                inside = reach[part] & (edge[None] > lo[part, None]) & (edge[None] <= hi[part, None])
+                row, leaf = np.nonzero(inside)
+                np.add.at(count, (row, at[leaf]), 1)
+            total = count.sum(axis=1)
+            below = np.cumsum(count, axis=1)
+            pick = (below >= ((total + 1) // 2)[:, None]).argmax(axis=1)
+            out[part] = np.where(total > 0, self._segment_start(feature, np.minimum(pick, m - 2)) if m > 1 else -1,
+                                 -1)
         missing = out < 0
         if missing.any():
             out[missing] = self.middle_cut(lo[missing], hi[missing], feature)
@@ -365,9 +456,8 @@ class TreeEnsemble:
         numpy.ndarray of int64, shape (n_boxes,)
             Codes ``c`` with ``lo < c <= hi``: the box splits into ``[lo, c - 1]`` and ``[c, hi]``.
         """
-        count = self._cut_count[feature]
-        below = count[lo - self.lower[feature]]
-        inside = count[hi - self.lower[feature]] - below
+        below = self._cuts_upto(feature, lo)
+        inside = self._cuts_upto(feature, hi) - below
         return self.cuts[feature][below + (inside - 1) // 2]
 
     def cells(self, lo: np.ndarray, hi: np.ndarray, features: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -391,9 +481,8 @@ class TreeEnsemble:
             cuts = self.cuts[f]
             if not len(cuts):
                 continue
-            count = self._cut_count[f]
-            below = count[lo[:, i] - self.lower[f]]
-            inside = count[hi[:, i] - self.lower[f]] - below
+            below = self._cuts_upto(f, lo[:, i])
+            inside = self._cuts_upto(f, hi[:, i]) - below
             pieces = inside + 1
             rep = np.repeat(np.arange(len(lo)), pieces)
             j = np.arange(len(rep)) - np.repeat(np.cumsum(pieces) - pieces, pieces)  # piece within its box

@@ -24,23 +24,48 @@ boosting's bitsets, an unknown category or a negative one going where a missing 
 lists). Refused, naming what is at fault: a preprocessing step not accepted, a step that mixes columns, XGBoost's
 categorical splits, more than two classes, and any reading whose scores or labels on domain points differ from the
 model's own.
+
+Every code of every feature is evaluated once through the model's input and preprocessing, a block of codes at a
+time (memory bounded by :data:`READ_CHUNK_VALUES`), and the codes of each feature are grouped into **segments**:
+runs of consecutive codes on which every split of every tree decides alike, found from the trees' own thresholds
+(compared as the library compares them) and categories, so a column of whole numbers spanning a million codes is
+read as the few hundred segments its thresholds cut, exactly. The leaves are read over segments
+(:class:`~.tree_ensemble.TreeEnsemble`'s ``starts``), and the reading is checked against the model at the first and
+last code of every segment. A domain of more than :data:`MAX_READ_CODES` codes, or a reading larger than
+:data:`MAX_READ_BYTES`, is refused before it is allocated, naming the columns to give ``bins`` for; a reading of more
+than :data:`ANNOUNCE_CODES` codes says its size in advance (a log warning) and, given a ``deadline``, stops there with
+a :class:`~chiralfair.exceptions.TimeLimitError` saying how far it got (a smaller one is not interrupted).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import ModelCapabilityError
-from .tree_ensemble import TreeEnsemble
+from ..exceptions import ConfigError, ModelCapabilityError, TimeLimitError
+from .tree_ensemble import BLOCK, TreeEnsemble
+
+logger = logging.getLogger(__name__)
 
 # Domain points the reading is checked on (plus each feature's every code, one feature at a time).
 N_CHECK_POINTS = 512
 # Largest |score read - model's raw score| accepted, relative to 1 + |score|.
 SCORE_TOLERANCE = 1e-6
+# Values (codes x the preprocessing's output columns) computed in one call while reading: bounds its memory.
+READ_CHUNK_VALUES = 1 << 22
+# Most codes (summed over the features) the reading evaluates; a domain with more is refused, naming ``bins``.
+MAX_READ_CODES = 1 << 25
+# Most bytes the reading keeps at once (the columns' values per code, the leaves x segments table); beyond it the
+# reading is refused before allocating, naming ``bins``.
+MAX_READ_BYTES = 1 << 30
+# Codes above which the reading says in advance (a log warning) how many codes it evaluates, and stops at its
+# deadline; a smaller reading (well under a second) is not interrupted.
+ANNOUNCE_CODES = 1 << 18
 
 # Preprocessing steps read: each transforms every column on its own.
 ACCEPTED_STEPS = ("StandardScaler", "MinMaxScaler", "MaxAbsScaler", "RobustScaler", "OneHotEncoder", "OrdinalEncoder",
@@ -83,6 +108,7 @@ class _Columns:
 
     source: np.ndarray
     table: list
+    varies: np.ndarray  # whether each column changes with its source feature (others: constant, read on feature 0)
 
 
 def is_tree_ensemble(model) -> bool:
@@ -123,7 +149,8 @@ def _kind(estimator) -> str | None:
     return None
 
 
-def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None) -> TreeEnsemble:
+def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
+                       deadline: float | None = None) -> TreeEnsemble:
     """Read the model under test as a :class:`TreeEnsemble` over the domain's codes, checked against the model.
 
     Parameters
@@ -133,6 +160,9 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
     domain : Domain
     rng : numpy.random.Generator, optional
         Draws the check points (default: seed 0).
+    deadline : float, optional
+        A :func:`time.perf_counter` time a reading of more than :data:`ANNOUNCE_CODES` codes must finish by
+        (checked between blocks of codes).
 
     Returns
     -------
@@ -142,6 +172,11 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
     ------
     ModelCapabilityError
         Naming the model and what is at fault (see the module docstring).
+    ConfigError
+        For a domain of more than :data:`MAX_READ_CODES` codes or a reading of more than :data:`MAX_READ_BYTES`,
+        naming the columns to give ``bins`` for (``--bins``).
+    TimeLimitError
+        When ``deadline`` passes during the reading (naming ``max_seconds`` / ``--max-seconds`` and ``bins``).
     """
     from ..models.protocol import CountingModel
 
@@ -159,7 +194,8 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
         for label, step in pre.steps:
             _check_columnwise(step, model.name, label)
     feed = _Feed(model, pre, final, domain)
-    columns = _columns(feed, domain)
+    clock = _Clock(model.name, domain, deadline)
+    columns = _columns(feed, domain, clock)
     classes = getattr(final, "classes_", None)
     if classes is not None and len(classes) != 2:
         raise ModelCapabilityError(f"model {model.name!r} has {len(classes)} classes; certification reads binary "
@@ -170,12 +206,69 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None)
     if used >= n_inputs:
         raise ModelCapabilityError(f"model {model.name!r} reads input column {used}; its input has {n_inputs} "
                                    "columns")
-    reach, value, start = _leaves(trees, columns, domain, precision, kind)
+    starts = _segment_starts(trees, columns, domain, precision)
+    columns = _on_segments(columns, starts, domain)
+    n_leaf_nodes = sum(int(((t.feature < 0) | (t.left < 0)).sum()) for t in trees)
+    clock.refuse_bytes(n_leaf_nodes * sum(len(s) for s in starts), f"the table of {n_leaf_nodes:,} leaves x "
+                       f"{sum(len(s) for s in starts):,} segments of codes")
+    reach, value, start = _leaves(trees, columns, starts, precision)
     lower = domain.lower.astype(np.int64)
     upper = domain.upper.astype(np.int64)
     ensemble = TreeEnsemble(lower, upper, reach, value, start, 0.0, threshold, name=model.name,
-                            kind=f"{description}, {len(trees)} trees, {len(value)} leaves")
-    return _checked(ensemble, model, final, kind, feed, domain, rng if rng is not None else np.random.default_rng(0))
+                            kind=f"{description}, {len(trees)} trees, {len(value)} leaves", starts=tuple(starts))
+    return _checked(ensemble, model, final, kind, feed, domain, rng if rng is not None else np.random.default_rng(0),
+                    clock)
+
+
+class _Clock:
+    """The reading's budget: its size said in advance, refused beyond the limits, stopped at the deadline."""
+
+    def __init__(self, name: str, domain, deadline: float | None):
+        self.name, self.domain, self.deadline = name, domain, deadline
+        self.started = time.perf_counter()
+        self.sizes = (domain.upper.astype(np.int64) - domain.lower.astype(np.int64) + 1)
+        self.total = int(self.sizes.sum())
+        self.done = 0
+        self.stops = deadline is not None and self.total > ANNOUNCE_CODES
+        if self.total > MAX_READ_CODES:
+            raise ConfigError(f"model {name!r}: reading its trees evaluates every code of every column through its "
+                              f"input and preprocessing, {self.total:,} codes here ({self.largest()}), more than "
+                              f"{MAX_READ_CODES:,}; {self.advice()}")
+        if self.total > ANNOUNCE_CODES:
+            logger.warning("reading the trees of model %r: %s codes through its input and preprocessing (%s); "
+                           "the reading stops at max_seconds; %s", name, f"{self.total:,}", self.largest(),
+                           self.advice())
+
+    def largest(self) -> str:
+        order = np.argsort(-self.sizes, kind="stable")[:3]
+        return ", ".join(f"{self.domain.names[f]} {int(self.sizes[f]):,}" for f in order)
+
+    def advice(self) -> str:
+        wide = [self.domain.names[f] for f in np.argsort(-self.sizes, kind="stable")[:3] if self.sizes[f] > 1024]
+        shown = ",".join(f"{n}=20" for n in wide) or "COLUMN=20"
+        return (f"give bins for the widest columns (bins={{{', '.join(repr(n) + ': 20' for n in wide)}}} in Python, "
+                f"--bins {shown} on the command line): a column of whole numbers is otherwise one code per number")
+
+    def tick(self, codes: int, what: str) -> None:
+        """Count ``codes`` read, and stop once the deadline has passed."""
+        self.done += codes
+        if not self.stops:
+            return
+        now = time.perf_counter()
+        if now > self.deadline:  # type: ignore[operator]
+            spent = now - self.started
+            rate = self.done / max(spent, 1e-9)
+            raise TimeLimitError(
+                f"model {self.name!r}: reading its trees did not finish within max_seconds (--max-seconds): "
+                f"{what}, {min(self.done, self.total):,} of the domain's {self.total:,} codes read in {spent:.1f} s "
+                f"(about {self.total / max(rate, 1e-9):.0f} s for all at this rate; {self.largest()}); give a larger "
+                f"max_seconds (--max-seconds), or {self.advice()}")
+
+    def refuse_bytes(self, n_bytes: int, what: str) -> None:
+        """Refuse an allocation larger than :data:`MAX_READ_BYTES`, before it is made."""
+        if n_bytes > MAX_READ_BYTES:
+            raise ConfigError(f"model {self.name!r}: reading its trees needs {what}, {n_bytes / 2**20:,.0f} MiB (at "
+                              f"most {MAX_READ_BYTES / 2**20:,.0f} MiB); {self.advice()}")
 
 
 # ---------------------------------------------------------------------------------------------- preprocessing
@@ -259,45 +352,127 @@ def _category_codes(column) -> np.ndarray:
     return np.asarray(column, dtype=np.float64)
 
 
-def _columns(feed: _Feed, domain) -> _Columns:
+def _columns(feed: _Feed, domain, clock: _Clock) -> _Columns:
+    """Each column the trees read as a function of the one feature it depends on: every code, a block at a time."""
     lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
     d = domain.n_features
     base = lower.copy()
+    constant = feed.columns(base[None])[0]  # every column at the domain's first point
+    width = len(constant)
+    step = max(1, READ_CHUNK_VALUES // max(1, width))
     tables: dict[int, np.ndarray] = {}
     source: dict[int, int] = {}
-    width = 0
-    constant = np.zeros(0)
+    kept = 0  # values held in tables
     for f in range(d):
-        rows = np.tile(base, (upper[f] - lower[f] + 1, 1))
-        rows[:, f] = np.arange(lower[f], upper[f] + 1)
-        Z = feed.columns(rows)
-        width = Z.shape[1]
-        varies = (np.flatnonzero(_differs(Z).any(axis=0)) if len(Z) > 1 else np.zeros(0, np.int64))
-        for j in map(int, varies):
+        n = int(upper[f] - lower[f] + 1)
+        pieces: dict[int, list[tuple[int, np.ndarray]]] = {}
+        for start in range(0, n, step):
+            codes = np.arange(lower[f] + start, lower[f] + min(n, start + step), dtype=np.int64)
+            rows = np.tile(base, (len(codes), 1))
+            rows[:, f] = codes
+            Z = feed.columns(rows)
+            for j in map(int, np.flatnonzero(_differs(Z, constant).any(axis=0))):
+                if j not in pieces:
+                    kept += n
+                    clock.refuse_bytes(8 * kept, f"{domain.names[f]!r}'s {n:,} codes' values on the columns its "
+                                       "preprocessing outputs")
+                pieces.setdefault(j, []).append((start, Z[:, j].copy()))
+            clock.tick(len(codes), f"at column {domain.names[f]!r}")
+        for j, parts in pieces.items():
             if j in source:
                 raise ModelCapabilityError(
                     f"model {feed.model.name!r}: the preprocessing's output column {int(j)} depends on both "
                     f"{domain.names[source[j]]!r} and {domain.names[f]!r}; certification reads steps that "
                     "transform each column on its own")
             source[j] = f
-            tables[j] = Z[:, j].copy()
-        if f == 0:
-            constant = Z[0]
+            table = np.full(n, constant[j])
+            for start, values in parts:
+                table[start:start + len(values)] = values
+            tables[j] = table
     out_source = np.zeros(width, dtype=np.int64)
     out_table: list[np.ndarray] = []
+    varies = np.zeros(width, dtype=bool)
     for j in range(width):
         if j in source:
             out_source[j] = source[j]
             out_table.append(tables[j])
+            varies[j] = True
         else:  # constant over the domain: read as a function of feature 0 that never changes
             out_table.append(np.full(upper[0] - lower[0] + 1, constant[j]))
-    return _Columns(out_source, out_table)
+    return _Columns(out_source, out_table, varies)
 
 
-def _differs(Z: np.ndarray) -> np.ndarray:
-    """Whether each row differs from the first, per column, a NaN equal to a NaN."""
-    first = Z[:1]
+def _differs(Z: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Whether each row differs from ``first``, per column, a NaN equal to a NaN."""
+    first = first[None]
     return ~((Z == first) | (np.isnan(Z) & np.isnan(first)))
+
+
+# LightGBM reads |x| <= this as zero (its kZeroThreshold): a value's side of it may decide a split.
+_ZERO = 1e-35
+
+
+def _segment_starts(trees: list[_Tree], columns: _Columns, domain, precision: str) -> list[np.ndarray]:
+    """For each feature, the first code of each run of codes on which every split of every tree decides alike.
+
+    A numeric split sends a value left by comparing it with its threshold in the library's precision, so two values
+    between the same two thresholds of a column (and both missing or both not) go the same way at every split on
+    it; a categorical or other exact rule is evaluated on every code. Whether a value is 0 for LightGBM is a break
+    too. Breaks are where any of these changes between consecutive codes: a superset of where a split does.
+    """
+    thresholds: dict[int, list[np.ndarray]] = {}
+    rules: dict[int, list[Callable[[np.ndarray], np.ndarray]]] = {}
+    for tree in trees:
+        split = np.flatnonzero((tree.feature >= 0) & (tree.left >= 0))
+        plain = np.array([int(i) not in tree.rules for i in split], dtype=bool) if tree.rules else np.ones(
+            len(split), bool)
+        for j in np.unique(tree.feature[split[plain]]):
+            thresholds.setdefault(int(j), []).append(tree.threshold[split[plain][tree.feature[split[plain]] == j]])
+        for node in split[~plain]:
+            rule = tree.rules[int(node)]
+            j = int(tree.feature[node])
+            if getattr(rule, "threshold", None) is not None:  # LightGBM's numeric rule: x <= t in float64
+                thresholds.setdefault(j, []).append(np.array([float(rule.threshold)]))  # type: ignore[attr-defined]
+            else:
+                rules.setdefault(j, []).append(rule)
+    lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
+    changes = [np.zeros(int(upper[f] - lower[f]), dtype=bool) for f in range(domain.n_features)]
+    for j in set(thresholds) | set(rules):
+        if not columns.varies[j]:
+            continue
+        values = columns.table[j]
+        out = changes[int(columns.source[j])]
+        for status in (np.isnan(values), np.abs(values) <= _ZERO):
+            out |= status[1:] != status[:-1]
+        if j in thresholds:
+            out |= _changes(_threshold_rank(values, np.concatenate(thresholds[j]), precision))
+        for rule in rules.get(j, []):
+            out |= _changes(rule(values))
+    return [lower[f] + np.concatenate([[0], 1 + np.flatnonzero(changes[f])]).astype(np.int64)
+            for f in range(domain.n_features)]
+
+
+def _changes(x: np.ndarray) -> np.ndarray:
+    return x[1:] != x[:-1]
+
+
+def _threshold_rank(values: np.ndarray, thresholds: np.ndarray, precision: str) -> np.ndarray:
+    """How many of the thresholds each value passes, as the library compares (NaN: -1); equal ranks decide alike."""
+    with np.errstate(invalid="ignore"):
+        if precision == "sklearn":  # float32 value <= float64 threshold goes left
+            rank = np.searchsorted(np.unique(thresholds), values.astype(np.float32).astype(np.float64), side="left")
+        elif precision == "xgboost":  # float32 value < float32 threshold goes left
+            rank = np.searchsorted(np.unique(thresholds.astype(np.float32)), values.astype(np.float32), side="right")
+        else:  # float64 value <= threshold goes left
+            rank = np.searchsorted(np.unique(thresholds), values, side="left")
+    return np.where(np.isnan(values), -1, rank)
+
+
+def _on_segments(columns: _Columns, starts: list[np.ndarray], domain) -> _Columns:
+    """The columns' values at the first code of each segment (the same at every code of it)."""
+    lower = domain.lower.astype(np.int64)
+    table = [t[starts[int(f)] - lower[int(f)]] for t, f in zip(columns.table, columns.source, strict=True)]
+    return _Columns(columns.source, table, columns.varies)
 
 
 # ---------------------------------------------------------------------------------------------- trees
@@ -462,6 +637,7 @@ def _lightgbm_numeric_rule(threshold: float, missing_type: str, default_left: bo
         with np.errstate(invalid="ignore"):
             return np.where(missing, default_left, x <= threshold)
 
+    rule.threshold = threshold  # type: ignore[attr-defined]  # its breaks: the threshold, NaN and zero
     return rule
 
 
@@ -525,9 +701,9 @@ def _goes_left(values: np.ndarray, threshold: float, precision: str) -> np.ndarr
         return values <= threshold
 
 
-def _leaves(trees: list[_Tree], columns: _Columns, domain, precision: str, kind: str):
-    lower, upper = domain.lower.astype(np.int64), domain.upper.astype(np.int64)
-    size = upper - lower + 1
+def _leaves(trees: list[_Tree], columns: _Columns, starts: list[np.ndarray], precision: str):
+    """Every leaf as the segments of each feature that can reach it, and its value."""
+    size = np.array([len(s) for s in starts], dtype=np.int64)
     offset = np.concatenate([[0], np.cumsum(size)]).astype(np.int64)
     n_codes = int(offset[-1])
     masks: list[np.ndarray] = []
@@ -569,13 +745,16 @@ def _raw_score(final, kind: str, Z: np.ndarray) -> np.ndarray:
     return np.asarray(final.predict(xgboost.DMatrix(Z), output_margin=True), dtype=np.float64).reshape(-1)
 
 
-def check_points(domain, rng: np.random.Generator) -> np.ndarray:
-    """Domain points a reading is checked on: random ones, and every code of each feature in turn.
+def check_points(domain, rng: np.random.Generator, ensemble: TreeEnsemble | None = None) -> np.ndarray:
+    """Domain points a reading is checked on: random ones, and each feature's codes in turn.
 
     Parameters
     ----------
     domain : Domain
     rng : numpy.random.Generator
+    ensemble : TreeEnsemble, optional
+        Read over segments: each feature's first and last code of every segment (where a split may change its
+        mind), not its every code.
 
     Returns
     -------
@@ -584,35 +763,51 @@ def check_points(domain, rng: np.random.Generator) -> np.ndarray:
     parts = [domain.sample(N_CHECK_POINTS, rng)]
     base = domain.sample(1, rng)[0]
     for f in range(domain.n_features):
-        rows = np.tile(base, (domain.upper[f] - domain.lower[f] + 1, 1))
-        rows[:, f] = np.arange(domain.lower[f], domain.upper[f] + 1)
+        if ensemble is None:
+            codes = np.arange(domain.lower[f], domain.upper[f] + 1)
+        else:
+            codes = np.unique(np.concatenate(ensemble.segment_bounds(f)))
+        rows = np.tile(base, (len(codes), 1))
+        rows[:, f] = codes
         parts.append(rows)
     return np.concatenate(parts).astype(np.int64)
 
 
-def _checked(ensemble: TreeEnsemble, model, final, kind: str, feed: _Feed, domain, rng) -> TreeEnsemble:
-    """Set the ensemble's base score from the model's, and refuse it unless it gives the model's labels."""
+def _checked(ensemble: TreeEnsemble, model, final, kind: str, feed: _Feed, domain, rng,
+             clock: _Clock | None = None) -> TreeEnsemble:
+    """Set the ensemble's base score from the model's, and refuse it unless it gives the model's labels.
+
+    The points are checked a block at a time (memory bounded by :data:`~.tree_ensemble.BLOCK` leaves x points).
+    """
     from dataclasses import replace
 
-    X = check_points(domain, rng)
-    per_tree = ensemble.leaves_per_tree(X)
-    if (per_tree != 1).any():
-        row, tree = np.argwhere(per_tree != 1)[0]
-        raise ModelCapabilityError(f"model {model.name!r}: tree {int(tree)} read from the model sends "
-                                   f"{dict(zip(domain.names, X[row].tolist(), strict=True))} to "
-                                   f"{int(per_tree[row, tree])} leaves; it cannot be certified")
-    raw = _raw_score(final, kind, feed.estimator_input(X))
-    summed = ensemble.score(X)
+    X = check_points(domain, rng, ensemble)
+    n = len(X)
+    raw, summed = np.empty(n), np.empty(n)
+    labels = np.empty(n, dtype=np.int64)
+    step = max(1, min(BLOCK // max(1, ensemble.n_leaves), READ_CHUNK_VALUES // max(1, domain.n_features)))
+    before = model.n_queries
+    try:
+        for begin in range(0, n, step):
+            part = slice(begin, min(n, begin + step))
+            per_tree = ensemble.leaves_per_tree(X[part])
+            if (per_tree != 1).any():
+                row, tree = np.argwhere(per_tree != 1)[0]
+                raise ModelCapabilityError(f"model {model.name!r}: tree {int(tree)} read from the model sends "
+                                           f"{dict(zip(domain.names, X[part][row].tolist(), strict=True))} to "
+                                           f"{int(per_tree[row, tree])} leaves; it cannot be certified")
+            raw[part] = _raw_score(final, kind, feed.estimator_input(X[part]))
+            summed[part] = ensemble.score(X[part])
+            labels[part] = model.predict(X[part])
+            if clock is not None:
+                clock.tick(0, f"checking the trees read on {n:,} points ({part.stop:,} done)")
+    finally:
+        model.n_queries = before
     base = float(np.median(raw - summed))
     gap = np.abs(raw - (summed + base)) / (1.0 + np.abs(raw))
     ensemble = replace(ensemble, base=base)
-    before = model.n_queries
-    try:
-        labels = model.predict(X)
-    finally:
-        model.n_queries = before
     positive_is_one = model.positive_index == 1
-    read = (ensemble.score(X) > ensemble.threshold) == positive_is_one
+    read = (summed + base > ensemble.threshold) == positive_is_one
     clear = np.abs(raw - ensemble.threshold) > SCORE_TOLERANCE * (1.0 + abs(ensemble.threshold))
     differ = clear & (read.astype(np.int64) != labels)
     if gap.max() > SCORE_TOLERANCE or differ.any():

@@ -10,6 +10,15 @@ discrimination check at one of its points (:class:`~chiralfair.oracle.Discrimina
 cell yields a concrete IDI re-queried through the model. A cell only partly inside the constraints is split on a
 column a constraint reads until each combination is possible everywhere in it or nowhere.
 
+A box whose trees reach few leaves (at most ``regions_per_box`` leaf combinations) is instead cut into its
+**regions**: the parts on which every tree reaches one leaf per combination, found tree by tree by intersecting the
+box with each leaf it reaches (a leaf is a box of codes when every split is an interval), so far fewer than its
+cells when the cuts of the leaves it does not reach cross it. The score is constant on a region per combination:
+a region all of whose possible combinations are clear of the threshold on one side is certified, one clear of it on
+opposite sides at two possible combinations is falsified (the model confirming one such region a box, as it confirms
+a box falsified by its bounds), and one within the margin of the threshold is decided by the model's own
+discrimination check at one of its points, as a cell is.
+
 So, given the time, the search is exact: it stops with nothing undecided. It is anytime like the network's
 (:class:`~.branch_and_bound.BranchAndBound`): at the time or box budget, or on ``KeyboardInterrupt``, it reports what
 it proved, and returns the same :class:`~.branch_and_bound.Tally`.
@@ -36,6 +45,9 @@ logger = logging.getLogger(__name__)
 DECISION_MARGIN = 1e-5
 # Most boxes in one batch (the time budget is read between batches).
 MAX_BATCH = 4096
+# Regions (a box's parts on which every tree reaches one leaf per combination) held at once while a batch's boxes are
+# cut into them; a box whose regions would pass this is split instead.
+REGIONS_PER_BATCH = 1 << 17
 # Memory kept for the leaves the open boxes' parents reach (a split box's children read only the split feature).
 CACHE_BYTES = 256 << 20
 
@@ -65,6 +77,9 @@ class TreeBranchAndBound:
         Certify a box where every leaf reached holds every protected combination's codes on the protected and
         coupled columns (the ensemble cannot tell the combinations apart there, whatever its score); False: only
         the score's bounds decide (for measuring what this adds).
+    regions_per_box : int, default=4096
+        A box whose trees reach leaves giving at most this many regions is decided region by region (0: never;
+        read only when every leaf is an interval of codes on every feature).
 
     Raises
     ------
@@ -74,13 +89,14 @@ class TreeBranchAndBound:
 
     def __init__(self, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                  max_boxes: int | None = None, batch_size: int | None = None, cells_per_box: int = 1024,
-                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True):
+                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True, regions_per_box: int = 4096):
         checked = check_certify_options(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
                                         batch_size=1 if batch_size is None else batch_size)
         self.focus = check_float(focus, "focus", minimum=0.0)
         self.cells_per_box = check_int(cells_per_box, "cells_per_box", minimum=1)
         self.cells_per_batch = check_int(cells_per_batch, "cells_per_batch", minimum=1)
         self.blind = bool(blind)
+        self.regions_per_box = check_int(regions_per_box, "regions_per_box", minimum=0)
         self.max_seconds = checked["max_seconds"]
         self.max_depth = checked["max_depth"]
         self.max_boxes = checked["max_boxes"]
@@ -95,7 +111,8 @@ class TreeBranchAndBound:
         """
         return {"engine": "trees", "max_seconds": self.max_seconds, "max_depth": self.max_depth,
                 "max_boxes": self.max_boxes, "batch_size": self.batch_size, "cells_per_box": self.cells_per_box,
-                "cells_per_batch": self.cells_per_batch, "focus": self.focus, "blind": self.blind}
+                "cells_per_batch": self.cells_per_batch, "focus": self.focus, "blind": self.blind,
+                "regions_per_box": self.regions_per_box}
 
     def run(self, ensemble: TreeEnsemble, space: KeySpace, check, lo: np.ndarray, hi: np.ndarray, *,
             row_keys: np.ndarray | None = None, row_owner: np.ndarray | None = None,
@@ -130,7 +147,8 @@ class TreeBranchAndBound:
         n_rows = 0 if row_keys is None else len(row_keys)
         tally = Tally(certified=np.zeros(n_owners), falsified=np.zeros(n_owners),
                       row_status=np.full(n_rows, UNDECIDED, dtype=np.int8))
-        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_splits": 0, "max_depth": 0,
+        stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_region_boxes": 0,
+                 "n_regions": 0, "n_splits": 0, "max_depth": 0,
                  "n_depth_limited": 0, "n_dropped": 0, "stopped": "complete", "n_trees": ensemble.n_trees,
                  "n_leaves": ensemble.n_leaves}
         frontier = _Frontier(space.n_columns)
@@ -286,6 +304,16 @@ class TreeBranchAndBound:
         if small.any():  # few cells: the model decides each at one point, exactly
             self._enumerate(np.flatnonzero(small), constant, ensemble, space, check, b_lo, b_hi, b_id, owner,
                             verdict, tally, stats, row_box, row_keys)
+        regional = (verdict == UNDECIDED) & ~partly & ~small
+        if self.regions_per_box and not ensemble.has_sets and regional.any():
+            # few leaf combinations: cut into regions (one leaf per tree and combination), decided exactly
+            leaves = np.add.reduceat(reach.astype(np.int32), ensemble.tree_start, axis=1).reshape(n, k, -1)
+            combos = np.prod(leaves.max(axis=1).astype(np.float64), axis=1)
+            regional &= combos <= self.regions_per_box
+            if regional.any():
+                done = self._by_regions(np.flatnonzero(regional), ensemble, space, check, b_lo, b_hi, b_id, owner,
+                                        relevant, sure, reach, verdict, tally, stats, row_box, row_keys)
+                small[done] = True
         open_box = np.flatnonzero((verdict == UNDECIDED) & ~small)
         deep = depth[open_box] >= self.max_depth if self.max_depth is not None else np.zeros(len(open_box), bool)
         if deep.any():
@@ -334,6 +362,11 @@ class TreeBranchAndBound:
         boxes = np.concatenate([whole, cut])
         idi = self._check_cells(space, check, c_lo, tally)
         stats["n_cells"] += len(c_lo)
+        self._account(boxes, c_lo, c_hi, which, idi, space, check, b_id, owner, verdict, tally, row_box, row_keys)
+
+    def _account(self, boxes: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray, which: np.ndarray, idi: np.ndarray,
+                 space: KeySpace, check, b_id, owner, verdict, tally: Tally, row_box: np.ndarray, row_keys) -> None:
+        """Boxes cut into parts each decided whole (cells, regions): their volumes tallied, their rows placed."""
         volume = space.volume(c_lo, c_hi)
         bad = np.bincount(which, weights=np.where(idi, volume, 0.0), minlength=len(boxes))
         good = np.bincount(which, weights=np.where(idi, 0.0, volume), minlength=len(boxes))
@@ -348,6 +381,127 @@ class TreeBranchAndBound:
                 answer = self._check_cells(space, check, row_keys[rows], None)
                 tally.row_status[rows] = np.where(answer, FALSIFIED, CERTIFIED)
                 row_box[rows] = -1
+
+    def _by_regions(self, boxes: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, check, b_lo, b_hi, b_id, owner,
+                    relevant, sure, reach, verdict, tally: Tally, stats: dict, row_box: np.ndarray,
+                    row_keys) -> np.ndarray:
+        """Decide ``boxes`` region by region; returns those decided (the others had too many regions).
+
+        Tree by tree (the trees whose leaves in the box differ most first) and combination by combination, each
+        region is cut by the leaves of that tree its input at that combination reaches (a leaf of intervals: the
+        region intersected with it; only leaves the box reaches are tried), adding the leaf's value to that
+        combination's score. A leaf that holds every combination's protected and coupled codes is reached alike by
+        all of them, so such a tree cuts a region once. After each tree a region whose score, with the trees not
+        yet read bounded by the extreme leaves the box reaches, is on one side of the threshold at every possible
+        combination is certified, and one on opposite sides at two combinations possible there is an IDI everywhere
+        (the model confirms one such region a box, as it confirms a box falsified by its bounds; a box it does not
+        confirm is split instead). A region left at the end within the margin of the threshold is decided by the
+        model's discrimination check at one of its points, as a cell is.
+        """
+        k = space.n_combinations
+        cap = self.regions_per_box
+        m = len(boxes)
+        box_reach = reach.reshape(len(b_lo), k, -1)[boxes]  # (m, k, n_leaves)
+        value = ensemble.value
+        starts = ensemble.tree_start
+        t_min = np.minimum.reduceat(np.where(box_reach, value, np.inf), starts, axis=2)  # (m, k, n_trees)
+        t_max = np.maximum.reduceat(np.where(box_reach, value, -np.inf), starts, axis=2)
+        order = np.argsort(-(t_max - t_min).mean(axis=(0, 1)), kind="stable")
+        rest_lo = np.concatenate([np.cumsum(t_min[:, :, order[::-1]], axis=2)[:, :, ::-1], np.zeros((m, k, 1))], axis=2)
+        rest_hi = np.concatenate([np.cumsum(t_max[:, :, order[::-1]], axis=2)[:, :, ::-1], np.zeros((m, k, 1))], axis=2)
+        lo, hi = b_lo[boxes].copy(), b_hi[boxes].copy()
+        of = np.arange(m, dtype=np.int64)
+        score = np.full((m, k), ensemble.base)
+        alive = np.ones(m, dtype=bool)
+        plain = np.ones(space.n_columns, dtype=bool)
+        plain[list(space.coupled)] = False
+        plain_at = np.flatnonzero(plain)  # key columns that are not coupled: a box's codes are the input's
+        plain_features = space.columns[plain_at]
+        rel, ok = relevant[boxes], sure[boxes]
+        margin = DECISION_MARGIN * (1.0 + abs(ensemble.threshold))
+        threshold = ensemble.threshold
+        done_lo, done_hi, done_of, done_near, done_opposite = [], [], [], [], []
+        n_regions = 0
+        for j, t in enumerate(map(int, order)):
+            first = int(starts[t])
+            stop = int(starts[t + 1]) if t + 1 < ensemble.n_trees else ensemble.n_leaves
+            # the key columns this tree's leaves cut (a protected or coupled column is single in a box: whether a
+            # leaf holds its code there is in the box's reached leaves already)
+            narrower = ((ensemble.leaf_lo[first:stop][:, plain_features] > ensemble.lower[plain_features])
+                        | (ensemble.leaf_hi[first:stop][:, plain_features] < ensemble.upper[plain_features]))
+            cut = plain_at[narrower.any(axis=0)]
+            t_lo = ensemble.leaf_lo[first:stop][:, space.columns[cut]]
+            t_hi = ensemble.leaf_hi[first:stop][:, space.columns[cut]]
+            for a in range(k):
+                reached = box_reach[:, a, first:stop]  # (m, leaves of the tree): the leaves each box reaches
+                count = reached.sum(axis=1)
+                leaf_of = np.nonzero(reached)[1]  # grouped by box
+                begin = np.cumsum(count) - count
+                # each region against the leaves of this tree its box reaches (a handful), pair by pair
+                n_pairs = count[of]
+                region = np.repeat(np.arange(len(lo)), n_pairs)
+                within = np.arange(len(region)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
+                leaf = leaf_of[begin[of][region] + within]
+                if len(cut):
+                    r_lo, r_hi = lo[:, cut][region], hi[:, cut][region]
+                    new_lo, new_hi = np.maximum(r_lo, t_lo[leaf]), np.minimum(r_hi, t_hi[leaf])
+                    hit = (new_lo <= new_hi).all(axis=1)
+                    region, leaf = region[hit], leaf[hit]
+                    lo, hi = lo[region], hi[region]
+                    lo[:, cut], hi[:, cut] = new_lo[hit], new_hi[hit]
+                else:
+                    lo, hi = lo[region], hi[region]
+                score, of = score[region], of[region]
+                score[:, a] += value[first + leaf]
+            n_regions += len(lo)
+            low, high = score + rest_lo[of, :, j + 1], score + rest_hi[of, :, j + 1]
+            above, below = low > threshold + margin, high < threshold - margin
+            same = ((above | ~rel[of]).all(axis=1) | (below | ~rel[of]).all(axis=1))
+            opposite = (above & ok[of]).any(axis=1) & (below & ok[of]).any(axis=1) & ~same
+            last = j == len(order) - 1
+            settled = same | opposite | last
+            if settled.any():
+                done_lo.append(lo[settled])
+                done_hi.append(hi[settled])
+                done_of.append(of[settled])
+                done_near.append(~(same | opposite)[settled])  # near the threshold: the model decides
+                done_opposite.append(opposite[settled])
+                keep = ~settled
+                lo, hi, score, of = lo[keep], hi[keep], score[keep], of[keep]
+            count = np.bincount(of, minlength=m)
+            over = alive & (count > cap)
+            if count.sum() > REGIONS_PER_BATCH:  # the boxes with most regions wait for splitting
+                by_size = np.argsort(count, kind="stable")
+                over[by_size[np.cumsum(count[by_size]) > REGIONS_PER_BATCH]] = True
+            if over.any():
+                alive &= ~over
+                keep = alive[of]
+                lo, hi, score, of = lo[keep], hi[keep], score[keep], of[keep]
+            if not alive.any():
+                return np.zeros(0, dtype=np.int64)
+            if not len(lo):
+                break
+        c_lo, c_hi = np.concatenate(done_lo), np.concatenate(done_hi)
+        c_of, near, opposite = np.concatenate(done_of), np.concatenate(done_near), np.concatenate(done_opposite)
+        keep = alive[c_of]
+        c_lo, c_hi, c_of, near, opposite = c_lo[keep], c_hi[keep], c_of[keep], near[keep], opposite[keep]
+        # an IDI by the leaves (clear of the margin at two possible combinations): the model confirms one a box,
+        # as it confirms a box falsified by its bounds; a box it does not confirm is split instead
+        idi = opposite.copy()
+        witness = np.flatnonzero(opposite)[np.unique(c_of[opposite], return_index=True)[1]]
+        if len(witness):
+            confirmed = self._check_cells(space, check, c_lo[witness], tally)
+            alive[c_of[witness[~confirmed]]] = False
+        if near.any():
+            idi[near] = self._check_cells(space, check, c_lo[near], tally)
+        keep = alive[c_of]
+        c_lo, c_hi, c_of, idi = c_lo[keep], c_hi[keep], c_of[keep], idi[keep]
+        stats["n_region_boxes"] += int(alive.sum())
+        stats["n_regions"] += n_regions
+        decided = boxes[alive]
+        which = np.searchsorted(np.flatnonzero(alive), c_of)
+        self._account(decided, c_lo, c_hi, which, idi, space, check, b_id, owner, verdict, tally, row_box, row_keys)
+        return decided
 
     @staticmethod
     def _plan(plan: _Plan, halve: np.ndarray, ensemble: TreeEnsemble, space: KeySpace, lo: np.ndarray,
