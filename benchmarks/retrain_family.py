@@ -41,8 +41,15 @@ def cpu_seconds() -> float:
 
 
 def commit() -> str:
-    """The commit the code ran on (short hash), with ``+dirty`` when ``src/`` or ``benchmarks/`` had changes."""
+    """The commit the code ran on (short hash), with ``+dirty`` when ``src/`` or ``benchmarks/`` had changes.
+
+    ``CHIRALFAIR_BENCH_COMMIT`` names it when the code runs from an exported copy of a commit (no git there), so
+    that commits made in the working copy while a long run goes on are not taken for the run's.
+    """
     import subprocess
+
+    if os.environ.get("CHIRALFAIR_BENCH_COMMIT"):
+        return os.environ["CHIRALFAIR_BENCH_COMMIT"]
 
     root = Path(__file__).resolve().parent.parent
     try:
