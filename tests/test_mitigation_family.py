@@ -366,3 +366,62 @@ def test_auto_never_picks_a_candidate_that_labels_no_positive_row_right():
     within_f1 = [cand("real", 0.60, 0.10, 0.10), cand("one label", 0.0, 0.0, 0.0)]
     pick, _ = choose(within_f1, reference, f1_budget=0.7, max_group_increase=0.02, n_validation=3908)
     assert within_f1[pick]["label"] == "real"
+
+
+def test_the_f1_loss_margin_is_a_paired_bootstrap_of_the_rows_recounted_with_sklearn():
+    from sklearn.metrics import f1_score
+
+    from chiralfair.mitigation.evaluation import pooled_f1_loss
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    y = (rng.random(n) < 0.3).astype(int)
+    reference = np.where(rng.random(n) < 0.85, y, 1 - y)
+    predicted = np.where(rng.random(n) < 0.05, 1 - reference, reference)  # 5% of the rows labelled otherwise
+    out = pooled_f1_loss(y, predicted, reference)
+    assert out["loss"] == pytest.approx(f1_score(y, reference) - f1_score(y, predicted))
+    # recount: resample row indices with replacement, both models' F1 on the same rows
+    draws = rng.integers(0, n, size=(400, n))
+    boot = np.array([f1_score(y[i], reference[i]) - f1_score(y[i], predicted[i]) for i in draws])
+    recount = np.percentile(boot, 95) - out["loss"]
+    assert out["margin"] > 0.005 and out["margin"] == pytest.approx(recount, rel=0.25)
+    assert out["loss_upper"] == pytest.approx(out["loss"] + out["margin"])
+    # a candidate that predicts as the reference loses nothing, with no noise
+    same = pooled_f1_loss(y, reference, reference)
+    assert same["loss"] == 0 and same["margin"] == 0
+
+
+def test_the_f1_margin_adds_the_held_out_rows_and_two_training_seeds_in_quadrature():
+    from chiralfair.mitigation.auto import f1_margin
+
+    assert f1_margin(0.006, None) == pytest.approx(np.sqrt(2) * 0.006)  # no seed measured: the rows' parts only
+    assert f1_margin(0.0, 0.004) == pytest.approx(1.6448536 * np.sqrt(2) * 0.004)
+    assert f1_margin(0.006, 0.004) == pytest.approx(np.hypot(np.sqrt(2) * 0.006, 1.6448536 * np.sqrt(2) * 0.004))
+
+
+def test_the_headline_counts_only_the_methods_that_ran_and_names_the_skipped():
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    loose = retrain(model, data, method=["consistency", "unaware"], train_index=train, max_f1_loss=0.5,
+                    max_group_increase=1.0, **FAST)
+    assert loose.improved and loose.methods == ("unaware",)
+    head = loose.verdict_lines()[0]
+    assert "every method" not in head and "the one method that ran (unaware)" in head
+    assert "Not run: consistency (skipped" in head
+    strict = retrain(model, data, method=["consistency", "unaware"], train_index=train, **FAST)
+    assert not strict.improved  # unaware costs more than 0.01 F1 here
+    assert strict.verdict_lines()[0].startswith("**Not an improvement** (1 of 1 that ran): Not run: consistency")
+
+
+def test_the_spread_line_says_whose_f1_each_figure_is_and_on_which_rows():
+    from sklearn.metrics import f1_score
+
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="unaware", train_index=train, **FAST)
+    test = np.setdiff1d(np.arange(data.n_samples), train)
+    before = f1_score(data.y[test], model.predict(data.X[test]))  # recount through the user's model
+    line = next(x for x in result.to_markdown().splitlines() if "own F1 spread" in x)
+    assert f"the table's F1 before, {before:.3f}, is the model under test's on the {len(test)} test rows" in line
+    values = ", ".join(f"{v:.3f}" for v in result.spread["validation_f1"])
+    assert f"trained again on the training split's other rows with 2 training seeds: validation F1 {values}" in line
