@@ -40,8 +40,9 @@ The built-in methods' candidates:
   few hundred rows, 10 epochs are too few steps); ``counterfactual`` and ``unaware`` from scratch at strength 0
   and 1;
 - any other model chiralfair can refit: ``counterfactual`` and ``unaware``, each at reweighing strength
-  (0, 0.25, 0.5, 0.75, 1), and, for an sklearn estimator on the codes that takes ``sample_weight``,
-  ``reductions`` (each group constraint with the estimator blind, and equalized odds on augmented rows).
+  (0, 0.25, 0.5, 0.75, 1), and, for an sklearn estimator (on the codes, or a raw-frame Pipeline refitted in its
+  own values and labels) whose final step takes ``sample_weight``, ``reductions`` (each group constraint with the
+  estimator blind, and equalized odds on augmented rows).
 
 References
 ----------
