@@ -90,7 +90,8 @@ def commit() -> str:
 
 
 def main() -> dict:
-    cli = [sys.executable, "-m", "chiralfair.cli"]
+    # the console script's entry point (chiralfair.cli has no __main__), in this interpreter
+    cli = [sys.executable, "-c", "import sys; from chiralfair.cli import app; sys.argv[0] = 'chiralfair'; app()"]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_files(folder)
