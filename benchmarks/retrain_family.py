@@ -112,7 +112,7 @@ def markdown(cells: list[dict], record: dict) -> str:
              f"{os.cpu_count()} cores.",
              "", "Goal of a row: held-out IDI rate at least 90% lower, F1 loss within the model's own "
              "training-seed spread (at least 0.01), DPD and EOD at most 0.02 above before. Medians over the cells, "
-             "[min, max].", ""]
+             "[min, max].", ""] + ([record["note"], ""] if record.get("note") else [])
     keys = sorted({(c["target"], c["model"]) for c in cells})
     for target, model in keys:
         part = [c for c in cells if c["target"] == target and c["model"] == model]
