@@ -40,6 +40,28 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def commit() -> str:
+    """The commit the code ran on (short hash), with ``+dirty`` when ``src/`` or ``benchmarks/`` had changes.
+
+    ``CHIRALFAIR_BENCH_COMMIT`` names it when the code runs from an exported copy of a commit (no git there), so
+    that commits made in the working copy while a long run goes on are not taken for the run's.
+    """
+    import subprocess
+
+    if os.environ.get("CHIRALFAIR_BENCH_COMMIT"):
+        return os.environ["CHIRALFAIR_BENCH_COMMIT"]
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "benchmarks/retrain_family.py"],
+                               cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
 def cell(target: str, model: str, state: int, model_state: int, methods, budget: int) -> dict:
     from chiralfair.mitigation import retrain
     from chiralfair.mitigation.base import method_class
@@ -60,7 +82,7 @@ def cell(target: str, model: str, state: int, model_state: int, methods, budget:
         idis, _ = search_training_rows(inputs, plan)
     result = retrain(inputs.trained, inputs.dataset, idis, method=list(methods), random_state=state)
     return {"target": target, "model": model, "random_state": state, "model_random_state": model_state,
-            "wall_seconds": time.perf_counter() - t0, "cpu_seconds": cpu_seconds() - c0,
+            "commit": commit(), "wall_seconds": time.perf_counter() - t0, "cpu_seconds": cpu_seconds() - c0,
             "load_start": load0, "load_end": os.getloadavg()[0], "rows": list(result.rows),
             "methods": list(result.methods), "skipped": result.skipped, "spread": result.spread,
             "auto_pick": result.meta.get("auto_pick"), "auto_candidates": result.meta.get("auto_candidates"),
@@ -90,7 +112,7 @@ def markdown(cells: list[dict], record: dict) -> str:
              f"{os.cpu_count()} cores.",
              "", "Goal of a row: held-out IDI rate at least 90% lower, F1 loss within the model's own "
              "training-seed spread (at least 0.01), DPD and EOD at most 0.02 above before. Medians over the cells, "
-             "[min, max].", ""]
+             "[min, max].", ""] + ([record["note"], ""] if record.get("note") else [])
     keys = sorted({(c["target"], c["model"]) for c in cells})
     for target, model in keys:
         part = [c for c in cells if c["target"] == target and c["model"] == model]
@@ -137,7 +159,8 @@ def markdown(cells: list[dict], record: dict) -> str:
             label = next((t["label"] for i, t in enumerate(c["auto_candidates"]["tried"])
                           if i == c["auto_candidates"]["picked"]), pick.get("method"))
             lines.append(f"- state {c['random_state']}, model state {c['model_random_state']}: picked {label}; "
-                         f"{words} ({c['wall_seconds']:.0f} s wall, {c['cpu_seconds']:.0f} s CPU)")
+                         f"{words} (commit {c.get('commit', 'not recorded')}; {c['wall_seconds']:.0f} s wall, "
+                         f"{c['cpu_seconds']:.0f} s CPU; load {c['load_start']:.1f} -> {c['load_end']:.1f})")
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -196,6 +219,8 @@ def main(argv=None):
     p.add_argument("--targets", nargs="+", default=["census:sex"], help="dataset:protected-attribute")
     p.add_argument("--models", nargs="+", default=["lr"], help="zoo models")
     p.add_argument("--states", type=int, default=3, help="random states 0..N-1 (split, search, retrain)")
+    p.add_argument("--only-states", type=int, nargs="+", default=None,
+                   help="run these random states, in this order, instead of 0..N-1")
     p.add_argument("--model-states", type=int, nargs="+", default=None,
                    help="model random states (retrain's model seed); default: the random state")
     p.add_argument("--methods", nargs="+", default=None, help="default: every registered method")
@@ -217,7 +242,7 @@ def main(argv=None):
     cells = list(done)
     for target in args.targets:
         for model in args.models:
-            for state in range(args.states):
+            for state in (args.only_states if args.only_states is not None else range(args.states)):
                 for model_state in (args.model_states or [state]):
                     if any(c["target"] == target and c["model"] == model and c["random_state"] == state
                            and c["model_random_state"] == model_state for c in cells):

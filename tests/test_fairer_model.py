@@ -174,13 +174,19 @@ def test_the_kept_model_is_your_kind_predicts_your_labels_and_has_the_reported_f
     elif made_by == "unaware":  # the protected side blinded first, then your estimator refitted: still a Pipeline
         assert isinstance(model, Pipeline) and [name for name, _ in model.steps] == ["blind", "model"]
         assert type(model.named_steps["model"]) is type(original)
+    elif made_by == "reductions":  # blinded, then the deterministic mixture of copies of your estimator
+        assert isinstance(model, Pipeline) and [name for name, _ in model.steps] == ["blind", "model"]
+        mixture = model.named_steps["model"]
+        members = getattr(mixture, "predictors", [mixture])
+        assert members and all(type(m) is type(original) and m is not original for m in members)
     else:
         assert type(model) is type(original) and model is not original
         if isinstance(original, Pipeline):
             assert [name for name, _ in model.steps] == [name for name, _ in original.steps]
     if kind == "hgb":  # refitted on your frame's categoricals, read natively as the original reads them
-        inner = model.named_steps["model"] if made_by == "unaware" else model
-        assert (inner.is_categorical_ == original.is_categorical_).all() and inner.is_categorical_.sum() >= 8
+        inner = model.named_steps["model"] if made_by in ("unaware", "reductions") else model
+        for each in getattr(inner, "predictors", [inner]):
+            assert (each.is_categorical_ == original.is_categorical_).all() and each.is_categorical_.sum() >= 8
     predicted = setting.labels(model, setting.rows)
     assert set(np.unique(predicted)) <= set(np.unique(setting.truth)) and len(np.unique(predicted)) == 2
     row = reported(setting.result, method)

@@ -458,3 +458,52 @@ def test_a_histgradientboosting_on_pandas_categoricals_is_refitted_on_them_not_o
     assert after["f1"] == pytest.approx(f1_score(test["income"], own, pos_label="yes"), abs=1e-12)
     assert after["test_idi_rate"] == pytest.approx(float(np.mean(own != flipped)), abs=1e-12)
     assert set(own) <= {"yes", "no"}
+
+
+class WeightsSeen(LogisticRegression):
+    """A LogisticRegression that remembers the sample weights its fit received (fairlearn's, routed to it)."""
+
+    def fit(self, X, y, sample_weight=None):
+        self.weights_seen_ = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+@pytest.mark.parametrize("algorithm", ["exponentiated", "grid"])
+def test_reductions_refit_a_raw_frame_pipeline_in_its_own_values_and_labels(setting, algorithm):
+    """fairlearn's reductions over the user's Pipeline: fitted on their rows and labels, the sample weights reaching
+    its final step, deterministic; the row's figures recounted through the model returned, with plain pandas."""
+    from sklearn.metrics import f1_score
+
+    data, train, test, df = setting["data"], setting["train"], setting["test"], setting["df"]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "rel", "job"])],
+                            remainder="passthrough")
+    rows = df.iloc[train]
+    pipe = Pipeline([("seen", HoursSeen()), ("pre", pre), ("lr", WeightsSeen(max_iter=500))]).fit(
+        rows.drop(columns="y"), rows["y"])
+    model = wrap_model(pipe, data, name="pipe")
+    result = retrain(model, data, method="reductions", method_params={"reductions": {"algorithm": algorithm,
+                                                                                   "max_iter": 10}},
+                     train_index=train, **FAST)
+    assert result.methods == ("reductions",) and not result.skipped
+    fairer = result.model_of("reductions")  # the user's kind: their Pipeline(s) behind the blinding, raw rows in
+    inner = fairer["model"]
+    members = inner.predictors if algorithm == "exponentiated" else [inner]
+    for member in members:
+        assert type(member) is Pipeline and member.classes_.tolist() == ["no", "yes"]
+        assert member.named_steps["seen"].n_hours_seen_ == rows["hours"].nunique()  # their values, not bins
+        weights = member.named_steps["lr"].weights_seen_
+        assert weights is not None and len(weights) == len(train)  # fairlearn's weights reached the final step
+    assert any(np.ptp(m.named_steps["lr"].weights_seen_) > 0 for m in members)
+    held = df.iloc[test].reset_index(drop=True)
+    X = held.drop(columns="y")
+    labels = fairer.predict(X)
+    assert set(labels) <= {"no", "yes"} and (fairer.predict(X) == labels).all()  # the same label every time
+    after = result.after[0]
+    # recount on the held-out rows through the returned model: F1, the IDI rate (sex flipped, rel moved with it),
+    # and the demographic-parity difference over the user's own sex column
+    assert after["f1"] == pytest.approx(f1_score(held["y"], labels, pos_label="yes"))
+    flipped = X.assign(sex=X["sex"].map({"f": "m", "m": "f"}), rel=X["rel"].replace({"husband": "wife",
+                                                                                     "wife": "husband"}))
+    assert after["test_idi_rate"] == pytest.approx(float(np.mean(fairer.predict(flipped) != labels))) == 0.0
+    selection = pd.Series(labels == "yes").groupby(held["sex"]).mean()
+    assert after["demographic_parity_difference"] == pytest.approx(selection.max() - selection.min())

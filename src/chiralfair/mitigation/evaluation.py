@@ -267,6 +267,48 @@ def pooled_group_figures(y_true, groups, predicted, reference, *, n_boot: int = 
     return out
 
 
+def pooled_f1_loss(y_true, predicted, reference, *, n_boot: int = N_BOOTSTRAP, confidence: float = CONFIDENCE,
+                   random_state: int = 0) -> dict[str, float]:
+    """A model's F1 loss against a reference's on the same rows, and how far the loss could be from the rows.
+
+    The paired bootstrap of :func:`pooled_group_figures`: the rows are resampled in pairs (a row's label, its
+    prediction by the model and by the reference together), drawn as the counts of the 8 (label, model, reference)
+    cells from a multinomial, and the F1 of the positive class 1 (0 where a resample has no positive row and no
+    positive prediction, as ``f1_score(..., zero_division=0)``) of both is computed from each resample's counts.
+
+    Parameters
+    ----------
+    y_true, predicted, reference : array-like of {0, 1}, shape (n_samples,)
+    n_boot : int, default=1000
+    confidence : float, default=0.95
+        Of the one-sided bound.
+    random_state : int, default=0
+
+    Returns
+    -------
+    dict
+        ``loss`` (the reference's F1 minus the model's, on the rows given), ``loss_upper`` (the ``confidence``
+        quantile of the bootstrapped loss) and ``margin`` (``loss_upper - loss``, at least 0).
+    """
+    y_true = np.asarray(y_true, dtype=np.int64).reshape(-1)
+    predicted = np.asarray(predicted, dtype=np.int64).reshape(-1)
+    reference = np.asarray(reference, dtype=np.int64).reshape(-1)
+    n = len(y_true)
+    joint = np.bincount(y_true * 4 + predicted * 2 + reference, minlength=8)
+    boot = np.random.default_rng(random_state).multinomial(n, joint / max(n, 1), size=n_boot)
+    tables = np.concatenate([joint[None], boot]).reshape(-1, 2, 2, 2).astype(np.float64)
+    loss = _f1(tables.sum(axis=2)) - _f1(tables.sum(axis=3))  # (label, reference) minus (label, model)
+    upper = float(np.percentile(loss[1:], 100 * confidence))
+    return {"loss": float(loss[0]), "loss_upper": upper, "margin": max(0.0, upper - float(loss[0]))}
+
+
+def _f1(cells: np.ndarray) -> np.ndarray:
+    """F1 of the positive class of each table of counts, shape (n, 2 labels, 2 predictions); 0 where undefined."""
+    true_pos, wrong = 2 * cells[:, 1, 1], cells[:, 0, 1] + cells[:, 1, 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(true_pos + wrong > 0, true_pos / (true_pos + wrong), 0.0)
+
+
 def _cells(y_true: np.ndarray, y_pred: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
     """Counts of rows per (group, label, prediction), shape (n_groups, 2, 2)."""
     return np.bincount(group * 4 + y_true * 2 + y_pred, minlength=4 * n_groups).reshape(n_groups, 2, 2)

@@ -22,9 +22,13 @@ when ``blind``.
 Post-processing with a per-group threshold (fairlearn's ``ThresholdOptimizer``) is not offered: it decides by the
 protected attribute, so it makes IDIs by construction.
 
-The estimator must take ``sample_weight`` in ``fit`` (the reductions reweigh rows); it is fitted on chiralfair's
-codes, so a model that takes your raw frame or other labels is refused with a sentence that says so, as is the zoo
-DNN (``consistency`` with ``group`` serves it).
+The estimator (a Pipeline's final step) must take ``sample_weight`` in ``fit`` (the reductions reweigh rows). A
+model on chiralfair's codes is fitted on them; a scikit-learn model that takes your raw frame or other labels (the
+README's own-data Pipeline) is refitted in its own language (:func:`reductions_in_its_own_language`): copies of your
+estimator fitted on your rows and labels, fairlearn's weights routed to the final step, the sensitive feature the
+protected group of each row, the deterministic predictor made of your fitted estimators and saved with the
+blinding in your values. The zoo DNN is refused (``consistency`` with ``group`` serves it), as is a model fed the
+data's values as numbers with ``blind`` (its blinding is kept by column name or code).
 
 References
 ----------
@@ -46,6 +50,63 @@ from .base import MitigationMethod, register_method
 
 CONSTRAINTS = ("demographic_parity", "equalized_odds", "true_positive_rate_parity")
 ALGORITHMS = ("exponentiated", "grid")
+DETERMINISTIC = {"exponentiated": "the mixture's expected positive probability thresholded at 0.5",
+                 "grid": "grid search's best predictor"}
+
+
+def fit_reduction(estimator, inputs, labels, groups, weight_name: str, *, constraint: str, algorithm: str,
+                  eps: float, max_iter: int, grid_size: int) -> tuple[list, list[float]]:
+    """The fairlearn reduction fitted: the predictors it keeps and their weights (one predictor, weight 1, for grid).
+
+    Parameters
+    ----------
+    estimator : sklearn classifier
+        Unfitted; fairlearn clones it for each round. It takes ``inputs`` and labels {0, 1}.
+    inputs : array-like or pandas.DataFrame
+    labels : numpy.ndarray of {0, 1}
+    groups : array-like, shape (n_samples,)
+        The sensitive feature (each row's protected group).
+    weight_name : str
+        The fit keyword that reaches the step taking ``sample_weight`` (:func:`_weight_route`).
+    constraint, algorithm : str
+    eps : float
+    max_iter, grid_size : int
+
+    Returns
+    -------
+    predictors : list of fitted classifiers
+        Exponentiated gradient's with a non-zero weight; grid search's best.
+    weights : list of float
+        Summing to 1.
+    """
+    from fairlearn.reductions import (
+        DemographicParity,
+        EqualizedOdds,
+        ExponentiatedGradient,
+        GridSearch,
+        TruePositiveRateParity,
+    )
+
+    from ..models.threads import single_native_thread
+
+    moment = {"demographic_parity": DemographicParity, "equalized_odds": EqualizedOdds,
+              "true_positive_rate_parity": TruePositiveRateParity}[constraint](difference_bound=eps)
+    with single_native_thread(), warnings.catch_warnings():
+        # fairlearn 0.15 grows pandas Series with .at and sets bools into float Series, which pandas deprecates
+        # (the operations still run as before); said once here rather than failing a strict warnings filter
+        warnings.filterwarnings("ignore", message="Setting a value on a Series via .at")
+        warnings.filterwarnings("ignore", message="Setting an item of incompatible dtype")
+        if algorithm == "exponentiated":
+            fitted = ExponentiatedGradient(clone(estimator), moment, eps=eps, max_iter=max_iter,
+                                           sample_weight_name=weight_name)
+            fitted.fit(inputs, labels, sensitive_features=groups)
+            weights = np.asarray(fitted.weights_, dtype=np.float64)
+            keep = weights > 0
+            predictors = [p for p, k in zip(fitted.predictors_, keep, strict=True) if k]
+            return predictors, (weights[keep] / weights[keep].sum()).tolist()
+        fitted = GridSearch(clone(estimator), moment, grid_size=grid_size, sample_weight_name=weight_name)
+        fitted.fit(inputs, labels, sensitive_features=groups)
+        return [fitted.predictors_[fitted.best_idx_]], [1.0]
 
 
 class ExpectedPositive(ClassifierMixin, BaseEstimator):
@@ -54,19 +115,23 @@ class ExpectedPositive(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     predictors : list of fitted classifiers
-        Each predicts labels in {0, 1}.
+        Each predicts labels in ``classes`` (default {0, 1}).
     weights : sequence of float
         Their weights (non-negative, summing to 1).
+    classes : sequence of two labels, default=(0, 1)
+        The labels the predictors speak, the positive one second (a raw-frame pipeline's own, e.g. ``("<=50K",
+        ">50K")``); ``predict`` answers in them.
 
     Attributes
     ----------
     classes_ : numpy.ndarray
-        ``[0, 1]``.
+        ``classes``.
     """
 
-    def __init__(self, predictors=(), weights=()):
+    def __init__(self, predictors=(), weights=(), classes=(0, 1)):
         self.predictors = predictors
         self.weights = weights
+        self.classes = classes
 
     def fit(self, X=None, y=None):
         """Nothing to fit: the predictors are fitted already.
@@ -79,7 +144,7 @@ class ExpectedPositive(ClassifierMixin, BaseEstimator):
         -------
         ExpectedPositive
         """
-        self.classes_ = np.array([0, 1])
+        self.classes_ = np.asarray(self.classes)
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -94,13 +159,14 @@ class ExpectedPositive(ClassifierMixin, BaseEstimator):
         numpy.ndarray of float64, shape (n_samples, 2)
         """
         p = np.zeros(len(X), dtype=np.float64)
+        positive = np.asarray(self.classes)[1]
         for h, w in zip(self.predictors, self.weights, strict=True):
-            p += float(w) * np.asarray(h.predict(X), dtype=np.float64)
+            p += float(w) * (np.asarray(h.predict(X)) == positive)
         p = np.clip(p, 0.0, 1.0)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X) -> np.ndarray:
-        """1 where the expected positive probability is at least 0.5, else 0 (the same label every time).
+        """The positive class where the expected positive probability is at least 0.5 (the same label every time).
 
         Parameters
         ----------
@@ -108,9 +174,63 @@ class ExpectedPositive(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
+        numpy.ndarray, shape (n_samples,)
+            In ``classes`` (int64 0/1 by default).
+        """
+        return np.asarray(self.classes)[(self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)]
+
+
+class InItsOwnLabels(ClassifierMixin, BaseEstimator):
+    """Your estimator as fairlearn's reductions see it: fitted on labels {0, 1} mapped to your own, predicting 0/1.
+
+    fairlearn's moments need labels 0 and 1; a raw-frame pipeline is fitted in its own labels (e.g. ``">50K"``).
+    ``fit`` maps fairlearn's 0/1 to ``classes`` (the positive one second) and fits a clone of ``estimator`` on your
+    rows in those labels, passing every fit argument through (``<final step>__sample_weight``); ``predict`` maps
+    back. The fitted ``estimator_`` is your kind of model, in your labels, and is what is kept.
+
+    Parameters
+    ----------
+    estimator : sklearn classifier or Pipeline
+    classes : sequence of two labels
+        Your negative and positive class.
+    """
+
+    def __init__(self, estimator=None, classes=(0, 1)):
+        self.estimator = estimator
+        self.classes = classes
+
+    def fit(self, X, y, **fit_params):
+        """Fit a clone of ``estimator`` on ``X`` and ``classes[y]``.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or array-like
+            Your rows, as your estimator takes them.
+        y : array-like of {0, 1}
+        **fit_params
+            Passed to the estimator's ``fit`` (fairlearn's sample weights).
+
+        Returns
+        -------
+        InItsOwnLabels
+        """
+        labels = np.asarray(self.classes)[np.asarray(y, dtype=np.int64)]
+        self.estimator_ = clone(self.estimator).fit(X, labels, **fit_params)
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """1 where your estimator predicts the positive class, else 0.
+
+        Parameters
+        ----------
+        X : pandas.DataFrame or array-like
+
+        Returns
+        -------
         numpy.ndarray of int64, shape (n_samples,)
         """
-        return (self.predict_proba(X)[:, 1] >= 0.5).astype(np.int64)
+        return (np.asarray(self.estimator_.predict(X)) == np.asarray(self.classes)[1]).astype(np.int64)
 
 
 def _weight_route(estimator):
@@ -187,24 +307,55 @@ class GroupReduction(MitigationMethod):
         from sklearn.utils.validation import has_fit_parameter
 
         from .kinds import base_estimator, is_zoo_dnn
-        from .refit import speaks_codes_and_labels
+        from .refit import refits_in_its_own_language, speaks_codes_and_labels
 
         model = run.model
         if run.trainer is None and is_zoo_dnn(model):
             return (f"method 'reductions' refits the estimator many times with fairlearn's sample weights; model "
                     f"{model.name!r} is the zoo DNN (use consistency with group= for it)")
+        if refits_in_its_own_language(model, params):
+            if model.language.as_values and params.get("blind", True):
+                return (f"method 'reductions' with blind=True cannot refit model {model.name!r}, which is fed the "
+                        "data's values (model_input='values'): the blinding it saves with the model is kept by "
+                        "column name (a frame) or by code, neither of which such a model takes; pass blind=False")
+            final, _ = _weight_route(model.estimator)
+            if not has_fit_parameter(final, "sample_weight"):
+                return (f"method 'reductions' reweighs the rows each round; {type(final).__name__}.fit of model "
+                        f"{model.name!r} takes no sample_weight")
+            return None
         why = super().cannot_run(run, params)
         if why:
             return why
         if not speaks_codes_and_labels(model.language):
-            return (f"method 'reductions' fits fairlearn's reductions on chiralfair's integer codes and labels 0/1; "
-                    f"model {model.name!r} takes your raw frame or other labels (use counterfactual or unaware for "
-                    "it, which refit it in its own language)")
+            return (f"method 'reductions' fits fairlearn's reductions on chiralfair's integer codes and labels 0/1 "
+                    f"or refits a scikit-learn estimator in its own language; model {model.name!r} is neither (use "
+                    "counterfactual or unaware for it)")
         final, _ = _weight_route(base_estimator(cls.name, model, 0, None))
         if not has_fit_parameter(final, "sample_weight"):
             return (f"method 'reductions' reweighs the rows each round; {type(final).__name__}.fit of model "
                     f"{model.name!r} takes no sample_weight")
         return None
+
+    @classmethod
+    def build(cls, run, params, added=None):
+        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+
+        Parameters
+        ----------
+        run : MitigationRun
+        params : dict
+        added : None
+
+        Returns
+        -------
+        retrained : CountingModel
+        info : dict
+        """
+        from .refit import refits_in_its_own_language
+
+        if refits_in_its_own_language(run.model, params):
+            return reductions_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
+        return super().build(run, params, added)
 
     @classmethod
     def candidate_params(cls, run) -> list[dict[str, Any]]:
@@ -239,15 +390,6 @@ class GroupReduction(MitigationMethod):
         return ", ".join(words)
 
     def _fit(self, X, y, sample_weight=None) -> None:
-        from fairlearn.reductions import (
-            DemographicParity,
-            EqualizedOdds,
-            ExponentiatedGradient,
-            GridSearch,
-            TruePositiveRateParity,
-        )
-
-        from ..models.threads import single_native_thread
         from .counterfactual import augmented_training_rows
         from .reweighing import protected_groups
 
@@ -261,34 +403,15 @@ class GroupReduction(MitigationMethod):
         if self.augment:
             rows, labels, _, _, _ = augmented_training_rows(X, y, self.domain)
         groups = protected_groups(self.domain, rows)
-        moment = {"demographic_parity": DemographicParity, "equalized_odds": EqualizedOdds,
-                  "true_positive_rate_parity": TruePositiveRateParity}[constraint](difference_bound=self.eps)
-        inputs = self._model_input(rows)
         _, weight_name = _weight_route(self.estimator)
-        with single_native_thread(), warnings.catch_warnings():
-            # fairlearn 0.15 grows pandas Series with .at and sets bools into float Series, which pandas deprecates
-            # (the operations still run as before); said once here rather than failing a strict warnings filter
-            warnings.filterwarnings("ignore", message="Setting a value on a Series via .at")
-            warnings.filterwarnings("ignore", message="Setting an item of incompatible dtype")
-            if algorithm == "exponentiated":
-                fitted = ExponentiatedGradient(clone(self.estimator), moment, eps=self.eps, max_iter=self.max_iter,
-                                               sample_weight_name=weight_name)
-                fitted.fit(inputs, labels, sensitive_features=groups)
-                weights = np.asarray(fitted.weights_, dtype=np.float64)
-                keep = weights > 0
-                predictors = [p for p, k in zip(fitted.predictors_, keep, strict=True) if k]
-                self.estimator_ = ExpectedPositive(predictors, (weights[keep] / weights[keep].sum()).tolist()).fit()
-                n_predictors = len(predictors)
-            else:
-                fitted = GridSearch(clone(self.estimator), moment, grid_size=self.grid_size,
-                                    sample_weight_name=weight_name)
-                fitted.fit(inputs, labels, sensitive_features=groups)
-                self.estimator_ = fitted.predictors_[fitted.best_idx_]
-                n_predictors = 1
+        predictors, weights = fit_reduction(self.estimator, self._model_input(rows), labels, groups, weight_name,
+                                            constraint=constraint, algorithm=algorithm, eps=self.eps,
+                                            max_iter=self.max_iter, grid_size=self.grid_size)
+        self.estimator_ = (ExpectedPositive(predictors, weights).fit() if algorithm == "exponentiated"
+                           else predictors[0])
         self.info_ = {"constraint": constraint, "algorithm": algorithm, "blind": bool(self.blind),
-                      "augment": bool(self.augment), "n_predictors": n_predictors, "n_rows_fitted": int(len(rows)),
-                      "deterministic": "the mixture's expected positive probability thresholded at 0.5"
-                      if algorithm == "exponentiated" else "grid search's best predictor"}
+                      "augment": bool(self.augment), "n_predictors": len(predictors), "n_rows_fitted": int(len(rows)),
+                      "deterministic": DETERMINISTIC[algorithm]}
 
     def _model_input(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64)
@@ -309,3 +432,83 @@ class GroupReduction(MitigationMethod):
         if [str(c) for c in self.classes_] != ["0", "1"]:
             return self
         return blinded_pipeline(self.estimator_, codes_blinding(self.domain)) if self.blind else self.estimator_
+
+
+def reductions_in_its_own_language(model, dataset, train, params: dict, seed: int):
+    """The fairlearn reductions over your own estimator (a raw-frame Pipeline), fitted in your values and labels.
+
+    The training rows are your rows as given (:func:`~chiralfair.mitigation.refit.training_input`; with
+    ``blind``, the protected and coupled columns blinded in your values as :mod:`.unaware` blinds them; with
+    ``augment``, each row in every protected combination); the sensitive feature is each row's protected group as
+    the domain names it (your protected column's values; a binned numeric one, its bins), never blinded. fairlearn
+    fits copies of your estimator (:func:`~chiralfair.mitigation.fitting.unfitted_copy`, same hyper-parameters) in
+    your labels through :class:`InItsOwnLabels`, its sample weights routed to your Pipeline's final step
+    (``<step>__sample_weight``). The predictor kept is deterministic: exponentiated gradient's mixture of your
+    fitted estimators as :class:`ExpectedPositive` (the label whose expected probability under the mixture is at
+    least 0.5, answered in your labels), grid search's best estimator; with ``blind`` behind the blinding
+    (:func:`~chiralfair.mitigation.blinding.blinded_pipeline`), so it takes your raw rows and answers in your labels.
+
+    Parameters
+    ----------
+    model : CountingModel
+        Your estimator (not speaking the codes and labels 0/1, :func:`~chiralfair.mitigation.refit.\
+speaks_codes_and_labels`).
+    dataset : Dataset
+    train : numpy.ndarray of int64
+    params : dict
+        :class:`GroupReduction`'s parameters.
+    seed : int
+        The ``random_state`` of every ``random_state`` your estimator leaves at None.
+
+    Returns
+    -------
+    retrained : CountingModel
+    info : dict
+
+    Raises
+    ------
+    ConfigError
+        For a parameter :class:`GroupReduction` does not take.
+    """
+    import pandas as pd
+
+    from .blinding import blind, blinded_pipeline, codes_blinding, frame_blinding
+    from .counterfactual import augmented_training_rows
+    from .evaluation import protected_groups_frame
+    from .fitting import unfitted_copy
+    from .refit import like_the_model, training_input
+
+    GroupReduction.check_params(params)
+    method = GroupReduction(**params)  # the defaults of the parameters not given
+    constraint = check_choice(method.constraint, "constraint", CONSTRAINTS)
+    algorithm = check_choice(method.algorithm, "algorithm", ALGORITHMS)
+    domain, language = dataset.domain, model.language
+    train = np.asarray(train, dtype=np.int64)
+    rows, labels, origin = dataset.X[train], np.asarray(dataset.y[train], dtype=np.int64), train
+    if method.augment:
+        rows, labels, _, _, from_row = augmented_training_rows(rows, labels, domain)
+        origin = train[from_row]
+    groups = protected_groups_frame(domain, rows).astype(str).agg("/".join, axis=1).to_numpy(dtype=str)
+    codes = codes_blinding(domain)
+    inputs = training_input(model, dataset, blind(rows, codes) if method.blind else rows, origin)
+    if isinstance(inputs, pd.DataFrame):
+        inputs = inputs.reset_index(drop=True)
+    own = tuple(language.model_labels(np.array([0, 1])).tolist())
+    copy = unfitted_copy(model.estimator, seed)
+    _, weight_name = _weight_route(copy)
+    predictors, weights = fit_reduction(InItsOwnLabels(copy, own), inputs, labels, groups, weight_name,
+                                        constraint=constraint, algorithm=algorithm, eps=method.eps,
+                                        max_iter=method.max_iter, grid_size=method.grid_size)
+    yours = [p.estimator_ for p in predictors]  # your kind of model, in your labels
+    fitted = ExpectedPositive(yours, weights, classes=own).fit() if algorithm == "exponentiated" else yours[0]
+    if method.blind:
+        blinding: dict[str, Any] = (frame_blinding(domain, language.to_frame, language.feature_names)
+                                    if language.takes_frame else codes)
+        fitted = blinded_pipeline(fitted, blinding)
+    info = {"constraint": constraint, "algorithm": algorithm, "blind": bool(method.blind),
+            "augment": bool(method.augment), "n_predictors": len(predictors), "n_rows_fitted": int(len(rows)),
+            "deterministic": DETERMINISTIC[algorithm], "how": "GroupReduction",
+            "language": "refitted in the model's own input and labels (fairlearn's sample weights routed to its "
+                        f"final step as {weight_name}), the sensitive feature the protected group"
+                        + (", the blinding saved with it" if method.blind else "")}
+    return like_the_model(fitted, model, f"reductions-{model.name}"), info

@@ -422,13 +422,21 @@ class RetrainResult:
                 f"; it picked {pick['method']} by the rule under Choices."]
 
     def _guardrail_lines(self) -> list[str]:
+        ran = list(dict.fromkeys(r["method"] for r in self.after))
+        # a skipped method was not run, so not judged: the headline counts the methods that ran and names the others
+        skipped = (f" Not run: {', '.join(self.skipped)} (skipped; why below), so not judged." if self.skipped
+                   else "")
         if self.improved:
-            return [f"**Improved**: every method lowered the held-out IDI rate (95% interval wholly below the "
+            who = ("every method" if not self.skipped else
+                   f"the {len(ran)} methods that ran ({', '.join(ran)}) each" if len(ran) > 1 else
+                   f"the one method that ran ({ran[0]})" if ran else "no method")
+            return [f"**Improved**: {who} lowered the held-out IDI rate (95% interval wholly below the "
                     f"before one) at an F1 cost of at most {f1_budget(self.max_f1_loss, self.spread):g}"
                     + (" (the model's own F1 spread)" if f1_budget(self.max_f1_loss, self.spread) > self.max_f1_loss
                        else "") + f", and raised neither the demographic-parity nor the equalized-odds difference by "
-                    f"more than {self.max_group_increase:g}."]
-        return ["**Not an improvement**" + f" ({len(self.failures)} of {len(self.after)}):"] + [
+                    f"more than {self.max_group_increase:g}." + skipped]
+        that_ran = " that ran" if self.skipped else ""
+        return [f"**Not an improvement** ({len(self.failures)} of {len(self.after)}{that_ran}):" + skipped] + [
             f"- {_label(r)}: {r['guardrail']}." for r in self.failures]
 
     def to_markdown(self, plot: str | None = None, candidates_plot: str | None = None) -> str:
@@ -453,7 +461,7 @@ class RetrainResult:
                  f"{self.meta.get('n_test')} test rows, never trained on",
                  f"- counterparts: {counterparts_line(self.meta)}",
                  *[f"- method {name} skipped: {why}" for name, why in self.skipped.items()],
-                 f"- {spread_line(self.spread, self.max_f1_loss)}",
+                 f"- {spread_line(self.spread, self.max_f1_loss, self.rows[0] if self.rows else None)}",
                  f"- leak check: {_pairs(self.leakage.get('n_idis_excluded', 0))} with a test row's projection "
                  f"excluded; test projections in the training data: {self.leakage.get('n_test_projections_added', 0)}"
                  f" (must be 0); {self.leakage.get('n_test_rows_seen', 0)} of {self.leakage.get('n_test', 0)} test "
@@ -632,13 +640,17 @@ def counterparts_line(meta: dict[str, Any]) -> str:
     return text + (f"; constraints: {'; '.join(constraints)}" if constraints else "")
 
 
-def spread_line(spread: dict[str, Any] | None, max_f1_loss: float) -> str:
-    """The model's own F1 spread and the F1 budget it sets, in words.
+def spread_line(spread: dict[str, Any] | None, max_f1_loss: float, before: dict[str, Any] | None = None) -> str:
+    """The model's own F1 spread and the F1 budget it sets, in words; each F1 says whose it is and on which rows.
 
     Parameters
     ----------
     spread : dict or None
     max_f1_loss : float
+    before : dict, optional
+        The table's row before (``f1`` of the model under test on the test rows, ``test_n`` rows): named beside
+        the spread's F1 values, which are another model's (the model's kind trained on the training split's other
+        rows) on other rows (its validation rows), so a reader does not take one for the other.
 
     Returns
     -------
@@ -647,10 +659,14 @@ def spread_line(spread: dict[str, Any] | None, max_f1_loss: float) -> str:
     if not spread:
         return f"F1 budget {max_f1_loss:g} (the model's own F1 spread over training seeds was not measured)"
     values = ", ".join(f"{v:.3f}" for v in spread["validation_f1"])
-    return (f"the model's own F1 spread: {spread['spread']:.3f} (its kind trained with {len(spread['seeds'])} "
-            f"training seeds, F1 {values} on {spread['n_validation']} validation rows of the training split); F1 "
-            f"budget: {f1_budget(max_f1_loss, spread):.3f}, the larger of max_f1_loss ({max_f1_loss:g}) and the "
-            "spread; the column f1_loss_in_spread is the F1 loss in units of the spread")
+    mut = ("" if not before or before.get("f1") is None else
+           f"; the table's F1 before, {before['f1']:.3f}, is the model under test's on the "
+           f"{before.get('test_n', 'held-out')} test rows")
+    return (f"the model's own F1 spread: {spread['spread']:.3f} (its kind trained again on the training split's "
+            f"other rows with {len(spread['seeds'])} training seeds: validation F1 {values}, on "
+            f"{spread['n_validation']} validation rows of the training split{mut}); F1 budget: "
+            f"{f1_budget(max_f1_loss, spread):.3f}, the larger of max_f1_loss ({max_f1_loss:g}) and the spread; the "
+            "column f1_loss_in_spread is the F1 loss in units of the spread")
 
 
 def _label(row) -> str:
