@@ -507,3 +507,20 @@ def test_reductions_refit_a_raw_frame_pipeline_in_its_own_values_and_labels(sett
     assert after["test_idi_rate"] == pytest.approx(float(np.mean(fairer.predict(flipped) != labels))) == 0.0
     selection = pd.Series(labels == "yes").groupby(held["sex"]).mean()
     assert after["demographic_parity_difference"] == pytest.approx(selection.max() - selection.min())
+
+
+def test_auto_leaves_reductions_out_on_a_pipeline_fed_raw_rows_and_says_why(setting):
+    """Reductions refit the user's pipeline up to max_iter times per candidate and split: auto does not try them
+    there (it names why); asked for by name it still runs (the test above)."""
+    from chiralfair.mitigation.auto import candidates
+    from chiralfair.mitigation.protocol import MitigationRun
+
+    data, train, df = setting["data"], setting["train"], setting["df"]
+    pre = ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sex", "rel", "job"])],
+                            remainder="passthrough")
+    rows = df.iloc[train]
+    pipe = Pipeline([("pre", pre), ("lr", LogisticRegression(max_iter=500))]).fit(rows.drop(columns="y"), rows["y"])
+    tried, left_out = candidates(MitigationRun(wrap_model(pipe, data, name="pipe"), data, train, 0))
+    assert "reductions" not in {name for name, _ in tried}
+    assert "not tried by auto" in left_out["reductions"] and "'pipe'" in left_out["reductions"]
+    assert {"counterfactual", "unaware"} <= {name for name, _ in tried}

@@ -107,8 +107,8 @@ def candidates(run) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
     """The (method, parameters) ``auto`` tries on the run's kind of model: every registered method's candidates.
 
     A registered method (a user's plugin included) is a candidate unless its class says it is not one for an IDI
-    goal (``not_a_candidate``) or cannot train this kind of model (``cannot_run``); its class gives the parameters
-    to try (``candidate_params``).
+    goal (``not_a_candidate``), cannot train this kind of model (``cannot_run``) or is too costly to try among
+    the candidates on it (``left_out_of_auto``); its class gives the parameters to try (``candidate_params``).
 
     Parameters
     ----------
@@ -128,7 +128,7 @@ def candidates(run) -> tuple[list[tuple[str, dict[str, Any]]], dict[str, str]]:
         if cls.not_a_candidate:
             left_out[name] = cls.not_a_candidate
             continue
-        why = cls.cannot_run(run, {})
+        why = cls.cannot_run(run, {}) or cls.left_out_of_auto(run)
         if why:
             left_out[name] = why
             continue

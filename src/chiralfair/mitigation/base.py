@@ -214,6 +214,24 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
         return None
 
     @classmethod
+    def left_out_of_auto(cls, run) -> str | None:
+        """Why ``auto`` does not try the method on the run's model though it could train it; None: it tries it.
+
+        For a method too costly on this kind of model to be tried among many candidates; a user can still ask for
+        it by name.
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        str or None
+            Default: None.
+        """
+        return None
+
+    @classmethod
     def candidate_params(cls, run) -> list[dict[str, Any]]:
         """The parameters ``auto`` tries this method with on the run's kind of model (empty: none).
 

@@ -358,6 +358,30 @@ class GroupReduction(MitigationMethod):
         return super().build(run, params, added)
 
     @classmethod
+    def left_out_of_auto(cls, run) -> str | None:
+        """Left out of ``auto`` on a model refitted in its own values (a pipeline fed your rows): too costly there.
+
+        Each candidate fits up to ``max_iter`` copies of your pipeline on each of ``auto``'s validation splits:
+        on the README's own-data example this made ``auto`` take 20x the audit's CPU seconds, and none of its
+        candidates met every bound there. ``method="reductions"`` still runs it.
+
+        Parameters
+        ----------
+        run : MitigationRun
+
+        Returns
+        -------
+        str or None
+        """
+        from .refit import refits_in_its_own_language
+
+        if not refits_in_its_own_language(run.model, {}):
+            return None
+        return (f"not tried by auto on model {run.model.name!r}, which is refitted in its own values: each of its "
+                f"candidates fits up to {cls().max_iter} copies of the model on each validation split; ask for it "
+                "by name (method 'reductions')")
+
+    @classmethod
     def candidate_params(cls, run) -> list[dict[str, Any]]:
         """``auto``'s candidates: each constraint, blind; and equalized odds blind with counterfactual augmentation.
 
