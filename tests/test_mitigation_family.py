@@ -464,3 +464,33 @@ def test_the_f1_bound_is_not_claimed_where_the_bare_validation_loss_claimed_it_a
                      f"noise of the validation rows and training seeds; the closest, {cell}, by {miss:.3f})"]
     # the held-out loss lies within the loss plus its margin: the margin covers what the bare loss missed
     assert c["test_loss"] <= c["reference_f1"] - c["f1"] + noisy["f1_margin"]
+
+
+def test_auto_says_first_when_its_pick_removes_less_than_its_idi_goal():
+    """The LR census sex cell whose pick was within every bound yet removed 67% of the IDIs: said first now."""
+    from chiralfair.mitigation.auto import first_sentence, idi_goal_unmet
+
+    reference = {"idi_rate": 0.0300}
+    short = idi_goal_unmet({"idi_rate": 0.0099}, reference, within=True)
+    assert short == ("no candidate within the bounds lowers the IDI rate by 90% on the validation rows: the pick "
+                     "lowers it by 67% (3.00% -> 0.99%)")
+    assert idi_goal_unmet({"idi_rate": 0.0030}, reference, within=True) is None  # exactly 90% removed
+    assert idi_goal_unmet({"idi_rate": 0.0}, {"idi_rate": 0.0}, within=True) is None  # nothing to remove
+    assert first_sentence(True, [], short) == short + ". "
+    assert first_sentence(True, [], None) == ""
+    both = first_sentence(False, ["F1 (...)"], idi_goal_unmet({"idi_rate": 0.02}, reference, within=False))
+    assert both == ("no candidate meets every bound on the validation rows: F1 (...). The IDI rate is not lowered by "
+                    "90% on the validation rows: the pick lowers it by 33% (3.00% -> 2.00%). ")
+
+
+def test_auto_states_its_idi_goal_in_the_choice_and_the_headline():
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="auto", train_index=train, max_f1_loss=0.5, max_group_increase=1.0, **FAST)
+    table, pick = result.meta["auto_candidates"], result.meta["auto_pick"]
+    assert pick["within_bounds"]
+    before, after = table["reference"]["idi_rate"], table["tried"][table["picked"]]["idi_rate"]
+    short = before > 0 and 1 - after / before < 0.9  # recounted from the table
+    lines = result.verdict_lines()
+    assert any(line.startswith("**auto: short of its IDI goal**") for line in lines) == short
+    assert result.after[0]["choice"].startswith("no candidate within the bounds lowers the IDI rate by 90%") == short

@@ -425,6 +425,60 @@ def f1_margin(rows_margin: float, seed_std: float | None) -> float:
     return float(np.hypot(np.sqrt(2.0) * rows_margin, seed))
 
 
+# The share of the model's own validation IDI rate auto sets out to remove; a pick short of it is said first.
+IDI_GOAL = 0.9
+
+
+def idi_goal_unmet(picked: dict[str, Any], reference: dict[str, Any], *, within: bool,
+                   goal: float = IDI_GOAL) -> str | None:
+    """Why the pick falls short of removing ``goal`` of the reference's validation IDI rate; None when it does not.
+
+    Parameters
+    ----------
+    picked, reference : dict
+        The pick's and the reference's validation figures (``idi_rate``).
+    within : bool
+        Whether the pick is within every bound (then no candidate within them lowers the rate more).
+    goal : float, default=IDI_GOAL
+
+    Returns
+    -------
+    str or None
+        None also when the reference has no IDI on the validation rows (nothing to remove).
+    """
+    before = reference.get("idi_rate")
+    if not before:
+        return None
+    drop = 1.0 - picked["idi_rate"] / before
+    if drop >= goal:
+        return None
+    lead = (f"no candidate within the bounds lowers the IDI rate by {goal:.0%} on the validation rows" if within
+            else f"the IDI rate is not lowered by {goal:.0%} on the validation rows")
+    return f"{lead}: the pick lowers it by {drop:.0%} ({before:.2%} -> {picked['idi_rate']:.2%})"
+
+
+def first_sentence(within: bool, unmet: list[str], idi_short: str | None) -> str:
+    """What ``auto``'s choice says first: the bounds no candidate meets, then an IDI goal the pick falls short of.
+
+    Parameters
+    ----------
+    within : bool
+    unmet : list of str
+        :func:`unmet_bounds` (empty when ``within``).
+    idi_short : str or None
+        :func:`idi_goal_unmet`.
+
+    Returns
+    -------
+    str
+        Empty when the pick is within every bound and meets the IDI goal; else sentences ending in ``". "``.
+    """
+    parts = [] if within else ["no candidate meets every bound on the validation rows: " + "; ".join(unmet)]
+    if idi_short:
+        parts.append(idi_short)
+    return "".join(p[0].upper() + p[1:] + ". " if i else p + ". " for i, p in enumerate(parts))
+
+
 def _mean(values: list) -> float | None:
     """The mean of figures over the validation splits; None when a split's figure is undefined."""
     return None if any(v is None for v in values) else float(np.mean(values))
@@ -613,7 +667,8 @@ class AutoMitigation(MitigationMethod):
         name, chosen = tried_on[pick]
         retrained, info = method_class(name).build(run, dict(chosen))
         listed = "; ".join(_candidate_text(t, t["broken"]) for t in tried)
-        first = "" if within else "no candidate meets every bound on the validation rows: " + "; ".join(unmet) + ". "
+        idi_short = idi_goal_unmet(tried[pick], reference, within=within)
+        first = first_sentence(within, unmet, idi_short)
         info["choice"] = (first + f"picked {tried[pick]['label']}: {why}. Bounds on {len(splits)} validation "
                           f"split(s) of the training rows ({n_validation} validation rows in all), against the model's "
                           f"kind trained on each split's other rows (F1 {reference['f1']:.3f}, DPD "
@@ -627,7 +682,8 @@ class AutoMitigation(MitigationMethod):
                           f"{f1_seed_std:.3f} over training seeds, for DPD and EOD the model's own spread of that "
                           f"difference; DPD and EOD over the pooled rows). Candidates: {listed}")
         info["how"] = f"auto: {name} ({info['how']})"
-        info["pick"] = {"method": name, "params": dict(chosen), "within_bounds": within, "unmet": unmet}
+        info["pick"] = {"method": name, "params": dict(chosen), "within_bounds": within, "unmet": unmet,
+                        "idi_goal_short": idi_short}
         info["candidates"] = {"reference": reference, "f1_budget": budget, "max_group_increase": bound,
                               "n_splits": len(splits), "n_validation": n_validation, "picked": pick,
                               "tried": tried, "left_out": skipped}

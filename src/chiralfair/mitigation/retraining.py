@@ -414,12 +414,15 @@ class RetrainResult:
         return self._auto_lines() + self._guardrail_lines()
 
     def _auto_lines(self) -> list[str]:
-        """``auto``'s bounds that no candidate met on the validation rows, said before anything else."""
+        """What ``auto`` says before anything else: bounds no candidate met, an IDI goal its pick falls short of."""
         pick = self.meta.get("auto_pick") or {}
-        if pick.get("within_bounds", True):
-            return []
-        return [f"**auto: no candidate met every bound on the validation rows**: {'; '.join(pick.get('unmet') or ())}"
-                f"; it picked {pick['method']} by the rule under Choices."]
+        lines = []
+        if not pick.get("within_bounds", True):
+            lines.append(f"**auto: no candidate met every bound on the validation rows**: "
+                         f"{'; '.join(pick.get('unmet') or ())}; it picked {pick['method']} by the rule under Choices.")
+        if pick.get("idi_goal_short"):
+            lines.append(f"**auto: short of its IDI goal**: {pick['idi_goal_short']}.")
+        return lines
 
     def _guardrail_lines(self) -> list[str]:
         ran = list(dict.fromkeys(r["method"] for r in self.after))
