@@ -433,8 +433,8 @@ class TreeBranchAndBound:
                         | (ensemble.leaf_hi[first:stop][:, plain_features] < ensemble.upper[plain_features]))
             cut = plain_at[narrower.any(axis=0)]
             # (cut columns, leaves): read a column at a time
-            t_lo = np.ascontiguousarray(ensemble.leaf_lo[first:stop][:, space.columns[cut]].T, dtype=narrow)
-            t_hi = np.ascontiguousarray(ensemble.leaf_hi[first:stop][:, space.columns[cut]].T, dtype=narrow)
+            t_lo: np.ndarray = np.ascontiguousarray(ensemble.leaf_lo[first:stop][:, space.columns[cut]].T, dtype=narrow)
+            t_hi: np.ndarray = np.ascontiguousarray(ensemble.leaf_hi[first:stop][:, space.columns[cut]].T, dtype=narrow)
             for a in range(k):
                 reached = box_reach[:, a, first:stop]  # (m, leaves of the tree): the leaves each box reaches
                 count = reached.sum(axis=1)
