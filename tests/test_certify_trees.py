@@ -26,8 +26,9 @@ from toys import breaks_toy_rules, coupled_toy_domain, toy_domain
 from chiralfair.certification import KeySpace, certify_domain, certify_individuals
 from chiralfair.certification.neighbourhood import check_similar
 from chiralfair.certification.result import IndividualCertificates
+from chiralfair.certification.tree_ensemble import TreeEnsemble
 from chiralfair.certification.tree_reading import read_tree_ensemble
-from chiralfair.certification.tree_search import TreeBranchAndBound
+from chiralfair.certification.tree_search import TreeBranchAndBound, _code_dtype
 from chiralfair.datasets.base import Dataset
 from chiralfair.exceptions import ConfigError, ModelCapabilityError
 from chiralfair.models import as_model
@@ -185,6 +186,17 @@ def test_boxes_cut_into_regions_of_one_leaf_per_tree_are_exact(name, kind, per_b
     other = np.concatenate(tally.counterparts)
     assert (np.asarray(estimator.predict(X.astype(np.float64))) !=
             np.asarray(estimator.predict(other.astype(np.float64)))).all()
+
+
+@pytest.mark.parametrize(("lower", "upper", "width"), [(0, 32766, 2), (0, 32767, 4), (-32767, 5, 2), (-32768, 5, 4),
+                                                      (0, 2**31 - 2, 4), (0, 2**31 - 1, 8)])
+def test_regions_keep_their_codes_in_integers_that_hold_one_past_each_bound(lower, upper, width):
+    """An empty leaf hull is one past a bound: the regions' integers hold it, or a wide code would wrap around."""
+    ensemble = TreeEnsemble(np.array([lower]), np.array([upper]), np.ones((1, 1), bool), np.array([0.5]),
+                            np.array([0]), 0.0, 0.5, starts=(np.array([lower]),))
+    kind = np.dtype(_code_dtype(ensemble))
+    assert kind.itemsize == width
+    assert np.array([lower - 1, upper + 1]).astype(kind).tolist() == [lower - 1, upper + 1]
 
 
 @pytest.mark.parametrize("kind", list(DOMAINS))

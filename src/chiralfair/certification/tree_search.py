@@ -409,7 +409,9 @@ class TreeBranchAndBound:
         order = np.argsort(-(t_max - t_min).mean(axis=(0, 1)), kind="stable")
         rest_lo = np.concatenate([np.cumsum(t_min[:, :, order[::-1]], axis=2)[:, :, ::-1], np.zeros((m, k, 1))], axis=2)
         rest_hi = np.concatenate([np.cumsum(t_max[:, :, order[::-1]], axis=2)[:, :, ::-1], np.zeros((m, k, 1))], axis=2)
-        lo, hi = b_lo[boxes].copy(), b_hi[boxes].copy()
+        # the regions' codes in the narrowest integers holding every leaf's hull (copied tree after tree: memory bound)
+        narrow = _code_dtype(ensemble)
+        lo, hi = b_lo[boxes].astype(narrow), b_hi[boxes].astype(narrow)
         of = np.arange(m, dtype=np.int64)
         score = np.full((m, k), ensemble.base)
         alive = np.ones(m, dtype=bool)
@@ -430,8 +432,9 @@ class TreeBranchAndBound:
             narrower = ((ensemble.leaf_lo[first:stop][:, plain_features] > ensemble.lower[plain_features])
                         | (ensemble.leaf_hi[first:stop][:, plain_features] < ensemble.upper[plain_features]))
             cut = plain_at[narrower.any(axis=0)]
-            t_lo = ensemble.leaf_lo[first:stop][:, space.columns[cut]]
-            t_hi = ensemble.leaf_hi[first:stop][:, space.columns[cut]]
+            # (cut columns, leaves): read a column at a time
+            t_lo: np.ndarray = np.ascontiguousarray(ensemble.leaf_lo[first:stop][:, space.columns[cut]].T, dtype=narrow)
+            t_hi: np.ndarray = np.ascontiguousarray(ensemble.leaf_hi[first:stop][:, space.columns[cut]].T, dtype=narrow)
             for a in range(k):
                 reached = box_reach[:, a, first:stop]  # (m, leaves of the tree): the leaves each box reaches
                 count = reached.sum(axis=1)
@@ -442,15 +445,14 @@ class TreeBranchAndBound:
                 region = np.repeat(np.arange(len(lo)), n_pairs)
                 within = np.arange(len(region)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
                 leaf = leaf_of[begin[of][region] + within]
-                if len(cut):
-                    r_lo, r_hi = lo[:, cut][region], hi[:, cut][region]
-                    new_lo, new_hi = np.maximum(r_lo, t_lo[leaf]), np.minimum(r_hi, t_hi[leaf])
-                    hit = (new_lo <= new_hi).all(axis=1)
+                # most pairs miss: test them column by column, dropping the misses as they show, then intersect
+                for i, c in enumerate(cut):
+                    hit = (lo[region, c] <= t_hi[i, leaf]) & (t_lo[i, leaf] <= hi[region, c])
                     region, leaf = region[hit], leaf[hit]
-                    lo, hi = lo[region], hi[region]
-                    lo[:, cut], hi[:, cut] = new_lo[hit], new_hi[hit]
-                else:
-                    lo, hi = lo[region], hi[region]
+                lo, hi = lo[region], hi[region]
+                if len(cut):
+                    lo[:, cut] = np.maximum(lo[:, cut], t_lo[:, leaf].T)
+                    hi[:, cut] = np.minimum(hi[:, cut], t_hi[:, leaf].T)
                 score, of = score[region], of[region]
                 score[:, a] += value[first + leaf]
             n_regions += len(lo)
@@ -481,7 +483,7 @@ class TreeBranchAndBound:
                 return np.zeros(0, dtype=np.int64)
             if not len(lo):
                 break
-        c_lo, c_hi = np.concatenate(done_lo), np.concatenate(done_hi)
+        c_lo, c_hi = np.concatenate(done_lo).astype(np.int64), np.concatenate(done_hi).astype(np.int64)
         c_of, near, opposite = np.concatenate(done_of), np.concatenate(done_near), np.concatenate(done_opposite)
         keep = alive[c_of]
         c_lo, c_hi, c_of, near, opposite = c_lo[keep], c_hi[keep], c_of[keep], near[keep], opposite[keep]
@@ -539,6 +541,16 @@ class TreeBranchAndBound:
             tally.labels.append(result.labels[idi])
             tally.counterpart_labels.append(result.counterpart_label[idi])
         return result.is_idi
+
+
+def _code_dtype(ensemble: TreeEnsemble) -> type:
+    """The narrowest signed integer holding every code and every leaf's hull (an empty hull is one past a bound)."""
+    low = int(ensemble.lower.min(initial=0)) - 1
+    high = int(ensemble.upper.max(initial=0)) + 1
+    for kind in (np.int16, np.int32):
+        if np.iinfo(kind).min <= low and high <= np.iinfo(kind).max:
+            return kind
+    return np.int64
 
 
 def _constraint_columns(space: KeySpace) -> np.ndarray:
