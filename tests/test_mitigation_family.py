@@ -114,6 +114,10 @@ def test_auto_says_first_which_bound_no_candidate_met_and_by_how_much(plugins):
     assert not pick["within_bounds"]
     choice = result.after[0]["choice"]
     assert choice.startswith("no candidate meets every bound on the validation rows: ")
+    picked = table["tried"][table["picked"]]
+    head = result.verdict_lines()[0]  # the headline names every bound the pick itself breaks, not only the unmet
+    assert head.startswith("**auto: no candidate met every bound") and picked["broken"]
+    assert f"it picked {picked['label']}, which breaks {', '.join(picked['broken'])}, by the rule" in head
     if f1_gap > 0:
         assert f"by {f1_gap:.3f})" in choice
     if dpd_gap > 0:

@@ -418,8 +418,12 @@ class RetrainResult:
         pick = self.meta.get("auto_pick") or {}
         lines = []
         if not pick.get("within_bounds", True):
+            table = self.meta.get("auto_candidates") or {}
+            picked = (table.get("tried") or [None])[table.get("picked", 0)] or {}
+            breaks = f", which breaks {', '.join(picked['broken'])}" if picked.get("broken") else ""
             lines.append(f"**auto: no candidate met every bound on the validation rows**: "
-                         f"{'; '.join(pick.get('unmet') or ())}; it picked {pick['method']} by the rule under Choices.")
+                         f"{'; '.join(pick.get('unmet') or ())}; it picked {picked.get('label', pick['method'])}"
+                         f"{breaks}, by the rule under Choices.")
         if pick.get("idi_goal_short"):
             lines.append(f"**auto: short of its IDI goal**: {pick['idi_goal_short']}.")
         return lines
