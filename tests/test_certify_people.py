@@ -285,3 +285,19 @@ def test_boxes_partly_inside_the_domain_are_checked_key_by_key_or_left_undecided
     bounded = certify_individuals(model, data, rows, boxes=(lo, hi))
     assert (bounded.status[partly] == 2).all() and bounded.meta["stats"]["n_partly_inside_undecided"] == partly.sum()
     assert (bounded.status[~partly] == people.status[~partly]).all()
+
+
+def test_the_undecided_are_counted_by_why():
+    """A run that decides nobody says why (a fresh user saw 100.00% undecided and no reason)."""
+    from chiralfair.certification.result import IndividualCertificates
+
+    status = np.array([2, 2, 2, 2, 2, 0, 1], np.int8)
+    people = IndividualCertificates(rows=np.arange(7), status=status, seconds=5.7,
+                                    meta={"stats": {"stopped": "time", "n_partly_inside_undecided": 1},
+                                          "n_witnesses_refuted": 1})
+    assert people.undecided_text() == (
+        "5 undecided: 3 not decided when the time budget (max_seconds, --max-seconds) ran out, after 5.70 s; a larger "
+        "budget decides more; 1 whose box lies partly outside the domain; 1 whose IDI the model did not confirm when "
+        "re-queried")
+    decided = IndividualCertificates(rows=np.arange(2), status=np.array([0, 1], np.int8), seconds=0.1)
+    assert decided.undecided_text() is None

@@ -329,9 +329,13 @@ def test_help_names_every_registered_generator_and_seed_strategy(command):
     from chiralfair.seeds import SEED_STRATEGIES
 
     assert "maft" in GENERATORS and "iandd" in SEED_STRATEGIES
+
+    def built_in(registry):  # a plugin a docs example registered in this process is not in the help's lists
+        return [name for name, cls in registry.items() if cls.__module__.startswith("chiralfair.")]
+
     text = " ".join(runner.invoke(app, [command, "--help"], terminal_width=400).output.split())
     if "--generator" in text:
-        for name in GENERATORS:
+        for name in built_in(GENERATORS):
             assert f" {name}," in text or f" {name} " in text or f" {name}." in text, name
-    for name in SEED_STRATEGIES:
+    for name in built_in(SEED_STRATEGIES):
         assert f" {name}," in text or f" {name}." in text, name

@@ -289,6 +289,33 @@ class IndividualCertificates:
         return left_out_line(self.n_left_out - sum(unplaced.values()), self.meta.get("constraints", ()), (), "test",
                              unplaced=unplaced)
 
+    def undecided_text(self) -> str | None:
+        """Why people are undecided, in words (None when no one is).
+
+        Returns
+        -------
+        str or None
+            Counting the boxes partly outside the domain (``meta["stats"]["n_partly_inside_undecided"]``), the
+            witnesses the model did not confirm (``meta["n_witnesses_refuted"]``) and the rest, left when the search
+            stopped (``meta["stats"]["stopped"]``: ``"time"``, ``"boxes"`` or ``"interrupted"``).
+        """
+        n = self.count("undecided")
+        if not n:
+            return None
+        stats = self.meta.get("stats") or {}
+        partly = int(stats.get("n_partly_inside_undecided") or 0)
+        refuted = int(self.meta.get("n_witnesses_refuted") or 0)
+        rest = n - partly - refuted
+        why = {"time": "the time budget (max_seconds, --max-seconds) ran out", "boxes": "the box budget ran out",
+               "interrupted": "the run was interrupted"}.get(str(stats.get("stopped")), "the search stopped")
+        parts = [f"{rest:,} not decided when {why}, after {self.seconds:.2f} s; a larger budget decides more"] * (
+            rest > 0)
+        if partly:
+            parts.append(f"{partly:,} whose box lies partly outside the domain")
+        if refuted:
+            parts.append(f"{refuted:,} whose IDI the model did not confirm when re-queried")
+        return f"{n:,} undecided: " + "; ".join(parts)
+
     def answers_text(self) -> str:
         """What ``prediction`` and ``prediction_counterpart`` hold, in words.
 
@@ -653,6 +680,8 @@ class CertifyResult:
                 elif ind.count("affected"):
                     out.append(f"  the {ind.count('affected'):,} affected were found on your rows (a model fed your "
                                "rows): individuals.parquet holds their status, no witness pair in codes")
+            if undecided := ind.undecided_text():
+                out.append(f"  {undecided}")
             if left_out := ind.left_out_text():
                 out.append(f"left out: {left_out}")
         out += [f"note: {n}" for n in self.notes]
