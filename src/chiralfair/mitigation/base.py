@@ -268,6 +268,11 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
             parts.append(f"fine-tuned {params['fine_tune_epochs']} epochs")
         return ", ".join(parts)
 
+    # ``in_its_own_language(run, params, added) -> (retrained, info)``: how the method refits a model that is not
+    # spoken to in codes and labels 0/1 (a raw-frame pipeline, labels such as ">50K") in its own values; None: it
+    # cannot, and build fits on the codes.
+    in_its_own_language: ClassVar[Any] = None
+
     @classmethod
     def build(cls, run, params: dict[str, Any], added=None):
         """Fit the method on the run's training rows (and ``added`` labelled rows) for the run's kind of model.
@@ -290,7 +295,10 @@ class MitigationMethod(MetaEstimatorMixin, ClassifierMixin, BaseEstimator, ABC):
         from ..models.adapters import as_model
         from .dnn import PaperDNNClassifier
         from .kinds import base_estimator
-        from .refit import speaks_codes_and_labels
+        from .refit import refits_in_its_own_language, speaks_codes_and_labels
+
+        if cls.in_its_own_language is not None and refits_in_its_own_language(run.model, params):
+            return cls.in_its_own_language(run, params, added)
 
         model = run.model
         estimator = base_estimator(cls.name, model, run.train_seed, None)

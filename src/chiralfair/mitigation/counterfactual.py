@@ -158,8 +158,8 @@ class CounterfactualAugmentation(MitigationMethod):
         return reweigh_candidates(run)
 
     @classmethod
-    def build(cls, run, params, added=None):
-        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+    def in_its_own_language(cls, run, params, added=None):
+        """Your estimator on your rows and their counterparts, in its own values and labels.
 
         Parameters
         ----------
@@ -172,11 +172,8 @@ class CounterfactualAugmentation(MitigationMethod):
         retrained : CountingModel
         info : dict
         """
-        from .refit import refits_in_its_own_language
-
-        if refits_in_its_own_language(run.model, params):
-            return counterfactual_in_its_own_language(run.model, run.dataset, run.train, added, params, run.train_seed)
-        return super().build(run, params, added)
+        return counterfactual_in_its_own_language(run.model, run.dataset, run.train, added, params,
+                                                  run.train_seed)
 
     def __init__(self, estimator=None, domain=None, *, with_idis: bool = False, fine_tune_epochs: int | None = None,
                  reweigh: float = 0.0):

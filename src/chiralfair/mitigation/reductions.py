@@ -337,25 +337,21 @@ class GroupReduction(MitigationMethod):
         return None
 
     @classmethod
-    def build(cls, run, params, added=None):
-        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+    def in_its_own_language(cls, run, params, added=None):
+        """Reductions over your estimator (fairlearn), in its own values and labels.
 
         Parameters
         ----------
         run : MitigationRun
         params : dict
-        added : None
+        added : (numpy.ndarray, numpy.ndarray), optional
 
         Returns
         -------
         retrained : CountingModel
         info : dict
         """
-        from .refit import refits_in_its_own_language
-
-        if refits_in_its_own_language(run.model, params):
-            return reductions_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
-        return super().build(run, params, added)
+        return reductions_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
 
     @classmethod
     def left_out_of_auto(cls, run) -> str | None:

@@ -87,25 +87,21 @@ class Unawareness(MitigationMethod):
         return super().cannot_run(run, params)
 
     @classmethod
-    def build(cls, run, params, added=None):
-        """As :meth:`MitigationMethod.build`; a model in another language than the codes is refitted in its own.
+    def in_its_own_language(cls, run, params, added=None):
+        """Your estimator, blind, in its own values and labels.
 
         Parameters
         ----------
         run : MitigationRun
         params : dict
-        added : None
+        added : (numpy.ndarray, numpy.ndarray), optional
 
         Returns
         -------
         retrained : CountingModel
         info : dict
         """
-        from .refit import refits_in_its_own_language
-
-        if refits_in_its_own_language(run.model, params):
-            return unaware_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
-        return super().build(run, params, added)
+        return unaware_in_its_own_language(run.model, run.dataset, run.train, params, run.train_seed)
 
     def __init__(self, estimator=None, domain=None, *, reweigh: float = 0.0):
         self.estimator = estimator
