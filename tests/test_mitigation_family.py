@@ -498,3 +498,37 @@ def test_auto_states_its_idi_goal_in_the_choice_and_the_headline():
     lines = result.verdict_lines()
     assert any(line.startswith("**auto: short of its IDI goal**") for line in lines) == short
     assert result.after[0]["choice"].startswith("no candidate within the bounds lowers the IDI rate by 90%") == short
+
+
+def test_the_goal_is_judged_again_on_the_test_rows_with_the_cell_that_missed_it_by_five_hundred_thousandths():
+    """LR census sex, state 1: within every bound on validation, F1 loss 0.01005 and -67% IDIs on the test rows."""
+    from chiralfair.mitigation.guardrail import goal_misses
+
+    before = {"test_idi_rate": 0.0393, "f1": 0.4935, "demographic_parity_difference": 0.13,
+              "equalized_odds_difference": None}
+    after = {"test_idi_rate": 0.0128, "f1": 0.4935 - 0.01005, "demographic_parity_difference": 0.16,
+             "equalized_odds_difference": 0.9}
+    misses = goal_misses(before, after, f1_budget=0.01, max_group_increase=0.02)
+    assert misses == ["the IDI rate falls by 67% (3.93% -> 1.28%), short of 90%",
+                      f"F1 loss 0.01005 (0.4935 -> {0.4935 - 0.01005:.4f}) > 0.01",
+                      "demographic-parity difference 0.130 -> 0.160 (+0.030 > 0.02)"]  # EOD undefined before
+    met = {**after, "test_idi_rate": 0.0039, "f1": 0.4935 - 0.00995, "demographic_parity_difference": 0.15}
+    assert goal_misses(before, met, f1_budget=0.01, max_group_increase=0.02) == []  # 90.08% fewer, each within
+
+
+@pytest.mark.parametrize("max_f1_loss", [0.5, 0.0])
+def test_autos_headline_checks_its_pick_on_the_test_rows(max_f1_loss):
+    data, train, test = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="auto", train_index=train, max_f1_loss=max_f1_loss, max_group_increase=1.0,
+                     **FAST)
+    before, after = result.rows[0], next(r for r in result.after if r["method"] == "auto")
+    budget = max(max_f1_loss, result.spread["spread"]) if result.spread else max_f1_loss
+    missed = (before["f1"] - after["f1"] > budget
+              or (before["test_idi_rate"] > 0 and after["test_idi_rate"] > 0.1 * before["test_idi_rate"]))
+    lines = result.verdict_lines()
+    test_line = [line for line in lines if line.startswith("**auto on the held-out test rows")]
+    assert len(test_line) == 1
+    assert test_line[0].startswith("**auto on the held-out test rows: goal missed**") == missed
+    first_guardrail = next(i for i, line in enumerate(lines) if "mprove" in line.split("**")[1])
+    assert lines.index(test_line[0]) < first_guardrail  # auto's lines come before the guardrail's

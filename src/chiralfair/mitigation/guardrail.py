@@ -18,6 +18,8 @@ from typing import Any
 
 DEFAULT_MAX_F1_LOSS = 0.01
 DEFAULT_MAX_GROUP_INCREASE = 0.02
+# The share of the model's own IDI rate a mitigation sets out to remove (auto's goal; judged again on the test rows).
+IDI_GOAL = 0.9
 GROUP_METRICS = (("equalized_odds", "equalized-odds difference"),
                  ("demographic_parity", "demographic-parity difference"))
 
@@ -72,6 +74,45 @@ def judge(before: dict[str, Any], after: dict[str, Any], max_f1_loss: float = DE
                        f"{_in_spreads(loss, spread)}), more than the budget of {budget:g}"
                        + (f" (the larger of {max_f1_loss:g} and the model's own spread)" if spread else ""))
     return not reasons, "; ".join(reasons)
+
+
+def goal_misses(before: dict[str, Any], after: dict[str, Any], *, f1_budget: float, max_group_increase: float,
+                idi_goal: float = IDI_GOAL) -> list[str]:
+    """Each part of the goal ``after`` misses on the held-out test rows, in words with both figures.
+
+    The goal: the IDI rate lowered by at least ``idi_goal`` of its value before, an F1 loss of at most ``f1_budget``,
+    and neither group metric raised by more than ``max_group_increase`` (an undefined one is not judged). Unlike
+    :func:`judge`, which asks whether a method improved at all, this asks whether it reached what ``auto`` promised
+    on its validation rows, so a claim made there is checked where it matters.
+
+    Parameters
+    ----------
+    before, after : dict
+        Rows with ``test_idi_rate``, ``f1`` and, when measured, the group metrics' ``_difference``.
+    f1_budget : float
+        :func:`f1_budget`'s.
+    max_group_increase : float
+    idi_goal : float, default=IDI_GOAL
+        A share in [0, 1].
+
+    Returns
+    -------
+    list of str
+        Empty when every part is met.
+    """
+    misses = []
+    rate_before, rate_after = before["test_idi_rate"], after["test_idi_rate"]
+    if rate_before and 1.0 - rate_after / rate_before < idi_goal:
+        misses.append(f"the IDI rate falls by {1.0 - rate_after / rate_before:.0%} ({rate_before:.2%} -> "
+                      f"{rate_after:.2%}), short of {idi_goal:.0%}")
+    loss = before["f1"] - after["f1"]
+    if loss > f1_budget:
+        misses.append(f"F1 loss {loss:.4g} ({before['f1']:.4f} -> {after['f1']:.4f}) > {f1_budget:g}")
+    for key, words in GROUP_METRICS:
+        b, a = before.get(f"{key}_difference"), after.get(f"{key}_difference")
+        if a is not None and b is not None and a - b > max_group_increase:
+            misses.append(f"{words} {b:.3f} -> {a:.3f} (+{a - b:.3f} > {max_group_increase:g})")
+    return misses
 
 
 def group_reasons(before: dict[str, Any], after: dict[str, Any], bound: float) -> list[str]:

@@ -84,7 +84,7 @@ from ..storage import json_default
 from .auto import _validation_figures
 from .base import MitigationMethod, check_shares, method_class
 from .evaluation import CONFIDENCE, Evaluator, wilson
-from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, f1_budget, judge
+from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, IDI_GOAL, f1_budget, goal_misses, judge
 from .kinds import kind_of, paper_mode
 from .labelling import default_ensemble, fit_ensemble, vote_labels
 from .leakage import HeldOutProjections
@@ -426,7 +426,20 @@ class RetrainResult:
                          f"{breaks}, by the rule under Choices.")
         if pick.get("idi_goal_short"):
             lines.append(f"**auto: short of its IDI goal**: {pick['idi_goal_short']}.")
-        return lines
+        return lines + self._auto_test_lines(claimed=not lines)
+
+    def _auto_test_lines(self, claimed: bool) -> list[str]:
+        """Whether ``auto``'s pick reached its goal on the held-out test rows, where its validation claim is checked."""
+        row = next((r for r in self.after if r["method"] == "auto"), None)
+        if row is None:
+            return []
+        misses = goal_misses(self.rows[0], row, f1_budget=f1_budget(self.max_f1_loss, self.spread),
+                             max_group_increase=self.max_group_increase)
+        if not misses:
+            return [f"**auto on the held-out test rows: goal met** (IDI rate at least {IDI_GOAL:.0%} lower, F1 and "
+                    "group metrics within their bounds)."]
+        said = " (its validation rows said the pick met every bound and its IDI goal)" if claimed else ""
+        return [f"**auto on the held-out test rows: goal missed**{said}: {'; '.join(misses)}."]
 
     def _guardrail_lines(self) -> list[str]:
         ran = list(dict.fromkeys(r["method"] for r in self.after))
