@@ -86,7 +86,7 @@ def cell(target: str, model: str, state: int, model_state: int, methods, budget:
             "load_start": load0, "load_end": os.getloadavg()[0], "rows": list(result.rows),
             "methods": list(result.methods), "skipped": result.skipped, "spread": result.spread,
             "auto_pick": result.meta.get("auto_pick"), "auto_candidates": result.meta.get("auto_candidates"),
-            "seconds": result.seconds}
+            "seconds": result.seconds, "headline": result.verdict_lines()}
 
 
 def meets_goal(before: dict, after: dict, spread: float) -> list[str]:
@@ -97,7 +97,7 @@ def meets_goal(before: dict, after: dict, spread: float) -> list[str]:
         missed.append(f"IDI rate {b:.4f} -> {a:.4f} ({(a - b) / b if b else float('nan'):+.0%})")
     budget = max(GOAL_F1, spread)
     if before["f1"] - after["f1"] > budget:
-        missed.append(f"F1 loss {before['f1'] - after['f1']:.3f} > {budget:.3f}")
+        missed.append(f"F1 loss {before['f1'] - after['f1']:.4g} > {budget:.4g}")
     for key, short in (("demographic_parity_difference", "DPD"), ("equalized_odds_difference", "EOD")):
         if after[key] is not None and before[key] is not None and after[key] - before[key] > GOAL_GROUP:
             missed.append(f"{short} {before[key]:.3f} -> {after[key]:.3f}")
@@ -160,9 +160,25 @@ def markdown(cells: list[dict], record: dict) -> str:
                           if i == c["auto_candidates"]["picked"]), pick.get("method"))
             lines.append(f"- state {c['random_state']}, model state {c['model_random_state']}: picked {label}; "
                          f"{words} (commit {c.get('commit', 'not recorded')}; {c['wall_seconds']:.0f} s wall, "
-                         f"{c['cpu_seconds']:.0f} s CPU; load {c['load_start']:.1f} -> {c['load_end']:.1f})")
+                         f"{c['cpu_seconds']:.0f} s CPU; load {c['load_start']:.1f} -> {c['load_end']:.1f})"
+                         + said_first(c))
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+def said_first(c: dict) -> str:
+    """Whether the output's first lines tell a reader what auto missed on the test rows, recounted from the rows."""
+    if "headline" not in c:
+        return "; the headline was not recorded (an older run)"
+    before = c["rows"][0]
+    after = [r for r in c["rows"][1:] if r["method"] == "auto"][-1]
+    missed = meets_goal(before, after, (c["spread"] or {}).get("spread", 0.0))
+    auto_lines = [line for line in c["headline"] if line.startswith("**auto")]
+    first = c["headline"][: len(auto_lines)] == auto_lines  # auto's lines open the output
+    test_line = next((line for line in auto_lines if "held-out test rows" in line), "")
+    agrees = ("goal missed" in test_line) == bool(missed)
+    return (f"; on the test rows {'missed: ' + '; '.join(missed) if missed else 'goal met'}; the output's first "
+            f"lines {'say so' if first and agrees else 'DO NOT say so'}: " + " / ".join(auto_lines))
 
 
 def _med(values) -> str:
