@@ -241,3 +241,13 @@ def test_an_own_model_is_searched_by_the_generator_auto_picks_and_the_cli_keeps_
     assert Search().params(own_model=True)["generator"] == "auto"
     assert Search().params()["generator"] == "aequitas"
     assert Search(generator="kosei").params(own_model=True)["generator"] == "kosei"
+
+
+@pytest.mark.parametrize("favourable, named", [(">50K", "favourable label 1 (>50K)"),
+                                               ("<=50K", "favourable label 0 (<=50K)")])
+def test_the_favourable_label_is_named_by_the_label_columns_own_value(favourable, named):
+    df = raw_frame()
+    verdict = chiralfair.estimate(pipeline(df), df, label="y", positive_class=">50K", favourable=favourable,
+                                  protected="sex", bins={"age": [0, 30, 50, 90], "hours": 10})
+    assert named in verdict.summary()
+    assert "not >50K" not in verdict.summary()  # the label holds just one other value: it is named

@@ -121,6 +121,8 @@ def test_counterfactual_and_unaware_remove_a_planted_dependence_and_pass_the_gua
     assert counterfactual["improved"] and counterfactual["guardrail"] == ""
     assert unaware["test_idi_rate"] == 0 and unaware["domain_idi_rate"] == 0
     assert unaware["n_rows_added"] == 0 and paper["n_rows_added"] == 2 * found.n_idis
+    combinations = np.prod([len(values) for values in data.domain.protected_value_labels()])
+    assert counterfactual["n_rows_added"] == len(train) * (combinations - 1)  # each person's counterparts
     assert result.how == {"paper": "sklearn-clone", "counterfactual": "CounterfactualAugmentation",
                           "unaware": "Unawareness"}
     assert result.models[2].name == "unaware-biased-lr"

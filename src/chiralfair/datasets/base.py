@@ -36,6 +36,9 @@ class Dataset:
         Name of the label column in the raw data.
     positive_class : str
         Raw value of the label that is encoded as 1.
+    negative_class : str or None
+        Raw value of the label encoded as 0, when the label column holds exactly one other value (``"<=50K"``
+        beside ``">50K"``); None when it holds several or is not known (then label 0 is "not" the positive class).
     sources : dict of str to str
         Raw file name → the path it was read from.
     codec : FrameCodec or None
@@ -60,6 +63,7 @@ class Dataset:
     domain: Domain
     label: str = "label"
     positive_class: str = "1"
+    negative_class: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     codec: FrameCodec | None = field(default=None, repr=False, compare=False)
     raw: pd.DataFrame | None = field(default=None, repr=False, compare=False)

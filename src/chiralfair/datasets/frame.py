@@ -185,7 +185,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     if constraints:
         domain = domain.with_constraints(constraints, data=encoded.X)
     return Dataset(name=name, X=encoded.X, y=encoded.y, domain=domain, label=str(label),
-                   positive_class=str(positive_class), sources={}, codec=codec,
+                   positive_class=str(positive_class), negative_class=_negative_class(df[label], positive_class),
+                   sources={}, codec=codec,
                    raw=df[features].reset_index(drop=True))
 
 
@@ -367,6 +368,12 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
                            f"its values include {values}")
     _warn_label_spellings(series, label, positive_class)
     return positive.astype(np.int64)
+
+
+def _negative_class(series: pd.Series, positive_class) -> str | None:
+    """The label's one value besides ``positive_class``, as text; None when it holds no other or several."""
+    others = series.dropna().loc[series.dropna() != positive_class].unique()
+    return str(others[0]) if len(others) == 1 else None
 
 
 def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:

@@ -128,7 +128,8 @@ class CounterfactualAugmentation(MitigationMethod):
     ----------
     estimator_ : the fitted clone
     info_ : dict
-        ``n_rows_augmented`` (rows the estimator saw), ``n_combinations``, ``n_rows_added`` (IDI rows).
+        ``n_rows_augmented`` (rows the estimator saw), ``n_combinations``, ``n_rows_added`` (rows beyond the
+        training rows: their counterparts and any IDI rows with theirs), ``n_idi_rows_added`` (IDI rows).
 
     Examples
     --------
@@ -202,7 +203,8 @@ class CounterfactualAugmentation(MitigationMethod):
             self.estimator_ = start.fine_tune(rows, labels, epochs=self.fine_tune_epochs, sample_weight=weights,
                                               random_state=start.random_state)
         self.info_ = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(self.domain.combinations)),
-                      "n_rows_added": n_added, "reweigh": float(self.reweigh),
+                      "n_rows_added": int(len(rows) - len(X)), "n_idi_rows_added": n_added,
+                      "reweigh": float(self.reweigh),
                       "start": "scratch" if self.fine_tune_epochs is None else
                       f"fine-tuned {self.fine_tune_epochs} epochs from the model's weights"}
 
@@ -318,7 +320,8 @@ def counterfactual_in_its_own_language(model: CountingModel, dataset, train, add
     fitted = fit_with_weights(unfitted_copy(model.estimator, seed), training_input(model, dataset, rows, origin),
                               language.model_labels(labels), weights)
     info = {"n_rows_augmented": int(len(rows)), "n_combinations": int(len(domain.combinations)),
-            "n_rows_added": n_added, "start": "scratch", "how": "CounterfactualAugmentation",
+            "n_rows_added": int(len(rows) - len(X)), "n_idi_rows_added": n_added, "start": "scratch",
+            "how": "CounterfactualAugmentation",
             "reweigh": float(params.get("reweigh", 0.0)),
             "language": "refitted in the model's own input and labels (saved as your kind of model)"}
     return like_the_model(fitted, model, f"counterfactual-{model.name}"), info

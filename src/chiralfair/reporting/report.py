@@ -508,8 +508,9 @@ def render_markdown(summary: dict[str, Any], plot: str | None, *, verdict_plots=
         f"The {summary['n_idis']:,} IDI pairs are in `{PAIRS_NAME}`, a folder of Parquet parts written during the"
         " search (`pandas.read_parquet` reads the folder as one table; labelled features are categorical columns).",
     ]
+    verdict_meta = (summary.get("verdict") or {}).get("meta") or {}
     lines += _directions_markdown(summary.get("idi_directions"), summary["n_idis"],
-                                  ((summary.get("verdict") or {}).get("meta") or {}).get("positive_class"))
+                                  verdict_meta.get("positive_class"), verdict_meta.get("negative_class"))
     seeds = summary["seeds"]
     if seeds.get("n_initial_idis") is not None:
         where = ("data rows checked" if seeds.get("strategy") == "data_rows"
@@ -646,7 +647,8 @@ def _counterparts_markdown(c: dict[str, Any] | None, n_idis: int) -> list[str]:
     return out
 
 
-def _directions_markdown(d: dict[str, Any] | None, n_idis: int, positive_class: Any = None) -> list[str]:
+def _directions_markdown(d: dict[str, Any] | None, n_idis: int, positive_class: Any = None,
+                         negative_class: Any = None) -> list[str]:
     if not d or not n_idis:
         return []
     from ..verdict.result import label_text
@@ -655,7 +657,7 @@ def _directions_markdown(d: dict[str, Any] | None, n_idis: int, positive_class: 
     if not rows:
         return []
     return ["", f"Who gets the unfavourable side of the {n_idis:,} IDI pairs (favourable "
-                f"{label_text(d['favourable'], positive_class)}), "
+                f"{label_text(d['favourable'], positive_class, negative_class)}), "
                 "per protected value:", "",
             "| protected value | pairs where it gets the unfavourable label | pairs where it gets the favourable one |",
             "|---|---|---|", *[f"| {r['group']} | {r['n_disfavoured']:,} | {r['n_favoured']:,} |" for r in rows]]

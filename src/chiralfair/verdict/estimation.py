@@ -321,7 +321,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                          "max_queries": max_queries, "method": method, "gamma": gamma, "favourable": favourable,
                          "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
               "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
-              "positive_class": dataset.positive_class,
+              "positive_class": dataset.positive_class, "negative_class": dataset.negative_class,
               "individuals_as": "rows as given" if people is not None else "codes"})
 
 

@@ -366,7 +366,7 @@ class Verdict:
         str
             ``"label 0"`` or ``"label 1"`` alone when the positive class is ``"1"`` or unknown.
         """
-        return label_text(label, self.meta.get("positive_class"))
+        return label_text(label, self.meta.get("positive_class"), self.meta.get("negative_class"))
 
     def _group_lines(self) -> list[str]:
         if not self.groups:
@@ -415,7 +415,7 @@ class Verdict:
         return out
 
 
-def label_text(label: int, positive_class: Any) -> str:
+def label_text(label: int, positive_class: Any, negative_class: Any = None) -> str:
     """A model label (1 = the positive class) named in the data's terms.
 
     Parameters
@@ -423,16 +423,20 @@ def label_text(label: int, positive_class: Any) -> str:
     label : {0, 1}
     positive_class : str or None
         The value of the label column that label 1 stands for.
+    negative_class : str or None, optional
+        The one value label 0 stands for, when the label column holds just one other.
 
     Returns
     -------
     str
-        ``"label 1 (>50K)"`` / ``"label 0 (not >50K)"``; ``"label 1"`` alone when ``positive_class`` is None or
-        ``"1"`` (nothing to add).
+        ``"label 1 (>50K)"`` / ``"label 0 (<=50K)"``, or ``"label 0 (not >50K)"`` without ``negative_class``;
+        ``"label 1"`` alone when ``positive_class`` is None or ``"1"`` (nothing to add).
     """
     if positive_class is None or str(positive_class) == "1":
         return f"label {label}"
-    return f"label {label} ({positive_class})" if label == 1 else f"label {label} (not {positive_class})"
+    if label == 1:
+        return f"label {label} ({positive_class})"
+    return f"label {label} ({negative_class if negative_class is not None else f'not {positive_class}'})"
 
 
 def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
