@@ -532,3 +532,17 @@ def test_autos_headline_checks_its_pick_on_the_test_rows(max_f1_loss):
     assert test_line[0].startswith("**auto on the held-out test rows: goal missed**") == missed
     first_guardrail = next(i for i, line in enumerate(lines) if "mprove" in line.split("**")[1])
     assert lines.index(test_line[0]) < first_guardrail  # auto's lines come before the guardrail's
+
+
+@pytest.mark.parametrize("params, words", [
+    ({}, "fairlearn ExponentiatedGradient under equalized odds (bound 0.01), the estimator blind"),
+    ({"constraint": "demographic_parity", "algorithm": "grid", "blind": False, "augment": True},
+     "fairlearn GridSearch under demographic parity (bound 0.01), the estimator seeing the protected attributes, on "
+     "counterfactually augmented rows; 1 predictor, made deterministic by grid search's best predictor")])
+def test_the_report_names_the_reductions_constraint_and_algorithm(params, words):
+    data, train, _ = people()
+    model = ModelSpec("lr").fit(data.X[train], data.y[train], random_state=0)
+    result = retrain(model, data, method="reductions", train_index=train, method_params={"reductions": params},
+                     **FAST)
+    assert result.after[0]["choice"].startswith(words)
+    assert f"- reductions: {words}" in result.to_markdown()

@@ -485,6 +485,8 @@ def test_reductions_refit_a_raw_frame_pipeline_in_its_own_values_and_labels(sett
                                                                                    "max_iter": 10}},
                      train_index=train, **FAST)
     assert result.methods == ("reductions",) and not result.skipped
+    named = {"exponentiated": "ExponentiatedGradient", "grid": "GridSearch"}[algorithm]
+    assert result.after[0]["choice"].startswith(f"fairlearn {named} under equalized odds (bound 0.01)")
     fairer = result.model_of("reductions")  # the user's kind: their Pipeline(s) behind the blinding, raw rows in
     inner = fairer["model"]
     members = inner.predictors if algorithm == "exponentiated" else [inner]

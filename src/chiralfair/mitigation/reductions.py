@@ -54,6 +54,29 @@ DETERMINISTIC = {"exponentiated": "the mixture's expected positive probability t
                  "grid": "grid search's best predictor"}
 
 
+def reduction_text(info: dict[str, Any], eps: float) -> str:
+    """What a reduction fitted, in words: fairlearn's algorithm and constraint, the rows, how it is deterministic.
+
+    Parameters
+    ----------
+    info : dict
+        ``info_`` of a fitted :class:`GroupReduction` (``constraint``, ``algorithm``, ``blind``, ``augment``,
+        ``n_predictors``, ``deterministic``).
+    eps : float
+        The constraint's difference bound.
+
+    Returns
+    -------
+    str
+    """
+    algorithm = {"exponentiated": "ExponentiatedGradient", "grid": "GridSearch"}[info["algorithm"]]
+    return (f"fairlearn {algorithm} under {info['constraint'].replace('_', ' ')} (bound {eps:g}), the estimator "
+            + ("blind to the protected attributes" if info["blind"] else "seeing the protected attributes")
+            + (", on counterfactually augmented rows" if info["augment"] else "")
+            + f"; {info['n_predictors']} predictor{'s' if info['n_predictors'] != 1 else ''}, made deterministic "
+            f"by {info['deterministic']}")
+
+
 def fit_reduction(estimator, inputs, labels, groups, weight_name: str, *, constraint: str, algorithm: str,
                   eps: float, max_iter: int, grid_size: int) -> tuple[list, list[float]]:
     """The fairlearn reduction fitted: the predictors it keeps and their weights (one predictor, weight 1, for grid).
@@ -433,6 +456,15 @@ class GroupReduction(MitigationMethod):
                       "augment": bool(self.augment), "n_predictors": len(predictors), "n_rows_fitted": int(len(rows)),
                       "deterministic": DETERMINISTIC[algorithm]}
 
+    def choice_text(self) -> str:
+        """The algorithm, constraint and rows of the fit, and how its predictor is made deterministic.
+
+        Returns
+        -------
+        str
+        """
+        return reduction_text(self.info_, self.eps)
+
     def _model_input(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.int64)
         if not self.blind:
@@ -531,4 +563,5 @@ speaks_codes_and_labels`).
             "language": "refitted in the model's own input and labels (fairlearn's sample weights routed to its "
                         f"final step as {weight_name}), the sensitive feature the protected group"
                         + (", the blinding saved with it" if method.blind else "")}
+    info["choice"] = reduction_text(info, method.eps)
     return like_the_model(fitted, model, f"reductions-{model.name}"), info
