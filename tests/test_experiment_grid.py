@@ -681,7 +681,7 @@ def test_cli_refuses_bad_grid_files_and_folders_before_heavy_imports(tmp_path):
     taken.mkdir()
     (taken / "x.txt").write_text("x")
     new = str(tmp_path / "new")
-    cases = [([str(bad), "--out", new], "unknown value 'fairx' in axes.generators; valid: adf, aequitas"),
+    cases = [([str(bad), "--out", new], "unknown value 'fairx' in axes.generators; valid: auto, adf, aequitas"),
              ([str(tmp_path / "none.toml"), "--out", new], "does not exist"),
              ([str(syntax), "--out", new], "line 1, column"),
              ([str(good), "--out", new, "--workers", "0"], "--workers must be >= 1"),

@@ -121,3 +121,27 @@ def test_an_installed_generator_and_seed_strategy_run_in_a_grid(files, tmp_path,
 def test_a_bad_own_grid_is_refused_naming_the_key(files, change, message):
     with pytest.raises(GridError, match=message):
         load_grid(grid_file(files, **change))
+
+
+def test_generator_auto_in_a_grid_is_picked_per_cell_by_what_its_model_offers(files, tmp_path):
+    """An LR file offers probabilities but no gradient to a model file: auto is AEQUITAS, as a run picks it."""
+    import skops.io as sio
+
+    from chiralfair.generators.names import auto_generator
+
+    grid = load_grid(grid_file(files, **{"repeats = 2": "repeats = 1", '["aequitas"]': '["auto"]'}))
+    assert [c.generator for c in grid.cells()] == ["auto"]
+    out = tmp_path / "out"
+    done = run_grid(grid, out, scheduler="sync", progress=False)
+    assert len(done.ran) == 1 and not done.failed, done.status.errors
+    result = json.loads((cell_folder(out, grid.cells()[0].key) / "result.json").read_text())
+    model = sio.load(files / "lr.skops", trusted=sio.get_untrusted_types(file=files / "lr.skops"))
+    expected, _ = auto_generator(has_gradient=False, has_proba=hasattr(model, "predict_proba"))
+    assert result["meta"]["generator_choice"]["generator"] == expected
+
+
+def test_generator_parameters_for_auto_in_a_grid_are_refused_naming_what_to_do(files, tmp_path):
+    path = grid_file(files, **{'["aequitas"]': '["auto"]'})
+    path.write_text(path.read_text() + '\n[generator_params.auto]\nsigma = 2\n')
+    with pytest.raises(GridError, match=r"\[generator_params.auto\]: 'sigma': auto picks the generator per cell"):
+        run_grid(load_grid(path), tmp_path / "out", scheduler="sync", progress=False)

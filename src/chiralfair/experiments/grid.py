@@ -372,12 +372,15 @@ def _seed_names() -> tuple[str, ...]:
 
 
 def _generator_names() -> tuple[str, ...]:
-    """The built-in generators, those installed packages add (entry points) and those registered in Python."""
-    from ..generators.names import BUILTIN_GENERATORS
+    """``auto``, the built-in generators, those installed packages add (entry points) and those registered in Python.
+
+    ``auto`` is picked per cell by what its model offers, as a run picks it (the cell's result says which).
+    """
+    from ..generators.names import AUTO, BUILTIN_GENERATORS
     from ..pipeline.checks import _registry, installed_names
 
     added = [*installed_names()[0], *_registry("generators", "GENERATORS")]
-    return tuple(dict.fromkeys([*BUILTIN_GENERATORS, *sorted(added)]))
+    return tuple(dict.fromkeys([AUTO, *BUILTIN_GENERATORS, *sorted(added)]))
 
 
 def _list(axes: Mapping, key: str) -> list:
@@ -700,8 +703,16 @@ def check_implementations(grid: Grid) -> None:
     from ..seeds.base import SEED_STRATEGIES
 
     max_global, max_local = grid.budgets[0][:2]
+    from ..generators.names import AUTO
+
     for generator in grid.generators:
         params = grid.generator_params.get(generator, {})
+        if generator == AUTO:
+            if params:  # which generator's parameters they are is known only once auto has picked
+                raise GridError(f"[generator_params.auto]: {sorted(params)[0]!r}: auto picks the generator per "
+                                "cell by what its model offers; name the generator in axes.generators to set its "
+                                "parameters")
+            continue
         valid = _keywords(GENERATORS[generator], skip=("max_global", "max_local", "max_queries"))
         unknown = [name for name in params if name not in valid.split(", ")]
         if unknown:  # the budget is a grid axis: named apart from the generator's own parameters

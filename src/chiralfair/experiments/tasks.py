@@ -284,8 +284,11 @@ def _search(cell: Cell, out: Path, folder: Path, data_home, cache_dir) -> dict[s
                        share_affected_upper=verdict.people_upper,
                        share_affected_plausible=(verdict.plausibility or {}).get("share_plausible"))
     figures.update({f"seconds_{step}": value for step, value in outcome.seconds.items()})
+    meta = _meta(cell, data_home)
+    if s.meta.get("generator_choice"):  # the axis says auto; the cell says what auto picked for its model, and why
+        meta["generator_choice"] = s.meta["generator_choice"]
     return {"config": cell.to_dict(), "task": cell.task, "figures": figures, "summary": summary,
-            "seeds_reused": store.reused, "meta": _meta(cell, data_home)}
+            "seeds_reused": store.reused, "meta": meta}
 
 
 def _diversity_figures(prefix: str, diversity: dict[str, Any] | None) -> dict[str, Any]:
