@@ -76,6 +76,7 @@ def same_verdict(a, b):
                  "n_unplaced", "unplaced", "plausibility", "group_confidence", "exact", "population_size"):
         assert getattr(a, name) == getattr(b, name), name
     assert a.groups == b.groups
+    assert [a.label_text(label) for label in (0, 1)] == [b.label_text(label) for label in (0, 1)]  # named alike
 
 
 def source_of(kind, people, root):
