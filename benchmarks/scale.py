@@ -32,9 +32,14 @@ the commit measured and the nice value.
 
 Where a process's wall time goes: beside its CPU seconds, the seconds its threads were ready to run but waited for
 a core (the second field of Linux's ``/proc/<pid>/task/<tid>/schedstat``, summed over the threads, before and after
-the verdict; the subprocess's own, and each worker's read on the worker). Wall time less the CPU and that wait is
-time the process had nothing to run (waiting for a partition, for I/O, for the GIL). On a machine shared with other
-work, two workers that need both cores wait for them where one process needs one: this column says how much.
+the verdict; the subprocess's own, and each worker's read on the worker). Summed over threads, it can pass the
+wall time when several threads of a process wait at once (a worker's scoring thread, pyarrow's reading threads,
+its event loop). On a machine shared with other work, two workers that need both cores wait for them where one
+process needs one: this column says how much.
+*Cores used* is the run's CPU seconds (the subprocess and its workers) over its wall seconds. Where Linux shares
+the cores between sessions first (``/proc/sys/kernel/sched_autogroup_enabled`` = 1, recorded), a session's
+processes together get about 2/G of 2 cores while G sessions are busy, however many processes it runs: two
+workers then share what one process would get.
 
 **The limit** for a run on workers is the model's rate measured as each worker runs it, with one thread for
 OpenMP and BLAS (dask's setting for its workers, ``threadpoolctl.threadpool_limits(1)`` here), times the
@@ -271,6 +276,16 @@ def commit() -> str:
     return head + ("+changes" if dirty else "")
 
 
+def autogroup() -> str:
+    """Whether Linux shares the cores between sessions first (autogroup), and this process's group; ``?`` if unknown."""
+    try:
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+        group = Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return "?"
+    return f"sched_autogroup_enabled={enabled} ({group})"
+
+
 def compares(n: int, first: int, workers: int, compare_rows: int) -> bool:
     """Whether the measurement of ``n`` rows is also checked in memory: the first size, one process, and at most
     ``compare_rows`` rows (the in-memory verdict holds every row: 50 M rows of Adult do not fit in this machine)."""
@@ -286,14 +301,17 @@ def markdown(record: dict) -> str:
              f"batch_rows={record['batch_rows']:,})` (protected sex, coupled to relationship). Peak RSS: "
              "`ru_maxrss` of the subprocess and of each Dask worker. CPU: process time of the subprocess and of each "
              "worker. Waiting for a core: seconds the process's threads were ready but not running (Linux "
-             "schedstat), beside its CPU seconds. Limit: the model's own rate (one predict + one predict_proba per "
-             "row, on the first file's 1 M rows) over the protected combinations, times the workers; measured as "
-             "each process runs it (a worker: one OpenMP and BLAS thread; one process: its default threads). "
-             f"Commit {record.get('commit', '?')}, nice {record.get('nice', '?')}.", "",
+             "schedstat, summed over its threads), beside its CPU seconds. Limit: the model's own rate (one "
+             "predict + one predict_proba per row, on the first file's 1 M rows) over the protected "
+             "combinations, times the workers; measured as each process runs it (a worker: one OpenMP and BLAS "
+             "thread; one process: its default threads). "
+             "Cores used: the run's CPU seconds over its wall seconds. "
+             f"Commit {record.get('commit', '?')}, nice {record.get('nice', '?')}, "
+             f"{record.get('autogroup', 'autogroup not recorded')}.", "",
              "| model | rows | workers | wall s | CPU s (main; workers) | waiting for a core s (main; workers) | "
-             "rows/s | limit rows/s | share of limit (wall) | share of limit (CPU) | peak RSS MiB (main; workers) | "
-             "load before/after |",
-             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---|---|"]
+             "cores used | rows/s | limit rows/s | share of limit (wall) | share of limit (CPU) | "
+             "peak RSS MiB (main; workers) | load before/after |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in record["runs"]:
         limit = r["limit"]["limit_people_per_second"] * max(1, r["workers"])
         workers_cpu = "; " + ", ".join(f"{c:.1f}" for c in r.get("cpu_seconds_workers", [])) if r["workers"] else ""
@@ -303,11 +321,12 @@ def markdown(record: dict) -> str:
             f"{r['core_wait_seconds_main']:.1f}" + ("; " + ", ".join(f"{w:.1f}" for w in waits) if waits else ""))
         model_cpu = r["limit"].get("cpu_seconds_predict_and_proba")
         cpu_share = "-"
+        spent = r["cpu_seconds_main"] + sum(r.get("cpu_seconds_workers", []))
         if model_cpu is not None:  # the model's CPU for these rows at every combination, over the run's CPU
-            spent = r["cpu_seconds_main"] + sum(r.get("cpu_seconds_workers", []))
             cpu_share = f"{model_cpu / r['limit']['rows'] * r['rows'] * r['limit']['n_combinations'] / spent:.0%}"
         lines.append(f"| {r['model']} | {r['rows']:,} | {r['workers']} | {r['wall_seconds']:.1f} | "
-                     f"{r['cpu_seconds_main']:.1f}{workers_cpu} | {wait} | {r['rows_per_second']:,.0f} | "
+                     f"{r['cpu_seconds_main']:.1f}{workers_cpu} | {wait} | {spent / r['wall_seconds']:.2f} | "
+                     f"{r['rows_per_second']:,.0f} | "
                      f"{limit:,.0f} | "
                      f"{r['share_of_limit']:.0%} | {cpu_share} | {r['peak_rss_mib_main']:.0f}{workers_rss} | "
                      f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |")
@@ -355,6 +374,7 @@ def main(argv=None) -> int:
               "python": platform.python_version(), "chiralfair_version": chiralfair.__version__,
               "command": "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]),
               "batch_rows": args.batch_rows, "load_start": os.getloadavg(), "commit": commit(), "nice": os.nice(0),
+              "autogroup": autogroup(),
               "runs": []}
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="chiralfair-scale-"))
     try:
