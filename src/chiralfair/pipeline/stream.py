@@ -291,8 +291,8 @@ def local_cluster(workers: int):
 
     The workers' statistical profiler is off: it wakes each worker's event loop every 10 ms to take the GIL and
     walk the stacks of the thread scoring a partition, about 1 CPU s a worker per 2.5 M rows of the README's LR
-    pipeline (19.0-19.6 CPU s a worker without it, 20.4-20.6 with it, on 5 M rows), for a profile nobody
-    reads here (no dashboard is opened).
+    pipeline (19.0-19.6 CPU s a worker without it, 20.4-20.6 with it, on 5 M rows, one run each at load 4-6),
+    for a profile nobody reads here (no dashboard is opened).
 
     Parameters
     ----------
