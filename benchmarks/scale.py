@@ -27,7 +27,23 @@ holds every row as a frame, which at 50 M rows of Adult is more than this machin
 stopped the first 50 M run after its stream was this comparison, not the streamed verdict).
 
 Writes benchmarks/results/scale.json and scale.md: wall and CPU seconds (CPU: this subprocess, plus each worker's
-``time.process_time``), load average before and after each measurement (``os.getloadavg``), versions, CPU count.
+``time.process_time``), load average before and after each measurement (``os.getloadavg``), versions, CPU count,
+the commit measured and the nice value.
+
+Where a process's wall time goes: beside its CPU seconds, the seconds its threads were ready to run but waited for
+a core (the second field of Linux's ``/proc/<pid>/task/<tid>/schedstat``, summed over the threads, before and after
+the verdict; the subprocess's own, and each worker's read on the worker). Summed over threads, it can pass the
+wall time when several threads of a process wait at once (a worker's scoring thread, pyarrow's reading threads,
+its event loop). On a machine shared with other work, two workers that need both cores wait for them where one
+process needs one: this column says how much.
+*Cores used* is the run's CPU seconds (the subprocess and its workers) over its wall seconds. Where Linux shares
+the cores between sessions first (``/proc/sys/kernel/sched_autogroup_enabled`` = 1, recorded), a session's
+processes together get about 2/G of 2 cores while G sessions are busy, however many processes it runs: two
+workers then share what one process would get.
+
+**The limit** for a run on workers is the model's rate measured as each worker runs it, with one thread for
+OpenMP and BLAS (dask's setting for its workers, ``threadpoolctl.threadpool_limits(1)`` here), times the
+workers; for one process, as this process runs it (its default threads). The JSON keeps both rates.
 """
 
 from __future__ import annotations
@@ -104,21 +120,49 @@ def write_rows(folder: Path, n: int, seed: int = 0) -> None:
         part.to_parquet(folder / f"part-{i:04d}.parquet", index=False)
 
 
-def model_rate(pipe, folder: Path, k: int) -> dict:
-    """Rows per second of one predict and one predict_proba on the first file's rows (fastest of 2)."""
+def model_rate(pipe, folder: Path, k: int, threads: int | None = None) -> dict:
+    """Rows per second of one predict and one predict_proba on the first file's rows (fastest of 2).
+
+    ``threads``: OpenMP and BLAS threads while measuring (None: this process's default).
+    """
+    import contextlib
+
     import pandas as pd
+    from threadpoolctl import threadpool_limits
 
     frame = pd.read_parquet(sorted(folder.glob("*.parquet"))[0]).drop(columns="income")
     best = best_cpu = float("inf")
-    for _ in range(2):
-        t, c = time.perf_counter(), time.process_time()
-        pipe.predict(frame)
-        pipe.predict_proba(frame)
-        best = min(best, time.perf_counter() - t)
-        best_cpu = min(best_cpu, time.process_time() - c)
+    with threadpool_limits(threads) if threads is not None else contextlib.nullcontext():
+        for _ in range(2):
+            t, c = time.perf_counter(), time.process_time()
+            pipe.predict(frame)
+            pipe.predict_proba(frame)
+            best = min(best, time.perf_counter() - t)
+            best_cpu = min(best_cpu, time.process_time() - c)
     rate = len(frame) / best
-    return {"rows": len(frame), "seconds_predict_and_proba": best, "cpu_seconds_predict_and_proba": best_cpu,
-            "model_rows_per_second": rate, "n_combinations": k, "limit_people_per_second": rate / k}
+    return {"rows": len(frame), "threads": threads, "seconds_predict_and_proba": best,
+            "cpu_seconds_predict_and_proba": best_cpu, "model_rows_per_second": rate, "n_combinations": k,
+            "limit_people_per_second": rate / k}
+
+
+def scheduled() -> tuple[float, float]:
+    """This process's CPU seconds and seconds waiting for a core, summed over its threads (Linux schedstat).
+
+    Threads that ended before the call are not counted; (nan, nan) where /proc has no schedstat.
+    """
+    cpu = wait = 0.0
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return float("nan"), float("nan")
+    for tid in tasks:
+        try:
+            fields = Path(f"/proc/self/task/{tid}/schedstat").read_text().split()
+        except OSError:  # the thread ended meanwhile, or no schedstat
+            continue
+        cpu += int(fields[0]) / 1e9
+        wait += int(fields[1]) / 1e9
+    return cpu, wait
 
 
 def watch(max_rss_mib: float, log: str | None, every: float = 30.0) -> None:
@@ -165,6 +209,7 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
     pipe = model(kind)
     load_before = os.getloadavg()
     cpu0 = time.process_time()
+    main0 = scheduled()
     client = cluster = None
     extra = {}
     if workers:
@@ -176,24 +221,33 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
         client = Client(cluster)
         extra = {"scheduler": cluster.scheduler_address}
         worker_cpu0 = client.run(time.process_time)
+        worker_sched0 = client.run(scheduled)
     t = time.perf_counter()
     verdict = chiralfair.estimate(pipe, str(folder), batch_rows=batch_rows, **SPEC, **extra)
     wall = time.perf_counter() - t
     cpu = time.process_time() - cpu0
+    main1 = scheduled()
     out = {"model": kind, "workers": workers, "batch_rows": batch_rows, "rows": verdict.meta["stream"]["rows_read"],
            "wall_seconds": wall, "cpu_seconds_main": cpu, "rows_per_second": verdict.meta["stream"]["rows_read"] / wall,
            "peak_rss_mib_main": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "n_queries": verdict.n_queries, "n_affected": verdict.n_affected, "n_individuals": verdict.n_individuals,
-           "share": verdict.share, "worst_group": verdict.worst_group, "load_before": load_before}
+           "share": verdict.share, "worst_group": verdict.worst_group, "load_before": load_before,
+           "nice": os.nice(0), "core_wait_seconds_main": main1[1] - main0[1]}
     if client is not None:
+        sched = client.run(scheduled)
         rss = client.run(lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         worker_cpu = client.run(time.process_time)
-        out["peak_rss_mib_workers"] = sorted(rss.values())
-        out["cpu_seconds_workers"] = sorted(worker_cpu[w] - worker_cpu0.get(w, 0.0) for w in worker_cpu)
+        order = sorted(worker_cpu, key=lambda w: worker_cpu[w] - worker_cpu0.get(w, 0.0))  # one order for all
+        out["peak_rss_mib_workers"] = [rss[w] for w in order]
+        out["cpu_seconds_workers"] = [worker_cpu[w] - worker_cpu0.get(w, 0.0) for w in order]
+        out["core_wait_seconds_workers"] = [sched[w][1] - worker_sched0[w][1] for w in order]
         client.close()
         cluster.close()
     out["load_after"] = os.getloadavg()
-    out["limit"] = model_rate(pipe, folder, verdict.meta["n_combinations"])
+    k = verdict.meta["n_combinations"]
+    out["limit_default_threads"] = model_rate(pipe, folder, k)
+    out["limit_one_thread"] = model_rate(pipe, folder, k, threads=1)
+    out["limit"] = out["limit_one_thread"] if workers else out["limit_default_threads"]
     out["share_of_limit"] = out["rows_per_second"] / (out["limit"]["limit_people_per_second"] * max(1, workers))
     if compare:
         import pandas as pd
@@ -207,6 +261,29 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
         out["in_memory_equal"] = {f: getattr(memory, f) == getattr(streamed, f) for f in fields}
         out["in_memory_n_affected"] = memory.n_affected
     return out
+
+
+def commit() -> str:
+    """The commit measured (short), with ``+changes`` when src/ or benchmarks/ differ from it; ``?`` outside git."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "src", "benchmarks/scale.py"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+changes" if dirty else "")
+
+
+def autogroup() -> str:
+    """Whether Linux shares the cores between sessions first (autogroup), and this process's group; ``?`` if unknown."""
+    try:
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
+        group = Path("/proc/self/autogroup").read_text().strip()
+    except OSError:
+        return "?"
+    return f"sched_autogroup_enabled={enabled} ({group})"
 
 
 def compares(n: int, first: int, workers: int, compare_rows: int) -> bool:
@@ -223,22 +300,34 @@ def markdown(record: dict) -> str:
              "fresh subprocess streaming the Parquet folder through `chiralfair.estimate(model, folder, "
              f"batch_rows={record['batch_rows']:,})` (protected sex, coupled to relationship). Peak RSS: "
              "`ru_maxrss` of the subprocess and of each Dask worker. CPU: process time of the subprocess and of each "
-             "worker. Limit: the model's own rate (one predict + one predict_proba per row, on the first file's "
-             "1 M rows) over the protected combinations, times the workers.", "",
-             "| model | rows | workers | wall s | CPU s (main; workers) | rows/s | limit rows/s | share of limit "
-             "(wall) | share of limit (CPU) | peak RSS MiB (main; workers) | load before/after |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|"]
+             "worker. Waiting for a core: seconds the process's threads were ready but not running (Linux "
+             "schedstat, summed over its threads), beside its CPU seconds. Limit: the model's own rate (one "
+             "predict + one predict_proba per row, on the first file's 1 M rows) over the protected "
+             "combinations, times the workers; measured as each process runs it (a worker: one OpenMP and BLAS "
+             "thread; one process: its default threads). "
+             "Cores used: the run's CPU seconds over its wall seconds. "
+             f"Commit {record.get('commit', '?')}, nice {record.get('nice', '?')}, "
+             f"{record.get('autogroup', 'autogroup not recorded')}.", "",
+             "| model | rows | workers | wall s | CPU s (main; workers) | waiting for a core s (main; workers) | "
+             "cores used | rows/s | limit rows/s | share of limit (wall) | share of limit (CPU) | "
+             "peak RSS MiB (main; workers) | load before/after |",
+             "|---|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in record["runs"]:
         limit = r["limit"]["limit_people_per_second"] * max(1, r["workers"])
         workers_cpu = "; " + ", ".join(f"{c:.1f}" for c in r.get("cpu_seconds_workers", [])) if r["workers"] else ""
         workers_rss = "; " + ", ".join(f"{m:.0f}" for m in r.get("peak_rss_mib_workers", [])) if r["workers"] else ""
+        waits = r.get("core_wait_seconds_workers", [])
+        wait = "-" if "core_wait_seconds_main" not in r else (
+            f"{r['core_wait_seconds_main']:.1f}" + ("; " + ", ".join(f"{w:.1f}" for w in waits) if waits else ""))
         model_cpu = r["limit"].get("cpu_seconds_predict_and_proba")
         cpu_share = "-"
+        spent = r["cpu_seconds_main"] + sum(r.get("cpu_seconds_workers", []))
         if model_cpu is not None:  # the model's CPU for these rows at every combination, over the run's CPU
-            spent = r["cpu_seconds_main"] + sum(r.get("cpu_seconds_workers", []))
             cpu_share = f"{model_cpu / r['limit']['rows'] * r['rows'] * r['limit']['n_combinations'] / spent:.0%}"
         lines.append(f"| {r['model']} | {r['rows']:,} | {r['workers']} | {r['wall_seconds']:.1f} | "
-                     f"{r['cpu_seconds_main']:.1f}{workers_cpu} | {r['rows_per_second']:,.0f} | {limit:,.0f} | "
+                     f"{r['cpu_seconds_main']:.1f}{workers_cpu} | {wait} | {spent / r['wall_seconds']:.2f} | "
+                     f"{r['rows_per_second']:,.0f} | "
+                     f"{limit:,.0f} | "
                      f"{r['share_of_limit']:.0%} | {cpu_share} | {r['peak_rss_mib_main']:.0f}{workers_rss} | "
                      f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |")
     lines.append("")
@@ -284,7 +373,9 @@ def main(argv=None) -> int:
     record = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
               "python": platform.python_version(), "chiralfair_version": chiralfair.__version__,
               "command": "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "batch_rows": args.batch_rows, "load_start": os.getloadavg(), "runs": []}
+              "batch_rows": args.batch_rows, "load_start": os.getloadavg(), "commit": commit(), "nice": os.nice(0),
+              "autogroup": autogroup(),
+              "runs": []}
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="chiralfair-scale-"))
     try:
         for n in args.rows:

@@ -25,3 +25,19 @@ def test_a_measurement_past_its_memory_cap_is_stopped_with_its_stacks(tmp_path):
     text = (tmp_path / "watch.log").read_text()
     assert done.returncode == 75, done.stderr
     assert "passed the cap of 1 MiB: stopped" in text and "Thread" in text and "rss_mib=" in text
+
+
+def test_a_process_cpu_seconds_read_from_schedstat_equal_its_own_clock():
+    # the column that says how long a process waited for a core is read beside its CPU: the CPU must be its own
+    import time
+
+    cpu0, wait0 = scale.scheduled()
+    clock0 = time.process_time()
+    total = 0
+    while time.process_time() - clock0 < 0.4:
+        total += sum(range(1000))
+    clock = time.process_time() - clock0
+    cpu1, wait1 = scale.scheduled()
+    assert total > 0
+    assert abs((cpu1 - cpu0) - clock) < 0.05 + 0.1 * clock
+    assert wait1 >= wait0 >= 0

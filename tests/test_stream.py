@@ -356,6 +356,64 @@ def test_the_local_cluster_keeps_glibcs_memory_settings_in_its_workers(monkeypat
         cluster.close()
 
 
+def test_the_local_clusters_workers_take_one_thread_per_pool_and_run_no_profiler():
+    # two workers on two cores: a second BLAS/OpenMP thread each, or the profiler taking the GIL every 10 ms from
+    # the thread that scores, is time the other worker's scoring waits for a core
+    pytest.importorskip("distributed")
+    from chiralfair.pipeline.stream import _client
+
+    def pools(dask_worker):
+        from threadpoolctl import threadpool_info
+
+        return [p["num_threads"] for p in threadpool_info()], "profile" in dask_worker.periodic_callbacks
+
+    client, cluster = _client(2, None)
+    try:
+        seen = list(client.run(pools).values())
+        assert len(seen) == 2
+        for threads, profiling in seen:
+            assert threads and set(threads) == {1}
+            assert not profiling
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _holding(people, log):
+    """A partition that, read on a worker, writes what the worker holds: the judges and datasets scattered to it,
+    and whether the judge's model checks people in the very domain the rows are coded in (one copy, not two)."""
+    from distributed import get_worker
+
+    from chiralfair.datasets.base import Dataset
+
+    if not _on_worker():  # the domain sample, read on this process
+        return people
+    held = [o for v in get_worker().data.values() for o in (v, *getattr(v, "__dict__", {}).values())]
+    judges = [o for o in held if hasattr(o, "check") and hasattr(o, "with_proba")]
+    datasets = [o for o in held if isinstance(o, Dataset)]
+    shared = len(judges) == len(datasets) == 1 and judges[0].check.domain is datasets[0].domain
+    with open(log, "a") as out:
+        out.write(f"{len(judges)} {len(datasets)} {shared}\n")
+    return people
+
+
+def test_on_a_cluster_each_worker_holds_one_copy_of_the_model_and_domain(case, cluster, tmp_path):
+    # the wrapped model holds the domain and its sample (30 of 31 MB for the README's pipeline): sent apart from
+    # the dataset, each worker unpickled and kept them twice
+    import dask
+    import dask.dataframe as dd
+
+    people, pipe, _, memory = case
+    log = tmp_path / "held.txt"
+    parts = [dask.delayed(_holding)(people.iloc[s:s + 200].reset_index(drop=True), log)
+             for s in range(0, len(people), 200)]
+    frame = dd.from_delayed(parts, meta=people.iloc[:0])
+    streamed = chiralfair.estimate(pipe, frame, batch_rows=97, domain_sample=len(people),
+                                   scheduler=cluster.scheduler_address, **KW)
+    same_verdict(memory, streamed)
+    assert log.read_text().splitlines() == ["1 1 True"] * 4
+
+
 def _part(people, i):
     if i == 1:
         raise OSError("Input/output error: the disk under partition 1")

@@ -286,7 +286,13 @@ def local_cluster(workers: int):
     rows (LR, two workers) that was 4.6 times the page faults of a single process and 1.2-1.4 s of system CPU per
     worker, against 0.4-0.6 s without it, at the same peak memory (600-620 MiB a worker:
     ``benchmarks/results/scale.md``). A worker's memory is bounded by its partition here, so the setting is dropped
-    (a variable set in this process's environment is still passed on).
+    (a variable set in this process's environment is still passed on). dask's other settings are kept: one
+    OpenMP, OpenBLAS and MKL thread per worker, so that two workers on two cores do not fight over them.
+
+    The workers' statistical profiler is off: it wakes each worker's event loop every 10 ms to take the GIL and
+    walk the stacks of the thread scoring a partition, about 1 CPU s a worker per 2.5 M rows of the README's LR
+    pipeline (19.0-19.6 CPU s a worker without it, 20.4-20.6 with it, on 5 M rows, one run each at load 4-6),
+    for a profile nobody reads here (no dashboard is opened).
 
     Parameters
     ----------
@@ -299,6 +305,7 @@ def local_cluster(workers: int):
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                          "distributed.worker.profile.enabled": False}):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                             silence_logs=logging.ERROR)
