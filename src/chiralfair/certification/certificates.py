@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,10 @@ import pandas as pd
 from .. import __version__
 from .._random import RandomState, resolve_random_state
 from ..datasets.population import population_of
-from ..exceptions import ConfigError, DomainError
+from ..exceptions import ConfigError, DomainError, TimeLimitError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask, unplaced_by_attribute
-from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
+from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound, Tally
 from .key_space import INSIDE, OUTSIDE, POSSIBLE, KeySpace
 from .options import check_certify_options
 from .reading import relu_network
@@ -218,10 +219,17 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     else:
         searched, space_domain = model, domain
     # each person's own row is checked on the model: the model is read only to search wider boxes
-    engine, read = _engine(searched, space_domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
-                           batch_size=batch_size, bound=bound, split="influence", device=device,
-                           deadline=None if max_seconds is None else started + max_seconds,
-                           read=boxes is not None or similar is not None, n_jobs=n_jobs)
+    options: dict[str, Any] = {"max_seconds": max_seconds, "max_depth": None, "max_boxes": None,
+                               "batch_size": batch_size, "bound": bound, "split": "influence", "device": device,
+                               "n_jobs": n_jobs}
+    unread = None  # why the trees were not read within the budget (their boxes are then not searched)
+    try:
+        engine, read = _engine(searched, space_domain, rng, **options,
+                               deadline=None if max_seconds is None else started + max_seconds,
+                               read=boxes is not None or similar is not None, always_stop=True)
+    except TimeLimitError as err:  # the budget is the people's whole: their own rows are still checked
+        engine, read = _engine(searched, space_domain, rng, **options, read=False)
+        unread = str(err)
     params = engine.params()
     rows, rows_name = _rows(dataset, rows, rows_name)
     check = DiscriminationCheck(model, domain)
@@ -268,7 +276,11 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
         inside = ((member != OUTSIDE) if tree else (member == INSIDE) & ~small) & ~skip
         engine.max_seconds = None if max_seconds is None else max(0.0, max_seconds - (time.perf_counter() - started))
-        if tree:
+        if tree and unread is not None:  # no time left to search: every box searched stays undecided
+            n_inside = int(inside.sum())
+            tally = Tally(certified=np.zeros(n_inside), falsified=np.zeros(n_inside),
+                          row_status=np.zeros(0, np.int8), stats={"stopped": "time", "n_boxes": 0, "unread": unread})
+        elif tree:
             tally = engine.run(read, space, box_check, lo[inside], hi[inside], stop_on_idi=True)
         else:
             tally = engine.run(read, space, box_check, lo[inside], hi[inside])
@@ -611,22 +623,22 @@ def people_verdict(people: IndividualCertificates, model, dataset, favourable: i
 
 # ---------------------------------------------------------------------------------------------- helpers
 def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device,
-            deadline: float | None = None, read: bool = True, n_jobs: int | None = None):
+            deadline: float | None = None, read: bool = True, n_jobs: int | None = None, always_stop: bool = False):
     """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork).
 
-    A tree ensemble's reading stops at ``deadline``; with ``read=False`` it is not read (None), the engine is still
-    chosen by the model's kind. ``n_jobs`` is checked for every kind and read by the tree search alone.
+    A tree ensemble's reading stops at ``deadline`` (whatever its size with ``always_stop``); with ``read=False`` it
+    is not read (None), the engine is still chosen by the model's kind. ``n_jobs`` is checked for every kind and read
+    by the tree search alone.
     """
-    from .._validation import check_int
     from .tree_reading import is_tree_ensemble, read_tree_ensemble
 
-    if n_jobs is not None:
-        check_int(n_jobs, "n_jobs", minimum=1)
+    check_certify_options(n_jobs=n_jobs)
     if is_tree_ensemble(model):
         check_certify_options(bound=bound, split=split)
         engine: BranchAndBound | TreeBranchAndBound = TreeBranchAndBound(
             max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, n_jobs=n_jobs)
-        return engine, read_tree_ensemble(model, domain, rng=rng, deadline=deadline) if read else None
+        return engine, (read_tree_ensemble(model, domain, rng=rng, deadline=deadline, always_stop=always_stop)
+                        if read else None)
     engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
                             bound=bound, split=split, device=device)
     return engine, relu_network(model, domain, rng=rng)
