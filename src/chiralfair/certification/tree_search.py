@@ -155,6 +155,9 @@ class TreeBranchAndBound:
         Returns
         -------
         Tally
+            Its ``stats`` also say the processes used (``n_jobs``: 1 when the run ended before its work was shared),
+            the rounds, and the CPU seconds and peak memory (MiB) of the other processes' shares
+            (``shared_cpu_seconds``, ``shared_peak_rss_mib``), which this process's own counters do not include.
         """
         started = time.perf_counter()
         self._n_cached = 0
@@ -276,10 +279,12 @@ class TreeBranchAndBound:
                 if value != "complete":
                     stats[key] = value
             elif isinstance(value, int | float) and key in stats and key not in ("n_trees", "n_leaves", "n_jobs",
-                                                                                 "n_rounds", "shared_cpu_seconds"):
+                                                                                 "n_rounds", "shared_cpu_seconds",
+                                                                                 "shared_peak_rss_mib"):
                 stats[key] += value
         self._n_cached += done["stats"].get("n_reach_cached", 0)
         stats["shared_cpu_seconds"] = stats.get("shared_cpu_seconds", 0.0) + done["cpu_seconds"]
+        stats["shared_peak_rss_mib"] = max(stats.get("shared_peak_rss_mib", 0.0), done["peak_rss_mib"])
         model = loop.check.model
         model.n_queries += done["n_queries"]
         model.n_rows += done["n_rows"]
@@ -792,7 +797,7 @@ def _share(static: tuple, share: dict, n_boxes: int, seconds: float | None) -> d
             "counterpart_labels": tally.counterpart_labels, "rows": rows, "row_box": row_box,
             "row_status": tally.row_status, "open": left, "limited": limited, "cache": cache, "stats": stats,
             "n_queries": int(model.n_queries - queries), "n_rows": int(model.n_rows - model_rows),
-            "cpu_seconds": _cpu_seconds() - cpu}
+            "cpu_seconds": _cpu_seconds() - cpu, "peak_rss_mib": _peak_mib()}
 
 
 def _cpu_seconds() -> float:
@@ -801,6 +806,13 @@ def _cpu_seconds() -> float:
 
     use = resource.getrusage(resource.RUSAGE_SELF)
     return use.ru_utime + use.ru_stime
+
+
+def _peak_mib() -> float:
+    """Peak resident memory of the process calling it, in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _code_dtype(ensemble: TreeEnsemble) -> type:
