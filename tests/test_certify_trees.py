@@ -244,6 +244,31 @@ def test_a_box_budget_shared_among_processes_gives_the_same_answer_every_time(mo
         certify_domain(model, data, n_jobs=0)
 
 
+def test_a_shared_run_interrupted_mid_round_reports_every_key_it_had_not_decided_as_open(monkeypatch):
+    from chiralfair.certification import tree_search
+
+    monkeypatch.setattr(tree_search, "ROUND_BOXES", 8)
+    estimator, data = trained("rf10", "coupled+constraints")
+    model = as_model(estimator)
+    space = KeySpace(data.domain)
+    lo, hi, _ = space.domain_boxes()
+    calls = []
+
+    def stop(progress):
+        calls.append(progress)
+        if len(calls) == 9:  # inside the second round: the other process holds a share
+            raise KeyboardInterrupt
+
+    engine = TreeBranchAndBound(max_seconds=None, batch_size=2, cells_per_box=1, regions_per_box=64, n_jobs=2,
+                                parallel_after=4)
+    tally = engine.run(read_tree_ensemble(model, data.domain), space, DiscriminationCheck(model, data.domain), lo, hi,
+                       on_progress=stop)
+    _, inside, idi = truth(estimator, data.domain, "coupled+constraints")
+    assert tally.stats["stopped"] == "interrupted" and tally.stats["n_rounds"] >= 1
+    assert tally.certified.sum() + tally.falsified.sum() + tally.stats["open_volume"] == inside.sum()
+    assert 0 < tally.stats["open_volume"] and tally.falsified.sum() <= idi.sum()
+
+
 def _owners(space, lo, hi, X):
     keys = space.keys_of(X)
     inside = np.all((keys[:, None] >= lo[None]) & (keys[:, None] <= hi[None]), axis=2)

@@ -222,7 +222,7 @@ class TreeBranchAndBound:
             lo, hi, depth, ident, owner, level = frontier.take_all()
             order = np.argsort(-level, kind="stable")
             span = 2 * (per_share + MAX_BATCH) + 2  # ids a share may give the children it splits
-            futures = []
+            futures: list[tuple] = []
             for j in range(1, n_jobs):
                 part = order[j::n_jobs]
                 if not len(part):
@@ -242,16 +242,23 @@ class TreeBranchAndBound:
                          "falsified": tally.falsified.copy() if loop.stop_on_idi else None,
                          "n_owners": len(tally.certified), "stop_on_idi": loop.stop_on_idi}
                 seconds = None if loop.deadline is None else max(0.0, loop.deadline - time.perf_counter())
-                futures.append(executor.submit(_share, static, share, per_share, seconds))
+                futures.append((executor.submit(_share, static, share, per_share, seconds), share["boxes"]))
             mine = order[0::n_jobs]
             frontier.push(lo[mine], hi[mine], depth[mine], ident[mine], owner[mine], level[mine].astype(np.float64))
             self._next_id += n_jobs * span
             first_id = self._next_id - n_jobs * span
             saved, self._next_id = self._next_id, first_id  # this process's share takes the first ids of the round
-            loop.run(until=stats["n_boxes"] + per_share)
-            self._next_id = saved
-            for future in futures:
-                self._merge(loop, future.result())
+            try:
+                loop.run(until=stats["n_boxes"] + per_share)
+                self._next_id = saved
+                while futures:
+                    self._merge(loop, futures[0][0].result())
+                    futures.pop(0)
+            except KeyboardInterrupt:  # the shares not merged are reported open, as given out
+                for future, (b_lo, b_hi, b_depth, b_ident, b_owner, b_level) in futures:
+                    future.cancel()
+                    frontier.push(b_lo, b_hi, b_depth, b_ident, b_owner, b_level.astype(np.float64))
+                raise
             stats["n_rounds"] += 1
             loop.progress()
             if stats["stopped"] != "complete":
