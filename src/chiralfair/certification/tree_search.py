@@ -183,7 +183,10 @@ class TreeBranchAndBound:
                      stop_on_idi, on_progress, started)
         try:
             if self.n_jobs > 1:  # the first boxes here, then rounds over n_jobs processes once there is work to share
-                loop.run(until=self.parallel_after)
+                loop.run(until=self.parallel_after // 2)
+                if frontier.size and stats["stopped"] == "complete":  # the other processes start meanwhile
+                    _executor(self.n_jobs).submit(int)
+                    loop.run(until=self.parallel_after)
                 if frontier.size and stats["stopped"] == "complete":
                     self._rounds(loop)
             else:
@@ -205,12 +208,10 @@ class TreeBranchAndBound:
         and open boxes come back and are merged. Who gets which box depends only on the boxes, so the same inputs
         give the same result (up to the time budget); a complete run's shares are exact, as on one process.
         """
-        from joblib.externals.loky import get_reusable_executor
-
         frontier, stats, tally = loop.frontier, loop.stats, loop.tally
         n_jobs = self.n_jobs
         stats["n_jobs"] = n_jobs
-        executor = get_reusable_executor(max_workers=n_jobs - 1, timeout=60)
+        executor = _executor(n_jobs)
         params = {**self.params(), "n_jobs": 1, "max_seconds": None, "max_boxes": None}  # the round sets both
         params.pop("engine")
         static = (params, loop.ensemble, loop.space, loop.check)
@@ -681,6 +682,13 @@ class TreeBranchAndBound:
             tally.labels.append(result.labels[idi])
             tally.counterpart_labels.append(result.counterpart_label[idi])
         return result.is_idi
+
+
+def _executor(n_jobs: int):
+    """The other ``n_jobs - 1`` processes (loky's, reused between runs; each stops after a minute idle)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    return get_reusable_executor(max_workers=n_jobs - 1, timeout=60)
 
 
 def available_cpus() -> int:
