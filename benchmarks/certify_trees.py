@@ -21,7 +21,10 @@ Per model, each in its own process (so its peak memory is its own, read from ``r
 - **verdict**: the own-row statuses against the discrimination check of every counterpart of every test row (the
   verdict's check), the number of people where the two agree.
 
-Every phase records wall seconds and CPU seconds (``resource.getrusage``: the process and its children).
+Every phase records wall seconds and CPU seconds (``resource.getrusage``: the process and its children, plus the CPU
+seconds the tree search's other processes report for their shares, ``stats["shared_cpu_seconds"]``: they live on
+between calls, so ``getrusage`` does not count them). The domain's search shares its boxes among ``--n-jobs``
+processes (default: the CPUs available).
 
 Every time is printed beside the load average around it (the machine is shared). Writes
 ``benchmarks/results/certify_trees.json`` and ``certify_trees.md``.
@@ -115,7 +118,7 @@ def structure(read, domain) -> dict:
             "cuts_per_key_column": {domain.names[f]: int(len(read.cuts[f])) for f in keys}}
 
 
-def curve(model, data, test, seconds: float) -> dict:
+def curve(model, data, test, seconds: float, n_jobs=None) -> dict:
     """The domain's decided share at 60, 120 and ``seconds`` wall seconds of one run."""
     from chiralfair.certification import certify_domain
 
@@ -127,7 +130,7 @@ def curve(model, data, test, seconds: float) -> dict:
 
     before, cpu = load(), cpu_seconds()
     result = certify_domain(model, data, rows=test, rows_name="test split", max_seconds=seconds,
-                            on_progress=progress)
+                            on_progress=progress, n_jobs=n_jobs)
     volume = result.domain_volume
     points = []
     for m in marks:
@@ -139,10 +142,12 @@ def curve(model, data, test, seconds: float) -> dict:
                    "falsified": result.falsified_share})
     return {"points": points, "stopped": result.stopped, "boxes": result.stats["n_boxes"],
             "cells": result.stats["n_cells"], "region_boxes": result.stats.get("n_region_boxes", 0),
-            "cpu_seconds": cpu_seconds() - cpu, "load": [before, load()]}
+            "cpu_seconds": cpu_seconds() - cpu + result.stats.get("shared_cpu_seconds", 0.0),
+            "n_jobs": result.stats.get("n_jobs", 1), "rounds": result.stats.get("n_rounds", 0),
+            "shared_peak_rss_mib": result.stats.get("shared_peak_rss_mib", 0.0), "load": [before, load()]}
 
 
-def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0.0) -> dict:
+def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0.0, n_jobs=None) -> dict:
     import chiralfair
     from chiralfair.certification import certify_domain, certify_individuals
     from chiralfair.certification.tree_reading import read_tree_ensemble
@@ -184,8 +189,10 @@ def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0
         "load": [before, load()], "affected_share": float(truth[near.status != 3].mean()),
         "disagree": int(((near.status[decided] == 1) != (truth[decided] == 1)).sum())}
     before, cpu = load(), cpu_seconds()
-    domain = certify_domain(model, data, rows=test, rows_name="test split", max_seconds=seconds)
-    row["domain"] = {"cpu_seconds": cpu_seconds() - cpu,
+    domain = certify_domain(model, data, rows=test, rows_name="test split", max_seconds=seconds, n_jobs=n_jobs)
+    row["domain"] = {"cpu_seconds": cpu_seconds() - cpu + domain.stats.get("shared_cpu_seconds", 0.0),
+                     "n_jobs": domain.stats.get("n_jobs", 1), "rounds": domain.stats.get("n_rounds", 0),
+                     "shared_peak_rss_mib": domain.stats.get("shared_peak_rss_mib", 0.0),
                      "certified": domain.certified_share, "falsified": domain.falsified_share,
                      "decided": domain.certified_share + domain.falsified_share,
                      "undecided": domain.undecided_share, "stopped": domain.stopped, "seconds": domain.seconds,
@@ -194,7 +201,7 @@ def one(dataset: str, protected: str, name: str, seconds: float, long: float = 0
                      "region_boxes": domain.stats.get("n_region_boxes", 0), "regions": domain.stats.get("n_regions", 0),
                      "test_rows": dict(domain.row_counts), "load": [before, load()]}
     if long:
-        row["curve"] = curve(model, data, test, long)
+        row["curve"] = curve(model, data, test, long, n_jobs)
     row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     row["chiralfair"] = chiralfair.__version__
     return row
@@ -221,6 +228,8 @@ def markdown(results: dict) -> str:
              f"budget {results['seconds']:g} s; `{results.get('command', '')}`; CPU seconds of all cases' processes: "
              f"{results['cpu_seconds_children']:.0f}. Load "
              "is the 1-minute load average before-after each figure.", "",
+             *[f"{note}" for note in results.get("regenerated", [])],
+             *([""] if results.get("regenerated") else []),
              "## Per person (the test split)", "",
              "| case | model | read | own row: affected (wall s, CPU s, load) | verdict: agree / people | "
              "similar: decided | affected | wall s | CPU s | load | exhaustive check: affected, disagree (wall s) "
@@ -246,7 +255,8 @@ def markdown(results: dict) -> str:
             continue
         d = r["domain"]
         lines.append(f"| {r['dataset']} {r['protected']} | {r['model']} | {d['log2_keys']:.1f} | {d['certified']:.2%} "
-                     f"| {d['falsified']:.4%} | {d['undecided']:.2%} | {d['stopped']} | {d['seconds']:.1f} | "
+                     f"| {d['falsified']:.4%} | {d['undecided']:.2%} | {d['stopped']}"
+                     + (f" ({d['n_jobs']} processes)" if d.get("n_jobs", 1) > 1 else "") + f" | {d['seconds']:.1f} | "
                      f"{d['cpu_seconds']:.1f} | {d['boxes']:,} | {d['cells']:,} / {d.get('region_boxes', 0):,} | "
                      f"{d['load'][0]}-{d['load'][1]} |")
     lines += ["", "## How the trees read the protected columns, and the domain's share over time", "",
@@ -275,10 +285,30 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--long", type=float, default=300.0, help="seconds of the longer domain runs")
     parser.add_argument("--curve", default="rf10,xgboost", help="models whose domain also runs --long seconds")
+    parser.add_argument("--n-jobs", type=int, default=None, help="processes of the domain's search (default: the CPUs)")
+    parser.add_argument("--into", action="store_true",
+                        help="with --one: put the case into certify_trees.json and .md in place of its earlier row")
     args = parser.parse_args()
+    if args.one and args.into:
+        uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        started = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
+        long = args.long if args.one[2] in args.curve.split(",") else 0.0
+        row = one(*args.one, seconds=args.seconds, long=long, n_jobs=args.n_jobs)
+        results = json.loads((RESULTS / "certify_trees.json").read_text())
+        results["cases"] = [row if (c["dataset"], c["protected"], c["model"]) == tuple(args.one) else c
+                            for c in results["cases"]]
+        end = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        results.setdefault("regenerated", []).append(
+            f"The {' '.join(args.one)} rows were run again on {started}–{datetime.now(UTC).strftime('%H:%M')} UTC "
+            f"(`python benchmarks/certify_trees.py {' '.join(sys.argv[1:])}`; `uptime` at the start: {uptime}; at "
+            f"the end: {end}; chiralfair {row['chiralfair']}), the other rows are of the run above.")
+        (RESULTS / "certify_trees.json").write_text(json.dumps(results, indent=2) + "\n")
+        (RESULTS / "certify_trees.md").write_text(markdown(results))
+        print(json.dumps(row))
+        return
     if args.one:
         long = args.long if args.one[2] in args.curve.split(",") else 0.0
-        print(json.dumps(one(*args.one, seconds=args.seconds, long=long)))
+        print(json.dumps(one(*args.one, seconds=args.seconds, long=long, n_jobs=args.n_jobs)))
         return
     cpu_children = resource.getrusage(resource.RUSAGE_CHILDREN)
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
@@ -286,7 +316,8 @@ def main() -> None:
     for dataset, protected in CASES:
         for name in args.models.split(","):
             proc = subprocess.run([sys.executable, __file__, "--seconds", str(args.seconds), "--long", str(args.long),
-                                   "--curve", args.curve, "--one", dataset, protected, name],
+                                   "--curve", args.curve, "--one", dataset, protected, name]
+                                  + ([] if args.n_jobs is None else ["--n-jobs", str(args.n_jobs)]),
                                   capture_output=True, text=True)
             if proc.returncode:
                 row = {"dataset": dataset, "protected": protected, "model": name,

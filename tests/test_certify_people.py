@@ -126,7 +126,9 @@ def test_each_persons_status_interval_and_witness_match_a_recount(tmp_path, monk
     assert (hit["prediction"] != hit["prediction_counterpart"]).all()
     assert people.n_witnesses == k and people.meta["n_witnesses_refuted"] == 0
     if similar is not None:  # which way the boxes were decided
-        assert people.meta["stats"]["n_enumerated_boxes"] == (300 if enumerate_keys else 0)
+        own = people.meta["stats"]["n_own_row_idis"]  # their own row an IDI: witnessed there, box not searched
+        assert own == int(recount(net, test, None).sum()) > 0
+        assert people.meta["stats"]["n_enumerated_boxes"] == (300 - own if enumerate_keys else 0)
         assert (people.meta["stats"]["n_boxes"] > 0) == (not enumerate_keys)
 
     # the same people as a Verdict: the people's interval, the groups by own sex, who is harmed, the worst group
@@ -280,10 +282,14 @@ def test_boxes_partly_inside_the_domain_are_checked_key_by_key_or_left_undecided
         held = inside_box(keys, key_lo[i], key_hi[i])
         expected = 3 if not (held & possible).any() else (1 if idi[held].any() else 0)
         assert people.status[i] in (expected, 3), i  # left out also when no counterpart of their own row could exist
-    assert (people.status[partly] != 3).all() and people.meta["stats"]["n_enumerated_boxes"] == 60
+    own = people.meta["stats"]["n_own_row_idis"]  # their own row an IDI: witnessed there, box not searched
+    assert (people.status[partly] != 3).all() and people.meta["stats"]["n_enumerated_boxes"] == 60 - own
     monkeypatch.setattr(certificates, "ENUMERATE_KEYS", 0)  # the branch and bound reads no partly box: undecided
     bounded = certify_individuals(model, data, rows, boxes=(lo, hi))
-    assert (bounded.status[partly] == 2).all() and bounded.meta["stats"]["n_partly_inside_undecided"] == partly.sum()
+    own_idi = idi[[int(np.flatnonzero((keys == k).all(axis=1))[0]) for k in space.keys_of(data.X[rows])]]
+    assert own_idi.sum() == own and (bounded.status[partly & own_idi] == 1).all()
+    assert (bounded.status[partly & ~own_idi] == 2).all()
+    assert bounded.meta["stats"]["n_partly_inside_undecided"] == (partly & ~own_idi).sum()
     assert (bounded.status[~partly] == people.status[~partly]).all()
 
 

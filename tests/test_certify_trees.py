@@ -188,6 +188,93 @@ def test_boxes_cut_into_regions_of_one_leaf_per_tree_are_exact(name, kind, per_b
             np.asarray(estimator.predict(other.astype(np.float64)))).all()
 
 
+@pytest.mark.parametrize("kind", list(DOMAINS))
+@pytest.mark.parametrize("name", ["rf10", "hgb", *(["xgboost"] if XGB is not None else [])])
+def test_the_work_shared_among_processes_is_counted_exactly_and_the_same_every_time(name, kind, monkeypatch):
+    """Rounds of a few boxes over 2 and 3 processes: the brute force's counts, the rows' answers, the same IDIs."""
+    from chiralfair.certification import tree_search
+
+    monkeypatch.setattr(tree_search, "ROUND_BOXES", 6)  # many rounds: boxes dealt out again and again
+    estimator, data = trained(name, kind)
+    model = as_model(estimator)
+    space = KeySpace(data.domain)
+    lo, hi, _ = space.domain_boxes()
+    rows = np.arange(300)
+    keys, inside, idi = truth(estimator, data.domain, kind)
+    read = read_tree_ensemble(model, data.domain)
+    runs = {}
+    for n_jobs, again in [(1, 0), (2, 0), (2, 1), (3, 0)]:
+        engine = TreeBranchAndBound(max_seconds=None, batch_size=4, cells_per_box=1, regions_per_box=64,
+                                    n_jobs=n_jobs, parallel_after=4)
+        counted = as_model(estimator)
+        runs[n_jobs, again] = tally = engine.run(read, space, DiscriminationCheck(counted, data.domain), lo, hi,
+                                                 row_keys=space.keys_of(data.X[rows]), row_owner=_owners(space, lo, hi,
+                                                                                                        data.X[rows]))
+        assert tally.stats["stopped"] == "complete" and tally.stats["n_jobs"] == n_jobs
+        assert (tally.stats["n_rounds"] > 1) == (n_jobs > 1)
+        assert tally.falsified.sum() == idi.sum() > 0 and tally.certified.sum() == (inside & ~idi).sum() > 0
+        where = {tuple(k): i for i, k in enumerate(keys)}
+        row_key = np.array([where[tuple(k)] for k in key_of(data.X[rows], kind)])
+        known = inside[row_key]
+        assert (tally.row_status[known] == np.where(idi[row_key], 1, 0)[known]).all()
+        X, other = np.concatenate(tally.idis), np.concatenate(tally.counterparts)
+        with single_native_thread():
+            assert (estimator.predict(X.astype(np.float64)) != estimator.predict(other.astype(np.float64))).all()
+        # the model's rows are counted wherever they were sent: each IDI and its counterpart at least
+        assert counted.n_queries >= 2 * len(np.unique(key_of(X, kind), axis=0)) > 0
+    one, two, three = runs[1, 0], runs[2, 0], runs[3, 0]
+    assert (one.falsified == two.falsified).all() and (one.certified == three.certified).all()
+    assert (np.concatenate(two.idis) == np.concatenate(runs[2, 1].idis)).all()  # the same inputs, the same answer
+    assert two.stats["n_boxes"] == runs[2, 1].stats["n_boxes"]
+
+
+def test_a_box_budget_shared_among_processes_gives_the_same_answer_every_time(monkeypatch):
+    from chiralfair.certification import tree_search
+
+    monkeypatch.setattr(tree_search, "ROUND_BOXES", 8)
+    estimator, data = trained("rf10", "coupled+constraints")
+    model = as_model(estimator)
+    first = certify_domain(model, data, max_seconds=None, max_boxes=40, n_jobs=2)
+    again = certify_domain(as_model(estimator), data, max_seconds=None, max_boxes=40, n_jobs=2)
+    assert first.stopped == again.stopped == "boxes" and 0 < first.undecided_share < 1
+    assert (first.certified_volume, first.falsified_volume, first.n_idis) == (
+        again.certified_volume, again.falsified_volume, again.n_idis)
+    assert (first.idis == again.idis).all()
+    with pytest.raises(ConfigError, match="n_jobs"):
+        certify_domain(model, data, n_jobs=0)
+
+
+def test_a_shared_run_interrupted_mid_round_reports_every_key_it_had_not_decided_as_open(monkeypatch):
+    from chiralfair.certification import tree_search
+
+    monkeypatch.setattr(tree_search, "ROUND_BOXES", 8)
+    estimator, data = trained("rf10", "coupled+constraints")
+    model = as_model(estimator)
+    space = KeySpace(data.domain)
+    lo, hi, _ = space.domain_boxes()
+    calls = []
+
+    def stop(progress):
+        calls.append(progress)
+        if len(calls) == 9:  # inside the second round: the other process holds a share
+            raise KeyboardInterrupt
+
+    engine = TreeBranchAndBound(max_seconds=None, batch_size=2, cells_per_box=1, regions_per_box=64, n_jobs=2,
+                                parallel_after=4)
+    tally = engine.run(read_tree_ensemble(model, data.domain), space, DiscriminationCheck(model, data.domain), lo, hi,
+                       on_progress=stop)
+    _, inside, idi = truth(estimator, data.domain, "coupled+constraints")
+    assert tally.stats["stopped"] == "interrupted" and tally.stats["n_rounds"] >= 1
+    assert tally.certified.sum() + tally.falsified.sum() + tally.stats["open_volume"] == inside.sum()
+    assert 0 < tally.stats["open_volume"] and tally.falsified.sum() <= idi.sum()
+
+
+def _owners(space, lo, hi, X):
+    keys = space.keys_of(X)
+    inside = np.all((keys[:, None] >= lo[None]) & (keys[:, None] <= hi[None]), axis=2)
+    return np.where(inside.any(axis=1), inside.argmax(axis=1), -1)
+
+
 @pytest.mark.parametrize(("lower", "upper", "width"), [(0, 32766, 2), (0, 32767, 4), (-32767, 5, 2), (-32768, 5, 4),
                                                       (0, 2**31 - 2, 4), (0, 2**31 - 1, 8)])
 def test_regions_keep_their_codes_in_integers_that_hold_one_past_each_bound(lower, upper, width):
@@ -270,6 +357,31 @@ def test_each_person_is_certified_exactly_on_their_own_row_and_within_similar(na
     assert (similar.status[~left_out] == np.where(expected, 1, 0)[~left_out]).all()
     assert similar.undecided_share == 0 and similar.affected_share > own.affected_share > 0
     assert (similar.status[left_out] == 3).all()
+
+
+@pytest.mark.parametrize("kind", list(DOMAINS))
+def test_a_person_whose_own_row_is_an_idi_is_affected_with_that_witness_whatever_the_budget(kind):
+    """No time for the neighbourhoods' search: a person whose own row is an IDI is still affected, witnessed there."""
+    estimator, data = trained("rf10", kind)
+    rows = np.arange(0, 600, 3)
+    X = data.X[rows]
+    keys, inside, idi = truth(estimator, data.domain, kind)
+    where = {tuple(k): i for i, k in enumerate(keys)}
+    own_idi = idi[[where[tuple(k)] for k in key_of(X, kind)]]
+    with single_native_thread():  # the recount: each own row against every counterpart of its key, by predict
+        labels = dict(zip(map(tuple, grid(data.domain)), estimator.predict(grid(data.domain).astype(np.float64))
+                          .tolist(), strict=True))
+    people = certify_individuals(as_model(estimator), data, rows, similar={"a": 1, "b": 2}, max_seconds=0)
+    counted = people.status != 3
+    assert own_idi[counted].sum() > 0
+    assert (people.status[counted & own_idi] == 1).all()  # none left undecided
+    assert (people.status[counted & ~own_idi] == 2).all()  # the others wait for the search, which had no time
+    assert people.meta["stats"]["n_own_row_idis"] == own_idi[counted].sum()
+    for i in np.flatnonzero(counted & own_idi):
+        assert (people.witness[i] == X[i]).all()  # the witness is the person's own row
+        other = people.witness_counterpart[i]
+        assert (key_of(other[None], kind) == key_of(X[i][None], kind)).all()
+        assert labels[tuple(X[i])] != labels[tuple(other)] == people.witness_labels[i, 1]
 
 
 def test_a_left_out_person_is_outside_the_shares_and_survives_json():

@@ -391,3 +391,63 @@ def test_the_reading_is_the_same_a_few_codes_at_a_time_and_refuses_what_would_no
         tree_reading.read_tree_ensemble(model, domain, deadline=time.perf_counter() - 1)
     with pytest.raises(TimeLimitError, match="codes read in"):
         certify_domain(model, inputs.dataset, max_seconds=0)
+
+
+def test_one_budget_covers_the_domain_and_the_people_and_says_how_it_was_split():
+    """--max-seconds with --similar: the domain's search gets half, the people's what is left of the same budget."""
+    import chiralfair
+
+    df = people()
+    train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
+    pipe, inputs = fitted("hgb+onehot+standard")
+    spec = DataSpec(label="y", positive_class=1, protected="sex", bins={"hours": 4, "income": 4})
+    result = chiralfair.certify(pipe, train, test=test, spec=spec, similar=SIMILAR, max_seconds=30)
+    given_domain = result.meta["params"]["max_seconds"]
+    given_people = result.individuals.meta["params"]["max_seconds"]
+    assert 0 < given_domain <= 15  # half of the one budget (less the reading of the trees)
+    assert given_people <= 30 - result.seconds  # what the domain's search left of it
+    budget = result.meta["budget"]
+    assert budget["max_seconds"] == 30 and budget["people_seconds"] == given_people
+    assert any(note.startswith("one budget of 30 s (max_seconds, --max-seconds) for the searches: the domain's got "
+                               "15 s") for note in result.notes)
+    # the answers are those of the whole budget: every person decided, as the recount through the pipeline says
+    expected = per_person_truth(pipe, inputs, SIMILAR)
+    assert (result.individuals.status == np.where(expected, 1, 0)).all()
+    alone = chiralfair.certify(pipe, train, test=test, spec=spec, max_seconds=30)  # no people searched: no split
+    assert alone.meta["params"]["max_seconds"] > 15 and "people_seconds" not in alone.meta["budget"]
+
+
+def test_no_time_left_for_reading_the_trees_over_the_people_leaves_them_undecided_not_an_error():
+    """The people's share of the budget spent before their trees are read: their own rows decide, the rest wait."""
+    pipe, inputs = fitted("hgb+onehot+standard")
+    people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, similar=SIMILAR, max_seconds=0)
+    own = per_person_truth(pipe, inputs, {})  # each own row against the other sex, through the pipeline
+    counted = people.status != 3
+    assert own[counted].sum() > 0 and (people.status[counted & own] == 1).all()
+    assert (people.status[counted & ~own] == 2).all() and people.meta["stats"]["unread"].startswith("model")
+    assert "while the trees were read over the people's values" in people.undecided_text()
+
+
+def test_a_reading_too_large_for_memory_is_refused_from_its_estimate_before_its_tables_exist(monkeypatch):
+    """The leaves' tables counted whole (the bools, the hulls' comparison, the one-hot features' cumulative counts)."""
+    from chiralfair.certification import tree_reading
+
+    df = people()
+    train, test = df.iloc[:600].reset_index(drop=True), df.iloc[600:].reset_index(drop=True)
+    with single_native_thread():  # many leaves over few codes: the leaves' tables, not the codes' values, are large
+        pipe = onehot_scaled(RandomForestClassifier(20, random_state=0), handle_unknown="ignore").fit(
+            train.drop(columns="y"), train["y"])
+    inputs = resolve_inputs(pipe, train, test=test, spec=DataSpec(label="y", positive_class=1, protected="sex",
+                                                                  bins={"hours": 4, "income": 4}))
+    model, domain = inputs.model, inputs.dataset.domain
+    read = tree_reading.read_tree_ensemble(model, domain)
+    n_segments = read.reach.shape[1]
+    n_leaves = sum(int((tree.tree_.children_left < 0).sum()) for tree in pipe[-1].estimators_)  # the forest's own
+    assert read._sets  # the one-hot features' leaves hold codes that are not intervals: cumulative counts kept
+    monkeypatch.setattr(tree_reading, "MAX_READ_BYTES", n_leaves * n_segments + 1)  # the bools alone would fit
+    with pytest.raises(ConfigError, match=rf"{n_leaves:,} leaves x {n_segments:,} segments of codes \(with the "
+                       r"cumulative counts over the segments of 'job'\).*MiB.*--bins"):
+        tree_reading.read_tree_ensemble(model, domain)
+    monkeypatch.setattr(tree_reading, "MAX_READ_BYTES", 1 << 30)
+    again = tree_reading.read_tree_ensemble(model, domain)  # within the limit: read as before
+    assert (again.reach == read.reach).all()

@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,10 +21,10 @@ import pandas as pd
 from .. import __version__
 from .._random import RandomState, resolve_random_state
 from ..datasets.population import population_of
-from ..exceptions import ConfigError, DomainError
+from ..exceptions import ConfigError, DomainError, TimeLimitError
 from ..oracle import DiscriminationCheck
 from ..verdict.result import left_out_mask, unplaced_by_attribute
-from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound
+from .branch_and_bound import CERTIFIED, FALSIFIED, UNDECIDED, BranchAndBound, Tally
 from .key_space import INSIDE, OUTSIDE, POSSIBLE, KeySpace
 from .options import check_certify_options
 from .reading import relu_network
@@ -41,7 +42,8 @@ ENUMERATE_ROWS = 1 << 18
 def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, max_seconds: float | None = 60.0,
                    max_depth: int | None = None, max_boxes: int | None = None, bound: str = "crown",
                    split: str = "influence", batch_size: int = 2048, random_state: RandomState = 0,
-                   device: str = "cpu", on_progress: Callable[[dict], None] | None = None) -> CertifyResult:
+                   device: str = "cpu", on_progress: Callable[[dict], None] | None = None,
+                   n_jobs: int | None = None) -> CertifyResult:
     """Prove how much of the input domain is fair: no counterpart of any input there gets another label.
 
     Every combination of the protected attributes' values is compared with every other (not only the extremes),
@@ -69,6 +71,10 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
     on_progress : callable, optional
         Called after each batch of boxes (see :meth:`BranchAndBound.run
         <chiralfair.certification.branch_and_bound.BranchAndBound.run>`).
+    n_jobs : int or None, default=None
+        Processes a tree ensemble's search shares its boxes among (None: the CPUs this process may run on; 1: this
+        process alone; :class:`~chiralfair.certification.tree_search.TreeBranchAndBound`); a complete run's shares
+        are the same for every ``n_jobs``. A network's search runs in this process.
 
     Returns
     -------
@@ -95,7 +101,7 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
     model, domain = _model_and_domain(model, dataset)
     engine, read = _engine(model, domain, rng, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
                            batch_size=batch_size, bound=bound, split=split, device=device,
-                           deadline=None if max_seconds is None else started + max_seconds)
+                           deadline=None if max_seconds is None else started + max_seconds, n_jobs=n_jobs)
     if max_seconds is not None:  # the budget covers the reading too
         engine.max_seconds = max(0.0, max_seconds - (time.perf_counter() - started))
     rows, rows_name = _rows(dataset, rows, rows_name)
@@ -129,7 +135,8 @@ def certify_domain(model, dataset, *, rows=None, rows_name: str | None = None, m
 
 def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, rows_name: str | None = None,
                         max_seconds: float | None = None, bound: str = "crown", batch_size: int = 2048,
-                        random_state: RandomState = 0, device: str = "cpu") -> IndividualCertificates:
+                        random_state: RandomState = 0, device: str = "cpu",
+                        n_jobs: int | None = None) -> IndividualCertificates:
     """For each individual, whether they are certified unaffected: no counterpart of theirs gets another label.
 
     A person's box holds every value of their binned columns' bins. A model certification reads takes the integer
@@ -172,6 +179,8 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         Of :class:`~chiralfair.certification.branch_and_bound.BranchAndBound` (networks only).
     random_state : None, int, numpy.random.RandomState or numpy.random.Generator, default=0
         Draws the points the network or trees read from the model are checked on.
+    n_jobs : int or None, default=None
+        As in :func:`certify_domain` (the tree search of wider boxes).
 
     Returns
     -------
@@ -210,10 +219,17 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
     else:
         searched, space_domain = model, domain
     # each person's own row is checked on the model: the model is read only to search wider boxes
-    engine, read = _engine(searched, space_domain, rng, max_seconds=max_seconds, max_depth=None, max_boxes=None,
-                           batch_size=batch_size, bound=bound, split="influence", device=device,
-                           deadline=None if max_seconds is None else started + max_seconds,
-                           read=boxes is not None or similar is not None)
+    options: dict[str, Any] = {"max_seconds": max_seconds, "max_depth": None, "max_boxes": None,
+                               "batch_size": batch_size, "bound": bound, "split": "influence", "device": device,
+                               "n_jobs": n_jobs}
+    unread = None  # why the trees were not read within the budget (their boxes are then not searched)
+    try:
+        engine, read = _engine(searched, space_domain, rng, **options,
+                               deadline=None if max_seconds is None else started + max_seconds,
+                               read=boxes is not None or similar is not None, always_stop=True)
+    except TimeLimitError as err:  # the budget is the people's whole: their own rows are still checked
+        engine, read = _engine(searched, space_domain, rng, **options, read=False)
+        unread = str(err)
     params = engine.params()
     rows, rows_name = _rows(dataset, rows, rows_name)
     check = DiscriminationCheck(model, domain)
@@ -243,16 +259,28 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         member = space.membership(lo, hi)
         tree = isinstance(engine, TreeBranchAndBound)
         box_status = np.zeros(len(person), dtype=np.int8)  # a box no input of which can exist: nothing to discriminate
+        # each person's own row first, where one of their boxes holds it: an IDI there is their witness, whatever the
+        # budget leaves of the search (and their boxes are not searched)
+        own_codes = X if grid is None else grid.X
+        own = box_check.check(own_codes)
+        own_key = space.keys_of(own_codes)
+        holds = np.all((own_key[person] >= lo) & (own_key[person] <= hi), axis=1)
+        own_idi = own.is_idi & (np.bincount(person[holds], minlength=len(rows)) > 0)
+        skip = own_idi[person]
         # a network's small boxes: every key checked on the model, exactly (cheaper than bounding them)
         small = np.zeros(len(person), dtype=bool) if tree else (
-            (member != OUTSIDE) & (space.volume(lo, hi) <= ENUMERATE_KEYS))
+            (member != OUTSIDE) & (space.volume(lo, hi) <= ENUMERATE_KEYS) & ~skip)
         deadline = None if max_seconds is None else started + max_seconds
         small_status, small_input, met, met_box = _enumerate_boxes(space, box_check, lo[small], hi[small], deadline)
         box_status[small] = small_status
         # the tree search splits a box partly inside the domain itself (a key outside it is certified: no input)
-        inside = (member != OUTSIDE) if tree else (member == INSIDE) & ~small
+        inside = ((member != OUTSIDE) if tree else (member == INSIDE) & ~small) & ~skip
         engine.max_seconds = None if max_seconds is None else max(0.0, max_seconds - (time.perf_counter() - started))
-        if tree:
+        if tree and unread is not None:  # no time left to search: every box searched stays undecided
+            n_inside = int(inside.sum())
+            tally = Tally(certified=np.zeros(n_inside), falsified=np.zeros(n_inside),
+                          row_status=np.zeros(0, np.int8), stats={"stopped": "time", "n_boxes": 0, "unread": unread})
+        elif tree:
             tally = engine.run(read, space, box_check, lo[inside], hi[inside], stop_on_idi=True)
         else:
             tally = engine.run(read, space, box_check, lo[inside], hi[inside])
@@ -263,7 +291,8 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         box_status[box] = UNDECIDED
         box_status[box[(tally.falsified == 0) & (tally.certified >= volume)]] = 0
         box_status[box[tally.falsified > 0]] = 1
-        found_parts, found_box = [met], [np.flatnonzero(small)[met_box]]
+        found_parts, found_box = [own_codes[own_idi], met], [np.flatnonzero(skip & holds)[
+            np.unique(person[skip & holds], return_index=True)[1]], np.flatnonzero(small)[met_box]]
         if tally.idis:  # every concrete IDI met falsifies every box holding it (boxes of people overlap)
             found_idis = np.concatenate(tally.idis)
             holder, held = _holders(space.keys_of(found_idis), lo[inside], hi[inside], found_idis)
@@ -271,7 +300,8 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
             found_box.append(box[holder])
         # a network's large box partly inside the domain is not bounded (the bounds assume every key can exist):
         # some of its inputs exist, so it is undecided, never certified nor left out
-        partly = np.zeros(len(person), dtype=bool) if tree else (member != INSIDE) & (member != OUTSIDE) & ~small
+        partly = np.zeros(len(person), dtype=bool) if tree else (
+            (member != INSIDE) & (member != OUTSIDE) & ~small & ~skip)
         box_status[partly] = UNDECIDED
         stats["n_partly_inside_undecided"] = int(partly.sum())
         found_at = np.concatenate(found_box)
@@ -288,6 +318,8 @@ def certify_individuals(model, dataset, rows=None, *, boxes=None, similar=None, 
         some_input[person[inside]] = True
         some_input[person[np.flatnonzero(small)[small_input]]] = True
         some_input[person[partly]] = True
+        some_input[own_idi] = True  # their own row and a counterpart of it exist
+        stats["n_own_row_idis"] = int(own_idi.sum())
         status[~some_input] = LEFT_OUT
     if grid is not None:
         stats["grid"] = {"values": {name: int(domain_feature.size) for name, domain_feature in
@@ -591,19 +623,22 @@ def people_verdict(people: IndividualCertificates, model, dataset, favourable: i
 
 # ---------------------------------------------------------------------------------------------- helpers
 def _engine(model, domain, rng, *, max_seconds, max_depth, max_boxes, batch_size, bound, split, device,
-            deadline: float | None = None, read: bool = True):
+            deadline: float | None = None, read: bool = True, n_jobs: int | None = None, always_stop: bool = False):
     """The branch and bound for the model's kind, and the model read (a TreeEnsemble or a ReluNetwork).
 
-    A tree ensemble's reading stops at ``deadline``; with ``read=False`` it is not read (None), the engine is still
-    chosen by the model's kind.
+    A tree ensemble's reading stops at ``deadline`` (whatever its size with ``always_stop``); with ``read=False`` it
+    is not read (None), the engine is still chosen by the model's kind. ``n_jobs`` is checked for every kind and read
+    by the tree search alone.
     """
     from .tree_reading import is_tree_ensemble, read_tree_ensemble
 
+    check_certify_options(n_jobs=n_jobs)
     if is_tree_ensemble(model):
         check_certify_options(bound=bound, split=split)
         engine: BranchAndBound | TreeBranchAndBound = TreeBranchAndBound(
-            max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
-        return engine, read_tree_ensemble(model, domain, rng=rng, deadline=deadline) if read else None
+            max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, n_jobs=n_jobs)
+        return engine, (read_tree_ensemble(model, domain, rng=rng, deadline=deadline, always_stop=always_stop)
+                        if read else None)
     engine = BranchAndBound(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, batch_size=batch_size,
                             bound=bound, split=split, device=device)
     return engine, relu_network(model, domain, rng=rng)

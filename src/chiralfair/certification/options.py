@@ -18,7 +18,7 @@ CERTIFIABLE_ZOO_MODELS = ("dnn", "dtc", "rf", "hgb", "lightgbm")
 
 
 def check_certify_options(*, bound: str = "crown", split: str = "influence", max_seconds=60.0, max_depth=None,
-                          max_boxes=None, batch_size: int = 2048, focus: float = 2.0) -> dict:
+                          max_boxes=None, batch_size: int = 2048, focus: float = 2.0, n_jobs=None) -> dict:
     """Check certification's names and budgets; return them checked.
 
     Parameters
@@ -33,6 +33,8 @@ def check_certify_options(*, bound: str = "crown", split: str = "influence", max
         >= 1.
     focus : float
         >= 0.
+    n_jobs : int or None
+        >= 1.
 
     Returns
     -------
@@ -53,7 +55,8 @@ def check_certify_options(*, bound: str = "crown", split: str = "influence", max
             "max_depth": None if max_depth is None else check_int(max_depth, "max_depth", minimum=0),
             "max_boxes": None if max_boxes is None else check_int(max_boxes, "max_boxes", minimum=1),
             "batch_size": check_int(batch_size, "batch_size", minimum=1),
-            "focus": check_float(focus, "focus", minimum=0.0)}
+            "focus": check_float(focus, "focus", minimum=0.0),
+            "n_jobs": None if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)}
 
 
 def check_zoo_model(name: str) -> None:

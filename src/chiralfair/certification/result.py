@@ -297,7 +297,8 @@ class IndividualCertificates:
         str or None
             Counting the boxes partly outside the domain (``meta["stats"]["n_partly_inside_undecided"]``), the
             witnesses the model did not confirm (``meta["n_witnesses_refuted"]``) and the rest, left when the search
-            stopped (``meta["stats"]["stopped"]``: ``"time"``, ``"boxes"`` or ``"interrupted"``).
+            stopped (``meta["stats"]["stopped"]``: ``"time"``, ``"boxes"`` or ``"interrupted"``; ``"unread"``: the
+            budget ran out while the trees were read).
         """
         n = self.count("undecided")
         if not n:
@@ -308,6 +309,8 @@ class IndividualCertificates:
         rest = n - partly - refuted
         why = {"time": "the time budget (max_seconds, --max-seconds) ran out", "boxes": "the box budget ran out",
                "interrupted": "the run was interrupted"}.get(str(stats.get("stopped")), "the search stopped")
+        if stats.get("unread"):
+            why += " while the trees were read over the people's values (their boxes were not searched)"
         parts = [f"{rest:,} not decided when {why}, after {self.seconds:.2f} s; a larger budget decides more"] * (
             rest > 0)
         if partly:

@@ -54,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 # Domain points the reading is checked on (plus each feature's every code, one feature at a time).
 N_CHECK_POINTS = 512
+# Points checked in one block (the deadline is read between blocks).
+CHECK_BLOCK = 2048
 # Largest |score read - model's raw score| accepted, relative to 1 + |score|.
 SCORE_TOLERANCE = 1e-6
 # Values (codes x the preprocessing's output columns) computed in one call while reading: bounds its memory.
@@ -150,7 +152,7 @@ def _kind(estimator) -> str | None:
 
 
 def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
-                       deadline: float | None = None) -> TreeEnsemble:
+                       deadline: float | None = None, always_stop: bool = False) -> TreeEnsemble:
     """Read the model under test as a :class:`TreeEnsemble` over the domain's codes, checked against the model.
 
     Parameters
@@ -163,6 +165,8 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
     deadline : float, optional
         A :func:`time.perf_counter` time a reading of more than :data:`ANNOUNCE_CODES` codes must finish by
         (checked between blocks of codes).
+    always_stop : bool, default=False
+        Stop at ``deadline`` whatever the reading's size (a budget shared with a search that needs the reading).
 
     Returns
     -------
@@ -194,7 +198,7 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
         for label, step in pre.steps:
             _check_columnwise(step, model.name, label)
     feed = _Feed(model, pre, final, domain)
-    clock = _Clock(model.name, domain, deadline)
+    clock = _Clock(model.name, domain, deadline, always_stop=always_stop)
     columns = _columns(feed, domain, clock)
     classes = getattr(final, "classes_", None)
     if classes is not None and len(classes) != 2:
@@ -209,8 +213,7 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
     starts = _segment_starts(trees, columns, domain, precision)
     columns = _on_segments(columns, starts, domain)
     n_leaf_nodes = sum(int(((t.feature < 0) | (t.left < 0)).sum()) for t in trees)
-    clock.refuse_bytes(n_leaf_nodes * sum(len(s) for s in starts), f"the table of {n_leaf_nodes:,} leaves x "
-                       f"{sum(len(s) for s in starts):,} segments of codes")
+    clock.refuse_bytes(*_reading_bytes(trees, columns, starts, domain, n_leaf_nodes))
     reach, value, start = _leaves(trees, columns, starts, precision)
     lower = domain.lower.astype(np.int64)
     upper = domain.upper.astype(np.int64)
@@ -223,13 +226,13 @@ def read_tree_ensemble(model, domain, *, rng: np.random.Generator | None = None,
 class _Clock:
     """The reading's budget: its size said in advance, refused beyond the limits, stopped at the deadline."""
 
-    def __init__(self, name: str, domain, deadline: float | None):
+    def __init__(self, name: str, domain, deadline: float | None, *, always_stop: bool = False):
         self.name, self.domain, self.deadline = name, domain, deadline
         self.started = time.perf_counter()
         self.sizes = (domain.upper.astype(np.int64) - domain.lower.astype(np.int64) + 1)
         self.total = int(self.sizes.sum())
         self.done = 0
-        self.stops = deadline is not None and self.total > ANNOUNCE_CODES
+        self.stops = deadline is not None and (always_stop or self.total > ANNOUNCE_CODES)
         if self.total > MAX_READ_CODES:
             raise ConfigError(f"model {name!r}: reading its trees evaluates every code of every column through its "
                               f"input and preprocessing, {self.total:,} codes here ({self.largest()}), more than "
@@ -466,6 +469,37 @@ def _threshold_rank(values: np.ndarray, thresholds: np.ndarray, precision: str) 
         else:  # float64 value <= threshold goes left
             rank = np.searchsorted(np.unique(thresholds), values, side="left")
     return np.where(np.isnan(values), -1, rank)
+
+
+def _reading_bytes(trees: list[_Tree], columns: _Columns, starts: list[np.ndarray], domain,
+                   n_leaves: int) -> tuple[int, str]:
+    """The bytes the leaves' tables will hold at once, estimated before any is allocated, and what they are.
+
+    The leaves x segments table of bools, a feature's block of it compared code by code while the hulls are read, and
+    for each feature whose leaves may hold codes that are not an interval (a set of categories goes left, or a column
+    the trees read is not monotone in the feature's codes, as a one-hot column is) the leaves' cumulative counts over
+    its segments, 4 bytes each.
+    """
+    segments = np.array([len(s) for s in starts], dtype=np.int64)
+    maybe_sets = np.zeros(domain.n_features, dtype=bool)
+    for tree in trees:
+        for node in tree.rules:
+            j = int(tree.feature[node])
+            if columns.varies[j] and getattr(tree.rules[node], "threshold", None) is None:
+                maybe_sets[int(columns.source[j])] = True
+    for column in map(int, np.flatnonzero(columns.varies)):
+        step = np.diff(np.asarray(columns.table[column], dtype=np.float64))
+        step = step[~np.isnan(step)]
+        if (step > 0).any() and (step < 0).any():  # up and down: a leaf's codes there may not be an interval
+            maybe_sets[int(columns.source[column])] = True
+    total = int(segments.sum())
+    n_bytes = n_leaves * total + 2 * n_leaves * int(segments.max(initial=0)) + 4 * n_leaves * int(
+        (segments[maybe_sets] + 1).sum())
+    what = f"the tables of {n_leaves:,} leaves x {total:,} segments of codes"
+    if maybe_sets.any():
+        names = ", ".join(repr(domain.names[f]) for f in np.flatnonzero(maybe_sets)[:3])
+        what += f" (with the cumulative counts over the segments of {names}{', ...' if maybe_sets.sum() > 3 else ''})"
+    return n_bytes, what
 
 
 def _on_segments(columns: _Columns, starts: list[np.ndarray], domain) -> _Columns:
@@ -785,19 +819,20 @@ def _checked(ensemble: TreeEnsemble, model, final, kind: str, feed: _Feed, domai
     n = len(X)
     raw, summed = np.empty(n), np.empty(n)
     labels = np.empty(n, dtype=np.int64)
-    step = max(1, min(BLOCK // max(1, ensemble.n_leaves), READ_CHUNK_VALUES // max(1, domain.n_features)))
+    step = max(1, min(BLOCK // max(1, ensemble.n_leaves), READ_CHUNK_VALUES // max(1, domain.n_features), CHECK_BLOCK))
     before = model.n_queries
     try:
         for begin in range(0, n, step):
             part = slice(begin, min(n, begin + step))
-            per_tree = ensemble.leaves_per_tree(X[part])
+            reach = ensemble.reached(X[part], X[part])  # once, for the leaves per tree and the score
+            per_tree = np.add.reduceat(reach.astype(np.int64), ensemble.tree_start, axis=1)
             if (per_tree != 1).any():
                 row, tree = np.argwhere(per_tree != 1)[0]
                 raise ModelCapabilityError(f"model {model.name!r}: tree {int(tree)} read from the model sends "
                                            f"{dict(zip(domain.names, X[part][row].tolist(), strict=True))} to "
                                            f"{int(per_tree[row, tree])} leaves; it cannot be certified")
             raw[part] = _raw_score(final, kind, feed.estimator_input(X[part]))
-            summed[part] = ensemble.score(X[part])
+            summed[part] = ensemble.bounds_of(reach)[0]
             labels[part] = model.predict(X[part])
             if clock is not None:
                 clock.tick(0, f"checking the trees read on {n:,} points ({part.stop:,} done)")

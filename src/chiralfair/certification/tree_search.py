@@ -27,6 +27,7 @@ it proved, and returns the same :class:`~.branch_and_bound.Tally`.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 
@@ -48,6 +49,10 @@ MAX_BATCH = 4096
 # Regions (a box's parts on which every tree reaches one leaf per combination) held at once while a batch's boxes are
 # cut into them; a box whose regions would pass this is split instead.
 REGIONS_PER_BATCH = 1 << 17
+# Boxes each process bounds in one round of a run shared among processes (then the open boxes are dealt out again).
+ROUND_BOXES = 16384
+# Most bytes of reached leaves (the cache below) sent with a share of a round; the rest are read again there.
+SHIP_CACHE_BYTES = 32 << 20
 # Memory kept for the leaves the open boxes' parents reach (a split box's children read only the split feature).
 CACHE_BYTES = 256 << 20
 
@@ -80,6 +85,12 @@ class TreeBranchAndBound:
     regions_per_box : int, default=4096
         A box whose trees reach leaves giving at most this many regions is decided region by region (0: never;
         read only when every leaf is an interval of codes on every feature).
+    n_jobs : int or None, default=None
+        Processes sharing the work (None: the CPUs this process may run on; 1: this process alone). The first
+        ``parallel_after`` boxes are bounded here; the open boxes are then dealt out in rounds (:meth:`_rounds`).
+        A complete run's shares are the same for every ``n_jobs``.
+    parallel_after : int, default=8192
+        Boxes bounded in this process before the work is shared (a run that ends sooner starts no process).
 
     Raises
     ------
@@ -89,7 +100,8 @@ class TreeBranchAndBound:
 
     def __init__(self, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                  max_boxes: int | None = None, batch_size: int | None = None, cells_per_box: int = 1024,
-                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True, regions_per_box: int = 4096):
+                 cells_per_batch: int = 65536, focus: float = 2.0, blind: bool = True, regions_per_box: int = 4096,
+                 n_jobs: int | None = None, parallel_after: int = 8192):
         checked = check_certify_options(max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
                                         batch_size=1 if batch_size is None else batch_size)
         self.focus = check_float(focus, "focus", minimum=0.0)
@@ -101,6 +113,8 @@ class TreeBranchAndBound:
         self.max_depth = checked["max_depth"]
         self.max_boxes = checked["max_boxes"]
         self.batch_size = None if batch_size is None else checked["batch_size"]
+        self.n_jobs = available_cpus() if n_jobs is None else check_int(n_jobs, "n_jobs", minimum=1)
+        self.parallel_after = check_int(parallel_after, "parallel_after", minimum=0)
 
     def params(self) -> dict:
         """The parameters, as given (JSON-ready).
@@ -112,7 +126,8 @@ class TreeBranchAndBound:
         return {"engine": "trees", "max_seconds": self.max_seconds, "max_depth": self.max_depth,
                 "max_boxes": self.max_boxes, "batch_size": self.batch_size, "cells_per_box": self.cells_per_box,
                 "cells_per_batch": self.cells_per_batch, "focus": self.focus, "blind": self.blind,
-                "regions_per_box": self.regions_per_box}
+                "regions_per_box": self.regions_per_box, "n_jobs": self.n_jobs,
+                "parallel_after": self.parallel_after}
 
     def run(self, ensemble: TreeEnsemble, space: KeySpace, check, lo: np.ndarray, hi: np.ndarray, *,
             row_keys: np.ndarray | None = None, row_owner: np.ndarray | None = None,
@@ -140,6 +155,9 @@ class TreeBranchAndBound:
         Returns
         -------
         Tally
+            Its ``stats`` also say the processes used (``n_jobs``: 1 when the run ended before its work was shared),
+            the rounds, and the CPU seconds and peak memory (MiB) of the other processes' shares
+            (``shared_cpu_seconds``, ``shared_peak_rss_mib``), which this process's own counters do not include.
         """
         started = time.perf_counter()
         self._n_cached = 0
@@ -150,8 +168,8 @@ class TreeBranchAndBound:
         stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_region_boxes": 0,
                  "n_regions": 0, "n_splits": 0, "max_depth": 0,
                  "n_depth_limited": 0, "n_dropped": 0, "stopped": "complete", "n_trees": ensemble.n_trees,
-                 "n_leaves": ensemble.n_leaves}
-        frontier = _Frontier(space.n_columns)
+                 "n_leaves": ensemble.n_leaves, "n_jobs": 1, "n_rounds": 0, "shared_cpu_seconds": 0.0}
+        frontier = _Levels(space.n_columns)
         frontier.push(lo.astype(np.int64), hi.astype(np.int64), np.zeros(n_owners, np.int64),
                       np.arange(n_owners, dtype=np.int64), np.arange(n_owners, dtype=np.int64),
                       np.log2(space.volume(lo, hi)))
@@ -159,36 +177,125 @@ class TreeBranchAndBound:
         self._cache: dict[int, tuple[np.ndarray, int]] = {}  # box id -> its parent's reached leaves (packed), feature
         row_box = np.zeros(0, np.int64) if row_keys is None else (
             np.zeros(n_rows, np.int64) if row_owner is None else np.asarray(row_owner, dtype=np.int64).copy())
-        per_batch = self.batch_size or int(np.clip(BLOCK // max(1, space.n_combinations * ensemble.n_leaves), 1,
-                                                   MAX_BATCH))
-        read = _constraint_columns(space)
-        batch = None
         limited: list[tuple] = []
+        deadline = None if self.max_seconds is None else started + self.max_seconds
+        loop = _Loop(self, ensemble, space, check, frontier, tally, stats, row_box, row_keys, limited, deadline,
+                     stop_on_idi, on_progress, started)
         try:
-            while frontier.size:
-                if self.max_seconds is not None and time.perf_counter() - started > self.max_seconds:
-                    stats["stopped"] = "time"
-                    break
-                if self.max_boxes is not None and stats["n_boxes"] >= self.max_boxes:
-                    stats["stopped"] = "boxes"
-                    break
-                batch = frontier.pop(per_batch)
-                if stop_on_idi:
-                    batch = self._drop_decided(batch, tally, stats)
-                if len(batch[0]):
-                    self._step(batch, ensemble, space, check, frontier, tally, stats, row_box, row_keys, limited,
-                               read)
-                batch = None
-                if on_progress is not None:
-                    on_progress({"seconds": time.perf_counter() - started, "certified": float(tally.certified.sum()),
-                                 "falsified": float(tally.falsified.sum()), "n_open": frontier.size})
+            if self.n_jobs > 1:  # the first boxes here, then rounds over n_jobs processes once there is work to share
+                loop.run(until=self.parallel_after // 2)
+                if frontier.size and stats["stopped"] == "complete":  # the other processes start meanwhile
+                    _executor(self.n_jobs).submit(int)
+                    loop.run(until=self.parallel_after)
+                if frontier.size and stats["stopped"] == "complete":
+                    self._rounds(loop)
+            else:
+                loop.run()
         except KeyboardInterrupt:
             stats["stopped"] = "interrupted"
             logger.warning("certification interrupted: reporting what was proved so far")
         stats["n_reach_cached"] = self._n_cached
         self._cache = {}
-        return close_tally(tally, stats, space, [frontier.all(), *limited] + ([batch] if batch is not None else []),
-                           started)
+        return close_tally(tally, stats, space, [frontier.all(), *limited]
+                           + ([loop.batch] if loop.batch is not None else []), started)
+
+    def _rounds(self, loop: _Loop) -> None:
+        """Share the open boxes among ``n_jobs`` processes, round after round, until none is left or a budget is spent.
+
+        Each round deals the open boxes out in order of priority (the first to this process, the next to the first
+        other process, ...), with the rows they hold and their parents' reached leaves; every share bounds, decides
+        and splits at most :data:`ROUND_BOXES` boxes (this process its own, in the meantime); their tallies, rows
+        and open boxes come back and are merged. Who gets which box depends only on the boxes, so the same inputs
+        give the same result (up to the time budget); a complete run's shares are exact, as on one process.
+        """
+        frontier, stats, tally = loop.frontier, loop.stats, loop.tally
+        n_jobs = self.n_jobs
+        stats["n_jobs"] = n_jobs
+        executor = _executor(n_jobs)
+        params = {**self.params(), "n_jobs": 1, "max_seconds": None, "max_boxes": None}  # the round sets both
+        params.pop("engine")
+        static = (params, loop.ensemble, loop.space, loop.check)
+        while frontier.size:
+            if loop.spent():
+                return
+            per_share = ROUND_BOXES if self.max_boxes is None else max(
+                1, min(ROUND_BOXES, -(-(self.max_boxes - stats["n_boxes"]) // n_jobs)))
+            lo, hi, depth, ident, owner, level = frontier.take_all()
+            order = np.argsort(-level, kind="stable")
+            span = 2 * (per_share + MAX_BATCH) + 2  # ids a share may give the children it splits
+            futures: list[tuple] = []
+            for j in range(1, n_jobs):
+                part = order[j::n_jobs]
+                if not len(part):
+                    continue
+                box_ids = ident[part]
+                rows = (np.flatnonzero(np.isin(loop.row_box, box_ids)) if len(loop.row_box)
+                        else np.zeros(0, np.int64))
+                cache = {}
+                for i in map(int, box_ids):
+                    entry = self._cache.pop(i, None)
+                    if entry is not None:
+                        cache[i] = entry
+                share = {"boxes": (lo[part], hi[part], depth[part], box_ids, owner[part], level[part]),
+                         "rows": rows, "row_box": loop.row_box[rows],
+                         "row_keys": None if loop.row_keys is None else loop.row_keys[rows],
+                         "cache": cache, "next_id": self._next_id + j * span,
+                         "falsified": tally.falsified.copy() if loop.stop_on_idi else None,
+                         "n_owners": len(tally.certified), "stop_on_idi": loop.stop_on_idi}
+                seconds = None if loop.deadline is None else max(0.0, loop.deadline - time.perf_counter())
+                futures.append((executor.submit(_share, static, share, per_share, seconds), share["boxes"]))
+            mine = order[0::n_jobs]
+            frontier.push(lo[mine], hi[mine], depth[mine], ident[mine], owner[mine], level[mine].astype(np.float64))
+            self._next_id += n_jobs * span
+            first_id = self._next_id - n_jobs * span
+            saved, self._next_id = self._next_id, first_id  # this process's share takes the first ids of the round
+            try:
+                loop.run(until=stats["n_boxes"] + per_share)
+                self._next_id = saved
+                while futures:
+                    self._merge(loop, futures[0][0].result())
+                    futures.pop(0)
+            except KeyboardInterrupt:  # the shares not merged are reported open, as given out
+                for future, (b_lo, b_hi, b_depth, b_ident, b_owner, b_level) in futures:
+                    future.cancel()
+                    frontier.push(b_lo, b_hi, b_depth, b_ident, b_owner, b_level.astype(np.float64))
+                raise
+            stats["n_rounds"] += 1
+            loop.progress()
+            if stats["stopped"] != "complete":
+                return
+
+    def _merge(self, loop: _Loop, done: dict) -> None:
+        """Add one share's round to this run: its tally, rows, open boxes, statistics and the model's counts."""
+        tally, stats = loop.tally, loop.stats
+        tally.certified += done["certified"]
+        tally.falsified += done["falsified"]
+        for name in ("idis", "counterparts", "labels", "counterpart_labels"):
+            getattr(tally, name).extend(done[name])
+        rows = done["rows"]
+        if len(rows):
+            loop.row_box[rows] = done["row_box"]
+            tally.row_status[rows] = done["row_status"]
+        lo, hi, depth, ident, owner, level = done["open"]
+        loop.frontier.push(lo, hi, depth, ident, owner, level.astype(np.float64))
+        loop.limited.extend(done["limited"])
+        self._cache.update(done["cache"])
+        for key, value in done["stats"].items():
+            if key == "max_depth":
+                stats[key] = max(stats[key], value)
+            elif key == "stopped":
+                if value != "complete":
+                    stats[key] = value
+            elif isinstance(value, int | float) and key in stats and key not in ("n_trees", "n_leaves", "n_jobs",
+                                                                                 "n_rounds", "shared_cpu_seconds",
+                                                                                 "shared_peak_rss_mib"):
+                stats[key] += value
+        self._n_cached += done["stats"].get("n_reach_cached", 0)
+        stats["shared_cpu_seconds"] = stats.get("shared_cpu_seconds", 0.0) + done["cpu_seconds"]
+        stats["shared_peak_rss_mib"] = max(stats.get("shared_peak_rss_mib", 0.0), done["peak_rss_mib"])
+        model = loop.check.model
+        model.n_queries += done["n_queries"]
+        model.n_rows += done["n_rows"]
 
     def _reach(self, ensemble: TreeEnsemble, lo: np.ndarray, hi: np.ndarray, ident: np.ndarray, k: int) -> np.ndarray:
         """The leaves each (box, combination) reaches: a split box's from its parent's, on the split feature alone."""
@@ -411,7 +518,9 @@ class TreeBranchAndBound:
         rest_hi = np.concatenate([np.cumsum(t_max[:, :, order[::-1]], axis=2)[:, :, ::-1], np.zeros((m, k, 1))], axis=2)
         # the regions' codes in the narrowest integers holding every leaf's hull (copied tree after tree: memory bound)
         narrow = _code_dtype(ensemble)
-        lo, hi = b_lo[boxes].astype(narrow), b_hi[boxes].astype(narrow)
+        # column by column (lo[c]: every region's lower end on key column c), so a column is read contiguously
+        lo: np.ndarray = np.ascontiguousarray(b_lo[boxes].T, dtype=narrow)
+        hi: np.ndarray = np.ascontiguousarray(b_hi[boxes].T, dtype=narrow)
         of = np.arange(m, dtype=np.int64)
         score = np.full((m, k), ensemble.base)
         alive = np.ones(m, dtype=bool)
@@ -435,27 +544,59 @@ class TreeBranchAndBound:
             # (cut columns, leaves): read a column at a time
             t_lo: np.ndarray = np.ascontiguousarray(ensemble.leaf_lo[first:stop][:, space.columns[cut]].T, dtype=narrow)
             t_hi: np.ndarray = np.ascontiguousarray(ensemble.leaf_hi[first:stop][:, space.columns[cut]].T, dtype=narrow)
+            first_leaf = np.zeros(0, dtype=np.int64)  # each region's leaf at the first combination
             for a in range(k):
                 reached = box_reach[:, a, first:stop]  # (m, leaves of the tree): the leaves each box reaches
+                tested = None
+                if a:
+                    # a region lies inside its leaf at the first combination on every key column; where combination
+                    # a reaches that leaf in its box too, the leaf holds a's protected and coupled codes, so a reaches
+                    # that leaf alone there (a tree's leaves partition its inputs): no pair to test
+                    alike = reached[of, first_leaf]
+                    if alike.all():
+                        score[:, a] += value[first + first_leaf]
+                        continue
+                    tested = np.flatnonzero(~alike)
+                    kept = np.flatnonzero(alike)
                 count = reached.sum(axis=1)
                 leaf_of = np.nonzero(reached)[1]  # grouped by box
                 begin = np.cumsum(count) - count
                 # each region against the leaves of this tree its box reaches (a handful), pair by pair
-                n_pairs = count[of]
-                region = np.repeat(np.arange(len(lo)), n_pairs)
-                within = np.arange(len(region)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
-                leaf = leaf_of[begin[of][region] + within]
-                # most pairs miss: test them column by column, dropping the misses as they show, then intersect
-                for i, c in enumerate(cut):
-                    hit = (lo[region, c] <= t_hi[i, leaf]) & (t_lo[i, leaf] <= hi[region, c])
+                region_of = of if tested is None else of[tested]
+                n_pairs = count[region_of]
+                pair = np.repeat(np.arange(len(region_of)), n_pairs)
+                within = np.arange(len(pair)) - np.repeat(np.cumsum(n_pairs) - n_pairs, n_pairs)
+                leaf = leaf_of[begin[region_of][pair] + within]
+                region = pair if tested is None else tested[pair]
+                # most pairs miss: test them column by column, those that drop most pairs first (measured on a
+                # sample of the pairs), dropping the misses as they show, then intersect
+                columns: np.ndarray = np.arange(len(cut))
+                if len(cut) > 1 and len(region) > 4096:
+                    sample = np.arange(0, len(region), len(region) // 2048)
+                    rs, ls = region[sample], leaf[sample]
+                    rate = [((lo[c][rs] <= t_hi[i, ls]) & (t_lo[i, ls] <= hi[c][rs])).mean() for i, c in enumerate(cut)]
+                    columns = np.argsort(rate, kind="stable")
+                for i in columns:
+                    c = cut[i]
+                    hit = (lo[c][region] <= t_hi[i, leaf]) & (t_lo[i, leaf] <= hi[c][region])
                     region, leaf = region[hit], leaf[hit]
-                lo, hi = lo[region], hi[region]
+                new_lo, new_hi = lo[:, region], hi[:, region]
                 if len(cut):
-                    lo[:, cut] = np.maximum(lo[:, cut], t_lo[:, leaf].T)
-                    hi[:, cut] = np.minimum(hi[:, cut], t_hi[:, leaf].T)
-                score, of = score[region], of[region]
-                score[:, a] += value[first + leaf]
-            n_regions += len(lo)
+                    new_lo[cut] = np.maximum(new_lo[cut], t_lo[:, leaf])
+                    new_hi[cut] = np.minimum(new_hi[cut], t_hi[:, leaf])
+                new_score, new_of = score[region], of[region]
+                new_score[:, a] += value[first + leaf]
+                new_first = leaf if tested is None else first_leaf[region]
+                if tested is not None and len(kept):
+                    kept_score = score[kept]
+                    kept_score[:, a] += value[first + first_leaf[kept]]
+                    new_lo = np.concatenate([lo[:, kept], new_lo], axis=1)
+                    new_hi = np.concatenate([hi[:, kept], new_hi], axis=1)
+                    new_score = np.concatenate([kept_score, new_score])
+                    new_of = np.concatenate([of[kept], new_of])
+                    new_first = np.concatenate([first_leaf[kept], new_first])
+                lo, hi, score, of, first_leaf = new_lo, new_hi, new_score, new_of, new_first
+            n_regions += lo.shape[1]
             low, high = score + rest_lo[of, :, j + 1], score + rest_hi[of, :, j + 1]
             above, below = low > threshold + margin, high < threshold - margin
             same = ((above | ~rel[of]).all(axis=1) | (below | ~rel[of]).all(axis=1))
@@ -463,13 +604,13 @@ class TreeBranchAndBound:
             last = j == len(order) - 1
             settled = same | opposite | last
             if settled.any():
-                done_lo.append(lo[settled])
-                done_hi.append(hi[settled])
+                done_lo.append(lo[:, settled].T)
+                done_hi.append(hi[:, settled].T)
                 done_of.append(of[settled])
                 done_near.append(~(same | opposite)[settled])  # near the threshold: the model decides
                 done_opposite.append(opposite[settled])
                 keep = ~settled
-                lo, hi, score, of = lo[keep], hi[keep], score[keep], of[keep]
+                lo, hi, score, of = lo[:, keep], hi[:, keep], score[keep], of[keep]
             count = np.bincount(of, minlength=m)
             over = alive & (count > cap)
             if count.sum() > REGIONS_PER_BATCH:  # the boxes with most regions wait for splitting
@@ -478,10 +619,10 @@ class TreeBranchAndBound:
             if over.any():
                 alive &= ~over
                 keep = alive[of]
-                lo, hi, score, of = lo[keep], hi[keep], score[keep], of[keep]
+                lo, hi, score, of = lo[:, keep], hi[:, keep], score[keep], of[keep]
             if not alive.any():
                 return np.zeros(0, dtype=np.int64)
-            if not len(lo):
+            if not len(of):
                 break
         c_lo, c_hi = np.concatenate(done_lo).astype(np.int64), np.concatenate(done_hi).astype(np.int64)
         c_of, near, opposite = np.concatenate(done_of), np.concatenate(done_near), np.concatenate(done_opposite)
@@ -541,6 +682,152 @@ class TreeBranchAndBound:
             tally.labels.append(result.labels[idi])
             tally.counterpart_labels.append(result.counterpart_label[idi])
         return result.is_idi
+
+
+def _executor(n_jobs: int):
+    """The other ``n_jobs - 1`` processes (loky's, reused between runs; each stops after a minute idle)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    return get_reusable_executor(max_workers=n_jobs - 1, timeout=60)
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system says it, else the machine's count).
+
+    Returns
+    -------
+    int
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on every system
+        return max(1, os.cpu_count() or 1)
+
+
+class _Levels(_Frontier):
+    """The open boxes, each kept with its level (the power of two of its priority) so they can be dealt out."""
+
+    def take_all(self) -> tuple:
+        """Every open box, emptied out: ``(lo, hi, depth, ident, owner, level)``."""
+        parts, levels = [], []
+        for level, chunks in self.buckets.items():
+            for chunk in chunks:
+                parts.append(chunk)
+                levels.append(np.full(len(chunk[0]), level, dtype=np.int64))
+        self.buckets, self.size = {}, 0
+        if not parts:
+            e = np.zeros((0, self.width), dtype=np.int64)
+            z = np.zeros(0, np.int64)
+            return e, e, z, z, z, z
+        return (*(np.concatenate([p[i] for p in parts]) for i in range(5)), np.concatenate(levels))
+
+
+class _Loop:
+    """One process's batches: pop the largest open boxes, bound, decide and split them, until a budget is spent."""
+
+    def __init__(self, engine: TreeBranchAndBound, ensemble: TreeEnsemble, space: KeySpace, check,
+                 frontier: _Levels, tally: Tally, stats: dict, row_box: np.ndarray, row_keys, limited: list,
+                 deadline: float | None, stop_on_idi: bool, on_progress, started: float):
+        self.engine, self.ensemble, self.space, self.check = engine, ensemble, space, check
+        self.frontier, self.tally, self.stats, self.row_box, self.row_keys = frontier, tally, stats, row_box, row_keys
+        self.limited, self.deadline, self.stop_on_idi = limited, deadline, stop_on_idi
+        self.on_progress, self.started = on_progress, started
+        self.per_batch = engine.batch_size or int(np.clip(BLOCK // max(1, space.n_combinations * ensemble.n_leaves),
+                                                          1, MAX_BATCH))
+        self.read = _constraint_columns(space)
+        self.batch: tuple | None = None
+
+    def spent(self) -> bool:
+        """Whether the time or box budget is spent (recorded in ``stats["stopped"]``)."""
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stats["stopped"] = "time"
+            return True
+        if self.engine.max_boxes is not None and self.stats["n_boxes"] >= self.engine.max_boxes:
+            self.stats["stopped"] = "boxes"
+            return True
+        return False
+
+    def progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress({"seconds": time.perf_counter() - self.started,
+                              "certified": float(self.tally.certified.sum()),
+                              "falsified": float(self.tally.falsified.sum()), "n_open": self.frontier.size})
+
+    def run(self, until: int | None = None) -> None:
+        """Batches until no box is open, a budget is spent, or ``until`` boxes have been bounded in all."""
+        while self.frontier.size and (until is None or self.stats["n_boxes"] < until):
+            if self.spent():
+                return
+            batch = self.frontier.pop(self.per_batch)
+            if self.stop_on_idi:
+                batch = self.engine._drop_decided(batch, self.tally, self.stats)
+            self.batch = batch
+            if len(batch[0]):
+                self.engine._step(batch, self.ensemble, self.space, self.check, self.frontier, self.tally,
+                                  self.stats, self.row_box, self.row_keys, self.limited, self.read)
+            self.batch = None
+            self.progress()
+
+
+def _share(static: tuple, share: dict, n_boxes: int, seconds: float | None) -> dict:
+    """One process's share of a round (:meth:`TreeBranchAndBound._rounds`): at most ``n_boxes`` boxes bounded.
+
+    Returns what the round proved there (the tally's additions, the rows' places), the boxes left open with their
+    reached leaves, and the model's query and row counts spent on it.
+    """
+    params, ensemble, space, check = static
+    engine = TreeBranchAndBound(**params)
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    engine._n_cached = 0
+    engine._next_id = share["next_id"]
+    engine._cache = share["cache"]
+    n_owners = share["n_owners"]
+    base = share["falsified"]
+    rows = share["rows"]
+    tally = Tally(certified=np.zeros(n_owners), falsified=np.zeros(n_owners) if base is None else base.copy(),
+                  row_status=np.full(len(rows), UNDECIDED, dtype=np.int8))
+    stats = {"n_boxes": 0, "n_decided_by_bounds": 0, "n_blind": 0, "n_cells": 0, "n_region_boxes": 0,
+             "n_regions": 0, "n_splits": 0, "max_depth": 0, "n_depth_limited": 0, "n_dropped": 0,
+             "stopped": "complete"}
+    frontier = _Levels(space.n_columns)
+    lo, hi, depth, ident, owner, level = share["boxes"]
+    frontier.push(lo, hi, depth, ident, owner, level.astype(np.float64))
+    row_box = np.asarray(share["row_box"], dtype=np.int64).copy()
+    limited: list[tuple] = []
+    model = check.model
+    queries, model_rows = model.n_queries, model.n_rows
+    loop = _Loop(engine, ensemble, space, check, frontier, tally, stats, row_box, share["row_keys"], limited,
+                 None if seconds is None else started + seconds, share["stop_on_idi"], None, started)
+    loop.run(until=n_boxes)
+    left = frontier.take_all()
+    cache, size = {}, 0
+    for i in map(int, left[3]):  # the open boxes' parents' reached leaves, as many as fit
+        entry = engine._cache.get(i)
+        if entry is not None and size + entry[0].nbytes <= SHIP_CACHE_BYTES:
+            cache[i] = entry
+            size += entry[0].nbytes
+    stats["n_reach_cached"] = engine._n_cached
+    return {"certified": tally.certified, "falsified": tally.falsified - (0.0 if base is None else base),
+            "idis": tally.idis, "counterparts": tally.counterparts, "labels": tally.labels,
+            "counterpart_labels": tally.counterpart_labels, "rows": rows, "row_box": row_box,
+            "row_status": tally.row_status, "open": left, "limited": limited, "cache": cache, "stats": stats,
+            "n_queries": int(model.n_queries - queries), "n_rows": int(model.n_rows - model_rows),
+            "cpu_seconds": _cpu_seconds() - cpu, "peak_rss_mib": _peak_mib()}
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of the process calling it."""
+    import resource
+
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return use.ru_utime + use.ru_stime
+
+
+def _peak_mib() -> float:
+    """Peak resident memory of the process calling it, in MiB (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _code_dtype(ensemble: TreeEnsemble) -> type:

@@ -13,7 +13,7 @@ from ..exceptions import ConfigError
 from .console import FLAGS, refusals, setup_logging
 from .options import Counterparts, Inputs, JsonOpt, VerboseOpt, own_data_counterparts, with_option_groups
 
-CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split", "similar")
+CERTIFY_FLAGS = ("max_seconds", "max_depth", "max_boxes", "bound", "split", "similar", "n_jobs")
 
 
 def parse_similar(values: list[str] | None) -> dict[str, object] | None:
@@ -65,7 +65,8 @@ def certify(
     inputs: Inputs,
     counterparts: Counterparts,
     max_seconds: Annotated[float, typer.Option(
-        help="Wall-second budget of the domain's branch and bound (0: no limit).")] = 60.0,
+        help="Wall-second budget of the searches (0: no limit): the domain's branch and bound, and with --similar "
+             "the people's too (half for the domain, the rest for the people; the split is stated).")] = 60.0,
     max_depth: Annotated[int | None, typer.Option(
         help="Splits after which a box is left undecided (default: down to single keys).")] = None,
     max_boxes: Annotated[int | None, typer.Option(
@@ -81,12 +82,16 @@ def certify(
              "NAME=VALUE|VALUE).")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Run folder for result.json, idis.parquet, individuals.parquet.")] = None,
+    n_jobs: Annotated[int | None, typer.Option(
+        help="Processes a tree ensemble's search shares its boxes among (default: the CPUs available; 1: one); "
+             "a complete run's answer is the same for every value.")] = None,
     json_out: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Prove how much of a ReLU network's or tree ensemble's domain is fair, and which held-out people are safe."""
     budget: dict[str, Any] = {"max_seconds": max_seconds or None, "max_depth": max_depth, "max_boxes": max_boxes,
-                              "bound": bound, "split": split, "individuals": individuals, "out": out}
+                              "bound": bound, "split": split, "individuals": individuals, "out": out,
+                              "n_jobs": n_jobs}
     with refusals(FLAGS + CERTIFY_FLAGS):
         budget["similar"] = parse_similar(similar)
         inputs.check(None)

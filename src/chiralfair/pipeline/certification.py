@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -25,7 +26,7 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
             constraints=None, max_seconds: float | None = 60.0, max_depth: int | None = None,
             max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
             individuals: bool = True, similar: Mapping | None = None, out: str | os.PathLike | None = None,
-            on_progress: Callable[[dict], None] | None = None):
+            on_progress: Callable[[dict], None] | None = None, n_jobs: int | None = None):
     """Prove how much of your model's input domain is fair, and which held-out people are certified unaffected.
 
     Takes the model and data as :func:`~chiralfair.pipeline.audit` does. The model must be a ReLU network
@@ -40,7 +41,9 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     trust_model_file, model_output, model_input, name, couple, constraints
         As in :func:`~chiralfair.pipeline.audit`.
     max_seconds : float or None, default=60.0
-        Wall-second budget of the domain's branch and bound (None: until it is complete).
+        Wall-second budget of the searches (None: until they are complete): the domain's branch and bound, and with
+        ``similar`` the people's too, sharing it (half for the domain, what is left for the people; the split is
+        stated in ``notes`` and ``meta["budget"]``).
     max_depth, max_boxes, bound, split
         Of :class:`~chiralfair.certification.BranchAndBound` (``bound`` and ``split`` apply to networks only).
     individuals : bool, default=True
@@ -48,11 +51,15 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     similar : mapping, optional
         Certify each held-out individual within a neighbourhood: radii in the data's units, e.g.
         ``{"age": 2, "hours_per_week": 4}`` (:mod:`chiralfair.certification.neighbourhood`); default their own row.
-        Its budget is ``max_seconds`` too.
+        Its search shares ``max_seconds`` with the domain's.
     out : path, optional
         Run folder to write (``result.json``, ``idis.parquet``, ``individuals.parquet``).
     on_progress : callable, optional
         Called after each batch of boxes with ``{"seconds", "certified", "falsified", "n_open"}``.
+    n_jobs : int or None, default=None
+        Processes a tree ensemble's search shares its boxes among (None: the CPUs this process may run on; 1: this
+        process alone); a complete run's answer is the same for every ``n_jobs``
+        (:func:`~chiralfair.certification.certify_domain`).
 
     Returns
     -------
@@ -75,7 +82,8 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
     from .front import resolve_inputs, resolve_seed
     from .run import run_folder_guard
 
-    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
+                          n_jobs=n_jobs)
     _similar_needs_individuals(individuals, similar)
     seed, random_state_meta = resolve_seed(random_state)
     with run_folder_guard(out) as folder:  # an earlier run in out is replaced only once this one is written whole
@@ -86,14 +94,14 @@ def certify(model, data, *, spec=None, label=None, positive_class=None, protecte
                                 name=name, couple=couple, constraints=constraints)
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
                               split=split, individuals=individuals, similar=similar, out=folder.path,
-                              on_progress=on_progress, random_state_meta=random_state_meta)
+                              on_progress=on_progress, random_state_meta=random_state_meta, n_jobs=n_jobs)
 
 
 def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                       max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
                       individuals: bool = True, similar: Mapping | None = None,
                       out: str | os.PathLike | None = None,
-                      on_progress: Callable[[dict], None] | None = None):
+                      on_progress: Callable[[dict], None] | None = None, n_jobs: int | None = None):
     """Certify a zoo model trained (or loaded from the cache) on a benchmark; see :func:`certify`.
 
     Parameters
@@ -101,7 +109,7 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     config : RunConfig
         The benchmark dataset, the zoo model (``dnn``, or the trees ``dtc``, ``rf``, ``hgb``, ``lightgbm``), the
         protected attributes, couplings, constraints and random state.
-    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress
+    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress, n_jobs
         As in :func:`certify`.
 
     Returns
@@ -120,7 +128,8 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
     from .inputs import inputs_from_names
     from .run import run_folder_guard
 
-    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes)
+    check_certify_options(bound=bound, split=split, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes,
+                          n_jobs=n_jobs)
     _similar_needs_individuals(individuals, similar)
     validate_config(config, search=False)
     check_zoo_model(config.model)
@@ -129,21 +138,21 @@ def certify_benchmark(config, *, max_seconds: float | None = 60.0, max_depth: in
         return certify_inputs(inputs, max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
                               split=split, individuals=individuals, similar=similar, out=folder.path,
                               on_progress=on_progress, random_state_meta={"random_state": config.random_state,
-                                                 "resolved_random_state": config.random_state})
+                                                 "resolved_random_state": config.random_state}, n_jobs=n_jobs)
 
 
 def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int | None = None,
                    max_boxes: int | None = None, bound: str = "crown", split: str = "influence",
                    individuals: bool = True, similar: Mapping | None = None,
                    out: str | os.PathLike | None = None, on_progress: Callable[[dict], None] | None = None,
-                   random_state_meta: dict[str, Any] | None = None):
+                   random_state_meta: dict[str, Any] | None = None, n_jobs: int | None = None):
     """Certify the resolved inputs of a run: the domain, its held-out rows and (optionally) each held-out person.
 
     Parameters
     ----------
     inputs : RunInputs
         The model under test on its data, with the held-out rows.
-    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress
+    max_seconds, max_depth, max_boxes, bound, split, individuals, similar, out, on_progress, n_jobs
         As in :func:`certify`.
     random_state_meta : dict, optional
         What to record of the random state (:func:`~.front.resolve_seed`).
@@ -167,14 +176,31 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
             from ..certification.people_grid import people_grid
 
             people_grid(inputs.dataset, inputs.test_index, similar)
+    # one budget for the command: with people within a neighbourhood (searched too), half of it for the domain's
+    # search and what is left of the whole for the people's (their own rows alone are checked, not searched)
+    started = time.perf_counter()
+    shared = max_seconds is not None and individuals and similar is not None
+    domain_seconds = max_seconds / 2 if shared else max_seconds  # type: ignore[operator]
     result = certify_domain(inputs.model, inputs.dataset, rows=inputs.test_index, rows_name=inputs.test_rows,
-                            max_seconds=max_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
-                            split=split, random_state=inputs.random_state, on_progress=on_progress)
+                            max_seconds=domain_seconds, max_depth=max_depth, max_boxes=max_boxes, bound=bound,
+                            split=split, random_state=inputs.random_state, on_progress=on_progress, n_jobs=n_jobs)
     people = None
+    budget: dict[str, Any] = {"max_seconds": max_seconds, "domain_seconds": domain_seconds,
+                              "domain_spent": time.perf_counter() - started}
     if individuals:
+        people_seconds = None
+        if shared:
+            people_seconds = max(0.0, max_seconds - (time.perf_counter() - started))  # type: ignore[operator]
+            budget["people_seconds"] = people_seconds
         people = certify_individuals(inputs.model, inputs.dataset, inputs.test_index, rows_name=inputs.test_rows,
-                                     similar=similar, max_seconds=max_seconds if similar is not None else None,
-                                     random_state=inputs.random_state)
+                                     similar=similar, max_seconds=people_seconds,
+                                     random_state=inputs.random_state, n_jobs=n_jobs)
+        if shared:
+            budget["people_spent"] = float(people.seconds)
+            notes.append(f"one budget of {max_seconds:g} s (max_seconds, --max-seconds) for the searches: the "
+                         f"domain's got {domain_seconds:g} s and took {budget['domain_spent']:.1f} s, the people's "
+                         f"within similar got the {people_seconds:.1f} s left and took {people.seconds:.1f} s "
+                         "(reading the trees over the people's values included)")
         people = _in_your_terms(people, inputs, ranges)
         if (inputs.favourable is not None and not people.count("undecided") and people.n_individuals
                 and people.witness_labels is not None):
@@ -183,7 +209,7 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
             # every person decided (and witnessed: who is harmed is read from the witnesses): the verdict decides
             # their interval and groups, as at every other door
             people = replace(people, verdict=people_verdict(people, inputs.model, inputs.dataset, inputs.favourable))
-    meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality),
+    meta = {**result.meta, "source": inputs.source, "model_quality": dict(inputs.quality), "budget": budget,
             **(random_state_meta or {})}
     result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes + tuple(notes), meta=meta)
     if out is not None:
