@@ -511,7 +511,7 @@ def test_the_goal_is_judged_again_on_the_test_rows_with_the_cell_that_missed_it_
     misses = goal_misses(before, after, f1_budget=0.01, max_group_increase=0.02)
     assert misses == ["the IDI rate falls by 67% (3.93% -> 1.28%), short of 90%",
                       f"F1 loss 0.01005 (0.4935 -> {0.4935 - 0.01005:.4f}) > 0.01",
-                      "demographic-parity difference 0.130 -> 0.160 (+0.030 > 0.02)"]  # EOD undefined before
+                      "demographic-parity difference 0.130 -> 0.160 (+0.03 > 0.02)"]  # EOD undefined before
     met = {**after, "test_idi_rate": 0.0039, "f1": 0.4935 - 0.00995, "demographic_parity_difference": 0.15}
     assert goal_misses(before, met, f1_budget=0.01, max_group_increase=0.02) == []  # 90.08% fewer, each within
 
@@ -546,3 +546,26 @@ def test_the_report_names_the_reductions_constraint_and_algorithm(params, words)
                      **FAST)
     assert result.after[0]["choice"].startswith(words)
     assert f"- reductions: {words}" in result.to_markdown()
+
+
+def test_autos_test_line_says_there_was_no_idi_to_remove_for_a_model_that_never_reads_the_protected_column():
+    """A fresh user's blind LR: the line said 'goal met' beside the guardrail's 'the IDI rate is not lower'."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+
+    from chiralfair.models import as_model
+
+    data, train, _ = people()
+    sex = [f.name for f in data.domain.features].index("sex")
+    blind = Pipeline([("drop", ColumnTransformer([("sex", "drop", [sex])], remainder="passthrough")),
+                      ("lr", LogisticRegression())]).fit(data.X[train], data.y[train])
+    test = np.setdiff1d(np.arange(data.n_samples), train)
+    X = data.X[test]
+    assert all((blind.predict(np.where(np.arange(X.shape[1]) == sex, v, X)) == blind.predict(X)).all()
+               for v in np.unique(data.X[:, sex]))  # recount: no test row has a counterpart with another label
+    result = retrain(as_model(blind, name="blind"), data, method="auto", train_index=train, max_f1_loss=0.5,
+                     max_group_increase=1.0, **FAST)
+    line = next(line for line in result.verdict_lines() if line.startswith("**auto on the held-out test rows"))
+    assert line.startswith("**auto on the held-out test rows: no IDI to remove**")
+    assert "goal met" not in " ".join(result.verdict_lines())

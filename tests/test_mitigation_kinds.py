@@ -526,3 +526,20 @@ def test_auto_leaves_reductions_out_on_a_pipeline_fed_raw_rows_and_says_why(sett
     assert "reductions" not in {name for name, _ in tried}
     assert "not tried by auto" in left_out["reductions"] and "'pipe'" in left_out["reductions"]
     assert {"counterfactual", "unaware"} <= {name for name, _ in tried}
+
+
+def test_reductions_beside_paper_after_an_iandd_search_run_and_say_why_their_fresh_search_did_not():
+    """I&D seeds train a chiral copy of each retrained model; a fairlearn mixture cannot be refitted from rows, so
+    its fresh search is not run and a note says why (it used to stop the whole retrain with a NotFittedError)."""
+    from test_audit import KW, pipeline, raw_frame
+
+    import chiralfair
+
+    df = raw_frame(600)
+    pipe = pipeline(df)
+    found = chiralfair.audit(pipe, df, **{**KW, "seeds": "iandd"})
+    result = chiralfair.retrain(pipe, df, idis=found, method=["reductions", "paper"], label="y",
+                                positive_class=">50K", protected="sex", bins=KW["bins"])
+    rows = {r["method"]: r for r in result.after}
+    assert rows["reductions"]["search_n_idis"] is None and rows["paper"]["search_n_idis"] is not None
+    assert any(n.startswith("no fresh search on reductions-") and "fairlearn mixture" in n for n in result.notes)

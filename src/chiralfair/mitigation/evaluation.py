@@ -29,7 +29,7 @@ import numpy as np
 
 from ..datasets.base import Dataset
 from ..datasets.population import population_of
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, ModelCapabilityError
 from ..models.protocol import CountingModel
 from ..oracle import DiscriminationCheck
 
@@ -69,6 +69,7 @@ class Evaluator:
         self.dataset, self.test, self.union, self.domain_rate = dataset, test, union, domain_rate
         self.source, self.search_state, self.margin, self.domain_seed = source, search_state, margin, domain_seed
         self.plausible_only, self.keep_predictions = plausible_only, keep_predictions
+        self.searches_not_run: dict[str, str] = {}  # model name -> why its fresh search could not run
 
     def __call__(self, model: CountingModel) -> dict[str, Any]:
         """The figures of ``model`` as a dict of :data:`~chiralfair.mitigation.retraining.ROW_FIELDS` keys."""
@@ -116,8 +117,12 @@ class Evaluator:
         from ..seeds import make_seed_strategy
 
         generator = make_generator(self.source["generator"], **dict(self.source["params"]))
-        seeds = make_seed_strategy(self.source["seed_strategy"]).select(
-            model, self.dataset, generator.max_global, random_state=self.search_state)
+        try:
+            seeds = make_seed_strategy(self.source["seed_strategy"]).select(
+                model, self.dataset, generator.max_global, random_state=self.search_state)
+        except ModelCapabilityError as err:  # e.g. I&D seeds need a chiral copy this kind of model cannot give
+            self.searches_not_run[model.name] = str(err)
+            return {"search_n_idis": None, "search_n_tested": None, "search_success_rate": None}
         found = generator.run(model, self.dataset.domain, seeds, random_state=self.search_state)
         return {"search_n_idis": found.n_idis, "search_n_tested": found.n_tested,
                 "search_success_rate": found.success_rate}

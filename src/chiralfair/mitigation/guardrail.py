@@ -111,7 +111,7 @@ def goal_misses(before: dict[str, Any], after: dict[str, Any], *, f1_budget: flo
     for key, words in GROUP_METRICS:
         b, a = before.get(f"{key}_difference"), after.get(f"{key}_difference")
         if a is not None and b is not None and a - b > max_group_increase:
-            misses.append(f"{words} {b:.3f} -> {a:.3f} (+{a - b:.3f} > {max_group_increase:g})")
+            misses.append(f"{words} {b:.3f} -> {a:.3f} (+{a - b:.4g} > {max_group_increase:g})")
     return misses
 
 
@@ -133,7 +133,7 @@ def group_reasons(before: dict[str, Any], after: dict[str, Any], bound: float) -
         b, a = before.get(f"{key}_difference"), after.get(f"{key}_difference")
         if a is None or b is None or a - b <= bound:
             continue
-        out.append(f"it raises the {words} by {a - b:.3f} ({_group(before, key)} -> {_group(after, key)}), more "
+        out.append(f"it raises the {words} by {a - b:.4g} ({_group(before, key)} -> {_group(after, key)}), more "
                    f"than the bound of {bound:g}")
     return out
 

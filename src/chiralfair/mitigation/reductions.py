@@ -166,7 +166,24 @@ class ExpectedPositive(ClassifierMixin, BaseEstimator):
         Returns
         -------
         ExpectedPositive
+
+        Raises
+        ------
+        ModelCapabilityError
+            When a predictor is not fitted (a ``clone`` of the mixture): the mixture comes from fairlearn's
+            reduction over the protected groups, which ``X`` and ``y`` alone cannot repeat.
         """
+        from sklearn.exceptions import NotFittedError
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            for predictor in self.predictors:
+                check_is_fitted(predictor)
+        except NotFittedError:
+            raise ModelCapabilityError(
+                "a fairlearn mixture (ExpectedPositive, made by method 'reductions') cannot be fitted again from "
+                "rows and labels: its predictors and weights come from the reduction over the protected groups; "
+                "refit it with method='reductions'") from None
         self.classes_ = np.asarray(self.classes)
         return self
 

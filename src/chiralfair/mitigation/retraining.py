@@ -435,6 +435,10 @@ class RetrainResult:
             return []
         misses = goal_misses(self.rows[0], row, f1_budget=f1_budget(self.max_f1_loss, self.spread),
                              max_group_increase=self.max_group_increase)
+        if not self.rows[0]["test_idi_rate"]:  # nothing to remove: the goal's first part cannot be met or missed
+            return ["**auto on the held-out test rows: no IDI to remove** (the model under test has none there)"
+                    + (f"; it misses: {'; '.join(misses)}." if misses else "; F1 and group metrics within their "
+                       "bounds.")]
         if not misses:
             return [f"**auto on the held-out test rows: goal met** (IDI rate at least {IDI_GOAL:.0%} lower, F1 and "
                     "group metrics within their bounds)."]
@@ -713,6 +717,8 @@ def _cell(row, key: str) -> str:
         return f"{int(value)} / {int(row['n_rechecked'])} (paper protocol, leaks)"
     if key == "improved":
         return "yes" if value else "**no**"
+    if key in ("search_n_idis", "n_rows_added"):  # counts (a float column where a row has none)
+        return f"{int(value):,}"
     if isinstance(value, float):
         return f"{value:.4f}" if key != "share" else f"{value:g}"
     return str(value)
@@ -963,6 +969,9 @@ def retrain(model, dataset: Dataset, idis=None, *, method: str | Sequence[str] =
             models.append(retrained)
 
     notes += _notes(protocol, do_search, search, source, ensemble_info, pairs, with_idis)
+    notes += [f"no fresh search on {name} (its search_n_idis is empty): the search's seed strategy could not run "
+              f"on it: {why}"
+              for name, why in evaluate.searches_not_run.items()]
     if X_idi is not None and protocol != "holdout" and recheck is None:
         notes.append("paper protocol: only the IDIs added were re-checked (no recheck= set, e.g. the IDIs of the "
                      "other seed strategy as in I&D Table 4)")
