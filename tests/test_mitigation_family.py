@@ -509,7 +509,7 @@ def test_the_goal_is_judged_again_on_the_test_rows_with_the_cell_that_missed_it_
     after = {"test_idi_rate": 0.0128, "f1": 0.4935 - 0.01005, "demographic_parity_difference": 0.16,
              "equalized_odds_difference": 0.9}
     misses = goal_misses(before, after, f1_budget=0.01, max_group_increase=0.02)
-    assert misses == ["the IDI rate falls by 67% (3.93% -> 1.28%), short of 90%",
+    assert misses == ["the IDI rate falls by 67.4% (3.93% -> 1.28%), short of 90%",
                       f"F1 loss 0.01005 (0.4935 -> {0.4935 - 0.01005:.4f}) > 0.01",
                       "demographic-parity difference 0.130 -> 0.160 (+0.03 > 0.02)"]  # EOD undefined before
     met = {**after, "test_idi_rate": 0.0039, "f1": 0.4935 - 0.00995, "demographic_parity_difference": 0.15}

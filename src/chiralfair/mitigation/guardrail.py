@@ -103,7 +103,7 @@ def goal_misses(before: dict[str, Any], after: dict[str, Any], *, f1_budget: flo
     misses = []
     rate_before, rate_after = before["test_idi_rate"], after["test_idi_rate"]
     if rate_before and 1.0 - rate_after / rate_before < idi_goal:
-        misses.append(f"the IDI rate falls by {1.0 - rate_after / rate_before:.0%} ({rate_before:.2%} -> "
+        misses.append(f"the IDI rate falls by {1.0 - rate_after / rate_before:.1%} ({rate_before:.2%} -> "
                       f"{rate_after:.2%}), short of {idi_goal:.0%}")
     loss = before["f1"] - after["f1"]
     if loss > f1_budget:
