@@ -14,6 +14,7 @@ import numpy as np
 
 from ..exceptions import ConfigError, ModelInputError, ModelOutputError
 from ._torch import require_torch
+from .dnn import PaperDNN
 from .language import ModelLanguage, check_probabilities, finite_probabilities, resolve_classes
 from .protocol import CountingModel, from_positive_probability, is_frame
 from .threads import single_intra_op_thread
@@ -81,7 +82,10 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
 
 def _output(module: torch.nn.Module, x: torch.Tensor, name: str) -> torch.Tensor:
     """The module's output at ``x`` as (n, 1) or (n, 2), refused (naming the shape) when it is neither."""
-    out = module(x)
+    # the zoo DNN by the same operations without its layers' module calls (PaperDNN.forward_unhooked)
+    out = module.forward_unhooked(x) if type(module) is PaperDNN else None
+    if out is None:
+        out = module(x)
     if out.ndim == 1:
         out = out[:, None]
     if out.ndim != 2 or out.shape[0] != x.shape[0] or out.shape[1] not in (1, 2):
