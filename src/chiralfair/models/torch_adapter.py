@@ -14,7 +14,6 @@ import numpy as np
 
 from ..exceptions import ConfigError, ModelInputError, ModelOutputError
 from ._torch import require_torch
-from .dnn import PaperDNN
 from .language import ModelLanguage, check_probabilities, finite_probabilities, resolve_classes
 from .protocol import CountingModel, from_positive_probability, is_frame
 from .threads import single_intra_op_thread
@@ -24,6 +23,8 @@ if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
     import torch
 else:
     torch = require_torch("chiralfair.models.torch_adapter (torch modules as models under test)")
+
+from .dnn import PaperDNN  # noqa: E402 - after torch's check, whose message names this module
 
 
 def input_dtype(module: torch.nn.Module) -> torch.dtype:
