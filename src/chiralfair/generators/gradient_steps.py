@@ -849,7 +849,6 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
                 moved, cand = moved[real], cand[real]
         if not len(moved):
             continue  # every chain stays on its IDI
-        kept = np.ones(n, dtype=bool)
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
         where, inside = known.locate(cand, own)
         is_known, outcome = known.lookup(cand, located=(where, inside))
@@ -865,9 +864,8 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
                 stale[checked_hit] = False
-        kept[moved] = outcome
         x[moved[outcome]] = cand[outcome]
-        back = np.flatnonzero(~kept)
+        back = moved[~outcome]  # the chains that moved and found no IDI (moved is sorted, as flatnonzero gives)
         if refreshing:
             stale[moved[is_known & outcome]] = True
         if len(back):
@@ -972,7 +970,7 @@ class KnownOutcomes:
         idi, non_idi = np.uint8(self._idi), np.uint8(self._non_idi)
 
         def bits(is_idi: np.ndarray) -> np.ndarray:
-            return np.where(inside[:len(is_idi)], np.where(is_idi, idi, non_idi), np.uint8(0)).astype(np.uint8)
+            return np.where(is_idi, idi, non_idi) * inside[:len(is_idi)]  # uint8 times bool: 0 outside
         return bits
 
     def close(self) -> None:

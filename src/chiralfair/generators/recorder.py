@@ -33,6 +33,7 @@ PHASES = ("global", "local")
 #: New IDIs wait in the recorder until this many (or until the sink's part is due), then their counterparts, counts
 #: and plausibility are made in one batch, not in a few numpy calls at every check batch of the local walk.
 PENDING_PAIRS = 1 << 14
+_IDI_BITS, _TESTED_BIT = np.uint8(TESTED | RECORDED), np.uint8(TESTED)
 
 
 class IDIRecorder:
@@ -290,7 +291,7 @@ class IDIRecorder:
         """
         table = self.key_table
         before = table.flags_at(located)
-        bits = np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8)
+        bits = np.where(is_idi, _IDI_BITS, _TESTED_BIT)  # uint8 scalars: uint8 bits without a cast
         table.mark_at(located, bits if extra is None else bits | extra)
         new = np.zeros(len(is_idi), dtype=bool)
         idx = np.flatnonzero(is_idi & (before & RECORDED == 0))
