@@ -181,3 +181,18 @@ def test_an_entry_whose_values_do_not_add_up_is_refused(data, cache, shap_calls)
     np.savez(entry, values=stored["values"] * 2, key=stored["key"])  # a damaged entry under the right key
     with pytest.raises(ValueError, match="do not sum to"):
         _deep(module, X, background)
+
+
+def test_without_the_code_s_sources_nothing_is_kept(data, cache, shap_calls, monkeypatch):
+    monkeypatch.setattr(explanation_cache, "CODE", (*explanation_cache.CODE, "seeds/not_there.py"))
+    explanation_cache._code_fingerprint.cache_clear()
+    try:
+        module = _dnn(data)
+        X, background = _rows(data)
+        for _ in range(2):
+            values, _ = _deep(module, X, background)
+        assert len(shap_calls) == 2 and not cache.exists()
+        np.testing.assert_allclose(values.sum(axis=1), _delta(module, X, background), atol=1e-5)
+    finally:
+        monkeypatch.undo()
+        explanation_cache._code_fingerprint.cache_clear()

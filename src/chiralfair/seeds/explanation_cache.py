@@ -74,8 +74,8 @@ def cache_folder() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def _code_fingerprint() -> str:
-    """SHA-256 of the code and libraries that compute the values, and of the machine they ran on."""
+def _code_fingerprint() -> str | None:
+    """SHA-256 of the code and libraries that compute the values, and of the machine; None if a source is unread."""
     from importlib.metadata import version
 
     import torch
@@ -83,7 +83,11 @@ def _code_fingerprint() -> str:
     package = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for name in CODE:
-        h.update(name.encode() + b"\0" + (package / name).read_bytes() + b"\0")
+        try:
+            source = (package / name).read_bytes()
+        except OSError:  # an install without its sources: no key can say which code computed an entry
+            return None
+        h.update(name.encode() + b"\0" + source + b"\0")
     for library in ("torch", "shap", "numpy"):
         h.update(f"{library} {version(library)}\0".encode())
     h.update(f"{sys.version}\0{platform.machine()}\0{torch.backends.cpu.get_cpu_capability()}\0".encode())
@@ -171,12 +175,13 @@ def entry_key(module, output: str, positive_index: int, X: np.ndarray, backgroun
     Returns
     -------
     str or None
-        64 hexadecimal characters; None for a module :func:`network_fingerprint` refuses.
+        64 hexadecimal characters; None for a module :func:`network_fingerprint` refuses, or when the source of
+        :data:`CODE` cannot be read (an install without it).
     """
-    network = network_fingerprint(module)
-    if network is None:
+    network, code = network_fingerprint(module), _code_fingerprint()
+    if network is None or code is None:
         return None
-    h = hashlib.sha256(f"{FORMAT}\0{_code_fingerprint()}\0{network}\0{output}\0{positive_index}\0"
+    h = hashlib.sha256(f"{FORMAT}\0{code}\0{network}\0{output}\0{positive_index}\0"
                        f"{pairs_per_call}\0{rng.bit_generator.state!r}".encode())
     for name, array in (("X", X), ("background", background), ("weights", weights)):
         _array_digest(h, name, array)
