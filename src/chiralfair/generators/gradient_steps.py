@@ -837,12 +837,14 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         # Onto the domain's constraints (architecture: counterparts that could exist); a move the repair undoes is no
         # move. A chain's input meets them (it was checked), so only a move of a column some rule reads can break one.
         risky = np.flatnonzero(constrained[feature[moved]])
-        repaired_some = False  # a repair's rows are compared with the bounds by the recorder, a clipped move's not
+        # the recorder compares the candidates with the bounds only when a repair moved some outside them (none
+        # should: the rows are then refused there, naming the fault); a clipped move stays inside
+        outside = False
         if len(risky):
             proposed = cand[risky]
             repaired = domain.repair(proposed)
             if repaired is not proposed:
-                repaired_some = True
+                outside = bool((repaired < lower).any() or (repaired > upper).any())
                 cand[risky] = repaired
                 real = np.ones(len(moved), dtype=bool)
                 real[risky] = (repaired != x[moved[risky]]).any(axis=1)
@@ -856,9 +858,8 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         if len(ask):
             asked = where.rows(ask)
             # the walk's outcome bits go on the keys in the recorder's own marking pass (KnownOutcomes.add's)
-            # without a repair, inside the bounds: rows of x (checked) with one column moved and clipped
             res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True,
-                                    also_mark=known.bits_for(inside[ask]), own=own[ask], inside=not repaired_some)
+                                    also_mark=known.bits_for(inside[ask]), own=own[ask], inside=not outside)
             outcome[ask] = res.is_idi
             if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
