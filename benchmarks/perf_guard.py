@@ -16,7 +16,8 @@ which machine a figure comes from):
 - **search / forward**: the search's seconds with ``--couple none`` over the seconds of pushing as many rows as it
   queried through the same model wrapper (one ``predict_with_proba`` call on the data's rows, which the wrapper
   batches; the fastest of three such passes, :func:`forward_seconds`), measured in the same process, alternately.
-  At most 8.0: the search is no slower than 8x the forward pass.
+  At most 8.0: the search is no slower than 8x the forward pass. The CPU seconds of both (this process's,
+  ``time.process_time``) and their ratio are in the result file beside, to judge a round taken under load.
 - **coupled / uncoupled, per query**: the same search with census's default coupling (sex -> relationship Husband
   <-> Wife, and the constraints that come with it) over the uncoupled one, per model query. At most 1.05. The
   coupled search is not the same work: it sends more queries and finds more IDIs (5.5% more queries with one
@@ -107,7 +108,7 @@ def search(model, dataset, seeds, *, max_global: int, max_local: int, sink=None)
         model, dataset.domain, seeds, random_state=RANDOM_STATE, sink=sink)
 
 
-def forward_seconds(model, dataset, n_rows: int, passes: int = FORWARD_PASSES) -> float:
+def forward_seconds(model, dataset, n_rows: int, passes: int = FORWARD_PASSES, cpu: list | None = None) -> float:
     """Seconds to push ``n_rows`` of the data's rows through the model wrapper, in one call it batches itself.
 
     The fastest of ``passes`` passes: the limit the search is held against. One pass right after a search is slower
@@ -115,12 +116,15 @@ def forward_seconds(model, dataset, n_rows: int, passes: int = FORWARD_PASSES) -
     search/forward ratio between 3.9x and 7.9x on the same search code.
     """
     rows = np.resize(dataset.X, (n_rows, dataset.X.shape[1]))
-    times = []
+    times, cpus = [], []
     for _ in range(passes):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         model.predict_with_proba(rows)
         times.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
     model.reset_queries()
+    if cpu is not None:  # the CPU seconds of the fastest pass (this process's, every thread)
+        cpu.append(cpus[int(np.argmin(times))])
     return min(times)
 
 
@@ -142,18 +146,24 @@ def timed_rounds(repeats: int) -> dict:
         row = {}
         # the order alternates, so that a machine slowing down (or speeding up) over the run favours neither side
         for name in ("uncoupled", "coupled") if i % 2 == 0 else ("coupled", "uncoupled"):
+            cpu = time.process_time()
             res = search(model, data[name], seeds[name], max_global=BUDGET[0], max_local=BUDGET[1])
+            cpu = time.process_time() - cpu
             if prints.setdefault(name, fingerprint(res)) != fingerprint(res):
                 raise RuntimeError(f"the {name} search found other IDIs in a repeated run with one random_state")
-            row[name] = {"seconds": res.seconds, "n_idis": res.n_idis, "n_queries": res.n_queries,
-                         "n_tested": res.n_tested}
+            row[name] = {"seconds": res.seconds, "cpu_seconds": cpu, "n_idis": res.n_idis,
+                         "n_queries": res.n_queries, "n_tested": res.n_tested}
             if name == "uncoupled":
-                row["forward_seconds"] = forward_seconds(model, plain, res.n_queries)
+                forward_cpu: list[float] = []
+                row["forward_seconds"] = forward_seconds(model, plain, res.n_queries, cpu=forward_cpu)
+                row["forward_cpu_seconds"] = forward_cpu[0]
         row["search_over_forward"] = row["uncoupled"]["seconds"] / row["forward_seconds"]
+        row["search_over_forward_cpu"] = row["uncoupled"]["cpu_seconds"] / row["forward_cpu_seconds"]
         row["coupled_over_uncoupled"] = row["coupled"]["seconds"] / row["uncoupled"]["seconds"]
         rounds.append(row)
     return {"rounds": rounds, "breakdown": breakdown(model, plain, seeds["uncoupled"]),
             "search_over_forward": statistics.median(r["search_over_forward"] for r in rounds),
+            "search_over_forward_cpu": statistics.median(r["search_over_forward_cpu"] for r in rounds),
             "coupled_over_uncoupled": statistics.median(r["coupled_over_uncoupled"] for r in rounds),
             "search_seconds": statistics.median(r["uncoupled"]["seconds"] for r in rounds),
             "coupled_seconds": statistics.median(r["coupled"]["seconds"] for r in rounds),
@@ -299,9 +309,10 @@ def quick_start(repeats: int, src: Path | None = None) -> dict:
 
     Each round runs ``chiralfair run`` (the README's first command, a fresh ``--out`` folder) and ``python -c
     "import torch, sklearn, shap"`` in fresh processes, the order alternating from round to round; one untimed run
-    first warms the model cache, the file cache and chiralfair's bytecode cache (``PYTHONDONTWRITEBYTECODE`` is
-    unset for the children). ``src``: the chiralfair source to time (default: the one this script imports). Medians
-    of the rounds' wall and CPU seconds, and their ratios.
+    first warms the model cache, the explanation cache (the DNN's DeepLIFT values of the seeds), the file cache and
+    chiralfair's bytecode cache (``PYTHONDONTWRITEBYTECODE`` is unset for the children). ``src``: the chiralfair
+    source to time (default: the one this script imports). Medians of the rounds' wall and CPU seconds, and their
+    ratios.
     """
     import chiralfair
 
@@ -316,7 +327,7 @@ def quick_start(repeats: int, src: Path | None = None) -> dict:
             return [sys.executable, "-m", "chiralfair", *QUICK_START, "--out", str(Path(folder) / f"run{i}")]
 
         _child(command(-1), env)  # warm: trains nothing when the cache holds the models, reads the files once,
-        # writes the bytecode
+        # writes the bytecode and the seeds' explanations
         rounds = []
         for i in range(repeats):
             row = {}
@@ -412,11 +423,14 @@ def markdown(report: dict) -> str:
     lines = ["# perf_guard: the search's speed and the budget cap's memory", "",
              f"{report['date']}, {report['cpu_count']} CPUs, load average {report['load_before'][0]:.2f} before, "
              f"{report['load_after'][0]:.2f} after; {report['wall_seconds']:.0f} s wall.", "", f"`{report['line']}`",
-             "", "| round | uncoupled s | forward s | search / forward | coupled s | coupled / uncoupled |",
-             "|---|---|---|---|---|---|"]
+             "", "| round | uncoupled s | forward s | search / forward | CPU: search s / forward s (ratio) "
+                 "| coupled s | coupled / uncoupled |",
+             "|---|---|---|---|---|---|---|"]
     for i, r in enumerate(t["rounds"]):
+        cpu = (f"{r['uncoupled']['cpu_seconds']:.2f} / {r['forward_cpu_seconds']:.2f} "
+               f"({r['search_over_forward_cpu']:.2f})" if "forward_cpu_seconds" in r else "")
         lines.append(f"| {i + 1} | {r['uncoupled']['seconds']:.2f} | {r['forward_seconds']:.2f} | "
-                     f"{r['search_over_forward']:.2f} | {r['coupled']['seconds']:.2f} | "
+                     f"{r['search_over_forward']:.2f} | {cpu} | {r['coupled']['seconds']:.2f} | "
                      f"{r['coupled_over_uncoupled']:.2f} |")
     r = t["rounds"][0]
     b = t["breakdown"]

@@ -102,3 +102,66 @@ def test_training_restores_torch_thread_setting(easy):
     before = torch.get_num_threads()
     train_dnn(easy.X[:200], easy.y[:200], random_state=0, epochs=1)
     assert torch.get_num_threads() == before
+
+
+# ------------------------------------------------------- the model wrapper's inference path without module calls
+def _wrapped_probability(module, X):
+    """P(y = 1) through the model wrapper (which takes PaperDNN.forward_unhooked when it can)."""
+    from chiralfair.models import as_model
+
+    return as_model(module).predict_proba(X)[:, 1]
+
+
+def _module_probability(module, X):
+    """P(y = 1) from calling the module itself, hooks and all, as float64."""
+    with torch.no_grad():
+        return module(torch.as_tensor(X, dtype=torch.float32)).numpy().ravel().astype(np.float64)
+
+
+def test_the_wrappers_probabilities_are_the_modules_bit_for_bit(easy):
+    module = train_dnn(easy.X, easy.y, random_state=0, epochs=2)
+    X = easy.X[:500].astype(float)
+    assert module.forward_unhooked(torch.as_tensor(X, dtype=torch.float32)) is not None
+    np.testing.assert_array_equal(_wrapped_probability(module, X), _module_probability(module, X))
+    # and the gradient, through the same path
+    from chiralfair.models import as_model
+
+    x = torch.as_tensor(X[:50], dtype=torch.float32).requires_grad_(True)
+    (expected,) = torch.autograd.grad(module(x).sum(), x)
+    np.testing.assert_array_equal(as_model(module).input_gradient(X[:50]), expected.double().numpy())
+
+
+def test_a_hooked_or_changed_network_is_called_as_a_module(easy):
+    X = easy.X[:200].astype(float)
+
+    def halve(layer, inputs, output):
+        return output * 0.5
+
+    hooked = train_dnn(easy.X, easy.y, random_state=0, epochs=2)
+    plain = _wrapped_probability(hooked, X)
+    handle = hooked.layers[-1].register_forward_hook(halve)  # halves the logit
+    assert hooked.forward_unhooked(torch.as_tensor(X, dtype=torch.float32)) is None
+    np.testing.assert_array_equal(_wrapped_probability(hooked, X), _module_probability(hooked, X))
+    assert np.abs(_wrapped_probability(hooked, X) - plain).max() > 1e-3
+    handle.remove()
+    everywhere = torch.nn.modules.module.register_module_forward_hook(
+        lambda layer, inputs, output: halve(layer, inputs, output) if isinstance(layer, torch.nn.Linear) else None)
+    try:
+        np.testing.assert_array_equal(_wrapped_probability(hooked, X), _module_probability(hooked, X))
+        assert np.abs(_wrapped_probability(hooked, X) - plain).max() > 1e-3
+    finally:
+        everywhere.remove()
+    np.testing.assert_array_equal(_wrapped_probability(hooked, X), plain)
+
+    class Sharper(PaperDNN):  # a subclass's own forward
+        def forward(self, x):
+            return torch.sigmoid(2 * self.logit(x))
+
+    sharper = Sharper(easy.X.shape[1])
+    sharper.load_state_dict(hooked.state_dict())
+    np.testing.assert_array_equal(_wrapped_probability(sharper, X), _module_probability(sharper, X))
+    swapped = train_dnn(easy.X, easy.y, random_state=0, epochs=2)
+    swapped.layers[1] = torch.nn.Tanh()  # a layer this class does not build
+    assert swapped.forward_unhooked(torch.as_tensor(X, dtype=torch.float32)) is None
+    np.testing.assert_array_equal(_wrapped_probability(swapped, X), _module_probability(swapped, X))
+    assert np.abs(_wrapped_probability(swapped, X) - plain).max() > 1e-3

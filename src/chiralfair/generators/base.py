@@ -5,6 +5,7 @@ See architecture: generators.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -17,8 +18,10 @@ from .._registry import Registry
 from .._validation import check_int
 from ..domain import Domain
 from ..exceptions import ConfigError, DomainError, ModelCapabilityError, ModelInputError
+from ..models._torch import is_torch_module
 from ..models.adapters import as_model
 from ..models.protocol import QueryBudgetSpent, in_domain_terms
+from ..models.threads import single_intra_op_thread
 from ..results import SearchResult, SeedReport, base_meta
 from ..results.run_folder import PairSink
 from .recorder import IDIRecorder
@@ -105,6 +108,13 @@ def make_generator(name: str, **params) -> Generator:
     return GENERATORS.make(name, **params)
 
 
+
+def _torch_threads(model):
+    """:func:`~chiralfair.models.threads.single_intra_op_thread` for a torch model, else nothing."""
+    if is_torch_module(model.estimator):
+        return single_intra_op_thread()
+    return contextlib.nullcontext()
+
 class Generator(ABC):
     """A search for IDIs: a global phase from the seeds, then a local phase around each global IDI.
 
@@ -190,7 +200,9 @@ class Generator(ABC):
         recorder = IDIRecorder(model, domain, sink=sink)
         stopped: dict[str, Any] = {}
         try:
-            with model.query_budget(self.max_queries):
+            # a torch model's calls each run on one torch thread; set once here, each call's own switch (two
+            # torch.set_num_threads a call, about 1% of a walk's time) finds it set
+            with model.query_budget(self.max_queries), _torch_threads(model):
                 try:
                     notes = self._search(recorder, X, rng) or ()
                 except QueryBudgetSpent as spent:

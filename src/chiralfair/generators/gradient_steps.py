@@ -837,17 +837,20 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         # Onto the domain's constraints (architecture: counterparts that could exist); a move the repair undoes is no
         # move. A chain's input meets them (it was checked), so only a move of a column some rule reads can break one.
         risky = np.flatnonzero(constrained[feature[moved]])
+        # the recorder compares the candidates with the bounds only when a repair moved some outside them (none
+        # should: the rows are then refused there, naming the fault); a clipped move stays inside
+        outside = False
         if len(risky):
             proposed = cand[risky]
             repaired = domain.repair(proposed)
             if repaired is not proposed:
+                outside = bool((repaired < lower).any() or (repaired > upper).any())
                 cand[risky] = repaired
                 real = np.ones(len(moved), dtype=bool)
                 real[risky] = (repaired != x[moved[risky]]).any(axis=1)
                 moved, cand = moved[real], cand[real]
         if not len(moved):
             continue  # every chain stays on its IDI
-        kept = np.ones(n, dtype=bool)
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
         where, inside = known.locate(cand, own)
         is_known, outcome = known.lookup(cand, located=(where, inside))
@@ -856,15 +859,14 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
             asked = where.rows(ask)
             # the walk's outcome bits go on the keys in the recorder's own marking pass (KnownOutcomes.add's)
             res, _ = recorder.check(cand[ask], "local", with_proba=refreshing, located=asked, satisfying=True,
-                                    also_mark=known.bits_for(inside[ask]), own=own[ask])
+                                    also_mark=known.bits_for(inside[ask]), own=own[ask], inside=not outside)
             outcome[ask] = res.is_idi
             if refreshing:
                 checked_hit = moved[ask[res.is_idi]]
                 checks.set_rows(checked_hit, ChainChecks.from_result(res).rows(res.is_idi))
                 stale[checked_hit] = False
-        kept[moved] = outcome
         x[moved[outcome]] = cand[outcome]
-        back = np.flatnonzero(~kept)
+        back = moved[~outcome]  # the chains that moved and found no IDI (moved is sorted, as flatnonzero gives)
         if refreshing:
             stale[moved[is_known & outcome]] = True
         if len(back):
@@ -969,7 +971,7 @@ class KnownOutcomes:
         idi, non_idi = np.uint8(self._idi), np.uint8(self._non_idi)
 
         def bits(is_idi: np.ndarray) -> np.ndarray:
-            return np.where(inside[:len(is_idi)], np.where(is_idi, idi, non_idi), np.uint8(0)).astype(np.uint8)
+            return np.where(is_idi, idi, non_idi) * inside[:len(is_idi)]  # uint8 times bool: 0 outside
         return bits
 
     def close(self) -> None:

@@ -33,6 +33,7 @@ PHASES = ("global", "local")
 #: New IDIs wait in the recorder until this many (or until the sink's part is due), then their counterparts, counts
 #: and plausibility are made in one batch, not in a few numpy calls at every check batch of the local walk.
 PENDING_PAIRS = 1 << 14
+_IDI_BITS, _TESTED_BIT = np.uint8(TESTED | RECORDED), np.uint8(TESTED)
 
 
 class IDIRecorder:
@@ -76,7 +77,7 @@ class IDIRecorder:
 
     def check(self, X, phase: str, *, with_proba: bool = False, located: KeyLocation | None = None,
               satisfying: bool = False, also_mark: Callable[[np.ndarray], np.ndarray] | None = None,
-              own: np.ndarray | None = None) -> tuple[CheckResult, np.ndarray]:
+              own: np.ndarray | None = None, inside: bool = False) -> tuple[CheckResult, np.ndarray]:
         """Check a batch of candidates and record the new IDIs among them.
 
         Parameters
@@ -103,6 +104,9 @@ class IDIRecorder:
         own : numpy.ndarray of int64, shape (n_samples,), optional
             The rows' own PA combinations (:meth:`DiscriminationCheck.own_combination`), when the caller has them;
             used only if no candidate needed a repair.
+        inside : bool, default=False
+            The candidates are int64 codes inside the bounds already (a local walk's: inputs it checked, one
+            column moved and clipped), so the bounds are not compared again. Not checked.
 
         Returns
         -------
@@ -113,7 +117,8 @@ class IDIRecorder:
         if phase not in PHASES:
             raise ValueError(f"phase must be one of {PHASES}, got {phase!r}")
         check_deadline(f"the {phase} phase of the search")
-        X = self._inside_the_domain(X, phase)
+        if not inside:
+            X = self._inside_the_domain(X, phase)
         repaired = X if satisfying else self.domain.repair(X)
         affordable, next_cost = self._rows_affordable(repaired, self.calls_per_query(with_proba))
         if affordable < len(repaired):  # the last check a query budget allows: what fits, then stop
@@ -286,7 +291,7 @@ class IDIRecorder:
         """
         table = self.key_table
         before = table.flags_at(located)
-        bits = np.where(is_idi, TESTED | RECORDED, TESTED).astype(np.uint8)
+        bits = np.where(is_idi, _IDI_BITS, _TESTED_BIT)  # uint8 scalars: uint8 bits without a cast
         table.mark_at(located, bits if extra is None else bits | extra)
         new = np.zeros(len(is_idi), dtype=bool)
         idx = np.flatnonzero(is_idi & (before & RECORDED == 0))

@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # the real module, so that type checkers see torch's types
 else:
     torch = require_torch("chiralfair.models.torch_adapter (torch modules as models under test)")
 
+from .dnn import PaperDNN  # noqa: E402 - after torch's check, whose message names this module
+
 
 def input_dtype(module: torch.nn.Module) -> torch.dtype:
     """The floating dtype of the module's first floating parameter or buffer (float32 if it has none).
@@ -81,7 +83,10 @@ def positive_probability(module: torch.nn.Module, x: torch.Tensor, output: str, 
 
 def _output(module: torch.nn.Module, x: torch.Tensor, name: str) -> torch.Tensor:
     """The module's output at ``x`` as (n, 1) or (n, 2), refused (naming the shape) when it is neither."""
-    out = module(x)
+    # the zoo DNN by the same operations without its layers' module calls (PaperDNN.forward_unhooked)
+    out = module.forward_unhooked(x) if type(module) is PaperDNN else None
+    if out is None:
+        out = module(x)
     if out.ndim == 1:
         out = out[:, None]
     if out.ndim != 2 or out.shape[0] != x.shape[0] or out.shape[1] not in (1, 2):

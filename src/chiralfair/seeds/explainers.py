@@ -152,7 +152,7 @@ def _explain(model, X, background, weights, rng, explainer: str, n_samples: int,
             return integrated_gradients(model, X, background, weights, n_steps=n_steps), explainer
         return expected_gradients(model, X, background, rng, n_samples=n_samples, weights=weights), explainer
     if explainer == "deep":
-        return _deep(model, X, background, weights), "deep"
+        return _deep(model, X, background, weights, rng), "deep"
     if explainer == "pipeline":
         from .pipeline_explainer import PipelineMapError, explain_pipeline
 
@@ -503,7 +503,7 @@ def tree_shap_cost(est, n_rows: int) -> float:
     return float(n_rows) * sum(t.get_n_leaves() * max(t.get_depth(), 1) ** 2 for t in trees)
 
 
-def _deep(model, X, background, weights=None):
+def _deep(model, X, background, weights=None, rng=None):
     """shap.DeepExplainer (DeepLIFT, rescale rule) of P(positive class) for a torch module, batched over the rows.
 
     shap explains one row at a time in Python (6-11 ms per row on the census DNN with 100 background rows).
@@ -523,6 +523,10 @@ def _deep(model, X, background, weights=None):
     saved tensors (``nn.Parameter`` attributes), hooks and the eval mode on the modules it explains, so it explains
     a deep copy: the model under test is never changed.
 
+    The values of the zoo's DNN are kept on disk (:mod:`.explanation_cache`, keyed by the network, the rows, the
+    background, ``rng``'s state, the code and the libraries): a run that explains the same rows again reads them,
+    without shap, is charged the same queries and checks their summation on the model as a fresh explanation's.
+
     Raises
     ------
     ConfigError
@@ -534,6 +538,37 @@ def _deep(model, X, background, weights=None):
     module = model.estimator
     if not is_torch_module(module):
         raise ConfigError(f"explainer='deep' needs a torch module; model {model.name!r} is not one")
+    values = np.zeros(X.shape)
+    if not len(X):
+        return values
+    from . import explanation_cache
+
+    key = None if rng is None else explanation_cache.entry_key(
+        module, model.language.output, model.positive_index, X, background, weights, rng, DEEP_PAIRS_PER_CALL)
+    kept = None if key is None else explanation_cache.load(key, X.shape)
+    if kept is not None:
+        for n in _deep_queries(len(X), len(background), weighted=weights is not None):
+            model.spend(n)  # what computing them costs, refused past the budget where computing them would be
+        values = kept
+    else:
+        values = _deep_values(model, module, X, background, weights)
+    w = np.full(len(background), 1.0 / len(background)) if weights is None else weights
+    _check_summation_to_delta(model, values, X, background, w)
+    if key is not None and kept is None:
+        explanation_cache.store(key, values)
+    return values
+
+
+def _deep_queries(n_rows: int, n_background: int, *, weighted: bool) -> list[int]:
+    """The queries :func:`_deep_values` spends, in its order: one for the output's columns, then one per pair."""
+    if weighted:
+        return [1] + [n_rows] * n_background
+    chunk = max(1, DEEP_PAIRS_PER_CALL // n_background)
+    return [1] + [min(chunk, n_rows - start) * n_background for start in range(0, n_rows, chunk)]
+
+
+def _deep_values(model, module, X, background, weights) -> np.ndarray:
+    """shap.DeepExplainer's values for :func:`_deep` (rows ``X`` of float64, at least one)."""
     import copy
 
     import shap
@@ -542,8 +577,6 @@ def _deep(model, X, background, weights=None):
     from ..models.torch_adapter import input_dtype
     dtype = input_dtype(module)
     values = np.zeros(X.shape)
-    if not len(X):
-        return values
     try:
         copied = copy.deepcopy(module)
     except Exception as err:  # a module holding something deepcopy cannot copy (an open file, a lock)
@@ -577,8 +610,6 @@ def _deep(model, X, background, weights=None):
         else:
             for b, wb in zip(background, weights, strict=True):
                 values += wb * deeplift(X, b[None])
-    w = np.full(len(background), 1.0 / len(background)) if weights is None else weights
-    _check_summation_to_delta(model, values, X, background, w)
     return values
 
 
