@@ -351,9 +351,13 @@ def stacked_frames(frames: Sequence[pd.DataFrame], sources: Sequence[str]) -> pd
     -------
     pandas.DataFrame
         The rows of every frame, in order; the index's outer level (:data:`ROW_SOURCE`) is the source, the inner
-        one the frame's own index.
+        one the frame's own index. A frame whose rows already name their sources so (the first rows of a stream
+        of several files: :meth:`~chiralfair.datasets.stream.RowStream.head`) keeps its own.
     """
-    return pd.concat(list(frames), keys=list(sources), names=[ROW_SOURCE, "row"])
+    parts = [frame if isinstance(frame.index, pd.MultiIndex) and frame.index.names[0] == ROW_SOURCE
+             else pd.concat([frame], keys=[source], names=[ROW_SOURCE, "row"])
+             for frame, source in zip(frames, sources, strict=True)]
+    return pd.concat(parts)
 
 
 def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..exceptions import DatasetError
@@ -114,27 +115,59 @@ class RowStream:
             yield Batch(frame, where, start)
             start += len(frame)
 
-    def head(self, n: int, columns: list | None = None) -> pd.DataFrame:
+    def head(self, n: int, columns: list | None = None, *, named: str | None = None) -> pd.DataFrame:
         """The first ``n`` rows (fewer if the source holds fewer), as one frame.
 
         Parameters
         ----------
         n : int
         columns : list, optional
+        named : {"data", "test"}, optional
+            Name each row by where it was read, for rows read as the data or as the held-out rows: the index's outer
+            level (:data:`~chiralfair.datasets.frame.ROW_SOURCE`) is its file (``test file 'pq/part-1.parquet'``,
+            ``test file 'test.csv'``), a partition or a frame, the inner one its row there, as the in-memory door
+            numbers a file's rows (from 0 below the header; a frame's own index label). A refusal about a row of
+            the sample then names the file and the row within it
+            (:func:`~chiralfair.datasets.frame.row_text`). Default: a plain index from 0.
 
         Returns
         -------
         pandas.DataFrame
         """
-        parts, have = [], 0
-        for batch in self.batches(min(n, DEFAULT_BATCH_ROWS), columns):
-            parts.append(batch.frame.iloc[:n - have])
-            have += len(parts[-1])
+        parts, sources, rows, have = [], [], [], 0
+        read: dict[str, int] = {}  # rows read so far from each file, partition or frame
+        for frame, where in self._pieces(min(n, DEFAULT_BATCH_ROWS), columns):
+            start = read.get(where, 0)
+            read[where] = start + len(frame)
+            take = frame.iloc[:n - have]
+            if not len(take):
+                continue
+            parts.append(take)
+            have += len(take)
+            if named is not None:
+                sources.append(np.full(len(take), self._row_source(where, named), dtype=object))
+                rows.append(self.source.index[start:start + len(take)] if self.kind == "frame" and not self.files
+                            else pd.RangeIndex(start, start + len(take)))
             if have >= n:
                 break
         if not parts:
             raise DatasetError(f"{self.description} holds no rows")
-        return pd.concat(parts, ignore_index=True)
+        if named is None:
+            return pd.concat(parts, ignore_index=True)
+        from .frame import ROW_SOURCE
+
+        index = pd.MultiIndex.from_arrays([np.concatenate(sources), np.concatenate([np.asarray(r, dtype=object)
+                                                                                    for r in rows])],
+                                          names=[ROW_SOURCE, "row"])
+        return pd.concat(parts).set_axis(index)
+
+    def _row_source(self, where: str, role: str) -> str:
+        """Where a piece's rows were read, in the words :func:`~chiralfair.datasets.frame.row_text` reads."""
+        if self.kind == "parquet":  # where: "file PATH"
+            return f"{role} file {where.split(' ', 1)[1]!r}"
+        if self.kind == "frame":
+            return f"{role} file {self.files[0].split(' ', 2)[2]!r}" if self.files else f"the {role} frame ({role}=)"
+        return f"{where} ({role}=)"
 
     def _pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str]]:
         if self.kind == "parquet":

@@ -93,16 +93,16 @@ def stream_estimate(model, data, *, test=None, batch_rows: int | None = None, do
     held_out = test is not None
     stream, sample, settings = open_with_sample(test if held_out else data, batch_rows=batch_rows,
                                                 domain_sample=domain_sample, workers=workers, scheduler=scheduler,
-                                                params=params)
+                                                params=params, role="test" if held_out else "data")
     if held_out and is_stream(data):  # a stream as the data, beside the held-out rows: its first rows only
-        data = open_stream(data).head(settings["domain_sample"])
+        data = open_stream(data).head(settings["domain_sample"], named="data")
     inputs = resolve(data, sample) if held_out else resolve(sample, None)
     return verdict_over_stream(inputs, stream, sample, held_out=held_out, random_state=random_state,
                                progress=progress, **settings, **params)
 
 
 def open_with_sample(source, *, batch_rows: int | None, domain_sample: int | None, workers: int | None,
-                     scheduler: str | None, params: dict):
+                     scheduler: str | None, params: dict, role: str = "test"):
     """The stream of ``source`` checked, its domain sample read, and the settings checked (``params`` cleaned).
 
     Parameters
@@ -113,6 +113,9 @@ def open_with_sample(source, *, batch_rows: int | None, domain_sample: int | Non
         As :func:`stream_estimate`.
     params : dict
         The verdict's keyword arguments: the sampling ones are refused when set, else removed (in place).
+    role : {"test", "data"}, default="test"
+        What the rows are, for naming a row of the sample in a refusal (its file and its row there:
+        :meth:`~chiralfair.datasets.stream.RowStream.head`).
 
     Returns
     -------
@@ -145,7 +148,7 @@ def open_with_sample(source, *, batch_rows: int | None, domain_sample: int | Non
     for k in SAMPLING_ONLY:
         params.pop(k, None)
     stream = open_stream(source)
-    sample = stream.head(domain_sample)
+    sample = stream.head(domain_sample, named=role)
     return stream, sample, {"batch_rows": batch_rows, "domain_sample": domain_sample, "workers": workers,
                             "scheduler": scheduler}
 
