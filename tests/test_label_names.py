@@ -23,7 +23,7 @@ def _verdict(positive_class: str, favourable: int):
 
 
 @pytest.mark.parametrize(("favourable", "favoured", "unfavoured"),
-                         [(1, "label 1 (yes)", "label 0 (not yes)"), (0, "label 0 (not yes)", "label 1 (yes)")])
+                         [(1, "label 1 (yes)", "label 0 (no)"), (0, "label 0 (no)", "label 1 (yes)")])
 def test_the_card_and_the_summary_name_the_labels_by_the_positive_class(favourable, favoured, unfavoured):
     verdict = _verdict("yes", favourable)
     assert verdict.n_harmed > 0  # a harms entry exists to read
