@@ -431,7 +431,8 @@ def test_the_spread_line_says_whose_f1_each_figure_is_and_on_which_rows():
     assert f"trained again on the training split's other rows with 2 training seeds: validation F1 {values}" in line
 
 
-# The census HGB cells at model state 2 (benchmarks/results/retrain_family_hgb.json): auto's pick on its pooled
+# The census HGB cells at model state 2 (benchmarks/results/retrain_family_hgb.json of commit 8517cc0, the bare
+# F1 loss rule): auto's pick on its pooled
 # validation rows, as counts per (label, pick's prediction, reference's prediction), label-major; the validation
 # F1 of the reference (mean over the 3 splits) and of the pick; the model's own F1 standard deviation over 3
 # training seeds; and the held-out F1 loss the pick had when the bare loss said "within".

@@ -16,7 +16,7 @@ held-out rows the loss is judged on have a noise of their own) and the training 
 deviation over seeds, :func:`f1_margin`; for DPD and EOD the model's own spread of that difference over seeds).
 A bare F1 loss said "within" on validation rows and missed on the test rows: on the
 census HGB at model state 2, sex and race, validation losses 0.004 and 0.001 against a budget of 0.010 became test
-losses 0.015 and 0.011 (``benchmarks/results/retrain_family_hgb.md``). On the held-out rows
+losses 0.015 and 0.011 (``benchmarks/results/retrain_family_hgb.md`` as of commit 8517cc0). On the held-out rows
 the rise is measured against the model under test, one draw of its training seed, and a retrained model is
 another: on the census sex DNN, consistency fine-tuned 10 epochs from the reference lowered the pooled validation
 EOD by 0.058, yet fine-tuned from the model under test it raised the held-out EOD 0.088 -> 0.112, so fine-tuning
