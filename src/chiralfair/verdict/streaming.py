@@ -372,6 +372,9 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
             unseen += n_unseen
             queries += n_queries
             bar.update(rows)
+            # merged: drop the last reference, so the worker frees the partition's result (its rule table and
+            # gaps); held to the end, every result stayed in the workers' memory, which grew with the rows
+            del futures[future]
     finally:
         bar.close()
         for future in futures:
