@@ -6,6 +6,7 @@
   values give equal text.
 - :func:`folder_beside` and :func:`replace_folder` do the same for a folder (a run folder): it is written beside
   its target and renamed into place only when complete.
+- :func:`user_cache_folder` is where a cache of one kind lives (models, parsed datasets, explanations).
 - :func:`atomic_path`, :func:`atomic_write_bytes` and :func:`atomic_write_text` write a file whole or not at all:
   a hidden temporary file in the target's folder (``.<name>.<random>.tmp``), then :func:`os.replace`. A reader
   never sees half a file, and a crash leaves the old file (or none) and at most a hidden temporary. There is no
@@ -258,3 +259,24 @@ def replace_folder(new: str | os.PathLike, target: str | os.PathLike, *, keep=la
         if keep(entry.name) and not (target / entry.name).exists():
             os.replace(entry, target / entry.name)
     shutil.rmtree(aside, ignore_errors=True)
+
+
+def user_cache_folder(kind: str) -> Path:
+    """The folder of one kind of cache: ``$CHIRALFAIR_CACHE/<kind>``, else ``$XDG_CACHE_HOME/chiralfair/<kind>``.
+
+    Without ``XDG_CACHE_HOME``, ``~/.cache/chiralfair/<kind>``.
+
+    Parameters
+    ----------
+    kind : str
+        ``"models"``, ``"parsed"`` or ``"explanations"``.
+
+    Returns
+    -------
+    pathlib.Path
+        User-expanded; not created here.
+    """
+    if os.environ.get("CHIRALFAIR_CACHE"):
+        return Path(os.environ["CHIRALFAIR_CACHE"]).expanduser() / kind
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "chiralfair" / kind

@@ -19,7 +19,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 from pathlib import Path
 
 import numpy as np
@@ -41,10 +40,9 @@ def cache_folder() -> Path:
     pathlib.Path
         Not created here.
     """
-    if os.environ.get("CHIRALFAIR_CACHE"):
-        return Path(os.environ["CHIRALFAIR_CACHE"]).expanduser() / "parsed"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "chiralfair" / "parsed"
+    from ..storage import user_cache_folder
+
+    return user_cache_folder("parsed")
 
 
 @functools.lru_cache(maxsize=1)

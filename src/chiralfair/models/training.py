@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import platform
 import re
 import time
@@ -224,14 +223,9 @@ def resolve_cache_dir(cache_dir=None) -> Path:
     -------
     pathlib.Path
     """
-    if cache_dir is not None:
-        folder = Path(cache_dir)
-    elif os.environ.get("CHIRALFAIR_CACHE"):
-        folder = Path(os.environ["CHIRALFAIR_CACHE"]) / "models"
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        folder = Path(base) / "chiralfair" / "models"
-    folder = folder.expanduser()
+    from ..storage import user_cache_folder
+
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else user_cache_folder("models")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:

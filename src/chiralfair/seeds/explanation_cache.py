@@ -37,7 +37,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 import platform
 import sys
 from pathlib import Path
@@ -67,10 +66,9 @@ def cache_folder() -> Path:
     pathlib.Path
         Not created here.
     """
-    if os.environ.get("CHIRALFAIR_CACHE"):
-        return Path(os.environ["CHIRALFAIR_CACHE"]).expanduser() / "explanations"
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "chiralfair" / "explanations"
+    from ..storage import user_cache_folder
+
+    return user_cache_folder("explanations")
 
 
 @functools.lru_cache(maxsize=1)
