@@ -128,7 +128,8 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     DataWarning
         (also logged) for a feature with a distinct value on every row (an identifier, at least
         ``ID_MIN_ROWS`` rows), a label column with other values that differ only in spelling (``"<=50K"`` and
-        ``"<=50K."`` beside ``positive_class=">50K"``; the message gives the counts), a feature with values that
+        ``"<=50K."`` beside ``positive_class=">50K"``; the message gives the counts), a label column with several
+        values besides ``positive_class`` (all read as label 0), a feature with values that
         differ only in Unicode normal form or whitespace, a column with several missing markers (NaN and ``"?"``),
         and one-hot-looking protected columns listed one by one.
 
@@ -371,7 +372,20 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
         raise DatasetError(f"positive_class {positive_class!r} does not occur in label column {label!r}; "
                            f"its values include {values}")
     _warn_label_spellings(series, label, positive_class)
+    _warn_label_values(series[~positive], label, positive_class)
     return positive.astype(np.int64)
+
+
+def _warn_label_values(negatives: pd.Series, label, positive_class) -> None:
+    """Warn when the rows read as label 0 hold several values (not spellings of one): a class folded into another."""
+    counts = negatives.value_counts(sort=True)
+    spelling = {cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index}
+    if len(spelling) < 2:  # one other value, or its spellings (warned about above)
+        return
+    shown = ", ".join(f"{_show(v)} ({n} rows)" for v, n in counts.head(10).items())
+    _data_warning(f"label column {label!r} holds {len(counts)} values besides positive_class {_show(positive_class)}: "
+                  f"{shown}; every one is read as label 0 (the negative class), in F1 and any retraining. If that "
+                  f"is not meant, map the column to two values first (in both the data and the test rows)")
 
 
 def _negative_class(series: pd.Series, positive_class) -> str | None:
