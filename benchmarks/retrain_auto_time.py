@@ -26,6 +26,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from provenance import commit
+
 RESULTS = Path(__file__).parent / "results"
 GOAL = 3.0
 RUN = ("run --data train.csv --test test.csv --schema schema.toml --model model.skops --trust-model-file "
@@ -72,21 +74,6 @@ def timed(args: str, folder: Path, cli: list[str]) -> dict:
     return {"cmd": "chiralfair " + args, "code": done.returncode, "wall_seconds": wall, "cpu_seconds": cpu,
             "load_before": list(load0), "load_after": list(os.getloadavg()), "stdout": done.stdout,
             "stderr": done.stderr[-2000:]}
-
-
-def commit() -> str:
-    """The commit the code ran on (``CHIRALFAIR_BENCH_COMMIT`` when run from an exported copy)."""
-    if os.environ.get("CHIRALFAIR_BENCH_COMMIT"):
-        return os.environ["CHIRALFAIR_BENCH_COMMIT"]
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 def main() -> dict:

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
+from provenance import commit
 
 RESULTS = Path(__file__).parent / "results"
 GOAL_REDUCTION, GOAL_F1, GOAL_GROUP = 0.9, 0.01, 0.02
@@ -38,28 +39,6 @@ def cpu_seconds() -> float:
     """CPU seconds of this process and its children (user + system)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-def commit() -> str:
-    """The commit the code ran on (short hash), with ``+dirty`` when ``src/`` or ``benchmarks/`` had changes.
-
-    ``CHIRALFAIR_BENCH_COMMIT`` names it when the code runs from an exported copy of a commit (no git there), so
-    that commits made in the working copy while a long run goes on are not taken for the run's.
-    """
-    import subprocess
-
-    if os.environ.get("CHIRALFAIR_BENCH_COMMIT"):
-        return os.environ["CHIRALFAIR_BENCH_COMMIT"]
-
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "src", "benchmarks/retrain_family.py"],
-                               cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
 
 
 def cell(target: str, model: str, state: int, model_state: int, methods, budget: int) -> dict:
@@ -82,7 +61,8 @@ def cell(target: str, model: str, state: int, model_state: int, methods, budget:
         idis, _ = search_training_rows(inputs, plan)
     result = retrain(inputs.trained, inputs.dataset, idis, method=list(methods), random_state=state)
     return {"target": target, "model": model, "random_state": state, "model_random_state": model_state,
-            "commit": commit(), "wall_seconds": time.perf_counter() - t0, "cpu_seconds": cpu_seconds() - c0,
+            "commit": commit("benchmarks/retrain_family.py"), "wall_seconds": time.perf_counter() - t0,
+            "cpu_seconds": cpu_seconds() - c0,
             "load_start": load0, "load_end": os.getloadavg()[0], "rows": list(result.rows),
             "methods": list(result.methods), "skipped": result.skipped, "spread": result.spread,
             "auto_pick": result.meta.get("auto_pick"), "auto_candidates": result.meta.get("auto_candidates"),

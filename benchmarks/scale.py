@@ -61,6 +61,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from provenance import commit
+
 RESULTS = Path(__file__).parent / "results"
 NAMES = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
          "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country", "income"]
@@ -263,19 +265,6 @@ def one(kind: str, folder: Path, workers: int, batch_rows: int, compare: bool) -
     return out
 
 
-def commit() -> str:
-    """The commit measured (short), with ``+changes`` when src/ or benchmarks/ differ from it; ``?`` outside git."""
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "src", "benchmarks/scale.py"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-    return head + ("+changes" if dirty else "")
-
-
 def autogroup() -> str:
     """Whether Linux shares the cores between sessions first (autogroup), and this process's group; ``?`` if unknown."""
     try:
@@ -373,7 +362,8 @@ def main(argv=None) -> int:
     record = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "cpu_count": os.cpu_count(),
               "python": platform.python_version(), "chiralfair_version": chiralfair.__version__,
               "command": "python benchmarks/scale.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-              "batch_rows": args.batch_rows, "load_start": os.getloadavg(), "commit": commit(), "nice": os.nice(0),
+              "batch_rows": args.batch_rows, "load_start": os.getloadavg(),
+              "commit": commit("benchmarks/scale.py"), "nice": os.nice(0),
               "autogroup": autogroup(),
               "runs": []}
     root = Path(args.folder) if args.folder else Path(tempfile.mkdtemp(prefix="chiralfair-scale-"))

@@ -256,8 +256,9 @@ def test_the_favourable_label_is_named_by_the_label_columns_own_value(favourable
 def test_a_third_label_value_read_as_the_negative_class_is_warned_about_with_its_count():
     df = raw_frame()
     df.loc[:9, "y"] = "maybe"
-    with pytest.warns(chiralfair.exceptions.DataWarning, match=r"label column 'y' holds 2 values besides "
-                      r"positive_class '>50K': '<=50K' \(\d+ rows\), 'maybe' \(10 rows\); every one is read as label 0"):
+    with pytest.warns(chiralfair.exceptions.DataWarning,
+                      match=r"label column 'y' holds 2 values besides positive_class '>50K': '<=50K' \(\d+ rows\), "
+                            r"'maybe' \(10 rows\); every one is read as label 0"):
         from_rows = chiralfair.datasets.from_frame(df, label="y", positive_class=">50K", protected="sex",
                                                    bins={"age": [0, 30, 50, 90], "hours": 10})
     assert int(from_rows.y[:10].sum()) == 0  # the 'maybe' rows are label 0, as the warning says

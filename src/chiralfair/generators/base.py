@@ -108,12 +108,12 @@ def make_generator(name: str, **params) -> Generator:
     return GENERATORS.make(name, **params)
 
 
-
 def _torch_threads(model):
     """:func:`~chiralfair.models.threads.single_intra_op_thread` for a torch model, else nothing."""
     if is_torch_module(model.estimator):
         return single_intra_op_thread()
     return contextlib.nullcontext()
+
 
 class Generator(ABC):
     """A search for IDIs: a global phase from the seeds, then a local phase around each global IDI.

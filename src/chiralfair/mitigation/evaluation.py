@@ -246,16 +246,10 @@ def pooled_group_figures(y_true, groups, predicted, reference, *, n_boot: int = 
         ``reference`` (None where undefined: a group without a row of a label), ``rise`` (value minus reference)
         and ``rise_upper`` (the ``confidence`` quantile of the bootstrapped rise), None where undefined.
     """
-    y_true = np.asarray(y_true, dtype=np.int64).reshape(-1)
-    predicted = np.asarray(predicted, dtype=np.int64).reshape(-1)
-    reference = np.asarray(reference, dtype=np.int64).reshape(-1)
     _, group = np.unique(np.asarray(groups).astype(str), return_inverse=True)
     group = np.asarray(group).reshape(-1)
-    n, n_groups = len(y_true), int(group.max()) + 1 if len(group) else 0
-    # (group, label, model's prediction, reference's prediction) counts
-    joint = np.bincount(group * 8 + y_true * 4 + predicted * 2 + reference, minlength=8 * n_groups)
-    boot = np.random.default_rng(random_state).multinomial(n, joint / max(n, 1), size=n_boot)
-    tables = np.concatenate([joint[None], boot]).reshape(-1, n_groups, 2, 2, 2)
+    tables = _paired_tables(y_true, predicted, reference, group, int(group.max()) + 1 if len(group) else 0,
+                            n_boot, random_state)
     model_dpd, model_eod = _differences(tables.sum(axis=4))
     ref_dpd, ref_eod = _differences(tables.sum(axis=3))
     out: dict[str, Any] = {}
@@ -295,16 +289,26 @@ def pooled_f1_loss(y_true, predicted, reference, *, n_boot: int = N_BOOTSTRAP, c
         ``loss`` (the reference's F1 minus the model's, on the rows given), ``loss_upper`` (the ``confidence``
         quantile of the bootstrapped loss) and ``margin`` (``loss_upper - loss``, at least 0).
     """
+    one_group = np.zeros(np.size(y_true), dtype=np.int64)
+    tables = _paired_tables(y_true, predicted, reference, one_group, 1, n_boot, random_state)[:, 0].astype(np.float64)
+    loss = _f1(tables.sum(axis=2)) - _f1(tables.sum(axis=3))  # (label, reference) minus (label, model)
+    upper = float(np.percentile(loss[1:], 100 * confidence))
+    return {"loss": float(loss[0]), "loss_upper": upper, "margin": max(0.0, upper - float(loss[0]))}
+
+
+def _paired_tables(y_true, predicted, reference, group: np.ndarray, n_groups: int, n_boot: int,
+                   random_state: int) -> np.ndarray:
+    """Row counts per (group, label, model's prediction, reference's prediction), then ``n_boot`` resamples'.
+
+    A resample draws rows in pairs (a row's three labels together). Shape (n_boot + 1, n_groups, 2, 2, 2).
+    """
     y_true = np.asarray(y_true, dtype=np.int64).reshape(-1)
     predicted = np.asarray(predicted, dtype=np.int64).reshape(-1)
     reference = np.asarray(reference, dtype=np.int64).reshape(-1)
     n = len(y_true)
-    joint = np.bincount(y_true * 4 + predicted * 2 + reference, minlength=8)
+    joint = np.bincount(group * 8 + y_true * 4 + predicted * 2 + reference, minlength=8 * n_groups)
     boot = np.random.default_rng(random_state).multinomial(n, joint / max(n, 1), size=n_boot)
-    tables = np.concatenate([joint[None], boot]).reshape(-1, 2, 2, 2).astype(np.float64)
-    loss = _f1(tables.sum(axis=2)) - _f1(tables.sum(axis=3))  # (label, reference) minus (label, model)
-    upper = float(np.percentile(loss[1:], 100 * confidence))
-    return {"loss": float(loss[0]), "loss_upper": upper, "margin": max(0.0, upper - float(loss[0]))}
+    return np.concatenate([joint[None], boot]).reshape(-1, n_groups, 2, 2, 2)
 
 
 def _f1(cells: np.ndarray) -> np.ndarray:
