@@ -172,3 +172,35 @@ def test_plausible_is_the_pair_by_pair_lookup(protected_codes):
         expected &= ~support.rare[i, j]
     assert 0 < expected.sum() < len(rows), "some rows are implausible, some are not"
     np.testing.assert_array_equal(domain.plausible(rows), expected)
+
+
+def _pair_by_pair(domain, rows):
+    support, expected = domain.support, np.ones(len(rows), dtype=bool)
+    for a, b in support.pair_columns(domain).tolist():
+        i = rows[:, a] - support.lower[a] + support.offsets[a]
+        j = rows[:, b] - support.lower[b] + support.offsets[b]
+        expected &= ~support.rare[i, j]
+    return expected
+
+
+@pytest.mark.parametrize("case", ["2-codes", "65-codes", "coupled"])
+def test_a_row_and_its_counterpart_are_plausible_together_as_each_alone(case):
+    # Domain.plausible(X, counterparts) reads the columns a counterpart keeps once for both; recounted pair by pair
+    # on each side. The coupled case moves the coupled column (role) with the protected one, so it is read twice.
+    rng = np.random.default_rng(7)
+    if case == "coupled":
+        domain = married_dataset(n=2000, couple=COUPLE).domain
+    else:
+        codes, n = int(case.split("-")[0]), 9000
+        p = rng.integers(0, codes, n)
+        c1 = np.where(p % 2 == 0, 0, rng.integers(0, 2, n))
+        X = np.column_stack([c1, p, rng.integers(0, 7, n), rng.integers(0, 10, n)]).astype(np.int64)
+        domain = Domain.from_data(X, ["c1", "p", "c2", "o"], kinds=["categorical"] * 3 + ["ordinal"], protected=["p"])
+    rows = domain.sample(3000, rng)
+    index = rng.integers(0, len(domain.combinations), len(rows))
+    counterparts = domain.counterpart_rows(rows, index)
+    if case == "coupled":
+        assert (counterparts[:, 1] != rows[:, 1]).any(), "the coupled column moves with the protected one"
+    expected = _pair_by_pair(domain, rows) & _pair_by_pair(domain, counterparts)
+    assert 0 < expected.sum() < len(rows)
+    np.testing.assert_array_equal(domain.plausible(rows, counterparts), expected)

@@ -1053,7 +1053,7 @@ class Domain:
         return [r.text for r in self.constraints]
 
     # ------------------------------------------------------------------ plausibility
-    def plausible(self, X) -> np.ndarray | None:
+    def plausible(self, X, counterparts=None) -> np.ndarray | None:
         """Whether each row's (protected value, categorical value) pairs all occur in the data.
 
         See :mod:`chiralfair.domain.plausibility` for the rule. Reads the protected attributes under test.
@@ -1062,6 +1062,9 @@ class Domain:
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
+        counterparts : array-like of int, shape (n_samples, n_features), optional
+            A counterpart of each row (:meth:`counterpart_rows`): then whether the row and its counterpart are both
+            plausible, the columns a counterpart keeps read once for both.
 
         Returns
         -------
@@ -1070,7 +1073,8 @@ class Domain:
         """
         if self.support is None:
             return None
-        return self.support.plausible(X, self._plausibility_pairs(self.support))
+        changed = set(self.protected) | {c.column for c in self._compiled_couplings()}
+        return self.support.plausible(X, self._plausibility_pairs(self.support), counterparts, changed)
 
     def without_plausibility_of(self, columns) -> Domain:
         """A copy of this domain whose :meth:`plausible` reads no pair with one of ``columns``.

@@ -127,7 +127,7 @@ class Support:
                         pairs.append((p, c))
         return np.array(pairs, dtype=np.int64).reshape(-1, 2)
 
-    def plausible(self, X, pairs: np.ndarray) -> np.ndarray:
+    def plausible(self, X, pairs: np.ndarray, counterparts=None, changed=()) -> np.ndarray:
         """Whether no pair of columns ``pairs`` of a row is rare, shape (n_samples,), bool.
 
         Parameters
@@ -136,12 +136,18 @@ class Support:
             Codes.
         pairs : numpy.ndarray of int64, shape (n_pairs, 2)
             :meth:`pair_columns`.
+        counterparts : array-like of int, shape (n_samples, n_features), optional
+            One counterpart per row, equal to its row outside the columns ``changed``: then whether the row and its
+            counterpart are both plausible (a column they share is looked up once for both).
+        changed : collection of int, default=()
+            The columns where ``counterparts`` may differ from ``X``.
 
         Returns
         -------
         numpy.ndarray of bool, shape (n_samples,)
         """
         X = np.asarray(X, dtype=np.int64)
+        sides = [X] if counterparts is None else [X, np.asarray(counterparts, dtype=np.int64)]
         if not len(pairs) or not len(X):
             return np.ones(len(X), dtype=bool)
         rare = np.zeros(len(X), dtype=bool)
@@ -153,15 +159,20 @@ class Support:
                 continue
             # Per column c, a table over c's codes of the bit mask of p's codes rare with it: one lookup per column
             # and row, then the row's own bit of p, instead of a lookup per (row, pair) in the (codes, codes) table.
-            bits = np.zeros(len(X), dtype=np.uint64)
+            bits = [np.zeros(len(X), dtype=np.uint64) for _ in sides]
             for c in others.tolist():
-                bits |= self._rare_masks(p, c).take(X[:, c] - self.lower[c])
-            rare |= ((bits >> (X[:, p] - self.lower[p]).astype(np.uint64)) & np.uint64(1)).astype(bool)
+                masks = self._rare_masks(p, c)
+                shared = None if c in changed else masks.take(X[:, c] - self.lower[c])
+                for side, side_bits in zip(sides, bits, strict=True):
+                    side_bits |= masks.take(side[:, c] - self.lower[c]) if shared is None else shared
+            for side, side_bits in zip(sides, bits, strict=True):
+                rare |= ((side_bits >> (side[:, p] - self.lower[p]).astype(np.uint64)) & np.uint64(1)).astype(bool)
         for block in wide:  # a protected column of more than 64 codes: the (row, pair) lookup
             p, c = block[:, 0], block[:, 1]
-            rows = X[:, p] - self.lower[p] + self.offsets[p]
-            cols = X[:, c] - self.lower[c] + self.offsets[c]
-            rare |= self.rare[rows, cols].any(axis=1)
+            for side in sides:
+                rows = side[:, p] - self.lower[p] + self.offsets[p]
+                cols = side[:, c] - self.lower[c] + self.offsets[c]
+                rare |= self.rare[rows, cols].any(axis=1)
         return ~rare
 
     def _size(self, column: int) -> int:

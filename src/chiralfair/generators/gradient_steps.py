@@ -796,6 +796,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     interval = update_interval or max_local + 1  # never reached without refreshes
     domain = recorder.domain
     lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
+    any_constrained = bool(constrained.any())
     # A whole step moves integer codes to integers: added as an int64, it gives the values the float round trip
     # (rint of code + sign * step) gives, in one add and one clip in place.
     whole_step = float(step).is_integer() and abs(step) < 2**31
@@ -831,12 +832,12 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
             np.clip(value, lower[feature], upper[feature], out=value)
         else:
             value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
-        moved = np.flatnonzero(value != old)
+        moved = (value != old).nonzero()[0]
         cand = x[moved]
         cand[np.arange(len(moved)), feature[moved]] = value[moved]
         # Onto the domain's constraints (architecture: counterparts that could exist); a move the repair undoes is no
         # move. A chain's input meets them (it was checked), so only a move of a column some rule reads can break one.
-        risky = np.flatnonzero(constrained[feature[moved]])
+        risky = constrained[feature[moved]].nonzero()[0] if any_constrained else moved[:0]
         # the recorder compares the candidates with the bounds only when a repair moved some outside them (none
         # should: the rows are then refused there, naming the fault); a clipped move stays inside
         outside = False
@@ -854,7 +855,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
         where, inside = known.locate(cand, own)
         is_known, outcome = known.lookup(cand, located=(where, inside))
-        ask = np.flatnonzero(~is_known)
+        ask = (~is_known).nonzero()[0]
         if len(ask):
             asked = where.rows(ask)
             # the walk's outcome bits go on the keys in the recorder's own marking pass (KnownOutcomes.add's)

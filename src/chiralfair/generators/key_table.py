@@ -306,7 +306,7 @@ class SortedKeyTable:
         if not self._n_keys:
             return places, np.arange(len(unique))
         maybe = self._in_filter(unique)
-        todo = np.flatnonzero(maybe)
+        todo = maybe.nonzero()[0]
         n_maybe = len(todo)
         # the newest (smallest) runs first: a walk meets again mostly the keys it has just added, so fewer keys are
         # left to search for in the oldest, largest runs, whose searches miss the cache
@@ -322,7 +322,7 @@ class SortedKeyTable:
                 todo = todo[~found]
         if n_maybe < len(unique):  # with the keys the filter stopped, in order
             maybe[todo] = False
-            todo = np.flatnonzero(~maybe)
+            todo = (~maybe).nonzero()[0]
         return places, todo
 
     def _hash(self, keys: np.ndarray) -> np.ndarray:
@@ -546,13 +546,13 @@ def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct keys and each key's index among them (``np.unique``'s, from one argsort)."""
     if not len(keys):
         return keys, np.zeros(0, dtype=np.int64)
-    order = np.argsort(keys)
+    order = keys.argsort()
     ordered = keys[order]
     starts = np.empty(len(keys), dtype=bool)
     starts[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     inverse = np.empty(len(keys), dtype=np.int64)
-    inverse[order] = np.cumsum(starts) - 1
+    inverse[order] = starts.cumsum() - 1
     return ordered[starts], inverse
 
 
@@ -585,7 +585,7 @@ def _search(run: np.ndarray, fence: np.ndarray | None, query: np.ndarray) -> np.
     """
     last = len(run) - 1
     if fence is None:
-        return np.minimum(np.searchsorted(run, query), last)
+        return np.minimum(run.searchsorted(query), last)
     pos = np.maximum(np.searchsorted(fence, query, side="right") - 1, 0) * FENCE_STRIDE
     step = FENCE_STRIDE >> 1
     while step:

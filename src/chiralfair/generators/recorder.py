@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -294,7 +294,7 @@ class IDIRecorder:
         bits = np.where(is_idi, _IDI_BITS, _TESTED_BIT)  # uint8 scalars: uint8 bits without a cast
         table.mark_at(located, bits if extra is None else bits | extra)
         new = np.zeros(len(is_idi), dtype=bool)
-        idx = np.flatnonzero(is_idi & (before & RECORDED == 0))
+        idx = (is_idi & (before & RECORDED == 0)).nonzero()[0]
         if len(idx) > 1 and located.repeats:  # a key met twice in the batch is new once, at its first IDI row
             idx = idx[np.sort(np.unique(located.inverse[idx], return_index=True)[1])]
         new[idx] = True
@@ -302,7 +302,7 @@ class IDIRecorder:
 
     def _record_pairs(self, res: CheckResult, new: np.ndarray, phase: str) -> None:
         """Keep the new IDIs of a batch (codes, counterpart index, labels); complete them once enough wait."""
-        rows = np.flatnonzero(new)
+        rows = new.nonzero()[0]
         X, index = res.X[rows], res.counterpart_index[rows]
         # a new row is an IDI, so its counterpart index is >= 0: its label is read there (res.counterpart_label of
         # these rows, without making it for every row checked)
@@ -364,8 +364,7 @@ class IDIRecorder:
         """
         if self.domain.support is None:
             return None
-        # each side on its own: no copy of both sides into one array
-        return cast(np.ndarray, self.domain.plausible(X)) & cast(np.ndarray, self.domain.plausible(C))
+        return self.domain.plausible(X, C)
 
     def is_recorded(self, X) -> np.ndarray:
         """Whether each row's key is already a recorded IDI, shape (n_samples,).

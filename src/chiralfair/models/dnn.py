@@ -144,17 +144,20 @@ class PaperDNN(torch.nn.Module):
         -------
         torch.Tensor of shape (n_samples, 1), or None
         """
-        layers = self.layers
+        # The modules' own dicts, not their attributes: ``nn.Module.__getattr__`` (Python) would run for each of the
+        # fifteen tensors and modules read here, at every model call of a search.
+        layers = self._modules["layers"]
         if type(layers) is not torch.nn.Sequential or _hooked(self) or _hooked(layers) or _global_hooks():
             return None
-        z = (x - self.input_mean) / self.input_std
-        for layer in layers:
+        buffers = cast("dict[str, torch.Tensor]", self._buffers)
+        z = (x - buffers["input_mean"]) / buffers["input_std"]
+        for layer in layers._modules.values():
             if _hooked(layer):
                 return None
             kind = type(layer)
             if kind is torch.nn.Linear:
-                linear = cast("torch.nn.Linear", layer)
-                z = F.linear(z, linear.weight, linear.bias)
+                parameters = cast("dict[str, torch.Tensor]", layer._parameters)
+                z = F.linear(z, parameters["weight"], parameters["bias"])
             elif kind is torch.nn.ReLU and not layer.inplace:
                 z = torch.relu(z)
             else:

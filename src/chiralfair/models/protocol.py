@@ -214,7 +214,7 @@ class CountingModel:
         numpy.ndarray of int64, shape (n_samples,)
             1 = the positive class, 0 = the other. Costs n_samples model queries.
         """
-        return self._chunked(self._predict, X, count="n_queries").astype(np.int64).reshape(-1)
+        return self._chunked(self._predict, X, count="n_queries").astype(np.int64, copy=False).reshape(-1)
 
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, shape (n_samples, 2); costs n_samples queries.

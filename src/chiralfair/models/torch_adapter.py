@@ -129,8 +129,10 @@ def positive_probability_values(module: torch.nn.Module, x: torch.Tensor, output
         p = positive_probability(module, x, output, positive_index, name=name)
         return finite_probabilities(p.double().cpu().numpy(), name)
     values = out.detach().cpu().numpy()
-    if not (values.shape[1] == 1 and values.size and values.min() >= 0 and values.max() <= 1):  # NaN fails both
-        check_probabilities(values.astype(np.float64), name)  # raises its own message, or passes (two columns)
+    if values.shape[1] == 1 and values.size and values.min() >= 0 and values.max() <= 1:  # NaN fails both
+        # within [0, 1], so finite: the one column, widened
+        return (values[:, 0] if positive_index == 1 else 1 - values[:, 0]).astype(np.float64)
+    check_probabilities(values.astype(np.float64), name)  # raises its own message, or passes (two columns)
     p1 = values[:, 1] if values.shape[1] == 2 else values[:, 0]
     return finite_probabilities((p1 if positive_index == 1 else 1 - p1).astype(np.float64), name)
 

@@ -91,25 +91,27 @@ def protected_pair_counts(own: np.ndarray, counterpart: np.ndarray) -> list[tupl
     list of (tuple of int, int)
         ``((own codes..., counterpart codes...), number of IDIs)`` for each combination that occurs.
     """
-    rows = np.hstack([own, counterpart]).astype(np.int64, copy=False)
-    if not len(rows):
+    # one row of ``columns`` per protected column: numpy reduces along rows far faster than down the few columns
+    # of an (n, k) array (30x for census's 16,384 pairs of three columns)
+    columns = np.concatenate([own.T, counterpart.T]).astype(np.int64, copy=False)
+    if not columns.shape[1]:
         return []
-    lo = rows.min(axis=0)
-    spans = [int(s) for s in rows.max(axis=0) - lo + 1]
+    lo = columns.min(axis=1)
+    spans = [int(s) for s in columns.max(axis=1) - lo + 1]
     size = math.prod(spans)
     if size < 2**62:  # one int64 code per row: a 1-D count, far faster than unique over rows
         strides = np.array([math.prod(spans[j + 1:]) for j in range(len(spans))], dtype=np.int64)
-        codes = (rows - lo) @ strides
-        if size <= max(BINCOUNT_CODES, len(rows)):  # few codes (census sex: 8): counted without sorting the rows
+        codes = strides @ (columns - lo[:, None])
+        if size <= max(BINCOUNT_CODES, columns.shape[1]):  # few codes (census sex: 8): counted without sorting
             every = np.bincount(codes, minlength=size)
-            code = np.flatnonzero(every)
+            code = every.nonzero()[0]
             counts = every[code]
             values = (code[:, None] // strides % np.array(spans)) + lo
         else:
             _, first, counts = np.unique(codes, return_index=True, return_counts=True)
-            values = rows[first]
+            values = columns[:, first].T
     else:
-        values, counts = np.unique(rows, axis=0, return_counts=True)
+        values, counts = np.unique(columns.T, axis=0, return_counts=True)
     return [(tuple(v), int(c)) for v, c in zip(values.tolist(), counts.tolist(), strict=True)]
 
 
