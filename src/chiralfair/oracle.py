@@ -217,7 +217,7 @@ class DiscriminationCheck:
             if own_proba is not None:
                 proba = np.where(possible, proba, own_proba[:, None])
         differs = cf_labels != labels[:, None]
-        is_idi = differs.any(axis=1)
+        is_idi = _any_per_row(differs)
         cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
         if own_proba is not None:  # with_proba
             gap = np.abs(proba - own_proba[:, None])
@@ -317,3 +317,18 @@ def _people_batch(people: Population, sent: np.ndarray, send: np.ndarray | None,
     if outside.any():
         parts.append(people.take(outside).frame)
     return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+def _any_per_row(flags: np.ndarray) -> np.ndarray:
+    """``flags.any(axis=1)`` for a (n, k) bool array: column by column when k is small.
+
+    numpy's reduction along a short row costs a loop per row (7 microseconds for 350 rows of two columns, against
+    under 1 for or-ing the two columns), at every check of a search.
+    """
+    if flags.shape[1] > 8:
+        return np.asarray(flags.any(axis=1))
+    out = np.zeros(len(flags), dtype=bool)
+    for j in range(flags.shape[1]):
+        out |= flags[:, j]
+    return out
+
