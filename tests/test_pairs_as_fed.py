@@ -125,6 +125,15 @@ def test_cli_run_pairs_file_reproduces_on_your_model(kind, tmp_path):
     assert pairs["age"].dtype == pd.read_csv(csv)["age"].dtype
 
 
+def test_certify_pairs_file_reproduces_on_your_model(tmp_path):
+    df = people()
+    model = pipeline("hgb", df)
+    chiralfair.certify(model, df, **SETTINGS, max_seconds=20, individuals=False, out=tmp_path / "run")
+    pairs = pd.read_parquet(tmp_path / "run" / "idis.parquet")
+    assert_real(pairs, as_positive(model))
+    assert (pairs["phase"] == "leaf").all() and pairs["hours"].dtype == df["hours"].dtype
+
+
 def test_zoo_dnn_on_codes_pairs_reproduce_through_their_labels():
     df = people()
     data = from_frame(df, **SETTINGS)
