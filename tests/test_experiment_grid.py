@@ -501,6 +501,27 @@ def test_median_and_ratio_tables_hold_only_the_grid_budget_pairs():
     assert ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
 
 
+def test_auto_cells_show_their_pick_and_stay_grouped_by_auto():
+    """Repeats of auto that picked differently are one group of auto, showing both picks, in every table."""
+    from chiralfair.experiments.tables import median_table
+
+    frame = budget_pairs_frame()
+    picks = {("random", 0): "aequitas", ("random", 1): "eidig", ("iandd", 0): "eidig", ("iandd", 1): "eidig"}
+    frame["generator"] = [f"auto ({picks[s, r]})" for s, r in zip(frame["seeds"], frame["random_state"], strict=True)]
+    table = grid_table(frame)
+    n_idis = table[table["figure"] == "n_idis"]
+    assert len(n_idis) == 4 and (n_idis["n"] == 2).all()  # 2 budgets x 2 strategies, each over both repeats
+    assert n_idis["generator"].tolist() == ["auto (aequitas, eidig)", "auto (eidig)"] * 2
+    for strategy, values in frame.groupby("seeds"):  # the statistics are over both repeats, whatever they picked
+        got = n_idis[n_idis["seeds"] == strategy]["median"].tolist()
+        assert got == values.groupby("max_global", sort=False)["n_idis"].median().tolist()
+    medians = median_table(table, "n_idis")  # one row per budget: auto, not one per pick
+    assert len(medians) == 2 and medians["generator"].tolist() == ["auto (aequitas, eidig)"] * 2
+    assert medians["iandd"].tolist() == [25.5, 25.5] and medians["random"].tolist() == [20.5, 20.5]
+    ratios = seed_ratios(table, "n_idis")
+    assert len(ratios) == 3 and ratios["iandd/random"].iloc[:2].tolist() == pytest.approx([25.5 / 20.5] * 2)
+
+
 @pytest.mark.slow
 def test_tables_of_a_grid_whose_baseline_strategy_has_no_finished_cell_yet(tmp_path, data_home):
     out = tmp_path / "out"

@@ -10,6 +10,7 @@ from plugin_dist import GENERATOR, SEEDS, install, uninstall
 from chiralfair.exceptions import ConfigError, GridError
 from chiralfair.experiments import grid_table, load_grid, run_grid
 from chiralfair.experiments.cells import cell_folder
+from chiralfair.experiments.tables import grid_frame, write_tables
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +139,14 @@ def test_generator_auto_in_a_grid_is_picked_per_cell_by_what_its_model_offers(fi
     model = sio.load(files / "lr.skops", trusted=sio.get_untrusted_types(file=files / "lr.skops"))
     expected, _ = auto_generator(has_gradient=False, has_proba=hasattr(model, "predict_proba"))
     assert result["meta"]["generator_choice"]["generator"] == expected
+    # the tables show the pick beside the axis value, read from the cell's result.json
+    shown = f"auto ({result['meta']['generator_choice']['generator']})"
+    assert grid_frame(out)["generator"].tolist() == [shown]
+    table = grid_table(out)
+    assert set(table["generator"]) == {shown} and (table["n"] <= 1).all()
+    write_tables(out)
+    assert f"| {shown} |" in (out / "tables" / "summary.md").read_text()
+    assert set(pd.read_parquet(out / "tables" / "cells.parquet")["generator"]) == {shown}
 
 
 def test_generator_parameters_for_auto_in_a_grid_are_refused_naming_what_to_do(files, tmp_path):

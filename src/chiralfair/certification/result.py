@@ -624,19 +624,26 @@ class CertifyResult:
                              "share": [_share(v, self.domain_volume) for v in volumes],
                              "rows": rows, "row_share": [_share(r, self.n_rows_inside) for r in rows]})
 
-    def idis_frame(self, domain: Domain) -> pd.DataFrame:
+    def idis_frame(self, domain: Domain, *, codec=None) -> pd.DataFrame:
         """The concrete IDIs with decoded values, beside their counterparts (suffix ``_counterpart``).
 
         Parameters
         ----------
         domain : Domain
             The domain certified.
+        codec : FrameCodec, optional
+            For a model fed the data's own rows (:func:`~chiralfair.results.run_folder.fed_codec`): each binned
+            column holds the value the model was fed, followed by ``<column> (bin)`` with its bin, as in
+            ``idis.parquet``.
 
         Returns
         -------
-        pandas.DataFrame, shape (n_idis, 2 * n_features + 2)
+        pandas.DataFrame, shape (n_idis, 2 * (n_features + n_binned) + 2)
         """
-        frame = pd.concat([domain.decode(self.idis), domain.decode(self.counterparts, suffix="_counterpart")], axis=1)
+        from ..results.run_folder import decode_side
+
+        frame = pd.concat([decode_side(self.idis, domain, codec),
+                           decode_side(self.counterparts, domain, codec, suffix="_counterpart")], axis=1)
         frame["prediction"] = self.idi_labels
         frame["prediction_counterpart"] = self.counterpart_labels
         return frame
@@ -734,7 +741,7 @@ class CertifyResult:
         d["notes"] = tuple(d["notes"])
         return cls(**d)
 
-    def write(self, out: str | os.PathLike, domain: Domain, population=None) -> Path:
+    def write(self, out: str | os.PathLike, domain: Domain, population=None, *, codec=None) -> Path:
         """Write the run folder: ``result.json``, ``idis.parquet`` and ``individuals.parquet``.
 
         ``individuals.parquet`` only with per-person certificates; each file is written whole (atomically).
@@ -748,6 +755,9 @@ class CertifyResult:
         population : Population, optional
             The dataset's rows as the user gave them: the witnesses of ``individuals.parquet`` in the user's units
             (:meth:`IndividualCertificates.to_frame`).
+        codec : FrameCodec, optional
+            For a model fed the data's own rows: the pairs' binned columns as the value it was fed
+            (:class:`~chiralfair.results.run_folder.PairSink`).
 
         Returns
         -------
@@ -762,7 +772,7 @@ class CertifyResult:
 
         prepare_run_folder(out)
         folder = Path(out)
-        sink = PairSink(folder / PAIRS_NAME)
+        sink = PairSink(folder / PAIRS_NAME, codec=codec)
         sink.open(domain)
         if len(self.idis):
             sink.write(self.idis, self.counterparts, self.idi_labels, self.counterpart_labels, "leaf")

@@ -9,6 +9,10 @@
 - :func:`write_tables`: ``<out>/tables/`` with ``cells.parquet``, ``summary.parquet``, ``summary.md``,
   ``medians.md`` (the compared figure, one column per seed strategy) and ``ratios.md``.
 
+A cell of ``generators = ["auto"]`` shows the generator auto picked for it beside the axis value, ``auto (eidig)``
+(its ``result.json``'s ``meta.generator_choice``); cells are still grouped by the generator asked for, ``auto``, and
+a group whose repeats picked differently shows every pick, ``auto (aequitas, eidig)``.
+
 Figures named ``seconds*`` are measured times: they are kept, and left out when two tables are compared
 (:func:`without_timings`), since they are the only figures that differ between runs with the same random states.
 """
@@ -46,7 +50,8 @@ def grid_frame(out: str | os.PathLike) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame, shape (n_rows, n_columns)
-        ``key``, the axis columns (:data:`AXIS_COLUMNS`; ``generator`` is ``""`` for seed-selection cells),
+        ``key``, the axis columns (:data:`AXIS_COLUMNS`; ``generator`` is ``""`` for seed-selection cells, and
+        ``"auto (<pick>)"`` for a cell of ``auto`` whose result records the generator it picked),
         ``random_state``, ``model_random_state``, then one float column per figure (NaN where a cell has none,
         e.g. ``n_initial_idis`` for random seeds). A retrain cell gives one row per seed strategy.
     """
@@ -57,7 +62,8 @@ def grid_frame(out: str | os.PathLike) -> pd.DataFrame:
         result = read_json(cell_folder(status.out, key) / RESULT_NAME)
         base = {"key": key, "task": cell.task, "row": cell.row, "dataset": cell.dataset,
                 "protected": ",".join(cell.protected), "model": cell.model, "seeds": cell.seeds[0],
-                "generator": cell.generator or "", "max_global": cell.max_global, "max_local": cell.max_local,
+                "generator": shown_generator(cell.generator, result), "max_global": cell.max_global,
+                "max_local": cell.max_local,
                 "max_queries": math.nan if cell.max_queries is None else cell.max_queries,
                 "random_state": cell.random_state, "model_random_state": cell.model_random_state}
         if cell.task == "retrain":
@@ -71,6 +77,74 @@ def grid_frame(out: str | os.PathLike) -> pd.DataFrame:
     for name in figure_columns(frame):
         frame[name] = pd.to_numeric(frame[name].astype(object).where(frame[name].notna(), np.nan)).astype(float)
     return frame
+
+
+def shown_generator(asked: str | None, result: dict) -> str:
+    """A cell's generator as the tables show it: the axis value, with ``auto``'s pick beside it (``auto (eidig)``).
+
+    Parameters
+    ----------
+    asked : str or None
+        The cell's generator axis value (None for a seed-selection cell).
+    result : dict
+        The cell's ``result.json``; its ``meta.generator_choice.generator`` is the generator ``auto`` picked.
+
+    Returns
+    -------
+    str
+    """
+    pick = ((result.get("meta") or {}).get("generator_choice") or {}).get("generator")
+    return f"{asked} ({pick})" if asked and pick and pick != asked else asked or ""
+
+
+def asked_generator(shown: str) -> str:
+    """The generator a grid's axis asked for, of a generator column's value: ``"auto (eidig)"`` gives ``"auto"``.
+
+    Parameters
+    ----------
+    shown : str
+
+    Returns
+    -------
+    str
+    """
+    return str(shown).split(" (", 1)[0]
+
+
+def _merged_picks(shown: pd.Series) -> str:
+    """The generator of cells grouped together: the asked name with every pick of theirs, in order of appearance."""
+    values = [str(v) for v in shown]
+    picks = dict.fromkeys(pick for v in values if v != asked_generator(v)
+                          for pick in v[len(asked_generator(v)) + 2:-1].split(", "))  # "auto (a, b)": a, b
+    asked = asked_generator(values[0]) if values else ""
+    return f"{asked} ({', '.join(picks)})" if picks else asked
+
+
+def generators_by_asked(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """``frame`` with one generator value per group of ``keys`` taken by the generator asked (its picks merged).
+
+    Grouping by the result is then grouping by what the grid asked for: cells of ``auto`` that picked differently
+    stay one group.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A :func:`grid_frame` or :func:`grid_table`.
+    keys : list of str
+        The columns the caller groups by (``generator`` among them; else ``frame`` is returned as it is).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``frame`` with its ``generator`` column replaced: ``auto (aequitas, eidig)`` in every row of a group whose
+        cells picked those two.
+    """
+    if "generator" not in keys or frame.empty:
+        return frame
+    shown = frame["generator"].astype(str)
+    asked = frame.assign(generator=shown.map(asked_generator), _shown=shown)
+    merged = asked.groupby(keys, sort=False, dropna=False)["_shown"].transform(_merged_picks)
+    return frame.assign(generator=merged.to_numpy())
 
 
 def figure_columns(frame: pd.DataFrame) -> list[str]:
@@ -102,10 +176,12 @@ def grid_table(out_or_frame: str | os.PathLike | pd.DataFrame) -> pd.DataFrame:
     pandas.DataFrame, shape (n_groups * n_figures, len(AXIS_COLUMNS) + 7)
         The axis columns, ``figure``, and :data:`STATISTICS`: ``median``, ``q25`` and ``q75`` (linear
         interpolation), ``min``, ``max`` over the finished repeats, ``n`` their number (NaN figures not
-        counted). Groups keep the grid's order, figures their order in the cells.
+        counted). Groups keep the grid's order, figures their order in the cells; a group of ``auto`` cells is one
+        group whatever they picked, its generator showing the picks (``auto (eidig)``).
     """
     frame = out_or_frame if isinstance(out_or_frame, pd.DataFrame) else grid_frame(out_or_frame)
     figures = figure_columns(frame)
+    frame = generators_by_asked(frame, list(AXIS_COLUMNS))
     groups = frame.groupby(list(AXIS_COLUMNS), sort=False, dropna=False)[figures]
     stats = {"median": groups.median(), "q25": groups.quantile(0.25), "q75": groups.quantile(0.75),
              "min": groups.min(), "max": groups.max(), "n": groups.count().astype(np.int64)}
@@ -198,6 +274,7 @@ def _by_strategy(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     Not ``pivot_table(dropna=False)``: it crosses the values of every key, inventing groups the grid does not
     have (budgets [[10, 10], [20, 0]] gave rows 10/0 and 20/10).
     """
+    part = generators_by_asked(part, keys)  # one row per generator asked for, whatever auto picked per strategy
     wide = part.set_index([*keys, "seeds"])["median"].unstack("seeds")
     groups = pd.MultiIndex.from_frame(part[keys].drop_duplicates())
     return wide.reindex(index=groups, columns=list(dict.fromkeys(part["seeds"])))

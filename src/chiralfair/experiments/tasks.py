@@ -301,7 +301,7 @@ def _diversity_figures(prefix: str, diversity: dict[str, Any] | None) -> dict[st
 
 def _write_pairs(outcome, folder: Path) -> None:
     with atomic_path(folder / PAIRS_NAME) as tmp:
-        outcome.result.to_frame(outcome.domain).to_parquet(tmp, index=False)
+        outcome.result.to_frame(outcome.domain, codec=outcome.codec).to_parquet(tmp, index=False)
 
 
 def _inputs(cell: Cell, data_home, cache_dir):

@@ -80,6 +80,7 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
+from ..results.run_folder import BIN_SUFFIX
 from ..storage import json_default
 from .auto import _validation_figures
 from .base import MitigationMethod, check_shares, method_class
@@ -1102,7 +1103,8 @@ def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np
     ----------
     frame : pandas.DataFrame
         As :meth:`SearchResult.to_frame` with a domain writes it (``pandas.read_parquet`` of a file or of a
-        folder of parts): one column per feature with decoded labels, the same with suffix ``_counterpart``.
+        folder of parts): one column per feature with decoded labels, the same with suffix ``_counterpart``; a
+        binned column shown as the value the model was fed is read from its ``<column> (bin)`` beside it.
     domain : Domain
         The run's domain (``Domain.from_dict`` of result.json's ``meta.domain``).
 
@@ -1120,8 +1122,12 @@ def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np
 
 def _encode_columns(frame: pd.DataFrame, domain: Domain, suffix: str) -> np.ndarray:
     out = np.empty((len(frame), domain.n_features), dtype=np.int64)
+    names = {f.name for f in domain.features}
     for j, feature in enumerate(domain.features):
         column = feature.name + suffix
+        binned = feature.name + BIN_SUFFIX
+        if binned not in names and binned + suffix in frame.columns:  # shown as the value fed: codes from the bin
+            column = binned + suffix
         if column not in frame.columns:
             raise ConfigError(f"idis.parquet lacks column {column!r} of the run's domain")
         values = frame[column]

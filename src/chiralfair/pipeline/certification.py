@@ -214,8 +214,9 @@ def certify_inputs(inputs, *, max_seconds: float | None = 60.0, max_depth: int |
     result = replace(result, individuals=people, notes=tuple(inputs.notes) + result.notes + tuple(notes), meta=meta)
     if out is not None:
         from ..datasets.population import population_of
+        from ..results.run_folder import fed_codec
 
-        result.write(out, inputs.domain, population_of(inputs.dataset))
+        result.write(out, inputs.domain, population_of(inputs.dataset), codec=fed_codec(inputs.model))
     logger.info("certified %.2f%% of the domain in %.1f s (%s)", 100 * result.certified_share, result.seconds,
                 result.stopped)
     return result

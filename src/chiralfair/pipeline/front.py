@@ -684,13 +684,17 @@ class AuditResult:
         return self.outcome.summary()
 
     def idis(self):
-        """IDI pairs with decoded values, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``).
+        """IDI pairs as the model was fed them, one row per IDI (``pandas.DataFrame``, columns as in ``idis.parquet``).
+
+        Each labelled column shows its code's label; for a model fed your rows, a binned column holds the value the
+        model was fed (its bin's representative, in your column's dtype), followed by ``<column> (bin)`` with the
+        bin (:meth:`SearchResult.to_frame <chiralfair.results.SearchResult.to_frame>`).
 
         Returns
         -------
-        pandas.DataFrame, shape (n_idis, 2 * n_features + 4)
+        pandas.DataFrame, shape (n_idis, 2 * (n_features + n_binned) + 4)
         """
-        return self.outcome.result.to_frame(self.outcome.domain)
+        return self.outcome.result.to_frame(self.outcome.domain, codec=self.outcome.codec)
 
     def summary(self) -> str:
         """What ``chiralfair run`` prints: the verdict, then the search's figures, seed clustering and notes.

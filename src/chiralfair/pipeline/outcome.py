@@ -47,6 +47,10 @@ class RunOutcome:
         :mod:`chiralfair.verdict.group_metrics`), measured with the verdict.
     queries : dict or None
         The queries of the budget and the rows sent outside it (:func:`~chiralfair.pipeline.run.query_record`).
+    codec : FrameCodec or None
+        How the codes searched decode into the rows the model is fed, for a model fed the data's own rows
+        (:func:`~chiralfair.results.run_folder.fed_codec`): the pairs then show each binned column as the value the
+        model was fed, its bin beside it; None for a model fed codes.
     """
 
     config: RunConfig
@@ -63,6 +67,7 @@ class RunOutcome:
     random_state: dict[str, Any] | None = None
     group_metrics: Any = None
     queries: dict[str, Any] | None = None
+    codec: Any = None
 
     def summary(self) -> dict[str, Any]:
         """The figures of result.json: verdict, search summary, direction of the IDI pairs, seeds, model, timings.

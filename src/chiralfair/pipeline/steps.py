@@ -251,12 +251,12 @@ def run_search(prepared: PreparedSearch, inputs, seed_report, *, out: str | os.P
     -------
     SearchResult
     """
-    from ..results.run_folder import PAIRS_NAME, PairSink, mark_interrupted, mark_partial
+    from ..results.run_folder import PAIRS_NAME, PairSink, fed_codec, mark_interrupted, mark_partial
 
     sink = None
     if out is not None:
         mark_partial(out, meta or {})
-        sink = PairSink(Path(out) / PAIRS_NAME)
+        sink = PairSink(Path(out) / PAIRS_NAME, codec=fed_codec(inputs.model))  # pairs as the model was fed them
     try:
         return prepared.generator.run(inputs.model, inputs.domain, seed_report,
                                       random_state=prepared.plan.random_state, sink=sink)
@@ -460,12 +460,12 @@ def no_search(prepared: PreparedSearch, inputs, seed_report, spent, *, out: str 
     """
     from ..generators.recorder import IDIRecorder
     from ..results import base_meta
-    from ..results.run_folder import PAIRS_NAME, PairSink, mark_partial
+    from ..results.run_folder import PAIRS_NAME, PairSink, fed_codec, mark_partial
 
     sink = None
     if out is not None:
         mark_partial(out, meta or {})
-        sink = PairSink(Path(out) / PAIRS_NAME)
+        sink = PairSink(Path(out) / PAIRS_NAME, codec=fed_codec(inputs.model))
     generator = prepared.generator
     recorder = IDIRecorder(inputs.model, inputs.domain, sink=sink)
     return recorder.result(

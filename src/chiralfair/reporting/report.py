@@ -70,7 +70,7 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     res = outcome.result
     pairs = folder / PAIRS_NAME
     if res.pairs_path is None or Path(res.pairs_path).resolve() != pairs.resolve():
-        write_pairs(res, outcome.domain, pairs)
+        write_pairs(res, outcome.domain, pairs, codec=outcome.codec)
     plot = _plot_protected_values(outcome, folder)
     summary = outcome.summary()
     summary["partial"] = False
@@ -84,7 +84,7 @@ def write_run(outcome, path: str | os.PathLike) -> Path:
     return folder
 
 
-def write_pairs(result, domain, path: Path) -> Path:
+def write_pairs(result, domain, path: Path, *, codec=None) -> Path:
     """Write a result's pairs to an ``idis.parquet`` dataset folder (the format of :class:`PairSink`).
 
     Parameters
@@ -93,13 +93,15 @@ def write_pairs(result, domain, path: Path) -> Path:
     domain : Domain
     path : pathlib.Path
         The dataset folder; a previous one there is replaced.
+    codec : FrameCodec, optional
+        For a model fed the data's own rows: binned columns as the value it was fed (:class:`PairSink`).
 
     Returns
     -------
     pathlib.Path
         ``path``.
     """
-    sink = PairSink(path)
+    sink = PairSink(path, codec=codec)
     sink.open(domain)
     sink.write(result.idis, result.counterparts, result.idi_labels, result.counterpart_labels, result.phase,
                plausible=result.plausible)

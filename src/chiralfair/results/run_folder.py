@@ -15,6 +15,13 @@ architecture: counterparts that could exist) when the search scored plausibility
 dictionary-encoded string column (pandas reads it as a categorical of labels); a feature without labels is an int64
 column of codes. The domain is kept in the schema metadata (key ``chiralfair.domain``), so the codes can be read back
 without it (:func:`read_pairs`).
+
+The rows shown are what the model was fed. For a model fed the data's own rows (:func:`fed_codec`), the search
+sends a binned column's code as its bin's representative value (:mod:`chiralfair.datasets.codec`), so that column
+holds the representative, in the dtype of the user's column, and the bin's label follows it in ``<column> (bin)``
+(:data:`BIN_SUFFIX`; with the counterpart's, ``<column> (bin)_counterpart``); the schema metadata lists those
+columns (key ``chiralfair.bins``), and the codes are read back from the bin columns. A model fed codes is fed each
+code, whose label is shown. Files of earlier versions (a binned column holding its bin's label) read back the same.
 """
 
 from __future__ import annotations
@@ -29,10 +36,13 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .._validation import check_float, check_int
-from ..exceptions import RunFolderError
+from ..exceptions import ConfigError, RunFolderError
 from ..storage import atomic_path, atomic_write_bytes, folder_beside, replace_folder
 
 if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
+    import pandas as pd
+
+    from ..datasets.codec import ColumnCodec, FrameCodec
     from ..domain import Domain, Feature
 
 # Pairs buffered before a part file is written: with census (13 features) about 30 MB of int64 codes.
@@ -43,6 +53,9 @@ FLUSH_SECONDS = 30.0
 MAX_DICTIONARY = 1 << 16
 PAIRS_NAME = "idis.parquet"
 DOMAIN_KEY = b"chiralfair.domain"
+# The binned columns shown as the value the model was fed, their bins in "<column> (bin)" (a JSON list of names).
+BINS_KEY = b"chiralfair.bins"
+BIN_SUFFIX = " (bin)"
 PHASES = ("global", "local", "leaf")  # leaf: met at a leaf of certification (chiralfair.certification)
 
 
@@ -354,6 +367,9 @@ class PairSink:
     flush_seconds : float
         A part is also written when this many seconds passed since the previous one (default
         :data:`FLUSH_SECONDS`).
+    codec : FrameCodec, optional
+        How the codes searched are decoded into the rows the model is fed (:func:`fed_codec`): each binned column
+        is then written as the value the model was fed, its bin in ``<column> (bin)``. None: a model fed codes.
 
     Raises
     ------
@@ -367,8 +383,9 @@ class PairSink:
     """
 
     def __init__(self, path: str | os.PathLike, *, rows_per_part: int = ROWS_PER_PART,
-                 flush_seconds: float = FLUSH_SECONDS):
+                 flush_seconds: float = FLUSH_SECONDS, codec: FrameCodec | None = None):
         self.path = Path(path)
+        self.codec = codec
         self.rows_per_part = check_int(rows_per_part, "rows_per_part", minimum=1)
         self.flush_seconds = check_float(flush_seconds, "flush_seconds", minimum=0.0)
         self.n_rows = 0
@@ -386,10 +403,16 @@ class PairSink:
         ----------
         domain : Domain
             The domain of the pairs (decoded column names).
+
+        Raises
+        ------
+        ConfigError
+            If a binned column's ``<column> (bin)`` is the name of another feature (:func:`fed_bins`).
         """
+        encoder = _PairEncoder(domain, self.codec)
         remove_pairs(self.path)
         self.path.mkdir(parents=True)
-        self._encoder = _PairEncoder(domain)
+        self._encoder = encoder
         self._last_flush = time.monotonic()
 
     def write(self, X, C, y, yc, phase, *, plausible=None) -> None:
@@ -486,13 +509,16 @@ class PairSink:
 class _PairEncoder:
     """Turns pair arrays into an Arrow table with decoded column names and dictionary-encoded labels."""
 
-    def __init__(self, domain: Domain):
+    def __init__(self, domain: Domain, codec: FrameCodec | None = None):
         import pyarrow as pa
 
         self.domain = domain
         self._labels = [_dictionary(f) for f in domain.features]
+        self._fed = fed_bins(domain, codec)
         self._phases = pa.array(PHASES, type=pa.string())
         self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
+        if self._fed:
+            self._metadata[BINS_KEY] = json.dumps([domain.features[j].name for j in self._fed]).encode()
 
     def table(self, X, C, y, yc, phase_codes, *, plausible=None):
         import pyarrow as pa
@@ -501,6 +527,9 @@ class _PairEncoder:
         for side, suffix in ((X, ""), (C, "_counterpart")):
             for j, f in enumerate(self.domain.features):
                 names.append(f.name + suffix)
+                if j in self._fed:  # the value the model was fed, then its bin
+                    columns.append(pa.array(self._fed[j].decode(side[:, j])))
+                    names.append(f.name + BIN_SUFFIX + suffix)
                 columns.append(self._column(side[:, j], f, self._labels[j]))
         columns += [pa.array(y, type=pa.int64()), pa.array(yc, type=pa.int64()),
                     pa.DictionaryArray.from_arrays(pa.array(phase_codes, type=pa.int8()), self._phases)]
@@ -517,6 +546,94 @@ class _PairEncoder:
         if labels is None:
             return pa.array(codes, type=pa.int64())
         return pa.DictionaryArray.from_arrays(pa.array((codes - feature.lo).astype(np.int32)), labels)
+
+
+def fed_codec(model) -> FrameCodec | None:
+    """The codec decoding the codes searched into the rows ``model`` is fed, or None for a model fed codes.
+
+    A model fed the data's own rows (:attr:`ModelLanguage.reads_people
+    <chiralfair.models.language.ModelLanguage.reads_people>`: a frame, or its values) is sent a binned column's
+    code as its bin's representative value; a model fed codes, or fed through a ``to_frame`` of the user's own,
+    is sent what it is sent, and its pairs show each code's label.
+
+    Parameters
+    ----------
+    model : CountingModel or None
+
+    Returns
+    -------
+    FrameCodec or None
+    """
+    language = getattr(model, "language", None)
+    if language is None or not language.reads_people:
+        return None
+    return getattr(language.to_frame.__self__, "codec", None)
+
+
+def fed_bins(domain: Domain, codec: FrameCodec | None) -> dict[int, ColumnCodec]:
+    """The binned features whose pairs show the value the model was fed: feature index → its column's codec.
+
+    Parameters
+    ----------
+    domain : Domain
+    codec : FrameCodec or None
+        Of :func:`fed_codec`.
+
+    Returns
+    -------
+    dict of int to ColumnCodec
+        Empty without a codec.
+
+    Raises
+    ------
+    ConfigError
+        If ``<column> (bin)`` of a binned column is the name of another feature (the two could not be told apart).
+    """
+    if codec is None:
+        return {}
+    binned = {str(c.name): c for c in codec.columns if c.how == "bin"}
+    fed = {j: binned[f.name] for j, f in enumerate(domain.features) if f.name in binned}
+    names = {f.name for f in domain.features}
+    clash = [domain.features[j].name for j in fed if domain.features[j].name + BIN_SUFFIX in names]
+    if clash:
+        raise ConfigError(f"column {clash[0] + BIN_SUFFIX!r} of the data has the name the IDI pairs give the bins of "
+                          f"binned column {clash[0]!r}; rename it in the data")
+    return fed
+
+
+def decode_side(X, domain: Domain, codec: FrameCodec | None = None, *, suffix: str = "") -> pd.DataFrame:
+    """IDIs (or counterparts) as shown: :meth:`Domain.decode`, with each binned column the value the model was fed.
+
+    Parameters
+    ----------
+    X : numpy.ndarray of int64, shape (n_samples, n_features)
+        Codes.
+    domain : Domain
+    codec : FrameCodec, optional
+        Of :func:`fed_codec`: a binned column then holds the value the model was fed (the user's dtype), followed
+        by ``<column> (bin)`` with its bin's label, as in ``idis.parquet``.
+    suffix : str
+        Appended to every column name (``"_counterpart"``).
+
+    Returns
+    -------
+    pandas.DataFrame, shape (n_samples, n_features + n_binned)
+    """
+    import pandas as pd
+
+    labels = domain.decode(X, suffix=suffix)
+    fed = fed_bins(domain, codec)
+    if not fed:
+        return labels
+    X = np.asarray(X, dtype=np.int64).reshape(-1, domain.n_features)
+    columns: dict[str, Any] = {}
+    for j, f in enumerate(domain.features):
+        if j in fed:
+            columns[f.name + suffix] = fed[j].decode(X[:, j])
+            columns[f.name + BIN_SUFFIX + suffix] = labels[f.name + suffix]
+        else:
+            columns[f.name + suffix] = labels[f.name + suffix]
+    return pd.DataFrame(columns, index=labels.index)
 
 
 def _dictionary(feature: Feature):
@@ -583,10 +700,13 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
 
     domain = Domain.from_dict(json.loads(meta[DOMAIN_KEY]))
     n = table.num_rows
+    binned = set(json.loads(meta.get(BINS_KEY, b"[]")))  # shown as the value fed; codes from their bins
 
     feats = domain.features
-    idis = np.column_stack([_codes(table.column(f.name), f, n) for f in feats])
-    cf = np.column_stack([_codes(table.column(f.name + "_counterpart"), f, n) for f in feats])
+    names = [f.name + BIN_SUFFIX if f.name in binned else f.name for f in feats]
+    idis = np.column_stack([_codes(table.column(name), f, n) for name, f in zip(names, feats, strict=True)])
+    cf = np.column_stack([_codes(table.column(name + "_counterpart"), f, n)
+                          for name, f in zip(names, feats, strict=True)])
     phase = table.column("phase").cast(pa.string()).to_numpy(zero_copy_only=False).astype(str)
     return {"idis": idis, "counterparts": cf,
             "idi_labels": table.column("prediction").to_numpy().astype(np.int64),

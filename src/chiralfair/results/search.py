@@ -20,7 +20,7 @@ from .. import __version__
 from ..domain import Domain
 from ..exceptions import ConfigError
 from ..storage import json_default
-from .run_folder import read_pairs
+from .run_folder import decode_side, read_pairs
 
 SUMMARY_FIELDS = ("n_seeds", "n_seed_idis", "n_idis", "n_global", "n_local", "n_tested", "n_queries",
                   "success_rate", "seconds")
@@ -283,22 +283,27 @@ class SearchResult:
             kept.update({k: getattr(self, k) for k in (*PAIR_ARRAYS, "plausible")})
         return SearchResult(**{**kept, "meta": {**self.meta, **meta}, "notes": (*self.notes, *notes)})
 
-    def to_frame(self, domain: Domain | None = None) -> pd.DataFrame:
+    def to_frame(self, domain: Domain | None = None, *, codec=None) -> pd.DataFrame:
         """One row per IDI: the IDI, its counterpart (suffix ``_counterpart``), both predictions and the phase.
 
         Parameters
         ----------
         domain : Domain, optional
             When given, columns carry feature names and decoded labels; else ``x0..`` codes.
+        codec : FrameCodec, optional
+            With ``domain``, for a model fed the data's own rows
+            (:func:`~chiralfair.results.run_folder.fed_codec`): each binned column holds the value the model was
+            fed (its bin's representative, in the dtype of the data's column), followed by ``<column> (bin)``
+            with the bin's label, as in ``idis.parquet``.
 
         Returns
         -------
-        pandas.DataFrame, shape (n_idis, 2 * n_features + 3), or + 4 with a ``plausible`` column
-            ``plausible`` when the pairs were scored for plausibility.
+        pandas.DataFrame, shape (n_idis, 2 * (n_features + n_binned) + 3), or + 4 with a ``plausible`` column
+            ``plausible`` when the pairs were scored for plausibility; ``n_binned`` is 0 without ``codec``.
         """
         if domain is not None:
-            left = domain.decode(self.idis)
-            right = domain.decode(self.counterparts, suffix="_counterpart")
+            left = decode_side(self.idis, domain, codec)
+            right = decode_side(self.counterparts, domain, codec, suffix="_counterpart")
         else:
             d = self.idis.shape[1] if self.idis.ndim == 2 else 0
             left = pd.DataFrame(self.idis, columns=[f"x{j}" for j in range(d)])
