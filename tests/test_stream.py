@@ -178,8 +178,8 @@ def test_a_category_the_domain_never_held_in_a_coupled_column_is_refused_naming_
 
     train, _, pipe, path = jobs_case(tmp_path)
     couple = {"sex": {"job": {"clerk": "nurse", "nurse": "clerk"}}}
-    with pytest.raises(DatasetError, match=r"column 'job' holds the value 'pilot' \(row 290 of the stream \(file "
-                                           r".*test\.parquet\)\).*coupling.*a domain_sample that reaches "
+    with pytest.raises(DatasetError, match=r"column 'job' holds the value 'pilot' \(data row 291 of test file "
+                                           r"'.*test\.parquet'\).*coupling.*a domain_sample that reaches "
                                            r"this row") as err:
         chiralfair.estimate(pipe, train, test=path, batch_rows=64, domain_sample=100, couple=couple, **KW)
     text = command_line_syntax(str(err.value), ESTIMATE_FLAGS)

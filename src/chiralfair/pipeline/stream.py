@@ -198,14 +198,15 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
                    + ("" if inputs.spec is None or inputs.spec.schema is None else ", read through the schema"))
     stream_meta = {"source": stream.description, "batch_rows": batch_rows, "domain_sample": domain_sample,
                    "domain": domain_text, "workers": workers, "scheduler": scheduler}
+    role = "test" if held_out else "data"  # an error names a row as "data row 13 of test file 'a.parquet'"
     client, cluster = _client(workers, scheduler)
     inputs.model.reset_queries()
     try:
         verdict = stream_verdict(
-            inputs.model, inputs.dataset, None if client is not None else stream.batches(batch_rows),
+            inputs.model, inputs.dataset, None if client is not None else stream.batches(batch_rows, named=role),
             favourable=favourable, favourable_note=note, n_rows=stream.n_rows, progress=progress,
             random_state=random_state, client=client,
-            partitions=partition_readers(stream, batch_rows) if client is not None else None,
+            partitions=partition_readers(stream, batch_rows, named=role) if client is not None else None,
             population="test" if held_out else "rows", meta={"stream": stream_meta},
             schema_types=None if inputs.spec is None else (dict(inputs.spec.types), dict(inputs.spec.categories)),
             **params)
