@@ -344,39 +344,31 @@ def test_on_a_cluster_a_category_the_domain_never_held_is_counted_as_on_one_proc
 def test_the_local_cluster_keeps_glibcs_memory_settings_in_its_workers(monkeypatch):
     # dask's MALLOC_TRIM_THRESHOLD_=65536 maps every array above 128 KiB afresh: 4.6 times a process's page faults
     pytest.importorskip("distributed")
-    from chiralfair.pipeline.stream import _client
+    from chiralfair.pipeline.stream import dask_client
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    client, cluster = _client(1, None)
-    try:
+    with dask_client(1, None) as client:
         assert list(client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_")).values()) == [None]
         assert list(client.run(lambda: os.environ.get("OMP_NUM_THREADS")).values()) == ["1"]  # dask's others kept
-    finally:
-        client.close()
-        cluster.close()
 
 
 def test_the_local_clusters_workers_take_one_thread_per_pool_and_run_no_profiler():
     # two workers on two cores: a second BLAS/OpenMP thread each, or the profiler taking the GIL every 10 ms from
     # the thread that scores, is time the other worker's scoring waits for a core
     pytest.importorskip("distributed")
-    from chiralfair.pipeline.stream import _client
+    from chiralfair.pipeline.stream import dask_client
 
     def pools(dask_worker):
         from threadpoolctl import threadpool_info
 
         return [p["num_threads"] for p in threadpool_info()], "profile" in dask_worker.periodic_callbacks
 
-    client, cluster = _client(2, None)
-    try:
+    with dask_client(2, None) as client:
         seen = list(client.run(pools).values())
-        assert len(seen) == 2
-        for threads, profiling in seen:
-            assert threads and set(threads) == {1}
-            assert not profiling
-    finally:
-        client.close()
-        cluster.close()
+    assert len(seen) == 2
+    for threads, profiling in seen:
+        assert threads and set(threads) == {1}
+        assert not profiling
 
 
 def _holding(people, log):
