@@ -447,10 +447,13 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
 
 
 def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, BaseException]:
-    """The partition that failed, not one cancelled because of it: the first future in error, else the one given.
+    """The partition that failed, not one cancelled because of it: the first future in error, else every cancelled one.
 
     A worker that dies takes the scattered model with it, and the scheduler may cancel other partitions' tasks
-    before it reports the one that killed it; the error names the partition whose own task failed.
+    before it reports the one that killed it; the error names the partition whose own task failed. When the model
+    was lost with the only worker holding it (one that joined after the scatter had none), every partition under
+    way is cancelled alike and none is in error: all of them are named, in order, not the one the scheduler happened
+    to report first.
     """
     from distributed import wait
 
@@ -461,6 +464,10 @@ def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, 
     for future, read in futures.items():
         if future.status == "error":
             return read.where, future.exception()
+    cancelled = [read.where for future, read in futures.items() if future.status == "cancelled"]
+    if len(cancelled) > 1:
+        return ", ".join(cancelled) + " (cancelled together: the model sent to the workers was lost with a worker " \
+            "that died)", err
     return where, err
 
 
