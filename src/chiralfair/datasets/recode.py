@@ -69,7 +69,8 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str, first_row: int 
     where : str
         Where the rows were read (a file, a partition), for the error messages.
     first_row : int, default 0
-        The position of ``frame``'s first row in ``where`` (an error names the row there).
+        The position of ``frame``'s first row in ``where`` (an error names the row there), unless ``frame``'s index
+        names each row's source and its row there (:class:`~chiralfair.datasets.stream.Batch`), which then names it.
     as_given : bool, default False
         The model is fed the rows as given (not codes): a number of another column beyond the domain's range (an
         integer beyond its bounds, a number beyond a binned column's finite edges) is then coded as the nearest
@@ -140,10 +141,12 @@ def recode(dataset: Dataset, frame: pd.DataFrame, *, where: str, first_row: int 
             bad = np.zeros_like(bad)
         if bad.any():
             if j not in protected:
+                from .stream import row_text_of
+
                 row = int(np.argmax(bad))
                 raise DatasetError(
                     f"column {column.name!r} holds {_show(frame[column.name].iloc[row])} "
-                    f"(row {first_row + row:,} of {where}), "
+                    f"({row_text_of(frame, row, where, first_row)}), "
                     f"a value the domain cannot code ({_known(column, feature)})"
                     + (", and a constraint or coupling reads the column, so which counterparts exist cannot be "
                        "decided for it" if j in in_rules and column.how == "category" else "") + f"; {FIX}")

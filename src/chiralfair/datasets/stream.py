@@ -27,11 +27,82 @@ DEFAULT_BATCH_ROWS = 65_536
 
 @dataclass
 class Batch:
-    """Some rows of a stream: the frame, where it was read, the position of its first row in the stream."""
+    """Some rows of a stream: the frame, where it was read, the position of its first row in the stream.
+
+    Read by :meth:`RowStream.batches` (or a partition's reader on a Dask worker), the frame's index names each row by
+    where it was read and its row there (the outer level, :data:`~chiralfair.datasets.frame.ROW_SOURCE`, its file,
+    partition or frame; the inner one its row in that file, as the in-memory door numbers a file's rows, or its
+    index label in that frame or partition), so that an error about a row of the batch names it in the words the
+    in-memory door uses (:meth:`row_text`), whatever the position of the batch in the stream.
+    """
 
     frame: pd.DataFrame
     where: str
     start: int
+
+    def row_text(self, position: int) -> str:
+        """The row at ``position`` of the batch in words: ``data row 13 of test file 'pq/part-1.parquet'``.
+
+        Parameters
+        ----------
+        position : int
+            The row's position in :attr:`frame`.
+
+        Returns
+        -------
+        str
+        """
+        return row_text_of(self.frame, position, f"the stream ({self.where})", self.start)
+
+
+def row_text_of(frame: pd.DataFrame, position: int, where: str, first_row: int = 0) -> str:
+    """The row at ``position`` of ``frame`` in words, the one place a row of streamed rows is named.
+
+    By the frame's index when it names each row's source and its row there (:class:`Batch`: ``data row 13 of test
+    file 'a.parquet'``), else ``row N of where``, whatever the error about it.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    position : int
+        The row's position in ``frame``.
+    where : str
+        Where ``frame`` was read, for a frame whose index does not name its rows.
+    first_row : int, default 0
+        The position of ``frame``'s first row in ``where``, likewise.
+
+    Returns
+    -------
+    str
+    """
+    from .frame import ROW_SOURCE, row_text
+
+    if isinstance(frame.index, pd.MultiIndex) and frame.index.names[0] == ROW_SOURCE:
+        return row_text(frame.index, position)
+    return f"row {first_row + position:,} of {where}"
+
+
+def named_rows(frame: pd.DataFrame, parts: list[tuple[str, pd.Index]]) -> pd.DataFrame:
+    """``frame`` whose index names each row by its source and its label there (:class:`Batch`).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    parts : list of (str, pandas.Index)
+        One after the other, covering the frame's rows: a source in words (``"test file 'a.parquet'"``, as
+        :func:`~chiralfair.datasets.frame.row_text` reads it) and its rows' labels there.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    from .frame import ROW_SOURCE
+
+    names = list(dict.fromkeys(source for source, _ in parts))
+    codes = np.repeat([names.index(source) for source, _ in parts], [len(labels) for _, labels in parts])
+    labels = parts[0][1].append([labels for _, labels in parts[1:]]) if len(parts) > 1 else parts[0][1]
+    index = pd.MultiIndex.from_arrays([pd.Categorical.from_codes(codes, names), labels], names=[ROW_SOURCE, "row"])
+    return frame.set_axis(index)
 
 
 def is_stream(data) -> bool:
@@ -92,7 +163,7 @@ class RowStream:
             return f"{self.files[0] if self.files else 'the given DataFrame'} ({len(self.source):,} rows)"
         return "a polars LazyFrame"
 
-    def batches(self, batch_rows: int, columns: list | None = None) -> Iterator[Batch]:
+    def batches(self, batch_rows: int, columns: list | None = None, *, named: str = "data") -> Iterator[Batch]:
         """The rows, ``batch_rows`` at a time (the last batch may hold fewer), in the source's order.
 
         Parameters
@@ -100,10 +171,14 @@ class RowStream:
         batch_rows : int
         columns : list, optional
             Columns to read (default: all).
+        named : {"data", "test"}, default="data"
+            What the rows are, for naming a row in an error (:class:`Batch`): ``data row 13 of test file
+            'pq/part-1.parquet'``.
 
         Yields
         ------
         Batch
+            Its frame's index names each row by where it was read and its row there.
 
         Raises
         ------
@@ -111,8 +186,9 @@ class RowStream:
             Naming the file or partition that cannot be read.
         """
         start = 0
-        for frame, where in _rebatch(self._pieces(batch_rows, columns), batch_rows):
-            yield Batch(frame, where, start)
+        for frame, parts in _rebatch(self._pieces(batch_rows, columns), batch_rows):
+            where = ", ".join(dict.fromkeys(w for w, _ in parts))
+            yield Batch(named_rows(frame, [(self._row_source(w, named), labels) for w, labels in parts]), where, start)
             start += len(frame)
 
     def head(self, n: int, columns: list | None = None, *, named: str | None = None) -> pd.DataFrame:
@@ -126,40 +202,31 @@ class RowStream:
             Name each row by where it was read, for rows read as the data or as the held-out rows: the index's outer
             level (:data:`~chiralfair.datasets.frame.ROW_SOURCE`) is its file (``test file 'pq/part-1.parquet'``,
             ``test file 'test.csv'``), a partition or a frame, the inner one its row there, as the in-memory door
-            numbers a file's rows (from 0 below the header; a frame's own index label). A refusal about a row of
-            the sample then names the file and the row within it
-            (:func:`~chiralfair.datasets.frame.row_text`). Default: a plain index from 0.
+            numbers a file's rows (from 0 below the header; a frame's or a Dask partition's own index label). A
+            refusal about a row of the sample then names the file and the row within it
+            (:func:`~chiralfair.datasets.frame.row_text`), as a refusal about a later batch does (:class:`Batch`).
+            Default: a plain index from 0.
 
         Returns
         -------
         pandas.DataFrame
         """
-        parts, sources, rows, have = [], [], [], 0
-        read: dict[str, int] = {}  # rows read so far from each file, partition or frame
-        for frame, where in self._pieces(min(n, DEFAULT_BATCH_ROWS), columns):
-            start = read.get(where, 0)
-            read[where] = start + len(frame)
+        parts, names, have = [], [], 0
+        for frame, where, labels in self._pieces(min(n, DEFAULT_BATCH_ROWS), columns):
             take = frame.iloc[:n - have]
             if not len(take):
                 continue
             parts.append(take)
+            names.append((where, labels[:len(take)]))
             have += len(take)
-            if named is not None:
-                sources.append(np.full(len(take), self._row_source(where, named), dtype=object))
-                rows.append(self.source.index[start:start + len(take)] if self.kind == "frame" and not self.files
-                            else pd.RangeIndex(start, start + len(take)))
             if have >= n:
                 break
         if not parts:
             raise DatasetError(f"{self.description} holds no rows")
+        frame = _joined(parts)
         if named is None:
-            return pd.concat(parts, ignore_index=True)
-        from .frame import ROW_SOURCE
-
-        index = pd.MultiIndex.from_arrays([np.concatenate(sources), np.concatenate([np.asarray(r, dtype=object)
-                                                                                    for r in rows])],
-                                          names=[ROW_SOURCE, "row"])
-        return pd.concat(parts).set_axis(index)
+            return frame
+        return named_rows(frame, [(self._row_source(where, named), labels) for where, labels in names])
 
     def _row_source(self, where: str, role: str) -> str:
         """Where a piece's rows were read, in the words :func:`~chiralfair.datasets.frame.row_text` reads."""
@@ -169,14 +236,21 @@ class RowStream:
             return f"{role} file {self.files[0].split(' ', 2)[2]!r}" if self.files else f"the {role} frame ({role}=)"
         return f"{where} ({role}=)"
 
-    def _pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str]]:
+    def _pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str, pd.Index]]:
+        """The rows in pieces of at most ``batch_rows``: a frame (index from 0), where it was read, its rows' labels.
+
+        The labels are the rows' own there: a file's rows numbered from 0 as read, a frame's or a Dask partition's own
+        index labels, a polars frame's rows from 0.
+        """
         if self.kind == "parquet":
             yield from self._parquet_pieces(batch_rows, columns)
         elif self.kind == "frame":
             frame = self.source if columns is None else self.source[columns]
             where = self.description.rsplit(" (", 1)[0]
             for s in range(0, len(frame), batch_rows):
-                yield frame.iloc[s:s + batch_rows].reset_index(drop=True), where
+                piece = frame.iloc[s:s + batch_rows]
+                yield (piece.reset_index(drop=True), where,
+                       pd.RangeIndex(s, s + len(piece)) if self.files else piece.index)
         elif self.kind == "dask":
             frame = self.source if columns is None else self.source[columns]
             for i in range(frame.npartitions):
@@ -185,23 +259,28 @@ class RowStream:
                     part = frame.get_partition(i).compute()
                 except Exception as err:  # a worker lost, a file behind the partition unreadable: name it
                     raise DatasetError(f"cannot read {where}: {type(err).__name__}: {err}") from err
-                yield part.reset_index(drop=True), where
+                yield part.reset_index(drop=True), where, part.index
         else:
             from .native import as_pandas
 
-            for i, part in enumerate(self.source.collect_batches(chunk_size=batch_rows)):
+            at = 0
+            for part in self.source.collect_batches(chunk_size=batch_rows):
                 frame = as_pandas(part, what="polars batch")
-                yield (frame if columns is None else frame[columns]), f"batch {i} of the polars LazyFrame"
+                yield (frame if columns is None else frame[columns]), "the polars LazyFrame", pd.RangeIndex(
+                    at, at + len(frame))
+                at += len(frame)
 
-    def _parquet_pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str]]:
+    def _parquet_pieces(self, batch_rows: int, columns) -> Iterator[tuple[pd.DataFrame, str, pd.Index]]:
         import pyarrow.parquet as pq
 
         for path in self.files:
             try:
                 handle = self._filesystem.open(path, "rb") if self._filesystem is not None else path
                 reader = pq.ParquetFile(handle)
+                at = 0
                 for record in reader.iter_batches(batch_size=batch_rows, columns=columns):
-                    yield record.to_pandas(), f"file {path}"
+                    yield record.to_pandas(), f"file {path}", pd.RangeIndex(at, at + record.num_rows)
+                    at += record.num_rows
             except (OSError, ValueError) as err:
                 raise DatasetError(f"cannot read Parquet file {path}: {err}") from err
 
@@ -307,24 +386,27 @@ def _same_schema(first, other) -> None:
                                "folder must hold the same types")
 
 
-def _rebatch(pieces: Iterator[tuple[pd.DataFrame, str]], batch_rows: int) -> Iterator[tuple[pd.DataFrame, str]]:
-    """Frames of exactly ``batch_rows`` rows (the last may hold fewer) from pieces of any size."""
+def _rebatch(pieces: Iterator[tuple[pd.DataFrame, str, pd.Index]],
+             batch_rows: int) -> Iterator[tuple[pd.DataFrame, list[tuple[str, pd.Index]]]]:
+    """Frames of exactly ``batch_rows`` rows (the last may hold fewer) from pieces of any size.
+
+    Each with the parts it was cut from: where each was read and its rows' labels there.
+    """
     held: list[pd.DataFrame] = []
-    wheres: list[str] = []
+    parts: list[tuple[str, pd.Index]] = []
     have = 0
-    for frame, where in pieces:
+    for frame, where, labels in pieces:
         while len(frame):
             take = frame.iloc[:batch_rows - have]
-            frame = frame.iloc[len(take):]
             held.append(take)
-            if not wheres or wheres[-1] != where:
-                wheres.append(where)
+            parts.append((where, labels[:len(take)]))
+            frame, labels = frame.iloc[len(take):], labels[len(take):]
             have += len(take)
             if have == batch_rows:
-                yield _joined(held), ", ".join(wheres)
-                held, wheres, have = [], [], 0
+                yield _joined(held), parts
+                held, parts, have = [], [], 0
     if have:
-        yield _joined(held), ", ".join(wheres)
+        yield _joined(held), parts
 
 
 def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame:

@@ -361,32 +361,20 @@ def _outcome(future, cell: Cell, out: Path) -> dict[str, Any]:
 def _dask_client(scheduler: str, workers: int | None) -> Iterator[Any]:
     from dask.distributed import Client, LocalCluster
 
+    from ..pipeline.stream import quiet_distributed_logs
+
     if scheduler != "local":
         with _connected(scheduler) as client:
             yield client
         return
     n_workers = workers or os.cpu_count() or 1
-    # A free port: two grids on one machine must not fight over Dask's default 8787.
-    with _quiet_dask(), LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                     dashboard_address=":0", silence_logs=logging.ERROR) as cluster, \
+    # A free port: two grids on one machine must not fight over Dask's default 8787. Errors only from Dask's loggers
+    # while the cluster lives: its INFO records would reach the command line's handlers and bury the bar.
+    with quiet_distributed_logs(logging.ERROR), LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                                             dashboard_address=":0",
+                                                             silence_logs=logging.ERROR) as cluster, \
             Client(cluster) as client:
         yield client
-
-
-@contextlib.contextmanager
-def _quiet_dask() -> Iterator[None]:
-    """Errors only from Dask's loggers while the local cluster lives.
-
-    ``silence_logs`` quiets only Dask's own handlers; its INFO records (scheduler and nanny start-up, closing
-    comms) would still reach the root logger's handlers, e.g. those of the command line, and bury the bar.
-    """
-    dask_logger = logging.getLogger("distributed")
-    level = dask_logger.level
-    dask_logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        dask_logger.setLevel(level)
 
 
 @contextlib.contextmanager

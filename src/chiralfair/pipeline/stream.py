@@ -12,8 +12,10 @@ follows the stated rule for unseen values (:mod:`chiralfair.datasets.recode`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from ..datasets.recode import NAMED_VALUES
@@ -198,22 +200,17 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
                    + ("" if inputs.spec is None or inputs.spec.schema is None else ", read through the schema"))
     stream_meta = {"source": stream.description, "batch_rows": batch_rows, "domain_sample": domain_sample,
                    "domain": domain_text, "workers": workers, "scheduler": scheduler}
-    client, cluster = _client(workers, scheduler)
+    role = "test" if held_out else "data"  # an error names a row as "data row 13 of test file 'a.parquet'"
     inputs.model.reset_queries()
-    try:
+    with dask_client(workers, scheduler) as client:
         verdict = stream_verdict(
-            inputs.model, inputs.dataset, None if client is not None else stream.batches(batch_rows),
+            inputs.model, inputs.dataset, None if client is not None else stream.batches(batch_rows, named=role),
             favourable=favourable, favourable_note=note, n_rows=stream.n_rows, progress=progress,
             random_state=random_state, client=client,
-            partitions=partition_readers(stream, batch_rows) if client is not None else None,
+            partitions=partition_readers(stream, batch_rows, named=role) if client is not None else None,
             population="test" if held_out else "rows", meta={"stream": stream_meta},
             schema_types=None if inputs.spec is None else (dict(inputs.spec.types), dict(inputs.spec.categories)),
             **params)
-    finally:
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
     streamed_quality = verdict.meta["stream"].get("model_quality")
     if streamed_quality is not None:  # F1 over every streamed row, not the domain sample: every reader sees it
         unseen = verdict.meta["stream"]["rows_unseen_protected_value"]
@@ -269,16 +266,62 @@ def _new_category_notes(new: dict | None) -> list[str]:
     return [note]
 
 
-def _client(workers: int | None, scheduler: str | None):
-    """A Dask client (and the local cluster it owns) for ``workers`` or ``scheduler``; (None, None) for neither."""
+@contextlib.contextmanager
+def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
+    """A Dask client for ``workers`` (a local cluster it starts and closes) or ``scheduler``; None for neither.
+
+    While it runs, distributed's own log records below WARNING are not printed in this process (its scheduler's,
+    nanny's and client's INFO lines, about 40 for a two-worker cluster, which buried the progress bar and the
+    verdict); the workers' are silenced by the cluster (``silence_logs``). Its warnings and errors, and ours, stay.
+
+    Parameters
+    ----------
+    workers : int, optional
+    scheduler : str, optional
+
+    Yields
+    ------
+    distributed.Client or None
+    """
     if workers is None and scheduler is None:
-        return None, None
+        yield None
+        return
     from distributed import Client
 
-    if scheduler is not None or workers is None:
-        return Client(scheduler), None
-    cluster = local_cluster(workers)
-    return Client(cluster), cluster
+    with quiet_distributed_logs():
+        if scheduler is not None or workers is None:
+            with Client(scheduler) as client:
+                yield client
+            return
+        with local_cluster(workers) as cluster, Client(cluster) as client:
+            yield client
+
+
+@contextlib.contextmanager
+def quiet_distributed_logs(level: int = logging.WARNING) -> Iterator[None]:
+    """Raise the ``distributed`` logger to ``level`` for the block (when it is below), as it was after.
+
+    distributed's ``silence_logs`` only lowers the handlers it installed on its own logger; when the root logger
+    already had a handler at its import (the command line's, :func:`~chiralfair.cli.console.setup_logging`, or a
+    user's ``logging.basicConfig``), distributed installs none and its INFO records reach the root's. The logger's
+    own level stops them wherever they would go.
+
+    Parameters
+    ----------
+    level : int, default logging.WARNING
+
+    Yields
+    ------
+    None
+    """
+    logger = logging.getLogger("distributed")
+    before = logger.level
+    if logger.getEffectiveLevel() < level:
+        logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def local_cluster(workers: int):
@@ -311,4 +354,4 @@ def local_cluster(workers: int):
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "distributed.worker.profile.enabled": False}):
         return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                            silence_logs=logging.ERROR)
+                            silence_logs=logging.WARNING)

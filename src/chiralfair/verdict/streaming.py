@@ -1,7 +1,9 @@
 """A verdict over rows that do not fit in memory: streamed in batches, on one process or on a Dask cluster, exact.
 
 Every row of the source is checked (each person against every counterpart that could exist, as
-:func:`~chiralfair.verdict.estimate` checks an enumerated population). Each batch is coded in the domain's codes
+:func:`~chiralfair.verdict.estimate` checks an enumerated population). An error about a row (a missing label, a value
+the domain cannot code, the model's) names its file or partition and its row there, whatever the batch
+(:class:`~chiralfair.datasets.stream.Batch`), and no verdict is given. Each batch is coded in the domain's codes
 (:func:`~chiralfair.datasets.recode.recode`), checked, and reduced to its additive counts
 (:class:`~chiralfair.verdict.counts.VerdictCounts`); the counts of every batch are merged and the verdict is decided
 once from them by the code :func:`~chiralfair.verdict.estimate` uses
@@ -25,13 +27,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from .._random import as_generator, derive_seed
 from ..datasets.base import Dataset
 from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
-from ..exceptions import DatasetError, DomainError, ModelCallError
+from ..exceptions import DatasetError, DomainError, ModelCallError, ModelCapabilityError, ModelInputError
 from .counts import GapValues, VerdictCounts, confusion_counts, quality_of
 from .rule_tree import RuleRows, rule_shape
 
@@ -68,11 +71,13 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     from .result import unplaced_by_attribute
 
     domain = dataset.domain
+    _refuse_missing_labels(dataset, batch)
     if schema_types is not None and schema_types[0]:
         from ..datasets.schema import typed_frames
 
-        batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1], sources=[batch.where])[0],
-                      batch.where, batch.start)
+        named = isinstance(batch.frame.index, pd.MultiIndex)  # its index names each row's file (Batch)
+        batch = Batch(typed_frames([batch.frame], schema_types[0], schema_types[1],
+                                   sources=None if named else [batch.where])[0], batch.where, batch.start)
     X, unseen, beyond, new, new_values = recode(dataset, batch.frame, where=batch.where, first_row=batch.start,
                                                 as_given=judge.check.model.reads_people)
     outside = domain.protected_value_index(X) < 0
@@ -100,8 +105,7 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
             if judge.check.model.reads_people:
                 frame = batch.frame.iloc[rows].reset_index(drop=True)[dataset.codec.names]  # type: ignore[union-attr]
                 people = Population(frame, X[rows], dataset.codec)  # type: ignore[arg-type]
-            own_labels, outcome = _judging(judge, np.flatnonzero(columns)).check_rows(X[rows], people,
-                                                                                   with_labels=True)
+            own_labels, outcome = _checked(_judging(judge, np.flatnonzero(columns)), batch, X, rows, people)
             tally.add(X[rows], *outcome)
             order.append(rows)
             labels.append(np.asarray(own_labels))
@@ -134,6 +138,63 @@ def batch_counts(judge, dataset: Dataset, batch: Batch, gaps: GapValues | None =
     return counts, n_unseen
 
 
+def _refuse_missing_labels(dataset: Dataset, batch: Batch) -> None:
+    """Refuse a batch holding a row whose label is missing, naming the label column and the row.
+
+    As the in-memory door refuses one (:func:`~chiralfair.datasets.from_frame`): a streamed F1 without that row would
+    read as whole.
+    """
+    if dataset.label not in batch.frame.columns:
+        return
+    missing = batch.frame[dataset.label].isna().to_numpy()
+    if missing.any():
+        raise DatasetError(f"label column {dataset.label!r} has a missing value at "
+                           f"{batch.row_text(int(np.argmax(missing)))}; no verdict is reported (one without that "
+                           "row would read as the verdict over every row); fill the label or drop the row")
+
+
+def _checked(judge, batch: Batch, X: np.ndarray, rows: np.ndarray, people):
+    """``judge.check_rows`` on the batch's ``rows``, a model's error naming the row of the file or partition.
+
+    The row is the first person whose check fails alone (found by halving the rows, a few calls, only once the model
+    has failed); an error no row explains (a lost connection, a timeout) names the rows that were being checked.
+    """
+    try:
+        return judge.check_rows(X[rows], people, with_labels=True)
+    except ModelCapabilityError as err:
+        failed = err
+    if isinstance(failed, ModelInputError):
+        def fails(a: int, b: int) -> bool:
+            part = None if people is None else people.take(np.arange(a, b))
+            try:
+                judge.check_rows(X[rows[a:b]], part, with_labels=True)
+            except ModelCapabilityError:
+                return True
+            return False
+
+        lo, hi = 0, len(rows)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if fails(lo, mid):
+                hi = mid
+            elif fails(mid, hi):
+                lo = mid
+            else:
+                break
+        if hi - lo == 1:
+            where = f"{batch.row_text(int(rows[lo]))} (the person or one of their counterparts)"
+            raise _with_text(failed, where) from failed
+    where = f"checking the rows from {batch.row_text(int(rows[0]))} to {batch.row_text(int(rows[-1]))}"
+    raise _with_text(failed, where) from failed
+
+
+def _with_text(err: Exception, where: str) -> Exception:
+    """A copy of ``err`` (its type and attributes) whose message starts by saying ``where``."""
+    out = copy.copy(err)
+    out.args = (f"{where}: {err}", *err.args[1:])
+    return out
+
+
 def _judging(judge, columns: np.ndarray):
     """``judge``, or one whose plausibility reads none of ``columns`` (people holding a category never held there).
 
@@ -151,14 +212,14 @@ def _judging(judge, columns: np.ndarray):
 def _confusion(dataset: Dataset, frame, keep: np.ndarray, own_labels: np.ndarray) -> np.ndarray | None:
     """The model's confusion counts over the rows ``keep`` of ``frame`` (None without the label column).
 
-    A row whose label is missing is not counted; the label is read as the dataset's was: the positive class is 1.
+    The label is read as the dataset's was: the positive class is 1 (a missing label was refused before:
+    :func:`_refuse_missing_labels`).
     """
     if dataset.label not in frame.columns:
         return None
     y = frame[dataset.label].iloc[keep]
-    known = y.notna().to_numpy()
     truth = (y.astype(str) == str(dataset.positive_class)).to_numpy()
-    return confusion_counts(truth[known], np.asarray(own_labels)[known])
+    return confusion_counts(truth, np.asarray(own_labels))
 
 
 def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, favourable: int,
@@ -200,8 +261,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     -------
     Verdict
         ``meta["stream"]`` says the rows read, the batches or partitions, the rows left out and why, and the
-        model's F1 and accuracy over every row read whose label is known and which was sent to the model
-        (``model_quality``, :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
+        model's F1 and accuracy over every row read which was sent to the model (``model_quality``,
+        :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
         the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``), and
         those holding a category the domain never held, used as given, by column with the first few values
         (``rows_new_category``).
@@ -209,9 +270,14 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     Raises
     ------
     DatasetError
-        A batch or partition that cannot be read (naming it), a value the domain cannot code.
+        A batch or partition that cannot be read (naming it); a value the domain cannot code, or a missing label
+        (refused as the in-memory door refuses it, never skipped from the F1), naming the file or partition and the
+        row within it.
+    ModelInputError
+        The model refusing a row, naming the file or partition and the row within it.
     ModelCallError
-        A partition whose scoring failed for good on the cluster (naming it, after the retries).
+        The model failing on rows alike (naming the rows it was checking), or a partition whose scoring failed for
+        good on the cluster (naming it, after the retries).
     DomainError
         When no individual read has a counterpart that could exist.
     """
@@ -241,8 +307,6 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         if client is None:
             bar = _bar(progress, n_rows)
             for batch in batches or ():
-                # the batch's start counts from the stream's first row: an error names the row there
-                batch = Batch(batch.frame, f"the stream ({batch.where})", batch.start)
                 counts, unseen = batch_counts(judge, dataset, batch, gaps, schema_types, rules)
                 total.merge(counts)
                 read += len(batch.frame)
@@ -322,7 +386,7 @@ def _score_partition(read, shipped: _Shipment, batch_rows: int,
     total = VerdictCounts()
     rules = RuleRows(rule_shape(dataset.domain)[1])  # one table for the partition, sent back with its counts
     rows = unseen = 0
-    for frame in read(batch_rows):
+    for frame in read(batch_rows):  # its index names each row of the partition (PartitionReader)
         counts, n_unseen = batch_counts(judge, dataset, Batch(frame, read.where, rows), None, schema_types, rules)
         if total.gaps is not None and counts.gaps is not None:
             total.gaps.extend(counts.gaps)
@@ -355,7 +419,7 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
             where = futures[future].where
             try:
                 counts, rows, n_unseen, n_queries = future.result()
-            except DatasetError:
+            except (DatasetError, ModelInputError):  # a value of a row, named with its row: no retry explains it
                 raise
             except Exception as err:
                 where, failure = _first_failure(futures, where, err)
@@ -383,10 +447,13 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
 
 
 def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, BaseException]:
-    """The partition that failed, not one cancelled because of it: the first future in error, else the one given.
+    """The partition that failed, not one cancelled because of it: the first future in error, else every cancelled one.
 
     A worker that dies takes the scattered model with it, and the scheduler may cancel other partitions' tasks
-    before it reports the one that killed it; the error names the partition whose own task failed.
+    before it reports the one that killed it; the error names the partition whose own task failed. When the model
+    was lost with the only worker holding it (one that joined after the scatter had none), every partition under
+    way is cancelled alike and none is in error: all of them are named, in order, not the one the scheduler happened
+    to report first.
     """
     from distributed import wait
 
@@ -397,26 +464,38 @@ def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, 
     for future, read in futures.items():
         if future.status == "error":
             return read.where, future.exception()
+    cancelled = [read.where for future, read in futures.items() if future.status == "cancelled"]
+    if len(cancelled) > 1:
+        return ", ".join(cancelled) + " (cancelled together: the model sent to the workers was lost with a worker " \
+            "that died)", err
     return where, err
 
 
 class PartitionReader:
     """A picklable reader of one partition, run on a worker: ``reader(batch_rows)`` yields its frames.
 
+    Each frame's index names its rows by ``row_source`` and their row there (a file's rows numbered from 0 as read,
+    a frame's or a Dask partition's own index labels), as :meth:`~chiralfair.datasets.stream.RowStream.batches`
+    names them on one process, so that an error about a row names it alike on a worker.
+
     Attributes
     ----------
     where : str
         The partition in words (a file, a partition of a Dask DataFrame).
+    row_source : str or None
+        Its rows' source in the words :func:`~chiralfair.datasets.frame.row_text` reads (``test file 'a.parquet'``);
+        None: frames indexed from 0.
     """
 
     def __init__(self, kind: str, where: str, source: Any, batch_rows: int, storage_options: dict | None = None,
-                 rows: tuple[int, int] | None = None):
+                 rows: tuple[int, int] | None = None, row_source: str | None = None):
         self.kind = kind
         self.where = where
         self.source = source
         self.batch_rows = batch_rows
         self.storage_options = storage_options
         self.rows = rows
+        self.row_source = row_source
 
     def __call__(self, batch_rows: int):
         """Yield the partition's rows, at most ``batch_rows`` at a time (pandas frames)."""
@@ -431,23 +510,33 @@ class PartitionReader:
                 else:
                     handle = self.source
                 reader = pq.ParquetFile(handle)
-                if self.rows is None:
-                    for record in reader.iter_batches(batch_size=batch_rows):
-                        yield record.to_pandas()
-                else:
-                    yield from _row_range(reader, *self.rows, batch_rows)
+                at = 0 if self.rows is None else self.rows[0]
+                frames = (record.to_pandas() for record in reader.iter_batches(batch_size=batch_rows)) \
+                    if self.rows is None else _row_range(reader, *self.rows, batch_rows)
+                for frame in frames:
+                    yield self._named(frame, pd.RangeIndex(at, at + len(frame)))
+                    at += len(frame)
             except (OSError, ValueError) as err:
                 raise DatasetError(f"cannot read Parquet file {self.source}: {err}") from err
         elif self.kind == "frame":  # rows read in memory on this process, sent with the task
             for s in range(0, len(self.source), batch_rows):
-                yield self.source.iloc[s:s + batch_rows].reset_index(drop=True)
+                part = self.source.iloc[s:s + batch_rows]
+                yield self._named(part.reset_index(drop=True), part.index)
         else:  # a Dask partition, as a delayed object computed on the worker
             try:
                 frame = self.source.compute(scheduler="sync")
             except Exception as err:  # a file behind the partition unreadable: named, as on one process
                 raise DatasetError(f"cannot read {self.where}: {type(err).__name__}: {err}") from err
             for s in range(0, len(frame), batch_rows):
-                yield frame.iloc[s:s + batch_rows].reset_index(drop=True)
+                part = frame.iloc[s:s + batch_rows]
+                yield self._named(part.reset_index(drop=True), part.index)
+
+    def _named(self, frame, labels):
+        if self.row_source is None:
+            return frame
+        from ..datasets.stream import named_rows
+
+        return named_rows(frame, [(self.row_source, labels)])
 
 
 def _row_range(reader, start: int, stop: int, batch_rows: int):
@@ -472,7 +561,7 @@ def _row_range(reader, start: int, stop: int, batch_rows: int):
 PARTITION_ROWS = 1 << 18
 
 
-def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
+def partition_readers(stream, batch_rows: int, *, named: str = "data") -> list[PartitionReader]:
     """The partitions of ``stream`` (a :class:`~chiralfair.datasets.stream.RowStream`), one reader each.
 
     Parameters
@@ -481,6 +570,8 @@ def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
         Parquet (each file cut into ranges of at most :data:`PARTITION_ROWS` rows, or ``batch_rows`` if more),
         held-out rows read in memory (the same ranges), or a Dask DataFrame (its partitions).
     batch_rows : int
+    named : {"data", "test"}, default="data"
+        What the rows are, for naming a row in an error (:class:`PartitionReader`).
 
     Returns
     -------
@@ -504,19 +595,24 @@ def partition_readers(stream, batch_rows: int) -> list[PartitionReader]:
             source = prefix + path if prefix and "://" not in path else path
             handle = stream._filesystem.open(path, "rb") if stream._filesystem is not None else path
             n = pq.ParquetFile(handle).metadata.num_rows
+            named_as = stream._row_source(f"file {path}", named)
             if n <= size:
-                readers.append(PartitionReader("parquet", f"file {path}", source, batch_rows))
+                readers.append(PartitionReader("parquet", f"file {path}", source, batch_rows, row_source=named_as))
                 continue
             readers += [PartitionReader("parquet", f"rows {s:,} to {min(n, s + size) - 1:,} of file {path}", source,
-                                        batch_rows, rows=(s, min(n, s + size))) for s in range(0, n, size)]
+                                        batch_rows, rows=(s, min(n, s + size)), row_source=named_as)
+                        for s in range(0, n, size)]
         return readers
     if stream.kind == "frame":
         size = max(PARTITION_ROWS, batch_rows)
+        frame = stream.source if not stream.files else stream.source.set_axis(pd.RangeIndex(len(stream.source)))
         return [PartitionReader("frame", f"rows {s:,} to {min(len(stream.source), s + size) - 1:,} of "
-                                f"{stream.description}", stream.source.iloc[s:s + size], batch_rows)
+                                f"{stream.description}", frame.iloc[s:s + size], batch_rows,
+                                row_source=stream._row_source("", named))
                 for s in range(0, len(stream.source), size)]
     if stream.kind == "dask":
-        return [PartitionReader("dask", f"partition {i} of the Dask DataFrame", part, batch_rows)
+        return [PartitionReader("dask", f"partition {i} of the Dask DataFrame", part, batch_rows,
+                                row_source=stream._row_source(f"partition {i} of the Dask DataFrame", named))
                 for i, part in enumerate(stream.source.to_delayed())]
     raise DatasetError("a polars LazyFrame is read on this process only: drop --workers/--scheduler, or write it to "
                        "Parquet (lazy.sink_parquet) and give the folder")
