@@ -172,13 +172,15 @@ def test_the_cli_run_folder_counts_the_same_people(case, tmp_path):
     assert stored["verdict"]["n_affected"] == n_idis
 
 
-def test_a_plausible_only_verdict_is_followed_by_its_per_person_table():
+@pytest.mark.parametrize("rule", [{"plausible_only": True}, {"gamma": 0.6}], ids=["plausible_only", "gamma"])
+def test_the_verdicts_own_rule_is_followed_by_its_per_person_table(rule):
     # the per-person table and the group figures read the verdict's own rule, not only its left-out mask: with
-    # plausible_only a Female wife's Male counterpart (a male wife, never seen) does not make her an IDI
+    # plausible_only a Female wife's Male counterpart (a male wife, never seen) does not make her an IDI; with
+    # gamma a label change with a small probability gap does not
     train, test = people(400, 1, missing_sex=True), people(300, 2, missing_sex=True)
     model, kw = fitted(train), dict(label="y", positive_class="yes", protected="sex", constraints=[CONSTRAINT])
     default = recount(model, test, constrained=True)
-    audited = chiralfair.audit(model, train, test=test, **kw, **SEARCH, verdict_params={"plausible_only": True})
+    audited = chiralfair.audit(model, train, test=test, **kw, **SEARCH, verdict_params=rule)
     rows, verdict = audited.held_out_rows(), audited.verdict
     assert verdict.n_affected < default["is_idi"].sum()  # the rule counts fewer people than any label change
     assert rows["is_idi"].sum() == verdict.n_affected and not (rows["is_idi"] & ~default["is_idi"]).any()

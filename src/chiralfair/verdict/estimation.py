@@ -548,7 +548,7 @@ def people_outcomes(model, dataset: Dataset, rows, *, gamma: float | None = None
                     plausible_only: bool = False) -> PeopleOutcomes:
     """Who of ``dataset``'s ``rows`` the verdict counts and who of them is affected, from one checked batch.
 
-    The verdict's own rule, person by person (:class:`_Judge`, :func:`~chiralfair.verdict.result.left_out_mask`),
+    The verdict's own rule, person by person (its judge, :func:`~chiralfair.verdict.result.left_out_mask`),
     for every per-person table and group figure (``held_out_rows``, the group metrics' IDI rate), so that they
     count the people the verdict counts.
 
