@@ -32,7 +32,8 @@ def test_held_out_rows_come_from_one_checked_batch_and_match_the_ground_truth():
     model = as_model(counter, name="counter")
     frame = held_out_rows(model, data, rows)
     assert counter.calls == 1 and model.n_queries == len(rows) * 2  # sex has 2 values: one query per combination
-    assert list(frame.columns) == ["row", "y_true", "y_pred", "is_idi", "sex"]
+    assert list(frame.columns) == ["row", "y_true", "y_pred", "is_idi", "left_out", "why_left_out", "sex"]
+    assert not frame["left_out"].any() and frame["why_left_out"].isna().all()  # no missing sex, no constraint
     assert (frame["row"].to_numpy() == rows).all()
     assert (frame["is_idi"].to_numpy() == is_biased_idi(data.X[rows])).all()
     assert (frame["y_pred"].to_numpy() == counter.module.predict(data.X[rows])).all()
@@ -115,7 +116,7 @@ def test_the_rates_are_fairlearns_own_to_the_last_bit(n_boot, monkeypatch):
     rng = np.random.default_rng(11)
     n = 997
     frame = pd.DataFrame({"y_true": rng.integers(0, 2, n), "y_pred": rng.integers(0, 2, n),
-                          "is_idi": rng.random(n) < 0.2, "sex": rng.choice(["f", "m"], n),
+                          "is_idi": rng.random(n) < 0.2, "left_out": False, "sex": rng.choice(["f", "m"], n),
                           "race": rng.choice(["a", "b", "c", "d"], n)})
     frame.loc[frame["race"] == "c", "y_true"] = 0  # a group with no positive row: TPR undefined
     frame.loc[frame["race"] == "d", "y_true"] = 1  # and one with no negative row: FPR undefined
@@ -145,7 +146,7 @@ def test_without_a_bootstrap_the_rates_are_metricframes_bit_for_bit_from_the_sam
     rng = np.random.default_rng(5)
     n = 1201
     frame = pd.DataFrame({"y_true": rng.integers(0, 2, n), "y_pred": rng.integers(0, 2, n),
-                          "is_idi": rng.random(n) < 0.3, "sex": rng.choice(["f", "m"], n),
+                          "is_idi": rng.random(n) < 0.3, "left_out": False, "sex": rng.choice(["f", "m"], n),
                           "race": rng.choice(["a", "b", "c"], n)})
     frame.loc[(frame["race"] == "c") & (frame["sex"] == "f"), "race"] = "b"  # a combination no row holds
     frame.loc[frame["race"] == "a", "y_true"] = 0  # a group without positive rows
@@ -178,6 +179,7 @@ def test_the_default_group_metrics_do_not_import_fairlearn():
 
     code = ("import sys, numpy as np, pandas as pd; from chiralfair.verdict.group_metrics import group_metrics; "
             "f = pd.DataFrame({'y_true': [0, 1, 1, 0], 'y_pred': [0, 1, 0, 0], 'is_idi': [True, False, False, True], "
+            "'left_out': False, "
             "'sex': ['f', 'm', 'f', 'm']}); g = group_metrics(f, ['sex']); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'fairlearn'), g.meta['fairlearn_version'], "
             "g.overall['selection_rate'])")

@@ -635,23 +635,28 @@ class AuditResult:
         return self.outcome.group_metrics
 
     def held_out_rows(self):
-        """Each held-out row's ``y_true``, ``y_pred``, ``is_idi`` and protected values, for your own ``MetricFrame``.
+        """Each held-out person's labels, ``is_idi``, ``left_out`` and protected values, for your own ``MetricFrame``.
+
+        ``is_idi`` and ``left_out`` follow the verdict: the people it leaves out (a missing protected value, no
+        counterpart that could exist) are ``left_out`` and never ``is_idi``, so ``is_idi.sum()`` is the verdict's
+        ``n_affected`` and the mean of ``is_idi`` over the rows not ``left_out`` its share.
 
         Returns
         -------
-        pandas.DataFrame, shape (n_held_out, 4 + n_protected)
+        pandas.DataFrame, shape (n_held_out, 6 + n_protected)
             See :func:`chiralfair.verdict.group_metrics.held_out_rows`; one batch of the discrimination check
             (``n_held_out × n_combinations`` model queries).
 
         Examples
         --------
         >>> rows = result.held_out_rows()                                              # doctest: +SKIP
-        >>> MetricFrame(metrics=selection_rate, y_true=rows.y_true, y_pred=rows.is_idi,
-        ...             sensitive_features=rows["sex"])                                # doctest: +SKIP
+        >>> counted = rows[~rows.left_out]                                             # doctest: +SKIP
+        >>> MetricFrame(metrics=selection_rate, y_true=counted.y_true, y_pred=counted.is_idi,
+        ...             sensitive_features=counted["sex"])                             # doctest: +SKIP
         """
         from .held_out import held_out_frame
 
-        return held_out_frame(self.inputs)
+        return held_out_frame(self.inputs, self.verdict)
 
     @property
     def spec(self) -> DataSpec | None:

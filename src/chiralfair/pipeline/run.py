@@ -196,7 +196,7 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
         seconds["verdict"] = time.perf_counter() - t
         rows.mark("verdict")
         t = time.perf_counter()
-        found_group_metrics = measure_group_metrics(inputs, random_state=plan.random_state)
+        found_group_metrics = measure_group_metrics(inputs, verdict=found_verdict, random_state=plan.random_state)
         seconds["group_metrics"] = time.perf_counter() - t
         rows.mark("group_metrics")
     seconds["total"] = time.perf_counter() - t_all

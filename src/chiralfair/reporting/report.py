@@ -606,12 +606,16 @@ def group_metrics_markdown(g: dict[str, Any]) -> list[str]:
     """
     how = (f"{g['confidence']:.0%} bootstrap intervals, {g['n_boot']} resamples" if g["n_boot"] else
            f"{g['confidence']:.0%} Wilson intervals")
-    out = [f"On {g['rows'] or 'the held-out rows'}, with fairlearn's `MetricFrame` ({how}); *IDIs* is the share of"
-           " the group's rows that are IDIs. Each row's `is_idi` flag is in `AuditResult.held_out_rows()`.", "",
+    from ..verdict.group_metrics import idi_text
+
+    out = [f"On {g['rows'] or 'the held-out rows'}, with fairlearn's `MetricFrame` ({how}): selection rate, TPR and "
+           "FPR over every row of the group; *IDIs* is the share of the group's people the verdict counts that are "
+           "IDIs (the people it leaves out, a missing protected value or no counterpart that could exist, are "
+           "left out here too). Each row's `is_idi` and `left_out` are in `AuditResult.held_out_rows()`.", "",
            "| group | n | selection rate | TPR | FPR | IDIs |", "|---|---|---|---|---|---|"]
     for r in [g["overall"], *g["groups"]]:
         cells = [_rate(r, m) for m in ("selection_rate", "tpr", "fpr")]
-        out.append(f"| {r['group']} | {r['n']:,} | {' | '.join(cells)} | {r['idi_rate']:.2%} |")
+        out.append(f"| {r['group']} | {r['n']:,} | {' | '.join(cells)} | {idi_text(r)} |")
     return out + ["", *[f"- {n}" for n in g.get("notes", [])]]
 
 

@@ -521,6 +521,68 @@ class _Judge:
         return (np.asarray(res.labels), out) if with_labels else out
 
 
+@dataclass(frozen=True)
+class PeopleOutcomes:
+    """Each person of some data rows as the verdict counts them (:func:`people_outcomes`).
+
+    Attributes
+    ----------
+    labels : numpy.ndarray of int64, shape (n,)
+        The model's label of each person as given (1 = the positive class).
+    affected : numpy.ndarray of bool, shape (n,)
+        Counted and affected: some counterpart that could exist (a plausible one with ``plausible_only``; a
+        probability gap of at least ``gamma`` when given) gets another label. False for the left out.
+    left_out : numpy.ndarray of bool, shape (n,)
+        In no share and no group (:func:`~chiralfair.verdict.result.left_out_mask`).
+    unplaced : numpy.ndarray of bool, shape (n_samples, n_attributes)
+        Which protected attributes' own values are missing or not among their values (such a person is left out).
+    """
+
+    labels: np.ndarray
+    affected: np.ndarray
+    left_out: np.ndarray
+    unplaced: np.ndarray
+
+
+def people_outcomes(model, dataset: Dataset, rows, *, gamma: float | None = None,
+                    plausible_only: bool = False) -> PeopleOutcomes:
+    """Who of ``dataset``'s ``rows`` the verdict counts and who of them is affected, from one checked batch.
+
+    The verdict's own rule, person by person (its judge, :func:`~chiralfair.verdict.result.left_out_mask`),
+    for every per-person table and group figure (``held_out_rows``, the group metrics' IDI rate), so that they
+    count the people the verdict counts.
+
+    Parameters
+    ----------
+    model : CountingModel
+    dataset : Dataset
+    rows : array-like of int, shape (n,)
+        Row numbers of ``dataset``; for a model fed frames, the people as given are sent.
+    gamma : float, optional
+        As :func:`estimate` (needs ``predict_proba``; then labels and probabilities are asked for).
+    plausible_only : bool, default=False
+        As :func:`estimate`.
+
+    Returns
+    -------
+    PeopleOutcomes
+        Costs ``n × n_combinations`` model queries (fewer with constraints).
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    counting = as_model(model)
+    if plausible_only and dataset.domain.support is None:
+        raise ConfigError(f"plausible_only=True needs the data's support; the domain of dataset {dataset.name!r} "
+                          "has none")
+    if gamma is not None:
+        counting.require("predict_proba", by="the held-out rows with gamma=")
+    judge = _Judge(DiscriminationCheck(counting, dataset.domain), 1, gamma, gamma is not None, plausible_only)
+    X = dataset.X[rows]
+    labels, outcome = judge.check_rows(X, _people(dataset, rows, counting), with_labels=True)
+    left_out = outcome[6] == 0  # no counterpart that could exist (left_out_mask): the own value's too
+    return PeopleOutcomes(labels=np.asarray(labels, dtype=np.int64), affected=outcome[1] & ~left_out,
+                          left_out=left_out, unplaced=dataset.domain.protected_value_index(X) < 0)
+
+
 def _population_rows(dataset: Dataset, population: str, test_rows, model) -> tuple[np.ndarray | None,
                                                                                    Population | None]:
     """The individuals' codes (None for the domain) and, for a model fed frames, the same people as given."""

@@ -2,11 +2,15 @@
 
 :func:`held_out_rows` puts every held-out row through the discrimination check in one batch (n_rows ×
 n_combinations model queries) and returns, per row, the true label, the model's label, whether the row is an IDI
-(``is_idi``: some counterpart differing only in the protected attributes gets another label) and its protected
-values; a user can hand that frame to their own :class:`fairlearn.metrics.MetricFrame`. :func:`group_metrics`
-computes each protected group's selection rate (share predicted the positive class), true positive rate and false
-positive rate with intervals, beside the group's IDI rate: the figures of fairlearn's ``MetricFrame``, from the same
-rate functions called on each group's rows (``MetricFrame`` itself runs only for its bootstrap, ``n_boot > 0``).
+(``is_idi``: some counterpart differing only in the protected attributes, and that could exist, gets another
+label), whether the verdict leaves the person out (``left_out``: a missing protected value, or no counterpart that
+could exist; never ``is_idi``) and its protected values; a user can hand that frame to their own
+:class:`fairlearn.metrics.MetricFrame`. :func:`group_metrics` computes each protected group's selection rate (share
+predicted the positive class), true positive rate and false positive rate with intervals, over every row of the
+group (the model's decisions on all the held-out people), beside the group's IDI rate over the people the verdict
+counts (so the "all" row's IDI rate is the verdict's share over the same rows): the figures of fairlearn's
+``MetricFrame``, from the same rate functions called on each group's rows (``MetricFrame`` itself runs only for its
+bootstrap, ``n_boot > 0``).
 
 Each rate is a proportion of the group's rows (predicted positive of all; of the positives; of the negatives), so
 its interval is by default a Wilson interval on those counts (:func:`statsmodels.stats.proportion.proportion_confint`,
@@ -36,50 +40,80 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_float, check_int
-from ..datasets.population import population_of
 from ..exceptions import ConfigError
-from ..oracle import DiscriminationCheck
 
 METRICS = ("selection_rate", "tpr", "fpr")
 METRIC_TEXT = {"selection_rate": "selection rate", "tpr": "true positive rate", "fpr": "false positive rate"}
-GROUP_METRIC_COLUMNS = ("attribute", "group", "n", "n_positive", "n_negative", "idi_rate",
+GROUP_METRIC_COLUMNS = ("attribute", "group", "n", "n_positive", "n_negative", "n_left_out", "n_idis", "idi_rate",
                         *(f"{m}{part}" for m in METRICS for part in ("", "_lower", "_upper")))
+LEFT_OUT_NOTE = ("IDIs: share of the group's people the verdict counts that are IDIs (a counterpart that could exist "
+                 "gets another label); a person whose protected value is missing, or none of whose counterparts could "
+                 "exist under the constraints, is left out of it as the verdict leaves them out")
 UNDEFINED_TEXT = {"tpr": "undefined: the group has no positive row", "fpr": "undefined: the group has no negative row"}
 
 
-def held_out_rows(model, dataset, rows) -> pd.DataFrame:
-    """Each held-out row's true label, the model's label, ``is_idi`` and protected values, from one checked batch.
+def held_out_rows(model, dataset, rows, *, gamma: float | None = None, plausible_only: bool = False) -> pd.DataFrame:
+    """Each held-out person's labels, ``is_idi``, whether the verdict leaves them out, and protected values.
+
+    One checked batch gives the true label, the model's label, ``is_idi``, ``left_out`` and the protected values.
+
+    ``is_idi`` and ``left_out`` follow the verdict's rule, person by person
+    (:func:`~chiralfair.verdict.estimation.people_outcomes`): a person whose protected value is missing, or none of
+    whose counterparts could exist under the domain's constraints, is ``left_out`` (in no share and no group, as
+    the verdict leaves them out: :func:`~chiralfair.verdict.result.left_out_mask`) and their ``is_idi`` is False.
+    So ``is_idi.sum()`` is the verdict's count of people affected, and the verdict's share is
+    ``frame.loc[~frame.left_out, "is_idi"].mean()``.
 
     Parameters
     ----------
     model : CountingModel
         The model under test (codes in, {0, 1} positive-class labels out).
     dataset : Dataset
-        Its domain sets the protected attributes.
+        Its domain sets the protected attributes and the constraints.
     rows : array-like of int, shape (n_rows,)
         Row numbers of ``dataset`` (the held-out rows).
+    gamma : float, optional
+        The verdict's ``gamma`` (a label change counts only with a probability gap of at least ``gamma``).
+    plausible_only : bool, default=False
+        The verdict's ``plausible_only`` (only a plausible counterpart makes a person an IDI).
 
     Returns
     -------
-    pandas.DataFrame, shape (n_rows, 4 + n_protected)
+    pandas.DataFrame, shape (n_rows, 6 + n_protected)
         ``row`` (the row number in ``dataset``), ``y_true`` and ``y_pred`` (1 = the positive class),
-        ``is_idi`` (bool), and one column per protected attribute with its value's text (``"missing"`` for a
-        value outside the attribute's domain). Costs ``n_rows × n_combinations`` model queries (one batch).
-        For a model fed frames, the rows are the people as given (:attr:`Dataset.raw
-        <chiralfair.datasets.Dataset.raw>`), not their codes.
+        ``is_idi`` (bool: counted, and some counterpart that could exist gets another label), ``left_out``
+        (bool), ``why_left_out`` (None for the people counted, else the reason in words), and one column per
+        protected attribute with its value's text (``"missing"`` for a value outside the attribute's domain).
+        Costs ``n_rows × n_combinations`` model queries (one batch). For a model fed frames, the rows are the
+        people as given (:attr:`Dataset.raw <chiralfair.datasets.Dataset.raw>`), not their codes.
     """
+    from .estimation import people_outcomes
+
     rows = np.asarray(rows, dtype=np.int64)
-    X = dataset.X[rows]
-    people = population_of(dataset, rows) if model.reads_people else None
-    result = DiscriminationCheck(model, dataset.domain).check(X, population=people)
-    frame = pd.DataFrame({"row": rows, "y_true": dataset.y[rows].astype(np.int64), "y_pred": result.labels,
-                          "is_idi": result.is_idi})
-    position = dataset.domain.protected_value_index(X)
+    people = people_outcomes(model, dataset, rows, gamma=gamma, plausible_only=plausible_only)
+    frame = pd.DataFrame({"row": rows, "y_true": dataset.y[rows].astype(np.int64), "y_pred": people.labels,
+                          "is_idi": people.affected, "left_out": people.left_out,
+                          "why_left_out": _why_left_out(dataset.domain, people)})
+    position = dataset.domain.protected_value_index(dataset.X[rows])
     for j, (attribute, labels) in enumerate(zip(dataset.domain.attributes, dataset.domain.protected_value_labels(),
                                                 strict=True)):
         text = np.asarray(labels + ["missing"], dtype=object)
         frame[attribute.name] = text[np.where(position[:, j] >= 0, position[:, j], len(labels))]
     return frame
+
+
+def _why_left_out(domain, people) -> np.ndarray:
+    """Each person's reason for being left out, in words (None for the people counted), shape (n,)."""
+    why = np.full(len(people.left_out), None, dtype=object)
+    names = np.asarray(domain.protected_names, dtype=object)
+    unplaced = people.unplaced.any(axis=1)
+    why[people.left_out & ~unplaced] = "every counterpart breaks a constraint of the domain"
+    if unplaced.any():
+        patterns, inverse = np.unique(people.unplaced[unplaced], axis=0, return_inverse=True)
+        texts = np.asarray([f"no group: {', '.join(names[p])} missing or not among the attribute's values"
+                            for p in patterns], dtype=object)
+        why[unplaced] = texts[np.asarray(inverse).reshape(-1)]
+    return why
 
 
 @dataclass(frozen=True)
@@ -92,10 +126,14 @@ class GroupMetrics:
         One record per protected value and, with several protected attributes, per combination of values; keys
         :data:`GROUP_METRIC_COLUMNS`. ``selection_rate`` is the share of the group's rows predicted the positive
         class; ``tpr`` and ``fpr`` are None (undefined) for a group without positive / negative rows; each
-        ``*_lower``/``*_upper`` is an interval bound (None when undefined). ``idi_rate`` is the share of the
-        group's held-out rows that are IDIs.
+        ``*_lower``/``*_upper`` is an interval bound (None when undefined); these three are over every held-out
+        row of the group. ``n_left_out`` is how many of the group's rows the verdict leaves out (a missing
+        protected value, or no counterpart that could exist: :func:`~chiralfair.verdict.result.left_out_mask`),
+        ``n_idis`` how many of the others are IDIs, and ``idi_rate`` is ``n_idis`` over the others, the verdict's
+        share for the group (None when the verdict leaves out every row of the group, as for ``sex=missing``).
     overall : dict
-        The same figures over all held-out rows (``attribute == group == "all"``).
+        The same figures over all held-out rows (``attribute == group == "all"``): its ``idi_rate`` is the
+        verdict's share when the verdict checked every held-out row.
     n_boot : int
         fairlearn bootstrap resamples; 0: Wilson intervals on the counts.
     confidence : float
@@ -121,7 +159,7 @@ class GroupMetrics:
         pandas.DataFrame
         """
         frame = pd.DataFrame([self.overall, *self.groups], columns=list(GROUP_METRIC_COLUMNS))
-        for col in GROUP_METRIC_COLUMNS[5:]:
+        for col in GROUP_METRIC_COLUMNS[GROUP_METRIC_COLUMNS.index("idi_rate"):]:
             frame[col] = frame[col].astype("float64")
         return frame
 
@@ -167,7 +205,7 @@ class GroupMetrics:
         for r in records:
             cells = [_rate_text(r, m) for m in METRICS]
             out.append(f"  {str(r['group']):<{width}}  {r['n']:>7,}  {cells[0]:<26}  {cells[1]:<26}  {cells[2]:<26}  "
-                       f"{r['idi_rate']:.2%}")
+                       f"{idi_text(r)}")
         return out
 
 
@@ -178,7 +216,9 @@ def group_metrics(frame: pd.DataFrame, protected, *, n_boot: int = 0, confidence
     Parameters
     ----------
     frame : pandas.DataFrame
-        Columns ``y_true``, ``y_pred``, ``is_idi`` and one per protected attribute (:func:`held_out_rows`).
+        Columns ``y_true``, ``y_pred``, ``is_idi``, ``left_out`` and one per protected attribute
+        (:func:`held_out_rows`). Selection rate, TPR and FPR are over every row; the IDI rate over the rows not
+        ``left_out``, as the verdict counts them.
     protected : sequence of str
         The protected attributes' columns of ``frame``.
     n_boot : int, default=0
@@ -198,13 +238,18 @@ def group_metrics(frame: pd.DataFrame, protected, *, n_boot: int = 0, confidence
     Raises
     ------
     ConfigError
-        For ``n_boot`` below 0, ``confidence`` outside (0, 1), or no protected attribute.
+        For ``n_boot`` below 0, ``confidence`` outside (0, 1), no protected attribute, or a ``frame`` without the
+        ``left_out`` column (who the verdict leaves out cannot be told from the other columns).
     """
     n_boot = check_int(n_boot, "n_boot", minimum=0)
     confidence = check_float(confidence, "confidence", minimum=0.0, maximum=1.0, exclusive_minimum=True)
     protected = list(protected)
     if not protected:
         raise ConfigError("group_metrics needs at least one protected attribute: its groups are what it compares")
+    missing = [c for c in ("y_true", "y_pred", "is_idi", "left_out") if c not in frame.columns]
+    if missing:
+        raise ConfigError(f"group_metrics' frame has no column {', '.join(map(repr, missing))}: pass the frame "
+                          "held_out_rows() returns (left_out: whom the verdict leaves out of the IDI rate)")
     quantiles = [(1 - confidence) / 2, (1 + confidence) / 2]
     groups: list[dict[str, Any]] = []
     overall: dict[str, Any] | None = None
@@ -220,7 +265,13 @@ def group_metrics(frame: pd.DataFrame, protected, *, n_boot: int = 0, confidence
            "Wilson intervals on the group's counts")
     notes = [f"selection rate: share of the group's rows the model gives the positive class (label 1); TPR and FPR "
              f"against the true labels; {confidence:.0%} {how}, each figure on its own (no correction for the "
-             "number of groups)"]
+             "number of groups)", LEFT_OUT_NOTE]
+    n_left_out = int(overall["n_left_out"])
+    if n_left_out:
+        by_group = [f"{g['group']} {g['n_left_out']:,}" for g in groups
+                    if g["n_left_out"] and g["attribute"] == protected[0]]
+        notes.append(f"{n_left_out:,} of the {overall['n']:,} rows are left out of the IDI rate, as the verdict "
+                     f"leaves them out ({', '.join(by_group)}); they count in the selection rate, TPR and FPR")
     undefined = [f"{g['group']} ({'TPR' if g['n_positive'] == 0 else 'FPR'})" for g in groups
                  if g["n_positive"] == 0 or g["n_negative"] == 0]
     if undefined:
@@ -261,20 +312,21 @@ def _metric_frame(frame, columns, n_boot, quantiles, random_state):
         text = ", ".join(f"{c}={v}" for c, v in zip(columns, key_tuple, strict=True))
         n, n_pos, idi = counts[key_tuple][:3]
         record = {"attribute": attribute, "group": text, "n": n, "n_positive": n_pos, "n_negative": n - n_pos,
-                  "idi_rate": idi}
+                  "n_left_out": counts[key_tuple][6], "n_idis": counts[key_tuple][7], "idi_rate": idi}
         for m in METRICS:
             record.update(_figure(m, by_group.loc[key, m], None if lower is None else lower.loc[key, m],
                                   None if upper is None else upper.loc[key, m], n_pos, n - n_pos))
         records.append(record)
     records.sort(key=lambda r: r["group"])
     n_all, n_pos_all = len(frame), int(frame["y_true"].sum())
+    whole = _count_row(frame)
     overall = {"attribute": "all", "group": "all", "n": n_all, "n_positive": n_pos_all,
-               "n_negative": n_all - n_pos_all, "idi_rate": float(frame["is_idi"].mean()) if n_all else 0.0}
+               "n_negative": n_all - n_pos_all, "n_left_out": whole[6], "n_idis": whole[7], "idi_rate": whole[2]}
     if n_boot:
         ov_lower, ov_upper = mf.overall_ci
     else:
         level = quantiles[1] - quantiles[0]
-        ov_lower, ov_upper = (b.iloc[0] for b in _wilson_bounds({(): _count_row(frame)}, [()], level))
+        ov_lower, ov_upper = (b.iloc[0] for b in _wilson_bounds({(): whole}, [()], level))
     for m in METRICS:
         overall.update(_figure(m, overall_rates[m], None if ov_lower is None else ov_lower[m],
                                None if ov_upper is None else ov_upper[m], n_pos_all, n_all - n_pos_all))
@@ -330,10 +382,16 @@ def _counts(frame, columns) -> dict[tuple, tuple]:
 
 
 def _count_row(part) -> tuple:
-    """(n, n_positive, idi_rate, n_predicted_positive, true positives, false positives) of some rows."""
+    """(n, n_positive, idi_rate, n_predicted_positive, true positives, false positives, n_left_out, n_idis).
+
+    The IDI rate is over the rows the verdict counts (not ``left_out``), None when it leaves out every row.
+    """
     y, pred = part["y_true"].to_numpy(), part["y_pred"].to_numpy()
-    return (int(len(y)), int(y.sum()), float(part["is_idi"].mean()) if len(y) else 0.0, int(pred.sum()),
-            int((pred & y).sum()), int((pred & (1 - y)).sum()))
+    left_out = part["left_out"].to_numpy(dtype=bool)
+    n_idis = int((part["is_idi"].to_numpy(dtype=bool) & ~left_out).sum())
+    n_counted = int(len(y) - left_out.sum())
+    return (int(len(y)), int(y.sum()), n_idis / n_counted if n_counted else None, int(pred.sum()),
+            int((pred & y).sum()), int((pred & (1 - y)).sum()), int(left_out.sum()), n_idis)
 
 
 def _wilson_bounds(counts, index, level: float):
@@ -341,9 +399,11 @@ def _wilson_bounds(counts, index, level: float):
     from .result import proportion_confint
 
     keys = [k if isinstance(k, tuple) else (k,) for k in index]
-    c = np.array([counts.get(k, (0,) * 6) for k in keys], dtype=float).reshape(len(keys), 6)
+    # n, n_positive, predicted positive, true positives, false positives (_count_row's 0, 1, 3, 4, 5)
+    c = np.array([[row[i] for i in (0, 1, 3, 4, 5)] for row in (counts.get(k, (0,) * 8) for k in keys)],
+                 dtype=float).reshape(len(keys), 5)
     n, n_pos = c[:, 0], c[:, 1]
-    events = {"selection_rate": (c[:, 3], n), "tpr": (c[:, 4], n_pos), "fpr": (c[:, 5], n - n_pos)}
+    events = {"selection_rate": (c[:, 2], n), "tpr": (c[:, 3], n_pos), "fpr": (c[:, 4], n - n_pos)}
     lower, upper = {}, {}
     for m, (k, total) in events.items():
         safe = np.maximum(total, 1)  # undefined rates (no rows) are set to None by _figure
@@ -365,6 +425,28 @@ def _number(value) -> float | None:
         return None
     value = float(value)
     return None if math.isnan(value) else value
+
+
+def idi_text(record: dict[str, Any]) -> str:
+    """A group's IDI figure: ``"6.98% (203 of 2,908; 92 left out)"``, or ``"left out (92)"`` when all are.
+
+    Parameters
+    ----------
+    record : dict
+        A :attr:`GroupMetrics.groups` record or :attr:`GroupMetrics.overall` (a stored one without ``n_idis``
+        shows its rate alone).
+
+    Returns
+    -------
+    str
+    """
+    rate, n_left_out = record.get("idi_rate"), int(record.get("n_left_out") or 0)
+    if rate is None:
+        return f"left out ({n_left_out:,})"
+    if record.get("n_idis") is None:
+        return f"{rate:.2%}"
+    counted = f"{record['n_idis']:,} of {record['n'] - n_left_out:,}"
+    return f"{rate:.2%} ({counted}{f'; {n_left_out:,} left out' if n_left_out else ''})"
 
 
 def _rate_text(record: dict[str, Any], metric: str) -> str:
