@@ -87,6 +87,30 @@ class ColumnCodec:
             return pd.Categorical.from_codes(np.where(codes >= k, -1, codes), dtype=self.dtype)
         return _cast(table[codes], self.dtype)
 
+    def series(self, codes: np.ndarray, index=None) -> pd.Series:
+        """Values of ``codes`` as a column of the original dtype, named as the original column.
+
+        What the model is fed (:meth:`FrameCodec.to_frame`) and what IDI pairs show: an ``object`` column stays
+        ``object`` (pandas would read text as ``str`` and a None as NaN).
+
+        Parameters
+        ----------
+        codes : numpy.ndarray of int64, shape (n_samples,)
+        index : pandas.Index, optional
+
+        Returns
+        -------
+        pandas.Series, shape (n_samples,)
+        """
+        return pd.Series(self._column(codes), index=index, name=self.name, copy=False)
+
+    def _column(self, codes: np.ndarray):
+        """:meth:`decode`, an ``object`` column as a Series of that dtype (a frame would read its text as ``str``)."""
+        values = self.decode(codes)
+        if isinstance(self.dtype, np.dtype) and self.dtype == object:
+            return pd.Series(values, dtype=object, copy=False)
+        return values
+
     @property
     def codes_are_values(self) -> bool:
         """Whether each code of this column is its value, as a number (an integer column, a 0/1 or boolean column).
@@ -158,7 +182,7 @@ class FrameCodec:
             If ``X`` has the wrong shape, holds a non-integer, or a code with no value (naming the column).
         """
         X = _as_codes(X, len(self.columns))
-        return pd.DataFrame({c.name: c.decode(X[:, j]) for j, c in enumerate(self.columns)})
+        return pd.DataFrame({c.name: c._column(X[:, j]) for j, c in enumerate(self.columns)})
 
 
 def _as_codes(X, n_features: int) -> np.ndarray:

@@ -80,7 +80,7 @@ from ..models.adapters import as_model
 from ..models.protocol import CountingModel
 from ..models.training import TrainedModel
 from ..results import SearchResult
-from ..results.run_folder import BIN_SUFFIX
+from ..results.run_folder import BIN_SUFFIX, feature_codes
 from ..storage import json_default
 from .auto import _validation_figures
 from .base import MitigationMethod, check_shares, method_class
@@ -1103,8 +1103,10 @@ def idis_from_frame(frame: pd.DataFrame, domain: Domain) -> tuple[np.ndarray, np
     ----------
     frame : pandas.DataFrame
         As :meth:`SearchResult.to_frame` with a domain writes it (``pandas.read_parquet`` of a file or of a
-        folder of parts): one column per feature with decoded labels, the same with suffix ``_counterpart``; a
-        binned column shown as the value the model was fed is read from its ``<column> (bin)`` beside it.
+        folder of parts): one column per feature, the same with suffix ``_counterpart``, holding each code's label
+        or the value the model was fed (a missing value as the data held it: ``"?"``, NaN, None); a binned column
+        shown as the value the model was fed is read from its ``<column> (bin)`` beside it
+        (:func:`~chiralfair.results.run_folder.feature_codes`).
     domain : Domain
         The run's domain (``Domain.from_dict`` of result.json's ``meta.domain``).
 
@@ -1130,22 +1132,7 @@ def _encode_columns(frame: pd.DataFrame, domain: Domain, suffix: str) -> np.ndar
             column = binned + suffix
         if column not in frame.columns:
             raise ConfigError(f"idis.parquet lacks column {column!r} of the run's domain")
-        values = frame[column]
-        if feature.labels:
-            codes = {text: code for code, text in feature.labels.items()}
-            text = values.astype("string")
-            # a code without a label is written as its number (Feature.label)
-            mapped = text.map(codes).fillna(pd.to_numeric(text, errors="coerce"))
-            unknown = text[mapped.isna()]
-            if len(unknown):
-                raise ConfigError(f"idis.parquet column {column!r} holds {unknown.iloc[0]!r}, which is none of "
-                                  f"feature {feature.name!r}'s labels")
-            out[:, j] = mapped.to_numpy(dtype=np.int64)
-        else:
-            try:
-                out[:, j] = values.to_numpy(dtype=np.int64)
-            except (TypeError, ValueError) as err:
-                raise ConfigError(f"idis.parquet column {column!r} is not integer codes: {err}") from None
+        out[:, j] = feature_codes(frame[column], feature, column)
     return out
 
 

@@ -18,7 +18,7 @@ from typing import Any
 from .. import __version__
 from .._deadline import check_deadline
 from ..models.protocol import QueryBudgetSpent
-from ..results.run_folder import StagedFolder, fed_bins, fed_codec
+from ..results.run_folder import StagedFolder, fed_codec, fed_columns
 from .config import RunConfig, validate_config
 from .held_out import measure_group_metrics
 from .inputs import RunInputs, inputs_from_names
@@ -147,7 +147,7 @@ def run_pipeline(inputs: RunInputs, plan: SearchPlan, *, config: RunConfig | Non
                            generator_params=dict(plan.generator_params), seed_params=dict(plan.seed_params),
                            verdict=verdict, diversity=diversity, max_queries=plan.max_queries)
     codec = fed_codec(inputs.model)
-    fed_bins(inputs.domain, codec)  # a column named as a binned column's bin in the pairs: refused before the search
+    fed_columns(inputs.domain, codec)  # a column named as a binned column's bin in the pairs: refused before the search
     prepared = prepare_search(plan, inputs, cache_dir=cache_dir)
 
     meta = {"chiralfair_version": __version__, "config": config.to_dict(), "source": inputs.source,

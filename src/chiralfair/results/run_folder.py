@@ -16,12 +16,15 @@ dictionary-encoded string column (pandas reads it as a categorical of labels); a
 column of codes. The domain is kept in the schema metadata (key ``chiralfair.domain``), so the codes can be read back
 without it (:func:`read_pairs`).
 
-The rows shown are what the model was fed. For a model fed the data's own rows (:func:`fed_codec`), the search
-sends a binned column's code as its bin's representative value (:mod:`chiralfair.datasets.codec`), so that column
-holds the representative, in the dtype of the user's column, and the bin's label follows it in ``<column> (bin)``
-(:data:`BIN_SUFFIX`; with the counterpart's, ``<column> (bin)_counterpart``); the schema metadata lists those
-columns (key ``chiralfair.bins``), and the codes are read back from the bin columns. A model fed codes is fed each
-code, whose label is shown. Files of earlier versions (a binned column holding its bin's label) read back the same.
+The rows shown are what the model was fed. For a model fed the data's own rows (:func:`fed_codec`), every column
+holds the value the model was sent for its code (:mod:`chiralfair.datasets.codec`), in the dtype of the user's
+column: a category its own value (a missing one as the data held it: ``"?"`` where the data wrote ``"?"``, a null
+where it held NaN or None; a boolean as a boolean), an integer column its integers, and a binned column its bin's
+representative value, the bin's label following it in ``<column> (bin)`` (:data:`BIN_SUFFIX`; with the
+counterpart's, ``<column> (bin)_counterpart``); the schema metadata lists the binned columns (key
+``chiralfair.bins``), whose codes are read back from the bin columns, and every other column's values are read back
+to their codes through the domain's labels (:func:`feature_codes`). A model fed codes is fed each code, whose label
+is shown. Files of earlier versions (labels everywhere, a binned column holding its bin's label) read back the same.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from .._validation import check_float, check_int
-from ..exceptions import ConfigError, RunFolderError
+from ..exceptions import ConfigError, DomainError, RunFolderError
 from ..storage import atomic_path, atomic_write_bytes, folder_beside, replace_folder
 
 if TYPE_CHECKING:  # the folder checks of a refused command line import no pandas
@@ -55,6 +58,9 @@ PAIRS_NAME = "idis.parquet"
 DOMAIN_KEY = b"chiralfair.domain"
 # The binned columns shown as the value the model was fed, their bins in "<column> (bin)" (a JSON list of names).
 BINS_KEY = b"chiralfair.bins"
+# The other columns holding the value the model was fed, read back through the labels (a JSON list of names); a
+# column in neither list holds labels (dictionary-encoded) or codes (int64).
+FED_KEY = b"chiralfair.fed"
 BIN_SUFFIX = " (bin)"
 PHASES = ("global", "local", "leaf")  # leaf: met at a leaf of certification (chiralfair.certification)
 
@@ -514,11 +520,19 @@ class _PairEncoder:
 
         self.domain = domain
         self._labels = [_dictionary(f) for f in domain.features]
-        self._fed = fed_bins(domain, codec)
+        self._fed = fed_columns(domain, codec)
+        # a category's values, code lo + i at dictionary entry i (None: its values are not one Arrow type, the
+        # labels are written); a missing value is a null
+        self._values = {j: _fed_dictionary(domain.features[j], c) for j, c in self._fed.items() if c.how == "category"}
         self._phases = pa.array(PHASES, type=pa.string())
         self._metadata = {DOMAIN_KEY: json.dumps(domain.to_dict()).encode()}
-        if self._fed:
-            self._metadata[BINS_KEY] = json.dumps([domain.features[j].name for j in self._fed]).encode()
+        binned = [domain.features[j].name for j, c in self._fed.items() if c.how == "bin"]
+        if binned:
+            self._metadata[BINS_KEY] = json.dumps(binned).encode()
+        values = [domain.features[j].name for j, c in self._fed.items()
+                  if c.how != "bin" and self._values.get(j, True) is not None]
+        if values:
+            self._metadata[FED_KEY] = json.dumps(values).encode()
 
     def table(self, X, C, y, yc, phase_codes, *, plausible=None):
         import pyarrow as pa
@@ -527,8 +541,14 @@ class _PairEncoder:
         for side, suffix in ((X, ""), (C, "_counterpart")):
             for j, f in enumerate(self.domain.features):
                 names.append(f.name + suffix)
-                if j in self._fed:  # the value the model was fed, then its bin
-                    columns.append(pa.array(self._fed[j].decode(side[:, j])))
+                fed = self._fed.get(j)
+                if fed is not None and fed.how == "category" and self._values[j] is not None:
+                    columns.append(_fed_column(side[:, j], f, *self._values[j]))  # the value the model was fed
+                    continue
+                if fed is not None and fed.how != "category":  # the value the model was fed, a bin's then its bin
+                    columns.append(pa.array(fed.decode(side[:, j]), from_pandas=True))
+                    if fed.how != "bin":
+                        continue
                     names.append(f.name + BIN_SUFFIX + suffix)
                 columns.append(self._column(side[:, j], f, self._labels[j]))
         columns += [pa.array(y, type=pa.int64()), pa.array(yc, type=pa.int64()),
@@ -570,8 +590,12 @@ def fed_codec(model) -> FrameCodec | None:
     return getattr(language.to_frame.__self__, "codec", None)
 
 
-def fed_bins(domain: Domain, codec: FrameCodec | None) -> dict[int, ColumnCodec]:
-    """The binned features whose pairs show the value the model was fed: feature index → its column's codec.
+def fed_columns(domain: Domain, codec: FrameCodec | None) -> dict[int, ColumnCodec]:
+    """The features whose pairs show the value the model was fed: feature index → its column's codec.
+
+    With a codec (a model fed the data's own rows), every feature of the data: a category as its own value (a
+    missing one as the data held it), an integer column in its dtype, a binned column as its bin's representative
+    with the bin in ``<column> (bin)``.
 
     Parameters
     ----------
@@ -591,10 +615,11 @@ def fed_bins(domain: Domain, codec: FrameCodec | None) -> dict[int, ColumnCodec]
     """
     if codec is None:
         return {}
-    binned = {str(c.name): c for c in codec.columns if c.how == "bin"}
-    fed = {j: binned[f.name] for j, f in enumerate(domain.features) if f.name in binned}
+    by_name = {str(c.name): c for c in codec.columns}
+    fed = {j: by_name[f.name] for j, f in enumerate(domain.features) if f.name in by_name}
     names = {f.name for f in domain.features}
-    clash = [domain.features[j].name for j in fed if domain.features[j].name + BIN_SUFFIX in names]
+    clash = [domain.features[j].name for j, c in fed.items()
+             if c.how == "bin" and domain.features[j].name + BIN_SUFFIX in names]
     if clash:
         raise ConfigError(f"column {clash[0] + BIN_SUFFIX!r} of the data has the name the IDI pairs give the bins of "
                           f"binned column {clash[0]!r}; rename it in the data")
@@ -602,7 +627,9 @@ def fed_bins(domain: Domain, codec: FrameCodec | None) -> dict[int, ColumnCodec]
 
 
 def decode_side(X, domain: Domain, codec: FrameCodec | None = None, *, suffix: str = "") -> pd.DataFrame:
-    """IDIs (or counterparts) as shown: :meth:`Domain.decode`, with each binned column the value the model was fed.
+    """IDIs (or counterparts) as shown: each column the value the model was fed, or each code's label.
+
+    The one decoding of every door that shows IDI rows (``idis.parquet`` writes the same values).
 
     Parameters
     ----------
@@ -610,8 +637,10 @@ def decode_side(X, domain: Domain, codec: FrameCodec | None = None, *, suffix: s
         Codes.
     domain : Domain
     codec : FrameCodec, optional
-        Of :func:`fed_codec`: a binned column then holds the value the model was fed (the user's dtype), followed
-        by ``<column> (bin)`` with its bin's label, as in ``idis.parquet``.
+        Of :func:`fed_codec`: each column then holds the value the model was fed, in the user's dtype (a missing
+        category as the data held it, ``"?"`` or NaN/None; a boolean as a boolean); a binned column its bin's
+        representative, followed by ``<column> (bin)`` with its bin's label, as in ``idis.parquet``. Without it,
+        :meth:`Domain.decode`: each code's label.
     suffix : str
         Appended to every column name (``"_counterpart"``).
 
@@ -622,18 +651,114 @@ def decode_side(X, domain: Domain, codec: FrameCodec | None = None, *, suffix: s
     import pandas as pd
 
     labels = domain.decode(X, suffix=suffix)
-    fed = fed_bins(domain, codec)
+    fed = fed_columns(domain, codec)
     if not fed:
         return labels
     X = np.asarray(X, dtype=np.int64).reshape(-1, domain.n_features)
     columns: dict[str, Any] = {}
     for j, f in enumerate(domain.features):
         if j in fed:
-            columns[f.name + suffix] = fed[j].decode(X[:, j])
-            columns[f.name + BIN_SUFFIX + suffix] = labels[f.name + suffix]
+            columns[f.name + suffix] = fed[j].series(X[:, j], labels.index)
+            if fed[j].how == "bin":
+                columns[f.name + BIN_SUFFIX + suffix] = labels[f.name + suffix]
         else:
             columns[f.name + suffix] = labels[f.name + suffix]
     return pd.DataFrame(columns, index=labels.index)
+
+
+def feature_codes(values, feature: Feature, column: str) -> np.ndarray:
+    """The codes of a column of IDI pairs as shown (:func:`decode_side`, ``idis.parquet``), read back.
+
+    Each value is matched to the feature's labels as text (a category's label is its value as text; a number
+    read back as a float, ``3.0``, matches the label ``3``); a missing value (NaN, None, null) is the feature's
+    missing code, and so is the text the data used as its missing value (``"?"``, shown where the label says
+    ``missing``); a code without a label is read from its number. A feature without labels holds its codes.
+
+    Parameters
+    ----------
+    values : pandas.Series, shape (n_samples,)
+    feature : Feature
+    column : str
+        The column's name, for messages.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n_samples,)
+
+    Raises
+    ------
+    ConfigError
+        Naming the column and a value that is none of the feature's labels, or a column of codes that are not
+        integers.
+    """
+    import pandas as pd
+
+    from ..datasets.values import is_missing_token
+
+    if not feature.labels:
+        try:
+            return values.to_numpy(dtype=np.int64)
+        except (TypeError, ValueError) as err:
+            raise ConfigError(f"IDI pairs column {column!r} is not integer codes: {err}") from None
+    if isinstance(values.dtype, pd.CategoricalDtype):  # a dictionary column: its few categories looked up once
+        entry = values.cat.codes.to_numpy()
+        if (entry < 0).any() and feature.missing is None:
+            raise ConfigError(f"IDI pairs column {column!r} holds a missing value, but feature {feature.name!r} "
+                              "has none")
+        known = feature_codes(pd.Series(values.cat.categories, dtype=object), feature, column)
+        return np.append(known, feature.missing if feature.missing is not None else -1)[entry]  # -1: missing
+    # a category's own text first (the lowest code of a label), the missing code's label only where no category has it
+    code_of = {text: own for own, text in sorted(feature.labels.items(), reverse=True) if own != feature.missing}
+    if feature.missing is not None:
+        code_of.setdefault(feature.label(feature.missing), feature.missing)
+    missing = values.isna().to_numpy()
+    present = pd.unique(values[~missing].to_numpy(dtype=object))  # few distinct values: one look-up each
+    found = {}
+    for value in present:
+        text = [str(value)]
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            text.append(str(int(value)))  # an integer category read back as a float
+        code: int | None = next((code_of[t] for t in text if t in code_of), None)
+        if code is None and feature.missing is not None and is_missing_token(value):
+            code = feature.missing
+        if code is None and str(value).lstrip("-").isdigit() and feature.lo <= int(value) <= feature.hi:
+            code = int(value)  # a code without a label is written as its number (Feature.label)
+        if code is None:
+            raise ConfigError(f"IDI pairs column {column!r} holds {value!r}, which is none of feature "
+                              f"{feature.name!r}'s labels")
+        found[value] = code
+    out = np.empty(len(values), dtype=np.int64)
+    if missing.any():
+        if feature.missing is None:
+            raise ConfigError(f"IDI pairs column {column!r} holds a missing value, but feature {feature.name!r} "
+                              "has none")
+        out[missing] = feature.missing
+    if (~missing).any():
+        out[~missing] = pd.Series(values[~missing].to_numpy(dtype=object)).map(found).to_numpy(dtype=np.int64)
+    return out
+
+
+def _fed_dictionary(feature: Feature, codec: ColumnCodec):
+    """A category's values as an Arrow dictionary, and each code's entry (-1: missing), or None if not one type."""
+    import pandas as pd
+    import pyarrow as pa
+
+    try:
+        values = np.asarray(codec.decode(np.arange(feature.lo, feature.hi + 1, dtype=np.int64)), dtype=object)
+        missing = np.asarray(pd.isna(values), dtype=bool)
+        dictionary = pa.array(values[~missing], from_pandas=True)
+    except (DomainError, pa.ArrowInvalid, pa.ArrowTypeError):  # numbers and text in one column: written as labels
+        return None
+    entry = np.full(len(values), -1, dtype=np.int32)
+    entry[~missing] = np.arange(int((~missing).sum()), dtype=np.int32)
+    return dictionary, entry
+
+
+def _fed_column(codes: np.ndarray, feature: Feature, dictionary, entry: np.ndarray):
+    import pyarrow as pa
+
+    index = entry[codes - feature.lo]
+    return pa.DictionaryArray.from_arrays(pa.array(index, mask=index < 0), dictionary)
 
 
 def _dictionary(feature: Feature):
@@ -699,13 +824,14 @@ def read_pairs(path: str | os.PathLike) -> dict[str, np.ndarray]:
     from ..domain import Domain
 
     domain = Domain.from_dict(json.loads(meta[DOMAIN_KEY]))
-    n = table.num_rows
     binned = set(json.loads(meta.get(BINS_KEY, b"[]")))  # shown as the value fed; codes from their bins
+    fed = set(json.loads(meta.get(FED_KEY, b"[]")))  # the value fed, read back through the labels
 
     feats = domain.features
     names = [f.name + BIN_SUFFIX if f.name in binned else f.name for f in feats]
-    idis = np.column_stack([_codes(table.column(name), f, n) for name, f in zip(names, feats, strict=True)])
-    cf = np.column_stack([_codes(table.column(name + "_counterpart"), f, n)
+    idis = np.column_stack([_codes(table.column(name), f, name, name in fed)
+                            for name, f in zip(names, feats, strict=True)])
+    cf = np.column_stack([_codes(table.column(name + "_counterpart"), f, name + "_counterpart", name in fed)
                           for name, f in zip(names, feats, strict=True)])
     phase = table.column("phase").cast(pa.string()).to_numpy(zero_copy_only=False).astype(str)
     return {"idis": idis, "counterparts": cf,
@@ -727,20 +853,13 @@ def _read_part(path: Path):
                              "remove it to read the other parts, or run the search again") from err
 
 
-def _codes(column, feature: Feature, n: int) -> np.ndarray:
-    """Codes of one column: int64 values as they are, dictionary labels mapped back through the feature's labels."""
+def _codes(column, feature: Feature, name: str, fed: bool) -> np.ndarray:
+    """Codes of one column: labels or the values fed mapped back (:func:`feature_codes`), int64 codes as they are."""
     import pyarrow as pa
 
-    if not pa.types.is_dictionary(column.type):
-        return column.to_numpy().astype(np.int64)
-    code_of = {feature.label(c): c for c in range(feature.lo, feature.hi + 1)}
-    out = np.empty(n, dtype=np.int64)
-    start = 0
-    for chunk in column.chunks:
-        lookup = np.array([code_of[s] for s in chunk.dictionary.to_pylist()], dtype=np.int64)
-        out[start:start + len(chunk)] = lookup[chunk.indices.to_numpy(zero_copy_only=False)]
-        start += len(chunk)
-    return out
+    if fed or pa.types.is_dictionary(column.type):
+        return feature_codes(column.to_pandas(), feature, name)
+    return column.to_numpy().astype(np.int64)
 
 
 def read_run(folder: str | os.PathLike) -> dict[str, Any]:
