@@ -20,7 +20,8 @@ Counterparts: the datasets' default couplings (census: relationship Husband <-> 
 uses them; ``--couple none`` turns them off (the paper's setting, which the preset itself keeps). The tables say
 which.
 
-- held-out (the headline): the IDI rate over the test rows (Wilson 95%), F1, the guardrail.
+- held-out (the headline): the IDI rate over the test rows (95% Clopper-Pearson, the verdict's interval), F1, the
+  guardrail.
 - paper protocol: the union of both approaches' IDIs re-checked against each retrained model ("remaining
   IDIs", Table 4). It leaks.
 

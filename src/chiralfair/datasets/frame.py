@@ -353,12 +353,48 @@ def stacked_frames(frames: Sequence[pd.DataFrame], sources: Sequence[str]) -> pd
     pandas.DataFrame
         The rows of every frame, in order; the index's outer level (:data:`ROW_SOURCE`) is the source, the inner
         one the frame's own index. A frame whose rows already name their sources so (the first rows of a stream
-        of several files: :meth:`~chiralfair.datasets.stream.RowStream.head`) keeps its own.
+        of several files: :meth:`~chiralfair.datasets.stream.RowStream.head`) keeps its own. A column that is an
+        unordered pandas categorical in every frame stays one, of the first frame's categories followed by the
+        others' new ones (:func:`shared_categories`), where ``pd.concat`` makes text of categoricals whose
+        categories differ: the rows keep the dtype the user gave them, and a copy of the model fitted on them (the
+        chiral model, a mitigated model) reads those columns as categorical as the model did.
     """
     parts = [frame if isinstance(frame.index, pd.MultiIndex) and frame.index.names[0] == ROW_SOURCE
              else pd.concat([frame], keys=[source], names=[ROW_SOURCE, "row"])
              for frame, source in zip(frames, sources, strict=True)]
-    return pd.concat(parts)
+    return pd.concat(shared_categories(parts))
+
+
+def shared_categories(frames: Sequence[pd.DataFrame]) -> list[pd.DataFrame]:
+    """``frames`` with each column that is an unordered categorical in all of them given one categorical dtype.
+
+    Parameters
+    ----------
+    frames : sequence of pandas.DataFrame
+        Frames with the same columns.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+        The frames, those whose categorical dtype differs from the shared one cast to it: the first frame's
+        categories in their order, then each other frame's categories it lacks, in that frame's order (the first
+        frame's rows keep their category codes). Other columns are untouched.
+    """
+    frames = list(frames)
+    if len(frames) < 2:
+        return frames
+    shared = {}
+    for column in frames[0].columns:
+        dtypes = [frame[column].dtype for frame in frames if column in frame.columns]
+        if (len(dtypes) == len(frames) and all(isinstance(d, pd.CategoricalDtype) and not d.ordered for d in dtypes)
+                and any(d != dtypes[0] for d in dtypes)):
+            categories = pd.Index(dtypes[0].categories)
+            for d in dtypes[1:]:
+                categories = categories.append(pd.Index(d.categories).difference(categories, sort=False))
+            shared[column] = pd.CategoricalDtype(categories)
+    if not shared:
+        return frames
+    return [frame.astype({c: d for c, d in shared.items() if frame[c].dtype != d}) for frame in frames]
 
 
 def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:

@@ -23,9 +23,9 @@ EOD by 0.058, yet fine-tuned from the model under test it raised the held-out EO
 does not keep the start's group figures either (measured with ``benchmarks/retrain_family.py``); a
 difference undefined on the validation rows (a group without a positive or a negative row) is a bound that cannot
 be checked, said as such. ``auto`` picks, among the candidates
-within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95% Wilson interval of
-that lowest one is as low within the noise of the validation rows, and of those the one with the highest
-validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not bought
+within the bounds, the lowest validation IDI rate; a candidate whose rate lies inside the 95% Clopper-Pearson interval
+(the verdict's) of that lowest one is as low within the noise of the validation rows, and of those the one with the
+highest validation F1 is picked (then the earlier candidate): a lower rate that the rows cannot tell apart is not bought
 with F1. If none is within the bounds, it says so first (each bound no candidate met and by how much the closest
 missed it, :func:`unmet_bounds`), and picks the one that lies the least beyond its farthest bound (in units of that
 bound, :func:`excess`), then the lowest IDI rate. The pick is trained again on all training rows; the test rows are
@@ -250,7 +250,7 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
         The model's kind on the same validation rows.
     f1_budget, max_group_increase : float
     n_validation : int
-        Validation rows the IDI rates were measured on (for their Wilson interval).
+        Validation rows the IDI rates were measured on (for their Clopper-Pearson interval, the verdict's).
 
     Returns
     -------
@@ -267,15 +267,15 @@ def choose(tried: list[dict[str, Any]], reference: dict[str, Any], *, f1_budget:
              f"right) never picked" if dropped else "")
     within = [i for i in usable if not broken[i]]
     if within:
-        from .evaluation import wilson
+        from .evaluation import share_interval
 
         lowest = min(tried[i]["idi_rate"] for i in within)
-        _, upper = wilson(round(lowest * n_validation), n_validation)
+        _, upper = share_interval(round(lowest * n_validation), n_validation)
         tied = [i for i in within if tried[i]["idi_rate"] <= upper]
         pick = max(tied, key=lambda i: (tried[i]["f1"], -i))
         why = (f"the highest validation F1 ({tried[pick]['f1']:.3f}) among the {len(tied)} candidates whose "
-               f"validation IDI rate is as low as the lowest ({lowest:.2%}) within its 95% interval (up to "
-               f"{upper:.2%}), of the {len(within)} of {len(tried)} within the bounds{never}")
+               f"validation IDI rate is as low as the lowest ({lowest:.2%}) within its 95% Clopper-Pearson interval "
+               f"(up to {upper:.2%}), of the {len(within)} of {len(tried)} within the bounds{never}")
     else:
         beyond = [excess(t, reference, f1_budget=f1_budget, max_group_increase=max_group_increase) for t in tried]
         pick = min(usable, key=lambda i: (beyond[i], tried[i]["idi_rate"], -tried[i]["f1"], i))

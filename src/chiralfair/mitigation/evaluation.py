@@ -2,7 +2,12 @@
 
 Every figure names its rows (architecture: mitigation, "held-out or nothing"): F1, accuracy, the IDI rate and
 fairlearn's group metrics are measured on the test split, which no step of retraining saw; the domain IDI rate over
-uniform draws from the input domain (:func:`chiralfair.verdict.estimate`, 95% Wilson intervals).
+uniform draws from the input domain (:func:`chiralfair.verdict.estimate`). The test IDI rate is a verdict's share
+affected and carries the verdict's interval, its interval rule (:func:`~chiralfair.verdict.result.people_interval`:
+the 95% Clopper-Pearson interval of the count, the test rows read as a sample of the people the model will meet), so
+that ``retrain`` gives the interval ``run``, ``estimate``, ``check`` and the model card give for the same rows and
+model; the domain rate carries its sampled verdict's interval (Clopper-Pearson, :func:`~chiralfair.verdict.estimate`'s
+default).
 
 Group metrics: fairlearn's demographic-parity and equalized-odds differences over the groups of the protected
 attributes (their joint values) in the test rows, through :class:`fairlearn.metrics.MetricFrame`. The
@@ -34,6 +39,8 @@ from ..models.protocol import CountingModel
 from ..oracle import DiscriminationCheck
 
 CONFIDENCE = 0.95
+# The intervals of the IDI rates, named where they are shown: the verdict's interval rule.
+INTERVAL_NAME = f"{CONFIDENCE:.0%} Clopper-Pearson"
 N_BOOTSTRAP = 1000
 
 
@@ -96,10 +103,13 @@ class Evaluator:
 
     def _test_rate(self, model: CountingModel) -> dict[str, Any]:
         from ..verdict import estimate
+        from ..verdict.result import people_interval
 
         on_test = estimate(model, self.dataset, population="test", test_index=self.test, exact=True,
                            favourable=_favourable(self.dataset), random_state=0, plausible_only=self.plausible_only)
-        lower, upper = wilson(on_test.n_affected, on_test.n_individuals)
+        lower, upper, _, _ = people_interval(on_test)  # the verdict's own interval rule, as every door gives it
+        if lower is None:  # no test row checked: nothing to bound
+            lower, upper = 0.0, 1.0
         return {"test_idi_rate": on_test.share, "test_idi_lower": lower, "test_idi_upper": upper,
                 "test_n": on_test.n_individuals}
 
@@ -146,8 +156,11 @@ def protected_groups_frame(domain, X):
     return described.iloc[np.asarray(inverse).reshape(-1)].reset_index(drop=True)
 
 
-def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Wilson interval of a binomial share (statsmodels), treating the rows as a sample of the population.
+def share_interval(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The verdict's interval of a share affected: Clopper-Pearson, the rows read as a sample of the people.
+
+    The interval rule of every verdict (:func:`~chiralfair.verdict.result.binomial_interval`), for a share measured
+    outside one (``auto``'s validation IDI rates).
 
     Parameters
     ----------
@@ -163,11 +176,11 @@ def wilson(count: int, nobs: int, confidence: float = CONFIDENCE) -> tuple[float
     lower, upper : float
         In [0, 1]; (0, 1) for ``nobs == 0``.
     """
-    from ..verdict.result import proportion_confint
+    from ..verdict.result import binomial_interval
 
     if nobs == 0:
         return 0.0, 1.0
-    lower, upper = proportion_confint(count, nobs, alpha=1 - confidence, method="wilson")
+    lower, upper = binomial_interval(int(count), int(nobs), confidence)
     return float(lower), float(upper)
 
 

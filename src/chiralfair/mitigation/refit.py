@@ -20,6 +20,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..models.adapters import as_model
+from ..models.language import with_categorical_dtypes
 from ..models.protocol import CountingModel
 from .fitting import fit_plain, unfitted_copy
 
@@ -129,37 +130,6 @@ def training_input(model: CountingModel, dataset, codes: np.ndarray, origin: np.
     joined = pd.concat([from_people.reset_index(drop=True), from_domain.reset_index(drop=True)], ignore_index=True)
     joined = joined.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
     return language.frame_input(joined) if language.as_values else with_categorical_dtypes(model.estimator, joined)
-
-
-def with_categorical_dtypes(estimator, X):
-    """``X`` with the columns a ``categorical_features="from_dtype"`` estimator read as categorical made categoricals.
-
-    A HistGradientBoosting model fitted with ``categorical_features="from_dtype"`` reads a column as categorical only
-    when its dtype is a pandas categorical (its ``is_categorical_``); it predicts on the same column as text (its
-    encoder maps values, not dtypes), but a copy fitted on text fails ("could not convert string to float"). Those
-    columns of a training frame that are not categoricals already become categoricals of the values they hold, so
-    the copy reads them as the model did; any other estimator or input is returned as it is.
-
-    Parameters
-    ----------
-    estimator : object
-        The model's estimator (a Pipeline is returned as it is: its own steps encode).
-    X : pandas.DataFrame or numpy.ndarray
-
-    Returns
-    -------
-    pandas.DataFrame or numpy.ndarray
-    """
-    import pandas as pd
-
-    mask = getattr(estimator, "is_categorical_", None)
-    names = getattr(estimator, "feature_names_in_", None)
-    if (getattr(estimator, "categorical_features", None) != "from_dtype" or mask is None or names is None
-            or not isinstance(X, pd.DataFrame)):
-        return X
-    columns = [str(c) for c, categorical in zip(names, mask, strict=True) if categorical]
-    text = [c for c in columns if c in X.columns and not isinstance(X[c].dtype, pd.CategoricalDtype)]
-    return X.astype(dict.fromkeys(text, "category")) if text else X
 
 
 def refit_copy(model: CountingModel, dataset, rows, seed: int, name: str, added=None) -> CountingModel:

@@ -2,7 +2,8 @@
 
 See architecture: mitigation. :func:`retrain` takes a model under test, its training split and (for the methods that add
 them) the IDIs of a search, trains the model again with each mitigation method, and measures the model before and every
-model after on the **same held-out test rows**: F1, accuracy, the IDI rate over the test rows (95% Wilson interval), the
+model after on the **same held-out test rows**: F1, accuracy, the IDI rate over the test rows (with the verdict's 95%
+Clopper-Pearson interval, the one ``run`` and ``estimate`` give), the
 IDI rate over domain draws, and fairlearn's demographic-parity and equalized-odds differences (:mod:`.evaluation`). The
 methods (one module each, registered by name, :mod:`.base`):
 
@@ -84,7 +85,7 @@ from ..results.run_folder import BIN_SUFFIX, feature_codes
 from ..storage import json_default
 from .auto import _validation_figures
 from .base import MitigationMethod, check_shares, method_class
-from .evaluation import CONFIDENCE, Evaluator, wilson
+from .evaluation import CONFIDENCE, INTERVAL_NAME, Evaluator, share_interval
 from .guardrail import DEFAULT_MAX_F1_LOSS, DEFAULT_MAX_GROUP_INCREASE, IDI_GOAL, f1_budget, goal_misses, judge
 from .kinds import kind_of, paper_mode
 from .labelling import default_ensemble, fit_ensemble, vote_labels
@@ -98,7 +99,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["CONFIDENCE", "FINE_TUNE_EPOCHS", "MODES", "PAIRS", "PROTOCOLS", "ROW_FIELDS", "RetrainResult",
            "check_methods", "check_shares", "default_ensemble", "fit_ensemble", "idis_from_frame", "retrain",
-           "vote_labels", "wilson"]
+           "vote_labels", "share_interval"]
 
 PROTOCOLS = ("holdout", "paper", "both")
 PAIRS = ("both", "idi")
@@ -142,7 +143,8 @@ class RetrainResult:
         The first row is the model before (``stage == "before"``), then one row per method and share
         (``stage == "after"``; ``share`` None for a method that adds no IDIs), with the keys of
         :data:`ROW_FIELDS`; figures a protocol does not compute are None. Rates are shares in [0, 1]; intervals
-        are 95% Wilson intervals over the test rows (``test_n``) or domain draws (``domain_n``).
+        are the verdicts' 95% Clopper-Pearson intervals over the test rows (``test_n``, read as a sample of the
+        people the model will meet: the interval ``run`` and ``estimate`` give) or domain draws (``domain_n``).
         ``improved``/``guardrail``: the verdict of :func:`~chiralfair.mitigation.guardrail.judge` and its words.
     ensemble : dict or None
         The labelling ensemble: ``members``, ``test_accuracy``, ``n_train``, ``label_counts``, ``notes``.
@@ -484,6 +486,8 @@ class RetrainResult:
                  f"{self.meta.get('model')}", "", *self.verdict_lines(), "",
                  f"- methods: {', '.join(self.methods)}; protocol: {self.protocol}; held-out rows: "
                  f"{self.meta.get('n_test')} test rows, never trained on",
+                 f"- IDI rate intervals: {INTERVAL_NAME} (the test rows read as a sample of the people the model will "
+                 "meet: the interval run and estimate give for the same rows and model)",
                  f"- counterparts: {counterparts_line(self.meta)}",
                  *[f"- method {name} skipped: {why}" for name, why in self.skipped.items()],
                  f"- {spread_line(self.spread, self.max_f1_loss, self.rows[0] if self.rows else None)}",
@@ -498,10 +502,10 @@ class RetrainResult:
         lines += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         for _, row in frame.iterrows():
             lines.append("| " + " | ".join(_cell(row, key) for key in columns) + " |")
-        lines += ["", "Rates are shares of individuals with a counterpart that gets another label, with 95% "
-                  "Wilson intervals; F1, accuracy, the test IDI rate and fairlearn's demographic-parity (DPD) and "
-                  "equalized-odds (EOD) differences (95% bootstrap intervals over the rows) are measured on the "
-                  f"held-out test rows, over the groups of {', '.join(self.meta.get('protected', ['?']))}. An EOD "
+        lines += ["", "Rates are shares of individuals with a counterpart that gets another label, with "
+                  f"{INTERVAL_NAME} intervals; F1, accuracy, the test IDI rate and fairlearn's demographic-parity "
+                  "(DPD) and equalized-odds (EOD) differences (95% bootstrap intervals over the rows) are measured on "
+                  f"the held-out test rows, over the groups of {', '.join(self.meta.get('protected', ['?']))}. An EOD "
                   "is undefined when a group has no positive (or no negative) test row."]
         choices = [f"- {_label(r)}: {r['choice']}" for r in self.after if r.get("choice")]
         if choices:

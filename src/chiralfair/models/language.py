@@ -609,6 +609,39 @@ def native_categories(est) -> dict[str, tuple] | None:
     return {str(names[i]): tuple(c) for i, c in zip(indices, categories, strict=True)}
 
 
+def with_categorical_dtypes(estimator, X):
+    """``X`` with the columns a ``categorical_features="from_dtype"`` estimator read as categorical made categoricals.
+
+    A HistGradientBoosting model fitted with ``categorical_features="from_dtype"`` reads a column as categorical only
+    when its dtype is a pandas categorical (its ``is_categorical_``); it predicts on the same column as text (its
+    encoder maps values, not dtypes), but a copy fitted on text fails ("could not convert string to float"). Those
+    columns of a training frame that are not categoricals already become categoricals of the values they hold, so
+    the copy reads them as the model did; any other estimator or input is returned as it is. Every copy of a model
+    fitted on the user's rows goes through here: the chiral model (:mod:`chiralfair.seeds.chiral`) and the
+    mitigated models (:mod:`chiralfair.mitigation.refit`).
+
+    Parameters
+    ----------
+    estimator : object
+        The model's estimator (a Pipeline is returned as it is: its own steps encode).
+    X : pandas.DataFrame or numpy.ndarray
+
+    Returns
+    -------
+    pandas.DataFrame or numpy.ndarray
+    """
+    import pandas as pd
+
+    mask = getattr(estimator, "is_categorical_", None)
+    names = getattr(estimator, "feature_names_in_", None)
+    if (getattr(estimator, "categorical_features", None) != "from_dtype" or mask is None or names is None
+            or not isinstance(X, pd.DataFrame)):
+        return X
+    columns = [str(c) for c, categorical in zip(names, mask, strict=True) if categorical]
+    text = [c for c in columns if c in X.columns and not isinstance(X[c].dtype, pd.CategoricalDtype)]
+    return X.astype(dict.fromkeys(text, "category")) if text else X
+
+
 def _fitted_attribute(est, name: str):
     try:
         return getattr(est, name, None)

@@ -21,6 +21,7 @@ from ..datasets.population import population_of
 from ..domain import Domain
 from ..exceptions import DatasetError, ModelCapabilityError
 from ..models.adapters import as_model
+from ..models.language import with_categorical_dtypes
 from ..models.protocol import CountingModel
 from ..models.threads import single_native_thread
 
@@ -167,8 +168,18 @@ def train_chiral_model(model: CountingModel, dataset: Dataset, rng: np.random.Ge
         people = population_of(dataset, train_index) if model.reads_people else None
         # fed frames: the people as given with their protected (and coupled) values mutated, not bin representatives
         rows = language.model_input(X_chiral) if people is None else language.frame_input(people.counterparts(X_chiral))
-        with single_native_thread():  # OpenMP pools spin on busy cores (models/threads.py)
-            fitted = _seeded_clone(est, train_seed).fit(rows, language.model_labels(y))
+        if not language.as_values:  # the columns the model read as categorical by their dtype, categoricals again
+            rows = with_categorical_dtypes(est, rows)
+        try:
+            with single_native_thread():  # OpenMP pools spin on busy cores (models/threads.py)
+                fitted = _seeded_clone(est, train_seed).fit(rows, language.model_labels(y))
+        except Exception as error:  # the user's estimator's own failure, quoted; the seeds that need no copy named
+            raise ModelCapabilityError(
+                f"cannot train a chiral model for {model.name!r} (seed strategies 'i' and 'iandd'): a copy of "
+                f"{type(est).__name__} with the same hyper-parameters failed to fit on the {len(y):,} training rows "
+                f"with their protected values mutated: {type(error).__name__}: {error}. Use seeds='cluster' "
+                "(command line: --seeds cluster), or pass chiral_model=<a model trained like it on data with "
+                "mutated protected attributes> to the seed strategy") from error
         return wrap_like(fitted, model), {**info, "how": "sklearn-clone"}
     raise ModelCapabilityError(
         f"cannot train a chiral model for {model.name!r}: it has no model spec and is not an sklearn "

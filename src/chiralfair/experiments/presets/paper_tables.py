@@ -1121,8 +1121,8 @@ def _per_cell_protocols(tidy: pd.DataFrame, strategies: Sequence[str]) -> list[s
                      f"{int((paper_favours != holdout_favours).sum())}.")
     if {"test_idi_lower_after", "test_idi_upper_after"} <= set(tidy.columns):
         low, high = per_cell["test_idi_lower_after"], per_cell["test_idi_upper_after"]
-        lines.append(f"Holdout, test rows after retraining (Wilson 95%): the I&D interval lies wholly below the "
-                     f"cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
+        lines.append(f"Holdout, test rows after retraining (Clopper-Pearson 95%): the I&D interval lies wholly below "
+                     f"the cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
                      f"{int((high['cluster'] < low[WINNER]).sum())}.")
     return [*lines, ""] if lines else []
 
