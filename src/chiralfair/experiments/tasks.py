@@ -465,6 +465,9 @@ def retrain_figures(result) -> dict[str, Any]:
     out["n_test_projections_added"] = result.leakage["n_test_projections_added"]
     out["f1_spread"] = _number(None if not result.spread else result.spread["spread"])
     out["couplings_on"] = float(bool(result.meta.get("couplings")))
+    # the test IDI rates' intervals are the verdict's (Clopper-Pearson); a cell stored without this figure holds
+    # Wilson intervals, which retraining gave before (a table names each cell's rule from it)
+    out["test_idi_clopper_pearson"] = 1.0
     pick = result.meta.get("auto_pick")
     if pick:  # numbers, as every figure: the method by its place in AUTO_METHODS
         out.update(auto_method=float(AUTO_METHODS.index(pick["method"])) if pick["method"] in AUTO_METHODS

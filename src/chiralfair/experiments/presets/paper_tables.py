@@ -1121,10 +1121,21 @@ def _per_cell_protocols(tidy: pd.DataFrame, strategies: Sequence[str]) -> list[s
                      f"{int((paper_favours != holdout_favours).sum())}.")
     if {"test_idi_lower_after", "test_idi_upper_after"} <= set(tidy.columns):
         low, high = per_cell["test_idi_lower_after"], per_cell["test_idi_upper_after"]
-        lines.append(f"Holdout, test rows after retraining (Clopper-Pearson 95%): the I&D interval lies wholly below "
-                     f"the cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
+        lines.append(f"Holdout, test rows after retraining ({_interval_rule(tidy)}): the I&D interval lies wholly "
+                     f"below the cluster one in {int((high[WINNER] < low['cluster']).sum())} cells, wholly above in "
                      f"{int((high['cluster'] < low[WINNER]).sum())}.")
     return [*lines, ""] if lines else []
+
+
+def _interval_rule(tidy: pd.DataFrame) -> str:
+    """The rule of the cells' test IDI intervals: Clopper-Pearson (the verdict's), or Wilson for cells stored before."""
+    flag = tidy["test_idi_clopper_pearson"] if "test_idi_clopper_pearson" in tidy.columns else None
+    n_new = 0 if flag is None else int((flag == 1).sum())
+    if n_new == len(tidy):
+        return "Clopper-Pearson 95%"
+    if n_new == 0:
+        return "Wilson 95%, as retraining gave them when these cells ran"
+    return f"Clopper-Pearson 95% in {n_new} of {len(tidy)} rows, Wilson 95% in the others (cells stored before)"
 
 
 def _mean_difference(table: pd.DataFrame, after: str, before: str) -> float:
