@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import warnings
@@ -216,8 +217,10 @@ def _checked_names(problems: Problems, df: pd.DataFrame, columns: dict, label, b
     if unknown:
         with problems.check():
             raise DatasetError(f"{_UNKNOWN_BINS} {unknown}; features: {', '.join(map(repr, features))}")
+    with problems.check():
+        _refuse_joined_name(protected, columns)
     for ref in _protected_references(protected, groups):
-        if str(ref) not in columns:
+        if str(ref) not in columns and not _in_joined_name(ref, protected, columns):
             with problems.check():  # the protected attribute is named as Domain.with_protected names it
                 raise DomainError(f"unknown feature {ref!r}; valid names: {', '.join(repr(str(c)) for c in features)}")
     with problems.check():
@@ -251,6 +254,41 @@ def _protected_references(protected, groups) -> list:
             members = [members]
         refs.extend(members)
     return refs
+
+
+def _refuse_joined_name(protected, columns: dict) -> None:
+    """Refuse a group of columns whose '+'-joined spelling is itself a column: which one was meant is not known.
+
+    ``--protected "a+b"`` is the attribute over the columns ``a`` and ``b``; a column named ``a+b`` is named as it
+    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``).
+    """
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return
+    for item in protected:
+        if isinstance(item, str | int) or not isinstance(item, Sequence):
+            continue
+        joined = "+".join(map(str, item))
+        if joined not in columns:
+            continue
+        members = ", ".join(repr(str(c)) for c in item)
+        if all(str(c) in columns for c in item):
+            raise DatasetError(
+                f"protected attribute {joined!r} is ambiguous: the frame has a column {joined!r} and the columns "
+                f"{members}; for the column, name it in a list as it is (schema: protected = [{json.dumps(joined)}]); "
+                f"for one attribute over the columns, in a list of lists (schema: protected = "
+                f"[{json.dumps([str(c) for c in item])}]), or rename the column")
+        raise DatasetError(
+            f"column {joined!r} holds '+', which joins the columns of one attribute in --protected (here {members}, "
+            f"not columns of the frame); name the column in a list as it is (schema: protected = "
+            f"[{json.dumps(joined)}]), or rename it")
+
+
+def _in_joined_name(ref, protected, columns: dict) -> bool:
+    """Whether ``ref`` is a member of a group whose '+'-joined spelling is a column (refused once, as that)."""
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return False
+    return any(not isinstance(item, str | int) and isinstance(item, Sequence) and ref in item
+               and "+".join(map(str, item)) in columns for item in protected)
 
 
 def _refuse_protected_label(protected, groups, label) -> None:

@@ -1,0 +1,140 @@
+"""What the command line says and reads where a fresh user tripped: one-hot protected attributes, budgets, labels.
+
+Each figure is recounted here through the user's own model object with plain numpy and pandas.
+"""
+
+import json
+import tomllib
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from chiralfair.cli import app
+from chiralfair.exceptions import ConfigError, DatasetError, DataWarning
+from chiralfair.pipeline import protected_list
+
+runner = CliRunner()
+RACE = ["race_a", "race_b", "race_c"]
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def one_hot_frame(n=600, seed=0):
+    """A one-hot race over three columns, a 0/1 sex, two numbers; the label depends on race_a and hours."""
+    rng = np.random.default_rng(seed)
+    race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    df = pd.DataFrame({c: (race == c[-1]).astype(int) for c in RACE})
+    df["sex"] = rng.integers(0, 2, n)
+    df["hours"] = rng.integers(20, 61, n)
+    df["years"] = rng.integers(0, 30, n)
+    score = df["hours"] + 8 * df["race_a"] - 4 * df["race_c"] + 0.3 * df["years"] + rng.normal(0, 4, n)
+    df["y"] = (score > 47).astype(int)
+    return df
+
+
+@pytest.fixture(scope="module")
+def one_hot_files(tmp_path_factory):
+    import skops.io as sio
+    from sklearn.linear_model import LogisticRegression
+
+    tmp = tmp_path_factory.mktemp("onehot")
+    train, test = one_hot_frame(600, 0), one_hot_frame(400, 1)
+    model = LogisticRegression(max_iter=2000).fit(train.drop(columns="y"), train["y"])
+    train.to_csv(tmp / "train.csv", index=False)
+    test.to_csv(tmp / "test.csv", index=False)
+    sio.dump(model, tmp / "lr.skops")
+    return tmp, model, train, test
+
+
+def recount_one_hot(model, test: pd.DataFrame, group: list[str]) -> int:
+    """People whose label changes when the one-hot group is moved to another valid row (each column set alone)."""
+    X = test.drop(columns="y")
+    own = model.predict(X)
+    affected = np.zeros(len(X), bool)
+    for c in group:
+        moved = X.copy()
+        moved[group] = 0
+        moved[c] = 1
+        affected |= (X[c].to_numpy() == 0) & (model.predict(moved) != own)
+    return int(affected.sum())
+
+
+def test_plus_joins_the_columns_of_one_attribute():
+    assert protected_list("race_a+race_b+race_c,sex") == (("race_a", "race_b", "race_c"), "sex")
+    assert protected_list(" race_a + race_b ") == (("race_a", "race_b"),)
+    assert protected_list(["a+b"]) == ("a+b",)  # a list names columns as they are
+    for bad in ("race_a+", "+race_a", "race_a++race_b"):
+        with pytest.raises(ConfigError, match=r"'\+' joins the columns of one attribute"):
+            protected_list(bad)
+
+
+def test_cli_one_hot_attribute_gives_the_python_verdict_and_the_recount(one_hot_files):
+    from chiralfair import estimate
+
+    tmp, model, train, test = one_hot_files
+    expected = recount_one_hot(model, test, RACE)
+    assert 0 < expected < len(test)
+    args = ("estimate", "--data", tmp / "train.csv", "--test", tmp / "test.csv", "--model", tmp / "lr.skops",
+            "--label", "y", "--positive-class", 1, "--json")
+    res = invoke(*args, "--protected", "race_a+race_b+race_c")
+    assert res.exit_code == 0, res.output
+    cli = json.loads(res.output[res.output.index("{"):])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        py = estimate(model, train, test=test, label="y", positive_class=1, protected=[tuple(RACE)])
+    assert py.n_affected == expected
+    assert cli["n_affected"] == expected and cli["n_individuals"] == len(test)
+    # listed one by one: another (wrong) count, and a warning showing the option that declares them as one
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", DataWarning)
+        res = invoke(*args, "--protected", "sex,race_a,race_b,race_c")
+    assert res.exit_code == 0, res.output
+    message = "\n".join(line for line in res.stderr.splitlines() if "look like one one-hot attribute" in line)
+    assert json.loads(res.stdout)["n_affected"] != expected  # the impossible rows count
+    assert "--protected 'sex,race_a+race_b+race_c'" in message
+    assert 'protected = [["race_a", "race_b", "race_c"]]' in message
+
+
+def test_schema_infer_writes_one_attribute_and_a_run_reads_it(one_hot_files):
+    tmp, model, _, test = one_hot_files
+    res = invoke("schema", "infer", tmp / "train.csv", "--label", "y", "--protected", "race_a+race_b+race_c,sex")
+    assert res.exit_code == 0, res.output
+    schema = tomllib.loads(res.output)
+    assert schema["protected"] == [RACE, "sex"]
+    (tmp / "schema.toml").write_text(res.output)
+    res = invoke("estimate", "--data", tmp / "train.csv", "--test", tmp / "test.csv", "--model", tmp / "lr.skops",
+                 "--schema", tmp / "schema.toml", "--positive-class", 1, "--json")
+    assert res.exit_code == 0, res.output
+    X = test.drop(columns="y")
+    own = model.predict(X)
+    affected = np.zeros(len(X), bool)
+    for c in RACE:  # every combination of the two attributes: a race row and a sex value
+        for s in (0, 1):
+            moved = X.copy()
+            moved[RACE] = 0
+            moved[c] = 1
+            moved["sex"] = s
+            affected |= model.predict(moved) != own
+    assert json.loads(res.output[res.output.index("{"):])["n_affected"] == int(affected.sum())
+
+
+def test_a_joined_spelling_that_is_also_a_column_is_refused(one_hot_files):
+    from chiralfair.datasets import from_frame
+
+    _, _, train, _ = one_hot_files
+    both = train.assign(**{"race_a+race_b": 0})
+    with pytest.raises(DatasetError, match=r"ambiguous.*protected = \[\"race_a\+race_b\"\].*"
+                                           r"\[\[\"race_a\", \"race_b\"\]\]"):
+        from_frame(both, label="y", positive_class=1, protected=[("race_a", "race_b")])
+    one = train.rename(columns={"race_a": "race+a"})
+    with pytest.raises(DatasetError, match=r"column 'race\+a' holds '\+'.*protected = \[\"race\+a\"\]"):
+        from_frame(one, label="y", positive_class=1, protected=[("race", "a")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        data = from_frame(one, label="y", positive_class=1, protected=["race+a"])
+    assert list(data.domain.protected_names) == ["race+a"]
