@@ -138,3 +138,30 @@ def test_a_joined_spelling_that_is_also_a_column_is_refused(one_hot_files):
         warnings.simplefilter("ignore", DataWarning)
         data = from_frame(one, label="y", positive_class=1, protected=["race+a"])
     assert list(data.domain.protected_names) == ["race+a"]
+
+
+def test_a_sampled_check_names_each_interval_it_prints(one_hot_files):
+    from scipy.stats import beta
+
+    tmp, model, _, test = one_hot_files
+    res = invoke("check", "--data", tmp / "train.csv", "--test", tmp / "test.csv", "--model", tmp / "lr.skops",
+                 "--label", "y", "--positive-class", 1, "--protected", "race_a+race_b+race_c", "--reading", "rows",
+                 "--max-share", 0.05, "--max-queries", 600)
+    line = res.output.splitlines()[0]
+    n = int(line.split(" individuals sampled")[0].rsplit("(", 1)[1].replace(",", ""))
+    X = test.drop(columns="y")
+    assert n < len(X)  # sampled: the budget did not cover every person
+
+    def clopper_pearson(k, n, level):
+        a = 1 - level
+        return (beta.ppf(a / 2, k, n - k + 1) if k else 0.0), (beta.ppf(1 - a / 2, k + 1, n - k) if k < n else 1.0)
+
+    share = float(line.split("share affected ")[1].split("%")[0]) / 100
+    k = round(share * n)
+    first_look = 1 - 0.05 * 6 / np.pi ** 2
+    decided, once = clopper_pearson(k, n, first_look), clopper_pearson(k, n, 0.95)
+    shown = lambda lo_hi: f"[{lo_hi[0]:.2%}, {lo_hi[1]:.2%}]"  # noqa: E731
+    assert f"share affected {k / n:.2%} {shown(decided)}" in line
+    assert (f"{first_look:.2%} Clopper-Pearson (the level of look 1 of a sequential decision, so that 95% holds over "
+            "all its looks); the gate decided on that interval") in line
+    assert f"The same sample read once, as estimate reads it: {shown(once)}, 95% Clopper-Pearson" in line

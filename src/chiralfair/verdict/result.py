@@ -338,7 +338,8 @@ class Verdict:
 
             lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
-        how = "exact: every individual checked" if self.exact else f"{interval_name(self)} interval"
+        how = ("exact: every individual checked" if self.exact
+               else interval_name(self) + ("" if self.meta.get("sequential") else " interval"))
         if self.population_size is None:
             size = ""
         elif self.population == "domain" and not self.exact:
@@ -758,8 +759,10 @@ def verdict_queries_text(verdict: Verdict) -> str:
 def interval_name(verdict: Verdict) -> str:
     """The sampled share's interval named, level and method: ``"95% Clopper-Pearson"``.
 
-    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named as such: ``"95%
-    Clopper-Pearson spent over 3 looks"`` (:func:`look_confidence`), never as the plain interval.
+    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named by the level it was
+    computed at, the last look's (:func:`look_confidence`): ``"99.93% Clopper-Pearson (the level of look 3 of a
+    sequential decision, so that 95% holds over all its looks)"``, never as the plain interval, which is wider at
+    the first look too.
 
     Parameters
     ----------
@@ -773,8 +776,19 @@ def interval_name(verdict: Verdict) -> str:
     name = f"{verdict.confidence:.0%} {_method_text(verdict.method)}"
     if sequential and not verdict.exact:
         looks = int(sequential["looks"])
-        name += f" spent over {looks:,} look{'' if looks == 1 else 's'}"
+        level = float(sequential.get("look_confidence") or look_confidence(verdict.confidence, looks))
+        name = (f"{_level_text(level)} {_method_text(verdict.method)} (the level of look {looks:,} of a sequential "
+                f"decision, so that {verdict.confidence:.0%} holds over all its looks)")
     return name
+
+
+def _level_text(level: float) -> str:
+    """A confidence level with the digits that tell it from its neighbours: 96.96%, 99.24%, 99.9848%."""
+    for digits in range(2, 7):
+        text = f"{level:.{digits}%}"
+        if not text.startswith("100"):
+            return text
+    return f"{level:.6%}"
 
 
 def sample_interval(verdict: Verdict) -> tuple[float, float] | None:
