@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import realdata
 from typer.testing import CliRunner
 
 from chiralfair.cli import app
@@ -165,3 +166,45 @@ def test_a_sampled_check_names_each_interval_it_prints(one_hot_files):
     assert (f"{first_look:.2%} Clopper-Pearson (the level of look 1 of a sequential decision, so that 95% holds over "
             "all its looks); the gate decided on that interval") in line
     assert f"The same sample read once, as estimate reads it: {shown(once)}, 95% Clopper-Pearson" in line
+
+
+GERMAN = ["checking", "duration", "history", "purpose", "amount", "savings", "employment", "installment", "personal",
+          "debtors", "residence", "property", "age", "plans", "housing", "credits", "job", "dependents", "telephone",
+          "foreign", "credit"]
+
+
+def test_german_labels_are_named_by_the_credit_column_not_read_as_codes(tmp_path):
+    import skops.io as sio
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    raw = pd.read_csv(realdata.real_data_home_or_skip() / "german" / "raw" / "german.data", sep=" ", names=GERMAN)
+    train, test = raw.iloc[:600].reset_index(drop=True), raw.iloc[600:].reset_index(drop=True)
+    X = train.drop(columns="credit")
+    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), text),
+                                                 remainder=StandardScaler()),
+                         LogisticRegression(max_iter=1000)).fit(X, train["credit"])
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    sio.dump(pipe, tmp_path / "pipe.skops")
+    # credit 1 is good credit (favourable), 2 bad; positive class 2 makes the favourable outcome label 0
+    res = invoke("estimate", "--data", tmp_path / "train.csv", "--test", tmp_path / "test.csv", "--model",
+                 tmp_path / "pipe.skops", "--trust-model-file", "--label", "credit", "--positive-class", 2,
+                 "--favourable", 1, "--protected", "personal")
+    assert res.exit_code == 0, res.output
+    assert "Who is harmed (favourable label 0 (credit = 1))" in res.output and "label 0 (1)" not in res.output
+    # harmed: the model's bad credit (2) for the person while a counterpart gets good credit (1), recounted
+    Xt = test.drop(columns="credit")
+    own = pipe.predict(Xt)
+    gets_good = np.zeros(len(Xt), bool)
+    for value in sorted(train["personal"].unique()):
+        gets_good |= (Xt["personal"].to_numpy() != value) & (pipe.predict(Xt.assign(personal=value)) == 1)
+    harmed = int(((own == 2) & gets_good).sum())
+    assert 0 < harmed
+    line = next(row for row in res.output.splitlines() if "most harmed group" in row)
+    per_group = [int(row.split("(")[1].split(")")[0].replace(",", "")) for row in res.output.splitlines()
+                 if row.startswith("  personal=")]
+    assert sum(per_group) == harmed, line

@@ -367,7 +367,8 @@ class Verdict:
         str
             ``"label 0"`` or ``"label 1"`` alone when the positive class is ``"1"`` or unknown.
         """
-        return label_text(label, self.meta.get("positive_class"), self.meta.get("negative_class"))
+        return label_text(label, self.meta.get("positive_class"), self.meta.get("negative_class"),
+                          column=self.meta.get("label_column"))
 
     def _group_lines(self) -> list[str]:
         if not self.groups:
@@ -416,8 +417,11 @@ class Verdict:
         return out
 
 
-def label_text(label: int, positive_class: Any, negative_class: Any = None) -> str:
+def label_text(label: int, positive_class: Any, negative_class: Any = None, *, column: Any = None) -> str:
     """A model label (1 = the positive class) named in the data's terms.
+
+    A label value that reads as a number (German credit's ``1`` and ``2``) is named with its column, ``"label 0
+    (credit = 1)"``, so that it is not read as a label code; without the column, ``"label 0 (label value 1)"``.
 
     Parameters
     ----------
@@ -426,6 +430,8 @@ def label_text(label: int, positive_class: Any, negative_class: Any = None) -> s
         The value of the label column that label 1 stands for.
     negative_class : str or None, optional
         The one value label 0 stands for, when the label column holds just one other.
+    column : str, optional
+        The label column's name.
 
     Returns
     -------
@@ -435,9 +441,25 @@ def label_text(label: int, positive_class: Any, negative_class: Any = None) -> s
     """
     if positive_class is None or str(positive_class) == "1":
         return f"label {label}"
-    if label == 1:
-        return f"label {label} ({positive_class})"
-    return f"label {label} ({negative_class if negative_class is not None else f'not {positive_class}'})"
+    if label == 1 or negative_class is not None:
+        return f"label {label} ({_label_value_text(positive_class if label == 1 else negative_class, column)})"
+    if _reads_as_number(positive_class):
+        return f"label {label} ({column or 'label value'} other than {positive_class})"
+    return f"label {label} (not {positive_class})"
+
+
+def _label_value_text(value: Any, column: Any) -> str:
+    if not _reads_as_number(value):
+        return str(value)
+    return f"{column} = {value}" if column is not None else f"label value {value}"
+
+
+def _reads_as_number(value: Any) -> bool:
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
