@@ -208,3 +208,29 @@ def test_german_labels_are_named_by_the_credit_column_not_read_as_codes(tmp_path
     per_group = [int(row.split("(")[1].split(")")[0].replace(",", "")) for row in res.output.splitlines()
                  if row.startswith("  personal=")]
     assert sum(per_group) == harmed, line
+
+
+def test_a_column_whose_quantile_bins_collapse_to_one_is_named_with_the_bins_that_fix_it():
+    from chiralfair.cli.console import parse_bins
+    from chiralfair.datasets import from_frame
+
+    rng = np.random.default_rng(0)
+    n = 500
+    gain = np.where(rng.random(n) < 0.92, 0.0, rng.uniform(100, 9000, n).round(1))
+    df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "gain": gain, "hours": rng.normal(40, 9, n).round(1)})
+    df["y"] = (df["gain"] > 0) | (df["hours"] > 45)
+    with pytest.warns(DataWarning, match=r"column 'gain': its 10 quantile bins collapse to 1 \(\d+% of its values "
+                                         r"are 0\), so the search cannot change it") as caught:
+        data = from_frame(df, label="y", positive_class=True, protected="sex")
+    assert [str(w.message) for w in caught if "collapse" in str(w.message) and "'hours'" in str(w.message)] == []
+    j = list(data.domain.names).index("gain")
+    assert data.domain.features[j].lo == data.domain.features[j].hi  # one bin: nothing for the search to move
+    message = next(str(w.message) for w in caught if "collapse" in str(w.message))
+    assert "--bins gain=10" in message
+    option = message.split("(--bins ")[-1].rstrip(")")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        fixed = from_frame(df, label="y", positive_class=True, protected="sex", bins=parse_bins(option))
+    codes = fixed.X[:, j]
+    assert (codes[gain == 0] == codes[gain == 0][0]).all()  # the zeros in a bin of their own
+    assert not np.isin(codes[gain > 0], codes[gain == 0]).any() and np.unique(codes).size == 3

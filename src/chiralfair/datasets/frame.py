@@ -602,7 +602,30 @@ def auto_edges(series: pd.Series, name: str, n_bins: int = AUTO_BINS) -> np.ndar
         return np.array([distinct[0], distinct[0] + 1.0])
     if distinct.size <= n_bins:
         return np.concatenate([[distinct[0]], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1]]])
-    return np.unique(np.quantile(present, np.linspace(0.0, 1.0, n_bins + 1)))
+    edges = np.unique(np.quantile(present, np.linspace(0.0, 1.0, n_bins + 1)))
+    if edges.size == 2:
+        _warn_one_bin(present, name, n_bins)
+    return edges
+
+
+def _warn_one_bin(present: np.ndarray, name: str, n_bins: int) -> None:
+    """Warn that a column's quantile bins collapsed to one (mostly one value): the search cannot move it."""
+    values, counts = np.unique(present, return_counts=True)
+    at = int(np.argmax(counts))
+    mode = values[at]
+    # edges that give the common value a bin of its own, and split the values above it at their median
+    inner = [(values[at - 1] + mode) / 2] if at > 0 else []
+    if at + 1 < values.size:
+        above = present[present > mode]
+        inner.append((mode + values[at + 1]) / 2)
+        inner.append(float(np.quantile(above, 0.5)))
+    edges = ":".join(["-inf", *dict.fromkeys(f"{e:.6g}" for e in sorted(inner)), "inf"])
+    _data_warning(
+        f"column {name!r}: its {n_bins} quantile bins collapse to 1 ({counts.max() / present.size:.0%} of its "
+        f"values are {mode:g}), so the search cannot change it: every step and every counterpart of the search keeps "
+        f"its one bin, and IDIs that need another {name} are not found (the verdict, on the rows as given, is not "
+        f"affected); give it bins: equal-width (--bins {name}=10, bins={{{name!r}: 10}}) or edges (--bins "
+        f"{name}={edges})")
 
 
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:
