@@ -234,3 +234,48 @@ def test_a_column_whose_quantile_bins_collapse_to_one_is_named_with_the_bins_tha
     codes = fixed.X[:, j]
     assert (codes[gain == 0] == codes[gain == 0][0]).all()  # the zeros in a bin of their own
     assert not np.isin(codes[gain > 0], codes[gain == 0]).any() and np.unique(codes).size == 3
+
+
+def test_an_unused_category_of_a_protected_dtype_is_a_counterpart_value_and_said():
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from chiralfair import estimate
+
+    sexes = pd.CategoricalDtype(["Female", "Male", "Nonbinary"])
+
+    def frame(n, seed):
+        r = np.random.default_rng(seed)
+        df = pd.DataFrame({"sex": pd.Series(r.choice(["Female", "Male"], n)).astype(sexes),
+                           "hours": r.integers(20, 61, n)})
+        df["y"] = (df["hours"] + 6 * (df["sex"] == "Male") + r.normal(0, 3, n) > 43).astype(int)
+        return df
+
+    train, test = frame(600, 0), frame(300, 1)
+    assert (train["sex"] == "Nonbinary").sum() == 0 == (test["sex"] == "Nonbinary").sum()
+    # the model's encoder knows the dtype's three categories (Nonbinary: code 2, beyond Male)
+    pipe = make_pipeline(make_column_transformer((OrdinalEncoder(categories=[list(sexes.categories)]), ["sex"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression(max_iter=2000)).fit(train.drop(columns="y"), train["y"])
+    with pytest.warns(DataWarning, match=r"protected attribute 'sex': its category dtype declares 'Nonbinary', "
+                                         r"which no row holds.*remove_unused_categories"):
+        v = estimate(pipe, train, test=test, label="y", positive_class=1, protected="sex")
+    X = test.drop(columns="y")
+    own = pipe.predict(X)
+    affected = {}
+    for values in (["Female", "Male", "Nonbinary"], ["Female", "Male"]):
+        changed = np.zeros(len(X), bool)
+        for value in values:
+            changed |= pipe.predict(X.assign(sex=pd.Series(value, index=X.index).astype(sexes))) != own
+        affected[len(values)] = int(changed.sum())
+    assert affected[3] > affected[2]  # Nonbinary counterparts change labels the two others do not
+    assert v.n_affected == affected[3] and v.n_individuals == len(X)
+    # without the unused category, the values the rows hold only, and no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        kept = estimate(pipe, train.assign(sex=train["sex"].cat.remove_unused_categories()),
+                        test=test.assign(sex=test["sex"].cat.remove_unused_categories()), label="y",
+                        positive_class=1, protected="sex")
+    assert kept.n_affected == affected[2]

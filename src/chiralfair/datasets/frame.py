@@ -177,6 +177,7 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
+    domain = _with_declared_categories(domain, df, columns)
     codec = FrameCodec(tuple(codecs))
     with problems.check():
         check_protected_columns(domain, codec, encoded.X)
@@ -190,6 +191,43 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
                    positive_class=str(positive_class), negative_class=_negative_class(df[label], positive_class),
                    sources={}, codec=codec,
                    raw=df[features].reset_index(drop=True))
+
+
+def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -> Domain:
+    """The domain with every category a protected column's pandas category dtype declares among its values.
+
+    A category no row holds (``sex`` of categories Female, Male, Nonbinary, no row Nonbinary) is still a value the
+    model can be fed, and the dtype says it is one of the attribute's: counterparts take it, with a warning naming
+    it and how to test only the values the rows hold (``remove_unused_categories``).
+    """
+    extra: dict[str, list[str]] = {}
+    values = {a.name: [row[0] if len(row) == 1 else row for row in a.values] for a in domain.attributes}
+    for a in domain.attributes:
+        if a.is_group:
+            continue
+        feature = domain.features[a.columns[0]]
+        dtype = df[columns[feature.name]].dtype
+        if not isinstance(dtype, pd.CategoricalDtype):
+            continue
+        declared = [i for i in range(len(dtype.categories)) if i != feature.missing]
+        unused = [i for i in declared if (i,) not in a.values]
+        if unused:
+            values[a.name] = declared
+            extra[a.name] = [str(dtype.categories[i]) for i in unused]
+    if not extra:
+        return domain
+    names = {a.name: (domain.names[a.columns[0]] if not a.is_group else tuple(domain.names[c] for c in a.columns))
+             for a in domain.attributes}
+    with warnings.catch_warnings():  # the bounds widened to the declared codes: said below, in the data's terms
+        warnings.simplefilter("ignore", DataWarning)
+        widened = domain.with_protected(names, values=values)
+    for name, unused in extra.items():
+        column = names[name]
+        _data_warning(
+            f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, unused))}, which no row "
+            f"holds; a value the model can be fed, so counterparts take it (no row, seed or group has it). To test "
+            f"only the values the rows hold: df[{column!r}] = df[{column!r}].cat.remove_unused_categories()")
+    return widened
 
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
