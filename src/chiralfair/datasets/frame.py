@@ -201,7 +201,8 @@ def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -
     it and how to test only the values the rows hold (``remove_unused_categories``).
     """
     extra: dict[str, list[str]] = {}
-    values = {a.name: [row[0] if len(row) == 1 else row for row in a.values] for a in domain.attributes}
+    values: dict[str, list] = {a.name: [row[0] if len(row) == 1 else row for row in a.values]
+                               for a in domain.attributes}
     for a in domain.attributes:
         if a.is_group:
             continue
@@ -221,10 +222,10 @@ def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -
     with warnings.catch_warnings():  # the bounds widened to the declared codes: said below, in the data's terms
         warnings.simplefilter("ignore", DataWarning)
         widened = domain.with_protected(names, values=values)
-    for name, unused in extra.items():
+    for name, labels in extra.items():
         column = names[name]
         _data_warning(
-            f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, unused))}, which no row "
+            f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, labels))}, which no row "
             f"holds; a value the model can be fed, so counterparts take it (no row, seed or group has it). To test "
             f"only the values the rows hold: df[{column!r}] = df[{column!r}].cat.remove_unused_categories()")
     return widened
