@@ -279,3 +279,41 @@ def test_an_unused_category_of_a_protected_dtype_is_a_counterpart_value_and_said
                         test=test.assign(sex=test["sex"].cat.remove_unused_categories()), label="y",
                         positive_class=1, protected="sex")
     assert kept.n_affected == affected[2]
+
+
+def test_an_xgboost_model_on_category_columns_read_from_a_csv_is_told_how_to_pass_the_dtypes(tmp_path):
+    xgb = pytest.importorskip("xgboost")
+    import joblib
+
+    rng = np.random.default_rng(0)
+
+    def frame(n):
+        df = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "job": rng.choice(["a", "b", "c"], n),
+                           "hours": rng.integers(20, 61, n)})
+        df["y"] = ((df["hours"] + 5 * (df["sex"] == "m") + 4 * (df["job"] == "c")) > 45).astype(int)
+        return df
+
+    train, test = frame(400), frame(200)
+    as_category = {c: pd.CategoricalDtype(sorted(train[c].unique())) for c in ("sex", "job")}
+    model = xgb.XGBClassifier(n_estimators=20, max_depth=3, enable_categorical=True, tree_method="hist")
+    model.fit(train.drop(columns="y").astype(as_category), train["y"])
+    joblib.dump(model, tmp_path / "xgb.joblib")
+    train.to_csv(tmp_path / "train.csv", index=False)
+    test.to_csv(tmp_path / "test.csv", index=False)
+    args = ("estimate", "--data", tmp_path / "train.csv", "--test", tmp_path / "test.csv", "--model",
+            tmp_path / "xgb.joblib", "--trust-model-file", "--positive-class", 1)
+    res = invoke(*args, "--label", "y", "--protected", "sex")
+    assert res.exit_code != 0
+    assert "is an XGBoost model fitted on pandas category columns, and 'sex', 'job' reach it as" in res.output
+    assert 'type = \\"category\\"' not in res.output and 'type = "category"' in res.output
+    assert "Parquet" in res.output and "Model columns" not in res.output
+    # the fix the message gives: a schema declaring the dtype
+    res = invoke("schema", "infer", tmp_path / "train.csv", "--label", "y", "--protected", "sex")
+    (tmp_path / "schema.toml").write_text(res.output.replace('type = "str"', 'type = "category"')
+                                          .replace('type = "object"', 'type = "category"'))
+    res = invoke(*args, "--schema", tmp_path / "schema.toml", "--json")
+    assert res.exit_code == 0, res.output
+    X = test.drop(columns="y").astype(as_category)
+    own = model.predict(X)
+    flipped = X.assign(sex=X["sex"].map({"f": "m", "m": "f"}).astype(as_category["sex"]))
+    assert json.loads(res.output[res.output.index("{"):])["n_affected"] == int((model.predict(flipped) != own).sum())
