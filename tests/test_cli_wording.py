@@ -317,3 +317,9 @@ def test_an_xgboost_model_on_category_columns_read_from_a_csv_is_told_how_to_pas
     own = model.predict(X)
     flipped = X.assign(sex=X["sex"].map({"f": "m", "m": "f"}).astype(as_category["sex"]))
     assert json.loads(res.output[res.output.index("{"):])["n_affected"] == int((model.predict(flipped) != own).sum())
+
+
+def test_a_joined_attribute_on_a_benchmark_is_refused_with_the_comma_spelling():
+    res = invoke("estimate", "--dataset", "census", "--protected", "sex+race", "--model", "lr")
+    assert res.exit_code != 0
+    assert "'sex+race' joins columns of census into one attribute" in res.output and "(e.g. sex,race)" in res.output
