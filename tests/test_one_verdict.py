@@ -375,8 +375,11 @@ def test_a_sampled_verdict_shows_one_interval_named_at_every_door_and_the_gate_n
     sample = clopper_pearson(g.verdict.n_affected, g.verdict.n_individuals)
     line = g.line()
     assert f"{pct(g.share)} {interval(*decided)}" in line
-    assert f"95% Clopper-Pearson spent over {looks} look" in line
-    assert f"the estimate's of this sample, read once: {interval(*sample)}, 95% Clopper-Pearson" in line
+    # each interval named by what it is: the decision's at the look's level, the sample's read once at 95%
+    assert (f"{level:.2%} Clopper-Pearson (the level of look {looks} of a sequential decision, so that 95% holds "
+            "over all its looks); the gate decided on that interval") in line
+    assert f"The same sample read once, as estimate reads it: {interval(*sample)}, 95% Clopper-Pearson" in line
+    assert "spent over" not in line
 
 
 def test_the_certificates_say_why_a_person_with_a_missing_protected_value_is_left_out():

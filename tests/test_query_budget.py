@@ -66,7 +66,7 @@ def test_a_budget_the_seed_strategy_spends_stops_the_run_before_the_search():
     assert outcome.result.n_seeds == 0 and outcome.result.n_queries == 0
     budget = outcome.result.meta["query_budget"]
     assert budget["hit"] and budget["n_queries"] <= 50
-    assert any("spent selecting seeds" in note for note in outcome.result.notes)
+    assert any("that call was not made" in note for note in outcome.result.notes)
 
 
 def test_a_model_budget_refuses_the_call_that_would_pass_it():
@@ -282,11 +282,35 @@ def test_a_search_stopped_before_it_began_prints_its_note_once_and_says_the_verd
     assert outcome.result.n_idis == 0 and outcome.verdict.n_affected > 0
     lines = outcome_lines(summary)
     text = "\n".join(lines)
-    assert sum("spent selecting seeds" in line for line in lines) == 1
+    assert sum("that call was not made" in line for line in lines) == 1
     assert NO_IDI_TEXT not in text
     assert "no search ran" in text and f"finds {outcome.verdict.share:.2%} of them affected" in text
     report = render_markdown(summary, None)
-    assert report.count("spent selecting seeds") == 1 and NO_IDI_TEXT not in report
+    assert report.count("that call was not made") == 1 and NO_IDI_TEXT not in report
+
+
+@pytest.mark.parametrize(("seeds", "max_queries"), [("i", 400), ("iandd", 150)])
+def test_a_budget_ended_in_the_seeds_says_how_many_queries_went_where(seeds, max_queries):
+    from chiralfair.pipeline import DataSpec, SearchPlan, inputs_from_objects, run_pipeline
+    from chiralfair.reporting.report import outcome_lines
+
+    obj = _fitted_lr()
+    inputs = inputs_from_objects(as_model(obj), toy_dataset(400), settings=DataSpec(favourable=1), test_size=0.5,
+                                 random_state=0)
+    plan = SearchPlan(seeds=seeds, generator="aequitas", max_global=100, max_local=10, max_queries=max_queries)
+    outcome = run_pipeline(inputs, plan)
+    summary = outcome.summary()
+    outside = summary["queries"]["outside_budget"]
+    by_seeds = obj.rows - sum(outside.values())  # what the user's model received inside the budget
+    assert summary["query_budget"]["n_seed_queries"] == by_seeds <= max_queries
+    assert summary["query_budget"]["n_search_queries"] == outcome.result.n_queries == 0
+    assert summary["query_budget"]["stopped_in"] == "seeds"
+    text = "\n".join(outcome_lines(summary))
+    assert f"seed strategy {seeds!r} had used {by_seeds:,} of them when its next call" in text
+    assert "Not done: the rest of the seed selection (no seed was selected) and the whole search (0 queries)" in text
+    assert (f"query budget: {by_seeds:,} of {max_queries:,} model queries used ({by_seeds:,} by the seeds, 0 by "
+            "the search); hit during the seed selection") in text
+    assert "seeds that are IDIs" not in text and "none selected: the query budget ended during the seed" in text
 
 
 def test_without_affected_people_no_idi_is_said_as_before():

@@ -52,7 +52,8 @@ schema_app = typer.Typer(no_args_is_help=True, help="Schema files: types, catego
 def schema_infer(
     data: Annotated[Path, typer.Argument(help="A .csv or .parquet file.")],
     label: Annotated[str, typer.Option(help="Label column.")],
-    protected: Annotated[str, typer.Option(help="Protected attribute(s), comma-separated.")],
+    protected: Annotated[str, typer.Option(help="Protected attribute(s), comma-separated; '+' joins the columns of one "
+                                                "attribute over several one-hot columns: sex_Female+sex_Male.")],
     positive_class: PositiveOpt = None,
     bins: BinsOpt = None,
     n_bins: Annotated[int, typer.Option(help="Quantile bins proposed for non-integer numeric columns.")] = 10,

@@ -28,7 +28,8 @@ DatasetOpt = Annotated[str, typer.Option(help="Benchmark dataset: census, compas
 RunDatasetOpt = Annotated[str | None, typer.Option(
     help="Benchmark dataset: census, compas, bank, german (default census; not with --data).")]
 ProtectedOpt = Annotated[str | None, typer.Option(
-    help="Protected attribute(s), comma-separated, e.g. race,sex (default: the dataset's first).")]
+    help="Protected attribute(s), comma-separated, e.g. race,sex (default: the dataset's first); '+' joins the "
+         "columns of one attribute over several one-hot columns: sex_Female+sex_Male,race.")]
 ModelOpt = Annotated[str, typer.Option(help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb, lightgbm.")]
 RunModelOpt = Annotated[str | None, typer.Option(
     help="Model under test: dnn, lr, svc, dtc, mlp, rf, hgb, lightgbm (default dnn); with --data, a model file: "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import warnings
@@ -176,6 +177,7 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
     domain = Domain.from_data(encoded.X, encoded.names, kinds=encoded.kinds, labels=encoded.labels,
                               protected=[protected] if isinstance(protected, str | int) else protected,
                               groups=protected_groups, missing=missing, missing_protected=missing_protected)
+    domain = _with_declared_categories(domain, df, columns)
     codec = FrameCodec(tuple(codecs))
     with problems.check():
         check_protected_columns(domain, codec, encoded.X)
@@ -189,6 +191,44 @@ def from_frame(df: pd.DataFrame, *, label, positive_class, protected,
                    positive_class=str(positive_class), negative_class=_negative_class(df[label], positive_class),
                    sources={}, codec=codec,
                    raw=df[features].reset_index(drop=True))
+
+
+def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -> Domain:
+    """The domain with every category a protected column's pandas category dtype declares among its values.
+
+    A category no row holds (``sex`` of categories Female, Male, Nonbinary, no row Nonbinary) is still a value the
+    model can be fed, and the dtype says it is one of the attribute's: counterparts take it, with a warning naming
+    it and how to test only the values the rows hold (``remove_unused_categories``).
+    """
+    extra: dict[str, list[str]] = {}
+    values: dict[str, list] = {a.name: [row[0] if len(row) == 1 else row for row in a.values]
+                               for a in domain.attributes}
+    for a in domain.attributes:
+        if a.is_group:
+            continue
+        feature = domain.features[a.columns[0]]
+        dtype = df[columns[feature.name]].dtype
+        if not isinstance(dtype, pd.CategoricalDtype):
+            continue
+        declared = [i for i in range(len(dtype.categories)) if i != feature.missing]
+        unused = [i for i in declared if (i,) not in a.values]
+        if unused:
+            values[a.name] = declared
+            extra[a.name] = [str(dtype.categories[i]) for i in unused]
+    if not extra:
+        return domain
+    names = {a.name: (domain.names[a.columns[0]] if not a.is_group else tuple(domain.names[c] for c in a.columns))
+             for a in domain.attributes}
+    with warnings.catch_warnings():  # the bounds widened to the declared codes: said below, in the data's terms
+        warnings.simplefilter("ignore", DataWarning)
+        widened = domain.with_protected(names, values=values)
+    for name, labels in extra.items():
+        column = names[name]
+        _data_warning(
+            f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, labels))}, which no row "
+            f"holds; a value the model can be fed, so counterparts take it (no row, seed or group has it). To test "
+            f"only the values the rows hold: df[{column!r}] = df[{column!r}].cat.remove_unused_categories()")
+    return widened
 
 
 # A feature with a distinct value on every row is reported as an identifier from this many rows on.
@@ -216,8 +256,10 @@ def _checked_names(problems: Problems, df: pd.DataFrame, columns: dict, label, b
     if unknown:
         with problems.check():
             raise DatasetError(f"{_UNKNOWN_BINS} {unknown}; features: {', '.join(map(repr, features))}")
+    with problems.check():
+        _refuse_joined_name(protected, columns)
     for ref in _protected_references(protected, groups):
-        if str(ref) not in columns:
+        if str(ref) not in columns and not _in_joined_name(ref, protected, columns):
             with problems.check():  # the protected attribute is named as Domain.with_protected names it
                 raise DomainError(f"unknown feature {ref!r}; valid names: {', '.join(repr(str(c)) for c in features)}")
     with problems.check():
@@ -251,6 +293,41 @@ def _protected_references(protected, groups) -> list:
             members = [members]
         refs.extend(members)
     return refs
+
+
+def _refuse_joined_name(protected, columns: dict) -> None:
+    """Refuse a group of columns whose '+'-joined spelling is itself a column: which one was meant is not known.
+
+    ``--protected "a+b"`` is the attribute over the columns ``a`` and ``b``; a column named ``a+b`` is named as it
+    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``).
+    """
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return
+    for item in protected:
+        if isinstance(item, str | int) or not isinstance(item, Sequence):
+            continue
+        joined = "+".join(map(str, item))
+        if joined not in columns:
+            continue
+        members = ", ".join(repr(str(c)) for c in item)
+        if all(str(c) in columns for c in item):
+            raise DatasetError(
+                f"protected attribute {joined!r} is ambiguous: the frame has a column {joined!r} and the columns "
+                f"{members}; for the column, name it in a list as it is (schema: protected = [{json.dumps(joined)}]); "
+                f"for one attribute over the columns, in a list of lists (schema: protected = "
+                f"[{json.dumps([str(c) for c in item])}]), or rename the column")
+        raise DatasetError(
+            f"column {joined!r} holds '+', which joins the columns of one attribute in --protected (here {members}, "
+            f"not columns of the frame); name the column in a list as it is (schema: protected = "
+            f"[{json.dumps(joined)}]), or rename it")
+
+
+def _in_joined_name(ref, protected, columns: dict) -> bool:
+    """Whether ``ref`` is a member of a group whose '+'-joined spelling is a column (refused once, as that)."""
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return False
+    return any(not isinstance(item, str | int) and isinstance(item, Sequence) and ref in item
+               and "+".join(map(str, item)) in columns for item in protected)
 
 
 def _refuse_protected_label(protected, groups, label) -> None:
@@ -600,7 +677,30 @@ def auto_edges(series: pd.Series, name: str, n_bins: int = AUTO_BINS) -> np.ndar
         return np.array([distinct[0], distinct[0] + 1.0])
     if distinct.size <= n_bins:
         return np.concatenate([[distinct[0]], (distinct[:-1] + distinct[1:]) / 2, [distinct[-1]]])
-    return np.unique(np.quantile(present, np.linspace(0.0, 1.0, n_bins + 1)))
+    edges = np.unique(np.quantile(present, np.linspace(0.0, 1.0, n_bins + 1)))
+    if edges.size == 2:
+        _warn_one_bin(present, name, n_bins)
+    return edges
+
+
+def _warn_one_bin(present: np.ndarray, name: str, n_bins: int) -> None:
+    """Warn that a column's quantile bins collapsed to one (mostly one value): the search cannot move it."""
+    values, counts = np.unique(present, return_counts=True)
+    at = int(np.argmax(counts))
+    mode = values[at]
+    # edges that give the common value a bin of its own, and split the values above it at their median
+    inner = [(values[at - 1] + mode) / 2] if at > 0 else []
+    if at + 1 < values.size:
+        above = present[present > mode]
+        inner.append((mode + values[at + 1]) / 2)
+        inner.append(float(np.quantile(above, 0.5)))
+    edges = ":".join(["-inf", *dict.fromkeys(f"{e:.6g}" for e in sorted(inner)), "inf"])
+    _data_warning(
+        f"column {name!r}: its {n_bins} quantile bins collapse to 1 ({counts.max() / present.size:.0%} of its "
+        f"values are {mode:g}), so the search cannot change it: every step and every counterpart of the search keeps "
+        f"its one bin, and IDIs that need another {name} are not found (the verdict, on the rows as given, is not "
+        f"affected); give it bins: equal-width (--bins {name}=10, bins={{{name!r}: 10}}) or edges (--bins "
+        f"{name}={edges})")
 
 
 def _binned(series: pd.Series, name: str, spec) -> tuple[Column, ColumnCodec]:

@@ -97,15 +97,15 @@ def dataset_attributes(name: str) -> tuple[str, ...] | None:
     return None if facts is None else facts["attributes"]
 
 
-def unknown_protected_error(name: str, attribute: str) -> DomainError:
+def unknown_protected_error(name: str, attribute: str | tuple) -> DomainError:
     """The error for a protected attribute ``attribute`` that is not a feature of benchmark dataset ``name``.
 
     Parameters
     ----------
     name : str
         The benchmark dataset.
-    attribute : str
-        The protected attribute asked for.
+    attribute : str or tuple of str
+        The protected attribute asked for (a tuple: columns joined by '+' on the command line).
 
     Returns
     -------
@@ -113,6 +113,11 @@ def unknown_protected_error(name: str, attribute: str) -> DomainError:
         Its message lists the dataset's attributes.
     """
     facts = PUBLISHED[name]
+    if isinstance(attribute, tuple | list):  # '+'-joined columns: the benchmarks have no one-hot attribute
+        return DomainError(
+            f"protected attribute {'+'.join(map(str, attribute))!r} joins columns of {name} into one attribute, but "
+            f"{name} has no attribute over several columns: give its attributes separated by ',' (e.g. "
+            f"{','.join(map(str, attribute))}); its protected attributes are {', '.join(facts['protected'])}")
     return DomainError(
         f"unknown protected attribute {attribute!r} for {name}; its protected attributes are "
         f"{', '.join(facts['protected'])} (any of its features may be tested as one: {', '.join(facts['attributes'])})")

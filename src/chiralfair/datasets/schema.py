@@ -4,7 +4,7 @@ Written by ``chiralfair schema infer FILE --label COL --protected A,B`` and read
 
     label = "survived"
     positive_class = "yes"
-    protected = ["sex"]
+    protected = ["sex"]               # one attribute over several one-hot columns: [["sex_Female", "sex_Male"]]
 
     [columns.sex]
     type = "str"                      # the column's pandas dtype, honoured when the data is read
@@ -49,7 +49,7 @@ import pandas as pd
 from ..exceptions import DatasetError
 
 
-def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Sequence[str],
+def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Sequence[str | Sequence[str]],
                  bins: Mapping[str, int | Sequence[float]] | None = None, n_bins: int = 10) -> str:
     """TOML text of a schema for ``frame``.
 
@@ -58,7 +58,9 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     frame : pandas.DataFrame, shape (n_samples, n_columns)
     label : column name
     positive_class : object or None
-    protected : sequence of str
+    protected : sequence of str or of sequences of str
+        The protected attributes; a tuple (or list) of columns is one attribute spread over several (one-hot)
+        columns, written as a list inside the list (``protected = [["sex_Female", "sex_Male"], "race"]``).
     bins : mapping, optional
         Bins to write as given (edges or a count); other non-integer numeric columns get ``n_bins`` quantile bins,
         written as edges whose first is ``-inf`` and last ``inf`` (open-ended outer bins).
@@ -75,7 +77,8 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     """
     if len(frame) == 0:
         raise DatasetError("the frame has no rows: a schema's types and categories are read from its values")
-    missing = [c for c in [label, *protected] if c not in frame.columns]
+    named = [c for item in protected for c in (item if isinstance(item, list | tuple) else [item])]
+    missing = [c for c in [label, *named] if c not in frame.columns]
     if missing:
         raise DatasetError(f"columns {missing} are not in the frame; columns: {', '.join(map(str, frame.columns))}")
     bins = dict(bins or {})
@@ -303,8 +306,9 @@ def _unfit_value_text(series: pd.Series, dtype, source: str | None) -> str:
     return f" (value {shown} at {where})"
 
 
-def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str], positive_class=None,
-                      bins: Mapping[str, int | Sequence[float]] | None = None, n_bins: int = 10) -> str:
+def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str | Sequence[str]],
+                      positive_class=None, bins: Mapping[str, int | Sequence[float]] | None = None,
+                      n_bins: int = 10) -> str:
     """TOML text of a schema for the data file at ``path`` (``.csv`` or ``.parquet``); see :func:`infer_schema`.
 
     ``positive_class`` given as text (``"1"``) matches the label's own value (the integer 1).
@@ -315,8 +319,8 @@ def infer_schema_file(path: str | os.PathLike, *, label, protected: Sequence[str
         A ``.csv`` or ``.parquet`` file.
     label : hashable
         The label column.
-    protected : sequence of str
-        The protected attributes.
+    protected : sequence of str or of sequences of str
+        The protected attributes; a tuple of columns is one attribute over several (one-hot) columns.
     positive_class : object, optional
         The label value of the positive class (needed unless the label holds only 0/1).
     bins : mapping of str to int or sequence of float, optional

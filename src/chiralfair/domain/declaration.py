@@ -8,6 +8,7 @@ measured bounds (:func:`widened_to_declared`) or that no row holds (:func:`warn_
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
@@ -161,7 +162,9 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
             continue
         names = tuple(domain.features[c].name for c in cols)
         declare = (f"declare them as one attribute: protected=[..., {names!r}], or protected=[..., {prefix!r}] "
-                   f"with protected_groups={{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected)")
+                   f"with protected_groups={{{prefix!r}: {list(names)!r}}} (groups= in Domain.with_protected); "
+                   f"on the command line --protected {_command_line(domain, attributes, cols)!r}, in a schema "
+                   f"protected = [{json.dumps(list(names))}]")
         if len(protected) < len(cols):
             shown = ", ".join(repr(domain.features[c].name) for c in protected)
             raise DomainError(
@@ -176,6 +179,21 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
         # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
         logger.info(message)
         warnings.warn(message, DataWarning, stacklevel=3)
+
+
+def _command_line(domain: Domain, attributes: Sequence[ProtectedAttribute], group: Sequence[int]) -> str:
+    """The ``--protected`` value declaring ``attributes`` with the columns ``group`` as one attribute ('+'-joined)."""
+    joined = "+".join(domain.features[c].name for c in group)
+    items: list[str] = []
+    for a in attributes:
+        if not a.is_group and a.columns[0] in group:
+            if joined not in items:
+                items.append(joined)
+            continue
+        items.append("+".join(domain.features[c].name for c in a.columns) if a.is_group else a.name)
+    if joined not in items:
+        items.append(joined)
+    return ",".join(items)
 
 
 def _one_hot_groups(domain: Domain, data: np.ndarray) -> dict[str, list[int]]:

@@ -361,10 +361,48 @@ def accepted_data_row(model, dataset) -> np.ndarray:
         if not refused[0]:
             return row
         error = error or first
+    hint = _category_dtype_hint(model, dataset)
+    if hint:
+        raise ModelCapabilityError(f"{hint}. The model's own error: {error}")
     names = _frame_feature_names(model.estimator)
+    data_columns = _data_columns(dataset)
+    columns = (f"Model and data columns are the same: {', '.join(data_columns)}" if names == data_columns else
+               f"Model columns: {', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(data_columns)}")
     raise ModelCapabilityError(
-        f"model {model.name!r} fails on each of the first {len(rows)} data rows: {error}. Model columns: "
-        f"{', '.join(names) if names else '(unnamed)'}; data columns: {', '.join(_data_columns(dataset))}")
+        f"model {model.name!r} fails on each of the first {len(rows)} data rows: {error}. {columns}")
+
+
+def _category_dtype_hint(model, dataset) -> str | None:
+    """Why an XGBoost model fitted on pandas category columns fails on these rows: they are not categories.
+
+    XGBoost fitted with ``enable_categorical=True`` marks those columns ``"c"`` in its booster's ``feature_types``
+    and refuses a frame whose columns hold text instead; a CSV cannot carry the dtype, so the data must say it.
+    """
+    estimator = model.estimator
+    get_booster = getattr(estimator, "get_booster", None)
+    if get_booster is None or not type(estimator).__module__.startswith("xgboost"):
+        return None
+    try:
+        booster = get_booster()
+        types, names = list(booster.feature_types or []), list(booster.feature_names or [])
+    except Exception:  # an unfitted model, a booster without names: no hint, the model's error is shown
+        return None
+    import pandas as pd
+
+    raw = getattr(dataset, "raw", None)
+    if raw is None or len(types) != len(names):
+        return None
+    wanted = [n for n, t in zip(names, types, strict=True) if t == "c"]
+    not_category = [n for n in wanted if n in raw.columns and not isinstance(raw[n].dtype, pd.CategoricalDtype)]
+    if not not_category:
+        return None
+    shown = ", ".join(map(repr, not_category))
+    return (f"model {model.name!r} is an XGBoost model fitted on pandas category columns, and {shown} reach it as "
+            f"{raw[not_category[0]].dtype} (a CSV file holds text: it cannot carry a category dtype). Give the "
+            "columns their category dtype: data in a Parquet file written from frames with those dtypes "
+            "(df.to_parquet(...), then --data/--test FILE.parquet), or a schema declaring them (--schema FILE.toml "
+            "from 'chiralfair schema infer', with type = \"category\" and the categories in the order the model was "
+            "fitted with, in each of those columns' tables); in Python, pass frames with those category dtypes")
 
 
 def restrict_to_accepted_values(model, dataset) -> tuple[Dataset, list[str], np.ndarray | None]:

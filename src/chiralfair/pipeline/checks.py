@@ -33,22 +33,55 @@ GRADIENT_HINT = ("gradient generators (adf, eidig) run on models with input_grad
                  "zoo models; black-box generators (aequitas, sg, expga, kosei, themis) run on any model")
 
 
-def protected_list(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of names; empty items are dropped.
+# Joins the columns of one protected attribute spread over several (one-hot) columns in a text spelling
+# (``--protected "sex_Female+sex_Male,race"``); a list of names (a schema's, Python's) takes names as they are.
+GROUP_SEPARATOR = "+"
+
+
+def protected_list(text: str | Sequence[str] | None) -> tuple:
+    """Parse ``"race,sex"`` (or a sequence of names) into a tuple of attributes; empty items are dropped.
+
+    In text, ``,`` separates attributes and ``+`` joins the columns of one attribute spread over several (one-hot)
+    columns: ``"sex_Female+sex_Male,race"`` is ``(("sex_Female", "sex_Male"), "race")``. The items of a sequence
+    are taken as they are (a tuple or list of columns is one attribute, a name is a name even if it holds ``+``).
 
     Parameters
     ----------
-    text : str, sequence of str or None
-        ``"race,sex"``, ``["race", "sex"]``, or None (no attribute given).
+    text : str, sequence or None
+        ``"race,sex"``, ``"sex_Female+sex_Male"``, ``["race", "sex"]``, ``[("sex_Female", "sex_Male")]``, or None
+        (no attribute given).
 
     Returns
     -------
-    tuple of str
+    tuple
+        One item per attribute: a name, or a tuple of the columns of one attribute.
+
+    Raises
+    ------
+    ConfigError
+        For a ``+`` with no column on one side (``"sex_Female+"``), showing the spelling meant.
     """
     if text is None:
         return ()
-    items = text.split(",") if isinstance(text, str) else list(text)
-    return tuple(s.strip() if isinstance(s, str) else s for s in items if not isinstance(s, str) or s.strip())
+    if not isinstance(text, str):
+        return tuple(s.strip() if isinstance(s, str) else s for s in text if not isinstance(s, str) or s.strip())
+    out: list = []
+    for item in (s.strip() for s in text.split(",")):
+        if not item:
+            continue
+        if GROUP_SEPARATOR not in item:
+            out.append(item)
+            continue
+        columns = [c.strip() for c in item.split(GROUP_SEPARATOR)]
+        named = [c for c in columns if c]
+        if len(named) < len(columns) or len(named) < 2:
+            right = GROUP_SEPARATOR.join(named) if len(named) >= 2 else f"{named[0] if named else 'a_X'}+..."
+            raise ConfigError(
+                f"protected attribute {item!r} has a '{GROUP_SEPARATOR}' with no column beside it: "
+                f"'{GROUP_SEPARATOR}' joins the columns of one attribute spread over several (one-hot) columns, "
+                f"e.g. {right!r}; ',' separates attributes")
+        out.append(tuple(named))
+    return tuple(out)
 
 
 def check_protected_given(text: str | None, *, name: str = "protected") -> None:

@@ -427,14 +427,19 @@ def budget_spent_on_seeds(prepared: PreparedSearch, inputs, spent):
 
     from ..results import SeedReport
 
-    note = (f"the query budget of {spent.max_queries:,} model queries was spent selecting seeds: seed strategy "
-            f"{prepared.plan.seeds!r} had spent {spent.spent:,} queries when its next call, of {spent.asked:,}, "
-            "would have passed it; no search was run (raise --max-queries / max_queries, or use seeds that cost "
-            "fewer queries: random, cluster)")
+    used = int(inputs.model.n_queries)
+    cheaper = [s for s in ("random", "cluster") if s != prepared.plan.seeds]
+    note = (f"query budget of {spent.max_queries:,} model queries: seed strategy {prepared.plan.seeds!r} had used "
+            f"{spent.spent:,} of them when its next call, of {spent.asked:,} rows, would have passed it "
+            f"({spent.spent + spent.asked:,} > {spent.max_queries:,}); that call was not made. Not done: the rest of "
+            "the seed selection (no seed was selected) and the whole search (0 queries). The seeds alone need at "
+            f"least {spent.spent + spent.asked:,}: raise --max-queries / max_queries"
+            + (f", or use seeds that cost fewer queries ({', '.join(cheaper)})" if cheaper else ""))
     n = inputs.domain.n_features
     return SeedReport(strategy=prepared.plan.seeds, seeds=np.zeros((0, n), dtype=np.int64),
-                      is_idi=np.zeros(0, dtype=bool), n_queries=int(inputs.model.n_queries), notes=(note,),
-                      meta={"stopped_by": "max_queries", "max_queries": spent.max_queries})
+                      is_idi=np.zeros(0, dtype=bool), n_queries=used, notes=(note,),
+                      meta={"stopped_by": "max_queries", "max_queries": spent.max_queries,
+                            "refused_call": spent.asked})
 
 
 def no_search(prepared: PreparedSearch, inputs, seed_report, spent, *, out: str | os.PathLike | None = None,
@@ -496,9 +501,18 @@ def with_query_budget(result, seed_report, max_queries: int):
     n_seeds, n_search = int(seed_report.n_queries), int(result.n_queries)
     used = n_seeds + n_search
     hit = result.meta.get("stopped_by") == "max_queries"
+    in_seeds = (seed_report.meta or {}).get("stopped_by") == "max_queries"
     budget = {"max_queries": int(max_queries), "n_queries": used, "n_seed_queries": n_seeds,
-              "n_search_queries": n_search, "hit": hit}
+              "n_search_queries": n_search, "hit": hit, "stopped_in": "seeds" if in_seeds else "search" if hit
+              else None}
+    if in_seeds:
+        refused = (seed_report.meta or {}).get("refused_call")
+        ended = (f"hit during the seed selection: its next call{f', of {refused:,} rows,' if refused else ''} was "
+                 "not made, no seed was selected and no search ran")
+    elif hit:
+        ended = "hit: the search stopped at the first call that would have passed it"
+    else:
+        ended = "not hit: max_global and max_local ended the search first"
     note = (f"query budget: {used:,} of {max_queries:,} model queries used ({n_seeds:,} by the seeds, {n_search:,} "
-            "by the search); " + ("hit: the run stopped at the first call that would have passed it" if hit else
-                                  "not hit: max_global and max_local ended the search first"))
+            f"by the search); {ended}")
     return result.with_meta({"query_budget": budget}, notes=(note,))

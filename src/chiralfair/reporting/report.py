@@ -121,9 +121,13 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     list of (str, str)
     """
     plausible = summary.get("n_plausible_idis")
+    if (summary.get("query_budget") or {}).get("stopped_in") == "seeds":
+        seeds = ("seeds", "none selected: the query budget ended during the seed selection, and no search ran")
+    else:
+        seeds = ("seeds that are IDIs", f"{summary['n_seed_idis']} / {summary['n_seeds']}"
+                                        f" ({summary['initialization_rate']:.1%})")
     return [
-        ("seeds that are IDIs", f"{summary['n_seed_idis']} / {summary['n_seeds']}"
-                                f" ({summary['initialization_rate']:.1%})"),
+        seeds,
         ("n_idis", f"{summary['n_idis']:,}"),
         *([("n_plausible_idis", f"{plausible:,}" + (f" ({plausible / summary['n_idis']:.1%})"
                                                     if summary["n_idis"] else ""))] if plausible is not None else []),
@@ -185,9 +189,9 @@ def no_idi_text(summary: dict[str, Any]) -> str:
     if not v or not v.get("n_affected"):
         return NO_IDI_TEXT
     budget = summary.get("query_budget") or {}
-    if budget.get("hit") and not summary.get("n_seeds"):
+    if budget.get("stopped_in") == "seeds" or (budget.get("hit") and not summary.get("n_seeds")):
         why = (f"no search ran, as the seed strategy's next call would have passed the query budget of "
-               f"{budget['max_queries']:,} ({budget['n_seed_queries']:,} spent)")
+               f"{budget['max_queries']:,} ({budget['n_seed_queries']:,} used by the seeds before it)")
     elif budget.get("hit"):
         why = f"it ran out of its query budget ({budget['n_queries']:,} of {budget['max_queries']:,} queries spent)"
     else:

@@ -322,6 +322,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                          "exact": exact, "batch_size": batch_size, "plausible_only": plausible_only},
               "n_combinations": check.n_combinations, "worst_case_sample_size": n_worst,
               "positive_class": dataset.positive_class, "negative_class": dataset.negative_class,
+              "label_column": getattr(dataset, "label", None),
               "individuals_as": "rows as given" if people is not None else "codes"})
 
 

@@ -173,9 +173,10 @@ class GateDecision:
         if not self.exact:
             how = interval_name(self.verdict)
             if (own := sample_interval(self.verdict)) is not None:
-                how += (f" (decided on that interval; the estimate's of this sample, read once: "
+                how += (f"; the gate decided on that interval. The same sample read once, as estimate reads it: "
                         f"[{own[0]:.2%}, {own[1]:.2%}], {self.verdict.confidence:.0%} "
-                        f"{METHOD_NAMES.get(self.verdict.method, self.verdict.method)})")
+                        f"{METHOD_NAMES.get(self.verdict.method, self.verdict.method)}, narrower as it holds for "
+                        "one look only")
         n = self.n_individuals
         if self.reading == "domain":
             what = "every point checked" if self.exact else f"{n:,} draws, {how}"

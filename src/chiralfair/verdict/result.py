@@ -338,7 +338,8 @@ class Verdict:
 
             lines.append(f"  {blind_spot_line(proxies)}")
         lines += [f"  coupled: {c}" for c in self.couplings]
-        how = "exact: every individual checked" if self.exact else f"{interval_name(self)} interval"
+        how = ("exact: every individual checked" if self.exact
+               else interval_name(self) + ("" if self.meta.get("sequential") else " interval"))
         if self.population_size is None:
             size = ""
         elif self.population == "domain" and not self.exact:
@@ -366,7 +367,8 @@ class Verdict:
         str
             ``"label 0"`` or ``"label 1"`` alone when the positive class is ``"1"`` or unknown.
         """
-        return label_text(label, self.meta.get("positive_class"), self.meta.get("negative_class"))
+        return label_text(label, self.meta.get("positive_class"), self.meta.get("negative_class"),
+                          column=self.meta.get("label_column"))
 
     def _group_lines(self) -> list[str]:
         if not self.groups:
@@ -415,8 +417,11 @@ class Verdict:
         return out
 
 
-def label_text(label: int, positive_class: Any, negative_class: Any = None) -> str:
+def label_text(label: int, positive_class: Any, negative_class: Any = None, *, column: Any = None) -> str:
     """A model label (1 = the positive class) named in the data's terms.
+
+    A label value that reads as a number (German credit's ``1`` and ``2``) is named with its column, ``"label 0
+    (credit = 1)"``, so that it is not read as a label code; without the column, ``"label 0 (label value 1)"``.
 
     Parameters
     ----------
@@ -425,6 +430,8 @@ def label_text(label: int, positive_class: Any, negative_class: Any = None) -> s
         The value of the label column that label 1 stands for.
     negative_class : str or None, optional
         The one value label 0 stands for, when the label column holds just one other.
+    column : str, optional
+        The label column's name.
 
     Returns
     -------
@@ -434,9 +441,25 @@ def label_text(label: int, positive_class: Any, negative_class: Any = None) -> s
     """
     if positive_class is None or str(positive_class) == "1":
         return f"label {label}"
-    if label == 1:
-        return f"label {label} ({positive_class})"
-    return f"label {label} ({negative_class if negative_class is not None else f'not {positive_class}'})"
+    if label == 1 or negative_class is not None:
+        return f"label {label} ({_label_value_text(positive_class if label == 1 else negative_class, column)})"
+    if _reads_as_number(positive_class):
+        return f"label {label} ({column or 'label value'} other than {positive_class})"
+    return f"label {label} (not {positive_class})"
+
+
+def _label_value_text(value: Any, column: Any) -> str:
+    if not _reads_as_number(value):
+        return str(value)
+    return f"{column} = {value}" if column is not None else f"label value {value}"
+
+
+def _reads_as_number(value: Any) -> bool:
+    try:
+        float(str(value))
+    except ValueError:
+        return False
+    return True
 
 
 def binomial_interval(count: int, n: int, confidence: float, method: str = "clopper-pearson") -> tuple[float, float]:
@@ -758,8 +781,10 @@ def verdict_queries_text(verdict: Verdict) -> str:
 def interval_name(verdict: Verdict) -> str:
     """The sampled share's interval named, level and method: ``"95% Clopper-Pearson"``.
 
-    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named as such: ``"95%
-    Clopper-Pearson spent over 3 looks"`` (:func:`look_confidence`), never as the plain interval.
+    A sequential decision's interval (``meta["sequential"]``, a gate's threshold) is named by the level it was
+    computed at, the last look's (:func:`look_confidence`): ``"99.93% Clopper-Pearson (the level of look 3 of a
+    sequential decision, so that 95% holds over all its looks)"``, never as the plain interval, which is wider at
+    the first look too.
 
     Parameters
     ----------
@@ -773,8 +798,19 @@ def interval_name(verdict: Verdict) -> str:
     name = f"{verdict.confidence:.0%} {_method_text(verdict.method)}"
     if sequential and not verdict.exact:
         looks = int(sequential["looks"])
-        name += f" spent over {looks:,} look{'' if looks == 1 else 's'}"
+        level = float(sequential.get("look_confidence") or look_confidence(verdict.confidence, looks))
+        name = (f"{_level_text(level)} {_method_text(verdict.method)} (the level of look {looks:,} of a sequential "
+                f"decision, so that {verdict.confidence:.0%} holds over all its looks)")
     return name
+
+
+def _level_text(level: float) -> str:
+    """A confidence level with the digits that tell it from its neighbours: 96.96%, 99.24%, 99.9848%."""
+    for digits in range(2, 7):
+        text = f"{level:.{digits}%}"
+        if not text.startswith("100"):
+            return text
+    return f"{level:.6%}"
 
 
 def sample_interval(verdict: Verdict) -> tuple[float, float] | None:
