@@ -118,6 +118,19 @@ def as_positive(model):
     return lambda rows: (np.asarray(model.predict(rows)) == "yes").astype(np.int64)
 
 
+def assert_read_back(path, shown_frames, result):
+    """The pair file reads back to the search's codes exactly, and so does retraining's reader of the frames as shown
+    (the frame the user holds and the file: retrain --from-run)."""
+    found = result.result
+    back = read_pairs(path)
+    np.testing.assert_array_equal(back["idis"], found.idis)
+    np.testing.assert_array_equal(back["counterparts"], found.counterparts)
+    for shown in shown_frames:
+        own, other = idis_from_frame(shown, result.outcome.domain)
+        np.testing.assert_array_equal(own, found.idis)
+        np.testing.assert_array_equal(other, found.counterparts)
+
+
 @pytest.mark.parametrize("missing", KINDS)
 @pytest.mark.parametrize("kind", ["lr", "hgb"])
 def test_python_door_pairs_reproduce_on_your_model(kind, missing, tmp_path):
@@ -142,15 +155,7 @@ def test_python_door_pairs_reproduce_on_your_model(kind, missing, tmp_path):
     assert_real(on_disk, as_positive(model), names)
     pd.testing.assert_frame_equal(on_disk[pairs.columns].astype(pairs.dtypes.to_dict()), pairs,
                                   check_categorical=False)
-    back = read_pairs(tmp_path / "run" / "idis.parquet")
-    found = result.result
-    np.testing.assert_array_equal(back["idis"], found.idis)
-    np.testing.assert_array_equal(back["counterparts"], found.counterparts)
-    # retraining's reader takes the frame the user holds, as shown, and the file (retrain --from-run)
-    for shown in (pairs, on_disk):
-        own, other = idis_from_frame(shown, result.outcome.domain)
-        np.testing.assert_array_equal(own, found.idis)
-        np.testing.assert_array_equal(other, found.counterparts)
+    assert_read_back(tmp_path / "run" / "idis.parquet", (pairs, on_disk), result)
 
 
 @pytest.mark.parametrize("missing", MISSING)
@@ -272,15 +277,9 @@ def test_numbers_held_as_categories_and_beyond_float_read_back_exactly(tmp_path)
     model = make_pipeline(make_column_transformer((OrdinalEncoder(), ["sex", "race"]), remainder="passthrough"),
                           HistGradientBoostingClassifier(max_iter=30, random_state=0)).fit(df[names], df["y"])
     result = chiralfair.audit(model, df, **SETTINGS, **BUDGET, out=tmp_path / "run")
-    pairs, found = result.idis(), result.result
+    pairs = result.idis()
     assert_real(pairs, as_positive(model), names)
     assert set(pairs["id"]) <= set(df["id"]) and pairs["id"].dtype == np.int64  # exact, not rounded by a float
     on_disk = pd.read_parquet(tmp_path / "run" / "idis.parquet")
     assert set(on_disk["id"]) <= set(df["id"]) and set(on_disk["grade"].dropna()) <= {1, 2, 3}
-    back = read_pairs(tmp_path / "run" / "idis.parquet")
-    np.testing.assert_array_equal(back["idis"], found.idis)
-    np.testing.assert_array_equal(back["counterparts"], found.counterparts)
-    for shown in (pairs, on_disk):
-        own, other = idis_from_frame(shown, result.outcome.domain)
-        np.testing.assert_array_equal(own, found.idis)
-        np.testing.assert_array_equal(other, found.counterparts)
+    assert_read_back(tmp_path / "run" / "idis.parquet", (pairs, on_disk), result)
