@@ -95,7 +95,7 @@ def held_out_only_values(dataset: Dataset, train_index, test_index) -> tuple[Dat
         warnings.warn(note, DataWarning, stacklevel=3)
     if kept:
         declared = {a.name: kept.get(a.name, list(a.values)) for a in domain.attributes}
-        dataset = replace(dataset, domain=domain.with_protected(domain.protected_names, values=declared))
+        dataset = replace(dataset, domain=domain.with_protected(domain.protected_declaration, values=declared))
     return dataset, notes
 
 

@@ -37,7 +37,7 @@ from .declaration import (
     warn_unobserved_values,
     widened_to_declared,
 )
-from .features import MISSING_POLICIES, Feature, Kind, MissingPolicy, ProtectedAttribute
+from .features import MISSING_POLICIES, Feature, Kind, MissingPolicy, ProtectedAttribute, is_one_hot
 from .plausibility import Support
 
 logger = logging.getLogger(__name__)
@@ -460,6 +460,15 @@ class Domain:
         return [a.name for a in self.attributes]
 
     @property
+    def protected_declaration(self) -> dict[str, list[str]]:
+        """The protected attributes as :meth:`with_protected` takes them back: display name -> its columns' names.
+
+        Pass this, never :attr:`protected_names`, to re-declare the same attributes (a group's display name, such
+        as ``"race+sex"`` or ``"sex"`` for ``sex_Female``/``sex_Male``, is no column).
+        """
+        return {a.name: [self.features[c].name for c in a.columns] for a in self.attributes}
+
+    @property
     def protected_column_names(self) -> list[str]:
         """Names of the protected columns, attribute after attribute (as :attr:`protected`)."""
         return [self.features[i].name for i in self.protected]
@@ -619,8 +628,9 @@ class Domain:
     def protected_value_labels(self) -> list[list[str]]:
         """Text of every value of every PA, in the order of :meth:`protected_value_index`.
 
-        A single column shows its code's label; a one-hot group shows the name of the column holding the 1;
-        any other group row shows its columns' labels joined by ``"/"``.
+        A single column shows its code's label; a one-hot group (every column a 0/1 indicator column) shows the
+        name of the column holding the 1; any other group row shows its columns' labels joined by ``"/"``
+        (``race+sex``: ``"Asian-Pac-Islander/Female"``).
 
         Returns
         -------
@@ -631,8 +641,9 @@ class Domain:
     def describe_protected(self, X) -> pd.DataFrame:
         """Each input's value of each PA, as text: one column per attribute (:attr:`protected_names`).
 
-        A single column shows its code's label; a one-hot group shows the name of the column holding the 1;
-        any other group row shows its columns' labels joined by ``"/"``.
+        As :meth:`protected_value_labels`: a single column shows its code's label; a one-hot group (every column a
+        0/1 indicator column) shows the name of the column holding the 1; any other group row shows its columns'
+        labels joined by ``"/"``.
 
         Parameters
         ----------
@@ -646,14 +657,11 @@ class Domain:
         X = np.asarray(X, dtype=np.int64)
         cols = {}
         for a in self.attributes:
-            feats = [self.features[c] for c in a.columns]
-            block = X[:, list(a.columns)]
-            text = ["/".join(f.label(v) for f, v in zip(feats, row, strict=True)) for row in block]
-            if a.is_group:
-                one_hot = (block.sum(axis=1) == 1) & np.isin(block, (0, 1)).all(axis=1)
-                hot = block.argmax(axis=1)
-                text = [feats[h].name if ok else t for h, ok, t in zip(hot, one_hot, text, strict=True)]
-            cols[a.name] = pd.Series(text, dtype="string")
+            # each distinct row described once, then spread to the rows holding it
+            distinct, inverse = np.unique(X[:, list(a.columns)].reshape(len(X), len(a.columns)), axis=0,
+                                          return_inverse=True)
+            text = np.array([_value_text(self.features, a, row) for row in distinct] or [""], dtype=object)
+            cols[a.name] = pd.Series(text[inverse.reshape(-1)] if len(X) else [], dtype="string")
         return pd.DataFrame(cols)
 
     def counterparts(self, X) -> np.ndarray:
@@ -1396,8 +1404,9 @@ def _row_position(rows: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _value_text(features, attribute: ProtectedAttribute, row) -> str:
+    """One value of ``attribute`` as text: a one-hot group's hot column's name, else the labels joined by "/"."""
     feats = [features[c] for c in attribute.columns]
-    if attribute.is_group and sum(row) == 1 and all(v in (0, 1) for v in row):
+    if is_one_hot(features, attribute) and sum(row) == 1 and all(v in (0, 1) for v in row):
         return feats[int(np.argmax(row))].name
     return "/".join(f.label(v) for f, v in zip(feats, row, strict=True))
 

@@ -132,6 +132,43 @@ class ProtectedAttribute:
         return np.array(self.values, dtype=np.int64).reshape(len(self.values), len(self.columns))
 
 
+# The labels a 0/1 indicator column's codes may carry (an integer, float or boolean column read as codes 0 and 1).
+INDICATOR_LABELS = {0: frozenset({"0", "0.0", "False", "false"}), 1: frozenset({"1", "1.0", "True", "true"})}
+
+
+def is_indicator(feature: Feature) -> bool:
+    """Whether ``feature`` is a 0/1 indicator column: codes 0 and 1 (besides its missing code) that mean 0 and 1.
+
+    A categorical column whose two categories happen to be coded 0 and 1 (``sex``: Female, Male) is not one.
+
+    Parameters
+    ----------
+    feature : Feature
+
+    Returns
+    -------
+    bool
+    """
+    codes = [c for c in range(feature.lo, feature.hi + 1) if c != feature.missing]
+    return bool(codes) and all(c in INDICATOR_LABELS and feature.label(c) in INDICATOR_LABELS[c] for c in codes)
+
+
+def is_one_hot(features: Sequence[Feature], attribute: ProtectedAttribute) -> bool:
+    """Whether ``attribute`` is a group of 0/1 indicator columns (:func:`is_indicator`): a one-hot attribute.
+
+    Parameters
+    ----------
+    features : sequence of Feature
+        The domain's features.
+    attribute : ProtectedAttribute
+
+    Returns
+    -------
+    bool
+    """
+    return attribute.is_group and all(is_indicator(features[c]) for c in attribute.columns)
+
+
 MissingPolicy = Literal["exclude", "value"]
 MISSING_POLICIES = ("exclude", "value")
 

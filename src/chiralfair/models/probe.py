@@ -463,7 +463,7 @@ def restrict_to_accepted_values(model, dataset) -> tuple[Dataset, list[str], np.
     kept = dataset.rows(keep)
     values = {n: accepted.get(n, list(v)) for n, v in zip(domain.protected_names, domain.protected_values,
                                                           strict=True)}
-    return replace(kept, domain=domain.with_protected(domain.protected_names, values=values)), notes, keep
+    return replace(kept, domain=domain.with_protected(domain.protected_declaration, values=values)), notes, keep
 
 
 # A feature with at most this many codes has every code probed; a wider one (an integer column such as fnlwgt,

@@ -523,7 +523,7 @@ def _dataset_rows(data, settings: DataSpec, test, test_size, random_state):
         raise ConfigError("label and bins apply to a DataFrame; data is an already encoded Dataset")
     dataset = data.with_protected(list(settings.protected)) if settings.protected else data
     if settings.couple is not None or settings.constraints:
-        dataset = dataset.with_protected(dataset.domain.protected_names, couple=settings.couple,
+        dataset = dataset.with_protected(dataset.domain.protected_declaration, couple=settings.couple,
                                          constraints=list(settings.constraints) or None)
     if test is None:
         train_index, test_index = _split(dataset, test_size, random_state)
