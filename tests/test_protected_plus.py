@@ -101,3 +101,37 @@ def test_a_combination_only_the_held_out_rows_hold_is_left_out(door, tmp_path):
     affected, _ = recount(pipe, kept, [{"race": r, "sex": s} for r, s in sorted(combos)])
     assert verdict.n_individuals == len(test) - n_cf
     assert verdict.n_affected == int(affected.sum())
+
+
+def one_hot_people(n, seed):
+    """``people`` with sex as the one-hot columns sex_f and sex_m."""
+    df = people(n, seed)
+    return df.assign(sex_f=(df["sex"] == "f").astype(int), sex_m=(df["sex"] == "m").astype(int)).drop(columns="sex")
+
+
+@pytest.mark.parametrize("group", [("sex_f", "race"), ("race", "sex_m"), ("sex_f",)])
+def test_an_attribute_holding_part_of_a_one_hot_set_is_refused(group):
+    from chiralfair.datasets import from_frame
+    from chiralfair.exceptions import DomainError
+
+    df = one_hot_people(200, 7)
+    with pytest.raises(DomainError, match=r"one-hot columns 'sex_f', 'sex_m'.*impossible"):
+        from_frame(df, label="y", positive_class=1, protected=[group] if len(group) > 1 else list(group))
+    whole = from_frame(df, label="y", positive_class=1, protected=[("race", "sex_f", "sex_m")]).domain
+    # the whole set is accepted: its values are the (race, sex) rows the data holds, one 1 among sex_f, sex_m
+    observed = df[["race", "sex_f", "sex_m"]].drop_duplicates()
+    assert whole.attributes[0].size == len(observed) == 6
+    assert (whole.attributes[0].value_array()[:, 1:].sum(axis=1) == 1).all()
+
+
+@pytest.mark.parametrize("protected", [[["sex_f", "race"]], [["sex_f", "sex_f"]], ["sex_m"], ["race", ["race", "sex_f",
+                                                                                                            "sex_m"]]])
+def test_schema_infer_writes_no_part_of_a_one_hot_set_and_no_column_twice(protected):
+    from chiralfair.datasets.schema import infer_schema
+    from chiralfair.exceptions import DatasetError
+
+    df = one_hot_people(100, 8)
+    with pytest.raises(DatasetError, match="one-hot columns 'sex_f', 'sex_m'|named twice"):
+        infer_schema(df, label="y", positive_class=1, protected=protected)
+    text = infer_schema(df, label="y", positive_class=1, protected=[["sex_f", "sex_m", "race"]])
+    assert 'protected = [["sex_f", "sex_m", "race"]]' in text

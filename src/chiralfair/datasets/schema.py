@@ -73,7 +73,9 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     Raises
     ------
     DatasetError
-        If ``label`` or a protected attribute is not a column, or the frame has no rows (no values to write).
+        If ``label`` or a protected attribute is not a column, a column is named twice, an attribute holds some but
+        not all of a set of one-hot columns (``sex_Female`` or ``sex_Female+race`` beside ``sex_Male``), or the frame
+        has no rows (no values to write).
     """
     if len(frame) == 0:
         raise DatasetError("the frame has no rows: a schema's types and categories are read from its values")
@@ -81,6 +83,7 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
     missing = [c for c in [label, *named] if c not in frame.columns]
     if missing:
         raise DatasetError(f"columns {missing} are not in the frame; columns: {', '.join(map(str, frame.columns))}")
+    _check_protected_columns(frame, protected, named)
     bins = dict(bins or {})
     lines = [f"label = {_toml(label)}"]
     if positive_class is not None:
@@ -91,6 +94,43 @@ def infer_schema(frame: pd.DataFrame, *, label, positive_class, protected: Seque
             continue
         lines += ["", f"[columns.{_toml(str(column))}]", *_column_lines(frame[column], bins.get(column), n_bins)]
     return "\n".join(lines) + "\n"
+
+
+def _check_protected_columns(frame: pd.DataFrame, protected, named: list) -> None:
+    """Refuse a column named twice, or an attribute holding some but not all of a set of one-hot columns.
+
+    One-hot columns are told as :meth:`Domain.with_protected <chiralfair.domain.Domain.with_protected>` tells them
+    (a name prefix before the last ``_``, ``.``, ``=`` or ``:``, 0/1 values, exactly one 1 per row), so that the
+    schema written is one ``run --schema`` accepts.
+    """
+    from ..domain.declaration import ONE_HOT_SEPARATORS
+
+    twice = sorted({str(c) for c in named if named.count(c) > 1})
+    if twice:
+        raise DatasetError(f"protected column(s) {twice} are named twice: a column belongs to one attribute, once")
+    by_prefix: dict[str, list] = {}
+    for column in frame.columns:
+        cut = max(str(column).rfind(sep) for sep in ONE_HOT_SEPARATORS)
+        if cut > 0:
+            by_prefix.setdefault(str(column)[:cut], []).append(column)
+    for cols in by_prefix.values():
+        block = frame[cols]
+        if len(cols) < 2 or not all(pd.api.types.is_numeric_dtype(block[c]) or pd.api.types.is_bool_dtype(block[c])
+                                    for c in cols):
+            continue
+        values = block.to_numpy(dtype=float, na_value=np.nan)
+        if not (np.isin(values, (0, 1)).all() and (values.sum(axis=1) == 1).all()):
+            continue
+        for item in protected:
+            held = [c for c in (item if isinstance(item, list | tuple) else [item]) if c in cols]
+            if held and len(held) < len(cols):
+                whole = [n for c in (item if isinstance(item, list | tuple) else [item]) if c not in held[1:]
+                         for n in ((c,) if c not in cols else cols)]
+                raise DatasetError(
+                    f"protected attribute {'+'.join(map(str, item)) if isinstance(item, list | tuple) else item!r} "
+                    f"holds {', '.join(map(repr, held))} but not all of the one-hot columns "
+                    f"{', '.join(map(repr, cols))} (0/1, exactly one 1 per row): its counterparts would be impossible "
+                    f"rows (no 1, or two 1s); give it every one of them: --protected {'+'.join(map(str, whole))!r}")
 
 
 def _column_lines(series: pd.Series, spec, n_bins: int) -> list[str]:

@@ -135,6 +135,9 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
       this is refused.
     - All columns of the group protected one by one: the check tries every 0/1 combination of them, most of
       which are impossible rows; this is warned about.
+    - An attribute over several columns holding some but not all of the group's (``sex_Female+race``): its
+      counterparts set the columns it holds and keep the others, so most are impossible rows; this is refused,
+      as the first case.
 
     Parameters
     ----------
@@ -148,7 +151,7 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
     Raises
     ------
     DomainError
-        In the first case, naming the group to declare.
+        In the first and the third case, naming the group to declare.
 
     Warns
     -----
@@ -157,6 +160,18 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
     """
     single = {a.columns[0] for a in attributes if not a.is_group}
     for prefix, cols in _one_hot_groups(domain, data).items():
+        for a in attributes:
+            inside = [c for c in a.columns if c in cols]
+            if a.is_group and inside and len(inside) < len(cols):
+                names = tuple(domain.features[c].name for c in cols)
+                shown = ", ".join(repr(domain.features[c].name) for c in inside)
+                whole = [name for c in a.columns if c not in cols[1:]
+                         for name in ((domain.features[c].name,) if c not in cols else names)]
+                raise DomainError(
+                    f"protected attribute {a.name!r} holds {shown} but not all of the one-hot columns "
+                    f"{', '.join(map(repr, names))} (0/1, exactly one 1 per row): its counterparts would be "
+                    "impossible rows (no 1, or two 1s); give the attribute every one of them: on the command line "
+                    f"--protected {'+'.join(whole)!r}, in a schema protected = [{json.dumps(whole)}]")
         protected = [c for c in cols if c in single]
         if not protected:
             continue
