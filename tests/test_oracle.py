@@ -98,4 +98,5 @@ def test_own_combination_indexes_combinations_for_groups_and_singles():
     np.testing.assert_array_equal(own >= 0, valid)
     np.testing.assert_array_equal(dom.combinations[own[valid]], X[valid][:, list(dom.protected)])
     assert len(dom.combinations) == 2 * 3 * 3
-    np.testing.assert_array_equal(dom.missing_protected(X), X[:, 4] == 3)
+    # a missing age, or no 1 among the one-hot r columns (no value of r: a missing one); two 1s is a value outside r's
+    np.testing.assert_array_equal(dom.missing_protected(X), (X[:, 4] == 3) | (X[:, 1:4].sum(axis=1) == 0))

@@ -135,3 +135,39 @@ def test_schema_infer_writes_no_part_of_a_one_hot_set_and_no_column_twice(protec
         infer_schema(df, label="y", positive_class=1, protected=protected)
     text = infer_schema(df, label="y", positive_class=1, protected=[["sex_f", "sex_m", "race"]])
     assert 'protected = [["sex_f", "sex_m", "race"]]' in text
+
+
+@pytest.mark.parametrize("door", ["audit", "estimate"])
+def test_a_one_hot_row_with_no_1_is_a_missing_value_never_a_counterpart(door):
+    train, test = one_hot_people(600, 9), one_hot_people(300, 10)
+    for df, n in ((train, 20), (test, 15)):  # rows whose sex_f and sex_m are both 0
+        df.loc[df.index[:n], ["sex_f", "sex_m"]] = 0
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["race"]),
+                                                 remainder="passthrough"),
+                         LogisticRegression(max_iter=500)).fit(train.drop(columns="y"), train["y"])
+    kw = {"label": "y", "positive_class": 1, "favourable": 1, "protected": [("sex_f", "sex_m")]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if door == "audit":
+            result = chiralfair.audit(pipe, train, test=test, seeds="random", max_global=5, max_local=2, **kw)
+            verdict = result.verdict
+        else:
+            verdict = chiralfair.estimate(pipe, train, test=test, **kw)
+    none = (test["sex_f"] == 0) & (test["sex_m"] == 0)
+    kept = test[~none].drop(columns="y")
+    # counterparts are the two one-hot rows only: (0, 0) is never one
+    affected, harmed = recount(pipe, kept, [{"sex_f": 1, "sex_m": 0}, {"sex_f": 0, "sex_m": 1}])
+    assert verdict.n_individuals == len(test) - none.sum()
+    assert verdict.unplaced == {"sex": int(none.sum())}
+    assert verdict.n_affected == affected.sum()
+    groups = {g["group"]: g for g in verdict.groups}
+    assert set(groups) == {"sex=sex_f", "sex=sex_m"}
+    for name, column in (("sex=sex_f", "sex_f"), ("sex=sex_m", "sex_m")):
+        mask = (kept[column] == 1).to_numpy()
+        assert groups[name]["n"] == mask.sum() and groups[name]["n_affected"] == affected[mask].sum()
+        assert groups[name]["n_harmed"] == harmed[mask].sum()
+    if door == "audit":
+        rows = result.held_out_rows()
+        assert rows["left_out"].to_numpy().tolist() == none.tolist()
+        assert rows.loc[~rows["left_out"], "is_idi"].to_numpy().tolist() == affected.tolist()
+        assert result.dataset.domain.protected_value_labels() == [["sex_m", "sex_f"]]

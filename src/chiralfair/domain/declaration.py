@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..exceptions import DataWarning, DomainError
-from .features import Feature, MissingPolicy, ProtectedAttribute, group_name
+from .features import Feature, MissingPolicy, ProtectedAttribute, group_name, is_indicator
 
 if TYPE_CHECKING:
     from .domain import Domain
@@ -89,7 +89,8 @@ def attribute_values(features: Sequence[Feature], name: str, cols: tuple[int, ..
     values : mapping of str to sequence
         Declared values by attribute name; they are taken as given.
     policy : {"exclude", "value"}
-        Whether a feature's missing-value code is left out of the observed values (``"exclude"``).
+        Whether a feature's missing-value code is left out of the observed values (``"exclude"``); so is, then, a
+        one-hot group's row with no 1 (every column a 0/1 indicator column): it holds no value of the attribute.
 
     Returns
     -------
@@ -110,6 +111,8 @@ def attribute_values(features: Sequence[Feature], name: str, cols: tuple[int, ..
         if policy == "exclude":
             codes = np.array([f.missing if f.missing is not None else f.lo - 1 for f in feats])
             rows = rows[~(rows == codes).any(axis=1)]
+            if len(cols) > 1 and all(is_indicator(f) for f in feats):
+                rows = rows[rows.any(axis=1)]  # a one-hot row with no 1 says no value: a missing one, never a value
         return tuple(map(tuple, rows.tolist()))
     if len(cols) == 1:
         f = feats[0]

@@ -602,6 +602,7 @@ class Domain:
     def missing_protected(self, X) -> np.ndarray:
         """Rows holding a missing-value code in a protected column that is not one of the PA's values.
 
+        A one-hot group's row with no 1 among its columns holds no value either: it is read as a missing one.
         Under the default policy (``missing_protected="exclude"`` in :meth:`with_protected`) these are the
         rows whose protected value is missing: they are checked against the valid values, never used as
         counterparts. Under ``"value"`` no row is marked.
@@ -622,7 +623,11 @@ class Domain:
         for j, a in enumerate(self.attributes):
             codes = np.array([self.features[c].missing if self.features[c].missing is not None
                               else self.features[c].lo - 1 for c in a.columns])
-            out |= (X[:, list(a.columns)] == codes).any(axis=1) & (position[:, j] < 0)
+            block = X[:, list(a.columns)]
+            missing = (block == codes).any(axis=1)
+            if is_one_hot(self.features, a):  # no 1 among a one-hot group's columns: no value, a missing one
+                missing |= (block == 0).all(axis=1)
+            out |= missing & (position[:, j] < 0)
         return out
 
     def protected_value_labels(self) -> list[list[str]]:
