@@ -272,7 +272,8 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
 
     While it runs, distributed's own log records below WARNING are not printed in this process (its scheduler's,
     nanny's and client's INFO lines, about 40 for a two-worker cluster, which buried the progress bar and the
-    verdict); the workers' are silenced by the cluster (``silence_logs``). Its warnings and errors, and ours, stay.
+    verdict); the workers' are silenced below CRITICAL by the cluster (:func:`local_cluster`). This process's
+    warnings and errors from distributed, and ours, stay.
 
     Parameters
     ----------
@@ -335,6 +336,11 @@ def local_cluster(workers: int):
     (a variable set in this process's environment is still passed on). dask's other settings are kept: one
     OpenMP, OpenBLAS and MKL thread per worker, so that two workers on two cores do not fight over them.
 
+    The worker processes print none of distributed's records below CRITICAL (``silence_logs``, which each worker
+    applies to the handler distributed installs in its own process): a row the model fails on raised
+    ``distributed.worker - ERROR - Compute Failed`` with a traceback in every worker that met it, before the
+    error this process raises, which names the file and the row. Records of this process stay at WARNING.
+
     The workers' statistical profiler is off: it wakes each worker's event loop every 10 ms to take the GIL and
     walk the stacks of the thread scoring a partition, about 1 CPU s a worker per 2.5 M rows of the README's LR
     pipeline (19.0-19.6 CPU s a worker without it, 20.4-20.6 with it, on 5 M rows, one run each at load 4-6),
@@ -353,5 +359,11 @@ def local_cluster(workers: int):
 
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "distributed.worker.profile.enabled": False}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                            silence_logs=logging.WARNING)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL)
+    # silence_logs also lowered this process's own distributed handlers (installed when the root had none) to
+    # CRITICAL; its warnings stay here, as before. The cluster puts back the handlers' first levels when it closes.
+    for handler in logging.getLogger("distributed").handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.level > logging.WARNING:
+            handler.setLevel(logging.WARNING)
+    return cluster
