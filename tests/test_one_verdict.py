@@ -315,7 +315,7 @@ def test_a_person_whose_own_protected_value_is_missing_or_unknown_is_in_no_share
     with pytest.warns(DataWarning, match="zz"):
         g = check_fairness(pipe, train, test=test, max_share=0.5, **KW)
     assert g.verdict.n_individuals == truth["n"] and sum(x["n"] for x in g.verdict.groups) == truth["n"]
-    assert f"4 of the {len(test)} individuals checked were left out, their own race missing" in g.line()
+    assert f"4 of the {len(test)} individuals read were left out, their own race missing" in g.line()
 
 
 class CountingRows:

@@ -214,20 +214,25 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
     streamed_quality = verdict.meta["stream"].get("model_quality")
     if streamed_quality is not None:  # F1 over every streamed row, not the domain sample: every reader sees it
         unseen = verdict.meta["stream"]["rows_unseen_protected_value"]
-        inputs.quality.update(streamed_quality, evaluated_on=(
-            f"every labelled row of {stream.description} ({streamed_quality['n_test']:,} rows"
-            + (f"; the {unseen:,} holding a protected value the domain never saw were not sent to the model"
-               if unseen else "") + ")"))
+        # the count once: a Parquet source's description already holds its rows
+        n_test = streamed_quality["n_test"]
+        said = ([] if n_test == stream.n_rows else [f"{n_test:,} rows"] if stream.n_rows is None
+                else [f"{n_test:,} of them"])
+        said += [f"the {unseen:,} holding a protected value the domain never saw were not sent to the model"] * bool(
+            unseen)
+        inputs.quality.update(streamed_quality, evaluated_on=f"every labelled row of {stream.description}"
+                              + (f" ({'; '.join(said)})" if said else ""))
     rows_text = (f"every row of {stream.description}, read in batches of {batch_rows:,}"
                  + ("" if client is None else f" on {workers or scheduler} Dask worker(s)"
                     if workers else f" on the Dask cluster at {scheduler}"))
-    notes = (f"streamed: {verdict.meta['stream']['rows_read']:,} rows read, "
-             f"{verdict.meta['stream']['rows_checked']:,} checked, {verdict.meta['stream']['rows_left_out']:,} left "
-             f"out (no counterpart could exist), {verdict.meta['stream']['rows_unplaced']:,} unplaced (a protected "
-             f"value missing or not among its values, {verdict.meta['stream']['rows_unseen_protected_value']:,} of "
-             f"them never seen in the domain sample), 0 skipped; {domain_text}; the model's F1 is measured on "
-             f"{inputs.quality['evaluated_on']}", *_beyond_notes(verdict.meta["stream"].get("rows_beyond_domain")),
-             *_new_category_notes(verdict.meta["stream"].get("rows_new_category")), *verdict.notes)
+    counts = verdict.meta["stream"]
+    notes = (f"streamed: {counts['rows_read']:,} rows read: {counts['rows_checked']:,} checked (the individuals of "
+             f"the share), {counts['rows_left_out']:,} left out (no counterpart could exist), "
+             f"{counts['rows_unplaced']:,} unplaced (a protected value missing or not among its values, "
+             f"{counts['rows_unseen_protected_value']:,} of them never seen in the domain sample), 0 skipped; "
+             f"{domain_text}; the model's F1 is measured on {inputs.quality['evaluated_on']}",
+             *_beyond_notes(counts.get("rows_beyond_domain")),
+             *_new_category_notes(counts.get("rows_new_category")), *verdict.notes)
     verdict = dataclasses.replace(verdict, notes=notes, meta={
         **verdict.meta, "population_rows": rows_text, "model_f1": inputs.quality["f1"],
         "model_one_class": inputs.quality.get("one_class"), "model_accuracy": inputs.quality["accuracy"],

@@ -216,13 +216,13 @@ class GateDecision:
 
     def _left_out_text(self) -> str:
         v = self.verdict
-        n_checked = v.n_individuals + v.n_left_out + v.n_unplaced
+        n_read = v.n_individuals + v.n_left_out + v.n_unplaced  # the share's individuals are n_individuals
         parts = []
         if v.n_left_out:
             rules = "; ".join(v.constraints) or "the domain's constraints"
-            parts.append(f"{v.n_left_out:,} of the {n_checked:,} individuals checked were left out, none of whose "
+            parts.append(f"{v.n_left_out:,} of the {n_read:,} individuals read were left out, none of whose "
                          f"counterparts could exist (each breaks: {rules})")
-        parts += [f"{n:,} of the {n_checked:,} individuals checked were left out, their own {attribute} missing or "
+        parts += [f"{n:,} of the {n_read:,} individuals read were left out, their own {attribute} missing or "
                   "not among its values (in no group)" for attribute, n in v.unplaced.items()]
         return "; ".join(parts)
 
