@@ -239,8 +239,9 @@ class GateDecision:
 def _group_interval_name(verdict: Verdict, reading: str) -> str:
     """The worst group's interval named, level and rule, as :func:`worst_group` picked it for ``reading``."""
     g = verdict.worst() or {}
-    if reading == "superpopulation" and g.get("people_harmed_lower") is not None:
-        return f"{_level(verdict.people_confidence)} Clopper-Pearson for the group's people"
+    people = verdict.people_confidence  # set whenever the groups have people's intervals
+    if reading == "superpopulation" and g.get("people_harmed_lower") is not None and people is not None:
+        return f"{_level(people)} Clopper-Pearson for the group's people"
     return (f"{_level(verdict.group_confidence)} {METHOD_NAMES.get(verdict.method, verdict.method)}, "
             f"Bonferroni over the {3 * len(verdict.groups)} group intervals")
 
