@@ -131,6 +131,18 @@ def test_a_run_folder_keeps_its_own_counterparts(tmp_path):
     assert res.exit_code == 2 and "--couple and --constraint do not apply with --from-run" in res.output
 
 
+def test_label_flags_beside_a_run_folder_are_refused_as_unused_not_as_missing_data(tmp_path):
+    # --data and --model were given: the refusal once asked for them ("use them with --data FILE --model FILE")
+    res = invoke("retrain", "--from-run", tmp_path / "run", "--data", tmp_path / "train.csv", "--model",
+                 tmp_path / "lr.skops", "--label", "income", "--positive-class", ">50K", "--out", tmp_path / "o")
+    text = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert (f"--label, --positive-class are not used with --from-run: the run folder '{tmp_path / 'run'}' already "
+            "fixes the data's label, positive class") in text
+    assert "leave --label, --positive-class out" in text and "use them with" not in text
+    assert not (tmp_path / "o").exists()
+
+
 # ------------------------------------------------------------------------------------------------ real data (slow)
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["paper", "counterfactual", "unaware", "consistency", "auto"])

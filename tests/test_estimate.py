@@ -300,7 +300,7 @@ def test_people_no_counterpart_of_whom_could_exist_are_left_out_of_the_share_and
     assert verdict.n_left_out == int(stuck.sum()) > 0
     assert verdict.n_individuals == 300 - verdict.n_left_out
     assert verdict.share == verdict.n_affected / verdict.n_individuals
-    assert verdict.notes[0].startswith(f"{verdict.n_left_out} of the 300 individuals checked are left out")
+    assert verdict.notes[0].startswith(f"{verdict.n_left_out} of the 300 individuals read are left out")
     assert sum(g["n"] for g in verdict.groups) == verdict.n_individuals
     assert Verdict.from_json(verdict.to_json()) == verdict
 
@@ -343,7 +343,7 @@ def test_estimate_and_the_gate_say_who_is_left_out_by_a_constraint_on_the_first_
     assert verdict.n_left_out == stuck > 0
     head = "\n".join(verdict.summary().splitlines()[:4])
     assert f"  left out: {stuck} individuals, none of whose counterparts could exist (each breaks: " in head
-    checked = f"left out: {stuck} of the 100 individuals checked were left out, none of whose counterparts"
+    checked = f"left out: {stuck} of the 100 individuals read were left out, none of whose counterparts"
     assert checked in decision.line()
     # a threshold on the share itself: undecided, and the hint says the constraint took the rows, not the data
     undecided = decide(verdict, verdict.share)

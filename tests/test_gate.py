@@ -300,3 +300,34 @@ def test_a_skops_card_of_a_benchmark_zoo_model_is_refused_with_exit_3(tmp_path):
     res = runner.invoke(app, ["check", "--dataset", "census", "--model", "lr", "--protected", "sex", "--max-share",
                               "0.5", "--model-card", str(tmp_path / "README.md")])
     assert res.exit_code == 3 and "describes an sklearn model" in res.output
+
+
+def clopper_pearson(k, n, level):
+    from scipy.stats import beta
+
+    a = 1 - level
+    return (0.0 if k == 0 else beta.ppf(a / 2, k, n - k + 1), 1.0 if k == n else beta.ppf(1 - a / 2, k + 1, n - k))
+
+
+@pytest.mark.parametrize("population", ["domain", "test"])
+def test_the_worst_groups_interval_is_printed_with_its_level_and_rule(own, population):
+    import re
+
+    extra = ("--population", "domain", "--max-queries", 2000, "--random-state", 1) if population == "domain" else ()
+    res = gate(own, "unfair.skops", "--max-share", 0.02, *extra)
+    assert res.exit_code in (1, 2), res.output
+    verdict = json.loads(gate(own, "unfair.skops", "--max-share", 0.02, *extra, "--json").stdout)["verdict"]
+    found = re.search(r"worst group (sex=\w): [\d.]+% \[([\d.]+)%, ([\d.]+)%\] harmed \((\d+) of (\d+), ([^)]*)\)",
+                      res.output)
+    assert found, res.output
+    group, lower, upper, harmed, n, name = found.groups()
+    harmed, n = int(harmed), int(n)
+    if population == "domain":  # each of the 6 group intervals (2 groups x 3 shares) at the look's level / 6
+        looks = verdict["meta"]["sequential"]["looks"]
+        level = 1 - (1 - look_confidence(0.95, looks)) / 6
+        assert name == f"{level:.2%} Clopper-Pearson, Bonferroni over the 6 group intervals"
+    else:  # every held-out row checked: the group's count read as a sample of its people, at 95%
+        level = 0.95
+        assert name == "95% Clopper-Pearson for the group's people"
+    assert (float(lower), float(upper)) == pytest.approx(
+        tuple(100 * b for b in clopper_pearson(harmed, n, level)), abs=0.006)

@@ -137,7 +137,8 @@ def test_every_door_gives_the_worst_group_its_interval_and_the_share_interval_of
         (worst["lower"], worst["upper"]), abs=1e-12)
     assert f"share affected {pct(v.share)} {share_text}" in d.line()
     assert f"worst group {truth['worst']}: {pct(worst['share'])} {worst_text} harmed" in d.line()
-    assert "too small to tell, not ranked: race=c" in d.line()
+    assert f"harmed ({worst['n_harmed']:,} of {worst['n']:,}, 95% Clopper-Pearson for the group's people)" in d.line()
+    assert "too small to tell, not ranked (intervals 95% Clopper-Pearson for the group's people): race=c" in d.line()
 
     # chiralfair.audit: its printed summary, report.md, result.json and the run's MLflow figures
     audit = chiralfair.audit(pipe, train, test=test, **KW, seeds="random", max_global=20, max_local=5,
@@ -314,7 +315,7 @@ def test_a_person_whose_own_protected_value_is_missing_or_unknown_is_in_no_share
     with pytest.warns(DataWarning, match="zz"):
         g = check_fairness(pipe, train, test=test, max_share=0.5, **KW)
     assert g.verdict.n_individuals == truth["n"] and sum(x["n"] for x in g.verdict.groups) == truth["n"]
-    assert f"4 of the {len(test)} individuals checked were left out, their own race missing" in g.line()
+    assert f"4 of the {len(test)} individuals read were left out, their own race missing" in g.line()
 
 
 class CountingRows:

@@ -137,6 +137,29 @@ def test_a_protected_value_the_sample_never_saw_is_left_out_and_counted(case, tm
     assert streamed.n_affected == affected.sum()
 
 
+def test_the_streamed_notes_say_each_count_once_with_what_it_counts(case, tmp_path):
+    people, pipe, _, _ = case
+    odd = people.copy()
+    odd.loc[odd.index[-5:], "race"] = "z"  # never in the first 500 rows: read, not checked, not sent to the model
+    odd.to_parquet(tmp_path / "odd.parquet")
+    people.to_parquet(tmp_path / "plain.parquet")
+    unseen = int((odd["race"] == "z").sum())
+    read, checked = len(odd), len(odd) - unseen
+    streamed = chiralfair.estimate(pipe, str(tmp_path / "odd.parquet"), batch_rows=100, domain_sample=500, **KW)
+    source = f"Parquet file {tmp_path / 'odd.parquet'} (1 file, {read:,} rows)"
+    note = next(n for n in streamed.notes if n.startswith("streamed: "))
+    assert note.startswith(f"streamed: {read:,} rows read: {checked:,} checked (the individuals of the "
+                                        f"share), 0 left out (no counterpart could exist), {unseen} unplaced")
+    assert note.endswith(
+        f"the model's F1 is measured on every labelled row of {source} ({checked:,} of them; the {unseen} holding a "
+        "protected value the domain never saw were not sent to the model)")
+    plain = chiralfair.estimate(pipe, str(tmp_path / "plain.parquet"), batch_rows=100, domain_sample=500, **KW)
+    whole = f"every labelled row of Parquet file {tmp_path / 'plain.parquet'} (1 file, {len(people):,} rows)"
+    note = next(n for n in plain.notes if n.startswith("streamed: "))
+    assert note.endswith(f"the model's F1 is measured on {whole}")  # the count once, not twice
+    assert plain.meta["model_evaluated_on"] == whole
+
+
 def jobs_case(tmp_path):
     """Training rows without a 'pilot', held-out rows whose last 10 are pilots (past a domain sample of 100 rows)."""
     people = people_frame(600)

@@ -53,3 +53,28 @@ def test_the_command_with_two_workers_prints_no_distributed_info_line(pipe, tmp_
     assert [line for line in res.stderr.splitlines() if "distributed." in line] == []
     assert "Share of individuals affected" in res.stdout  # ours stay
     assert "verdict:" in res.stderr and "300/300" in res.stderr  # the progress bar too
+
+
+@pytest.mark.slow
+def test_the_command_with_two_workers_prints_our_error_and_no_worker_traceback_when_a_later_file_fails(pipe, tmp_path):
+    """A job the model's encoder never saw, in the second file: each worker that met it logged ``distributed.worker -
+    ERROR - Compute Failed`` with a traceback before our error; only ours is printed."""
+    pytest.importorskip("distributed")
+    import skops.io as sio
+
+    sio.dump(pipe, tmp_path / "model.skops")
+    people = people_frame()
+    people["job"] = people["job"].astype(object)
+    people.loc[150, "job"] = "pilot"
+    data, _ = written(people, tmp_path, "folder")
+    with pytest.raises(ValueError, match="pilot"):  # the model itself refuses the row: the fault is real
+        pipe.predict(people.drop(columns="y").iloc[[150]])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    res = subprocess.run([sys.executable, "-m", "chiralfair", "estimate", "--model", str(tmp_path / "model.skops"),
+                          "--data", data, "--label", "y", "--positive-class", "yes", "--protected", "sex,race",
+                          "--batch-rows", "64", "--domain-sample", str(SAMPLE), "--workers", "2"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode != 0
+    second = tmp_path / "folder" / "part1.parquet"
+    assert f"error: data row 51 of data file '{second}'" in res.stderr  # row 150 is the 51st of the second file
+    assert [line for line in res.stderr.splitlines() if "distributed." in line or "Traceback" in line] == []

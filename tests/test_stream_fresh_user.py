@@ -56,7 +56,7 @@ def test_the_models_f1_is_measured_on_every_streamed_row_not_the_domain_sample(f
     assert whole != pytest.approx(f1_score(people["y"][:60], pred[:60], pos_label="yes"))  # the sample differs
     assert verdict.meta["model_f1"] == pytest.approx(whole)
     assert verdict.meta["model_accuracy"] == pytest.approx(accuracy_score(people["y"], pred))
-    assert f"({len(people):,} rows" in verdict.meta["model_evaluated_on"]
+    assert verdict.meta["model_evaluated_on"].count(f"{len(people):,} rows") == 1  # the count, said once
 
 
 def test_a_parquet_folder_beside_a_csv_test_file_streams_the_test_rows_read_as_csv(fitted, tmp_path):

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..pipeline.checks import DEFAULT_MITIGATION_METHOD, MITIGATION_METHODS
-from .console import FLAGS, hand_over, only_with_data, parse_numbers, progress, refusals, setup_logging
+from .console import FLAGS, hand_over, parse_numbers, progress, refusals, setup_logging
 from .options import (
     BomOpt,
     Counterparts,
@@ -131,8 +131,8 @@ def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step,
     if from_run is not None:
         from ..pipeline import protected_list, retrain_from_run
 
-        only_with_data(label=inputs.label, positive_class=inputs.positive_class, favourable=favourable,
-                       bins=inputs.bins, schema=inputs.schema)
+        _refuse_flags_a_run_fixes(from_run, label=inputs.label, positive_class=inputs.positive_class,
+                                  favourable=favourable, bins=inputs.bins, schema=inputs.schema)
         _refuse_couplings_with_a_run(couplings)
         is_file = inputs.model is not None and Path(inputs.model).suffix != ""
         expect = {"dataset": inputs.dataset, "protected": protected_list(inputs.protected) or None,
@@ -154,6 +154,18 @@ def _retrain(inputs: Inputs, search: Search, favourable, out, from_run, on_step,
     return retrain_objects(inputs.model, inputs.data, favourable=favourable, **inputs.own_data(),
                            **search.params(own_model=True), out=out, on_step=on_step,
                            **own_data_counterparts(couplings), **params)
+
+
+def _refuse_flags_a_run_fixes(from_run, **given) -> None:
+    """--from-run reads the label, its positive class, the favourable outcome, bins and schema from the run folder."""
+    from ..exceptions import ConfigError
+
+    flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value not in (None, False)]
+    if flags:
+        raise ConfigError(f"{', '.join(flags)} {'is' if len(flags) == 1 else 'are'} not used with --from-run: the run "
+                          f"folder {str(from_run)!r} already fixes the data's label, positive class, favourable "
+                          "outcome, bins and schema, as the run read them (--data, --model and --test only say "
+                          f"where its files are now, checked against it); leave {', '.join(flags)} out")
 
 
 def _refuse_couplings_with_a_run(couplings) -> None:

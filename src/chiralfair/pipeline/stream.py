@@ -214,20 +214,25 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
     streamed_quality = verdict.meta["stream"].get("model_quality")
     if streamed_quality is not None:  # F1 over every streamed row, not the domain sample: every reader sees it
         unseen = verdict.meta["stream"]["rows_unseen_protected_value"]
-        inputs.quality.update(streamed_quality, evaluated_on=(
-            f"every labelled row of {stream.description} ({streamed_quality['n_test']:,} rows"
-            + (f"; the {unseen:,} holding a protected value the domain never saw were not sent to the model"
-               if unseen else "") + ")"))
+        # the count once: a Parquet source's description already holds its rows
+        n_test = streamed_quality["n_test"]
+        said = ([] if n_test == stream.n_rows else [f"{n_test:,} rows"] if stream.n_rows is None
+                else [f"{n_test:,} of them"])
+        said += [f"the {unseen:,} holding a protected value the domain never saw were not sent to the model"] * bool(
+            unseen)
+        inputs.quality.update(streamed_quality, evaluated_on=f"every labelled row of {stream.description}"
+                              + (f" ({'; '.join(said)})" if said else ""))
     rows_text = (f"every row of {stream.description}, read in batches of {batch_rows:,}"
                  + ("" if client is None else f" on {workers or scheduler} Dask worker(s)"
                     if workers else f" on the Dask cluster at {scheduler}"))
-    notes = (f"streamed: {verdict.meta['stream']['rows_read']:,} rows read, "
-             f"{verdict.meta['stream']['rows_checked']:,} checked, {verdict.meta['stream']['rows_left_out']:,} left "
-             f"out (no counterpart could exist), {verdict.meta['stream']['rows_unplaced']:,} unplaced (a protected "
-             f"value missing or not among its values, {verdict.meta['stream']['rows_unseen_protected_value']:,} of "
-             f"them never seen in the domain sample), 0 skipped; {domain_text}; the model's F1 is measured on "
-             f"{inputs.quality['evaluated_on']}", *_beyond_notes(verdict.meta["stream"].get("rows_beyond_domain")),
-             *_new_category_notes(verdict.meta["stream"].get("rows_new_category")), *verdict.notes)
+    counts = verdict.meta["stream"]
+    notes = (f"streamed: {counts['rows_read']:,} rows read: {counts['rows_checked']:,} checked (the individuals of "
+             f"the share), {counts['rows_left_out']:,} left out (no counterpart could exist), "
+             f"{counts['rows_unplaced']:,} unplaced (a protected value missing or not among its values, "
+             f"{counts['rows_unseen_protected_value']:,} of them never seen in the domain sample), 0 skipped; "
+             f"{domain_text}; the model's F1 is measured on {inputs.quality['evaluated_on']}",
+             *_beyond_notes(counts.get("rows_beyond_domain")),
+             *_new_category_notes(counts.get("rows_new_category")), *verdict.notes)
     verdict = dataclasses.replace(verdict, notes=notes, meta={
         **verdict.meta, "population_rows": rows_text, "model_f1": inputs.quality["f1"],
         "model_one_class": inputs.quality.get("one_class"), "model_accuracy": inputs.quality["accuracy"],
@@ -272,7 +277,8 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Any]:
 
     While it runs, distributed's own log records below WARNING are not printed in this process (its scheduler's,
     nanny's and client's INFO lines, about 40 for a two-worker cluster, which buried the progress bar and the
-    verdict); the workers' are silenced by the cluster (``silence_logs``). Its warnings and errors, and ours, stay.
+    verdict); the workers' are silenced below CRITICAL by the cluster (:func:`local_cluster`). This process's
+    warnings and errors from distributed, and ours, stay.
 
     Parameters
     ----------
@@ -335,6 +341,11 @@ def local_cluster(workers: int):
     (a variable set in this process's environment is still passed on). dask's other settings are kept: one
     OpenMP, OpenBLAS and MKL thread per worker, so that two workers on two cores do not fight over them.
 
+    The worker processes print none of distributed's records below CRITICAL (``silence_logs``, which each worker
+    applies to the handler distributed installs in its own process): a row the model fails on raised
+    ``distributed.worker - ERROR - Compute Failed`` with a traceback in every worker that met it, before the
+    error this process raises, which names the file and the row. Records of this process stay at WARNING.
+
     The workers' statistical profiler is off: it wakes each worker's event loop every 10 ms to take the GIL and
     walk the stacks of the thread scoring a partition, about 1 CPU s a worker per 2.5 M rows of the README's LR
     pipeline (19.0-19.6 CPU s a worker without it, 20.4-20.6 with it, on 5 M rows, one run each at load 4-6),
@@ -353,5 +364,11 @@ def local_cluster(workers: int):
 
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
                           "distributed.worker.profile.enabled": False}):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                            silence_logs=logging.WARNING)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               silence_logs=logging.CRITICAL)
+    # silence_logs also lowered this process's own distributed handlers (installed when the root had none) to
+    # CRITICAL; its warnings stay here, as before. The cluster puts back the handlers' first levels when it closes.
+    for handler in logging.getLogger("distributed").handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.level > logging.WARNING:
+            handler.setLevel(logging.WARNING)
+    return cluster

@@ -297,7 +297,7 @@ def estimate(model, dataset: Dataset, *, population: str = "rows", confidence: f
                 + "; ".join(domain.describe_constraints()) + "; check the constraints)"] if n_left_out else [])
         why += [f"{v:,} hold a {k} that is missing or not among its values (check the data)"
                 for k, v in unplaced.items()]
-        raise DomainError(f"none of the {n_left_out + n_unplaced:,} individuals checked has a counterpart that could "
+        raise DomainError(f"none of the {n_left_out + n_unplaced:,} individuals read has a counterpart that could "
                           "exist, so the question cannot be asked of anyone: " + "; ".join(why))
 
     X, combination, affected, harmed, gap = tally.arrays()
@@ -388,7 +388,7 @@ def verdict_from_counts(counts: VerdictCounts, *, domain: Domain, population: st
     if n_left_out:
         notes.insert(0, left_out_text(n_left_out, n + n_left_out + n_unplaced, domain))
     if n_unplaced:
-        notes.insert(0, f"{n_unplaced:,} of the {n + n_left_out + n_unplaced:,} individuals checked are left out of "
+        notes.insert(0, f"{n_unplaced:,} of the {n + n_left_out + n_unplaced:,} individuals read are left out of "
                      "the share and of every group: their own " + ", ".join(
                          f"{k} ({v:,})" for k, v in unplaced.items()) + " is missing or not among its values, so "
                      "they belong to no group and have no counterpart")
@@ -435,7 +435,7 @@ def left_out_text(n_left_out: int, n_checked: int, domain: Domain) -> str:
     str
     """
     rules = "; ".join(domain.describe_constraints()) or "the domain's constraints"
-    return (f"{n_left_out:,} of the {n_checked:,} individuals checked are left out of the share: every counterpart "
+    return (f"{n_left_out:,} of the {n_checked:,} individuals read are left out of the share: every counterpart "
             f"of theirs breaks a rule ({rules}), so no decision of the model could treat them differently")
 
 

@@ -43,7 +43,15 @@ from typing import Any
 
 from .._validation import check_choice, check_float
 from ..exceptions import ConfigError
-from .result import Verdict, interval_name, one_label_line, sample_interval, too_small_text, verdict_queries_text
+from .result import (
+    Verdict,
+    _level_text,
+    interval_name,
+    one_label_line,
+    sample_interval,
+    too_small_text,
+    verdict_queries_text,
+)
 
 EXIT_CODES = {"pass": 0, "fail": 1, "undecided": 2}
 # Which population a decision speaks about: the people the model will meet, or the rows checked.
@@ -139,7 +147,9 @@ class GateDecision:
         if self.verdict.n_left_out or self.verdict.n_unplaced:
             text += f"; left out: {self._left_out_text()}"
         if small := too_small_text(self.verdict):
-            text += f"; too small to tell, not ranked: {small}"
+            level = ("" if self.verdict.people_confidence is None else
+                     f" (intervals {_level(self.verdict.people_confidence)} Clopper-Pearson for the group's people)")
+            text += f"; too small to tell, not ranked{level}: {small}"
         if self.untested:
             text += "; not tested: " + "; ".join(f"{g['group']} ({g['why']})" for g in self.untested)
         if self.outcome == "undecided":
@@ -206,13 +216,13 @@ class GateDecision:
 
     def _left_out_text(self) -> str:
         v = self.verdict
-        n_checked = v.n_individuals + v.n_left_out + v.n_unplaced
+        n_read = v.n_individuals + v.n_left_out + v.n_unplaced  # the share's individuals are n_individuals
         parts = []
         if v.n_left_out:
             rules = "; ".join(v.constraints) or "the domain's constraints"
-            parts.append(f"{v.n_left_out:,} of the {n_checked:,} individuals checked were left out, none of whose "
+            parts.append(f"{v.n_left_out:,} of the {n_read:,} individuals read were left out, none of whose "
                          f"counterparts could exist (each breaks: {rules})")
-        parts += [f"{n:,} of the {n_checked:,} individuals checked were left out, their own {attribute} missing or "
+        parts += [f"{n:,} of the {n_read:,} individuals read were left out, their own {attribute} missing or "
                   "not among its values (in no group)" for attribute, n in v.unplaced.items()]
         return "; ".join(parts)
 
@@ -222,7 +232,24 @@ class GateDecision:
             return "no group harmed"
         exact = g["share_harmed_lower"] is None or g["share_harmed_lower"] == g["share_harmed_upper"]
         share = _interval_text(g["share_harmed"], g["share_harmed_lower"], g["share_harmed_upper"], exact)
-        return f"worst group {g['group']}: {share} harmed ({g['n_harmed']:,} of {g['n']:,})"
+        level = "" if exact else f", {_group_interval_name(self.verdict, self.reading)}"
+        return f"worst group {g['group']}: {share} harmed ({g['n_harmed']:,} of {g['n']:,}{level})"
+
+
+def _group_interval_name(verdict: Verdict, reading: str) -> str:
+    """The worst group's interval named, level and rule, as :func:`worst_group` picked it for ``reading``."""
+    g = verdict.worst() or {}
+    people = verdict.people_confidence  # set whenever the groups have people's intervals
+    if reading == "superpopulation" and g.get("people_harmed_lower") is not None and people is not None:
+        return f"{_level(people)} Clopper-Pearson for the group's people"
+    return (f"{_level(verdict.group_confidence)} {METHOD_NAMES.get(verdict.method, verdict.method)}, "
+            f"Bonferroni over the {3 * len(verdict.groups)} group intervals")
+
+
+def _level(level: float) -> str:
+    """95% as "95%", 96.96% as "96.96%" (never rounded to a level it is not)."""
+    whole = f"{level:.0%}"
+    return whole if abs(round(level, 2) - level) < 1e-12 else _level_text(level)
 
 
 def decide(verdict: Verdict, max_share: float, *, reading: str = "superpopulation") -> GateDecision:
