@@ -29,7 +29,12 @@ which machine a figure comes from):
   is the key table: the prediction adds, to the smaller cap's peak, the memory the local walk held per key it
   added (tracemalloc at the walk's start and end, less the pairs waiting for the next Parquet part) times the keys
   the full cap would add at the smaller cap's rate per local iteration (the rate falls as walks revisit keys, so
-  this overestimates), plus one merge of the largest run (key_table.MAX_RUN_KEYS keys). Below 1 GiB (1024 MiB).
+  this overestimates), plus one merge of the largest run (key_table.MAX_RUN_KEYS keys), plus the key table's hash
+  level at its fullest. The full cap's keys go through that hash level a million at a time (key_table.RECENT_MAX_KEYS)
+  into sorted runs; the smaller cap's 650,000 would all stay in it, at about 45 bytes a key against a run's 10, so
+  the smaller cap runs with a hash level of SMALL_CAP_RECENT_KEYS keys, its keys reach the runs as the full cap's
+  do, and the hash level's own peak (tracemalloc, filled to RECENT_MAX_KEYS keys and emptied into a run,
+  :func:`recent_level_peak`) is added once. Below 1 GiB (1024 MiB).
   ``benchmarks/speed_regained.py`` measures the full cap beside its prediction.
 - **cached quick start / imports** (with ``--quick-start`` only, so the guard itself answers within a minute): the
   README's first command (``chiralfair run --dataset census --protected sex
@@ -80,6 +85,7 @@ IMPORT_FLOOR = "import torch, sklearn, shap"
 BUDGET = (1000, 1000)
 CAP = (99999, 999)
 SMALL_CAP_LOCAL = 30
+SMALL_CAP_RECENT_KEYS = 1 << 15
 FORWARD_PASSES = 3
 RANDOM_STATE = 0
 
@@ -177,7 +183,7 @@ def breakdown(model, dataset, seeds) -> dict:
     its own overhead. It says how far the search can get from the forward pass at all: the model's calls alone, at
     the walk's batch sizes, take longer than one forward pass of the same rows.
     """
-    from chiralfair.generators.key_table import SortedKeyTable
+    from chiralfair.generators.key_table import IntKeyTable
 
     spent = {"model": 0.0, "key_table": 0.0}
     calls = {"model": 0}
@@ -196,7 +202,7 @@ def breakdown(model, dataset, seeds) -> dict:
         return original, wrapper
 
     patches = [(model, name, "model") for name in ("predict", "predict_with_proba", "input_gradient")]
-    patches.append((SortedKeyTable, "locate", "key_table"))
+    patches.append((IntKeyTable, "locate", "key_table"))
     saved = [(obj, name, obj.__dict__.get(name)) for obj, name, _ in patches]  # None: not the object's own
     try:
         for obj, name, part in patches:
@@ -227,6 +233,8 @@ def cap_run(max_local: int) -> dict:
 
     dataset, model = load(couple=True)
     seeds = seeds_for(model, dataset, CAP[0])
+    full_recent = key_table.RECENT_MAX_KEYS
+    key_table.RECENT_MAX_KEYS = SMALL_CAP_RECENT_KEYS  # its keys go into runs, as the full cap's (module docstring)
     walk = {}
     original = eidig.local_walk
 
@@ -263,9 +271,29 @@ def cap_run(max_local: int) -> dict:
     done.set()
     sampler.join()
     maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kilobytes on Linux
+    key_table.RECENT_MAX_KEYS = full_recent
     return {"max_local": max_local, "n_idis": res.n_idis, "n_global": res.n_global, "n_tested": res.n_tested,
             "seconds": seconds, "peak_rss_bytes": max(maxrss, peak["rss"]), "walk": walk,
-            "max_run_keys": key_table.MAX_RUN_KEYS}
+            "max_run_keys": key_table.MAX_RUN_KEYS, "recent_keys": SMALL_CAP_RECENT_KEYS,
+            "recent_level_peak_bytes": recent_level_peak(full_recent)}
+
+
+def recent_level_peak(n: int) -> int:
+    """Bytes (tracemalloc's peak) of a key table's hash level filled to ``n`` keys, then emptied into a run.
+
+    The keys come in batches of 60,000, as a check of the budget cap's global phase sends them.
+    """
+    from chiralfair.generators import key_table
+
+    keys = np.random.default_rng(0).integers(0, 1 << 62, size=n + 1)
+    tracemalloc.start()
+    table = key_table.IntKeyTable()
+    for start in range(0, n, 60_000):
+        table.locate(keys[start:min(start + 60_000, n)])
+    table.locate(keys[n:])  # the next batch would overfill it: its keys go into a run
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
 
 
 def cap_in_subprocess(max_local: int) -> dict:
@@ -285,10 +313,12 @@ def predicted_cap_peak(small: dict, full_local: int = CAP[1]) -> dict:
     bytes_per_key = max(after["traced_bytes"] - before["traced_bytes"], 0) / added
     more_keys = added * (full_local - small["max_local"]) / small["max_local"]
     merge = 9 * small["max_run_keys"]
-    predicted = small["peak_rss_bytes"] + bytes_per_key * more_keys + merge
+    recent = small["recent_level_peak_bytes"]
+    predicted = small["peak_rss_bytes"] + bytes_per_key * more_keys + merge + recent
     return {"predicted_bytes": predicted, "bytes_per_key": bytes_per_key,
             "table_bytes_per_key": (after["table_bytes"] - before["table_bytes"]) / added, "more_keys": more_keys,
-            "merge_allowance_bytes": merge, "keys_full_estimate": after["keys"] + more_keys}
+            "merge_allowance_bytes": merge, "recent_allowance_bytes": recent,
+            "keys_full_estimate": after["keys"] + more_keys}
 
 
 def _child(args: list[str], env: dict) -> tuple[float, float]:
@@ -449,7 +479,9 @@ def markdown(report: dict) -> str:
               f"(the key table {c['table_bytes_per_key']:.1f}); "
               f"the full cap would add {c['more_keys']:,.0f} keys more: predicted peak "
               f"{c['predicted_bytes'] / 2**20:.0f} MiB (with {c['merge_allowance_bytes'] / 2**20:.0f} MiB for one "
-              "merge of the largest run).", ""]
+              f"merge of the largest run and {c.get('recent_allowance_bytes', 0) / 2**20:.0f} MiB for the key "
+              f"table's hash level at its fullest; the smaller cap ran with a hash level of "
+              f"{s.get('recent_keys', 0):,} keys).", ""]
     q = report["quick_start"]
     if q is not None:
         lines += [f"Cached quick start (`{q['command']}`, model cache warm) against the import floor `{q['floor']}`, "

@@ -98,7 +98,7 @@ def median_row(runs: list[dict]) -> dict:
 
 def key_set_figures(n: int = 10**7, batch: int = 10**4, seed: int = 0) -> dict:
     """Add ``n`` random int64 keys (half repeated) in batches: the recorder's key table against a Python set of ints."""
-    from chiralfair.generators.key_table import TESTED, SortedKeyTable
+    from chiralfair.generators.key_table import TESTED, IntKeyTable
 
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 2 * n, size=n, dtype=np.int64)
@@ -107,7 +107,7 @@ def key_set_figures(n: int = 10**7, batch: int = 10**4, seed: int = 0) -> dict:
         tracemalloc.start()
         t0 = time.perf_counter()
         if name == "sorted_numpy_runs":
-            store = SortedKeyTable()
+            store = IntKeyTable()
             for i in range(0, n, batch):
                 store.mark(keys[i:i + batch], TESTED)
             probe = store.flags(keys[:batch]) & TESTED != 0

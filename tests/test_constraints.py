@@ -66,6 +66,16 @@ def test_the_tabulated_rules_answer_and_repair_as_the_rules_do_for_rows_and_thei
     np.testing.assert_array_equal(domain.possible_counterparts(X), expected)
 
 
+@SETTINGS
+@given(rows)
+def test_repair_moves_names_the_rows_that_break_a_rule_and_what_repair_makes_of_them(X):
+    domain = coupled_toy_domain()
+    moved, repaired = domain.repair_moves(X)
+    np.testing.assert_array_equal(moved, np.flatnonzero(breaks_toy_rules(X)))
+    np.testing.assert_array_equal(repaired, domain._repair_rule_by_rule(X)[moved])
+    assert not breaks_toy_rules(repaired).any()
+
+
 def test_rules_over_too_many_joint_codes_are_answered_rule_by_rule():
     feats = (Feature("sex", 0, 1), Feature("a", 0, 999), Feature("b", 0, 999))
     domain = Domain(feats).with_protected(["sex"]).with_constraints(["a >= b"])
@@ -73,6 +83,9 @@ def test_rules_over_too_many_joint_codes_are_answered_rule_by_rule():
     X = np.array([[0, 5, 6], [1, 7, 7], [0, 999, 0]])
     np.testing.assert_array_equal(domain.satisfies(X), [False, True, True])
     np.testing.assert_array_equal(domain.repair(X), [[0, 6, 6], [1, 7, 7], [0, 999, 0]])
+    moved, repaired = domain.repair_moves(X)
+    np.testing.assert_array_equal(moved, [0])
+    np.testing.assert_array_equal(repaired, [[0, 6, 6]])
     np.testing.assert_array_equal(domain.possible_counterparts(X), [[False, False], [True, True], [True, True]])
 
 

@@ -1,4 +1,4 @@
-"""The key table of a search: every key once, with its flags, in sorted runs or a dict (issue 34)."""
+"""The key table of a search: every key once, with its flags, in a hash table and sorted runs, or a dict."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from toys import toy_domain
 
 from chiralfair.domain import Domain, Feature
 from chiralfair.generators import key_table
-from chiralfair.generators.key_table import RECORDED, TESTED, ObjectKeyTable, SortedKeyTable, key_table_for
+from chiralfair.generators.key_table import RECORDED, TESTED, IntKeyTable, ObjectKeyTable, key_table_for
 
 
 class ReferenceTable:
@@ -32,8 +32,11 @@ def as_keys(table, values):
     return values
 
 
-@pytest.fixture(params=["sorted", "fenced", "dict"])
+@pytest.fixture(params=["recent", "runs", "fenced", "dict"])
 def table(request, monkeypatch):
+    if request.param != "recent":  # a hash table of 50 keys: the others go into runs, and come back when met again
+        monkeypatch.setattr(key_table, "RECENT_MAX_KEYS", 50)
+        monkeypatch.setattr(key_table, "RECENT_MIN_SLOTS", 4)
     if request.param == "fenced":  # small runs, fences and a run cap, so that a few hundred keys reach every path
         monkeypatch.setattr(key_table, "FENCE_MIN_KEYS", 40)
         monkeypatch.setattr(key_table, "FENCE_STRIDE", 4)
@@ -43,7 +46,7 @@ def table(request, monkeypatch):
         # and a filter of 16 bits that grows (rebuilt from the runs in chunks of 16 keys) 7 times over
         monkeypatch.setattr(key_table, "FILTER_MIN_BYTES", 2)
         monkeypatch.setattr(key_table, "FILTER_CHUNK", 16)
-    return ObjectKeyTable() if request.param == "dict" else SortedKeyTable()
+    return ObjectKeyTable() if request.param == "dict" else IntKeyTable()
 
 
 def test_a_table_answers_like_a_dict_of_flags(table):
@@ -51,6 +54,7 @@ def test_a_table_answers_like_a_dict_of_flags(table):
     ref = ReferenceTable()
     for size in rng.integers(0, 120, size=40):
         values = rng.integers(-300, 900, size=size)  # repeats within and across batches
+        values[:size // 10] = np.iinfo(np.int64).min + np.arange(size // 10) % 3  # the extreme keys too
         bits = rng.choice(np.array([TESTED, TESTED | RECORDED, 4, 8], dtype=np.uint8), size=size)
         keys = as_keys(table, values)
         probe = as_keys(table, rng.integers(-350, 950, size=30))
@@ -66,11 +70,15 @@ def test_a_table_answers_like_a_dict_of_flags(table):
                 ref.mark(keys[rows].tolist(), bits[rows])
         for bit in (TESTED, RECORDED, 4, 8):
             assert table.count(bit) == ref.count(bit)
-    if isinstance(table, SortedKeyTable):
+    if isinstance(table, IntKeyTable):
         runs = [len(r) for r in table._keys]
         assert all(np.all(np.diff(r) > 0) for r in table._keys), "each run is sorted and holds a key once"
-        assert sum(runs) == len(set(np.concatenate(table._keys).tolist())), "runs are disjoint"
+        in_runs = np.concatenate([np.zeros(0, np.int64), *table._keys])
+        assert sum(runs) == len(set(in_runs.tolist())), "runs are disjoint"
         assert len(runs) <= 8 + sum(runs) // key_table.MAX_RUN_KEYS, "runs are merged: their number grows like log n"
+        assert len(table) == len(ref.flags)
+        if key_table.RECENT_MAX_KEYS == 50:
+            assert len(runs) > 1 and table._n_copied > 0, "keys went into runs and were met again"
 
 
 def test_borrowed_bits_are_cleared_when_given_back(table):
@@ -90,11 +98,11 @@ def test_huge_domains_keep_bytes_keys_in_a_dict():
     feats = (Feature("sex", 0, 1), Feature("u", 0, 2**40), Feature("v", 0, 2**40))
     domain = Domain(feats).with_protected(["sex"])
     assert isinstance(key_table_for(domain), ObjectKeyTable)
-    assert isinstance(key_table_for(toy_domain()), SortedKeyTable)
+    assert isinstance(key_table_for(toy_domain()), IntKeyTable)
 
 
 def test_a_location_is_refused_after_the_next_locate():
-    table = SortedKeyTable()
+    table = IntKeyTable()
     first = table.locate(np.arange(10))
     table.locate(np.arange(5, 20))  # may merge the runs first's places point into
     with pytest.raises(RuntimeError, match="out of date"):

@@ -202,8 +202,8 @@ class DiscriminationCheck:
                                np.zeros((0, k), bool) if with_plausibility and self.domain.support else None)
         own = self.own_combination(X) if own is None else np.asarray(own, dtype=np.int64)
         inside = own >= 0
-        cf_labels, outside_labels, proba, outside_proba, possible, plausible = self._predict_counterparts(
-            X, own, with_proba, with_plausibility, population, satisfying)
+        cf_labels, outside_labels, proba, outside_proba, possible, plausible, some_impossible = (
+            self._predict_counterparts(X, own, with_proba, with_plausibility, population, satisfying))
         labels = np.empty(n, dtype=np.int64)
         labels[inside] = cf_labels[inside, own[inside]]
         labels[~inside] = outside_labels
@@ -212,7 +212,7 @@ class DiscriminationCheck:
             own_proba = np.empty(n)
             own_proba[inside] = proba[inside, own[inside]]
             own_proba[~inside] = outside_proba
-        if possible is not None:  # impossible counterparts were not queried: they take x's own outcome
+        if some_impossible:  # impossible counterparts were not queried: they take x's own outcome
             cf_labels = np.where(possible, cf_labels, labels[:, None])
             if own_proba is not None:
                 proba = np.where(possible, proba, own_proba[:, None])
@@ -221,7 +221,7 @@ class DiscriminationCheck:
         cf_index = np.where(is_idi, differs.argmax(axis=1), -1)
         if own_proba is not None:  # with_proba
             gap = np.abs(proba - own_proba[:, None])
-            if possible is not None:
+            if some_impossible:
                 gap = np.where(possible, gap, -1.0)
             cf_index = np.where(is_idi, cf_index, gap.argmax(axis=1))
         return CheckResult(X, labels, cf_labels, is_idi, cf_index.astype(np.int64), proba, own_proba, possible,
@@ -234,8 +234,9 @@ class DiscriminationCheck:
         Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
         never has to exist at once for a large batch. With constraints, only the possible counterparts and the
         input itself are sent; the others' entries are left at -1 (labels) and NaN (probabilities), and
-        ``possible`` (n, K) says which they are (None without constraints). ``plausible`` (n, K) when asked.
-        With ``population``, the rows sent are the people's own rows with the counterparts' changes.
+        ``possible`` (n, K) says which they are (None without constraints), and the last value whether some
+        counterpart is impossible. ``plausible`` (n, K) when asked. With ``population``, the rows sent are the
+        people's own rows with the counterparts' changes.
         """
         n, k = len(X), self.n_combinations
         domain = self.domain
@@ -246,6 +247,7 @@ class DiscriminationCheck:
         possible = np.ones((n, k), dtype=bool) if constrained else None
         plausible = np.ones((n, k), dtype=bool) if with_plausibility and domain.support is not None else None
         out, pout = [], []
+        some_impossible = False
         for start in range(0, n, step):
             chunk, chunk_own = X[start:start + step], own[start:start + step]
             m = len(chunk)
@@ -253,8 +255,9 @@ class DiscriminationCheck:
             send = None  # every counterpart is sent
             if possible is not None:  # constrained
                 ok = domain.possible_counterparts(chunk, satisfying=satisfying)
-                possible[start:start + m] = ok
                 if not ok.all():
+                    some_impossible = True
+                    possible[start:start + m] = ok
                     itself = np.zeros((m, k), dtype=bool)
                     itself[np.flatnonzero(chunk_own >= 0), chunk_own[chunk_own >= 0]] = True
                     send = (ok | itself).ravel()
@@ -275,7 +278,7 @@ class DiscriminationCheck:
                 self._fill(pcf[start:start + m], send, prob[:n_sent])
                 pout.append(prob[n_sent:])
         return (cf, np.concatenate(out).astype(np.int64), pcf, np.concatenate(pout) if with_proba else None,
-                possible, plausible)
+                possible, plausible, some_impossible)
 
     @staticmethod
     def _fill(block: np.ndarray, send: np.ndarray | None, values: np.ndarray) -> None:

@@ -940,19 +940,51 @@ class Domain:
             message names the rules and the row.
         """
         X = np.asarray(X, dtype=np.int64)
-        if not self.constraints or not len(X):
+        rows, repaired = self.repair_moves(X)
+        if not len(rows):
             return X
+        X = X.copy()
+        X[rows] = repaired
+        return X
+
+    def repair_moves(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """The rows :meth:`repair` moves, and what it moves them to.
+
+        For a caller that proposes rows and then needs only the few a repair changed (a local walk moves one
+        column of each chain's input, and undoes a move the repair takes back).
+
+        Parameters
+        ----------
+        X : array-like of int, shape (n_samples, n_features)
+            Inside the bounds.
+
+        Returns
+        -------
+        rows : numpy.ndarray of int64, shape (n_moved,)
+            Indices of the rows that break a constraint, in order.
+        repaired : numpy.ndarray of int64, shape (n_moved, n_features)
+            Those rows repaired: ``repair(X)[rows]``.
+
+        Raises
+        ------
+        DomainError
+            As :meth:`repair`.
+        """
+        X = np.asarray(X, dtype=np.int64)
+        if not self.constraints or not len(X):
+            return np.zeros(0, dtype=np.int64), X[:0]
         tabulated = self._repair_table()
         index = None if tabulated is None else tabulated[0].index(X)
         if tabulated is None or index is None:
-            return self._repair_rule_by_rule(X)
+            repaired = self._repair_rule_by_rule(X)
+            rows = (repaired != X).any(axis=1).nonzero()[0] if repaired is not X else np.zeros(0, dtype=np.int64)
+            return rows, repaired[rows]
         codes, target, values = tabulated
-        bad = np.flatnonzero(index != target.take(index))
-        if not len(bad):
-            return X
-        X = X.copy()
-        X[np.ix_(bad, codes.columns)] = values[index[bad]]
-        return X
+        rows = (index != target.take(index)).nonzero()[0]
+        repaired = X[rows]
+        if len(rows):
+            repaired[:, codes.columns] = values[index[rows]]
+        return rows, repaired
 
     def _repair_table(self) -> tuple[JointCodes, np.ndarray, np.ndarray] | None:
         """The joint code (and its columns' codes) each joint code of the rules' and protected columns is repaired to.

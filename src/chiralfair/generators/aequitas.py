@@ -240,11 +240,11 @@ class _LocalWalk:
         self.first[rows[ask[res.is_idi]]] = res.counterpart_index[res.is_idi]
         known.add(proposal[ask], res.is_idi)
         repeats = unknown[~ask_mask]
-        if len(repeats):
+        if len(repeats):  # rows inside the PA domains whose key was asked on another row: that row's outcome
             answered = inside[ask]
-            outcome_of_key = np.zeros(where.n_unique, dtype=bool)
-            outcome_of_key[where.inverse[ask[answered]]] = res.is_idi[answered]
-            idi[repeats] = outcome_of_key[where.inverse[repeats]]
+            slot = where.inverse[ask[answered]]
+            order = slot.argsort()
+            idi[repeats] = res.is_idi[answered][order[np.searchsorted(slot, where.inverse[repeats], sorter=order)]]
         return idi
 
     def _update(self, rows: np.ndarray, p: np.ndarray, direction: np.ndarray, idi: np.ndarray) -> None:

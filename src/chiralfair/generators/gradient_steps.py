@@ -842,14 +842,16 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         # should: the rows are then refused there, naming the fault); a clipped move stays inside
         outside = False
         if len(risky):
-            proposed = cand[risky]
-            repaired = domain.repair(proposed)
-            if repaired is not proposed:
+            fixed, repaired = domain.repair_moves(cand[risky])
+            if len(fixed):
+                at = risky[fixed]
                 outside = bool((repaired < lower).any() or (repaired > upper).any())
-                cand[risky] = repaired
-                real = np.ones(len(moved), dtype=bool)
-                real[risky] = (repaired != x[moved[risky]]).any(axis=1)
-                moved, cand = moved[real], cand[real]
+                cand[at] = repaired
+                undone = (repaired == x[moved[at]]).all(axis=1)  # only a repaired move can be taken back
+                if undone.any():
+                    real = np.ones(len(moved), dtype=bool)
+                    real[at[undone]] = False
+                    moved, cand = moved[real], cand[real]
         if not len(moved):
             continue  # every chain stays on its IDI
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check

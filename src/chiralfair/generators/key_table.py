@@ -4,19 +4,23 @@ A search asks the same few questions of the keys (non-protected projections, :me
 <chiralfair.domain.Domain.keys>`) it meets: was this key checked (``n_tested``), is it a recorded IDI
 (``n_idis``), has this local walk checked it already and with what outcome
 (:class:`~chiralfair.generators.gradient_steps.KnownOutcomes`)? Each answer is a bit of one flag byte per key, in
-one table, so a key costs 9 bytes (10 with the filter below) however many questions are asked of it. A batch is
-looked up once (:meth:`SortedKeyTable.locate`): the walk reads what it knows there, the recorder and the walk then
-set their bits at the same places (:meth:`~SortedKeyTable.flags_at`, :meth:`~SortedKeyTable.mark_at`) without
-searching again.
+one table. A batch is looked up once (:meth:`IntKeyTable.locate`): the walk reads what it knows there, the recorder
+and the walk then set their bits at the same places (:meth:`~IntKeyTable.flags_at`, :meth:`~IntKeyTable.mark_at`)
+without searching again.
 
-int64 keys live in a few sorted numpy runs (a log-structured merge): locating a batch of ``b`` keys in a table of
-``n`` costs a sort of the batch and a search of each run, and a key is copied O(log n) times in all by the merges.
-A run large enough for its binary search to miss the cache at every step gets a fence (every
-:data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short block
-of the run. Before the runs are searched, a bit map of the keys' hashes (a one-hash Bloom filter of at least
-:data:`FILTER_BITS_PER_KEY` bits a key) says which keys of a batch cannot be in the table, so that the new keys
-(most of a local walk's batch) are searched in no run. Keys of domains with 2**63 points or more are bytes objects
-(:meth:`Domain.keys`) and live in a dict.
+int64 keys live in two levels. The keys met lately (at most :data:`RECENT_MAX_KEYS`, plus one batch) are in a hash
+table, pandas' ``Int64HashTable`` (khash, the table of pandas' own joins), which maps each to its slot in a flag
+array: locating a batch there is one lookup in C, whatever the number of keys, and the perf guard's search (350,000
+keys) never leaves it. A key there costs about 45 bytes. When the next batch could overfill it, its keys are sorted
+into a run of the older level: a few sorted numpy runs (a log-structured merge), where a key costs 9 bytes (10 with
+the filter below) and is copied O(log n) times in all by the merges. A key of a run met again is copied into the hash
+table with its flags (the run's copy is updated when the hash table is next emptied), so a batch's keys always end up
+in the hash table's slots. A run large enough for its binary search to miss the cache at every step gets a fence
+(every :data:`FENCE_STRIDE`-th key): the search then runs in the fence, which stays in the cache, and in one short
+block of the run. Before the runs are searched, a bit map of the keys' hashes (a one-hash Bloom filter of at least
+:data:`FILTER_BITS_PER_KEY` bits a key) says which keys cannot be in a run, so that new keys (most of a local walk's
+batch) are searched in no run. Keys of domains with 2**63 points or more are bytes objects (:meth:`Domain.keys`) and
+live in a dict.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+from pandas._libs.hashtable import Int64HashTable
 
 from ..domain import Domain
 
@@ -32,9 +37,14 @@ from ..domain import Domain
 TESTED = 1
 #: The key is a recorded IDI.
 RECORDED = 2
-# Bits a caller may borrow for its own questions (a local walk takes two, :meth:`SortedKeyTable.borrow_bits`).
+# Bits a caller may borrow for its own questions (a local walk takes two, :meth:`IntKeyTable.borrow_bits`).
 BORROWABLE = (4, 8, 16, 32, 64, 128)
 
+# The hash table of the keys met lately holds at most this many before a batch (about 23 MiB with its arrays); the
+# budget cap's 13 M keys go through it half a million at a time.
+RECENT_MAX_KEYS = 1 << 19
+# Slots its arrays start with; they double when the keys outgrow them.
+RECENT_MIN_SLOTS = 1 << 12
 # A newer run is merged into the one before it once that one is less than this many times larger, so the table
 # holds O(log n) runs and each key is copied O(log n) times in total.
 MERGE_RATIO = 4
@@ -46,7 +56,7 @@ MAX_RUN_KEYS = 1 << 22
 # machine; the fence wins on the budget cap's runs of 4 M keys.)
 FENCE_MIN_KEYS = 1 << 21
 FENCE_STRIDE = 32
-# The filter keeps at least this many bits per key (one byte a key): a key not in the table passes it (and is
+# The filter keeps at least this many bits per key (one byte a key): a key not in the runs passes it (and is
 # searched for in vain) with probability at most 1 - exp(-1/8), 12%.
 FILTER_BITS_PER_KEY = 8
 # Smallest filter, in bytes; the filter doubles when the keys outgrow it and is rebuilt from the runs in chunks of
@@ -60,23 +70,23 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the key times 2**6
 SORT_MERGE_KEYS = 1 << 20
 # Row v: the bits of the byte v, so that a bincount of the bytes gained gives every bit's count in one product.
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+# Where some keys sit in a run: its flags, which keys (indices), their positions there.
+_Place = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
 class KeyLocation:
-    """Where the keys of a batch sit in a table (:meth:`SortedKeyTable.locate`); valid until its next ``locate``.
+    """Where the keys of a batch sit in a table (:meth:`IntKeyTable.locate`); valid until its next ``locate``.
 
     Attributes
     ----------
     keys : numpy.ndarray, shape (n_rows,)
         The rows' keys.
     inverse : numpy.ndarray of int64, shape (n_rows,)
-        Each row's index among the batch's distinct keys.
-    places : tuple of (int, numpy.ndarray, numpy.ndarray)
-        Per run holding some distinct keys: the run's index, which distinct keys (indices) and their positions.
-    flags : numpy.ndarray of uint8, shape (n_unique,)
-        The distinct keys' flags, kept up to date by :meth:`SortedKeyTable.mark_at` (shared by the locations of
-        :meth:`rows`).
+        Each row's slot in ``flags``: rows of one key share it.
+    flags : numpy.ndarray of uint8
+        The flags the slots index, kept up to date by the table's :meth:`~IntKeyTable.mark_at` (shared by the
+        locations of :meth:`rows`).
     repeats : bool
         Whether some key is on several rows of the batch.
     generation : int
@@ -85,15 +95,9 @@ class KeyLocation:
 
     keys: np.ndarray
     inverse: np.ndarray
-    places: tuple[tuple[int, np.ndarray, np.ndarray], ...]
     flags: np.ndarray
     repeats: bool
     generation: int = 0
-
-    @property
-    def n_unique(self) -> int:
-        """Distinct keys of the batch."""
-        return len(self.flags)
 
     def rows(self, rows) -> KeyLocation:
         """The location of some rows only (indices or mask).
@@ -106,37 +110,48 @@ class KeyLocation:
         -------
         KeyLocation
         """
-        return KeyLocation(self.keys[rows], self.inverse[rows], self.places, self.flags, self.repeats, self.generation)
+        return KeyLocation(self.keys[rows], self.inverse[rows], self.flags, self.repeats, self.generation)
 
 
-class SortedKeyTable:
-    """int64 keys, each once, with a uint8 of flags, held as a few disjoint sorted numpy runs.
+class IntKeyTable:
+    """int64 keys, each once, with a uint8 of flags: the keys met lately in a hash table, the others in sorted runs.
 
-    Locating a batch of ``b`` keys costs one sort of the batch and a search of each run (O(log n) runs of at most
-    :data:`MAX_RUN_KEYS` keys); reading and setting flags at a location costs a gather or scatter per run. A key
-    costs 9 bytes, and about 1 more in the filter that spares new keys the search.
+    Locating a batch of ``b`` keys costs a lookup in the hash table and, for the keys not there, a filter and a
+    search of each run (O(log n) runs of at most :data:`MAX_RUN_KEYS` keys); reading and setting flags at a location
+    costs a gather or scatter. A key costs about 45 bytes in the hash table (at most :data:`RECENT_MAX_KEYS` of
+    them) and 10 in a run.
     """
 
     def __init__(self) -> None:
         self._keys: list[np.ndarray] = []
         self._flags: list[np.ndarray] = []
         self._fences: list[np.ndarray | None] = []
-        self._pending = False  # the last run came from the last locate and is not merged yet
+        self._pending = False  # the last run came from the hash table and is not merged yet
         self._generation = 0  # locates so far: a location is valid while this has not moved on
         self._counts = np.zeros(8, dtype=np.int64)
         self._free = list(BORROWABLE)
-        self._n_keys = 0
+        self._n_run_keys = 0
         self._filter = np.zeros(FILTER_MIN_BYTES, dtype=np.uint8)
         self._filter_shift = np.uint64(64 - (FILTER_MIN_BYTES * 8).bit_length() + 1)
+        self._recent: Int64HashTable
+        self._recent_keys: np.ndarray
+        self._recent_flags: np.ndarray
+        self._owner: np.ndarray
+        self._n_recent: int
+        self._n_copied: int
+        self._copies: list[_Place]
+        self._empty_recent(RECENT_MIN_SLOTS)
 
     def __len__(self) -> int:
-        return self._n_keys
+        return self._n_run_keys + self._n_recent - self._n_copied
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the runs' 9 per key (the key and its flags), the fences' and the filter's (about 1 per key)."""
-        return self._filter.nbytes + sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
-                                         for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
+        """Bytes held: the hash table's and its arrays', the runs' 9 a key, the fences' and the filter's."""
+        recent = self._recent.sizeof() + self._recent_keys.nbytes + self._recent_flags.nbytes + self._owner.nbytes
+        runs = sum(k.nbytes + f.nbytes + (0 if c is None else c.nbytes)
+                   for k, f, c in zip(self._keys, self._flags, self._fences, strict=True))
+        return recent + runs + self._filter.nbytes
 
     def count(self, bit: int) -> int:
         """Keys whose flags hold ``bit`` (:data:`TESTED`, :data:`RECORDED` or a borrowed bit).
@@ -155,7 +170,7 @@ class SortedKeyTable:
     def locate(self, keys) -> KeyLocation:
         """Find each key, adding the keys not in the table (with no flag set).
 
-        The location is valid until the next call of ``locate`` (which may merge runs).
+        The location is valid until the next call of ``locate`` (which may move the keys).
 
         Parameters
         ----------
@@ -165,20 +180,16 @@ class SortedKeyTable:
         -------
         KeyLocation
         """
-        keys = np.asarray(keys, dtype=np.int64)
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
         self._merge_pending()
+        if self._n_recent and self._n_recent + len(keys) > RECENT_MAX_KEYS:
+            self._empty_into_runs()
         self._generation += 1
-        unique, inverse = _distinct(keys)
-        places, missing = self._find(unique)
-        flags = np.zeros(len(unique), dtype=np.uint8)
-        for run, which, pos in places:
-            flags[which] = self._flags[run][pos]
-        if len(missing):
-            self._append(unique[missing], np.zeros(len(missing), dtype=np.uint8))
-            self._add_to_filter(unique[missing])
-            self._pending = True
-            places.append((len(self._keys) - 1, missing, np.arange(len(missing))))
-        return KeyLocation(keys, inverse, tuple(places), flags, len(unique) < len(keys), self._generation)
+        slots = self._recent.lookup(keys)
+        absent = (slots < 0).nonzero()[0]
+        if len(absent):
+            slots[absent] = self._admit(keys[absent])
+        return KeyLocation(keys, slots, self._recent_flags, self._repeats(slots), self._generation)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
         """The flags of each row's key, shape (n_rows,), uint8 (0 for a key added by the ``locate``).
@@ -206,19 +217,22 @@ class SortedKeyTable:
             One value for all rows or one per row (a key on two rows gets both rows' bits).
         """
         self._require_current(location)
-        if not len(location.inverse):
+        slots = location.inverse
+        if not len(slots):
             return
-        add = np.zeros(location.n_unique, dtype=np.uint8)
-        if np.ndim(bits) == 0 or not location.repeats:
-            add[location.inverse] = bits
+        flags = location.flags
+        before = flags[slots]
+        if not location.repeats:
+            after = before | np.asarray(bits, dtype=np.uint8)
+            flags[slots] = after
+            self._count_gains(before, after)
+            return
+        if np.ndim(bits) == 0:
+            flags[slots] = before | np.uint8(bits)
         else:
-            np.bitwise_or.at(add, location.inverse, np.asarray(bits, dtype=np.uint8))
-        before = location.flags
-        after = before | add
-        for run, which, pos in location.places:
-            self._flags[run][pos] = after[which]
-        self._count_gains(before, after)
-        before[:] = after
+            np.bitwise_or.at(flags, slots, np.asarray(bits, dtype=np.uint8))
+        owner = self._owner_rows(slots)  # a key on several rows gains its bits once
+        self._count_gains(before[owner], flags[slots[owner]])
 
     def flags(self, keys) -> np.ndarray:
         """The flags of each key, shape (n_keys,), uint8 (0 for a key not in the table); adds no key.
@@ -231,13 +245,15 @@ class SortedKeyTable:
         -------
         numpy.ndarray of uint8, shape (n_keys,)
         """
-        keys = np.asarray(keys, dtype=np.int64)
-        unique, inverse = _distinct(keys)
-        found = np.zeros(len(unique), dtype=np.uint8)
-        places, _ = self._find(unique)
-        for run, which, pos in places:
-            found[which] = self._flags[run][pos]
-        return found[inverse]
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        slots = self._recent.lookup(keys)
+        found = np.zeros(len(keys), dtype=np.uint8)
+        here = slots >= 0
+        found[here] = self._recent_flags[slots[here]]
+        elsewhere = (~here).nonzero()[0]
+        if len(elsewhere):
+            found[elsewhere] = self._in_runs(keys[elsewhere])[0]
+        return found
 
     def mark(self, keys, bits) -> np.ndarray:
         """Set ``bits`` in the flags of each key (adding keys not in the table); return the flags before.
@@ -287,9 +303,9 @@ class SortedKeyTable:
             Bits of :meth:`borrow_bits`.
         """
         mask = np.uint8(sum(bits))
-        for flags in self._flags:
+        for flags in (*self._flags, self._recent_flags):
             flags &= ~mask
-        self._generation += 1  # a location's copy of the flags still holds the bits
+        self._generation += 1
         _free(self, bits)
 
     def _require_current(self, location: KeyLocation) -> None:
@@ -297,49 +313,132 @@ class SortedKeyTable:
             raise RuntimeError("this key location is out of date: a location is valid until the table's next locate "
                                "(which may move the keys), so flags must be read and set before the next one")
 
-    def _find(self, unique: np.ndarray) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], np.ndarray]:
-        """Places of the sorted distinct keys ``unique`` found in the runs, and the (sorted) indices of those not found.
+    def _admit(self, keys: np.ndarray) -> np.ndarray:
+        """Put keys absent from the hash table into it (a key of a run with its flags); each row's slot, shape (n,).
 
-        Only the keys the filter lets pass are searched for: the others are in no run.
+        A key on several rows gets one slot: the hash table first maps each key to its last row's slot, and when
+        some key repeats, the distinct keys are mapped again to consecutive slots.
         """
-        places: list[tuple[int, np.ndarray, np.ndarray]] = []
-        if not self._n_keys:
-            return places, np.arange(len(unique))
-        maybe = self._in_filter(unique)
-        todo = maybe.nonzero()[0]
-        n_maybe = len(todo)
-        # the newest (smallest) runs first: a walk meets again mostly the keys it has just added, so fewer keys are
-        # left to search for in the oldest, largest runs, whose searches miss the cache
+        first = self._n_recent
+        slots = np.arange(first, first + len(keys))
+        self._recent.map_keys_to_values(keys, slots)
+        mapped = self._recent.lookup(keys)
+        own = mapped == slots
+        distinct = keys
+        if not own.all():
+            distinct = keys[own]
+            self._recent.map_keys_to_values(distinct, np.arange(first, first + len(distinct)))
+            mapped = self._recent.lookup(keys)
+        end = first + len(distinct)
+        self._reserve(end)
+        self._recent_keys[first:end] = distinct
+        if self._n_run_keys:
+            flags, found, places = self._in_runs(distinct)
+            self._recent_flags[first:end] = flags
+            self._n_copied += int(found.sum())
+            # the runs change only when the hash table is emptied, so these places hold until then
+            self._copies.extend((run_flags, first + which, pos) for run_flags, which, pos in places)
+        else:
+            self._recent_flags[first:end] = 0
+        self._n_recent = end
+        return mapped
+
+    def _owner_rows(self, slots: np.ndarray) -> np.ndarray:
+        """One row of each slot (its last), as a mask, shape (n,)."""
+        rows = np.arange(len(slots))
+        self._owner[slots] = rows
+        return self._owner[slots] == rows
+
+    def _repeats(self, slots: np.ndarray) -> bool:
+        return len(slots) > 1 and not self._owner_rows(slots).all()
+
+    def _reserve(self, n: int) -> None:
+        """Room for ``n`` keys in the hash table's arrays (doubled as needed)."""
+        size = len(self._recent_flags)
+        if n <= size:
+            return
+        size = max(n, min(2 * size, RECENT_MAX_KEYS))  # doubled, but not past the most it holds before a batch
+        held = self._n_recent
+        keys, flags = np.empty(size, dtype=np.int64), np.zeros(size, dtype=np.uint8)
+        keys[:held], flags[:held] = self._recent_keys[:held], self._recent_flags[:held]
+        self._recent_keys, self._recent_flags = keys, flags
+        self._owner = np.empty(size, dtype=np.int32)
+
+    def _empty_recent(self, size: int) -> None:
+        self._recent = Int64HashTable()
+        self._recent_keys = np.empty(size, dtype=np.int64)
+        self._recent_flags = np.zeros(size, dtype=np.uint8)
+        self._owner = np.empty(size, dtype=np.int32)  # scratch: a row per slot (:meth:`_owner_rows`)
+        self._n_recent = 0
+        self._n_copied = 0  # keys of the hash table that are in a run too (copied from there when met again)
+        self._copies = []  # where they are: (the run's flags, their slots here, their positions there)
+
+    def _empty_into_runs(self) -> None:
+        """Move the hash table's keys into the runs.
+
+        The keys copied from a run give it their flags; the others become a new run, merged at once.
+        """
+        held = self._n_recent
+        keys, flags = self._recent_keys[:held], self._recent_flags[:held]
+        if self._n_copied:
+            new = np.ones(held, dtype=bool)
+            for run_flags, slots, pos in self._copies:
+                run_flags[pos] = flags[slots]
+                new[slots] = False
+            keys, flags = keys[new], flags[new]
+        order = keys.argsort()
+        keys, flags = keys[order], flags[order]
+        del order
+        self._empty_recent(RECENT_MIN_SLOTS)  # let the hash table go before the runs grow
+        if len(keys):
+            self._add_run(keys, flags)
+            self._pending = True
+            self._merge_pending()
+
+    def _in_runs(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[_Place]]:
+        """Each key's flags in the runs (0 where in none), and whether it is in one, shape (n,) each.
+
+        With the places of those found: (the run's flags, which keys (indices), their positions there). Only the keys
+        the filter lets pass are searched for.
+        """
+        flags, found = np.zeros(len(keys), dtype=np.uint8), np.zeros(len(keys), dtype=bool)
+        places: list[_Place] = []
+        if not self._n_run_keys:
+            return flags, found, places
+        todo = self._in_filter(keys).nonzero()[0]
+        if len(self._keys[0]) >= FENCE_MIN_KEYS:  # sorted, a search of a large run reads it in order, cache-friendly
+            todo = todo[keys[todo].argsort()]
+        # the newest (smallest) runs first: fewer keys are left to search for in the oldest, largest runs, whose
+        # searches miss the cache
         for run in range(len(self._keys) - 1, -1, -1):
-            keys, fence = self._keys[run], self._fences[run]
             if not len(todo):
                 break
-            query = unique[todo]
-            pos = _search(keys, fence, query)
-            found = keys[pos] == query
-            if found.any():
-                places.append((run, todo[found], pos[found]))
-                todo = todo[~found]
-        if n_maybe < len(unique):  # with the keys the filter stopped, in order
-            maybe[todo] = False
-            todo = (~maybe).nonzero()[0]
-        return places, todo
+            run_keys, run_flags = self._keys[run], self._flags[run]
+            query = keys[todo]
+            pos = _search(run_keys, self._fences[run], query)
+            hit = run_keys[pos] == query
+            if hit.any():
+                which, pos = todo[hit], pos[hit]
+                flags[which], found[which] = run_flags[pos], True
+                places.append((run_flags, which, pos))
+                todo = todo[~hit]
+        return flags, found, places
 
     def _hash(self, keys: np.ndarray) -> np.ndarray:
         """Each key's bit in the filter (the top bits of the key times :data:`_GOLDEN`, modulo 2**64)."""
         return (keys.view(np.uint64) * _GOLDEN) >> self._filter_shift
 
     def _in_filter(self, keys: np.ndarray) -> np.ndarray:
-        """False for the keys that are in no run; True for the others and for a few keys not in the table."""
+        """False for the keys that are in no run; True for the others and for a few keys not in one."""
         h = self._hash(keys)
         return (self._filter.take(h >> np.uint64(3)) >> (h & np.uint64(7)).astype(np.uint8)) & 1 != 0
 
     def _add_to_filter(self, keys: np.ndarray) -> None:
-        """Set the bits of ``keys`` (new to the table), growing the filter first when the keys would outgrow it."""
-        self._n_keys += len(keys)
-        if self._n_keys * FILTER_BITS_PER_KEY > self._filter.size * 8:
+        """Set the bits of ``keys`` (new to the runs), growing the filter first when the keys would outgrow it."""
+        self._n_run_keys += len(keys)
+        if self._n_run_keys * FILTER_BITS_PER_KEY > self._filter.size * 8:
             size = self._filter.size
-            while self._n_keys * FILTER_BITS_PER_KEY > size * 8:
+            while self._n_run_keys * FILTER_BITS_PER_KEY > size * 8:
                 size *= 2
             self._filter = np.zeros(size, dtype=np.uint8)
             self._filter_shift = np.uint64(64 - (size * 8).bit_length() + 1)
@@ -359,10 +458,11 @@ class SortedKeyTable:
         if gained.any():  # every bit's count in one pass: how many keys gained each byte value, times its bits
             self._counts += np.bincount(gained, minlength=256) @ _BYTE_BITS
 
-    def _append(self, keys: np.ndarray, flags: np.ndarray) -> None:
+    def _add_run(self, keys: np.ndarray, flags: np.ndarray) -> None:
         self._keys.append(keys)
         self._flags.append(flags)
         self._fences.append(_fence(keys))
+        self._add_to_filter(keys)
 
     def _merge_pending(self) -> None:
         if not self._pending:
@@ -380,7 +480,7 @@ class SortedKeyTable:
 class ObjectKeyTable:
     """The fallback for bytes keys of domains with 2**63 points or more (:meth:`Domain.keys`): a Python dict.
 
-    The methods of :class:`SortedKeyTable`, one dict operation per key.
+    The methods of :class:`IntKeyTable`, one dict operation per key.
     """
 
     def __init__(self) -> None:
@@ -397,7 +497,7 @@ class ObjectKeyTable:
         return sys.getsizeof(self._flags) + sum(sys.getsizeof(k) for k in self._flags)
 
     def count(self, bit: int) -> int:
-        """As :meth:`SortedKeyTable.count`.
+        """As :meth:`IntKeyTable.count`.
 
         Parameters
         ----------
@@ -410,7 +510,7 @@ class ObjectKeyTable:
         return int(self._counts[int(bit).bit_length() - 1])
 
     def locate(self, keys) -> KeyLocation:
-        """As :meth:`SortedKeyTable.locate` (the location holds the keys themselves).
+        """As :meth:`IntKeyTable.locate` (the location holds the keys themselves).
 
         Parameters
         ----------
@@ -423,10 +523,10 @@ class ObjectKeyTable:
         keys = np.asarray(keys, dtype=object)
         for k in keys:
             self._flags.setdefault(k, 0)
-        return KeyLocation(keys, np.arange(len(keys)), (), np.zeros(len(keys), dtype=np.uint8), False)
+        return KeyLocation(keys, np.arange(len(keys)), np.zeros(len(keys), dtype=np.uint8), False)
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
-        """As :meth:`SortedKeyTable.flags_at`.
+        """As :meth:`IntKeyTable.flags_at`.
 
         Parameters
         ----------
@@ -439,7 +539,7 @@ class ObjectKeyTable:
         return self.flags(location.keys)
 
     def mark_at(self, location: KeyLocation, bits) -> None:
-        """As :meth:`SortedKeyTable.mark_at`.
+        """As :meth:`IntKeyTable.mark_at`.
 
         Parameters
         ----------
@@ -458,7 +558,7 @@ class ObjectKeyTable:
                     self._counts[bit] += 1
 
     def flags(self, keys) -> np.ndarray:
-        """As :meth:`SortedKeyTable.flags`.
+        """As :meth:`IntKeyTable.flags`.
 
         Parameters
         ----------
@@ -472,7 +572,7 @@ class ObjectKeyTable:
         return np.fromiter((get(k, 0) for k in keys), dtype=np.uint8, count=len(keys))
 
     def mark(self, keys, bits) -> np.ndarray:
-        """As :meth:`SortedKeyTable.mark`.
+        """As :meth:`IntKeyTable.mark`.
 
         Parameters
         ----------
@@ -489,7 +589,7 @@ class ObjectKeyTable:
         return before
 
     def borrow_bits(self, n: int) -> tuple[int, ...]:
-        """As :meth:`SortedKeyTable.borrow_bits`.
+        """As :meth:`IntKeyTable.borrow_bits`.
 
         Parameters
         ----------
@@ -502,7 +602,7 @@ class ObjectKeyTable:
         return _borrow(self, n)
 
     def return_bits(self, bits) -> None:
-        """As :meth:`SortedKeyTable.return_bits`.
+        """As :meth:`IntKeyTable.return_bits`.
 
         Parameters
         ----------
@@ -514,7 +614,7 @@ class ObjectKeyTable:
         _free(self, bits)
 
 
-def key_table_for(domain: Domain) -> SortedKeyTable | ObjectKeyTable:
+def key_table_for(domain: Domain) -> IntKeyTable | ObjectKeyTable:
     """The table that fits the domain's keys: int64 keys in sorted arrays, bytes keys in a Python dict.
 
     Parameters
@@ -523,10 +623,10 @@ def key_table_for(domain: Domain) -> SortedKeyTable | ObjectKeyTable:
 
     Returns
     -------
-    SortedKeyTable or ObjectKeyTable
+    IntKeyTable or ObjectKeyTable
     """
     bytes_keys = domain.keys(domain.lower[None, :]).dtype == object
-    return ObjectKeyTable() if bytes_keys else SortedKeyTable()
+    return ObjectKeyTable() if bytes_keys else IntKeyTable()
 
 
 def _borrow(table, n: int) -> tuple[int, ...]:
@@ -540,20 +640,6 @@ def _free(table, bits) -> None:
     for bit in bits:
         table._counts[int(bit).bit_length() - 1] = 0
     table._free = sorted([*table._free, *bits])
-
-
-def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct keys and each key's index among them (``np.unique``'s, from one argsort)."""
-    if not len(keys):
-        return keys, np.zeros(0, dtype=np.int64)
-    order = keys.argsort()
-    ordered = keys[order]
-    starts = np.empty(len(keys), dtype=bool)
-    starts[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
-    inverse = np.empty(len(keys), dtype=np.int64)
-    inverse[order] = starts.cumsum() - 1
-    return ordered[starts], inverse
 
 
 def _merged(keys: np.ndarray, flags: np.ndarray, newer: np.ndarray,

@@ -6,9 +6,9 @@ domain's rules (architecture: counterparts that could exist) hold for every gene
 the constraints (:meth:`Domain.repair <chiralfair.domain.Domain.repair>`) before they are checked, the check's
 counterparts carry the couplings, and each recorded pair is scored for plausibility (``n_plausible_idis``).
 
-Keys (architecture: the counting rule) are kept once, in one :mod:`~chiralfair.generators.key_table` (about 10 bytes
-per int64 key: the key, a byte of flags saying whether it was tested and whether it is a recorded IDI, and a byte of
-the filter that spares new keys a search). IDI pairs go to a
+Keys (architecture: the counting rule) are kept once, in one :mod:`~chiralfair.generators.key_table` (an int64 key
+and a byte of flags saying whether it was tested and whether it is a recorded IDI: about 45 bytes a key while the keys
+met lately fit its hash table, 10 once they have moved on into its sorted runs). IDI pairs go to a
 :class:`~chiralfair.results.run_folder.PairSink` when one is given (streamed to Parquet, bounded memory), else they
 are kept in memory until :meth:`result`.
 """
@@ -91,7 +91,7 @@ class IDIRecorder:
             Also return probabilities (see :meth:`DiscriminationCheck.check`).
         located : KeyLocation, optional
             Where the rows' keys sit in :attr:`key_table`, when the caller located them (its last
-            :meth:`~.key_table.SortedKeyTable.locate`); used only if no candidate needed a repair.
+            :meth:`~.key_table.IntKeyTable.locate`); used only if no candidate needed a repair.
         satisfying : bool, default=False
             The candidates satisfy the domain's constraints already (the generator repaired its proposals with
             :meth:`Domain.repair`), so they are not repaired again. Not checked: a generator that says so of a
