@@ -173,7 +173,7 @@ def test_counterparts_of_rows_said_to_satisfy_the_rules_are_possible_only_when_t
     # the counterpart Male, c=1, a=0), and the lookup must still be made.
     domain = toy_domain().with_couplings(TOY_COUPLE).with_constraints(list(rules))
     X = domain.repair(X)
-    assert domain._counterparts_of_satisfying_rows_possible() is always
+    assert domain.counterparts_of_satisfying_rows_possible() is always
     truth = domain.satisfies(domain.counterparts(X).reshape(-1, X.shape[1])).reshape(len(X), -1)
     np.testing.assert_array_equal(domain.possible_counterparts(X, satisfying=True), truth)
     np.testing.assert_array_equal(domain.possible_counterparts(X), truth)

@@ -245,6 +245,8 @@ class DiscriminationCheck:
         cf = np.full((n, k), -1, dtype=np.int64)
         pcf = np.full((n, k), np.nan) if with_proba else None
         possible = np.ones((n, k), dtype=bool) if constrained else None
+        # rows that meet the rules have only possible counterparts under some couplings (census's): nothing to look up
+        look_up = constrained and not (satisfying and domain.counterparts_of_satisfying_rows_possible())
         plausible = np.ones((n, k), dtype=bool) if with_plausibility and domain.support is not None else None
         out, pout = [], []
         some_impossible = False
@@ -253,7 +255,7 @@ class DiscriminationCheck:
             m = len(chunk)
             rows = domain.counterparts(chunk).reshape(m * k, -1)
             send = None  # every counterpart is sent
-            if possible is not None:  # constrained
+            if possible is not None and look_up:
                 ok = domain.possible_counterparts(chunk, satisfying=satisfying)
                 if not ok.all():
                     some_impossible = True

@@ -744,7 +744,9 @@ class Domain:
 
     def _coupling_positions(self, X: np.ndarray) -> np.ndarray | None:
         """:meth:`protected_value_index` of ``X`` when some coupling reads roles from it (no joint table), else None."""
-        if any(c.role_table is None for c in self._compiled_couplings()):
+        if "roles_read_from_positions" not in self._derived:
+            self._derived["roles_read_from_positions"] = any(c.role_table is None for c in self._compiled_couplings())
+        if self._derived["roles_read_from_positions"]:
             return self.protected_value_index(X)
         return None
 
@@ -880,7 +882,7 @@ class Domain:
         """
         X = np.asarray(X, dtype=np.int64)
         k = len(self.combinations)
-        if not self.constraints or (satisfying and self._counterparts_of_satisfying_rows_possible()):
+        if not self.constraints or (satisfying and self.counterparts_of_satisfying_rows_possible()):
             return np.ones((len(X), k), dtype=bool)
         tabulated = self._counterpart_table()
         index = None if tabulated is None else tabulated[0].index(X)
@@ -888,8 +890,16 @@ class Domain:
             return tabulated[1].take(index, axis=0)
         return self.satisfies(self.counterparts(X).reshape(-1, self.n_features)).reshape(len(X), k)
 
-    def _counterparts_of_satisfying_rows_possible(self) -> bool:
-        """Whether every counterpart of every row that satisfies the constraints satisfies them too (tabulated)."""
+    def counterparts_of_satisfying_rows_possible(self) -> bool:
+        """Whether every counterpart of every row that satisfies the constraints satisfies them too.
+
+        Answered from the table of :meth:`possible_counterparts` (False when there is none): census with sex coupled
+        to relationship Husband <-> Wife under "a Female is no Husband, a Male no Wife" says True.
+
+        Returns
+        -------
+        bool
+        """
         if "satisfying_counterparts_possible" not in self._derived:
             tabulated = self._counterpart_table()
             answer = False
