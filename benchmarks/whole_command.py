@@ -11,8 +11,8 @@ Each run is ``chiralfair run --dataset census --protected sex --model dnn --seed
 run folder's ``result.json`` (``seconds_by_step``). The goal of issue 9: writing the folder costs at most as
 much as the search, and the peak memory stays under 1 GB at every budget.
 
-Also measures the recorder's key table (int64 keys and their flags in sorted numpy runs) against a Python set of
-ints at 10^7 keys, in the same process (``--no-key-sets`` skips it).
+Also measures the recorder's key table (int64 keys and their flags: a hash table, then sorted numpy runs) against a
+Python set of ints at 10^7 keys, in the same process (``--no-key-sets`` skips it).
 
 Writes benchmarks/results/whole_command.json (figures, parameters, package versions, CPU count, date, load)
 and whole_command.md.
@@ -103,10 +103,10 @@ def key_set_figures(n: int = 10**7, batch: int = 10**4, seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     keys = rng.integers(0, 2 * n, size=n, dtype=np.int64)
     out = {"n_keys_added": n, "batch": batch}
-    for name in ("sorted_numpy_runs", "python_set"):
+    for name in ("key_table", "python_set"):
         tracemalloc.start()
         t0 = time.perf_counter()
-        if name == "sorted_numpy_runs":
+        if name == "key_table":
             store = IntKeyTable()
             for i in range(0, n, batch):
                 store.mark(keys[i:i + batch], TESTED)
@@ -153,7 +153,7 @@ def markdown(report: dict) -> str:
         lines += ["", f"Key sets, {ks['n_keys_added']:,} random int64 keys added in batches of {ks['batch']:,} "
                       "(tracemalloc peak):", "",
                   "| key set | seconds | peak MB | keys held |", "|---|---|---|---|"]
-        for name in ("sorted_numpy_runs", "python_set"):
+        for name in ("key_table", "python_set"):
             lines.append(f"| {name} | {ks[name]['seconds']:.2f} | {ks[name]['peak_mb']:.0f} | {ks[name]['size']:,} |")
     versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
     lines += ["", f"Versions: {versions}.", ""]
