@@ -81,6 +81,15 @@ def test_a_table_answers_like_a_dict_of_flags(table):
             assert len(runs) > 1 and table._n_copied > 0, "keys went into runs and were met again"
 
 
+def test_rows_named_twice_give_their_key_both_rows_bits_counted_once(table):
+    keys = as_keys(table, [10, 20, 30])
+    where = table.locate(keys)  # three distinct keys: only the rows picked below repeat one
+    table.mark_at(where.rows(np.array([1, 1, -2, 0])), np.array([TESTED, RECORDED, 4, TESTED], dtype=np.uint8))
+    table.mark_at(where.rows([2, 2]), 8)
+    np.testing.assert_array_equal(table.flags(keys), [TESTED, TESTED | RECORDED | 4, 8])
+    assert [table.count(bit) for bit in (TESTED, RECORDED, 4, 8)] == [2, 1, 1, 1]
+
+
 def test_borrowed_bits_are_cleared_when_given_back(table):
     keys = as_keys(table, [5, 6, 7])
     first = table.borrow_bits(2)

@@ -102,6 +102,9 @@ class KeyLocation:
     def rows(self, rows) -> KeyLocation:
         """The location of some rows only (indices or mask).
 
+        Indices that name a row twice, or not in increasing order, make a location whose ``repeats`` is True, so
+        that :meth:`IntKeyTable.mark_at` gives a key every row's bits and counts its gains once.
+
         Parameters
         ----------
         rows : array-like of int or bool
@@ -110,7 +113,12 @@ class KeyLocation:
         -------
         KeyLocation
         """
-        return KeyLocation(self.keys[rows], self.inverse[rows], self.flags, self.repeats, self.generation)
+        inverse = self.inverse[rows]
+        repeats = self.repeats
+        if not repeats and len(inverse) > 1 and np.asarray(rows).dtype != bool:
+            picked = np.arange(len(self.inverse))[rows]  # negative indices as the rows they name
+            repeats = not bool((picked[1:] > picked[:-1]).all())
+        return KeyLocation(self.keys[rows], inverse, self.flags, repeats, self.generation)
 
 
 class IntKeyTable:
