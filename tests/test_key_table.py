@@ -7,6 +7,8 @@ from toys import toy_domain
 from chiralfair.domain import Domain, Feature
 from chiralfair.generators import key_table
 from chiralfair.generators.key_table import RECORDED, TESTED, IntKeyTable, ObjectKeyTable, key_table_for
+from chiralfair.generators.recorder import IDIRecorder
+from chiralfair.models import as_model
 
 
 class ReferenceTable:
@@ -108,6 +110,25 @@ def test_huge_domains_keep_bytes_keys_in_a_dict():
     domain = Domain(feats).with_protected(["sex"])
     assert isinstance(key_table_for(domain), ObjectKeyTable)
     assert isinstance(key_table_for(toy_domain()), IntKeyTable)
+
+
+def test_rows_of_one_key_share_their_place_in_a_location(table):
+    values = np.array([7, -3, 7, 2**62, -3, 7])
+    where = table.locate(as_keys(table, values))
+    np.testing.assert_array_equal(np.equal.outer(where.inverse, where.inverse), np.equal.outer(values, values))
+    assert where.repeats
+    assert not table.locate(as_keys(table, [1, 2, 3])).repeats
+
+
+def test_a_key_on_two_idi_rows_of_a_huge_domain_is_one_new_idi():
+    feats = (Feature("sex", 0, 1), Feature("u", 0, 2**40), Feature("v", 0, 2**40))
+    domain = Domain(feats).with_protected(["sex"])
+    recorder = IDIRecorder(as_model(lambda X: np.asarray(X)[:, 0]), domain)  # the label is sex: every row an IDI
+    X = np.array([[0, 5, 6], [1, 5, 6], [0, 2**40, 0], [1, 2**40, 0], [1, 5, 6]])  # three rows, two of one key
+    res, new = recorder.check(X, "global")
+    assert res.is_idi.all()
+    np.testing.assert_array_equal(new, [True, False, True, False, False])
+    assert recorder.n_idis == 2 and recorder.n_tested == 2
 
 
 def test_a_location_is_refused_after_the_next_locate():

@@ -520,6 +520,8 @@ class ObjectKeyTable:
     def locate(self, keys) -> KeyLocation:
         """As :meth:`IntKeyTable.locate` (the location holds the keys themselves).
 
+        Its ``inverse`` is each row's index among the batch's distinct keys.
+
         Parameters
         ----------
         keys : numpy.ndarray of bytes objects, shape (n_keys,)
@@ -531,7 +533,10 @@ class ObjectKeyTable:
         keys = np.asarray(keys, dtype=object)
         for k in keys:
             self._flags.setdefault(k, 0)
-        return KeyLocation(keys, np.arange(len(keys)), np.zeros(len(keys), dtype=np.uint8), False)
+        # rows of one key share an index (the recorder counts a key on two IDI rows as one new IDI by it)
+        index: dict[bytes, int] = {}
+        inverse = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+        return KeyLocation(keys, inverse, np.zeros(len(index), dtype=np.uint8), len(index) < len(keys))
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
         """As :meth:`IntKeyTable.flags_at`.
