@@ -2,10 +2,12 @@
 
 import numpy as np
 import pytest
-from toys import toy_domain
+import torch
+from toys import biased_module, toy_domain
 
+import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
 from chiralfair.domain import Domain, Feature
-from chiralfair.generators import key_table
+from chiralfair.generators import key_table, make_generator
 from chiralfair.generators.key_table import RECORDED, TESTED, IntKeyTable, ObjectKeyTable, key_table_for
 from chiralfair.generators.recorder import IDIRecorder
 from chiralfair.models import as_model
@@ -139,3 +141,37 @@ def test_a_location_is_refused_after_the_next_locate():
         table.mark_at(first, TESTED)
     with pytest.raises(RuntimeError, match="out of date"):
         table.flags_at(first.rows(np.arange(3)))
+
+
+class _Seen(torch.nn.Module):
+    """The biased toy, keeping every row the model is asked about."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = biased_module()
+        self.rows = []
+
+    def forward(self, x):
+        self.rows.append(torch.round(x.detach()).numpy().astype(np.int64))
+        return self.inner(x)
+
+
+@pytest.mark.parametrize("name", ["aequitas", "eidig-inf", "grft", "themis"])
+def test_a_search_through_a_hash_level_of_five_keys_counts_what_the_model_saw(name, monkeypatch):
+    # These searches send the model only checked inputs and their counterparts, which share the input's key: the
+    # keys tested are the keys of the rows it saw, the IDIs those of the pairs, whatever the table's level sizes.
+    domain = toy_domain()
+    seeds = domain.sample(30, np.random.default_rng(0))
+    results = []
+    for max_keys, min_slots in ((key_table.RECENT_MAX_KEYS, key_table.RECENT_MIN_SLOTS), (5, 1)):
+        monkeypatch.setattr(key_table, "RECENT_MAX_KEYS", max_keys)
+        monkeypatch.setattr(key_table, "RECENT_MIN_SLOTS", min_slots)
+        module = _Seen()
+        res = make_generator(name, max_global=40, max_local=100).run(as_model(module), domain, seeds, random_state=1)
+        assert res.n_tested == len(np.unique(domain.keys(np.concatenate(module.rows))))
+        assert res.n_idis == res.n_global + res.n_local == len(res.idis) == len(np.unique(domain.keys(res.idis)))
+        results.append(res)
+    default, tiny = results
+    assert (default.n_tested, default.n_idis, default.n_queries) == (tiny.n_tested, tiny.n_idis, tiny.n_queries)
+    np.testing.assert_array_equal(default.idis, tiny.idis)
+    np.testing.assert_array_equal(default.counterparts, tiny.counterparts)
