@@ -2,11 +2,15 @@
 
 import numpy as np
 import pytest
-from toys import toy_domain
+import torch
+from toys import biased_module, toy_domain
 
+import chiralfair.generators._load_all  # noqa: F401  (fills the registry)
 from chiralfair.domain import Domain, Feature
-from chiralfair.generators import key_table
+from chiralfair.generators import key_table, make_generator
 from chiralfair.generators.key_table import RECORDED, TESTED, IntKeyTable, ObjectKeyTable, key_table_for
+from chiralfair.generators.recorder import IDIRecorder
+from chiralfair.models import as_model
 
 
 class ReferenceTable:
@@ -81,6 +85,15 @@ def test_a_table_answers_like_a_dict_of_flags(table):
             assert len(runs) > 1 and table._n_copied > 0, "keys went into runs and were met again"
 
 
+def test_rows_named_twice_give_their_key_both_rows_bits_counted_once(table):
+    keys = as_keys(table, [10, 20, 30])
+    where = table.locate(keys)  # three distinct keys: only the rows picked below repeat one
+    table.mark_at(where.rows(np.array([1, 1, -2, 0])), np.array([TESTED, RECORDED, 4, TESTED], dtype=np.uint8))
+    table.mark_at(where.rows([2, 2]), 8)
+    np.testing.assert_array_equal(table.flags(keys), [TESTED, TESTED | RECORDED | 4, 8])
+    assert [table.count(bit) for bit in (TESTED, RECORDED, 4, 8)] == [2, 1, 1, 1]
+
+
 def test_borrowed_bits_are_cleared_when_given_back(table):
     keys = as_keys(table, [5, 6, 7])
     first = table.borrow_bits(2)
@@ -101,6 +114,25 @@ def test_huge_domains_keep_bytes_keys_in_a_dict():
     assert isinstance(key_table_for(toy_domain()), IntKeyTable)
 
 
+def test_rows_of_one_key_share_their_place_in_a_location(table):
+    values = np.array([7, -3, 7, 2**62, -3, 7])
+    where = table.locate(as_keys(table, values))
+    np.testing.assert_array_equal(np.equal.outer(where.inverse, where.inverse), np.equal.outer(values, values))
+    assert where.repeats
+    assert not table.locate(as_keys(table, [1, 2, 3])).repeats
+
+
+def test_a_key_on_two_idi_rows_of_a_huge_domain_is_one_new_idi():
+    feats = (Feature("sex", 0, 1), Feature("u", 0, 2**40), Feature("v", 0, 2**40))
+    domain = Domain(feats).with_protected(["sex"])
+    recorder = IDIRecorder(as_model(lambda X: np.asarray(X)[:, 0]), domain)  # the label is sex: every row an IDI
+    X = np.array([[0, 5, 6], [1, 5, 6], [0, 2**40, 0], [1, 2**40, 0], [1, 5, 6]])  # three rows, two of one key
+    res, new = recorder.check(X, "global")
+    assert res.is_idi.all()
+    np.testing.assert_array_equal(new, [True, False, True, False, False])
+    assert recorder.n_idis == 2 and recorder.n_tested == 2
+
+
 def test_a_location_is_refused_after_the_next_locate():
     table = IntKeyTable()
     first = table.locate(np.arange(10))
@@ -109,3 +141,37 @@ def test_a_location_is_refused_after_the_next_locate():
         table.mark_at(first, TESTED)
     with pytest.raises(RuntimeError, match="out of date"):
         table.flags_at(first.rows(np.arange(3)))
+
+
+class _Seen(torch.nn.Module):
+    """The biased toy, keeping every row the model is asked about."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = biased_module()
+        self.rows = []
+
+    def forward(self, x):
+        self.rows.append(torch.round(x.detach()).numpy().astype(np.int64))
+        return self.inner(x)
+
+
+@pytest.mark.parametrize("name", ["aequitas", "eidig-inf", "grft", "themis"])
+def test_a_search_through_a_hash_level_of_five_keys_counts_what_the_model_saw(name, monkeypatch):
+    # These searches send the model only checked inputs and their counterparts, which share the input's key: the
+    # keys tested are the keys of the rows it saw, the IDIs those of the pairs, whatever the table's level sizes.
+    domain = toy_domain()
+    seeds = domain.sample(30, np.random.default_rng(0))
+    results = []
+    for max_keys, min_slots in ((key_table.RECENT_MAX_KEYS, key_table.RECENT_MIN_SLOTS), (5, 1)):
+        monkeypatch.setattr(key_table, "RECENT_MAX_KEYS", max_keys)
+        monkeypatch.setattr(key_table, "RECENT_MIN_SLOTS", min_slots)
+        module = _Seen()
+        res = make_generator(name, max_global=40, max_local=100).run(as_model(module), domain, seeds, random_state=1)
+        assert res.n_tested == len(np.unique(domain.keys(np.concatenate(module.rows))))
+        assert res.n_idis == res.n_global + res.n_local == len(res.idis) == len(np.unique(domain.keys(res.idis)))
+        results.append(res)
+    default, tiny = results
+    assert (default.n_tested, default.n_idis, default.n_queries) == (tiny.n_tested, tiny.n_idis, tiny.n_queries)
+    np.testing.assert_array_equal(default.idis, tiny.idis)
+    np.testing.assert_array_equal(default.counterparts, tiny.counterparts)

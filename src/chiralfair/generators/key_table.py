@@ -102,6 +102,9 @@ class KeyLocation:
     def rows(self, rows) -> KeyLocation:
         """The location of some rows only (indices or mask).
 
+        Indices that name a row twice, or not in increasing order, make a location whose ``repeats`` is True, so
+        that :meth:`IntKeyTable.mark_at` gives a key every row's bits and counts its gains once.
+
         Parameters
         ----------
         rows : array-like of int or bool
@@ -110,7 +113,12 @@ class KeyLocation:
         -------
         KeyLocation
         """
-        return KeyLocation(self.keys[rows], self.inverse[rows], self.flags, self.repeats, self.generation)
+        inverse = self.inverse[rows]
+        repeats = self.repeats
+        if not repeats and len(inverse) > 1 and np.asarray(rows).dtype != bool:
+            picked = np.arange(len(self.inverse))[rows]  # negative indices as the rows they name
+            repeats = not bool((picked[1:] > picked[:-1]).all())
+        return KeyLocation(self.keys[rows], inverse, self.flags, repeats, self.generation)
 
 
 class IntKeyTable:
@@ -512,6 +520,8 @@ class ObjectKeyTable:
     def locate(self, keys) -> KeyLocation:
         """As :meth:`IntKeyTable.locate` (the location holds the keys themselves).
 
+        Its ``inverse`` is each row's index among the batch's distinct keys.
+
         Parameters
         ----------
         keys : numpy.ndarray of bytes objects, shape (n_keys,)
@@ -523,7 +533,10 @@ class ObjectKeyTable:
         keys = np.asarray(keys, dtype=object)
         for k in keys:
             self._flags.setdefault(k, 0)
-        return KeyLocation(keys, np.arange(len(keys)), np.zeros(len(keys), dtype=np.uint8), False)
+        # rows of one key share an index (the recorder counts a key on two IDI rows as one new IDI by it)
+        index: dict[bytes, int] = {}
+        inverse = np.fromiter((index.setdefault(k, len(index)) for k in keys), dtype=np.int64, count=len(keys))
+        return KeyLocation(keys, inverse, np.zeros(len(index), dtype=np.uint8), len(index) < len(keys))
 
     def flags_at(self, location: KeyLocation) -> np.ndarray:
         """As :meth:`IntKeyTable.flags_at`.
