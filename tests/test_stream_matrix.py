@@ -106,3 +106,17 @@ def test_every_kind_at_every_door_counts_what_a_recount_through_the_pipeline_cou
     truth, said = rows["y"].to_numpy() == "yes", own == "yes"
     assert stream["model_quality"]["n_test"] == N
     assert stream["model_quality"]["accuracy"] == pytest.approx((truth == said).mean())
+
+
+def test_a_streamed_verdict_names_a_numeric_label_by_its_column_as_the_in_memory_one_does(people, written, tmp_path):
+    # a label whose values read as numbers (German credit's 1 and 2) is named with its column, not as "label value"
+    numeric = people.assign(credit=np.where(people["y"] == "yes", 1, 2)).drop(columns="y")
+    numeric.to_parquet(tmp_path / "credit.parquet")
+    model = make_pipeline(make_column_transformer((OneHotEncoder(), ["sex", "race"]), remainder="passthrough"),
+                          LogisticRegression()).fit(numeric[["sex", "race", "hours"]], numeric["credit"])
+    options = {"label": "credit", "positive_class": 2, "protected": "sex,race"}
+    streamed = chiralfair.estimate(model, str(tmp_path / "credit.parquet"), batch_rows=BATCH, domain_sample=SAMPLE,
+                                   **options)
+    in_memory = chiralfair.estimate(model, numeric, **options)
+    assert streamed.label_text(1) == in_memory.label_text(1) == "label 1 (credit = 2)"
+    assert streamed.label_text(0) == in_memory.label_text(0) == "label 0 (credit = 1)"

@@ -344,7 +344,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
                             "method": method, "gamma": gamma, "favourable": favourable, "exact": True,
                             "plausible_only": plausible_only},
                  "n_combinations": check.n_combinations, "positive_class": dataset.positive_class,
-                 "negative_class": dataset.negative_class,
+                 "negative_class": dataset.negative_class, "label_column": getattr(dataset, "label", None),
                  "individuals_as": "rows as given" if model.reads_people else "codes", "stream": stream,
                  **(meta or {})}
     base_meta["stream"] = {**stream, **(meta or {}).get("stream", {})}
