@@ -1128,8 +1128,12 @@ class Domain:
         """
         if self.support is None:
             return None
-        changed = set(self.protected) | {c.column for c in self._compiled_couplings()}
-        return self.support.plausible(X, self._plausibility_pairs(self.support), counterparts, changed)
+        if counterparts is None:
+            return self.support.plausible(X, self._plausibility_pairs(self.support))
+        if "counterpart_columns" not in self._derived:  # the columns a counterpart may change
+            self._derived["counterpart_columns"] = frozenset((*self.protected, *self.coupled_columns))
+        return self.support.plausible(X, self._plausibility_pairs(self.support), counterparts,
+                                      self._derived["counterpart_columns"])
 
     def without_plausibility_of(self, columns) -> Domain:
         """A copy of this domain whose :meth:`plausible` reads no pair with one of ``columns``.
