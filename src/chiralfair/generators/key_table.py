@@ -115,9 +115,13 @@ class KeyLocation:
         """
         inverse = self.inverse[rows]
         repeats = self.repeats
-        if not repeats and len(inverse) > 1 and np.asarray(rows).dtype != bool:
-            picked = np.arange(len(self.inverse))[rows]  # negative indices as the rows they name
-            repeats = not bool((picked[1:] > picked[:-1]).all())
+        if not repeats and len(inverse) > 1:
+            picked = np.asarray(rows)
+            # indices rising from 0 or more name distinct rows in order (a walk's nonzero()); others are read as the
+            # rows they name (negative indices too)
+            if picked.dtype != bool and not (picked[0] >= 0 and (picked[1:] > picked[:-1]).all()):
+                picked = np.arange(len(self.inverse))[rows]
+                repeats = not bool((picked[1:] > picked[:-1]).all())
         return KeyLocation(self.keys[rows], inverse, self.flags, repeats, self.generation)
 
 
