@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..exceptions import DataWarning, DomainError
-from .features import Feature, MissingPolicy, ProtectedAttribute, group_name, is_indicator
+from .features import Feature, MissingPolicy, ProtectedAttribute, group_name, holds_no_value
 
 if TYPE_CHECKING:
     from .domain import Domain
@@ -109,10 +109,7 @@ def attribute_values(features: Sequence[Feature], name: str, cols: tuple[int, ..
     if data is not None:
         rows = np.unique(np.asarray(data)[:, list(cols)].astype(np.int64), axis=0)
         if policy == "exclude":
-            codes = np.array([f.missing if f.missing is not None else f.lo - 1 for f in feats])
-            rows = rows[~(rows == codes).any(axis=1)]
-            if len(cols) > 1 and all(is_indicator(f) for f in feats):
-                rows = rows[rows.any(axis=1)]  # a one-hot row with no 1 says no value: a missing one, never a value
+            rows = rows[~holds_no_value(features, cols, rows)]
         return tuple(map(tuple, rows.tolist()))
     if len(cols) == 1:
         f = feats[0]

@@ -37,7 +37,7 @@ from .declaration import (
     warn_unobserved_values,
     widened_to_declared,
 )
-from .features import MISSING_POLICIES, Feature, Kind, MissingPolicy, ProtectedAttribute, is_one_hot
+from .features import MISSING_POLICIES, Feature, Kind, MissingPolicy, ProtectedAttribute, holds_no_value, is_one_hot
 from .plausibility import Support
 
 logger = logging.getLogger(__name__)
@@ -621,13 +621,7 @@ class Domain:
             return out
         position = self.protected_value_index(X)
         for j, a in enumerate(self.attributes):
-            codes = np.array([self.features[c].missing if self.features[c].missing is not None
-                              else self.features[c].lo - 1 for c in a.columns])
-            block = X[:, list(a.columns)]
-            missing = (block == codes).any(axis=1)
-            if is_one_hot(self.features, a):  # no 1 among a one-hot group's columns: no value, a missing one
-                missing |= (block == 0).all(axis=1)
-            out |= missing & (position[:, j] < 0)
+            out |= holds_no_value(self.features, a.columns, X[:, list(a.columns)]) & (position[:, j] < 0)
         return out
 
     def protected_value_labels(self) -> list[list[str]]:
@@ -1128,8 +1122,12 @@ class Domain:
         """
         if self.support is None:
             return None
-        changed = set(self.protected) | {c.column for c in self._compiled_couplings()}
-        return self.support.plausible(X, self._plausibility_pairs(self.support), counterparts, changed)
+        if counterparts is None:
+            return self.support.plausible(X, self._plausibility_pairs(self.support))
+        if "counterpart_columns" not in self._derived:  # the columns a counterpart may change
+            self._derived["counterpart_columns"] = frozenset((*self.protected, *self.coupled_columns))
+        return self.support.plausible(X, self._plausibility_pairs(self.support), counterparts,
+                                      self._derived["counterpart_columns"])
 
     def without_plausibility_of(self, columns) -> Domain:
         """A copy of this domain whose :meth:`plausible` reads no pair with one of ``columns``.

@@ -169,6 +169,32 @@ def is_one_hot(features: Sequence[Feature], attribute: ProtectedAttribute) -> bo
     return attribute.is_group and all(is_indicator(features[c]) for c in attribute.columns)
 
 
+def holds_no_value(features: Sequence[Feature], columns: Sequence[int], block: np.ndarray) -> np.ndarray:
+    """Whether each row of ``block`` (codes of ``columns``) holds no value of their attribute: a missing one.
+
+    A row holds none when some column holds its missing-value code (``lo - 1`` for a column without one), or, for a
+    group of 0/1 indicator columns (:func:`is_indicator`), when no column holds a 1.
+
+    Parameters
+    ----------
+    features : sequence of Feature
+        The domain's features.
+    columns : sequence of int
+        The attribute's columns.
+    block : numpy.ndarray of int64, shape (n_samples, len(columns))
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n_samples,)
+    """
+    feats = [features[c] for c in columns]
+    codes = np.array([f.missing if f.missing is not None else f.lo - 1 for f in feats])
+    missing = (block == codes).any(axis=1)
+    if len(feats) > 1 and all(is_indicator(f) for f in feats):  # a one-hot row with no 1 says no value
+        missing |= (block == 0).all(axis=1)
+    return missing
+
+
 MissingPolicy = Literal["exclude", "value"]
 MISSING_POLICIES = ("exclude", "value")
 

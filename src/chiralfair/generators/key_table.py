@@ -115,9 +115,13 @@ class KeyLocation:
         """
         inverse = self.inverse[rows]
         repeats = self.repeats
-        if not repeats and len(inverse) > 1 and np.asarray(rows).dtype != bool:
-            picked = np.arange(len(self.inverse))[rows]  # negative indices as the rows they name
-            repeats = not bool((picked[1:] > picked[:-1]).all())
+        if not repeats and len(inverse) > 1:
+            picked = np.asarray(rows)
+            # indices rising from 0 or more name distinct rows in order (a walk's nonzero()); others are read as the
+            # rows they name (negative indices too)
+            if picked.dtype != bool and not (picked[0] >= 0 and (picked[1:] > picked[:-1]).all()):
+                picked = np.arange(len(self.inverse))[rows]
+                repeats = not bool((picked[1:] > picked[:-1]).all())
         return KeyLocation(self.keys[rows], inverse, self.flags, repeats, self.generation)
 
 
@@ -134,7 +138,6 @@ class IntKeyTable:
         self._keys: list[np.ndarray] = []
         self._flags: list[np.ndarray] = []
         self._fences: list[np.ndarray | None] = []
-        self._pending = False  # the last run came from the hash table and is not merged yet
         self._generation = 0  # locates so far: a location is valid while this has not moved on
         self._counts = np.zeros(8, dtype=np.int64)
         self._free = list(BORROWABLE)
@@ -189,7 +192,6 @@ class IntKeyTable:
         KeyLocation
         """
         keys = np.ascontiguousarray(keys, dtype=np.int64)
-        self._merge_pending()
         if self._n_recent and self._n_recent + len(keys) > RECENT_MAX_KEYS:
             self._empty_into_runs()
         self._generation += 1
@@ -400,8 +402,7 @@ class IntKeyTable:
         self._empty_recent(RECENT_MIN_SLOTS)  # let the hash table go before the runs grow
         if len(keys):
             self._add_run(keys, flags)
-            self._pending = True
-            self._merge_pending()
+            self._merge_newest()
 
     def _in_runs(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[_Place]]:
         """Each key's flags in the runs (0 where in none), and whether it is in one, shape (n,) each.
@@ -472,10 +473,8 @@ class IntKeyTable:
         self._fences.append(_fence(keys))
         self._add_to_filter(keys)
 
-    def _merge_pending(self) -> None:
-        if not self._pending:
-            return
-        self._pending = False
+    def _merge_newest(self) -> None:
+        """Merge the newest run into the ones before it while they are less than :data:`MERGE_RATIO` times larger."""
         keys, flags, fences = self._keys, self._flags, self._fences
         while (len(keys) > 1 and len(keys[-2]) < MERGE_RATIO * len(keys[-1])
                and len(keys[-2]) + len(keys[-1]) <= MAX_RUN_KEYS):
