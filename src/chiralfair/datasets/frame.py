@@ -217,13 +217,12 @@ def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -
             extra[a.name] = [str(dtype.categories[i]) for i in unused]
     if not extra:
         return domain
-    names = {a.name: (domain.names[a.columns[0]] if not a.is_group else tuple(domain.names[c] for c in a.columns))
-             for a in domain.attributes}
+    names = domain.protected_declaration
     with warnings.catch_warnings():  # the bounds widened to the declared codes: said below, in the data's terms
         warnings.simplefilter("ignore", DataWarning)
         widened = domain.with_protected(names, values=values)
     for name, labels in extra.items():
-        column = names[name]
+        column = names[name][0]  # a single column: a group's categories are not widened
         _data_warning(
             f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, labels))}, which no row "
             f"holds; a value the model can be fed, so counterparts take it (no row, seed or group has it). To test "
