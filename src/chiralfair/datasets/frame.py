@@ -255,10 +255,11 @@ def _checked_names(problems: Problems, df: pd.DataFrame, columns: dict, label, b
     if unknown:
         with problems.check():
             raise DatasetError(f"{_UNKNOWN_BINS} {unknown}; features: {', '.join(map(repr, features))}")
+    joined = _joined_names(protected, columns)
     with problems.check():
-        _refuse_joined_name(protected, columns)
+        _refuse_joined_name(joined, columns)
     for ref in _protected_references(protected, groups):
-        if str(ref) not in columns and not _in_joined_name(ref, protected, columns):
+        if str(ref) not in columns and not any(ref in item for item in joined):  # refused once, above
             with problems.check():  # the protected attribute is named as Domain.with_protected names it
                 raise DomainError(f"unknown feature {ref!r}; valid names: {', '.join(repr(str(c)) for c in features)}")
     with problems.check():
@@ -294,20 +295,23 @@ def _protected_references(protected, groups) -> list:
     return refs
 
 
-def _refuse_joined_name(protected, columns: dict) -> None:
+def _joined_names(protected, columns: dict) -> list[Sequence]:
+    """The groups of columns in ``protected`` whose '+'-joined spelling is itself a column."""
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return []
+    return [item for item in protected
+            if not isinstance(item, str | int) and isinstance(item, Sequence) and "+".join(map(str, item)) in columns]
+
+
+def _refuse_joined_name(joined_names: list[Sequence], columns: dict) -> None:
     """Refuse a group of columns whose '+'-joined spelling is itself a column: which one was meant is not known.
 
     ``--protected "a+b"`` is the attribute over the columns ``a`` and ``b``; a column named ``a+b`` is named as it
-    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``).
+    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``). ``joined_names`` are those
+    groups (:func:`_joined_names`).
     """
-    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
-        return
-    for item in protected:
-        if isinstance(item, str | int) or not isinstance(item, Sequence):
-            continue
+    for item in joined_names:
         joined = "+".join(map(str, item))
-        if joined not in columns:
-            continue
         members = ", ".join(repr(str(c)) for c in item)
         if all(str(c) in columns for c in item):
             raise DatasetError(
@@ -319,14 +323,6 @@ def _refuse_joined_name(protected, columns: dict) -> None:
             f"column {joined!r} holds '+', which joins the columns of one attribute in --protected (here {members}, "
             f"not columns of the frame); name the column in a list as it is (schema: protected = "
             f"[{json.dumps(joined)}]), or rename it")
-
-
-def _in_joined_name(ref, protected, columns: dict) -> bool:
-    """Whether ``ref`` is a member of a group whose '+'-joined spelling is a column (refused once, as that)."""
-    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
-        return False
-    return any(not isinstance(item, str | int) and isinstance(item, Sequence) and ref in item
-               and "+".join(map(str, item)) in columns for item in protected)
 
 
 def _refuse_protected_label(protected, groups, label) -> None:
