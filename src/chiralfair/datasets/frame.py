@@ -487,8 +487,7 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
 def _warn_label_values(negatives: pd.Series, label, positive_class) -> None:
     """Warn when the rows read as label 0 hold several values (not spellings of one): a class folded into another."""
     counts = negatives.value_counts(sort=True)
-    spelling = {cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index}
-    if len(spelling) < 2:  # one other value, or its spellings (warned about above)
+    if len({_label_spelling(v) for v in counts.index}) < 2:  # one other value, or its spellings (warned about above)
         return
     shown = ", ".join(f"{_show(v)} ({n} rows)" for v, n in counts.head(10).items())
     _data_warning(f"label column {label!r} holds {len(counts)} values besides positive_class {_show(positive_class)}: "
@@ -509,9 +508,7 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
     silently become the negative class.
     """
     counts = series.value_counts(sort=False)
-    # a text always has a spelling key (None is for values that are not text)
-    spelling = pd.Series([cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index],
-                         index=counts.index)
+    spelling = pd.Series([_label_spelling(v) for v in counts.index], index=counts.index)
     clashes = [group for _, group in counts.groupby(spelling.to_numpy(), sort=True) if len(group) > 1]
     if not clashes:
         return
@@ -530,6 +527,12 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
         f"label column {label!r} has values that differ only in spelling: {shown}. Only rows equal to "
         f"positive_class {_show(positive_class)} ({n_positive} rows) are encoded as 1, every other spelling as 0; "
         f"normalise the column first, e.g. df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
+
+
+def _label_spelling(value) -> str:
+    """A label value's text up to case, whitespace, Unicode normal form and a trailing dot (``">50K."``)."""
+    # a text always has a spelling key (None is for values that are not text)
+    return cast(str, spelling_key(str(value))).rstrip(".").strip().casefold()
 
 
 def _same_value(value, positive_class) -> bool:
