@@ -217,13 +217,12 @@ def _with_declared_categories(domain: Domain, df: pd.DataFrame, columns: dict) -
             extra[a.name] = [str(dtype.categories[i]) for i in unused]
     if not extra:
         return domain
-    names = {a.name: (domain.names[a.columns[0]] if not a.is_group else tuple(domain.names[c] for c in a.columns))
-             for a in domain.attributes}
+    names = domain.protected_declaration
     with warnings.catch_warnings():  # the bounds widened to the declared codes: said below, in the data's terms
         warnings.simplefilter("ignore", DataWarning)
         widened = domain.with_protected(names, values=values)
     for name, labels in extra.items():
-        column = names[name]
+        column = names[name][0]  # a single column: a group's categories are not widened
         _data_warning(
             f"protected attribute {name!r}: its category dtype declares {', '.join(map(repr, labels))}, which no row "
             f"holds; a value the model can be fed, so counterparts take it (no row, seed or group has it). To test "
@@ -256,10 +255,11 @@ def _checked_names(problems: Problems, df: pd.DataFrame, columns: dict, label, b
     if unknown:
         with problems.check():
             raise DatasetError(f"{_UNKNOWN_BINS} {unknown}; features: {', '.join(map(repr, features))}")
+    joined = _joined_names(protected, columns)
     with problems.check():
-        _refuse_joined_name(protected, columns)
+        _refuse_joined_name(joined, columns)
     for ref in _protected_references(protected, groups):
-        if str(ref) not in columns and not _in_joined_name(ref, protected, columns):
+        if str(ref) not in columns and not any(ref in item for item in joined):  # refused once, above
             with problems.check():  # the protected attribute is named as Domain.with_protected names it
                 raise DomainError(f"unknown feature {ref!r}; valid names: {', '.join(repr(str(c)) for c in features)}")
     with problems.check():
@@ -295,20 +295,23 @@ def _protected_references(protected, groups) -> list:
     return refs
 
 
-def _refuse_joined_name(protected, columns: dict) -> None:
+def _joined_names(protected, columns: dict) -> list[Sequence]:
+    """The groups of columns in ``protected`` whose '+'-joined spelling is itself a column."""
+    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
+        return []
+    return [item for item in protected
+            if not isinstance(item, str | int) and isinstance(item, Sequence) and "+".join(map(str, item)) in columns]
+
+
+def _refuse_joined_name(joined_names: list[Sequence], columns: dict) -> None:
     """Refuse a group of columns whose '+'-joined spelling is itself a column: which one was meant is not known.
 
     ``--protected "a+b"`` is the attribute over the columns ``a`` and ``b``; a column named ``a+b`` is named as it
-    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``).
+    is in a list (a schema's ``protected = ["a+b"]``, Python's ``protected=["a+b"]``). ``joined_names`` are those
+    groups (:func:`_joined_names`).
     """
-    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
-        return
-    for item in protected:
-        if isinstance(item, str | int) or not isinstance(item, Sequence):
-            continue
+    for item in joined_names:
         joined = "+".join(map(str, item))
-        if joined not in columns:
-            continue
         members = ", ".join(repr(str(c)) for c in item)
         if all(str(c) in columns for c in item):
             raise DatasetError(
@@ -320,14 +323,6 @@ def _refuse_joined_name(protected, columns: dict) -> None:
             f"column {joined!r} holds '+', which joins the columns of one attribute in --protected (here {members}, "
             f"not columns of the frame); name the column in a list as it is (schema: protected = "
             f"[{json.dumps(joined)}]), or rename it")
-
-
-def _in_joined_name(ref, protected, columns: dict) -> bool:
-    """Whether ``ref`` is a member of a group whose '+'-joined spelling is a column (refused once, as that)."""
-    if isinstance(protected, str | int | Mapping) or not isinstance(protected, Sequence):
-        return False
-    return any(not isinstance(item, str | int) and isinstance(item, Sequence) and ref in item
-               and "+".join(map(str, item)) in columns for item in protected)
 
 
 def _refuse_protected_label(protected, groups, label) -> None:
@@ -492,8 +487,7 @@ def _encode_label(series: pd.Series, label, positive_class) -> np.ndarray:
 def _warn_label_values(negatives: pd.Series, label, positive_class) -> None:
     """Warn when the rows read as label 0 hold several values (not spellings of one): a class folded into another."""
     counts = negatives.value_counts(sort=True)
-    spelling = {cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index}
-    if len(spelling) < 2:  # one other value, or its spellings (warned about above)
+    if len({_label_spelling(v) for v in counts.index}) < 2:  # one other value, or its spellings (warned about above)
         return
     shown = ", ".join(f"{_show(v)} ({n} rows)" for v, n in counts.head(10).items())
     _data_warning(f"label column {label!r} holds {len(counts)} values besides positive_class {_show(positive_class)}: "
@@ -514,9 +508,7 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
     silently become the negative class.
     """
     counts = series.value_counts(sort=False)
-    # a text always has a spelling key (None is for values that are not text)
-    spelling = pd.Series([cast(str, spelling_key(str(v))).rstrip(".").strip().casefold() for v in counts.index],
-                         index=counts.index)
+    spelling = pd.Series([_label_spelling(v) for v in counts.index], index=counts.index)
     clashes = [group for _, group in counts.groupby(spelling.to_numpy(), sort=True) if len(group) > 1]
     if not clashes:
         return
@@ -535,6 +527,12 @@ def _warn_label_spellings(series: pd.Series, label, positive_class) -> None:
         f"label column {label!r} has values that differ only in spelling: {shown}. Only rows equal to "
         f"positive_class {_show(positive_class)} ({n_positive} rows) are encoded as 1, every other spelling as 0; "
         f"normalise the column first, e.g. df[{label!r}] = df[{label!r}].str.strip().str.rstrip('.')")
+
+
+def _label_spelling(value) -> str:
+    """A label value's text up to case, whitespace, Unicode normal form and a trailing dot (``">50K."``)."""
+    # a text always has a spelling key (None is for values that are not text)
+    return cast(str, spelling_key(str(value))).rstrip(".").strip().casefold()
 
 
 def _same_value(value, positive_class) -> bool:
