@@ -2,6 +2,7 @@
 the held-out rows hold, and a group holding part of a one-hot set. Every figure is recounted through the model."""
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -122,6 +123,16 @@ def test_an_attribute_holding_part_of_a_one_hot_set_is_refused(group):
     observed = df[["race", "sex_f", "sex_m"]].drop_duplicates()
     assert whole.attributes[0].size == len(observed) == 6
     assert (whole.attributes[0].value_array()[:, 1:].sum(axis=1) == 1).all()
+
+
+@pytest.mark.parametrize(("group", "whole"), [(("sex_f", "race"), "sex_f+sex_m+race"),
+                                              (("race", "sex_m"), "race+sex_f+sex_m")])
+def test_the_refusal_of_part_of_a_one_hot_set_suggests_the_whole_set_in_the_attributes_order(group, whole):
+    from chiralfair.datasets import from_frame
+    from chiralfair.exceptions import DomainError
+
+    with pytest.raises(DomainError, match=rf"--protected '{re.escape(whole)}'"):
+        from_frame(one_hot_people(200, 7), label="y", positive_class=1, protected=[group])
 
 
 @pytest.mark.parametrize("protected", [[["sex_f", "race"]], [["sex_f", "sex_f"]], ["sex_m"], ["race", ["race", "sex_f",

@@ -165,7 +165,7 @@ def warn_one_hot_columns(domain: Domain, attributes: Sequence[ProtectedAttribute
             if a.is_group and inside and len(inside) < len(cols):
                 names = tuple(domain.features[c].name for c in cols)
                 shown = ", ".join(repr(domain.features[c].name) for c in inside)
-                whole = [name for c in a.columns if c not in cols[1:]
+                whole = [name for c in a.columns if c not in inside[1:]  # the group where its first held column is
                          for name in ((domain.features[c].name,) if c not in cols else names)]
                 raise DomainError(
                     f"protected attribute {a.name!r} holds {shown} but not all of the one-hot columns "
