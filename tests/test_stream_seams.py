@@ -162,3 +162,20 @@ def test_on_a_cluster_an_error_names_the_file_or_partition_and_the_row_within_it
         chiralfair.estimate(pipe, data, batch_rows=64, domain_sample=SAMPLE, scheduler=cluster.scheduler_address,
                             **KW)
     assert str(err.value).startswith(start + row)
+
+
+def test_halving_names_the_one_row_that_fails_alone_and_none_when_rows_fail_only_together():
+    from chiralfair.datasets.frame import first_failing_row
+
+    for n in range(1, 40):
+        for bad in range(n):
+            calls = []
+
+            def fails(a, b, bad=bad, calls=calls):
+                calls.append((a, b))
+                return a <= bad < b
+
+            assert first_failing_row(n, fails) == bad
+            assert len(calls) <= 2 * max(n - 1, 1).bit_length()  # a few calls, not one per row
+    assert first_failing_row(8, lambda a, b: b - a == 8) is None  # only all eight together fail
+    assert first_failing_row(0, lambda a, b: True) is None

@@ -6,7 +6,7 @@ import json
 import logging
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -349,6 +349,36 @@ def _data_warning(message: str) -> None:
     # Logged at INFO: the warning itself reaches the user; a WARNING log would print it twice.
     logger.info(message)
     warnings.warn(message, DataWarning, stacklevel=4)
+
+
+def first_failing_row(n: int, fails: Callable[[int, int], bool]) -> int | None:
+    """The one of ``n`` rows that fails alone, found by halving them: a few calls, no loop over the rows.
+
+    For rows known to fail together (a conversion, a model call), to name the row at fault.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    fails : callable
+        ``fails(a, b)``: whether rows ``a`` to ``b - 1`` fail.
+
+    Returns
+    -------
+    int or None
+        The row's position; None when neither half of some failing span fails on its own (the rows fail only
+        together), or ``n`` is 0.
+    """
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(lo, mid):
+            hi = mid
+        elif fails(mid, hi):
+            lo = mid
+        else:
+            return None
+    return lo if hi - lo == 1 else None
 
 
 def row_text(index: pd.Index, position: int) -> str:

@@ -319,25 +319,17 @@ def _unfit_value_text(series: pd.Series, dtype, source: str | None) -> str:
 
     Found by halving the rows (a few conversions, no loop over the rows); ``""`` when no single value is at fault.
     """
-    from .frame import row_text, source_row_text
+    from .frame import first_failing_row, row_text, source_row_text
 
-    def fails(part: pd.Series) -> bool:
+    def fails(a: int, b: int) -> bool:
         try:
-            part.astype(dtype)
+            series.iloc[a:b].astype(dtype)
         except (TypeError, ValueError):
             return True
         return False
 
-    lo, hi = 0, len(series)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fails(series.iloc[lo:mid]):
-            hi = mid
-        elif fails(series.iloc[mid:hi]):
-            lo = mid
-        else:
-            return ""
-    if hi - lo != 1 or not fails(series.iloc[lo:hi]):
+    lo = first_failing_row(len(series), fails)
+    if lo is None or not fails(lo, lo + 1):
         return ""
     value = series.iloc[lo]
     shown = repr(value.item() if isinstance(value, np.generic) else value)

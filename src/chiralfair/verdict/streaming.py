@@ -31,6 +31,7 @@ import pandas as pd
 
 from .._random import as_generator, derive_seed
 from ..datasets.base import Dataset
+from ..datasets.frame import first_failing_row
 from ..datasets.population import Population
 from ..datasets.recode import recode
 from ..datasets.stream import Batch
@@ -172,16 +173,8 @@ def _checked(judge, batch: Batch, X: np.ndarray, rows: np.ndarray, people):
                 return True
             return False
 
-        lo, hi = 0, len(rows)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if fails(lo, mid):
-                hi = mid
-            elif fails(mid, hi):
-                lo = mid
-            else:
-                break
-        if hi - lo == 1:
+        lo = first_failing_row(len(rows), fails)
+        if lo is not None:
             where = f"{batch.row_text(int(rows[lo]))} (the person or one of their counterparts)"
             raise _with_text(failed, where) from failed
     where = f"checking the rows from {batch.row_text(int(rows[0]))} to {batch.row_text(int(rows[-1]))}"
