@@ -74,6 +74,11 @@ def test_repair_moves_names_the_rows_that_break_a_rule_and_what_repair_makes_of_
     np.testing.assert_array_equal(moved, np.flatnonzero(breaks_toy_rules(X)))
     np.testing.assert_array_equal(repaired, domain._repair_rule_by_rule(X)[moved])
     assert not breaks_toy_rules(repaired).any()
+    inside_moved, inside_repaired = domain.repair_moves(X, inside=True)  # the rows are inside: the same answer
+    np.testing.assert_array_equal(inside_moved, moved)
+    np.testing.assert_array_equal(inside_repaired, repaired)
+    assert domain.repairs_stay_inside()
+    assert ((repaired >= domain.lower) & (repaired <= domain.upper)).all()
 
 
 def test_rules_over_too_many_joint_codes_are_answered_rule_by_rule():
@@ -86,6 +91,8 @@ def test_rules_over_too_many_joint_codes_are_answered_rule_by_rule():
     moved, repaired = domain.repair_moves(X)
     np.testing.assert_array_equal(moved, [0])
     np.testing.assert_array_equal(repaired, [[0, 6, 6]])
+    assert not domain.repairs_stay_inside()  # rule by rule: the walk compares its repairs with the bounds
+    assert toy_domain().repairs_stay_inside()  # no rule: nothing is moved
     np.testing.assert_array_equal(domain.possible_counterparts(X), [[False, False], [True, True], [True, True]])
 
 

@@ -233,13 +233,16 @@ class JointCodes:
         out[:, self.columns] = grid
         return out
 
-    def index(self, X: np.ndarray) -> np.ndarray | None:
+    def index(self, X: np.ndarray, *, inside: bool = False) -> np.ndarray | None:
         """Each row's joint index; None if a row lies outside the bounds of the columns.
 
         Parameters
         ----------
         X : numpy.ndarray of int64, shape (n_samples, n_features)
             Codes.
+        inside : bool, default=False
+            Every row lies inside the columns' bounds already (a search's clipped proposals), so they are not
+            compared. Not checked: a row outside them gets another row's index.
 
         Returns
         -------
@@ -248,7 +251,7 @@ class JointCodes:
         index = None
         for column, lo, size, stride in self._spec:
             offset = X[:, column] if lo == 0 else X[:, column] - lo  # one numpy call fewer for a column from 0
-            if len(offset) and offset.view(np.uint64).max() >= size:  # a negative offset wraps to a huge one
+            if not inside and len(offset) and offset.view(np.uint64).max() >= size:  # negative offsets wrap high
                 return None
             if index is None:
                 index = offset * stride if stride != 1 else offset.copy()

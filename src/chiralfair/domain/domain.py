@@ -951,7 +951,7 @@ class Domain:
         X[rows] = repaired
         return X
 
-    def repair_moves(self, X) -> tuple[np.ndarray, np.ndarray]:
+    def repair_moves(self, X, *, inside: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """The rows :meth:`repair` moves, and what it moves them to.
 
         For a caller that proposes rows and then needs only the few a repair changed (a local walk moves one
@@ -961,6 +961,9 @@ class Domain:
         ----------
         X : array-like of int, shape (n_samples, n_features)
             Inside the bounds.
+        inside : bool, default=False
+            The caller knows the rows are inside the bounds (a local walk clips its moves), so the table of repairs
+            does not compare them again. Not checked.
 
         Returns
         -------
@@ -978,7 +981,7 @@ class Domain:
         if not self.constraints or not len(X):
             return np.zeros(0, dtype=np.int64), X[:0]
         tabulated = self._repair_table()
-        index = None if tabulated is None else tabulated[0].index(X)
+        index = None if tabulated is None else tabulated[0].index(X, inside=inside)
         if tabulated is None or index is None:
             repaired = self._repair_rule_by_rule(X)
             rows = (repaired != X).any(axis=1).nonzero()[0] if repaired is not X else np.zeros(0, dtype=np.int64)
@@ -989,6 +992,19 @@ class Domain:
         if len(rows):
             repaired[:, codes.columns] = values[index[rows]]
         return rows, repaired
+
+    def repairs_stay_inside(self) -> bool:
+        """Whether :meth:`repair` is known to keep every row inside the bounds.
+
+        True without constraints (nothing is moved) and when the repairs are tabulated: the table holds each joint
+        code's repair, all inside the bounds (a repair outside them has no joint code, so no table is made). The
+        rule-by-rule repair is not known to.
+
+        Returns
+        -------
+        bool
+        """
+        return not self.constraints or self._repair_table() is not None
 
     def _repair_table(self) -> tuple[JointCodes, np.ndarray, np.ndarray] | None:
         """The joint code (and its columns' codes) each joint code of the rules' and protected columns is repaired to.
@@ -1007,8 +1023,9 @@ class Domain:
                     repaired = self._repair_rule_by_rule(codes.rows(self.lower))
                 except DomainError:
                     repaired = None
-                if repaired is not None:
-                    entry = (codes, codes.index(repaired), repaired[:, codes.columns])
+                index = None if repaired is None else codes.index(repaired)
+                if repaired is not None and index is not None:  # every repair inside the bounds (repairs_stay_inside)
+                    entry = (codes, index, repaired[:, codes.columns])
             self._derived["repair_table"] = entry
         return self._derived["repair_table"]
 

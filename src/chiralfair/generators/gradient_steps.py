@@ -797,6 +797,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
     domain = recorder.domain
     lower, upper, constrained = domain.lower, domain.upper, domain.constrained_mask
     any_constrained = bool(constrained.any())
+    stays_inside = any_constrained and domain.repairs_stay_inside()
     # A whole step moves integer codes to integers: added as an int64, it gives the values the float round trip
     # (rint of code + sign * step) gives, in one add and one clip in place.
     whole_step = float(step).is_integer() and abs(step) < 2**31
@@ -842,10 +843,10 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         # should: the rows are then refused there, naming the fault); a clipped move stays inside
         outside = False
         if len(risky):
-            fixed, repaired = domain.repair_moves(cand[risky])
+            fixed, repaired = domain.repair_moves(cand[risky], inside=True)  # clipped moves of inputs inside
             if len(fixed):
                 at = risky[fixed]
-                outside = bool((repaired < lower).any() or (repaired > upper).any())
+                outside = not stays_inside and bool((repaired < lower).any() or (repaired > upper).any())
                 cand[at] = repaired
                 undone = (repaired == x[moved[at]]).all(axis=1)  # only a repaired move can be taken back
                 if undone.any():
