@@ -250,12 +250,57 @@ def test_the_joint_tables_give_the_counterparts_and_keys_of_the_swap_map_and_of_
     by_positions = Domain(domain.features).with_protected(["pa"]).with_couplings(domain.couple_spec())
     by_positions._derived["couplings"] = [dataclasses.replace(c, role_table=None, counterpart_table=None)
                                           for c in by_positions._compiled_couplings()]
-    by_positions._derived["key_corrections"] = [None]
     combo = np.arange(len(X)) % 2
     np.testing.assert_array_equal(by_positions.counterparts(X), C)
     np.testing.assert_array_equal(by_positions.counterpart_rows(X, combo), domain.counterpart_rows(X, combo))
     np.testing.assert_array_equal(by_positions.keys(X), domain.keys(X))
     np.testing.assert_array_equal(by_positions.projection(X), domain.projection(X))
+
+
+@SETTINGS
+@given(offset_coupled_domains())
+def test_rows_said_inside_their_bounds_get_the_keys_and_counterparts_of_the_swap_map(case):
+    # The walk's shortcut (inside=True: no clamp, no bounds comparison) against a recount from the swap map: the
+    # role is the code at the attribute's first value, the key its offset plus the free column's times the sizes.
+    from chiralfair.models import CountingModel
+    from chiralfair.oracle import DiscriminationCheck
+
+    domain, X, swap = case
+    pa, role = domain.features[0], domain.features[1]
+    moved = [swap.get(int(c), int(c)) for c in X[:, 1]]
+    roles = np.where(X[:, 0] == pa.lo, X[:, 1], moved)
+    expected_keys = (roles - role.lo) + X[:, 2] * role.size
+    np.testing.assert_array_equal(domain.keys(X, inside=True), expected_keys)
+    np.testing.assert_array_equal(domain.keys(X), expected_keys)
+    C = domain.counterparts(X, inside=True)
+    for k, (value,) in enumerate(domain.combinations):
+        np.testing.assert_array_equal(C[:, k, 0], np.full(len(X), value))
+        np.testing.assert_array_equal(C[:, k, 1], np.where(X[:, 0] == value, X[:, 1], moved))
+        np.testing.assert_array_equal(C[:, k, 2], X[:, 2])
+
+    def predict(Z):
+        return ((np.asarray(Z)[:, 1] - role.lo) % 2 == 0).astype(int)
+    res = DiscriminationCheck(CountingModel(predict), domain).check(X, inside=True)
+    flips = np.array([predict(C[i]).min() != predict(C[i]).max() for i in range(len(X))])
+    np.testing.assert_array_equal(res.is_idi, flips)
+
+
+def test_keys_are_exact_when_the_lowest_codes_weigh_past_int64():
+    # X @ weights wraps modulo 2**64 for codes near 2**61, as the subtraction of the lowest codes' part does, so the
+    # key (which fits) comes out exact, with a coupling's correction and without
+    lo = 2**61
+    feats = (Feature("pa", 0, 1, "categorical"), Feature("role", lo, lo + 3, "categorical"),
+             Feature("a", lo, lo + 999), Feature("b", lo, lo + 999))
+    X = np.array([[0, lo + 1, lo + 999, lo + 7], [1, lo, lo, lo + 999], [1, lo + 3, lo + 500, lo]], dtype=np.int64)
+    offsets = [[int(v) - lo for v in row[1:]] for row in X]
+    plain = Domain(feats).with_protected(["pa"])
+    np.testing.assert_array_equal(plain.keys(X), [r + a * 4 + b * 4000 for r, a, b in offsets])
+    coupled = plain.with_couplings({"pa": {"role": {lo: lo + 1, lo + 1: lo}}})
+    swapped = {0: 1, 1: 0}  # the role is read at pa=0: a row at pa=1 has its offset 0 <-> 1 swapped
+    roles = [swapped.get(offsets[i][0], offsets[i][0]) if X[i, 0] == 1 else offsets[i][0] for i in range(3)]
+    expected = [roles[i] + offsets[i][1] * 4 + offsets[i][2] * 4000 for i in range(3)]
+    for inside in (False, True):
+        np.testing.assert_array_equal(coupled.keys(X, inside=inside), expected)
 
 
 def test_a_coupled_code_outside_its_bounds_is_refused_not_read_as_another_row():

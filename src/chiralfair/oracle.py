@@ -157,7 +157,7 @@ class DiscriminationCheck:
 
     def check(self, X, *, with_proba: bool = False, with_plausibility: bool = False,
               population: Population | None = None, satisfying: bool = False,
-              own: np.ndarray | None = None) -> CheckResult:
+              own: np.ndarray | None = None, inside: bool = False) -> CheckResult:
         """Run the discrimination check on every row of ``X`` in one model batch.
 
         Parameters
@@ -181,6 +181,10 @@ class DiscriminationCheck:
         own : numpy.ndarray of int64, shape (n_samples,), optional
             :meth:`own_combination` of ``X``, when the caller has it (a local walk reads it for its own bookkeeping).
             Not checked.
+        inside : bool, default=False
+            Every code of ``X`` is inside its column's bounds (a local walk's clipped moves), so the counterparts'
+            coupled codes are read without comparing them (:meth:`Domain.counterparts
+            <chiralfair.domain.Domain.counterparts>`). Not checked.
 
         Returns
         -------
@@ -201,17 +205,17 @@ class DiscriminationCheck:
                                np.zeros((0, k), bool) if self.domain.constraints else None,
                                np.zeros((0, k), bool) if with_plausibility and self.domain.support else None)
         own = self.own_combination(X) if own is None else np.asarray(own, dtype=np.int64)
-        inside = own >= 0
+        in_pa_domains = own >= 0
         cf_labels, outside_labels, proba, outside_proba, possible, plausible, some_impossible = (
-            self._predict_counterparts(X, own, with_proba, with_plausibility, population, satisfying))
+            self._predict_counterparts(X, own, with_proba, with_plausibility, population, satisfying, inside))
         labels = np.empty(n, dtype=np.int64)
-        labels[inside] = cf_labels[inside, own[inside]]
-        labels[~inside] = outside_labels
+        labels[in_pa_domains] = cf_labels[in_pa_domains, own[in_pa_domains]]
+        labels[~in_pa_domains] = outside_labels
         own_proba = None
         if with_proba:
             own_proba = np.empty(n)
-            own_proba[inside] = proba[inside, own[inside]]
-            own_proba[~inside] = outside_proba
+            own_proba[in_pa_domains] = proba[in_pa_domains, own[in_pa_domains]]
+            own_proba[~in_pa_domains] = outside_proba
         if some_impossible:  # impossible counterparts were not queried: they take x's own outcome
             cf_labels = np.where(possible, cf_labels, labels[:, None])
             if own_proba is not None:
@@ -228,7 +232,8 @@ class DiscriminationCheck:
                            plausible)
 
     def _predict_counterparts(self, X: np.ndarray, own: np.ndarray, with_proba: bool, with_plausibility: bool,
-                              population: Population | None = None, satisfying: bool = False):
+                              population: Population | None = None, satisfying: bool = False,
+                              inside: bool = False):
         """Labels (and P(y=1)) of every counterpart, shape (n, K), and of the inputs outside the PA domains.
 
         Inputs go in chunks of at most ``CHUNK_ROWS`` model rows, so that the (n, K, d) counterpart array
@@ -253,7 +258,7 @@ class DiscriminationCheck:
         for start in range(0, n, step):
             chunk, chunk_own = X[start:start + step], own[start:start + step]
             m = len(chunk)
-            rows = domain.counterparts(chunk).reshape(m * k, -1)
+            rows = domain.counterparts(chunk, inside=inside).reshape(m * k, -1)
             send = None  # every counterpart is sent
             if possible is not None and look_up:
                 ok = domain.possible_counterparts(chunk, satisfying=satisfying)

@@ -388,20 +388,34 @@ class CompiledCoupling:
         """Codes of the coupled column."""
         return self.inverse.shape[1]
 
-    def joint(self, X: np.ndarray) -> np.ndarray | None:
+    def joint(self, X: np.ndarray, *, inside: bool = False) -> np.ndarray | None:
         """Each row's joint offset into :attr:`role_table` (None when there is no joint table), shape (n_samples,).
 
         Parameters
         ----------
         X : numpy.ndarray of int64, shape (n_samples, n_features)
             Codes; the coupled column inside its bounds.
+        inside : bool, default=False
+            Every code of ``X`` is inside its column's bounds (a local walk's clipped proposals), so the attribute's
+            code needs no clamp and the coupled column's no comparison: two products and a sum. Not checked.
 
         Returns
         -------
         numpy.ndarray of int64, shape (n_samples,), or None
+
+        Raises
+        ------
+        DomainError
+            If a code of the coupled column lies outside its bounds (without ``inside``).
         """
         if self.role_table is None:
             return None
+        if inside:  # the attribute's offset is then below pa_size, its last row (codes outside the bounds) unread
+            joint = X[:, self.pa_column] * self.n_codes
+            joint += X[:, self.column]
+            if self.pa_lo or self.lo:
+                joint -= self.pa_lo * self.n_codes + self.lo
+            return joint
         # a code below pa_lo wraps to a huge offset, so every code outside the bounds lands on the last row (the
         # subtractions are skipped for columns coded from 0, the usual case: each numpy call counts on this path)
         pa = X[:, self.pa_column] if self.pa_lo == 0 else X[:, self.pa_column] - self.pa_lo
@@ -451,19 +465,22 @@ class CompiledCoupling:
             raise ValueError("a coupling without a joint table reads roles from the value positions")
         return self.inverse[np.maximum(position[:, self.attribute], 0), self._offset(X)]
 
-    def counterpart_codes(self, X: np.ndarray, position: np.ndarray | None = None) -> np.ndarray:
+    def counterpart_codes(self, X: np.ndarray, position: np.ndarray | None = None, *,
+                          inside: bool = False) -> np.ndarray:
         """The coupled column's code in each row's counterpart at each combination, shape (n_samples, n_combinations).
 
         Parameters
         ----------
         X, position
             As in :meth:`roles`.
+        inside : bool, default=False
+            As in :meth:`joint`.
 
         Returns
         -------
         numpy.ndarray of int64, shape (n_samples, n_combinations)
         """
-        joint = self.joint(X)
+        joint = self.joint(X, inside=inside)
         if joint is not None:
             return cast(np.ndarray, self.counterpart_table).take(joint, axis=0)
         return self.at_combinations.take(self.roles(X, position), axis=0)

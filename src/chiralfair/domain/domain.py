@@ -663,7 +663,7 @@ class Domain:
             cols[a.name] = pd.Series(text[inverse.reshape(-1)] if len(X) else [], dtype="string")
         return pd.DataFrame(cols)
 
-    def counterparts(self, X) -> np.ndarray:
+    def counterparts(self, X, *, inside: bool = False) -> np.ndarray:
         """Every PA-value combination applied to each input, coupled columns changed with it.
 
         The one place (with :meth:`counterpart_rows`) where counterparts are built: the discrimination check,
@@ -675,10 +675,17 @@ class Domain:
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
+        inside : bool, default=False
+            Every code of ``X`` is inside its column's bounds (:meth:`keys`). Not checked.
 
         Returns
         -------
         numpy.ndarray of int64, shape (n_samples, n_combinations, n_features)
+
+        Raises
+        ------
+        DomainError
+            If a code of a coupled column lies outside its bounds (without ``inside``).
         """
         X = np.asarray(X, dtype=np.int64)
         combos = self.combinations
@@ -686,7 +693,7 @@ class Domain:
         out[:, :, list(self.protected)] = combos[None, :, :]
         position = self._coupling_positions(X)
         for coupling in self._compiled_couplings():
-            out[:, :, coupling.column] = coupling.counterpart_codes(X, position)
+            out[:, :, coupling.column] = coupling.counterpart_codes(X, position, inside=inside)
         return out
 
     def counterpart_rows(self, X, combination) -> np.ndarray:
@@ -749,25 +756,43 @@ class Domain:
         position = self._coupling_positions(X)
         return [c.roles(X, position) for c in self._compiled_couplings()]
 
-    def _key_corrections(self) -> list[np.ndarray | None]:
-        """Per coupling: what a key gains at each joint offset (role less code, times the column's radix weight).
+    def _key_terms(self) -> tuple[np.ndarray, np.int64, list[np.ndarray | None]]:
+        """The int64 keys' terms: ``keys = X @ weights - base + sum of corrections[c].take(joint offset of c)``.
 
-        None for a coupling without a joint table, and when the keys are not int64.
+        ``weights`` (n_features,) holds each non-protected column's radix weight and 0 on the protected ones; ``base``
+        is the key part of the lowest codes, ``lower @ weights``. Both wrap modulo 2**64 as numpy's int64 products
+        do, so a key, which fits in int64, comes out exact. Per coupling, its correction at each joint offset: what a
+        key gains (role less code, times the column's weight), ``base`` taken off the first such table; None for a
+        coupling without a joint table. Made once; None when the keys are not int64.
         """
-        if "key_corrections" not in self._derived:
+        if "key_terms" not in self._derived:
             radix = self._key_radix()
-            out: list[np.ndarray | None] = []
-            for c in self._compiled_couplings():
-                if radix is None or c.role_table is None:
-                    out.append(None)
-                    continue
-                weight = int(radix[self._non_protected().tolist().index(c.column)])
-                codes = np.tile(np.arange(c.n_codes, dtype=np.int64), c.pa_size + 1)
-                table = (c.role_table - codes) * weight
-                table.setflags(write=False)
-                out.append(table)
-            self._derived["key_corrections"] = out
-        return self._derived["key_corrections"]
+            terms = None
+            if radix is not None:
+                weights = np.zeros(self.n_features, dtype=np.int64)
+                weights[self._non_protected()] = radix
+                with np.errstate(over="ignore"):
+                    base = np.int64(self._cached("lower", lambda: self.lower) @ weights)
+                corrections: list[np.ndarray | None] = []
+                for c in self._compiled_couplings():
+                    if c.role_table is None:
+                        corrections.append(None)
+                        continue
+                    codes = np.tile(np.arange(c.n_codes, dtype=np.int64), c.pa_size + 1)
+                    table = (c.role_table - codes) * weights[c.column]
+                    corrections.append(table)
+                first = next((t for t in corrections if t is not None), None)
+                if first is not None:
+                    with np.errstate(over="ignore"):
+                        first -= base
+                    base = np.int64(0)
+                for table in corrections:
+                    if table is not None:
+                        table.setflags(write=False)
+                weights.setflags(write=False)
+                terms = (weights, base, corrections)
+            self._derived["key_terms"] = terms
+        return self._derived["key_terms"]
 
     @property
     def coupled_columns(self) -> tuple[int, ...]:
@@ -1281,7 +1306,7 @@ class Domain:
         return X
 
     # ------------------------------------------------------------------ identity (architecture: the counting rule)
-    def keys(self, X) -> np.ndarray:
+    def keys(self, X, *, inside: bool = False) -> np.ndarray:
         """IDI keys: the non-protected projection of each input (:meth:`projection`), one comparable value per row.
 
         The key is a mixed-radix int64 when the non-protected part of the domain has fewer than 2**63 points,
@@ -1291,32 +1316,41 @@ class Domain:
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
+        inside : bool, default=False
+            Every code of ``X`` is inside its column's bounds (a local walk's clipped proposals), so a coupled
+            column's offset is not compared with them. Not checked.
 
         Returns
         -------
         numpy.ndarray, shape (n_samples,)
             int64 keys, or an object array of bytes keys for very large domains.
+
+        Raises
+        ------
+        DomainError
+            If a code of a coupled column lies outside its bounds (without ``inside``).
         """
         X = np.asarray(X, dtype=np.int64)
-        radix = self._key_radix()
-        if radix is not None:
-            return self._radix_keys(X, radix)
+        if self._key_radix() is not None:
+            return self._radix_keys(X, inside)
         proj = np.ascontiguousarray(self.projection(X))
         return np.array([r.tobytes() for r in proj], dtype=object)
 
-    def _radix_keys(self, X: np.ndarray, radix: np.ndarray) -> np.ndarray:
+    def _radix_keys(self, X: np.ndarray, inside: bool) -> np.ndarray:
         """:meth:`keys` as mixed-radix int64: a coupled column's role enters as a correction of its code's term."""
-        non_protected = self._non_protected()
-        lower = self._cached("non_protected_lower", lambda: self.lower[non_protected])
-        keys = (X[:, non_protected] - lower) @ radix
+        weights, base, corrections = self._key_terms()
+        keys = X @ weights
+        if base:
+            keys -= base
         couplings = self._compiled_couplings()
         if couplings:
-            position = self._coupling_positions(X)
-            for coupling, correction in zip(couplings, self._key_corrections(), strict=True):
+            position = None
+            for coupling, correction in zip(couplings, corrections, strict=True):
                 if correction is not None:
-                    keys += correction.take(cast(np.ndarray, coupling.joint(X)))
+                    keys += correction.take(cast(np.ndarray, coupling.joint(X, inside=inside)))
                 else:
-                    weight = int(radix[non_protected.tolist().index(coupling.column)])
+                    position = self._coupling_positions(X) if position is None else position
+                    weight = int(weights[coupling.column])
                     keys += (coupling.roles(X, position) - (X[:, coupling.column] - coupling.lo)) * weight
         return keys
 

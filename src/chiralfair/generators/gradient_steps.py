@@ -856,7 +856,7 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
         if not len(moved):
             continue  # every chain stays on its IDI
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
-        where, inside = known.locate(cand, own)
+        where, inside = known.locate(cand, own, inside=not outside)
         is_known, outcome = known.lookup(cand, located=(where, inside))
         ask = (~is_known).nonzero()[0]
         if len(ask):
@@ -902,7 +902,8 @@ class KnownOutcomes:
         self._table = recorder.key_table
         self._idi, self._non_idi = self._table.borrow_bits(2)
 
-    def locate(self, X: np.ndarray, own: np.ndarray | None = None) -> tuple[KeyLocation, np.ndarray]:
+    def locate(self, X: np.ndarray, own: np.ndarray | None = None, *,
+               inside: bool = False) -> tuple[KeyLocation, np.ndarray]:
         """Locate each row's key in the recorder's key table, and say whether its PA values lie in the PA domains.
 
         Parameters
@@ -911,6 +912,8 @@ class KnownOutcomes:
             Codes.
         own : numpy.ndarray of int64, shape (n,), optional
             The rows' own PA combinations (:meth:`DiscriminationCheck.own_combination`), when the caller has them.
+        inside : bool, default=False
+            Every code of ``X`` is inside its bounds (:meth:`Domain.keys`). Not checked.
 
         Returns
         -------
@@ -920,7 +923,7 @@ class KnownOutcomes:
         """
         if own is None:
             own = self.checker.own_combination(X)
-        return self._table.locate(self.domain.keys(X)), own >= 0
+        return self._table.locate(self.domain.keys(X, inside=inside)), own >= 0
 
     def lookup(self, X: np.ndarray, *, located=None) -> tuple[np.ndarray, np.ndarray]:
         """Whether each row's outcome is known, and whether it is an IDI (False where unknown), shape (n,) each.

@@ -125,7 +125,9 @@ class IDIRecorder:
             repaired, located = repaired[:affordable], None
         if own is not None and (repaired is not X or len(own) != len(X)):
             own = None
-        res = self.checker.check(repaired, with_proba=with_proba, satisfying=True, own=own)
+        # rows given inside stay so unless a repair (rule by rule, without a table) moved some
+        res = self.checker.check(repaired, with_proba=with_proba, satisfying=True, own=own,
+                                 inside=inside and (repaired is X or self.domain.repairs_stay_inside()))
         self.n_checked[phase] += len(res.X)
         if located is None or repaired is not X or len(located.keys) != len(X):
             located = self.key_table.locate(self.domain.keys(res.X))
