@@ -259,6 +259,24 @@ class JointCodes:
                 index += offset * stride if stride != 1 else offset
         return index
 
+    def strides_by_column(self, n_features: int) -> np.ndarray:
+        """Each column's weight in the index, 0 for the columns not joined, shape (n_features,).
+
+        A row that changes one joined column by ``d`` changes its index by ``d`` times that column's stride.
+
+        Parameters
+        ----------
+        n_features : int
+            The width of the rows indexed.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n_features,)
+        """
+        out = np.zeros(n_features, dtype=np.int64)
+        out[self.columns] = self.strides
+        return out
+
     @functools.cached_property
     def _spec(self) -> list[tuple[int, int, int, int]]:
         return list(zip(self.columns.tolist(), self.lower.tolist(), self.sizes.tolist(), self.strides.tolist(),

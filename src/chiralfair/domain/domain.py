@@ -976,19 +976,15 @@ class Domain:
         X[rows] = repaired
         return X
 
-    def repair_moves(self, X, *, inside: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def repair_moves(self, X) -> tuple[np.ndarray, np.ndarray]:
         """The rows :meth:`repair` moves, and what it moves them to.
 
-        For a caller that proposes rows and then needs only the few a repair changed (a local walk moves one
-        column of each chain's input, and undoes a move the repair takes back).
+        For a caller that proposes rows and then needs only the few a repair changed.
 
         Parameters
         ----------
         X : array-like of int, shape (n_samples, n_features)
             Inside the bounds.
-        inside : bool, default=False
-            The caller knows the rows are inside the bounds (a local walk clips its moves), so the table of repairs
-            does not compare them again. Not checked.
 
         Returns
         -------
@@ -1006,7 +1002,7 @@ class Domain:
         if not self.constraints or not len(X):
             return np.zeros(0, dtype=np.int64), X[:0]
         tabulated = self._repair_table()
-        index = None if tabulated is None else tabulated[0].index(X, inside=inside)
+        index = None if tabulated is None else tabulated[0].index(X)
         if tabulated is None or index is None:
             repaired = self._repair_rule_by_rule(X)
             rows = (repaired != X).any(axis=1).nonzero()[0] if repaired is not X else np.zeros(0, dtype=np.int64)
@@ -1017,6 +1013,62 @@ class Domain:
         if len(rows):
             repaired[:, codes.columns] = values[index[rows]]
         return rows, repaired
+
+    def repair_one_column_moves(self, X: np.ndarray, columns: np.ndarray,
+                                values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`repair` makes of moves of one column each, from rows that meet the constraints.
+
+        A local walk moves one column of each chain's input; a move of a column some rule reads can break a rule,
+        and its repair can take the move back. With the repairs tabulated, each move is a step in joint codes (the
+        input's code plus the change times the column's stride), so the moved rows are never built.
+
+        Parameters
+        ----------
+        X : numpy.ndarray of int64, shape (n, n_features)
+            Rows that meet the constraints, inside the bounds. Not checked.
+        columns : numpy.ndarray of int64, shape (n,)
+            The column row i's move changes.
+        values : numpy.ndarray of int64, shape (n,)
+            Its new code, inside the column's bounds.
+
+        Returns
+        -------
+        undone : numpy.ndarray of int64, shape (n_undone,)
+            The moves the repair takes back (repaired, the row is ``X[i]`` again), in order.
+        rows : numpy.ndarray of int64, shape (n_repaired,)
+            The other moves the repair changes, in order.
+        repaired : numpy.ndarray of int64, shape (n_repaired, n_features)
+            Those moves repaired: ``repair(moved)[rows]``, ``moved`` being ``X`` with the moves made.
+
+        Raises
+        ------
+        DomainError
+            As :meth:`repair`.
+        """
+        none = np.zeros(0, dtype=np.int64)
+        if not len(X) or not self.constraints:
+            return none, none, X[:0]
+        tabulated = self._repair_table()
+        picks = np.arange(len(X))
+        if tabulated is None:
+            moved = X.copy()
+            moved[picks, columns] = values
+            rows, repaired = self.repair_moves(moved)
+            back = (repaired == X[rows]).all(axis=1)
+            return rows[back], rows[~back], repaired[~back]
+        codes, target, table_values = tabulated
+        before = cast(np.ndarray, codes.index(X, inside=True))
+        after = before + (values - X[picks, columns]) * self._cached("repair_strides", lambda: codes.strides_by_column(
+            self.n_features))[columns]
+        repaired_to = target.take(after)
+        changed = (repaired_to != after).nonzero()[0]
+        if not len(changed):
+            return none, none, X[:0]
+        back = repaired_to[changed] == before[changed]
+        rows = changed[~back]
+        repaired = X[rows]
+        repaired[:, codes.columns] = table_values[after[rows]]
+        return changed[back], rows, repaired
 
     def repairs_stay_inside(self) -> bool:
         """Whether :meth:`repair` is known to keep every row inside the bounds.

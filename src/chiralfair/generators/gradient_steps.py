@@ -833,26 +833,26 @@ def _walk(recorder: IDIRecorder, known: KnownOutcomes, x0: np.ndarray, checks0: 
             np.clip(value, lower[feature], upper[feature], out=value)
         else:
             value = np.clip(np.rint(old + sign * step), lower[feature], upper[feature]).astype(np.int64)
-        moved = (value != old).nonzero()[0]
-        cand = x[moved]
-        cand[np.arange(len(moved)), feature[moved]] = value[moved]
+        changed = value != old
         # Onto the domain's constraints (architecture: counterparts that could exist); a move the repair undoes is no
         # move. A chain's input meets them (it was checked), so only a move of a column some rule reads can break one.
-        risky = constrained[feature[moved]].nonzero()[0] if any_constrained else moved[:0]
-        # the recorder compares the candidates with the bounds only when a repair moved some outside them (none
-        # should: the rows are then refused there, naming the fault); a clipped move stays inside
+        # The recorder compares the candidates with the bounds only when a repair moved some outside them (none
+        # should: the rows are then refused there, naming the fault); a clipped move stays inside.
         outside = False
-        if len(risky):
-            fixed, repaired = domain.repair_moves(cand[risky], inside=True)  # clipped moves of inputs inside
+        repairs = None
+        risky = (changed & constrained[feature]).nonzero()[0] if any_constrained else None
+        if risky is not None and len(risky):
+            undone, fixed, repaired = domain.repair_one_column_moves(x[risky], feature[risky], value[risky])
+            if len(undone):
+                changed[risky[undone]] = False
             if len(fixed):
-                at = risky[fixed]
                 outside = not stays_inside and bool((repaired < lower).any() or (repaired > upper).any())
-                cand[at] = repaired
-                undone = (repaired == x[moved[at]]).all(axis=1)  # only a repaired move can be taken back
-                if undone.any():
-                    real = np.ones(len(moved), dtype=bool)
-                    real[at[undone]] = False
-                    moved, cand = moved[real], cand[real]
+                repairs = risky[fixed], repaired
+        moved = changed.nonzero()[0]
+        cand = x[moved]
+        cand[np.arange(len(moved)), feature[moved]] = value[moved]
+        if repairs is not None:  # moved is sorted, and holds every repaired chain
+            cand[np.searchsorted(moved, repairs[0])] = repairs[1]
         if not len(moved):
             continue  # every chain stays on its IDI
         own = recorder.checker.own_combination(cand)  # read once, for the walk's bookkeeping and for the check
