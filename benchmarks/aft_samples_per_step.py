@@ -1,6 +1,6 @@
 """Aft's ``samples_per_step``: one sample per pair and model batch (the reference's rule) against ten (the default).
 
-Run by hand from the repository root (issue 32):
+Run by hand from the repository root:
 
     CHIRALFAIR_DATA=/path/to/data python benchmarks/aft_samples_per_step.py [--repeats 3] [--processes 2]
 

@@ -7,7 +7,7 @@ Run by hand:  python benchmarks/blackbox.py [--models hgb rf lightgbm pipeline] 
               [--ceiling blackbox_grid blackbox_dtc ...]   (only the ceiling table, from those JSON files)
               [--couple none] [--param aft:samples_per_step=1 ...]
 
-The issue's whole grid (issue 32):
+The whole grid (``benchmarks/results/blackbox_grid.md``):
 
     python benchmarks/blackbox.py --models hgb rf lightgbm pipeline \
         --cases census:sex census:race compas:race bank:age --seeds cluster random iandd \

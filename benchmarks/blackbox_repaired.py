@@ -3,7 +3,7 @@
 Run by hand:  python benchmarks/blackbox_repaired.py [--case census:sex] [--repeats 1] [--budget 20000]
               [--seeds cluster] [--methods counterfactual consistency] [--lam 1.0] [--name blackbox_repaired]
 
-Issue 32's goal on repaired models: on models retrained by counterfactual augmentation or the consistency penalty,
+The goal on repaired models: on models retrained by counterfactual augmentation or the consistency penalty,
 GRFT finds >= 5x EIDIG's and ADF's IDIs at the same budget (DNN) and more than every other black-box generator
 (HGB). The models, all trained with random state 0 on the case's 60% training split (the zoo's split):
 

@@ -1,4 +1,4 @@
-"""Counterparts that could exist (issue 22): IDIs, plausible IDIs and the share affected, coupled and uncoupled.
+"""Counterparts that could exist: IDIs, plausible IDIs and the share affected, coupled and uncoupled.
 
 Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA / CHIRALFAIR_CACHE):
 

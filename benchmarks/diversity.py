@@ -1,4 +1,4 @@
-"""Cost of the diversity report, and one comparison of seed strategies by IDIs per query and diversity (issue 14).
+"""Cost of the diversity report, and one comparison of seed strategies by IDIs per query and diversity.
 
 Run by hand:  python benchmarks/diversity.py [--dataset census] [--protected sex] [--model dnn] [--n-seeds 100]
               [--random-state 0] [--timing-repeats 3] [--cache-dir DIR]

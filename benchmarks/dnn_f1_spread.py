@@ -9,7 +9,7 @@ Trains the zoo DNN (30 epochs, the paper's recipe) on the same 60% split (``data
 Through ``train_model``, as every door: seed 0 is the shipped reference network (the model under test of every
 benchmark), the other seeds are trained on this machine (or read from its model cache); the file names each.
 Writes ``benchmarks/results/dnn_f1_spread.json`` and ``.md``. A mitigation's F1 loss below this spread cannot be
-told from a retraining with another seed (issue 21's budget is 0.01).
+told from a retraining with another seed (the mitigation goal's budget is 0.01 F1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The share of individuals each model discriminates, with its 95% interval, on the seven rows (issue 11).
+"""The share of individuals each model discriminates, with its 95% interval, on the seven rows.
 
 Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA / CHIRALFAIR_CACHE):
 

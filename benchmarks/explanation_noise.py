@@ -1,4 +1,4 @@
-"""Explanation noise of the I&D explainers against DBSCAN's eps, and the clusters DBSCAN finds (issue 14, part 1).
+"""Explanation noise of the I&D explainers against DBSCAN's eps, and the clusters DBSCAN finds.
 
 Run by hand:  python benchmarks/explanation_noise.py --phase before|after [--targets ...] [--quick]
 

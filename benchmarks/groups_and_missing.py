@@ -1,4 +1,4 @@
-"""Issue 10, cases 6 and 8: one-hot protected columns as one group, and missing protected values.
+"""One-hot protected columns as one group (case 6), and missing protected values (case 8).
 
 Run by hand:  python benchmarks/groups_and_missing.py
 

@@ -1,4 +1,4 @@
-"""Where does the D of I&D matter? `i` against `iandd` (and the seed baselines), IDIs and diversity (issue 14).
+"""Where does the D of I&D matter? `i` against `iandd` (and the seed baselines), IDIs and diversity.
 
 Run by hand:  python benchmarks/iandd_ablation.py [--parts rows raw sklearn] [--repeats 10] [--workers 2]
               [--grid-root /tmp/grids] [--name iandd_ablation]

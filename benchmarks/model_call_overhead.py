@@ -2,8 +2,8 @@
 
 Run by hand:  python benchmarks/model_call_overhead.py [--repeats 7] [--compare-with /path/to/other/src]
 
-Every model call of every algorithm passes ``CountingModel._chunked`` (issue 20 put the translation of a model's
-own error into a ``ModelInputError`` there: a ``try`` around the call, and a bisection only after a failure). This
+Every model call of every algorithm passes ``CountingModel._chunked`` (which also translates a model's own error
+into a ``ModelInputError``: a ``try`` around the call, and a bisection only after a failure). This
 times, for three models, ``CountingModel.predict`` on one batch against calling the adapter's wrapped function
 (``model._predict``) on the same batch, median of ``--repeats`` runs of ``--calls`` calls each:
 

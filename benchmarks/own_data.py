@@ -5,14 +5,14 @@ Run by hand from the repository root (needs the data home and, for the LightGBM 
     CHIRALFAIR_DATA=../shared/data python benchmarks/own_data.py                    # median of 3
     CHIRALFAIR_DATA=../shared/data python benchmarks/own_data.py --repeats 1 --models hgb
 
-The user's view (issue 19): ``adult.data`` (32,561 rows) and ``adult.test`` (16,281 rows, its labels' trailing
+The user's view: ``adult.data`` (32,561 rows) and ``adult.test`` (16,281 rows, its labels' trailing
 dot removed) read with pandas as they are, strings and ``?`` included; a raw-frame
 ``Pipeline(ColumnTransformer(OneHotEncoder(handle_unknown="ignore") on the strings, passthrough on the numbers),
 classifier)`` fitted on adult.data; then ``chiralfair.audit(pipe, train, test=test, protected="sex", bins=...)``
 with I&D seeds and AEQUITAS, 100 x 100, the verdict over the 16,281 held-out rows. Each audit runs twice: with
-the pipeline explainer (the default for a Pipeline ending in trees) and with ``explainer="permutation"`` (before
-issue 19). The benchmark DNN on census (``run_experiment``, the model cached) is timed in the same process as the
-reference of the goal: the own-data audit within 2x the benchmark's.
+the pipeline explainer (the default for a Pipeline ending in trees) and with ``explainer="permutation"`` (the
+default before it). The benchmark DNN on census (``run_experiment``, the model cached) is timed in the same process
+as the reference of the goal: the own-data audit within 2x the benchmark's.
 
 The whole commands are timed too (``--whole-command``, the default): the files written once (adult.data and
 adult.test as CSV, each pipeline saved with skops), then ``chiralfair run --data train.csv --test test.csv --model

@@ -8,7 +8,7 @@ Run by hand from the repository root (data and model cache from CHIRALFAIR_DATA 
     python benchmarks/retrain.py --methods counterfactual consistency --fine-tune-epochs 10 --name retrain-finetune
     python benchmarks/retrain.py --couple none --name retrain-uncoupled     # the paper's setting (no coupling)
 
-A thin call of ``chiralfair reproduce table4`` (:func:`chiralfair.experiments.presets.reproduce`), leak-free (issue 21).
+A thin call of ``chiralfair reproduce table4`` (:func:`chiralfair.experiments.presets.reproduce`), leak-free.
 Each cell (target, generator, random_state) searches the zoo model (``random_state=0``, cached) at max_global =
 max_local = ``--budget`` with cluster seeds (the paper's "original" seeds) and with I&D seeds, both drawn from the
 model's training rows only; each approach's IDIs (both rows of each pair, labelled by the vote; pairs with a test

@@ -1,4 +1,4 @@
-"""The search's speed regained (issue 34): this tree against earlier commits, side by side in one run.
+"""The search's speed regained: this tree against earlier commits, side by side in one run.
 
 Run by hand from the repository root, earlier commits checked out beside it (the census DNN in the model cache):
 

@@ -1,4 +1,4 @@
-"""Whole-command wall time and peak memory of ``chiralfair run`` at growing budgets (issue 9).
+"""Whole-command wall time and peak memory of ``chiralfair run`` at growing budgets.
 
 Run by hand from the repository root (the model must be in the cache; the first, warming run puts it there):
 
@@ -8,7 +8,7 @@ Run by hand from the repository root (the model must be in the cache; the first,
 Each run is ``chiralfair run --dataset census --protected sex --model dnn --seeds iandd --generator eidig-inf
 --max-global G --max-local L --out DIR`` in a subprocess under ``/usr/bin/time -v``: wall seconds and
 "Maximum resident set size" come from there, the split into steps (data, model, seeds, search, write) from the
-run folder's ``result.json`` (``seconds_by_step``). The goal of issue 9: writing the folder costs at most as
+run folder's ``result.json`` (``seconds_by_step``). The goal: writing the folder costs at most as
 much as the search, and the peak memory stays under 1 GB at every budget.
 
 Also measures the recorder's key table (int64 keys and their flags: a hash table, then sorted numpy runs) against a

@@ -1,4 +1,4 @@
-"""The team's workflow on the raw Adult CSV (issue 25): the gate's exit codes, model cards, MLflow, polars vs pandas.
+"""The team's workflow on the raw Adult CSV: the gate's exit codes, model cards, MLflow, polars vs pandas.
 
 Run by hand from the repository root (needs the data home; MLflow and polars from the test extra):
 

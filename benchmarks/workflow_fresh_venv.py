@@ -1,4 +1,4 @@
-"""The team's workflow in a fresh venv with the documented extras (issue 35): MLflow with no setup, a BOM, the gate.
+"""The team's workflow in a fresh venv with the documented extras: MLflow with no setup, a BOM, the gate.
 
 Run by hand from the repository root (cyclonedx-python-lib, from the test extra, validates the BOM here):
 

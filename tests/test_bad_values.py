@@ -1,5 +1,5 @@
 """Values that look alike, values that stand for missing, integers near the limits, and what a protected attribute
-may be (issue 20, D and E): each kind as a property over its space of inputs where it is one."""
+may be: each kind as a property over its space of inputs where it is one."""
 
 import unicodedata
 import warnings
@@ -32,7 +32,7 @@ def _frame(column):
     return pd.DataFrame({"c": pd.Series(values, dtype=object), "h": rng.integers(0, 9, n), "y": np.arange(n) % 2})
 
 
-# ------------------------------------------------------------------ E8: values equal after NFC / whitespace
+# ------------------------------------------------------------------ values equal after NFC / whitespace
 SPELLINGS = st.sampled_from(["Zürich", "Genève", "São Paulo", "Male", "New York", "x"])
 
 
@@ -53,7 +53,7 @@ def test_values_that_differ_only_in_normal_form_or_whitespace_share_a_spelling_k
 
 @given(word=SPELLINGS, data=st.data())
 def test_two_spellings_of_a_protected_value_are_refused_naming_them(word, data):
-    # Issue 20 E8: "Zürich" in NFC and NFD were two categories: 121 of 272 IDIs were "Zürich" vs "Zürich".
+    # Fixed: "Zürich" in NFC and NFD were two categories: 121 of 272 IDIs were "Zürich" vs "Zürich".
     a = data.draw(_variants(word))
     b = data.draw(_variants(word).filter(lambda v: v != a))
     df = _frame([a, b, "other", a, b, "other"] * 5)
@@ -102,7 +102,7 @@ def test_another_spelling_of_the_positive_class_is_refused(positive, other):
     assert f"{other!r}" in str(err.value) and "(1 rows)" in str(err.value)
 
 
-# ------------------------------------------------------------------ E9: Adult's " ?" is a missing value
+# ------------------------------------------------------------------ Adult's " ?" is a missing value
 @pytest.mark.parametrize("token", ["?", " ?", "? ", "  ?"])
 def test_a_question_mark_token_is_a_missing_value_and_is_fed_to_the_model_as_it_is(token):
     df = _frame(["Private", token, "Self-emp", "Private", token, "Gov"] * 5)
@@ -124,10 +124,10 @@ def test_a_question_mark_besides_nan_warns_that_only_one_is_the_missing_value():
     assert feature.labels[feature.missing] == "missing" and ds.to_frame(ds.X)["c"].isna().sum() == 5
 
 
-# ------------------------------------------------------------------ E10: integers near the int64 limits
+# ------------------------------------------------------------------ integers near the int64 limits
 @given(values=st.lists(st.integers(-2**63, 2**63 - 1), min_size=2, max_size=30))
 def test_int64_values_survive_encoding_exactly(values):
-    # Issue 20 E10: from_frame went through float64: 2**63 - 1 became -2**63, 2**53 + 1 became 2**53.
+    # Fixed: from_frame went through float64: 2**63 - 1 became -2**63, 2**53 + 1 became 2**53.
     values = values + values[:1]  # one value twice: 'big' is not an identifier column (test_from_frame warns on those)
     df = pd.DataFrame({"big": np.array(values, dtype=np.int64), "s": np.arange(len(values)) % 2,
                        "y": np.arange(len(values)) % 2})
@@ -166,9 +166,9 @@ def test_the_issue_values_and_a_model_fed_them():
     assert seen == values
 
 
-# ------------------------------------------------------------------ D6: a numeric protected attribute
+# ------------------------------------------------------------------ a numeric protected attribute
 def test_age_in_whole_years_as_a_protected_attribute_is_refused_with_bins_suggested():
-    # Issue 20 D6: 52 ages were enumerated as categories, 52 queries per check, no warning.
+    # Fixed: 52 ages were enumerated as categories, 52 queries per check, no warning.
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"age": rng.integers(17, 69, 500), "h": rng.integers(0, 5, 500), "y": rng.integers(0, 2, 500)})
     n_ages = df["age"].nunique()
@@ -206,9 +206,9 @@ def test_a_numeric_protected_attribute_via_with_protected_is_refused_unless_its_
     assert declared.domain.protected_values == ((25, 45, 65),)
 
 
-# ------------------------------------------------------------------ D7: declared values the data never holds
+# ------------------------------------------------------------------ declared values the data never holds
 def test_a_declared_value_the_data_never_holds_is_accepted_with_a_warning_naming_it():
-    # Issue 20 D7: with_protected(values=[0, 1]) on data holding only 1 was refused ("values [0] lie outside its
+    # Fixed: with_protected(values=[0, 1]) on data holding only 1 was refused ("values [0] lie outside its
     # bounds [1, 1]"); a declared value that never occurs gave 470 IDIs and no warning.
     X = np.column_stack([np.ones(50, dtype=np.int64), np.arange(50) % 10])
     domain = Domain.from_data(X, ["sex", "a"], kinds=["categorical", "ordinal"], labels={"sex": {1: "Male"}})

@@ -1,4 +1,4 @@
-"""The command line: the main job on real data (small budgets) and every bad input named in the issues."""
+"""The command line: the main job on real data (small budgets) and every bad input reported so far."""
 
 import json
 import warnings

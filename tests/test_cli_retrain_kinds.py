@@ -1,4 +1,4 @@
-"""``chiralfair retrain`` × methods × model files × outputs (issue 31): --json, --model-card .json/.md and --mlflow
+"""``chiralfair retrain`` × methods × model files × outputs: --json, --model-card .json/.md and --mlflow
 for every method (counterfactual and unaware add no IDIs: their share is None), the saved model loaded back and
 measured again, the counterpart flags, and clear refusals for the files chiralfair cannot train again."""
 
@@ -71,7 +71,7 @@ def store(tmp_path, monkeypatch):
     mlflow.set_tracking_uri("")
 
 
-# paper adds IDI pairs (a share), counterfactual none (share None: the crash of issue 31); unaware and auto, whose
+# paper adds IDI pairs (a share), counterfactual none (share None, which once crashed); unaware and auto, whose
 # Python paths the kinds matrix runs, take a few seconds more each through the command line: slow.
 @pytest.mark.parametrize("method", ["paper", "counterfactual", pytest.param("unaware", marks=pytest.mark.slow),
                                     pytest.param("auto", marks=pytest.mark.slow)])
@@ -147,7 +147,7 @@ def test_label_flags_beside_a_run_folder_are_refused_as_unused_not_as_missing_da
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["paper", "counterfactual", "unaware", "consistency", "auto"])
 def test_the_zoo_dnn_on_german_for_every_method_and_output(tmp_path, store, method):
-    # Issue 31: counterfactual, unaware and consistency exited 1 (skops handed a wrapped torch network); every
+    # Fixed: counterfactual, unaware and consistency exited 1 (skops handed a wrapped torch network); every
     # method adding no IDIs crashed --model-card and --mlflow.
     from realdata import real_data_home_or_skip
 

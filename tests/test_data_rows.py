@@ -1,4 +1,4 @@
-"""The data_rows baseline (issue 14 part 3) and the per-query figures of the seed reports of i and data_rows."""
+"""The data_rows baseline and the per-query figures of the seed reports of i and data_rows."""
 
 import json
 

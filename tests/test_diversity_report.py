@@ -1,4 +1,4 @@
-"""Diversity report (issue 14 part 2): each measure on sets whose answer is known, determinism and JSON."""
+"""Diversity report: each measure on sets whose answer is known, determinism and JSON."""
 
 import json
 import math

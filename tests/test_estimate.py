@@ -1,4 +1,4 @@
-"""chiralfair.verdict.estimate: the share discriminated with its interval, who is harmed, how badly (issue 11)."""
+"""chiralfair.verdict.estimate: the share discriminated with its interval, who is harmed, how badly."""
 
 import json
 import math

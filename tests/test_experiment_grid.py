@@ -264,7 +264,7 @@ DAMAGES = {"empty": b"", "cut in half": None, "not JSON": b"\x00\x01 garbage", "
 @pytest.mark.parametrize("damage", [d if d == "cut in half" else pytest.param(d, marks=pytest.mark.slow)
                                     for d in DAMAGES])
 def test_a_damaged_result_or_error_file_is_a_missing_cell_named_in_status_and_run_again(tmp_path, data_home, damage):
-    # Issue 20 F11: an empty or half-written result.json counted as done; a re-run ran 0 cells and the table
+    # Fixed: an empty or half-written result.json counted as done; a re-run ran 0 cells and the table
     # failed with a raw JSONDecodeError naming no file.
     grid = small_grid(repeats=1, axes={"seeds": ["random", "rows"], "generators": ["aequitas"]})
     out = tmp_path / "out"

@@ -245,7 +245,7 @@ CONVENTIONS = ["logit (n, 1)", "logit (n,)", "sigmoid (n, 1)", "sigmoid (n,)", "
 @given(seed=st.integers(0, 10_000), name=st.sampled_from(CONVENTIONS),
        dtype=st.sampled_from([torch.float32, torch.float64]), positive=st.sampled_from([0, 1]))
 def test_deep_explains_p_positive_of_every_output_convention_and_adds_up(data, seed, name, dtype, positive):
-    # Issue 20 A1/A2: two output columns crashed with a raw torch RuntimeError (shape '[100, 200]' is invalid);
+    # Fixed: two output columns crashed with a raw torch RuntimeError (shape '[100, 200]' is invalid);
     # a one-column logit network was refused with a wrong diagnosis (logit attributions vs probabilities).
     X, background = data.X[:12].astype(float), data.X[40:52].astype(float)
     module, output = _convention(name, _logit_net(seed, dtype=dtype))
@@ -281,7 +281,7 @@ def _assert_same_state(before: dict, after: dict) -> None:
 
 @pytest.mark.parametrize("which", ["paper dnn", "softmax", "logit"])
 def test_explaining_and_iandd_never_change_the_model_under_test(data, which):
-    # Issue 20 A3: shap.DeepExplainer left its saved tensors on the user's module as nn.Parameters (the zoo DNN
+    # Fixed: shap.DeepExplainer left its saved tensors on the user's module as nn.Parameters (the zoo DNN
     # gained 10), so a fine-tuned model.pt held them and a fresh PaperDNN refused to load it.
     trainer = _mlp_trainer
     if which == "paper dnn":  # trained: the toy labels depend on sex, so the chiral model disagrees somewhere
@@ -307,7 +307,7 @@ def test_explaining_and_iandd_never_change_the_model_under_test(data, which):
 
 @pytest.mark.parametrize("dtype", [pytest.param(torch.float32, marks=pytest.mark.slow), torch.float64])
 def test_iandd_auto_explains_a_two_output_network_by_deep(data, dtype):
-    # Issue 20 A1 with make_seed_strategy("iandd") and explainer="auto".
+    # The two-output crash above, through make_seed_strategy("iandd") and explainer="auto".
     module, output = _convention("softmax", _mlp()[:-1].to(dtype))
     report = make_seed_strategy("iandd", chiral_trainer=_mlp_trainer, min_samples=3).select(
         as_model(module, output=output), data, 30, random_state=0)

@@ -1,4 +1,4 @@
-"""DeepLIFT values of the zoo's DNN are kept on disk and read back only under the same key (issue 51).
+"""DeepLIFT values of the zoo's DNN are kept on disk and read back only under the same key.
 
 Every value checked here is recounted in the test: DeepLIFT's attributions of P(positive) sum to
 P(positive | x) - mean P(positive | background), computed by calling the network itself with torch.

@@ -168,7 +168,7 @@ def test_split_works_on_own_data():
     assert len(train) + len(test) == 6 and set(train).isdisjoint(test)
 
 
-# ---------------------------------------------------------------- issue 10: names, missing PAs, groups, warnings
+# ---------------------------------------------------------------- names, missing PAs, groups, warnings
 def int_named_frame(n=8):
     rng = np.random.default_rng(0)
     return pd.DataFrame({0: rng.integers(0, 3, n), 1: ["a", "b"] * (n // 2), 2: rng.integers(0, 5, n),
@@ -227,7 +227,7 @@ def test_missing_protected_rows_are_checked_but_not_counterparts_nor_seeds():
     ds = from_frame(titanic_like(), label="survived", positive_class=1, protected=["age"],
                     bins={"age": [0, 20, 40, 60, 80]})
 
-    def predict(X):  # discriminates "age missing" (code 4) against the last bin, like the issue's case
+    def predict(X):  # discriminates "age missing" (code 4) against the last bin, the case this guards
         return ((X[:, 0] >= 3) & (X[:, 2] >= 5)).astype(np.int64)
 
     model = as_model(predict)

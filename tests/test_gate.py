@@ -1,4 +1,4 @@
-"""The fairness gate: a sequential verdict against a threshold, its decision and exit codes (issue 25)."""
+"""The fairness gate: a sequential verdict against a threshold, its decision and exit codes."""
 
 import json
 

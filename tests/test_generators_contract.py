@@ -294,7 +294,7 @@ def test_undeclared_ambiguous_language_is_refused_naming_the_fix(name, case):
 
 
 class _Refuses(torch.nn.Module):
-    """The biased toy, raising the kind of error an encoder raises for a value it never saw (issue 20, B5)."""
+    """The biased toy, raising the kind of error an encoder raises for a value it never saw."""
 
     def __init__(self, column, value):
         super().__init__()
@@ -312,7 +312,7 @@ class _Refuses(torch.nn.Module):
            r"\[0, 4\]\).*check_model_accepts_values"),
 ], ids=["protected", "non-protected"])
 def test_a_model_refusing_a_value_is_a_clear_error_naming_the_feature_and_the_value(name, column, value, words):
-    # Issue 20 B5: on the step-by-step API a value the model's encoder never saw gave sklearn's raw "Found
+    # Fixed: on the step-by-step API a value the model's encoder never saw gave sklearn's raw "Found
     # unknown categories" from deep inside the search.
     domain = toy_domain(("sex", "race"))
     with pytest.raises(ModelInputError, match=words) as err:

@@ -453,7 +453,7 @@ def test_the_check_agrees_with_a_brute_force_check_on_a_threshold_model(drawn, c
     assert model.n_queries == queries
 
 
-# ------------------------------------------------------------------ the verdict (issue 11)
+# ------------------------------------------------------------------ the verdict
 def _dataset(case: Case, X, seed: int) -> Dataset:
     y = np.random.default_rng(seed).integers(0, 2, len(X))
     return Dataset("drawn", X, y, case.domain, label="y", positive_class="1")

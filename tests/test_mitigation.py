@@ -1,4 +1,4 @@
-"""Mitigation methods side by side (issue 21): leakage, each method on a planted bias, the guardrail, undefined group
+"""Mitigation methods side by side: leakage, each method on a planted bias, the guardrail, undefined group
 metrics, small classes, and the scikit-learn conventions of the meta-estimators."""
 
 from dataclasses import replace
@@ -292,7 +292,7 @@ def test_consistency_and_counterfactual_can_fine_tune_the_dnn_under_test_and_lea
 
 
 def test_unaware_blinds_coupled_columns_and_refits_a_raw_frame_pipeline():
-    # Issue 24's review: unaware kept relationship (coupled to sex) as an input, so it was not zero-IDI under the
+    # Fixed (found in review): unaware kept relationship (coupled to sex) as an input, so it was not zero-IDI under the
     # coupling, and on a raw-frame pipeline it failed with "codes must have shape (n, 4), got (n, 3)".
     import pandas as pd
     from sklearn.compose import ColumnTransformer

@@ -1,4 +1,4 @@
-"""Every mitigation method on every model kind (issue 31): it retrains the model and the saved file loads back with
+"""Every mitigation method on every model kind: it retrains the model and the saved file loads back with
 the same held-out F1 and IDI rate, or it refuses in words that name the model; coupled counterparts in every
 method; the guardrail's group metrics and F1 spread; ``auto``.
 
@@ -183,7 +183,7 @@ def test_of_several_methods_one_the_model_kind_cannot_run_is_skipped_with_a_note
 
 # ------------------------------------------------------------------------------------------------ couplings
 def test_consistency_pairs_coupled_counterparts_and_so_removes_the_coupled_idis():
-    # Issue 31: consistency set the protected column only, so under a coupling it paired each wife with a "male
+    # Fixed: consistency set the protected column only, so under a coupling it paired each wife with a "male
     # wife" and the network trained with the coupling was bit-identical to the one trained without it.
     from toys import married_dataset
 
@@ -247,7 +247,7 @@ def test_unaware_blinding_is_the_counterpart_at_the_first_combination_in_codes_a
 
 # ------------------------------------------------------------------------------------------------ leak report
 def test_the_leak_report_counts_the_pairs_the_search_excluded():
-    # Issue 31: pipeline/retraining dropped the exclusion count returned by the search; retrain.json said 0.
+    # Fixed: pipeline/retraining dropped the exclusion count returned by the search; retrain.json said 0.
     from toys import toy_dataset
 
     from chiralfair.pipeline import SearchPlan, inputs_from_objects, retrain_inputs, search_training_rows

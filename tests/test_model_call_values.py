@@ -1,4 +1,4 @@
-"""A torch module's probabilities read on the model call's short path are torch's own, bit for bit (issue 51).
+"""A torch module's probabilities read on the model call's short path are torch's own, bit for bit.
 
 The search calls the model about a thousand times on a few hundred rows each, so the call checks its output in numpy
 instead of in small torch operations (:func:`chiralfair.models.torch_adapter.positive_probability_values`). The values

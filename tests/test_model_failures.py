@@ -1,4 +1,4 @@
-"""A model that fails for a reason that is not the protected attribute (issue 20, B): found before the search,
+"""A model that fails for a reason that is not the protected attribute: found before the search,
 named by column and value, never a raw sklearn error from inside it."""
 
 import numpy as np
@@ -24,7 +24,7 @@ BLACK_BOX = sorted(n for n, g in GENERATORS.items() if not g.needs_gradient)
 
 
 def _default_for(named):
-    """The generators the issue names run by default; the other black-box ones with -m slow (about 2 s each)."""
+    """The generators in ``named`` run by default; the other black-box ones with -m slow (about 2 s each)."""
     return [n if n in named else pytest.param(n, marks=pytest.mark.slow) for n in BLACK_BOX]
 WORK = ["Private", "Gov", "Self-emp", "Never-worked"]
 
@@ -50,11 +50,11 @@ def one_hot_pipeline(train, categorical=("sex", "race", "work", "edu")):
 KW = dict(label="y", positive_class=">50K", seeds="cluster", max_global=10, max_local=3)
 
 
-# ------------------------------------------------------------ B4a: a category the model never saw, not protected
+# ------------------------------------------------------------ a category the model never saw, not protected
 @settings(max_examples=4)
 @given(column=st.sampled_from(["work", "race"]), data=st.data())
 def test_a_category_unseen_at_fitting_in_a_non_protected_column_is_named_before_the_search(column, data):
-    # Issue 20 B4a: sklearn's raw "unknown categories ['Never-worked'] in column 0" (column 0, not workclass).
+    # Fixed: sklearn's raw "unknown categories ['Never-worked'] in column 0" (column 0, not workclass).
     df = census_like()
     unseen = data.draw(st.sampled_from(sorted(df[column].unique())))
     pipe = one_hot_pipeline(df[df[column] != unseen], categorical=("sex", "race", "work"))
@@ -67,10 +67,10 @@ def test_a_category_unseen_at_fitting_in_a_non_protected_column_is_named_before_
     assert "handle_unknown='ignore'" in str(err.value)
 
 
-# ------------------------------------------------------------ B4b: integer codes with holes, one-hot encoded
+# ------------------------------------------------------------ integer codes with holes, one-hot encoded
 @pytest.mark.parametrize("generator", _default_for({"aequitas", "sg", "kosei"}))
 def test_integer_codes_with_holes_take_only_the_values_the_data_holds_for_every_generator(generator):
-    # Issue 20 B4b: codes 1, 3, ..., 15 one-hot encoded passed the checks, then a generator stepped to 2 and the
+    # Fixed: codes 1, 3, ..., 15 one-hot encoded passed the checks, then a generator stepped to 2 and the
     # run failed mid-way with a raw sklearn error.
     df = census_like()
     pipe = one_hot_pipeline(df)
@@ -116,10 +116,10 @@ def test_a_model_that_accepts_every_value_costs_one_probe_call_and_is_left_as_it
     assert calls[-1] == sizes and len(calls) == 2  # the base row, then one batch of every value
 
 
-# ------------------------------------------------------------ B5: the step-by-step API
+# ------------------------------------------------------------ the step-by-step API
 @pytest.mark.parametrize("generator", _default_for({"aequitas", "sg", "themis"}))
 def test_a_protected_value_the_encoder_never_saw_is_a_clear_error_on_the_step_by_step_api(generator):
-    # Issue 20 B5: make_generator(...).run on a Pipeline fitted on the raw frame crashed with sklearn's "Found
+    # Fixed: make_generator(...).run on a Pipeline fitted on the raw frame crashed with sklearn's "Found
     # unknown categories" (aequitas, sg, themis); only audit probed.
     df = census_like()
     pipe = one_hot_pipeline(df[df["race"] != "c"], categorical=("sex", "race", "work"))

@@ -151,7 +151,7 @@ def test_damaged_onnx_file(tmp_path):
         load_model_file(path)
 
 
-# ------------------------------------------------------- label conventions of every file kind (issue 20, C)
+# ------------------------------------------------------- label conventions of every file kind
 LABELS = {"strings": (">50K", "<=50K"), "one and two": (2, 1)}
 
 
@@ -193,7 +193,7 @@ def _write(kind, pipe, frame, path):
 @pytest.mark.parametrize("labels", list(LABELS))
 @pytest.mark.parametrize("kind, suffix", [("onnx", ".onnx"), ("skops", ".skops"), ("joblib", ".joblib")])
 def test_a_model_file_with_other_labels_takes_its_classes_from_the_file(tmp_path, kind, suffix, labels):
-    # Issue 20 C: an ONNX file converted by skl2onnx (string inputs, ZipMap probabilities) with labels
+    # Fixed: an ONNX file converted by skl2onnx (string inputs, ZipMap probabilities) with labels
     # ">50K"/"<=50K" or {1, 2} was refused: "positive_class='>50K' is not one of the classes [0, 1]".
     import chiralfair
 

@@ -1,7 +1,8 @@
-"""The model's language, declared once in the adapter (architecture: the model under test, issue 10 cases 1-5 and 9).
+"""The model's language, declared once in the adapter (architecture: the model under test).
 
-Each case of the issue has a test with the right value: the declared model gives the IDIs of the same model in
-chiralfair's own language ({0, 1} labels, P(positive)), and the undeclared one is refused naming the fix.
+Frame models, callables, torch logits, string labels, labels {1, 2} and random_state: each has a test with the right
+value: the declared model gives the IDIs of the same model in chiralfair's own language ({0, 1} labels,
+P(positive)), and the undeclared one is refused naming the fix.
 """
 
 import warnings
@@ -54,7 +55,7 @@ def _lr(data, relabel=lambda y: y):
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(data.X, relabel(data.y))
 
 
-# ------------------------------------------------------------------------------------- case 2: callables
+# ------------------------------------------------------------------------------------- callables
 def test_case2_probability_callable_declared_gives_the_label_idis(data):
     lr = _lr(data)
     reference = _run("aequitas", as_model(lambda X: lr.predict(X)))
@@ -90,7 +91,7 @@ def test_undeclared_callable_mixing_0_and_minus_1_is_refused():
         model.predict(np.array([[0, 1, 0, 0, 0], [0, 0, 0, 0, 0], [1, 0, 0, 0, 0]]))
 
 
-# ------------------------------------------------------------------------------------- case 3: torch logits
+# ------------------------------------------------------------------------------------- torch logits
 class _Logits(torch.nn.Module):
     """The biased toy without its final sigmoid (trained with BCEWithLogitsLoss, it would end like this)."""
 
@@ -151,7 +152,7 @@ def test_torch_positive_class_first_negates_probability_and_gradient():
     np.testing.assert_array_equal(reversed_.predict(X), plain.predict(X))
 
 
-# ------------------------------------------------------------------------------------- case 4: string labels
+# ------------------------------------------------------------------------------------- string labels
 def test_case4_string_labels_refused_without_positive_class(data):
     lr = _lr(data, lambda y: np.where(y == 1, ">50K", "<=50K"))
     with pytest.raises(ConfigError, match=r"classes \['<=50K', '>50K'\].*positive_class="):
@@ -164,7 +165,7 @@ def test_case4_string_labels_with_positive_class_give_the_01_idis(data):
     _same(_run("sg", as_model(lr, positive_class=">50K")), _run("sg", as_model(_lr(data))))
 
 
-# ------------------------------------------------------------------------------------- case 5: labels {1, 2}
+# ------------------------------------------------------------------------------------- labels {1, 2}
 @pytest.mark.parametrize("gen", ["adf", "eidig"])
 @pytest.mark.parametrize("positive", [1, 2])
 def test_case5_lr_on_1_2_behind_scaler_gives_the_01_idis(data, gen, positive):
@@ -240,7 +241,7 @@ def test_model_fitted_on_other_width_names_both_numbers(data):
         _run("aequitas", as_model(lr))
 
 
-# ------------------------------------------------------------------------------------- case 1: frame models
+# ------------------------------------------------------------------------------------- frame models
 SEX, RACE = np.array(["Female", "Male"]), np.array(["A", "B", "C"])
 
 
@@ -342,7 +343,7 @@ def test_tree_explainer_follows_the_positive_class(data):
     assert np.abs(a).sum() > 0
 
 
-# ------------------------------------------------------------------------------------- case 9: random_state
+# ------------------------------------------------------------------------------------- random_state
 def test_case9_chiral_trainer_gets_an_int_seed(data):
     model = as_model(GradientBoostingClassifier(random_state=0, n_estimators=20).fit(data.X, data.y))
     seen = []
@@ -403,7 +404,7 @@ def test_nan_outputs_are_refused_as_nan_not_as_logits(output):
         model.predict(np.zeros((4, 5)))
 
 
-# ------------------------------------------------ issue 20: output shapes x labels, probabilities, logits
+# ------------------------------------------------ output shapes x labels, probabilities, logits
 def _outputs(p: np.ndarray, shape: str, kind: str, classes: tuple) -> np.ndarray:
     """P(classes[1]) = p written as a model of ``kind`` with output ``shape`` would return it."""
     logit = np.log(p) - np.log1p(-p)

@@ -124,7 +124,7 @@ def test_counterfactual_and_unaware_retrain_a_raw_frame_pipeline(files, tmp_path
     assert set(after) == {"counterfactual", "unaware"}
     assert after["unaware"]["test_idi_rate"] == 0.0  # no counterpart can change a label the input cannot see
     # Both refit the user's own pipeline in its raw frame and labels: counterfactual on the augmented rows, unaware
-    # on the blinded rows, saved with its blinding in raw values (issue 31: unaware was measured but not saved).
+    # on the blinded rows, saved with its blinding in raw values (unaware was once measured but not saved).
     # Each file loads back with --model and gives the figures retrain printed.
     assert sorted(p.name for p in out.glob("model-*")) == ["model-counterfactual.skops", "model-unaware.skops"]
     assert "not saved" not in (out / "report.md").read_text()

@@ -1,4 +1,4 @@
-"""A benchmark's raw file is parsed once, then read from the parsed-data cache, keyed by the file's bytes (issue 51)."""
+"""A benchmark's raw file is parsed once, then read from the parsed-data cache, keyed by the file's bytes."""
 
 import logging
 

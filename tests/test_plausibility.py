@@ -1,6 +1,6 @@
 """Plausibility: support counts, scored pairs, and a verdict over counterparts that could exist.
 
-The issue's toy: half the rows are married (a woman is a wife, a man a husband), so flipping sex alone makes
+The toy: half the rows are married (a woman is a wife, a man a husband), so flipping sex alone makes
 exactly half the naive counterparts impossible people. See architecture: counterparts that could exist.
 """
 

@@ -1,4 +1,4 @@
-"""Retraining with IDIs (issue 12): labels, the planted-bias fixture, a fair model, determinism, refusals."""
+"""Retraining with IDIs: labels, the planted-bias fixture, a fair model, determinism, refusals."""
 
 import json
 from dataclasses import replace
@@ -298,7 +298,7 @@ def test_cli_from_run_reuses_the_idis_and_refuses_another_protected_set(tmp_path
 
 @pytest.mark.slow  # trains the DNN and its chiral model on german (a few seconds)
 def test_cli_fine_tune_after_iandd_writes_a_small_model_pt_that_a_fresh_paper_dnn_loads(tmp_path):
-    # Issue 20 A3: explaining by DeepLIFT left shap's saved tensors on the zoo DNN as nn.Parameters; the fine-tuned
+    # Fixed: explaining by DeepLIFT left shap's saved tensors on the zoo DNN as nn.Parameters; the fine-tuned
     # model.pt was 103 MB and a fresh PaperDNN refused it (unexpected keys).
     from chiralfair.models.dnn import PaperDNN
 

@@ -1,4 +1,4 @@
-"""The local walk's bookkeeping (key table, its filter, plausibility) made faster must find the same IDIs (issue 51).
+"""The local walk's bookkeeping (key table, its filter, plausibility) made faster must find the same IDIs.
 
 A search over a domain of 10**7 keys, long enough for the key table to hold tens of thousands of keys in several runs
 and to rebuild its filter several times, with census's shape of coupling (sex <-> a role, Husband <-> Wife) and a

@@ -109,7 +109,7 @@ class RefusesAt(BaseEstimator, ClassifierMixin):
                                                   (4, 4, "refuses column 'c' value '4'")],
                          ids=["protected", "non-protected"])
 def test_a_model_refusing_a_value_is_a_clear_error_naming_it(name, data, column, value, words):
-    # Issue 20 B5, for seed selection: every model call passes CountingModel, which names the value at fault.
+    # An unseen value, for seed selection: every model call passes CountingModel, which names the value at fault.
     model = RefusesAt(column, value).fit(data.X, data.y)
     with pytest.raises(ModelInputError, match=words):
         make_seed_strategy(name).select(model, data, N_SEEDS, random_state=0)

@@ -1,4 +1,4 @@
-"""Streaming IDI pairs to Parquet, vectorised decoding and report counts (issue 9)."""
+"""Streaming IDI pairs to Parquet, vectorised decoding and report counts."""
 
 import dataclasses
 import json
@@ -299,7 +299,7 @@ def test_an_interrupted_search_keeps_the_pairs_found_so_far(tmp_path):
 
 
 def test_a_damaged_pair_part_is_refused_naming_the_part(tmp_path):
-    # Issue 20 F11 (the kind: every file a run writes): a part cut short gave pyarrow's raw ArrowInvalid.
+    # Fixed, as for a damaged result.json (every file a run writes): a part cut short gave pyarrow's raw ArrowInvalid.
     _, streamed = toy_run("aequitas", sink=PairSink(tmp_path / "idis.parquet", rows_per_part=7))
     parts = pair_parts(streamed.pairs_path)
     assert len(parts) > 1

@@ -1,4 +1,4 @@
-"""Keeping the test split out of retraining (issue 21): seeds, IDIs and added rows from training rows only.
+"""Keeping the test split out of retraining: seeds, IDIs and added rows from training rows only.
 
 See architecture: mitigation. Held-out figures are honest only if nothing about a test individual enters the training
 data. A search for IDIs to retrain with therefore draws its seeds from the training rows alone (:func:`training_rows`:

@@ -1,6 +1,6 @@
 """Seed strategy ``data_rows``: initial IDIs found by checking data rows directly, under a query budget.
 
-The baseline of the chiral model (issue 14, part 3): what the queries that I spends on its chiral model and
+The baseline of the chiral model: what the queries that I spends on its chiral model and
 its screening would find if they went straight into the discrimination check of data rows.
 """
 

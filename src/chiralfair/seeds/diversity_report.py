@@ -1,4 +1,4 @@
-"""How diverse a set of inputs is (seeds, or the IDIs a search found), measured directly (issue 14).
+"""How diverse a set of inputs is (seeds, or the IDIs a search found), measured directly.
 
 Three views of one set of inputs, each against a reference fitted once per (model, dataset), so that
 the sets chosen by different seed strategies or found by different searches are comparable:

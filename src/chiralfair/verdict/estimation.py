@@ -1,4 +1,4 @@
-"""Estimate the share of a population that a model discriminates, whom it harms and how badly (issue 11).
+"""Estimate the share of a population that a model discriminates, whom it harms and how badly.
 
 Individuals come from a population the user chooses: the dataset's rows, its test split, or uniform draws
 from the input domain. Each is put through the discrimination check (architecture: the counting rule: every combination
