@@ -205,7 +205,7 @@ def overhead(cache_dir, repeats: int) -> dict:
 
 def markdown(results: dict) -> str:
     lines = [
-        "# Counterparts that could exist (issue 22)", "",
+        "# Counterparts that could exist", "",
         f"{results['date']}, {results['cpu_count']} CPUs, chiralfair {results['chiralfair_version']}, torch "
         f"{results['versions'].get('torch')}; load average at start {results['loadavg_start'][0]:.2f}, at end "
         f"{results['loadavg_end'][0]:.2f}. Protected attribute sex; models trained with random_state "

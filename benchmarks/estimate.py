@@ -65,7 +65,7 @@ def cell(verdict) -> dict:
 def markdown(results: dict) -> str:
     p = results["parameters"]
     lines = [
-        "# Share of individuals discriminated (issue 11)", "",
+        "# Share of individuals discriminated", "",
         f"{results['date']}, {results['cpu_count']} CPUs, chiralfair {results['chiralfair_version']}, "
         f"statsmodels {results['versions'].get('statsmodels')}; load average at start "
         f"{results['loadavg_start'][0]:.2f}, at end {results['loadavg_end'][0]:.2f}. Models trained with "

@@ -242,7 +242,7 @@ READING = """## Reading (the choice made for I&D's defaults)
 
 
 def markdown(results: dict) -> str:
-    lines = ["# Explanation noise vs DBSCAN eps (issue 14, part 1)", "",
+    lines = ["# Explanation noise vs DBSCAN eps", "",
              f"eps = {PAPER_EPS}, min_samples = {PAPER_MIN_SAMPLES}. noise: median L2 distance between the same "
              "row's explanations under random states 0 and 1; between: median L2 distance between two rows' "
              "explanations; k-dist: median distance to the 10th neighbour; clusters: DBSCAN with the paper's "

@@ -197,7 +197,7 @@ def markdown(results: dict) -> str:
                              f"{m['per_second']:,.0f}")
             lines.append(f"| {row} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Goals (issue 23)", "", *goals(summary), ""]
+    lines += ["## Goals", "", *goals(summary), ""]
     return "\n".join(lines) + "\n"
 
 

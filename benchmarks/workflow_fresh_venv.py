@@ -181,7 +181,7 @@ def versions(venv: Path) -> dict:
 
 def markdown(r: dict) -> str:
     m, b, g, d = r["mlflow"], r["bom"], r["gate"], r["server_down"]
-    lines = ["# The team's workflow in a fresh venv (issue 35)", "",
+    lines = ["# The team's workflow in a fresh venv", "",
              f"`python benchmarks/workflow_fresh_venv.py`, {r['date']}, {r['cpu_count']} CPUs, load "
              f"{r['load_before']} before / {r['load_after']} after. Venv: `{r['venv']}` ("
              + ("reused, an editable install of this tree; " if r["install"]["reused"] else "made now; ")
