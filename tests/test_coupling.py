@@ -303,6 +303,37 @@ def test_keys_are_exact_when_the_lowest_codes_weigh_past_int64():
         np.testing.assert_array_equal(coupled.keys(X, inside=inside), expected)
 
 
+@pytest.mark.parametrize("pa_lo", [2**61, -2**61], ids=["high", "negative"])
+def test_rows_said_inside_get_their_keys_when_the_attributes_lowest_code_times_the_roles_is_past_int64(pa_lo):
+    # The joint offset of rows said inside takes pa_lo * n_codes + lo off in one subtraction: for an attribute coded
+    # from 2**61 (or -2**61) and a coupled column of 5 codes that constant is past int64, and must wrap as the
+    # products of the codes do, not overflow (the walk of every gradient generator reads its keys so)
+    from chiralfair.generators import make_generator
+    from chiralfair.models import CountingModel
+
+    feats = (Feature("pa", pa_lo, pa_lo + 1, "categorical"), Feature("role", 0, 4, "categorical"),
+             Feature("a", 0, 9), Feature("b", 0, 9))
+    domain = Domain(feats).with_protected(["pa"]).with_couplings({"pa": {"role": {0: 1, 1: 0}}})
+    X = np.array([[pa_lo, 0, 3, 1], [pa_lo + 1, 0, 5, 0], [pa_lo + 1, 4, 9, 9], [pa_lo, 1, 0, 2]], dtype=np.int64)
+    roles = np.where(X[:, 0] == pa_lo, X[:, 1], [{0: 1, 1: 0}.get(int(c), int(c)) for c in X[:, 1]])
+    np.testing.assert_array_equal(domain.keys(X), roles + 5 * X[:, 2] + 50 * X[:, 3])
+    np.testing.assert_array_equal(domain.keys(X, inside=True), roles + 5 * X[:, 2] + 50 * X[:, 3])
+    np.testing.assert_array_equal(domain.counterparts(X, inside=True), domain.counterparts(X))
+
+    def proba(Z):  # the role decides (the attribute's codes are alike as float64)
+        p = 1 / (1 + np.exp(-2 * (np.asarray(Z)[:, 2:] @ [1.0, 1.0] - 9.5 + 3 * (np.asarray(Z)[:, 1] == 1))))
+        return np.column_stack([1 - p, p])
+
+    model = CountingModel(lambda Z: (proba(Z)[:, 1] > 0.5).astype(int), predict_proba=proba,
+                          input_gradient=lambda Z: np.tile([0.0, 0.3, 1.0, 1.0], (len(Z), 1)))
+    rng = np.random.default_rng(0)
+    seeds = np.column_stack([rng.integers(pa_lo, pa_lo + 2, 30), rng.integers(0, 5, 30),
+                             rng.integers(0, 10, (30, 2))])
+    res = make_generator("eidig-inf", max_global=10, max_local=20).run(model, domain, seeds, random_state=0)
+    assert res.n_local > 0
+    assert len(np.unique(domain.keys(res.idis))) == res.n_idis
+
+
 def test_a_coupled_code_outside_its_bounds_is_refused_not_read_as_another_row():
     # (pa=0, r=4) with r coded 0..3: read as a joint offset, 4 is (pa=1, r=0), whose counterparts differ
     from chiralfair.models import CountingModel

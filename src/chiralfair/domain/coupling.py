@@ -413,8 +413,8 @@ class CompiledCoupling:
         if inside:  # the attribute's offset is then below pa_size, its last row (codes outside the bounds) unread
             joint = X[:, self.pa_column] * self.n_codes
             joint += X[:, self.column]
-            if self.pa_lo or self.lo:
-                joint -= self.pa_lo * self.n_codes + self.lo
+            if self.pa_lo or self.lo:  # wrapped into int64 as the product above wraps (pa_lo near 2**61: past it)
+                joint -= (self.pa_lo * self.n_codes + self.lo + 2**63) % 2**64 - 2**63
             return joint
         # a code below pa_lo wraps to a huge offset, so every code outside the bounds lands on the last row (the
         # subtractions are skipped for columns coded from 0, the usual case: each numpy call counts on this path)
