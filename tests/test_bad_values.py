@@ -166,6 +166,16 @@ def test_the_issue_values_and_a_model_fed_them():
     assert seen == values
 
 
+@pytest.mark.parametrize(("lo", "hi"), [(2**53 - 5, 2**53 + 1), (-2**53 - 1, 0), (2**61, 2**61 + 3)])
+def test_a_feature_coded_past_2_53_is_refused_naming_it(lo, hi):
+    # Fixed: a search moves codes as float64 (steps, gradients, clipping); past 2**53 a move rounded onto a code
+    # outside the bounds, and such inputs were recorded as IDIs
+    with pytest.raises(DomainError, match=r"feature 'x': codes \[-?\d+, -?\d+\] reach past ±2\*\*53, where float64"):
+        Feature("x", lo, hi)
+    limits = Feature("x", -2**53, 2**53)  # the limits themselves: every integer up to them is a float64
+    assert limits.size == 2**54 + 1
+
+
 # ------------------------------------------------------------------ a numeric protected attribute
 def test_age_in_whole_years_as_a_protected_attribute_is_refused_with_bins_suggested():
     # Fixed: 52 ages were enumerated as categories, 52 queries per check, no warning.

@@ -286,38 +286,39 @@ def test_rows_said_inside_their_bounds_get_the_keys_and_counterparts_of_the_swap
 
 
 def test_keys_are_exact_when_the_lowest_codes_weigh_past_int64():
-    # X @ weights wraps modulo 2**64 for codes near 2**61, as the subtraction of the lowest codes' part does, so the
-    # key (which fits) comes out exact, with a coupling's correction and without
-    lo = 2**61
+    # X @ weights wraps modulo 2**64 for codes near 2**53 times weights up to 4e6, as the subtraction of the lowest
+    # codes' part does, so the key (which fits) comes out exact, with a coupling's correction and without
+    lo = 2**53 - 10**6
     feats = (Feature("pa", 0, 1, "categorical"), Feature("role", lo, lo + 3, "categorical"),
-             Feature("a", lo, lo + 999), Feature("b", lo, lo + 999))
-    X = np.array([[0, lo + 1, lo + 999, lo + 7], [1, lo, lo, lo + 999], [1, lo + 3, lo + 500, lo]], dtype=np.int64)
+             Feature("a", lo, lo + 999), Feature("b", lo, lo + 999), Feature("c", lo, lo + 10**6 - 1))
+    X = np.array([[0, lo + 1, lo + 999, lo + 7, lo + 10**6 - 1], [1, lo, lo, lo + 999, lo],
+                  [1, lo + 3, lo + 500, lo, lo + 123_456]], dtype=np.int64)
     offsets = [[int(v) - lo for v in row[1:]] for row in X]
     plain = Domain(feats).with_protected(["pa"])
-    np.testing.assert_array_equal(plain.keys(X), [r + a * 4 + b * 4000 for r, a, b in offsets])
+    np.testing.assert_array_equal(plain.keys(X), [r + a * 4 + b * 4000 + c * 4_000_000 for r, a, b, c in offsets])
     coupled = plain.with_couplings({"pa": {"role": {lo: lo + 1, lo + 1: lo}}})
     swapped = {0: 1, 1: 0}  # the role is read at pa=0: a row at pa=1 has its offset 0 <-> 1 swapped
     roles = [swapped.get(offsets[i][0], offsets[i][0]) if X[i, 0] == 1 else offsets[i][0] for i in range(3)]
-    expected = [roles[i] + offsets[i][1] * 4 + offsets[i][2] * 4000 for i in range(3)]
+    expected = [roles[i] + offsets[i][1] * 4 + offsets[i][2] * 4000 + offsets[i][3] * 4_000_000 for i in range(3)]
     for inside in (False, True):
         np.testing.assert_array_equal(coupled.keys(X, inside=inside), expected)
 
 
-@pytest.mark.parametrize("pa_lo", [2**61, -2**61], ids=["high", "negative"])
+@pytest.mark.parametrize("pa_lo", [2**53 - 1, -2**53], ids=["high", "negative"])
 def test_rows_said_inside_get_their_keys_when_the_attributes_lowest_code_times_the_roles_is_past_int64(pa_lo):
     # The joint offset of rows said inside takes pa_lo * n_codes + lo off in one subtraction: for an attribute coded
-    # from 2**61 (or -2**61) and a coupled column of 5 codes that constant is past int64, and must wrap as the
-    # products of the codes do, not overflow (the walk of every gradient generator reads its keys so)
+    # from near 2**53 (or -2**53) and a coupled column of 2,048 codes that constant is past int64, and must wrap as
+    # the products of the codes do, not overflow (the walk of every gradient generator reads its keys so)
     from chiralfair.generators import make_generator
     from chiralfair.models import CountingModel
 
-    feats = (Feature("pa", pa_lo, pa_lo + 1, "categorical"), Feature("role", 0, 4, "categorical"),
+    feats = (Feature("pa", pa_lo, pa_lo + 1, "categorical"), Feature("role", 0, 2047, "categorical"),
              Feature("a", 0, 9), Feature("b", 0, 9))
     domain = Domain(feats).with_protected(["pa"]).with_couplings({"pa": {"role": {0: 1, 1: 0}}})
     X = np.array([[pa_lo, 0, 3, 1], [pa_lo + 1, 0, 5, 0], [pa_lo + 1, 4, 9, 9], [pa_lo, 1, 0, 2]], dtype=np.int64)
     roles = np.where(X[:, 0] == pa_lo, X[:, 1], [{0: 1, 1: 0}.get(int(c), int(c)) for c in X[:, 1]])
-    np.testing.assert_array_equal(domain.keys(X), roles + 5 * X[:, 2] + 50 * X[:, 3])
-    np.testing.assert_array_equal(domain.keys(X, inside=True), roles + 5 * X[:, 2] + 50 * X[:, 3])
+    np.testing.assert_array_equal(domain.keys(X), roles + 2048 * X[:, 2] + 20480 * X[:, 3])
+    np.testing.assert_array_equal(domain.keys(X, inside=True), roles + 2048 * X[:, 2] + 20480 * X[:, 3])
     np.testing.assert_array_equal(domain.counterparts(X, inside=True), domain.counterparts(X))
 
     def proba(Z):  # the role decides (the attribute's codes are alike as float64)

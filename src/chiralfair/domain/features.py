@@ -17,6 +17,10 @@ from ..exceptions import DomainError
 
 Kind = Literal["categorical", "ordinal"]
 
+#: The largest code magnitude a feature may have: every integer up to it is a float64. A search moves codes as floats
+#: (steps, gradients, clipping), so past it a move could round onto a code outside the bounds.
+MAX_ABS_CODE = 2**53
+
 
 @dataclass(frozen=True)
 class Feature:
@@ -27,7 +31,7 @@ class Feature:
     name : str
         Column name.
     lo, hi : int
-        Inclusive integer bounds of the encoded values.
+        Inclusive integer bounds of the encoded values, within ±:data:`MAX_ABS_CODE` (2**53).
     kind : {"categorical", "ordinal"}
         Categorical codes have no order; ordinal codes (binned numbers) do.
     labels : mapping of int to str, optional
@@ -37,6 +41,12 @@ class Feature:
         The code that stands for a missing value (NaN, ``?``) in the raw data, when the column had any.
         As a protected attribute, this code is left out of the attribute's values by default (see
         :meth:`Domain.with_protected`).
+
+    Raises
+    ------
+    DomainError
+        If the bounds are not integers, ``lo > hi``, a bound lies past ±2**53, the kind is unknown, or ``missing``
+        lies outside the bounds.
     """
 
     name: str
@@ -51,6 +61,11 @@ class Feature:
             raise DomainError(f"feature {self.name!r}: bounds must be integers, got [{self.lo}, {self.hi}]")
         if self.lo > self.hi:
             raise DomainError(f"feature {self.name!r}: lower bound {self.lo} > upper bound {self.hi}")
+        if max(abs(int(self.lo)), abs(int(self.hi))) > MAX_ABS_CODE:
+            raise DomainError(f"feature {self.name!r}: codes [{self.lo}, {self.hi}] reach past ±2**53, where float64 "
+                              "(in which a search steps, follows gradients and clips) no longer holds every integer, "
+                              "so a move could land outside the bounds; code the column by rank (from_frame does so "
+                              "for integers this large) or shift its codes to start near 0")
         if self.kind not in ("categorical", "ordinal"):
             raise DomainError(f"feature {self.name!r}: kind must be 'categorical' or 'ordinal', got {self.kind!r}")
         if self.missing is not None and not self.lo <= self.missing <= self.hi:
