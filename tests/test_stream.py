@@ -252,6 +252,45 @@ def test_a_corrupt_file_is_refused_naming_it_and_no_verdict_is_given(case, tmp_p
         chiralfair.estimate(pipe, str(tmp_path), batch_rows=100, **KW)
 
 
+@pytest.mark.parametrize("damage", ["missing column", "other type"])
+def test_a_polars_lazyframe_that_cannot_be_read_is_refused_naming_it_and_no_verdict_is_given(case, tmp_path, damage):
+    import polars as pl
+
+    people, pipe, _, _ = case
+    people.iloc[:300].to_parquet(tmp_path / "a.parquet")
+    rest = people.iloc[300:]
+    rest = rest.drop(columns="hours") if damage == "missing column" else rest.assign(hours=rest["hours"].astype(str))
+    rest.to_parquet(tmp_path / "b.parquet")
+    with pytest.raises(DatasetError, match=r"cannot read the polars LazyFrame after its first [\d,]+ rows: "
+                                           r"(ColumnNotFoundError|SchemaError): .*hours"):
+        chiralfair.estimate(pipe, pl.scan_parquet(tmp_path / "*.parquet"), batch_rows=100, domain_sample=100, **KW)
+
+
+@pytest.mark.parametrize("others", [["README.txt"], ["notes.csv", "part-9"]])
+def test_files_of_a_folder_that_are_not_read_are_named_in_the_verdict(case, tmp_path, others):
+    people, pipe, _, memory = case
+    people.iloc[:300].to_parquet(tmp_path / "a.parquet")
+    people.iloc[300:].to_parquet(tmp_path / "b.parquet")
+    for name in [*others, "_SUCCESS", ".a.parquet.crc"]:  # what writers leave beside their files: never named
+        (tmp_path / name).write_text("x")
+    streamed = chiralfair.estimate(pipe, str(tmp_path), batch_rows=100, domain_sample=len(people), **KW)
+    same_verdict(memory, streamed)  # the Parquet files' rows, all of them
+    assert streamed.meta["stream"]["rows_read"] == len(people)
+    named = f"{len(others)} other file{'s' if len(others) > 1 else ''} not read (no .parquet suffix): "
+    assert named + ", ".join(sorted(others)) in streamed.meta["population_rows"]
+    assert "_SUCCESS" not in streamed.meta["population_rows"] and ".crc" not in streamed.meta["population_rows"]
+
+
+def test_a_path_that_does_not_exist_is_named_as_missing_not_as_a_bad_suffix(case, tmp_path):
+    people, pipe, _, _ = case
+    gone = str(tmp_path / "held-out")  # a folder's name, misspelt or not yet written
+    for extra in ({}, {"workers": 2}, {"domain_sample": 10}):
+        with pytest.raises(DatasetError, match=r"test file '.*held-out' does not exist"):
+            chiralfair.estimate(pipe, people, test=gone, **extra, **KW)
+    with pytest.raises(DatasetError, match=r"data file '.*held-out' does not exist"):
+        chiralfair.estimate(pipe, gone, **KW)
+
+
 def test_a_file_unreadable_past_its_footer_is_named_mid_stream(case, tmp_path, monkeypatch):
     people, pipe, _, _ = case
     people.iloc[:300].to_parquet(tmp_path / "a.parquet")

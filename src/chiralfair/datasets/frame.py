@@ -858,11 +858,13 @@ def read_frame(path, *, what: str = "data file") -> pd.DataFrame:
     from pathlib import Path
 
     path = Path(path)
+    if not path.exists():  # before the suffix: a misspelt folder has none, and is missing, not of a bad type
+        raise DatasetError(f"{what} {str(path)!r} does not exist")
     if path.suffix.lower() not in FRAME_SUFFIXES:
         raise DatasetError(f"{what} {str(path)!r}: unsupported suffix {path.suffix or '(none)'!r}; use a .csv or "
                            ".parquet file")
     if not path.is_file():
-        raise DatasetError(f"{what} {str(path)!r} does not exist")
+        raise DatasetError(f"{what} {str(path)!r} is not a file")
     try:
         frame = read_parquet_frame(path) if path.suffix.lower() == ".parquet" else pd.read_csv(path)
     except (OSError, ValueError) as err:

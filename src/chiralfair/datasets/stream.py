@@ -142,6 +142,9 @@ class RowStream:
         The Parquet files, in reading order (empty for the others).
     n_rows : int or None
         Rows of the source when known before reading (Parquet: from the files' footers).
+    not_read : list of str
+        The folder's other files (no ``.parquet`` suffix; not those named ``_*`` or ``.*``, which writers leave
+        beside their files), relative to it: named in :attr:`description`, since their rows, if any, are not read.
     """
 
     source: Any
@@ -149,12 +152,17 @@ class RowStream:
     files: list[str] = field(default_factory=list)
     n_rows: int | None = None
     _filesystem: Any = None
+    not_read: list[str] = field(default_factory=list)
 
     @property
     def description(self) -> str:
         """The source in words: ``"Parquet folder data/ (12 files, 5,000,000 rows)"``."""
         if self.kind == "parquet":
             rows = "" if self.n_rows is None else f", {self.n_rows:,} rows"
+            if self.not_read:
+                n, shown = len(self.not_read), ", ".join(self.not_read[:5])
+                rows += (f"; {n:,} other file{'' if n == 1 else 's'} not read (no .parquet suffix): {shown}"
+                         f"{f' and {n - 5:,} more' if n > 5 else ''}")
             return (f"Parquet {'file' if len(self.files) == 1 else 'folder'} {os.fspath(self.source)} "
                     f"({len(self.files):,} file{'' if len(self.files) == 1 else 's'}{rows})")
         if self.kind == "dask":
@@ -264,7 +272,15 @@ class RowStream:
             from .native import as_pandas
 
             at = 0
-            for part in self.source.collect_batches(chunk_size=batch_rows):
+            parts = iter(self.source.collect_batches(chunk_size=batch_rows))
+            while True:
+                try:
+                    part = next(parts)
+                except StopIteration:
+                    break
+                except Exception as err:  # a file behind the frame lacks a column, holds another type, is corrupt
+                    raise DatasetError(f"cannot read the polars LazyFrame after its first {at:,} rows: "
+                                       f"{type(err).__name__}: {err}") from err
                 frame = as_pandas(part, what="polars batch")
                 yield (frame if columns is None else frame[columns]), "the polars LazyFrame", pd.RangeIndex(
                     at, at + len(frame))
@@ -329,24 +345,32 @@ def open_stream(source) -> RowStream:
         root = text
         if not os.path.exists(root):
             raise DatasetError(f"Parquet source {text!r} does not exist")
-    files = _parquet_files(root, filesystem)
+    files, not_read = _parquet_files(root, filesystem)
     if not files:
         raise DatasetError(f"Parquet source {text!r} holds no .parquet file")
     n_rows = _check_schemas(files, filesystem)
-    return RowStream(source, "parquet", files, n_rows, filesystem)
+    return RowStream(source, "parquet", files, n_rows, filesystem, not_read)
 
 
-def _parquet_files(root: str, filesystem) -> list[str]:
+def _parquet_files(root: str, filesystem) -> tuple[list[str], list[str]]:
+    """The Parquet files under ``root``, and its other files (relative to it) but the ``_*`` and ``.*`` ones."""
     if filesystem is None:
         if os.path.isfile(root):
-            return [root]
+            return [root], []
         found = []
         for folder, _, names in os.walk(root):
-            found += [os.path.join(folder, n) for n in names if n.endswith(".parquet")]
-        return sorted(found)
-    if filesystem.isfile(root):
-        return [root]
-    return sorted(p for p in filesystem.find(root) if p.endswith(".parquet"))
+            found += [os.path.join(folder, n) for n in names]
+        relative = [os.path.relpath(p, root) for p in found]
+    else:
+        if filesystem.isfile(root):
+            return [root], []
+        found = list(filesystem.find(root))
+        prefix = root.rstrip("/") + "/"
+        relative = [p[len(prefix):] if p.startswith(prefix) else p for p in found]
+    files = sorted(p for p in found if p.endswith(".parquet"))
+    not_read = sorted(r for p, r in zip(found, relative, strict=True)
+                      if not p.endswith(".parquet") and not os.path.basename(p).startswith(("_", ".")))
+    return files, not_read
 
 
 def _check_schemas(files: list[str], filesystem) -> int:

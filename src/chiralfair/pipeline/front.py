@@ -394,6 +394,11 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
                                           population=population, resolve=resolve, favourable=None, **params)
         return with_notes(with_queries(verdict, inputs, None), inputs.notes)
     if domain_sample is not None or workers is not None or scheduler is not None:
+        for what, rows in (("data file", data), ("test file", test)):  # a misspelt folder is missing, not a file
+            if isinstance(rows, str | os.PathLike) and "://" not in os.fspath(rows) and not os.path.exists(rows):
+                from ..exceptions import DatasetError
+
+                raise DatasetError(f"{what} {os.fspath(rows)!r} does not exist")
         raise ConfigError("domain_sample, workers and scheduler apply to a streamed verdict: give batch_rows, or a "
                           "Parquet folder, a Dask DataFrame or a polars LazyFrame")
     inputs = resolve_inputs(model, data, spec=spec, label=label, positive_class=positive_class,
