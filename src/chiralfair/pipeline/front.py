@@ -331,7 +331,9 @@ def estimate(model, data, *, spec: DataSpec | None = None, label=None, positive_
         Rows of the stream the domain (categories, bins) is made from (default 100,000), said in the verdict.
     workers, scheduler : optional
         Score the stream's partitions on a local Dask cluster of ``workers`` processes, or on the cluster at the
-        ``scheduler`` address; the model is sent once per worker.
+        ``scheduler`` address; the model is sent once per worker. A local cluster starts its workers as new
+        processes, which import the calling script again: call ``estimate`` with ``workers`` from a script under
+        ``if __name__ == "__main__":``, as Dask asks.
     progress : bool, default=False
         A progress bar (rows per second) while streaming.
     **params
