@@ -390,6 +390,8 @@ def test_on_a_cluster_the_verdict_equals_the_in_memory_one(case, cluster):
                                    scheduler=cluster.scheduler_address, **KW)
     same_verdict(memory, streamed)
     assert streamed.meta["stream"]["partitions"] == 3
+    assert streamed.meta["stream"]["partitions_scored_again"] == []  # no worker died
+    assert not any(note.startswith("scored again") for note in streamed.notes)
 
 
 def test_on_a_cluster_a_category_the_domain_never_held_is_counted_as_on_one_process(cluster, tmp_path):
@@ -499,6 +501,12 @@ def test_a_worker_that_dies_mid_run_is_retried_and_the_verdict_is_whole(case, cl
                                    scheduler=cluster.scheduler_address, **KW)
     assert (tmp_path / "died").exists()  # a worker did die
     same_verdict(memory, streamed)
+    # the partitions sent to the worker that died are named, the one it died on (a row of more than 65 hours) among them
+    again = streamed.meta["stream"]["partitions_scored_again"]
+    files = [where.removeprefix("file ") for where in again]
+    assert any((pd.read_parquet(f)["hours"] > 65).any() for f in files)
+    assert set(files) <= {str(p) for p in (root / "folder").rglob("*.parquet")}
+    assert f"scored again after the worker they were sent to died: {', '.join(again)} " in " ".join(streamed.notes)
 
 
 @pytest.mark.slow

@@ -231,6 +231,7 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
              f"{counts['rows_unplaced']:,} unplaced (a protected value missing or not among its values, "
              f"{counts['rows_unseen_protected_value']:,} of them never seen in the domain sample), 0 skipped; "
              f"{domain_text}; the model's F1 is measured on {inputs.quality['evaluated_on']}",
+             *_scored_again_notes(counts.get("partitions_scored_again")),
              *_beyond_notes(counts.get("rows_beyond_domain")),
              *_new_category_notes(counts.get("rows_new_category")), *verdict.notes)
     verdict = dataclasses.replace(verdict, notes=notes, meta={
@@ -241,6 +242,14 @@ def verdict_over_stream(inputs, stream, sample, *, held_out: bool, batch_rows: i
     if verdict.n_affected == 0:
         verdict = with_blind_spot(verdict, inputs, random_state)
     return verdict, inputs
+
+
+def _scored_again_notes(again: list[str] | None) -> list[str]:
+    """One note naming the partitions sent to a worker that died: the scheduler ran them again (counted once)."""
+    if not again:
+        return []
+    return [f"scored again after the worker they were sent to died: {', '.join(again)} (their rows are counted once, "
+            "from the run that finished; the verdict is over every row)"]
 
 
 def _beyond_notes(beyond: dict | None) -> list[str]:

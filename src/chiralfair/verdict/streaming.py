@@ -15,7 +15,9 @@ On a Dask cluster (``client=``), each partition (a Parquet file, a partition of 
 on a worker; the model and the domain are sent once per worker, as one object (scattered): the wrapped model
 holds the domain and its sample too, so two objects would send and unpickle them twice. Each worker returns its
 partition's counts. A partition whose worker dies is retried by the scheduler (``retries``); one that fails for
-good is named in the error, and no verdict is returned, never a partial one as whole.
+good is named in the error, and no verdict is returned, never a partial one as whole. A partition scored again
+because the worker it was sent to died is named in ``meta["stream"]["partitions_scored_again"]`` (its counts are the
+retry's, once).
 """
 
 from __future__ import annotations
@@ -258,7 +260,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
         :func:`~chiralfair.verdict.counts.quality_of`; None without the label column), and
         the rows holding a number beyond a column's range, used as given, by column (``rows_beyond_domain``), and
         those holding a category the domain never held, used as given, by column with the first few values
-        (``rows_new_category``).
+        (``rows_new_category``), and on a cluster the partitions scored again because the worker they were sent
+        to died (``partitions_scored_again``; counted once, from the retry).
 
     Raises
     ------
@@ -295,6 +298,7 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
     total.gaps, total.rules = gaps, rules
     read = n_batches = n_unseen = 0
     extra_queries = 0
+    scored_again: list[str] = []
     cpu = time.process_time()
     try:
         if client is None:
@@ -308,8 +312,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
                 bar.update(len(batch.frame))
             bar.close()
         else:
-            read, n_batches, n_unseen, extra_queries = _on_cluster(client, judge, dataset, partitions or [], total,
-                                                                   progress, n_rows, schema_types)
+            read, n_batches, n_unseen, extra_queries, scored_again = _on_cluster(
+                client, judge, dataset, partitions or [], total, progress, n_rows, schema_types)
     except BaseException:
         if gaps is not None:
             gaps.close()
@@ -329,7 +333,8 @@ def stream_verdict(model, dataset: Dataset, batches: Iterable[Batch] | None, *, 
               "rows_unseen_protected_value": n_unseen, "rows_skipped": 0,
               "seconds": time.perf_counter() - started, "cpu_seconds_this_process": time.process_time() - cpu,
               "model_quality": None if total.confusion is None else quality_of(total.confusion),
-              "rows_beyond_domain": dict(total.beyond), "rows_new_category": dict(total.new_values)}
+              "rows_beyond_domain": dict(total.beyond), "rows_new_category": dict(total.new_values),
+              **({} if client is None else {"partitions_scored_again": scored_again})}
     base_meta = {"chiralfair_version": __version__, "statsmodels_version": _statsmodels_version(),
                  "dataset": dataset.name, "model": model.name,
                  "random_state": random_state if isinstance(random_state, int) else None,
@@ -390,9 +395,24 @@ def _score_partition(read, shipped: _Shipment, batch_rows: int,
     return total, rows, unseen, model.n_queries - before
 
 
+def _lost_workers_query():
+    """A function run on the scheduler: how many workers died holding task ``key`` (it was sent again after each).
+
+    Made here so that it is pickled by value: a scheduler of the user's cluster need not have chiralfair installed.
+    """
+    def workers_lost_holding(key: str, dask_scheduler=None) -> int:
+        task = dask_scheduler.tasks.get(key) if dask_scheduler is not None else None
+        return 0 if task is None else int(getattr(task, "suspicious", 0))
+    return workers_lost_holding
+
+
 def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCounts, progress: bool,
-                n_rows: int | None, schema_types=None) -> tuple[int, int, int, int]:
-    """Score every partition on the cluster's workers (model and domain scattered once), merge their counts."""
+                n_rows: int | None, schema_types=None) -> tuple[int, int, int, int, list[str]]:
+    """Score every partition on the cluster's workers (model and domain scattered once), merge their counts.
+
+    Returns the rows read, the partitions, the rows holding an unseen protected value, the model queries, and the
+    partitions sent to a worker that died (scored again by the scheduler), in the order they finished.
+    """
     from distributed import as_completed
 
     # one object: the judge's wrapped model holds the dataset's domain and sample (30 of the 31 MB pickled for the
@@ -407,6 +427,8 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
                for i, read in enumerate(partitions)}
     bar = _bar(progress, n_rows)
     read_rows = unseen = queries = 0
+    scored_again = []
+    _workers_lost_holding = _lost_workers_query()
     try:
         for future in as_completed(futures):
             where = futures[future].where
@@ -428,6 +450,8 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
             read_rows += rows
             unseen += n_unseen
             queries += n_queries
+            if client.run_on_scheduler(_workers_lost_holding, key=future.key):  # asked while the task is held
+                scored_again.append(where)
             bar.update(rows)
             # merged: drop the last reference, so the worker frees the partition's result (its rule table and
             # gaps); held to the end, every result stayed in the workers' memory, which grew with the rows
@@ -436,7 +460,7 @@ def _on_cluster(client, judge, dataset: Dataset, partitions, total: VerdictCount
         bar.close()
         for future in futures:
             future.cancel()
-    return read_rows, len(partitions), unseen, queries
+    return read_rows, len(partitions), unseen, queries, scored_again
 
 
 def _first_failure(futures: dict, where: str, err: BaseException) -> tuple[str, BaseException]:
