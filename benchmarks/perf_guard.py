@@ -46,11 +46,14 @@ One more uncoupled search, not timed for the ratios, is split by timers into the
 the rest (:func:`breakdown`, in the result file).
 
 Each timed search runs ``--repeats`` times (default 4) per configuration, the coupled search first in every other
-round; the ratios are medians of the rounds' ratios, and every round must find the same IDIs. Why four: on a 2-core
-VM one round's coupled/uncoupled ratio moves by +-15% on the same code (0.95-1.29 in one run of 12 rounds), so a
-bound 15% from 1 needs the median of several alternated rounds to say anything. Writes
-benchmarks/results/perf_guard.json and .md. Takes about 45 s on 2 quiet cores (the smaller cap's subprocess 20 s);
-``--quick-start`` adds about 15 s a round.
+round; a process's ratios are medians of its rounds' ratios, and every round must find the same IDIs. Why four: on a
+2-core VM one round's coupled/uncoupled ratio moves by +-15% on the same code (0.95-1.29 in one run of 12 rounds), so
+a bound 15% from 1 needs the median of several alternated rounds to say anything. The rounds run in ``--processes``
+processes (default 5: this one, then fresh ones), and the guarded figures are the medians of the processes' figures:
+the rounds of one process move together (one process read every round 1.06-1.14 per query, the next 0.95-0.99, the
+same code at load 0.2-1.2; five fresh processes of the same code read 0.96-1.03), so a fresh process is a fresh
+sample and a round is not. Writes benchmarks/results/perf_guard.json and .md. Takes about 75 s on 2 quiet cores (the
+smaller cap's subprocess 20 s, each further process about 10 s); ``--quick-start`` adds about 15 s a round.
 """
 
 from __future__ import annotations
@@ -139,7 +142,7 @@ def fingerprint(result) -> tuple:
             hash(np.ascontiguousarray(result.idis).tobytes()))
 
 
-def timed_rounds(repeats: int) -> dict:
+def timed_rounds(repeats: int, with_breakdown: bool = True) -> dict:
     """Uncoupled search, forward pass and coupled search, ``repeats`` rounds in this process, in alternating order."""
     plain, model = load(couple=False)
     coupled, _ = load(couple=True)
@@ -167,7 +170,7 @@ def timed_rounds(repeats: int) -> dict:
         row["search_over_forward_cpu"] = row["uncoupled"]["cpu_seconds"] / row["forward_cpu_seconds"]
         row["coupled_over_uncoupled"] = row["coupled"]["seconds"] / row["uncoupled"]["seconds"]
         rounds.append(row)
-    return {"rounds": rounds, "breakdown": breakdown(model, plain, seeds["uncoupled"]),
+    return {"rounds": rounds, "breakdown": breakdown(model, plain, seeds["uncoupled"]) if with_breakdown else None,
             "search_over_forward": statistics.median(r["search_over_forward"] for r in rounds),
             "search_over_forward_cpu": statistics.median(r["search_over_forward_cpu"] for r in rounds),
             "coupled_over_uncoupled": statistics.median(r["coupled_over_uncoupled"] for r in rounds),
@@ -296,6 +299,34 @@ def recent_level_peak(n: int) -> int:
     return peak
 
 
+def rounds_in_subprocess(repeats: int) -> dict:
+    """:func:`timed_rounds` in a fresh process (no breakdown): one more sample of the process's own speed."""
+    code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); from perf_guard import timed_rounds; "
+            f"print(json.dumps(timed_rounds({repeats}, with_breakdown=False)))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"perf_guard: the timed rounds in a subprocess failed: {last}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def across_processes(timed: list[dict]) -> dict:
+    """The guarded figures: each process's medians, then their median over the processes.
+
+    The rounds of one process are not independent samples: one process reads every round's coupled/uncoupled ratio
+    high or low together (by 5-10%, the same code, at any load), so only fresh processes give fresh samples.
+    """
+    return {"search_over_forward": statistics.median(t["search_over_forward"] for t in timed),
+            "per_query": statistics.median(per_query(t) for t in timed),
+            "coupled_over_uncoupled": statistics.median(t["coupled_over_uncoupled"] for t in timed),
+            "search_seconds": statistics.median(t["search_seconds"] for t in timed),
+            "forward_seconds": statistics.median(t["forward_seconds"] for t in timed),
+            "by_process": [{"search_over_forward": t["search_over_forward"], "per_query": per_query(t),
+                            "coupled_over_uncoupled": t["coupled_over_uncoupled"],
+                            "search_seconds": t["search_seconds"], "forward_seconds": t["forward_seconds"]}
+                           for t in timed]}
+
+
 def cap_in_subprocess(max_local: int) -> dict:
     code = (f"import json, sys; sys.path.insert(0, {str(HERE)!r}); from perf_guard import cap_run; "
             f"print(json.dumps(cap_run({max_local})))")
@@ -392,13 +423,13 @@ def per_query(timed: dict) -> float:
     return timed["coupled_over_uncoupled"] * r["uncoupled"]["n_queries"] / r["coupled"]["n_queries"]
 
 
-def line(timed: dict, cap: dict, quick: dict | None, failures: list[str]) -> str:
+def line(guarded: dict, cap: dict, quick: dict | None, failures: list[str]) -> str:
     mib = cap["predicted_bytes"] / 2**20
-    ratios = [r["coupled_over_uncoupled"] for r in timed["rounds"]]
-    text = (f"perf_guard: search {timed['search_seconds']:.2f} s = {timed['search_over_forward']:.2f}x forward "
-            f"{timed['forward_seconds']:.2f} s (<= {MAX_SEARCH_OVER_FORWARD:.2f}), coupled/uncoupled per query "
-            f"{per_query(timed):.2f} (<= {MAX_COUPLED_OVER_UNCOUPLED_PER_QUERY:.2f}; whole searches "
-            f"{timed['coupled_over_uncoupled']:.2f}, rounds {min(ratios):.2f}-{max(ratios):.2f}), cap peak {mib:.0f} "
+    each = ", ".join(f"{p['per_query']:.2f}" for p in guarded["by_process"])
+    text = (f"perf_guard: search {guarded['search_seconds']:.2f} s = {guarded['search_over_forward']:.2f}x forward "
+            f"{guarded['forward_seconds']:.2f} s (<= {MAX_SEARCH_OVER_FORWARD:.2f}), coupled/uncoupled per query "
+            f"{guarded['per_query']:.2f} (<= {MAX_COUPLED_OVER_UNCOUPLED_PER_QUERY:.2f}; processes {each}; whole "
+            f"searches {guarded['coupled_over_uncoupled']:.2f}), cap peak {mib:.0f} "
             f"MiB predicted from max_local {SMALL_CAP_LOCAL} (< {MAX_CAP_PEAK_MIB})")
     if quick is not None:
         text += (f", cached quick start {quick['quick_start_wall']:.2f} s = {quick['over_imports_wall']:.2f}x the "
@@ -411,6 +442,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=4,
                         help="timed rounds (each: uncoupled and forward, coupled; in alternating order)")
+    parser.add_argument("--processes", type=int, default=5,
+                        help="processes the timed rounds run in (this one, then fresh ones); medians over them")
     parser.add_argument("--quick-start", action="store_true",
                         help="also time the cached quick start against its imports (about 60 s more)")
     args = parser.parse_args(argv)
@@ -419,25 +452,27 @@ def main(argv=None) -> int:
     small = cap_in_subprocess(SMALL_CAP_LOCAL)
     cap = predicted_cap_peak(small)
     timed = timed_rounds(args.repeats)
+    guarded = across_processes([timed] + [rounds_in_subprocess(args.repeats) for _ in range(args.processes - 1)])
     quick = quick_start(args.repeats) if args.quick_start else None
     failures = []
-    if timed["search_over_forward"] > MAX_SEARCH_OVER_FORWARD:
-        failures.append(f"the search takes {timed['search_over_forward']:.2f}x the forward pass")
-    if per_query(timed) > MAX_COUPLED_OVER_UNCOUPLED_PER_QUERY:
-        failures.append(f"per query, the coupled search takes {per_query(timed):.2f}x the uncoupled one")
+    if guarded["search_over_forward"] > MAX_SEARCH_OVER_FORWARD:
+        failures.append(f"the search takes {guarded['search_over_forward']:.2f}x the forward pass")
+    if guarded["per_query"] > MAX_COUPLED_OVER_UNCOUPLED_PER_QUERY:
+        failures.append(f"per query, the coupled search takes {guarded['per_query']:.2f}x the uncoupled one")
     if cap["predicted_bytes"] / 2**20 >= MAX_CAP_PEAK_MIB:
         failures.append(f"the cap would peak at {cap['predicted_bytes'] / 2**20:.0f} MiB")
     if quick is not None and quick["over_imports_wall"] > MAX_QUICK_START_OVER_IMPORTS:
         failures.append(f"the cached quick start takes {quick['over_imports_wall']:.2f}x its imports")
-    text = line(timed, cap, quick, failures)
-    report = {"benchmark": "perf_guard", "line": text, "ok": not failures, "timed": timed, "small_cap": small,
+    text = line(guarded, cap, quick, failures)
+    report = {"benchmark": "perf_guard", "line": text, "ok": not failures, "timed": timed, "guarded": guarded,
+              "small_cap": small,
               "cap_prediction": cap, "quick_start": quick,
               "bounds": {"search_over_forward": MAX_SEARCH_OVER_FORWARD,
                          "coupled_over_uncoupled_per_query": MAX_COUPLED_OVER_UNCOUPLED_PER_QUERY,
                          "cap_peak_mib_below": MAX_CAP_PEAK_MIB,
                          "quick_start_over_imports": MAX_QUICK_START_OVER_IMPORTS},
               "parameters": {"budget": BUDGET, "cap": CAP, "small_cap_max_local": SMALL_CAP_LOCAL,
-                             "repeats": args.repeats, "random_state": RANDOM_STATE},
+                             "repeats": args.repeats, "processes": args.processes, "random_state": RANDOM_STATE},
               "wall_seconds": time.perf_counter() - t0, "versions": versions(), "cpu_count": os.cpu_count(),
               "load_before": load_before, "load_after": os.getloadavg(),
               "date": datetime.now(UTC).isoformat(timespec="seconds")}
@@ -453,6 +488,12 @@ def markdown(report: dict) -> str:
     lines = ["# perf_guard: the search's speed and the budget cap's memory", "",
              f"{report['date']}, {report['cpu_count']} CPUs, load average {report['load_before'][0]:.2f} before, "
              f"{report['load_after'][0]:.2f} after; {report['wall_seconds']:.0f} s wall.", "", f"`{report['line']}`",
+             "", "Each process's medians (the first is this one, whose rounds follow):", "",
+             "| process | search s | forward s | search / forward | coupled / uncoupled | per query |",
+             "|---|---|---|---|---|---|",
+             *(f"| {i + 1} | {p['search_seconds']:.2f} | {p['forward_seconds']:.2f} | {p['search_over_forward']:.2f} "
+               f"| {p['coupled_over_uncoupled']:.2f} | {p['per_query']:.2f} |"
+               for i, p in enumerate(report["guarded"]["by_process"])),
              "", "| round | uncoupled s | forward s | search / forward | CPU: search s / forward s (ratio) "
                  "| coupled s | coupled / uncoupled |",
              "|---|---|---|---|---|---|---|"]
@@ -472,7 +513,8 @@ def markdown(report: dict) -> str:
                   f"calls) {b['rest_seconds']:.2f} s."]
     lines += ["", f"Uncoupled: {r['uncoupled']['n_idis']:,} IDIs, {r['uncoupled']['n_queries']:,} queries; coupled: "
                   f"{r['coupled']['n_idis']:,} IDIs, {r['coupled']['n_queries']:,} queries (per query, the coupled "
-                  f"search takes {per_query(t):.2f}x the uncoupled one).", "",
+                  f"search takes {per_query(t):.2f}x the uncoupled one in this process, "
+                  f"{report['guarded']['per_query']:.2f}x over the processes).", "",
               f"Smaller cap (max_global {CAP[0]}, max_local {s['max_local']}, coupled, streamed): "
               f"{s['n_idis']:,} IDIs, {s['n_tested']:,} keys, {s['seconds']:.1f} s, peak RSS "
               f"{s['peak_rss_bytes'] / 2**20:.0f} MiB; the walk held {c['bytes_per_key']:.1f} bytes per key it added "
